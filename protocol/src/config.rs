@@ -1,0 +1,740 @@
+//! hookd's configuration: one YAML schema, read in layers. Later layers win:
+//!
+//! 1. built-in defaults;
+//! 2. the user file, `<config dir>/config.yaml` (`~/.config/hookd/` on Linux);
+//! 3. the project file, `.hookd.yaml` at the project root;
+//! 4. `HOOKD_<SECTION>__<KEY>` environment variables (`__` between levels,
+//!    values read as YAML: `HOOKD_CLIENT__HOOK_TIMEOUT_MS=500`);
+//! 5. command-line flags.
+//!
+//! Every field has a default. An unknown key is an error that names the key
+//! and the file; a bad value names the key, the file and the line.
+
+use serde::{Deserialize, Serialize};
+use serde_yaml::{Mapping, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Name of the user configuration file inside the config directory.
+pub const USER_FILE: &str = "config.yaml";
+/// Name of the project configuration file at the project root.
+pub const PROJECT_FILE: &str = ".hookd.yaml";
+/// Prefix of configuration environment variables.
+pub const ENV_PREFIX: &str = "HOOKD_";
+/// Separator between key levels in environment variable names.
+pub const ENV_SEPARATOR: &str = "__";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// How hookctl talks to the daemon.
+    pub client: ClientConfig,
+    /// The daemon process.
+    pub daemon: DaemonConfig,
+    /// Context usage thresholds.
+    pub monitor: MonitorConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientConfig {
+    /// How long a hook waits for hookd (including autostart) before it gives
+    /// up silently, in milliseconds.
+    pub hook_timeout_ms: u64,
+    /// The same for PreCompact, which waits for the state capture and checkpoint.
+    pub pre_compact_timeout_ms: u64,
+    /// The same for SessionStart, which validates state and renders the resume prompt.
+    pub session_start_timeout_ms: u64,
+    /// Start hookd when no daemon answers.
+    pub autostart: bool,
+    /// Let hookd's answers block the agent (exit code 2). When off, hookctl
+    /// never exits 2.
+    pub allow_block: bool,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            hook_timeout_ms: 1000,
+            pre_compact_timeout_ms: 30_000,
+            session_start_timeout_ms: 10_000,
+            autostart: true,
+            allow_block: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// Exit after this many seconds without a request; 0 keeps running.
+    pub idle_timeout_secs: u64,
+    /// How long shutdown waits for requests in flight, in milliseconds.
+    pub drain_timeout_ms: u64,
+    /// Connections served at once; more wait for a free slot.
+    pub max_connections: usize,
+    /// How long a client may take to send a request, in milliseconds.
+    pub request_timeout_ms: u64,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            idle_timeout_secs: 0,
+            drain_timeout_ms: 3000,
+            max_connections: 256,
+            request_timeout_ms: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MonitorConfig {
+    /// Context levels, lowest first, each fired once per context epoch.
+    pub thresholds: Vec<Threshold>,
+}
+
+impl Default for MonitorConfig {
+    fn default() -> Self {
+        let t = |level, message: &str, action| Threshold {
+            level,
+            message: message.to_owned(),
+            action,
+        };
+        MonitorConfig {
+            thresholds: vec![
+                t(
+                    0.70,
+                    "Context at 70%. Consider saving state soon.",
+                    Action::LogWarning,
+                ),
+                t(
+                    0.80,
+                    "Context at 80%. Auto-saving workflow state...",
+                    Action::AutoSaveState,
+                ),
+                t(
+                    0.90,
+                    "Context at 90%. Compaction recommended. Run /compact to save state and clear context.",
+                    Action::RecommendCompact,
+                ),
+                t(
+                    0.95,
+                    "CRITICAL: Context at 95%. Forcing state save before potential truncation.",
+                    Action::ForceSaveState,
+                ),
+            ],
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Threshold {
+    /// Fraction of the compaction point, 0 < level <= 1.
+    pub level: f64,
+    /// What the person (and the model) is told.
+    pub message: String,
+    /// What hookd does.
+    pub action: Action,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Only say it.
+    LogWarning,
+    /// Save the workflow state (no git checkpoint).
+    AutoSaveState,
+    /// Save the state and recommend `/compact`.
+    RecommendCompact,
+    /// Save the state and make a git checkpoint.
+    ForceSaveState,
+}
+
+impl Config {
+    /// Checks what types cannot: returns `(key, problem)` pairs.
+    pub fn problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut last = 0.0;
+        for (i, t) in self.monitor.thresholds.iter().enumerate() {
+            let key = format!("monitor.thresholds[{i}].level");
+            if !(t.level > 0.0 && t.level <= 1.0) {
+                out.push((key, format!("{} is not within (0, 1]", t.level)));
+            } else if t.level <= last {
+                out.push((
+                    key,
+                    format!(
+                        "{} is not above the level before it ({last}); list levels lowest first",
+                        t.level
+                    ),
+                ));
+            }
+            last = t.level;
+        }
+        for (key, value) in [
+            ("client.hook_timeout_ms", self.client.hook_timeout_ms),
+            (
+                "client.pre_compact_timeout_ms",
+                self.client.pre_compact_timeout_ms,
+            ),
+            (
+                "client.session_start_timeout_ms",
+                self.client.session_start_timeout_ms,
+            ),
+            ("daemon.drain_timeout_ms", self.daemon.drain_timeout_ms),
+            ("daemon.request_timeout_ms", self.daemon.request_timeout_ms),
+            ("daemon.max_connections", self.daemon.max_connections as u64),
+        ] {
+            if value == 0 {
+                out.push((key.to_owned(), "must be greater than 0".to_owned()));
+            }
+        }
+        out
+    }
+}
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "from", rename_all = "snake_case")]
+pub enum Source {
+    Default,
+    User(PathBuf),
+    Project(PathBuf),
+    Env(String),
+    Flag(String),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::User(p) => write!(f, "user file {}", p.display()),
+            Source::Project(p) => write!(f, "project file {}", p.display()),
+            Source::Env(v) => write!(f, "env {v}"),
+            Source::Flag(v) => write!(f, "flag {v}"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error("environment variable {var}: {message}")]
+    Env { var: String, message: String },
+    #[error("{flag}: {message}")]
+    Flag { flag: String, message: String },
+    #[error("config key {key} (from {origin}): {message}")]
+    Invalid {
+        key: String,
+        origin: Source,
+        message: String,
+    },
+}
+
+/// The inputs of one configuration: which files and overrides apply.
+#[derive(Debug, Clone, Default)]
+pub struct Layers {
+    /// The user file, if it should be read (it may not exist).
+    pub user_file: Option<PathBuf>,
+    /// The project root whose `.hookd.yaml` applies.
+    pub project_root: Option<PathBuf>,
+    /// Environment variables; only `HOOKD_*` names with `__` are read.
+    pub env: Vec<(String, String)>,
+    /// Flag overrides: (flag name for messages, dotted key, value).
+    pub flags: Vec<(String, String, Value)>,
+}
+
+impl Layers {
+    /// The user file from the config directory, the given project, and this
+    /// process's environment.
+    pub fn from_process(project_root: Option<PathBuf>) -> Self {
+        Layers {
+            user_file: crate::paths::config_dir().map(|d| d.join(USER_FILE)),
+            project_root,
+            env: std::env::vars().filter(|(k, _)| is_config_env(k)).collect(),
+            flags: Vec::new(),
+        }
+    }
+
+    pub fn project_file(&self) -> Option<PathBuf> {
+        self.project_root.as_ref().map(|r| r.join(PROJECT_FILE))
+    }
+}
+
+/// Whether an environment variable is a configuration override.
+pub fn is_config_env(name: &str) -> bool {
+    name.strip_prefix(ENV_PREFIX)
+        .is_some_and(|rest| rest.contains(ENV_SEPARATOR))
+}
+
+/// The configuration in force, with where each value came from.
+#[derive(Debug, Clone)]
+pub struct Effective {
+    pub config: Config,
+    /// Source of every leaf, keyed by dotted path (`client.hook_timeout_ms`).
+    pub origins: BTreeMap<String, Source>,
+}
+
+impl Effective {
+    /// Defaults only.
+    pub fn defaults() -> Self {
+        let value = serde_yaml::to_value(Config::default()).expect("the default config serializes");
+        let mut origins = BTreeMap::new();
+        record_leaves(&value, "", &Source::Default, &mut origins);
+        Effective {
+            config: Config::default(),
+            origins,
+        }
+    }
+
+    /// Every leaf with its value (as YAML text) and source, in key order.
+    pub fn entries(&self) -> Vec<(String, Value, Source)> {
+        let value = serde_yaml::to_value(&self.config).expect("a loaded config serializes");
+        let mut leaves = BTreeMap::new();
+        collect_leaves(&value, "", &mut leaves);
+        leaves
+            .into_iter()
+            .map(|(key, v)| {
+                let source = self.origins.get(&key).cloned().unwrap_or(Source::Default);
+                (key, v, source)
+            })
+            .collect()
+    }
+}
+
+/// Reads every layer and returns the configuration in force.
+pub fn load(layers: &Layers) -> Result<Effective, ConfigError> {
+    let mut merged =
+        serde_yaml::to_value(Config::default()).expect("the default config serializes");
+    let mut origins = BTreeMap::new();
+    record_leaves(&merged, "", &Source::Default, &mut origins);
+
+    let files = [
+        layers
+            .user_file
+            .clone()
+            .map(|p| (p.clone(), Source::User(p))),
+        layers
+            .project_file()
+            .map(|p| (p.clone(), Source::Project(p))),
+    ];
+    for (path, source) in files.into_iter().flatten() {
+        if let Some(layer) = read_file_layer(&path)? {
+            merge(&mut merged, layer, "", &source, &mut origins);
+        }
+    }
+
+    for (var, raw) in &layers.env {
+        let Some(rest) = var
+            .strip_prefix(ENV_PREFIX)
+            .filter(|r| r.contains(ENV_SEPARATOR))
+        else {
+            continue;
+        };
+        let key: Vec<String> = rest
+            .split(ENV_SEPARATOR)
+            .map(|s| s.to_ascii_lowercase())
+            .collect();
+        let layer =
+            override_layer(&key, parse_scalar(raw)).map_err(|message| ConfigError::Env {
+                var: var.clone(),
+                message,
+            })?;
+        merge(
+            &mut merged,
+            layer,
+            "",
+            &Source::Env(var.clone()),
+            &mut origins,
+        );
+    }
+
+    for (flag, key, value) in &layers.flags {
+        let key: Vec<String> = key.split('.').map(str::to_owned).collect();
+        let layer = override_layer(&key, value.clone()).map_err(|message| ConfigError::Flag {
+            flag: flag.clone(),
+            message,
+        })?;
+        merge(
+            &mut merged,
+            layer,
+            "",
+            &Source::Flag(flag.clone()),
+            &mut origins,
+        );
+    }
+
+    let config: Config = serde_yaml::from_value(merged).map_err(|e| ConfigError::Invalid {
+        key: String::from("(merged)"),
+        origin: Source::Default,
+        message: e.to_string(),
+    })?;
+    if let Some((key, message)) = config.problems().into_iter().next() {
+        let origin = origin_of(&origins, &key);
+        return Err(ConfigError::Invalid {
+            key,
+            origin,
+            message,
+        });
+    }
+    Ok(Effective { config, origins })
+}
+
+/// Validates and returns one file's layer; `None` when the file is absent or empty.
+fn read_file_layer(path: &Path) -> Result<Option<Value>, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let file_error = |message: String| ConfigError::File {
+        path: path.to_path_buf(),
+        message,
+    };
+    let value: Value = serde_yaml::from_str(&text).map_err(|e| file_error(e.to_string()))?;
+    if value.is_null() {
+        return Ok(None);
+    }
+    // Deserializing the file on its own gives errors that carry its line numbers.
+    let alone: Config = serde_yaml::from_str(&text).map_err(|e| file_error(e.to_string()))?;
+    if let Some((key, message)) = alone
+        .problems()
+        .into_iter()
+        .find(|(key, _)| mentions(&value, key))
+    {
+        return Err(file_error(format!(
+            "{key}: {message}{}",
+            line_hint(&text, &key)
+        )));
+    }
+    Ok(Some(value))
+}
+
+/// Builds `{a: {b: value}}` for key `[a, b]` and checks it against the schema.
+fn override_layer(key: &[String], value: Value) -> Result<Value, String> {
+    if key.iter().any(|k| k.is_empty()) {
+        return Err(format!("`{}` is not a config key", key.join(".")));
+    }
+    let mut layer = value;
+    for part in key.iter().rev() {
+        let mut map = Mapping::new();
+        map.insert(Value::String(part.clone()), layer);
+        layer = Value::Mapping(map);
+    }
+    serde_yaml::from_value::<Config>(layer.clone())
+        .map_err(|e| format!("{} ({})", e, key.join(".")))?;
+    Ok(layer)
+}
+
+/// An environment value as YAML (`500`, `true`, `[a, b]`), else as a string.
+fn parse_scalar(raw: &str) -> Value {
+    serde_yaml::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+fn key_text(key: &Value) -> String {
+    match key {
+        Value::String(s) => s.clone(),
+        other => serde_yaml::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
+    }
+}
+
+/// Mappings merge key by key; anything else replaces what was there.
+fn merge(
+    base: &mut Value,
+    layer: Value,
+    prefix: &str,
+    source: &Source,
+    origins: &mut BTreeMap<String, Source>,
+) {
+    match (base, layer) {
+        (Value::Mapping(base), Value::Mapping(layer)) => {
+            for (k, v) in layer {
+                let path = join(prefix, &key_text(&k));
+                match base.get_mut(&k) {
+                    Some(existing) if existing.is_mapping() && v.is_mapping() => {
+                        merge(existing, v, &path, source, origins)
+                    }
+                    _ => {
+                        origins.retain(|key, _| {
+                            !(key == &path
+                                || key.starts_with(&format!("{path}."))
+                                || key.starts_with(&format!("{path}[")))
+                        });
+                        record_leaves(&v, &path, source, origins);
+                        base.insert(k, v);
+                    }
+                }
+            }
+        }
+        (base, layer) => {
+            record_leaves(&layer, prefix, source, origins);
+            *base = layer;
+        }
+    }
+}
+
+fn record_leaves(
+    value: &Value,
+    prefix: &str,
+    source: &Source,
+    origins: &mut BTreeMap<String, Source>,
+) {
+    let mut leaves = BTreeMap::new();
+    collect_leaves(value, prefix, &mut leaves);
+    for key in leaves.into_keys() {
+        origins.insert(key, source.clone());
+    }
+}
+
+/// Leaves are scalars and whole lists (a list is replaced, never merged).
+fn collect_leaves(value: &Value, prefix: &str, out: &mut BTreeMap<String, Value>) {
+    match value {
+        Value::Mapping(map) if !map.is_empty() => {
+            for (k, v) in map {
+                collect_leaves(v, &join(prefix, &key_text(k)), out);
+            }
+        }
+        other => {
+            out.insert(prefix.to_owned(), other.clone());
+        }
+    }
+}
+
+/// The source of `key` or of the list or section that holds it.
+fn origin_of(origins: &BTreeMap<String, Source>, key: &str) -> Source {
+    let mut probe = key.to_owned();
+    loop {
+        if let Some(s) = origins.get(&probe) {
+            return s.clone();
+        }
+        match probe.rfind(['.', '[']) {
+            Some(cut) => probe.truncate(cut),
+            None => return Source::Default,
+        }
+    }
+}
+
+/// Whether a file's own text sets `key` (or the list or section holding it).
+fn mentions(value: &Value, key: &str) -> bool {
+    let top = key.split(['.', '[']).collect::<Vec<_>>();
+    let mut node = value;
+    for part in top.iter().take(2) {
+        match node.get(*part) {
+            Some(v) => node = v,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// " at line N" for the line of the last key component, when it can be found.
+fn line_hint(text: &str, key: &str) -> String {
+    let last = key
+        .rsplit(['.', '['])
+        .next()
+        .unwrap_or(key)
+        .trim_end_matches(']');
+    text.lines()
+        .position(|l| {
+            l.trim_start()
+                .trim_start_matches("- ")
+                .starts_with(&format!("{last}:"))
+        })
+        .map(|i| format!(" (line {})", i + 1))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn defaults_have_the_four_thresholds() {
+        let c = Config::default();
+        let levels: Vec<f64> = c.monitor.thresholds.iter().map(|t| t.level).collect();
+        assert_eq!(levels, vec![0.70, 0.80, 0.90, 0.95]);
+        assert!(c.problems().is_empty());
+    }
+
+    #[test]
+    fn layers_apply_in_order_and_record_their_source() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = write(
+            tmp.path(),
+            "config.yaml",
+            "client:\n  hook_timeout_ms: 500\n  autostart: false\n",
+        );
+        write(
+            tmp.path(),
+            PROJECT_FILE,
+            "client:\n  hook_timeout_ms: 700\n",
+        );
+        let layers = Layers {
+            user_file: Some(user.clone()),
+            project_root: Some(tmp.path().to_path_buf()),
+            env: vec![
+                ("HOOKD_DAEMON__DRAIN_TIMEOUT_MS".into(), "42".into()),
+                ("HOOKD_SOCKET".into(), "/x".into()),
+            ],
+            flags: vec![(
+                "--timeout-ms".into(),
+                "client.session_start_timeout_ms".into(),
+                Value::from(9u64),
+            )],
+        };
+        let eff = load(&layers).unwrap();
+        assert_eq!(eff.config.client.hook_timeout_ms, 700);
+        assert!(!eff.config.client.autostart);
+        assert_eq!(eff.config.daemon.drain_timeout_ms, 42);
+        assert_eq!(eff.config.client.session_start_timeout_ms, 9);
+        assert_eq!(
+            eff.origins["client.hook_timeout_ms"],
+            Source::Project(tmp.path().join(PROJECT_FILE))
+        );
+        assert_eq!(eff.origins["client.autostart"], Source::User(user));
+        assert_eq!(
+            eff.origins["daemon.drain_timeout_ms"],
+            Source::Env("HOOKD_DAEMON__DRAIN_TIMEOUT_MS".into())
+        );
+        assert_eq!(eff.origins["client.allow_block"], Source::Default);
+    }
+
+    #[test]
+    fn unknown_keys_name_the_key_and_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = write(tmp.path(), "config.yaml", "client:\n  hook_timeout: 5\n");
+        let err = load(&Layers {
+            user_file: Some(user.clone()),
+            ..Layers::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("hook_timeout"), "{err}");
+        assert!(err.contains(&user.display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn bad_values_name_the_key_the_file_and_the_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = write(
+            tmp.path(),
+            "config.yaml",
+            "# comment\nclient:\n  hook_timeout_ms: soon\n",
+        );
+        let err = load(&Layers {
+            user_file: Some(user.clone()),
+            ..Layers::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("hook_timeout_ms"), "{err}");
+        assert!(err.contains("line 3"), "{err}");
+        assert!(err.contains(&user.display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn semantic_problems_name_the_file_and_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = "monitor:\n  thresholds:\n    - level: 0.9\n      message: a\n      action: log_warning\n    - level: 0.5\n      message: b\n      action: log_warning\n";
+        let user = write(tmp.path(), "config.yaml", text);
+        let err = load(&Layers {
+            user_file: Some(user),
+            ..Layers::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("monitor.thresholds[1].level"), "{err}");
+        assert!(err.contains("line 3") || err.contains("line 6"), "{err}");
+    }
+
+    #[test]
+    fn env_overrides_are_checked() {
+        let layers = Layers {
+            env: vec![("HOOKD_CLIENT__NOPE".into(), "1".into())],
+            ..Layers::default()
+        };
+        let err = load(&layers).unwrap_err().to_string();
+        assert!(
+            err.contains("HOOKD_CLIENT__NOPE") && err.contains("nope"),
+            "{err}"
+        );
+        let layers = Layers {
+            env: vec![("HOOKD_CLIENT__AUTOSTART".into(), "maybe".into())],
+            ..Layers::default()
+        };
+        assert!(
+            load(&layers)
+                .unwrap_err()
+                .to_string()
+                .contains("HOOKD_CLIENT__AUTOSTART")
+        );
+    }
+
+    #[test]
+    fn empty_and_missing_files_are_fine() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = write(tmp.path(), "config.yaml", "# nothing yet\n");
+        let eff = load(&Layers {
+            user_file: Some(user),
+            project_root: Some(tmp.path().join("absent")),
+            ..Layers::default()
+        })
+        .unwrap();
+        assert_eq!(eff.config, Config::default());
+    }
+
+    #[test]
+    fn a_list_replaces_the_default_list() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = write(
+            tmp.path(),
+            "config.yaml",
+            "monitor:\n  thresholds:\n    - {level: 0.5, message: half, action: log_warning}\n",
+        );
+        let eff = load(&Layers {
+            user_file: Some(user.clone()),
+            ..Layers::default()
+        })
+        .unwrap();
+        assert_eq!(eff.config.monitor.thresholds.len(), 1);
+        assert_eq!(eff.origins["monitor.thresholds"], Source::User(user));
+    }
+
+    #[test]
+    fn the_defaults_can_be_written_and_read_back() {
+        let text = serde_yaml::to_string(&Config::default()).unwrap();
+        let back: Config = serde_yaml::from_str(&text).unwrap();
+        assert_eq!(back, Config::default());
+    }
+}

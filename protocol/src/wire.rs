@@ -1,0 +1,281 @@
+//! The messages hookctl and hookd exchange.
+//!
+//! A connection starts with the client's [`Hello`]; the daemon answers with
+//! its own `Hello` (or an error when the protocol numbers differ), and then
+//! each [`Request`] gets exactly one [`Response`]. New fields carry
+//! `#[serde(default)]` so that a field added within one protocol number does
+//! not break older peers.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// First message on every connection, in both directions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// Crate version of the sender, for messages to people.
+    pub version: String,
+    /// Wire protocol number; both sides must have the same.
+    pub protocol: u32,
+}
+
+impl Hello {
+    pub fn current() -> Self {
+        Hello {
+            version: crate::VERSION.to_owned(),
+            protocol: crate::PROTOCOL_VERSION,
+        }
+    }
+}
+
+/// The agent harnesses hookd understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Harness {
+    ClaudeCode,
+    Codex,
+    GeminiCli,
+}
+
+impl Harness {
+    pub const ALL: [Harness; 3] = [Harness::ClaudeCode, Harness::Codex, Harness::GeminiCli];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Harness::ClaudeCode => "claude-code",
+            Harness::Codex => "codex",
+            Harness::GeminiCli => "gemini-cli",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Harness> {
+        Harness::ALL.into_iter().find(|h| h.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Harness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Environment variables of a hook process that change what hookd decides.
+/// `HOOKD_*` variables (configuration overrides) are forwarded as well.
+pub const FORWARDED_ENV: &[&str] = &[
+    "CLAUDE_PROJECT_DIR",
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",
+    "CLAUDE_CODE_AUTO_COMPACT_WINDOW",
+    "CLAUDE_CODE_MAX_CONTEXT_TOKENS",
+    "DISABLE_AUTO_COMPACT",
+    "DISABLE_COMPACT",
+    "CODEX_HOME",
+    "GEMINI_PROJECT_DIR",
+];
+
+/// Whether an environment variable travels with a request.
+pub fn is_forwarded_env(name: &str) -> bool {
+    FORWARDED_ENV.contains(&name) || name.starts_with("HOOKD_")
+}
+
+/// One request. Externally tagged, so raw payloads can ride inside.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Request {
+    /// A harness ran a hook: decide what the harness should see.
+    Hook(HookRequest),
+    /// The daemon and its sessions.
+    Status(StatusQuery),
+    /// Stop the daemon: stop accepting, drain, clean up.
+    Shutdown,
+    /// Liveness check, answered with [`Response::Pong`].
+    Ping,
+}
+
+/// What a hook process hands over.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct HookRequest {
+    pub harness: Harness,
+    /// The event as given on hookctl's command line (kebab case). `None`: the
+    /// payload's `hook_event_name` decides.
+    #[serde(default)]
+    pub event: Option<String>,
+    /// The harness's stdin JSON object, unparsed.
+    pub payload: Box<RawValue>,
+    /// Allow-listed environment of the hook (see [`FORWARDED_ENV`]).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// hookctl's working directory, for payloads that carry no `cwd`.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StatusQuery {
+    /// Only this session (an id or a unique prefix of one).
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+/// One reply.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Response {
+    /// The daemon's half of the handshake.
+    Hello(Hello),
+    /// What hookctl writes back to the harness.
+    Hook(HookReply),
+    /// Answer to [`Request::Status`].
+    Status(Box<StatusReport>),
+    /// Answer to [`Request::Ping`].
+    Pong,
+    /// The request was done and has nothing to report.
+    Ok,
+    /// The request failed.
+    Error(ErrorReply),
+}
+
+/// What the harness sees from a hook.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookReply {
+    #[serde(default)]
+    pub stdout: String,
+    #[serde(default)]
+    pub stderr: String,
+    #[serde(default)]
+    pub exit_code: i32,
+}
+
+impl HookReply {
+    /// No output, exit 0: the harness carries on as if there were no hook.
+    pub fn silent() -> Self {
+        HookReply::default()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The peers speak different protocol numbers.
+    ProtocolMismatch,
+    /// The request could not be understood.
+    BadRequest,
+    /// A hook payload was not what the harness should send.
+    BadPayload,
+    /// The thing asked about does not exist.
+    NotFound,
+    /// The configuration is invalid.
+    Config,
+    /// The daemon is shutting down or at its connection limit.
+    Unavailable,
+    /// Anything else; the message says what.
+    Internal,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct ErrorReply {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl ErrorReply {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ErrorReply {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// The daemon and its sessions, for `hookctl status`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusReport {
+    pub daemon: DaemonInfo,
+    #[serde(default)]
+    pub sessions: Vec<SessionStatus>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DaemonInfo {
+    pub version: String,
+    pub protocol: u32,
+    pub pid: u32,
+    /// Unix time in milliseconds.
+    pub started_at_ms: u64,
+    pub uptime_secs: u64,
+    pub socket: PathBuf,
+    pub state_dir: PathBuf,
+    #[serde(default)]
+    pub log_dir: Option<PathBuf>,
+    /// Hook events handled since start.
+    #[serde(default)]
+    pub events_handled: u64,
+    /// Problems the daemon wants a person to see (bad config, watch limits).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// One agent session as the daemon knows it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SessionStatus {
+    pub harness: String,
+    pub session_id: String,
+    #[serde(default)]
+    pub project_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub transcript_path: Option<PathBuf>,
+    /// Kebab-case name of the latest event.
+    #[serde(default)]
+    pub last_event: Option<String>,
+    #[serde(default)]
+    pub last_event_at_ms: u64,
+    #[serde(default)]
+    pub events_seen: u64,
+    #[serde(default)]
+    pub ended: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::{decode, encode};
+
+    #[test]
+    fn hook_request_keeps_the_payload_byte_for_byte() {
+        let payload = r#"{"session_id": "s1",  "hook_event_name":"Stop"}"#;
+        let req = Request::Hook(HookRequest {
+            harness: Harness::ClaudeCode,
+            event: Some("stop".into()),
+            payload: RawValue::from_string(payload.into()).unwrap(),
+            env: BTreeMap::new(),
+            cwd: None,
+        });
+        let frame = encode(&req).unwrap();
+        let Request::Hook(back) = decode::<Request>(&frame[4..]).unwrap() else {
+            panic!("not a hook")
+        };
+        assert_eq!(back.payload.get(), payload);
+        assert_eq!(back.harness, Harness::ClaudeCode);
+    }
+
+    #[test]
+    fn harness_names_round_trip() {
+        for h in Harness::ALL {
+            assert_eq!(Harness::parse(h.as_str()), Some(h));
+            assert_eq!(
+                serde_json::to_string(&h).unwrap(),
+                format!("\"{}\"", h.as_str())
+            );
+        }
+    }
+
+    #[test]
+    fn forwarded_env_is_an_allow_list() {
+        assert!(is_forwarded_env("CLAUDE_PROJECT_DIR"));
+        assert!(is_forwarded_env("HOOKD_CLIENT__HOOK_TIMEOUT_MS"));
+        assert!(!is_forwarded_env("ANTHROPIC_API_KEY"));
+        assert!(!is_forwarded_env("PATH"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Claude Code: hook payloads in, hook output out. What each event carries
+//! and what reaches the model is described in `../shared/claude-code.md`.
+
+use super::{EventKind, Fields, HookEvent, Outcome};
+use protocol::wire::{HookReply, HookRequest};
+use serde_json::{Map, Value, json};
+
+pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
+    let payload_event = f.string("hook_event_name");
+    let kind = match (&req.event, &payload_event) {
+        (Some(arg), _) => EventKind::from_name(arg),
+        (None, Some(name)) => EventKind::from_name(name),
+        (None, None) => EventKind::Other("unknown".into()),
+    };
+    let cwd = f.path("cwd").or_else(|| req.cwd.clone());
+    let project_dir = req
+        .env
+        .get("CLAUDE_PROJECT_DIR")
+        .filter(|s| !s.is_empty())
+        .map(Into::into)
+        .or_else(|| cwd.clone());
+    // SessionStart(compact) names the model as a string; the statusLine input as an object.
+    let model = match f.value("model") {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Object(m)) => m.get("id").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    };
+    let mut event = HookEvent {
+        harness: req.harness,
+        kind,
+        session_id: f.string("session_id").filter(|s| !s.is_empty()),
+        transcript_path: f.path("transcript_path"),
+        project_dir,
+        cwd,
+        source: f.string("source"),
+        trigger: f.string("trigger"),
+        reason: f.string("reason"),
+        prompt: f.string("prompt"),
+        tool_name: f.string("tool_name"),
+        model,
+        custom_instructions: f.string("custom_instructions"),
+        compact_summary: f.string("compact_summary"),
+        agent_id: f.string("agent_id"),
+        env: req.env.clone(),
+        problems: Vec::new(),
+    };
+    event.problems = f.problems;
+    event
+}
+
+/// Events whose `hookSpecificOutput.additionalContext` reaches the model.
+fn takes_additional_context(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::SessionStart
+            | EventKind::UserPromptSubmit
+            | EventKind::PreToolUse
+            | EventKind::PostToolUse
+            | EventKind::PostToolBatch
+    )
+}
+
+pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
+    let stderr = outcome
+        .notes
+        .iter()
+        .map(|n| format!("hookd: {n}\n"))
+        .collect::<String>();
+    if let Some(text) = outcome.plain_stdout {
+        // PreCompact reads plain stdout as text for the summarizer.
+        return HookReply {
+            stdout: text,
+            stderr,
+            exit_code: 0,
+        };
+    }
+    let mut out = Map::new();
+    if let Some(msg) = outcome.system_message {
+        out.insert("systemMessage".into(), Value::String(msg));
+    }
+    if let Some(ctx) = outcome
+        .additional_context
+        .filter(|_| takes_additional_context(&event.kind))
+    {
+        out.insert(
+            "hookSpecificOutput".into(),
+            json!({ "hookEventName": event.kind.pascal(), "additionalContext": ctx }),
+        );
+    }
+    let stdout = if out.is_empty() {
+        String::new()
+    } else {
+        Value::Object(out).to_string() + "\n"
+    };
+    HookReply {
+        stdout,
+        stderr,
+        exit_code: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::wire::Harness;
+    use serde_json::value::RawValue;
+    use std::collections::BTreeMap;
+
+    fn request(event: Option<&str>, payload: &str) -> HookRequest {
+        HookRequest {
+            harness: Harness::ClaudeCode,
+            event: event.map(str::to_owned),
+            payload: RawValue::from_string(payload.to_owned()).unwrap(),
+            env: BTreeMap::from([("CLAUDE_PROJECT_DIR".to_owned(), "/proj".to_owned())]),
+            cwd: None,
+        }
+    }
+
+    #[test]
+    fn the_payload_names_the_event_when_the_command_line_does_not() {
+        let req = request(
+            None,
+            r#"{"session_id":"s","hook_event_name":"PreCompact","trigger":"auto","cwd":"/proj/sub"}"#,
+        );
+        let ev = crate::harness::parse(&req).unwrap();
+        assert_eq!(ev.kind, EventKind::PreCompact);
+        assert_eq!(ev.trigger.as_deref(), Some("auto"));
+        assert_eq!(
+            ev.project_dir.as_deref(),
+            Some(std::path::Path::new("/proj"))
+        );
+        assert_eq!(ev.cwd.as_deref(), Some(std::path::Path::new("/proj/sub")));
+    }
+
+    #[test]
+    fn wrong_field_types_are_noted_not_fatal() {
+        let req = request(Some("stop"), r#"{"session_id":42,"transcript_path":["x"]}"#);
+        let ev = crate::harness::parse(&req).unwrap();
+        assert_eq!(ev.session_id, None);
+        assert_eq!(ev.problems.len(), 2, "{:?}", ev.problems);
+        assert!(ev.problems[0].contains("session_id"));
+    }
+
+    #[test]
+    fn additional_context_only_where_claude_code_reads_it() {
+        let req = request(Some("post-tool-use"), r#"{"session_id":"s"}"#);
+        let ev = crate::harness::parse(&req).unwrap();
+        let outcome = Outcome {
+            system_message: Some("for you".into()),
+            additional_context: Some("for the model".into()),
+            ..Outcome::default()
+        };
+        let reply = render(&ev, outcome.clone());
+        let v: Value = serde_json::from_str(&reply.stdout).unwrap();
+        assert_eq!(v["systemMessage"], "for you");
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+        assert_eq!(
+            v["hookSpecificOutput"]["additionalContext"],
+            "for the model"
+        );
+
+        let stop = crate::harness::parse(&request(Some("stop"), r#"{"session_id":"s"}"#)).unwrap();
+        let v: Value = serde_json::from_str(&render(&stop, outcome).stdout).unwrap();
+        assert!(v.get("hookSpecificOutput").is_none());
+    }
+
+    #[test]
+    fn nothing_to_say_is_no_output() {
+        let ev = crate::harness::parse(&request(Some("stop"), r#"{"session_id":"s"}"#)).unwrap();
+        assert_eq!(render(&ev, Outcome::default()), HookReply::silent());
+    }
+}

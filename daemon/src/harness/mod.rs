@@ -1,0 +1,268 @@
+//! One module per agent harness: each turns the harness's hook payloads into
+//! [`HookEvent`]s and hookd's [`Outcome`]s back into what the harness reads.
+//! Adding a harness means adding a module here and a folder under `hooks/`.
+
+pub mod claude_code;
+
+use protocol::wire::{Harness, HookReply, HookRequest};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// hookd's names for hook events. Harness-specific names map onto these.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PostToolUse,
+    PostToolBatch,
+    PreCompact,
+    PostCompact,
+    Stop,
+    SubagentStop,
+    SessionEnd,
+    /// Any other event: recorded, never an error. Kept in kebab case.
+    Other(String),
+}
+
+const KNOWN: [(EventKind, &str, &str); 10] = [
+    (EventKind::SessionStart, "SessionStart", "session-start"),
+    (
+        EventKind::UserPromptSubmit,
+        "UserPromptSubmit",
+        "user-prompt-submit",
+    ),
+    (EventKind::PreToolUse, "PreToolUse", "pre-tool-use"),
+    (EventKind::PostToolUse, "PostToolUse", "post-tool-use"),
+    (EventKind::PostToolBatch, "PostToolBatch", "post-tool-batch"),
+    (EventKind::PreCompact, "PreCompact", "pre-compact"),
+    (EventKind::PostCompact, "PostCompact", "post-compact"),
+    (EventKind::Stop, "Stop", "stop"),
+    (EventKind::SubagentStop, "SubagentStop", "subagent-stop"),
+    (EventKind::SessionEnd, "SessionEnd", "session-end"),
+];
+
+impl EventKind {
+    /// Accepts `PostToolUse`, `post-tool-use` and `post_tool_use` alike.
+    pub fn from_name(name: &str) -> EventKind {
+        let kebab = to_kebab(name);
+        KNOWN
+            .iter()
+            .find(|(_, _, k)| *k == kebab)
+            .map(|(kind, _, _)| kind.clone())
+            .unwrap_or(EventKind::Other(kebab))
+    }
+
+    pub fn kebab(&self) -> Cow<'static, str> {
+        match self {
+            EventKind::Other(name) => Cow::Owned(name.clone()),
+            known => Cow::Borrowed(
+                KNOWN
+                    .iter()
+                    .find(|(k, _, _)| k == known)
+                    .map(|(_, _, n)| *n)
+                    .unwrap_or(""),
+            ),
+        }
+    }
+
+    /// Claude Code's spelling (`PostToolUse`), used in `hookEventName`.
+    pub fn pascal(&self) -> Cow<'static, str> {
+        match self {
+            EventKind::Other(name) => Cow::Owned(
+                name.split('-')
+                    .map(|w| {
+                        let mut c = w.chars();
+                        c.next()
+                            .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                            .unwrap_or_default()
+                    })
+                    .collect(),
+            ),
+            known => Cow::Borrowed(
+                KNOWN
+                    .iter()
+                    .find(|(k, _, _)| k == known)
+                    .map(|(_, p, _)| *p)
+                    .unwrap_or(""),
+            ),
+        }
+    }
+}
+
+/// `PostToolUse` → `post-tool-use`; `post_tool_use` → `post-tool-use`.
+fn to_kebab(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.trim().chars().enumerate() {
+        if c == '_' || c == ' ' {
+            out.push('-');
+        } else if c.is_ascii_uppercase() {
+            if i > 0 && !out.ends_with('-') {
+                out.push('-');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// One hook, decoded: what every harness module produces.
+#[derive(Debug, Clone)]
+pub struct HookEvent {
+    pub harness: Harness,
+    pub kind: EventKind,
+    pub session_id: Option<String>,
+    pub transcript_path: Option<PathBuf>,
+    /// The project root: the harness's project variable, else the payload's cwd.
+    pub project_dir: Option<PathBuf>,
+    pub cwd: Option<PathBuf>,
+    /// SessionStart: startup, resume, clear, compact.
+    pub source: Option<String>,
+    /// PreCompact / PostCompact: manual or auto.
+    pub trigger: Option<String>,
+    /// SessionEnd reason.
+    pub reason: Option<String>,
+    pub prompt: Option<String>,
+    pub tool_name: Option<String>,
+    pub model: Option<String>,
+    pub custom_instructions: Option<String>,
+    pub compact_summary: Option<String>,
+    /// Set for events inside a subagent.
+    pub agent_id: Option<String>,
+    /// The hook's allow-listed environment.
+    pub env: BTreeMap<String, String>,
+    /// Fields that were present but not what the harness documents.
+    pub problems: Vec<String>,
+}
+
+/// What hookd wants the harness to show; each harness renders it its own way.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// For the person.
+    pub system_message: Option<String>,
+    /// For the model.
+    pub additional_context: Option<String>,
+    /// Plain stdout, for events whose output the harness reads as text
+    /// (PreCompact: extra instructions for the summarizer).
+    pub plain_stdout: Option<String>,
+    /// Lines for stderr (shown in the harness's verbose mode only).
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    pub fn is_empty(&self) -> bool {
+        self == &Outcome::default()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    #[error("the hook payload is not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("the hook payload is JSON but not an object (it is {0})")]
+    NotObject(&'static str),
+}
+
+/// Decodes a hook request for its harness.
+pub fn parse(req: &HookRequest) -> Result<HookEvent, PayloadError> {
+    let value: Value = serde_json::from_str(req.payload.get()).map_err(PayloadError::NotJson)?;
+    let Value::Object(fields) = value else {
+        return Err(PayloadError::NotObject(json_type(&value)));
+    };
+    let fields = Fields {
+        map: fields,
+        problems: Vec::new(),
+    };
+    Ok(match req.harness {
+        // Codex and Gemini CLI send Claude-Code-like payloads; their own
+        // modules refine this when they land.
+        Harness::ClaudeCode | Harness::Codex | Harness::GeminiCli => {
+            claude_code::parse(req, fields)
+        }
+    })
+}
+
+/// Renders an outcome in the harness's output format.
+pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
+    match event.harness {
+        Harness::ClaudeCode | Harness::Codex | Harness::GeminiCli => {
+            claude_code::render(event, outcome)
+        }
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Lenient field access: a field of the wrong type is treated as absent and
+/// noted, never an error that could disturb the agent.
+pub struct Fields {
+    map: Map<String, Value>,
+    pub problems: Vec<String>,
+}
+
+impl Fields {
+    pub fn string(&mut self, name: &str) -> Option<String> {
+        match self.map.get(name)? {
+            Value::String(s) => Some(s.clone()),
+            Value::Null => None,
+            other => {
+                self.problems.push(format!(
+                    "field `{name}` is {}, expected a string",
+                    json_type(other)
+                ));
+                None
+            }
+        }
+    }
+
+    pub fn path(&mut self, name: &str) -> Option<PathBuf> {
+        self.string(name)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+    }
+
+    pub fn value(&self, name: &str) -> Option<&Value> {
+        self.map.get(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_names_in_every_spelling() {
+        assert_eq!(EventKind::from_name("PostToolUse"), EventKind::PostToolUse);
+        assert_eq!(
+            EventKind::from_name("post-tool-use"),
+            EventKind::PostToolUse
+        );
+        assert_eq!(
+            EventKind::from_name("post_tool_use"),
+            EventKind::PostToolUse
+        );
+        assert_eq!(EventKind::from_name("SessionEnd").kebab(), "session-end");
+        assert_eq!(
+            EventKind::from_name("MessageDisplay"),
+            EventKind::Other("message-display".into())
+        );
+        assert_eq!(
+            EventKind::from_name("message-display").pascal(),
+            "MessageDisplay"
+        );
+        assert_eq!(EventKind::PreCompact.pascal(), "PreCompact");
+    }
+}

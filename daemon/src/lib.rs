@@ -1,0 +1,47 @@
+//! hookd: a per-user daemon that watches AI coding agent sessions, warns as
+//! their context fills, and keeps their working state across compaction.
+//!
+//! The binary (`main.rs`) only parses arguments; everything else is here so
+//! tests can run a real daemon in-process on a temporary socket.
+
+pub mod daemonize;
+pub mod engine;
+pub mod harness;
+pub mod logging;
+pub mod pidlock;
+pub mod server;
+pub mod sessions;
+pub mod shutdown;
+pub mod time;
+
+pub use server::{Daemon, DaemonOptions, StartError};
+pub use shutdown::Shutdown;
+
+use protocol::config::{Effective, Layers};
+use protocol::paths::SocketPath;
+use std::path::PathBuf;
+
+impl DaemonOptions {
+    /// Defaults for a daemon on `socket` keeping its state in `state_dir`,
+    /// without a log directory: what tests use.
+    pub fn new(socket: SocketPath, state_dir: PathBuf) -> Self {
+        DaemonOptions {
+            socket,
+            state_dir,
+            log_dir: None,
+            config: Effective::defaults(),
+        }
+    }
+}
+
+/// The daemon's own configuration. A broken file must not keep the daemon
+/// from serving hooks: fall back to defaults and say why.
+pub fn load_daemon_config(layers: &Layers) -> (Effective, Option<String>) {
+    match protocol::config::load(layers) {
+        Ok(effective) => (effective, None),
+        Err(e) => (
+            Effective::defaults(),
+            Some(format!("{e}; using the built-in defaults")),
+        ),
+    }
+}

@@ -1,0 +1,210 @@
+//! `hookd run | start | stop`. The work is in the library.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use hookd::daemonize::{self, Forked};
+use hookd::{Daemon, DaemonOptions, logging, pidlock};
+use protocol::config::Layers;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// How long `hookd start` waits for the daemon to listen.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long `hookd stop` waits for the daemon to exit after SIGTERM.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Parser)]
+#[command(
+    name = "hookd",
+    version,
+    about = "Keeps AI coding agents' working state across context compaction"
+)]
+struct Cli {
+    /// Socket path (default: $HOOKD_SOCKET, else $XDG_RUNTIME_DIR/hookd/hookd.sock, else a per-user directory).
+    #[arg(long, global = true, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// State directory for sessions and logs (default: $HOOKD_STATE_DIR, else ~/.local/state/hookd).
+    #[arg(long, global = true, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// More log detail: -v debug, -vv trace (HOOKD_LOG or RUST_LOG override this).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run in the foreground, logging to stderr as well as the log file.
+    Run(RunArgs),
+    /// Start in the background; returns once the daemon listens.
+    Start(RunArgs),
+    /// Stop the running daemon (SIGTERM), waiting for it to drain.
+    Stop,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Exit after this many idle seconds (0: never). Overrides daemon.idle_timeout_secs.
+    #[arg(long, value_name = "SECS")]
+    idle_timeout: Option<u64>,
+}
+
+fn main() -> ExitCode {
+    // Sessions, logs and state files hold the user's work: never world-readable.
+    // SAFETY: umask only changes this process's file creation mask.
+    unsafe { libc::umask(0o077) };
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Run(args) => run(&cli, args),
+        Command::Start(args) => start(&cli, args),
+        Command::Stop => stop(&cli),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hookd: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+struct Prepared {
+    options: DaemonOptions,
+    config_warning: Option<String>,
+}
+
+fn prepare(cli: &Cli, args: Option<&RunArgs>) -> anyhow::Result<Prepared> {
+    let socket = protocol::paths::socket_path(cli.socket.as_deref())?;
+    let state_dir = match &cli.state_dir {
+        Some(dir) => dir.clone(),
+        None => protocol::paths::state_dir()
+            .context("no state directory: pass --state-dir or set HOOKD_STATE_DIR")?,
+    };
+    let mut layers = Layers::from_process(None);
+    if let Some(secs) = args.and_then(|a| a.idle_timeout) {
+        layers.flags.push((
+            "--idle-timeout".into(),
+            "daemon.idle_timeout_secs".into(),
+            secs.into(),
+        ));
+    }
+    let (config, config_warning) = hookd::load_daemon_config(&layers);
+    let log_dir = Some(state_dir.join("logs"));
+    Ok(Prepared {
+        options: DaemonOptions {
+            socket,
+            state_dir,
+            log_dir,
+            config,
+        },
+        config_warning,
+    })
+}
+
+fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let prepared = prepare(cli, Some(args))?;
+    let _log = logging::init(prepared.options.log_dir.as_deref(), cli.verbose, true)?;
+    serve(prepared, None)
+}
+
+fn start(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let prepared = prepare(cli, Some(args))?;
+    let lock = prepared.options.socket.lock_file();
+    if pidlock::is_held(&lock) {
+        let pid = pidlock::read_pid(&lock).unwrap_or_else(|| "unknown".into());
+        println!(
+            "hookd is already running (pid {pid}) on {}",
+            prepared.options.socket.path.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    // No thread may exist before this point.
+    match daemonize::fork()? {
+        Forked::Parent {
+            child_pid,
+            readiness,
+        } => match readiness.wait(START_TIMEOUT) {
+            Ok(()) => {
+                println!(
+                    "hookd started (pid {child_pid}) on {}",
+                    prepared.options.socket.path.display()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(reason) => {
+                eprintln!("hookd: could not start: {reason}");
+                Ok(ExitCode::FAILURE)
+            }
+        },
+        Forked::Daemon(notifier) => {
+            let _log = logging::init(prepared.options.log_dir.as_deref(), cli.verbose, false)?;
+            serve(prepared, Some(notifier))
+        }
+    }
+}
+
+fn serve(prepared: Prepared, notifier: Option<daemonize::Notifier>) -> anyhow::Result<ExitCode> {
+    if let Some(warning) = &prepared.config_warning {
+        tracing::error!("{warning}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let daemon = match Daemon::bind(prepared.options) {
+            Ok(daemon) => daemon,
+            Err(e) => {
+                if let Some(n) = notifier {
+                    n.failed(&e.to_string());
+                }
+                return Err(e.into());
+            }
+        };
+        if let Some(warning) = prepared.config_warning {
+            daemon.engine().add_warning(warning);
+        }
+        let socket = daemon.socket().to_path_buf();
+        hookd::shutdown::on_signals(daemon.shutdown_handle(), move || {
+            let _ = std::fs::remove_file(&socket);
+        })?;
+        if let Some(n) = notifier {
+            n.ready();
+        }
+        daemon.serve().await?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn stop(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let socket = protocol::paths::socket_path(cli.socket.as_deref())?;
+    let lock = socket.lock_file();
+    if !pidlock::is_held(&lock) {
+        println!("hookd is not running on {}", socket.path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let pid: i32 = pidlock::read_pid(&lock)
+        .and_then(|p| p.parse().ok())
+        .with_context(|| format!("the lock {} is held but names no pid", lock.display()))?;
+    // SAFETY: sending a signal has no memory-safety preconditions.
+    if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
+        anyhow::bail!(
+            "cannot signal pid {pid}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    while pidlock::is_held(&lock) {
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "hookd (pid {pid}) is still running after {}s; `kill -9 {pid}` ends it",
+                STOP_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    println!("hookd stopped (pid {pid})");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,338 @@
+//! The local socket: binding it safely, the handshake, one task per
+//! connection, and the drain on shutdown. All interprocess code lives here.
+
+use crate::engine::{Engine, Identity};
+use crate::pidlock::{LockError, PidLock};
+use crate::shutdown::Shutdown;
+use crate::time::now_ms;
+use interprocess::local_socket::tokio::{Listener, Stream, prelude::*};
+use interprocess::local_socket::{GenericFilePath, ListenerOptions};
+use interprocess::os::unix::local_socket::ListenerOptionsExt;
+use protocol::config::Effective;
+use protocol::frame::{FrameError, decode, read_frame_async, write_frame_async};
+use protocol::paths::{SocketPath, effective_uid, ensure_private_dir};
+use protocol::wire::{ErrorKind, ErrorReply, Hello, Request, Response};
+use std::io;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+/// Everything a daemon needs to start.
+#[derive(Debug, Clone)]
+pub struct DaemonOptions {
+    pub socket: SocketPath,
+    /// Session registry and logs.
+    pub state_dir: PathBuf,
+    pub log_dir: Option<PathBuf>,
+    /// The daemon's own configuration (user file, environment, flags).
+    pub config: Effective,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error("a daemon is already answering on {0}; it was left running")]
+    LiveSocket(PathBuf),
+    #[error("{0} exists and is not a socket; refusing to replace it (choose another --socket)")]
+    NotASocket(PathBuf),
+    #[error("cannot {op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+}
+
+fn io_error<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StartError + 'a {
+    move |source| StartError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A bound daemon, ready to serve.
+pub struct Daemon {
+    listener: Listener,
+    lock: PidLock,
+    socket: PathBuf,
+    engine: Arc<Engine>,
+    shutdown: Shutdown,
+}
+
+impl Daemon {
+    /// Takes the lock, clears a stale socket and binds. Must run inside a
+    /// tokio runtime.
+    pub fn bind(opts: DaemonOptions) -> Result<Daemon, StartError> {
+        let socket = opts.socket.path.clone();
+        let dir = socket.parent().unwrap_or(Path::new("/"));
+        // Our own directory is made private; a directory the user named is
+        // used as it is, and created private only if missing.
+        if opts.socket.dir_is_ours() || !dir.exists() {
+            ensure_private_dir(dir).map_err(io_error("create the socket directory", dir))?;
+        }
+        ensure_private_dir(&opts.state_dir)
+            .map_err(io_error("create the state directory", &opts.state_dir))?;
+
+        let lock = PidLock::acquire(&opts.socket.lock_file())?;
+        clear_stale_socket(&socket)?;
+        let name = socket
+            .as_path()
+            .to_fs_name::<GenericFilePath>()
+            .map_err(io_error("name the socket", &socket))?;
+        let listener = ListenerOptions::new()
+            .name(name)
+            .mode(0o600)
+            .reclaim_name(false)
+            .create_tokio()
+            .map_err(io_error("listen on", &socket))?;
+
+        let shutdown = Shutdown::default();
+        let identity = Identity {
+            pid: std::process::id(),
+            started_at_ms: now_ms(),
+            socket: socket.clone(),
+            state_dir: opts.state_dir.clone(),
+            log_dir: opts.log_dir.clone(),
+        };
+        let engine = Arc::new(Engine::new(identity, opts.config, shutdown.clone()));
+        tracing::info!(socket = %socket.display(), pid = std::process::id(), "listening");
+        Ok(Daemon {
+            listener,
+            lock,
+            socket,
+            engine,
+            shutdown,
+        })
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    pub fn shutdown_handle(&self) -> Shutdown {
+        self.shutdown.clone()
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Serves until shutdown, then drains and cleans up.
+    pub async fn serve(self) -> anyhow::Result<()> {
+        let Daemon {
+            listener,
+            lock,
+            socket,
+            engine,
+            shutdown,
+        } = self;
+        let daemon_config = engine.config().config.daemon.clone();
+        let slots = Arc::new(Semaphore::new(daemon_config.max_connections));
+        let request_timeout = Duration::from_millis(daemon_config.request_timeout_ms);
+        let mut connections = JoinSet::new();
+        if daemon_config.idle_timeout_secs > 0 {
+            tokio::spawn(idle_watch(
+                engine.clone(),
+                Duration::from_secs(daemon_config.idle_timeout_secs),
+            ));
+        }
+
+        loop {
+            tokio::select! {
+                _ = shutdown.wait() => break,
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                accepted = listener.accept() => match accepted {
+                    Ok(conn) => {
+                        let slot = tokio::select! {
+                            _ = shutdown.wait() => break,
+                            slot = slots.clone().acquire_owned() => match slot {
+                                Ok(slot) => slot,
+                                Err(_) => break,
+                            },
+                        };
+                        let (engine, shutdown) = (engine.clone(), shutdown.clone());
+                        connections.spawn(async move {
+                            if let Err(e) = serve_connection(conn, &engine, &shutdown, request_timeout).await {
+                                tracing::debug!(error = %e, "connection ended with an error");
+                            }
+                            drop(slot);
+                        });
+                    }
+                    Err(e) => {
+                        // Out of file descriptors and the like: back off, keep serving.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+            }
+        }
+
+        // Stop accepting first: new hooks then find no socket and fail open.
+        drop(listener);
+        let _ = std::fs::remove_file(&socket);
+        let drain = Duration::from_millis(daemon_config.drain_timeout_ms);
+        let in_flight = connections.len();
+        if tokio::time::timeout(drain, async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await
+        .is_err()
+        {
+            tracing::warn!(
+                left = connections.len(),
+                "drain time limit reached; dropping connections"
+            );
+            connections.shutdown().await;
+        }
+        tracing::info!(drained = in_flight, "stopped");
+        lock.release();
+        Ok(())
+    }
+}
+
+/// Removes a socket file only when nothing answers on it.
+fn clear_stale_socket(path: &Path) -> Result<(), StartError> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(StartError::Io {
+                op: "inspect",
+                path: path.to_path_buf(),
+                source: e,
+            });
+        }
+        Ok(meta) if !meta.file_type().is_socket() => {
+            return Err(StartError::NotASocket(path.to_path_buf()));
+        }
+        Ok(_) => {}
+    }
+    let name = path
+        .to_fs_name::<GenericFilePath>()
+        .map_err(io_error("name the socket", path))?;
+    use interprocess::local_socket::traits::Stream as _;
+    match interprocess::local_socket::Stream::connect(name) {
+        Ok(_) => Err(StartError::LiveSocket(path.to_path_buf())),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+            tracing::info!(socket = %path.display(), "removing a stale socket");
+            std::fs::remove_file(path).map_err(io_error("remove the stale socket", path))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StartError::Io {
+            op: "check the socket",
+            path: path.to_path_buf(),
+            source: e,
+        }),
+    }
+}
+
+async fn idle_watch(engine: Arc<Engine>, idle: Duration) {
+    loop {
+        let idle_ms = idle.as_millis() as u64;
+        let since = now_ms().saturating_sub(engine.last_activity_ms());
+        if since >= idle_ms {
+            engine.shutdown().trigger("idle timeout");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(idle_ms - since)).await;
+    }
+}
+
+/// The peer must be the same user as the daemon (where the OS says who it is).
+fn check_peer(conn: &Stream) -> Result<(), String> {
+    match conn.peer_creds() {
+        Ok(creds) => match creds.euid() {
+            Some(uid) if uid != effective_uid() => Err(format!(
+                "connection refused: uid {uid} is not the daemon's user (uid {})",
+                effective_uid()
+            )),
+            _ => Ok(()),
+        },
+        // No credentials on this platform: the 0600 socket in a 0700 directory still guards it.
+        Err(_) => Ok(()),
+    }
+}
+
+async fn send(conn: &Stream, response: &Response) -> Result<(), FrameError> {
+    let mut writer = conn;
+    write_frame_async(&mut writer, response).await
+}
+
+async fn serve_connection(
+    conn: Stream,
+    engine: &Engine,
+    shutdown: &Shutdown,
+    request_timeout: Duration,
+) -> Result<(), FrameError> {
+    if let Err(message) = check_peer(&conn) {
+        tracing::warn!("{message}");
+        return send(
+            &conn,
+            &Response::Error(ErrorReply::new(ErrorKind::Unavailable, message)),
+        )
+        .await;
+    }
+    let mut reader = BufReader::new(&conn);
+    let Some(frame) = next_frame(&mut reader, shutdown, request_timeout).await? else {
+        return Ok(());
+    };
+    let hello: Hello = decode(&frame)?;
+    if hello.protocol != protocol::PROTOCOL_VERSION {
+        let message = format!(
+            "hookctl {} speaks protocol {}, but the running hookd {} speaks protocol {}: \
+             restart the daemon (`hookctl daemon restart`) so both are the same version",
+            hello.version,
+            hello.protocol,
+            protocol::VERSION,
+            protocol::PROTOCOL_VERSION
+        );
+        return send(
+            &conn,
+            &Response::Error(ErrorReply::new(ErrorKind::ProtocolMismatch, message)),
+        )
+        .await;
+    }
+    send(&conn, &Response::Hello(Hello::current())).await?;
+
+    while let Some(frame) = next_frame(&mut reader, shutdown, request_timeout).await? {
+        let response = match decode::<Request>(&frame) {
+            Ok(request) => engine.handle(request).await,
+            Err(e) => {
+                let reply = Response::Error(ErrorReply::new(ErrorKind::BadRequest, e.to_string()));
+                return send(&conn, &reply).await;
+            }
+        };
+        send(&conn, &response).await?;
+    }
+    Ok(())
+}
+
+/// The next frame, or `None` when the client is done, idle too long, or the
+/// daemon is stopping. A request whose first byte has arrived is in flight:
+/// shutdown lets it finish (within the request timeout).
+async fn next_frame<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    shutdown: &Shutdown,
+    request_timeout: Duration,
+) -> Result<Option<Vec<u8>>, FrameError> {
+    let waiting = tokio::time::timeout(request_timeout, reader.fill_buf());
+    tokio::select! {
+        _ = shutdown.wait() => return Ok(None),
+        ready = waiting => match ready {
+            Err(_) => return Ok(None),
+            Ok(Err(e)) => return Err(e.into()),
+            Ok(Ok([])) => return Ok(None),
+            Ok(Ok(_)) => {}
+        },
+    }
+    match tokio::time::timeout(request_timeout, read_frame_async(reader)).await {
+        Err(_) => Ok(None),
+        Ok(Err(FrameError::Closed)) => Ok(None),
+        Ok(frame) => frame.map(Some),
+    }
+}

@@ -1,0 +1,237 @@
+//! The connection to hookd: connect, handshake, one request and its reply,
+//! and starting the daemon when none answers. All socket code of hookctl
+//! lives here; every step honours a deadline.
+
+use interprocess::ConnectWaitMode;
+use interprocess::local_socket::traits::Stream as _;
+use interprocess::local_socket::{ConnectOptions, GenericFilePath, Stream, ToFsName};
+use protocol::frame::{self, FrameError};
+use protocol::paths::{SocketPath, ensure_private_dir};
+use protocol::wire::{ErrorKind, ErrorReply, Hello, Request, Response};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Environment variable naming the hookd binary to autostart.
+pub const HOOKD_BIN_ENV: &str = "HOOKD_BIN";
+
+/// How often autostart checks whether the daemon is up.
+const START_POLL: Duration = Duration::from_millis(2);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("hookd is not running on {0}")]
+    NotRunning(PathBuf),
+    #[error("could not start hookd: {0}")]
+    Autostart(String),
+    #[error("hookd did not answer in time")]
+    Timeout,
+    #[error("{0}")]
+    Mismatch(String),
+    #[error("hookd answered: {0}")]
+    Daemon(ErrorReply),
+    #[error("unexpected reply from hookd: {0}")]
+    Unexpected(String),
+    #[error(transparent)]
+    Frame(FrameError),
+    #[error("cannot reach hookd: {0}")]
+    Io(io::Error),
+}
+
+impl From<FrameError> for ClientError {
+    fn from(e: FrameError) -> Self {
+        if e.is_timeout() {
+            ClientError::Timeout
+        } else {
+            ClientError::Frame(e)
+        }
+    }
+}
+
+pub struct Client {
+    stream: Stream,
+    deadline: Instant,
+}
+
+impl Client {
+    /// Connects and shakes hands, or says why not.
+    pub fn connect(socket: &Path, deadline: Instant) -> Result<Client, ClientError> {
+        let name = socket
+            .to_fs_name::<GenericFilePath>()
+            .map_err(ClientError::Io)?;
+        let stream = ConnectOptions::new()
+            .name(name)
+            .wait_mode(ConnectWaitMode::Timeout(remaining(deadline)?))
+            .connect_sync()
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
+                    ClientError::NotRunning(socket.to_path_buf())
+                }
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => ClientError::Timeout,
+                _ => ClientError::Io(e),
+            })?;
+        let mut client = Client { stream, deadline };
+        client.set_timeouts()?;
+        frame::write_frame(&mut client.stream, &Hello::current())?;
+        match frame::read_message::<_, Response>(&mut client.stream)? {
+            Response::Hello(theirs) if theirs.protocol == protocol::PROTOCOL_VERSION => Ok(client),
+            Response::Hello(theirs) => Err(ClientError::Mismatch(format!(
+                "hookd {} speaks protocol {}, but hookctl {} speaks protocol {}: \
+                 restart the daemon (`hookctl daemon restart`) so both are the same version",
+                theirs.version,
+                theirs.protocol,
+                protocol::VERSION,
+                protocol::PROTOCOL_VERSION
+            ))),
+            Response::Error(e) if e.kind == ErrorKind::ProtocolMismatch => {
+                Err(ClientError::Mismatch(e.message))
+            }
+            Response::Error(e) => Err(ClientError::Daemon(e)),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
+    /// Connects, starting hookd first when none answers and `autostart` is on.
+    pub fn connect_or_start(
+        socket: &SocketPath,
+        deadline: Instant,
+        autostart: bool,
+    ) -> Result<Client, ClientError> {
+        match Client::connect(&socket.path, deadline) {
+            Err(ClientError::NotRunning(_)) if autostart => {
+                start_daemon(socket, deadline)?;
+                Client::connect(&socket.path, deadline)
+            }
+            other => other,
+        }
+    }
+
+    /// Sends one request and returns its reply; an `Error` reply becomes `Err`.
+    pub fn request(&mut self, request: &Request) -> Result<Response, ClientError> {
+        self.set_timeouts()?;
+        frame::write_frame(&mut self.stream, request)?;
+        match frame::read_message::<_, Response>(&mut self.stream)? {
+            Response::Error(e) => Err(ClientError::Daemon(e)),
+            response => Ok(response),
+        }
+    }
+
+    fn set_timeouts(&mut self) -> Result<(), ClientError> {
+        let left = Some(remaining(self.deadline)?);
+        self.stream
+            .set_recv_timeout(left)
+            .map_err(ClientError::Io)?;
+        self.stream
+            .set_send_timeout(left)
+            .map_err(ClientError::Io)?;
+        Ok(())
+    }
+}
+
+fn remaining(deadline: Instant) -> Result<Duration, ClientError> {
+    deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+        .ok_or(ClientError::Timeout)
+}
+
+/// Starts hookd for `socket` unless another hookctl is already doing it, and
+/// waits until it listens. Budget: the caller's deadline (for hooks, the
+/// hook's time budget); `hookd start` itself waits at most 10 s.
+pub fn start_daemon(socket: &SocketPath, deadline: Instant) -> Result<(), ClientError> {
+    let dir = socket.path.parent().unwrap_or(Path::new("/"));
+    if socket.dir_is_ours() || !dir.exists() {
+        ensure_private_dir(dir)
+            .map_err(|e| ClientError::Autostart(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let _start_lock = lock_for_start(&socket.start_lock_file(), deadline)?;
+    // Whoever held the lock before us may have started it already.
+    if Client::connect(&socket.path, deadline).is_ok() {
+        return Ok(());
+    }
+    let hookd = find_hookd().ok_or_else(|| {
+        ClientError::Autostart(format!(
+            "no hookd binary next to hookctl or on PATH (set {HOOKD_BIN_ENV} to its path)"
+        ))
+    })?;
+    let mut child = Command::new(&hookd)
+        .arg("start")
+        .arg("--socket")
+        .arg(&socket.path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| ClientError::Autostart(format!("cannot run {}: {e}", hookd.display())))?;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => {
+                let mut why = String::new();
+                if let Some(mut err) = child.stderr.take() {
+                    let _ = io::Read::read_to_string(&mut err, &mut why);
+                }
+                let why = why.trim().trim_start_matches("hookd: ");
+                return Err(ClientError::Autostart(if why.is_empty() {
+                    status.to_string()
+                } else {
+                    why.to_owned()
+                }));
+            }
+            Ok(None) if Instant::now() >= deadline => return Err(ClientError::Timeout),
+            Ok(None) => std::thread::sleep(START_POLL),
+            Err(e) => return Err(ClientError::Autostart(e.to_string())),
+        }
+    }
+}
+
+fn lock_for_start(path: &Path, deadline: Instant) -> Result<File, ClientError> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| ClientError::Autostart(format!("cannot open {}: {e}", path.display())))?;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(START_POLL)
+            }
+            Err(TryLockError::WouldBlock) => return Err(ClientError::Timeout),
+            Err(TryLockError::Error(e)) => {
+                return Err(ClientError::Autostart(format!(
+                    "cannot lock {}: {e}",
+                    path.display()
+                )));
+            }
+        }
+    }
+}
+
+/// `$HOOKD_BIN`, else `hookd` next to this executable, else on `PATH`.
+pub fn find_hookd() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os(HOOKD_BIN_ENV).filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(bin));
+    }
+    let sibling = std::env::current_exe().ok()?.with_file_name("hookd");
+    if sibling.is_file() {
+        return Some(sibling);
+    }
+    find_on_path("hookd")
+}
+
+/// The first executable file called `name` in `PATH`.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}

@@ -1,0 +1,116 @@
+//! `hookctl daemon start|stop|restart|status`.
+
+use crate::Context;
+use crate::client::{self, ClientError};
+use clap::Subcommand;
+use protocol::wire::{Request, Response, StatusQuery};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// How long start and stop wait for the daemon.
+const WAIT: Duration = Duration::from_secs(10);
+
+#[derive(Subcommand)]
+pub enum Action {
+    /// Start hookd in the background (does nothing if it runs).
+    Start,
+    /// Ask hookd to stop, and wait until it has.
+    Stop,
+    /// Stop, then start.
+    Restart,
+    /// Say whether hookd runs, with its pid and version.
+    Status,
+}
+
+pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
+    match action {
+        Action::Start => start(ctx),
+        Action::Stop => stop(ctx),
+        Action::Restart => {
+            stop(ctx)?;
+            start(ctx)
+        }
+        Action::Status => status(ctx),
+    }
+}
+
+fn start(ctx: &Context) -> anyhow::Result<ExitCode> {
+    let deadline = Instant::now() + WAIT;
+    match client::Client::connect(&ctx.socket.path, deadline) {
+        Ok(mut c) => {
+            let pid = daemon_pid(&mut c).unwrap_or_default();
+            println!(
+                "hookd is already running (pid {pid}) on {}",
+                ctx.socket.path.display()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(ClientError::NotRunning(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    client::start_daemon(&ctx.socket, deadline)?;
+    let mut c = client::Client::connect(&ctx.socket.path, deadline)?;
+    let pid = daemon_pid(&mut c).unwrap_or_default();
+    println!("hookd started (pid {pid}) on {}", ctx.socket.path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stop(ctx: &Context) -> anyhow::Result<ExitCode> {
+    let deadline = Instant::now() + WAIT;
+    let mut c = match client::Client::connect(&ctx.socket.path, deadline) {
+        Ok(c) => c,
+        Err(ClientError::NotRunning(_)) => {
+            println!("hookd is not running on {}", ctx.socket.path.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let pid = daemon_pid(&mut c).unwrap_or_default();
+    c.request(&Request::Shutdown)?;
+    drop(c);
+    // The daemon removes its socket first and releases its lock last.
+    let lock = ctx.socket.lock_file();
+    while lock.exists() || ctx.socket.path.exists() {
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "hookd (pid {pid}) is still shutting down after {}s",
+                WAIT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    println!("hookd stopped (pid {pid})");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(ctx: &Context) -> anyhow::Result<ExitCode> {
+    match client::Client::connect(&ctx.socket.path, Instant::now() + WAIT) {
+        Ok(mut c) => {
+            let Response::Status(report) = c.request(&Request::Status(StatusQuery::default()))?
+            else {
+                anyhow::bail!("hookd answered a status request with something else");
+            };
+            let d = report.daemon;
+            println!(
+                "hookd {} is running (pid {}, up {}s) on {}",
+                d.version,
+                d.pid,
+                d.uptime_secs,
+                d.socket.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(ClientError::NotRunning(path)) => {
+            println!("hookd is not running on {}", path.display());
+            Ok(ExitCode::from(3))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn daemon_pid(c: &mut client::Client) -> Option<u32> {
+    match c.request(&Request::Status(StatusQuery::default())).ok()? {
+        Response::Status(report) => Some(report.daemon.pid),
+        _ => None,
+    }
+}

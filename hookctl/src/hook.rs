@@ -1,0 +1,219 @@
+//! `hookctl hook [EVENT]`: what a harness runs on every hook. It reads the
+//! payload, asks hookd, and prints what hookd decided. It must never break or
+//! stall the agent: when hookd cannot answer within the time budget it exits
+//! 0 with no output, and it never exits 2 ("block") unless the configuration
+//! allows hookd to block.
+
+use crate::Context;
+use crate::client::Client;
+use protocol::config::ClientConfig;
+use protocol::wire::{Harness, HookRequest, Request, Response};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+/// Largest payload accepted on stdin.
+pub const MAX_STDIN_BYTES: usize = 16 * 1024 * 1024;
+
+/// Who finishes the process: the answer, or the watchdog at the deadline.
+static FINISH: AtomicU8 = AtomicU8::new(WAITING);
+const WAITING: u8 = 0;
+const ANSWERING: u8 = 1;
+const TIMED_OUT: u8 = 2;
+
+pub struct HookArgs {
+    pub event: Option<String>,
+    pub harness: Harness,
+    pub timeout_ms: Option<u64>,
+}
+
+/// The one field hookctl itself reads from a payload.
+#[derive(Deserialize)]
+struct Peek {
+    #[serde(default)]
+    hook_event_name: Option<serde_json::Value>,
+}
+
+pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
+    let payload = match read_payload() {
+        Ok(p) => p,
+        Err(message) => {
+            eprintln!("hookctl: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let event = args.event.clone().or_else(|| payload.event.clone());
+    let client_config = ctx.client_config();
+    let budget = Duration::from_millis(
+        args.timeout_ms
+            .unwrap_or_else(|| budget_ms(&client_config, event.as_deref())),
+    );
+    let deadline = Instant::now() + budget;
+    start_watchdog(deadline, ctx.verbose);
+
+    let request = Request::Hook(HookRequest {
+        harness: args.harness,
+        event: args.event,
+        payload: payload.raw,
+        env: std::env::vars()
+            .filter(|(k, _)| protocol::wire::is_forwarded_env(k))
+            .collect(),
+        cwd: std::env::current_dir().ok(),
+    });
+    let reply = Client::connect_or_start(&ctx.socket, deadline, client_config.autostart)
+        .and_then(|mut client| client.request(&request));
+    match reply {
+        Ok(Response::Hook(reply)) => answer(|| {
+            let mut code = reply.exit_code;
+            if code == 2 && !client_config.allow_block {
+                ctx.note("hookd asked to block (exit 2) but client.allow_block is off; exiting 0");
+                code = 0;
+            }
+            let _ = std::io::stdout().write_all(reply.stdout.as_bytes());
+            let _ = std::io::stderr().write_all(reply.stderr.as_bytes());
+            let _ = std::io::stdout().flush();
+            ExitCode::from(code.clamp(0, 255) as u8)
+        }),
+        Ok(other) => answer(|| {
+            ctx.note(&format!("unexpected reply from hookd: {other:?}"));
+            ExitCode::SUCCESS
+        }),
+        Err(e) => answer(|| {
+            // Fail open: the agent carries on as if there were no hook.
+            ctx.note(&e.to_string());
+            ExitCode::SUCCESS
+        }),
+    }
+}
+
+struct Payload {
+    raw: Box<RawValue>,
+    event: Option<String>,
+}
+
+fn read_payload() -> Result<Payload, String> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Err("`hookctl hook` reads the harness's hook JSON on stdin; pipe it in".into());
+    }
+    let mut bytes = Vec::new();
+    stdin
+        .lock()
+        .take(MAX_STDIN_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the hook payload from stdin: {e}"))?;
+    if bytes.len() > MAX_STDIN_BYTES {
+        return Err(format!(
+            "the hook payload on stdin is larger than {} MiB; nothing was sent",
+            MAX_STDIN_BYTES >> 20
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "the hook payload on stdin is not UTF-8 (invalid byte at offset {}); nothing was sent",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(
+            "stdin is empty: expected the harness's hook JSON object; nothing was sent".into(),
+        );
+    }
+    // Structs also deserialize from arrays, so check the shape first.
+    if !text.starts_with('{') {
+        let kind = match text.as_bytes()[0] {
+            b'[' => "an array",
+            b'"' => "a string",
+            b't' | b'f' => "a boolean",
+            b'n' => "null",
+            b'-' | b'0'..=b'9' => "a number",
+            _ => "not JSON at all",
+        };
+        return Err(format!(
+            "the hook payload on stdin is not a JSON object (it is {kind}); nothing was sent"
+        ));
+    }
+    let peek: Peek = serde_json::from_str(text).map_err(|e| {
+        format!("the hook payload on stdin is not valid JSON: {e}; nothing was sent")
+    })?;
+    let event = match peek.hook_event_name {
+        Some(serde_json::Value::String(name)) => Some(name),
+        _ => None,
+    };
+    let raw = RawValue::from_string(text.to_owned())
+        .map_err(|e| format!("the hook payload is not valid JSON: {e}"))?;
+    Ok(Payload { raw, event })
+}
+
+/// The time budget for an event: compaction and session start do real work.
+fn budget_ms(config: &ClientConfig, event: Option<&str>) -> u64 {
+    let normalized: String = event
+        .unwrap_or("")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    match normalized.as_str() {
+        "precompact" | "precompress" => config.pre_compact_timeout_ms,
+        "sessionstart" => config.session_start_timeout_ms,
+        _ => config.hook_timeout_ms,
+    }
+}
+
+/// At the deadline, exit 0 with no output, unless the answer is already
+/// being written.
+fn start_watchdog(deadline: Instant, verbose: bool) {
+    std::thread::spawn(move || {
+        if let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            std::thread::sleep(left);
+        }
+        if FINISH
+            .compare_exchange(WAITING, TIMED_OUT, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            if verbose {
+                eprintln!(
+                    "hookctl: hookd did not answer within the hook's time budget; carrying on without it"
+                );
+            }
+            std::process::exit(0);
+        }
+    });
+}
+
+/// Runs `write` unless the watchdog already gave up on us.
+fn answer(write: impl FnOnce() -> ExitCode) -> ExitCode {
+    if FINISH
+        .compare_exchange(WAITING, ANSWERING, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+    {
+        write()
+    } else {
+        // The watchdog is exiting the process with status 0.
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compaction_and_session_start_get_their_own_budgets() {
+        let c = ClientConfig::default();
+        assert_eq!(budget_ms(&c, Some("pre-compact")), c.pre_compact_timeout_ms);
+        assert_eq!(budget_ms(&c, Some("PreCompact")), c.pre_compact_timeout_ms);
+        assert_eq!(
+            budget_ms(&c, Some("SessionStart")),
+            c.session_start_timeout_ms
+        );
+        assert_eq!(budget_ms(&c, Some("post-tool-use")), c.hook_timeout_ms);
+        assert_eq!(budget_ms(&c, None), c.hook_timeout_ms);
+    }
+}

@@ -1,0 +1,185 @@
+//! hookctl: the thin client of hookd. Harness hooks run `hookctl hook` on
+//! every event; people run the other commands. It has no async runtime and
+//! no heavy dependencies, because it starts after every tool call.
+
+mod client;
+mod config;
+mod daemon;
+mod display;
+mod hook;
+mod status;
+
+use clap::{Parser, Subcommand};
+use protocol::config::{ClientConfig, Layers};
+use protocol::paths::SocketPath;
+use protocol::wire::Harness;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// How long interactive commands wait for hookd (including autostart).
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Parser)]
+#[command(
+    name = "hookctl",
+    version,
+    about = "Client of hookd: agent hooks, status and set-up"
+)]
+struct Cli {
+    /// Socket path (default: $HOOKD_SOCKET, else $XDG_RUNTIME_DIR/hookd/hookd.sock, else a per-user directory).
+    #[arg(long, global = true, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Explain failures on stderr (hooks are otherwise silent when hookd is unreachable).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Handle a harness hook: payload JSON on stdin, the harness's answer on stdout.
+    Hook {
+        /// Event name in kebab case (post-tool-use, pre-compact, ...). Default: the payload's hook_event_name.
+        event: Option<String>,
+        /// Which harness sent the payload.
+        #[arg(long, default_value = "claude-code", value_parser = parse_harness)]
+        harness: Harness,
+        /// Time budget in milliseconds (default: client.hook_timeout_ms and friends).
+        #[arg(long, value_name = "MS")]
+        timeout_ms: Option<u64>,
+    },
+    /// Show the daemon and the sessions it follows.
+    Status {
+        /// Only this session (id or unique prefix).
+        #[arg(long)]
+        session: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start, stop or inspect the daemon.
+    Daemon {
+        #[command(subcommand)]
+        action: daemon::Action,
+    },
+    /// Print the effective configuration and where each value comes from.
+    Config {
+        /// Project whose .hookd.yaml applies (default: $CLAUDE_PROJECT_DIR, else the current directory).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_harness(name: &str) -> Result<Harness, String> {
+    Harness::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = Harness::ALL.iter().map(|h| h.as_str()).collect();
+        format!("unknown harness `{name}` (known: {})", known.join(", "))
+    })
+}
+
+/// What every command needs.
+pub struct Context {
+    pub socket: SocketPath,
+    pub verbose: bool,
+    pub project_root: Option<PathBuf>,
+}
+
+impl Context {
+    /// The client settings; a broken config file must not break a hook, so
+    /// errors fall back to the defaults (and are shown with -v).
+    pub fn client_config(&self) -> ClientConfig {
+        match protocol::config::load(&Layers::from_process(self.project_root.clone())) {
+            Ok(effective) => effective.config.client,
+            Err(e) => {
+                self.note(&format!("{e}; using default client settings"));
+                ClientConfig::default()
+            }
+        }
+    }
+
+    /// One line on stderr, only with -v.
+    pub fn note(&self, message: &str) {
+        if self.verbose {
+            eprintln!("hookctl: {message}");
+        }
+    }
+
+    /// Connects for an interactive command.
+    pub fn connect(&self, autostart: bool) -> Result<client::Client, client::ClientError> {
+        client::Client::connect_or_start(&self.socket, Instant::now() + COMMAND_TIMEOUT, autostart)
+    }
+}
+
+/// The project a command is about: the harness's project variable, else the
+/// working directory.
+fn project_root() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_PROJECT_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap exits 2 on usage errors, which a harness reads as "block": never.
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let socket = match protocol::paths::socket_path(cli.socket.as_deref()) {
+        Ok(socket) => socket,
+        Err(e) => {
+            if matches!(cli.command, Command::Hook { .. }) {
+                // Fail open.
+                if cli.verbose {
+                    eprintln!("hookctl: {e}");
+                }
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("hookctl: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let ctx = Context {
+        socket,
+        verbose: cli.verbose,
+        project_root: project_root(),
+    };
+    let result = match cli.command {
+        Command::Hook {
+            event,
+            harness,
+            timeout_ms,
+        } => {
+            return hook::run(
+                &ctx,
+                hook::HookArgs {
+                    event,
+                    harness,
+                    timeout_ms,
+                },
+            );
+        }
+        Command::Status { session, json } => status::run(&ctx, session, json),
+        Command::Daemon { action } => daemon::run(&ctx, action),
+        Command::Config { project, json } => config::run(&ctx, project, json),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hookctl: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

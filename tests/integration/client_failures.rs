@@ -1,0 +1,143 @@
+//! Fail open: whatever is wrong with the daemon, a hook exits 0 with no
+//! output within its budget.
+
+use hookd_tests::{Sandbox, payload, run_with_stdin, stderr, stdout};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixListener;
+use std::time::{Duration, Instant};
+
+fn post_tool_use() -> Vec<u8> {
+    serde_json::to_vec(&payload("PostToolUse")).unwrap()
+}
+
+fn timed_hook(sb: &Sandbox, extra: &[&str]) -> (std::process::Output, Duration) {
+    let mut cmd = sb.command("hookctl");
+    cmd.args(["hook", "post-tool-use"]).args(extra);
+    let started = Instant::now();
+    let out = run_with_stdin(cmd, &post_tool_use());
+    (out, started.elapsed())
+}
+
+#[test]
+fn absent_and_not_startable() {
+    let sb = Sandbox::new();
+    let mut cmd = sb.command("hookctl");
+    cmd.env("HOOKD_BIN", "/nonexistent/hookd")
+        .args(["hook", "post-tool-use"]);
+    let out = run_with_stdin(cmd, &post_tool_use());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(stderr(&out), "", "silent without -v");
+
+    let mut cmd = sb.command("hookctl");
+    cmd.env("HOOKD_BIN", "/nonexistent/hookd")
+        .args(["-v", "hook", "post-tool-use"]);
+    let out = run_with_stdin(cmd, &post_tool_use());
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("could not start hookd"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn autostart_disabled_by_config() {
+    let sb = Sandbox::new();
+    let mut cmd = sb.command("hookctl");
+    cmd.env("HOOKD_CLIENT__AUTOSTART", "false")
+        .args(["hook", "post-tool-use"]);
+    let out = run_with_stdin(cmd, &post_tool_use());
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!sb.socket().exists(), "no daemon was started");
+}
+
+#[test]
+fn a_hung_daemon_costs_at_most_the_budget() {
+    let sb = Sandbox::new();
+    assert!(sb.hookd(&["start"]).status.success());
+    let pid: i32 = std::fs::read_to_string(sb.socket().with_file_name("hookd.sock.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // A real daemon, frozen: the kernel still accepts connections, nothing answers.
+    // SAFETY: signalling the daemon this test started.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let (out, took) = timed_hook(&sb, &["--timeout-ms", "300"]);
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "");
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_millis(1500),
+        "took {took:?}"
+    );
+    assert!(sb.hookd(&["stop"]).status.success());
+}
+
+#[test]
+fn a_daemon_that_hangs_up_mid_request() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.socket().parent().unwrap()).unwrap();
+    let listener = UnixListener::bind(sb.socket()).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut header = [0u8; 4];
+        let _ = conn.read_exact(&mut header);
+        // Crash: close without answering.
+    });
+    let (out, _) = timed_hook(&sb, &[]);
+    server.join().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "");
+}
+
+#[test]
+fn a_daemon_that_answers_garbage() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.socket().parent().unwrap()).unwrap();
+    let listener = UnixListener::bind(sb.socket()).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let _: Result<protocol::wire::Hello, _> = protocol::frame::read_message(&mut conn);
+        let _ = conn.write_all(b"\x00\x00\x00\x05hello");
+    });
+    let mut cmd = sb.command("hookctl");
+    cmd.args(["-v", "hook", "post-tool-use"]);
+    let out = run_with_stdin(cmd, &post_tool_use());
+    server.join().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "");
+    assert!(stderr(&out).contains("same version"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_unusable_socket_path() {
+    let sb = Sandbox::new();
+    let long = format!("/tmp/{}.sock", "x".repeat(150));
+    let mut cmd = sb.command("hookctl");
+    cmd.env("HOOKD_SOCKET", &long)
+        .args(["hook", "post-tool-use"]);
+    let out = run_with_stdin(cmd, &post_tool_use());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "");
+
+    // A socket directory we may not create (a file is in the way).
+    std::fs::write(sb.path().join("blocker"), "").unwrap();
+    let mut cmd = sb.command("hookctl");
+    cmd.env("HOOKD_SOCKET", sb.path().join("blocker/hookd.sock"))
+        .args(["hook", "post-tool-use"]);
+    let out = run_with_stdin(cmd, &post_tool_use());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "");
+    // Interactive commands say what is wrong instead.
+    let out = sb
+        .command("hookctl")
+        .env("HOOKD_SOCKET", &long)
+        .arg("status")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--socket"), "{}", stderr(&out));
+}

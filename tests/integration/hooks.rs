@@ -1,0 +1,189 @@
+//! `hookctl hook` against a real daemon: the round trip, autostart, and
+//! input that must be refused before anything is sent.
+
+use hookd_tests::{Sandbox, TestDaemon, payload, process_alive, stderr, stdout, wait_until};
+use protocol::wire::StatusQuery;
+use std::time::Duration;
+
+fn fixture(name: &str) -> Vec<u8> {
+    serde_json::to_vec(&payload(name)).unwrap()
+}
+
+#[test]
+fn a_hook_is_recorded_against_its_session() {
+    let sb = Sandbox::new();
+    let daemon = TestDaemon::start(sb.daemon_options());
+    for (event, name) in [
+        ("session-start", "SessionStart(source=startup)"),
+        ("post-tool-use", "PostToolUse"),
+        ("stop", "Stop"),
+    ] {
+        let out = sb.hook(event, &fixture(name));
+        assert!(out.status.success(), "{event}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{event}: nothing to say yet");
+    }
+    let report = daemon.engine().status(&StatusQuery::default());
+    assert_eq!(report.sessions.len(), 1);
+    let s = &report.sessions[0];
+    assert_eq!(s.session_id, "90fcfea3-eaa5-4621-9cf6-71630aeda504");
+    assert_eq!(s.last_event.as_deref(), Some("stop"));
+    assert_eq!(s.events_seen, 3);
+    assert_eq!(
+        s.project_dir.as_deref(),
+        Some(std::path::Path::new("/home/dev/proj"))
+    );
+
+    // `hookctl status` shows the same.
+    let out = sb.hookctl(&["status"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("90fcfea3") && stdout(&out).contains("last stop"),
+        "{}",
+        stdout(&out)
+    );
+    let out = sb.hookctl(&["status", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["sessions"][0]["events_seen"], 3);
+}
+
+#[test]
+fn without_an_event_argument_the_payload_names_it() {
+    let sb = Sandbox::new();
+    let daemon = TestDaemon::start(sb.daemon_options());
+    let mut cmd = sb.command("hookctl");
+    cmd.arg("hook");
+    let out = hookd_tests::run_with_stdin(cmd, &fixture("PreCompact(trigger=auto)"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = daemon.engine().status(&StatusQuery::default());
+    assert_eq!(
+        report.sessions[0].last_event.as_deref(),
+        Some("pre-compact")
+    );
+}
+
+#[test]
+fn unknown_events_are_recorded_not_refused() {
+    let sb = Sandbox::new();
+    let daemon = TestDaemon::start(sb.daemon_options());
+    let out = sb.hook("message-display", &fixture("MessageDisplay"));
+    assert!(out.status.success());
+    assert_eq!(stdout(&out), "");
+    let report = daemon.engine().status(&StatusQuery::default());
+    assert_eq!(
+        report.sessions[0].last_event.as_deref(),
+        Some("message-display")
+    );
+}
+
+#[test]
+fn wrong_field_types_do_not_disturb_the_agent() {
+    let sb = Sandbox::new();
+    let _daemon = TestDaemon::start(sb.daemon_options());
+    let out = sb.hook(
+        "post-tool-use",
+        br#"{"session_id": 7, "cwd": false, "hook_event_name": []}"#,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out).contains("session_id"),
+        "the problem is named: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn hookctl_starts_the_daemon_when_none_runs() {
+    let sb = Sandbox::new();
+    let out = sb.hook("post-tool-use", &fixture("PostToolUse"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(sb.socket().exists(), "autostarted");
+    let status = sb.hookctl(&["status", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(
+        json["sessions"][0]["last_event"], "post-tool-use",
+        "the first event was not lost"
+    );
+    assert!(sb.hookd(&["stop"]).status.success());
+}
+
+#[test]
+fn a_burst_of_hooks_starts_exactly_one_daemon() {
+    let sb = Sandbox::new();
+    let hooks: Vec<_> = (0..8)
+        .map(|_| {
+            let mut cmd = sb.command("hookctl");
+            cmd.args(["hook", "post-tool-use"]);
+            std::thread::spawn(move || hookd_tests::run_with_stdin(cmd, &fixture("PostToolUse")))
+        })
+        .collect();
+    for h in hooks {
+        let out = h.join().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&sb.hookctl(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(
+        json["daemon"]["events_handled"], 8,
+        "every hook reached the one daemon"
+    );
+    let pid: i32 = json["daemon"]["pid"].as_i64().unwrap() as i32;
+    let hookds = std::process::Command::new("pgrep")
+        .args(["-f", &sb.socket().display().to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&hookds).lines().count(),
+        1,
+        "one daemon: {}",
+        stdout(&hookds)
+    );
+    assert!(sb.hookd(&["stop"]).status.success());
+    assert!(wait_until(Duration::from_secs(5), || !process_alive(pid)));
+}
+
+#[test]
+fn bad_stdin_is_refused_before_anything_is_sent() {
+    let sb = Sandbox::new();
+    let daemon = TestDaemon::start(sb.daemon_options());
+    let huge = vec![b' '; 17 * 1024 * 1024];
+    let cases: [(&str, &[u8], &str); 6] = [
+        ("empty", b"", "empty"),
+        ("not json", b"{not json", "not valid JSON"),
+        ("array", b"[1, 2]", "not a JSON object"),
+        ("string", b"\"hello\"", "not a JSON object"),
+        ("non-utf8", b"{\"a\": \"\xff\xfe\"}", "not UTF-8"),
+        ("huge", &huge, "larger than 16 MiB"),
+    ];
+    for (what, input, expected) in cases {
+        let out = sb.hook("post-tool-use", input);
+        assert_eq!(out.status.code(), Some(1), "{what}");
+        assert_eq!(stdout(&out), "", "{what}");
+        let err = stderr(&out);
+        assert!(err.contains(expected), "{what}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{what}: one line: {err}");
+    }
+    assert_eq!(
+        daemon
+            .engine()
+            .status(&StatusQuery::default())
+            .daemon
+            .events_handled,
+        0,
+        "nothing was sent"
+    );
+}
+
+#[test]
+fn usage_errors_never_exit_2() {
+    let sb = Sandbox::new();
+    for args in [
+        &["hook", "--bogus"][..],
+        &["no-such-command"],
+        &["hook", "--harness", "vim"],
+    ] {
+        let out = sb.hookctl(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(sb.hookctl(&["--help"]).status.code(), Some(0));
+}

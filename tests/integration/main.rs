@@ -1,0 +1,8 @@
+//! Integration tests: the real daemon (in-process or as the real binary) on a
+//! temporary socket, driven through the real hookctl.
+
+mod client_failures;
+mod config;
+mod hooks;
+mod lifecycle;
+mod wire;

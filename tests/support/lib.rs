@@ -1,0 +1,244 @@
+//! Shared test support: a real daemon in-process on a temporary socket, the
+//! real binaries with an isolated environment, and the recorded Claude Code
+//! fixtures.
+//!
+//! The binaries are the ones `cargo build --workspace` put next to the test
+//! executable; `tests/run` builds them before running the tests.
+
+use hookd::engine::Engine;
+use hookd::{Daemon, DaemonOptions, Shutdown};
+use protocol::paths::{SocketPath, SocketSource};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Path of a workspace binary (`hookd`, `hookctl`) built for this profile.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test>-<hash> → target/<profile>/<name>
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    let path = dir.join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: build the workspace first (tests/run does)",
+        path.display()
+    );
+    path
+}
+
+/// The Claude Code 2.1.330 fixtures (hook payloads, transcripts).
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/claude-code-2.1.330")
+}
+
+/// A recorded hook payload by its name in `hook_payloads.json`
+/// (`"PostToolUse"`, `"SessionStart(source=compact)"`, ...).
+pub fn payload(name: &str) -> Value {
+    let text = std::fs::read_to_string(fixtures_dir().join("hook_payloads.json"))
+        .expect("hook_payloads.json");
+    let all: Value = serde_json::from_str(&text).expect("fixture JSON");
+    all["payloads"][name]["stdin"].clone()
+}
+
+/// A temporary home for one test: socket, state and config directories,
+/// kept short because Unix socket paths are limited to ~107 bytes.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Sandbox::new()
+    }
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("hk")
+            .tempdir_in("/tmp")
+            .expect("temp dir");
+        Sandbox { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.path().join("run/hookd.sock")
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.path().join("state")
+    }
+
+    pub fn config_dir(&self) -> PathBuf {
+        self.path().join("config")
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.path().join("home")
+    }
+
+    /// A command for a workspace binary with only this sandbox's environment.
+    pub fn command(&self, name: &str) -> Command {
+        let mut cmd = Command::new(bin(name));
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home())
+            .env("HOOKD_SOCKET", self.socket())
+            .env("HOOKD_STATE_DIR", self.state_dir())
+            .env("HOOKD_CONFIG_DIR", self.config_dir())
+            .env("HOOKD_DATA_DIR", self.path().join("data"))
+            .env("HOOKD_BIN", bin("hookd"))
+            .current_dir(self.path())
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `hookctl hook <event>` with `stdin` and returns its output.
+    pub fn hook(&self, event: &str, stdin: &[u8]) -> Output {
+        let mut cmd = self.command("hookctl");
+        cmd.arg("hook").arg(event);
+        run_with_stdin(cmd, stdin)
+    }
+
+    /// Runs `hookctl <args>`.
+    pub fn hookctl(&self, args: &[&str]) -> Output {
+        self.command("hookctl")
+            .args(args)
+            .output()
+            .expect("run hookctl")
+    }
+
+    /// Runs `hookd <args>`.
+    pub fn hookd(&self, args: &[&str]) -> Output {
+        self.command("hookd")
+            .args(args)
+            .output()
+            .expect("run hookd")
+    }
+
+    pub fn daemon_options(&self) -> DaemonOptions {
+        let socket = SocketPath {
+            path: self.socket(),
+            source: SocketSource::Flag,
+        };
+        DaemonOptions::new(socket, self.state_dir())
+    }
+}
+
+/// Runs a command with `stdin` piped in.
+pub fn run_with_stdin(mut cmd: Command, stdin: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut pipe = child.stdin.take().expect("stdin pipe");
+    let data = stdin.to_vec();
+    // A writer thread: the child may exit before reading everything.
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&data);
+    });
+    let out = child.wait_with_output().expect("wait");
+    let _ = writer.join();
+    out
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A real daemon serving in this process, on its own runtime thread.
+pub struct TestDaemon {
+    pub socket: PathBuf,
+    engine: Arc<Engine>,
+    shutdown: Shutdown,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TestDaemon {
+    pub fn start(options: DaemonOptions) -> TestDaemon {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                let daemon = Daemon::bind(options).expect("bind the test daemon");
+                tx.send((
+                    daemon.socket().to_path_buf(),
+                    daemon.engine().clone(),
+                    daemon.shutdown_handle(),
+                ))
+                .unwrap();
+                daemon.serve().await.expect("serve");
+            });
+        });
+        let (socket, engine, shutdown) = rx.recv().expect("daemon started");
+        TestDaemon {
+            socket,
+            engine,
+            shutdown,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Stops the daemon and waits until it has cleaned up.
+    pub fn stop(mut self) {
+        self.stop_inner();
+    }
+
+    fn stop_inner(&mut self) {
+        self.shutdown.trigger("test");
+        if let Some(t) = self.thread.take() {
+            t.join().expect("daemon thread");
+        }
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        self.stop_inner();
+    }
+}
+
+/// Polls `check` every few milliseconds until it holds or `within` passes.
+pub fn wait_until(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether a process is alive (and not a zombie we could still reap).
+pub fn process_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::kill(pid, 0) == 0 }
+}

@@ -34,6 +34,10 @@ pub struct Config {
     pub daemon: DaemonConfig,
     /// Context usage thresholds.
     pub monitor: MonitorConfig,
+    /// Where the harness compacts: windows per model and overrides.
+    pub window: WindowConfig,
+    /// The session registry.
+    pub sessions: SessionsConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,6 +50,8 @@ pub struct ClientConfig {
     pub pre_compact_timeout_ms: u64,
     /// The same for SessionStart, which validates state and renders the resume prompt.
     pub session_start_timeout_ms: u64,
+    /// How long `hookctl statusline` waits for hookd before answering alone.
+    pub statusline_timeout_ms: u64,
     /// Start hookd when no daemon answers.
     pub autostart: bool,
     /// Let hookd's answers block the agent (exit code 2). When off, hookctl
@@ -59,6 +65,7 @@ impl Default for ClientConfig {
             hook_timeout_ms: 1000,
             pre_compact_timeout_ms: 30_000,
             session_start_timeout_ms: 10_000,
+            statusline_timeout_ms: 300,
             autostart: true,
             allow_block: false,
         }
@@ -94,6 +101,15 @@ impl Default for DaemonConfig {
 pub struct MonitorConfig {
     /// Context levels, lowest first, each fired once per context epoch.
     pub thresholds: Vec<Threshold>,
+    /// Events after which usage is checked (kebab case).
+    pub check_on: Vec<String>,
+    /// A drop in pressure this large from the epoch's peak starts a new
+    /// epoch, so the thresholds can fire again.
+    pub reset_drop: f64,
+    /// Show threshold messages to the person (`systemMessage`).
+    pub system_message: bool,
+    /// Give threshold messages to the model (`additionalContext`).
+    pub additional_context: bool,
 }
 
 impl Default for MonitorConfig {
@@ -126,6 +142,60 @@ impl Default for MonitorConfig {
                     Action::ForceSaveState,
                 ),
             ],
+            check_on: ["post-tool-use", "post-tool-batch", "user-prompt-submit"]
+                .map(String::from)
+                .to_vec(),
+            reset_drop: 0.30,
+            system_message: true,
+            additional_context: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WindowConfig {
+    /// Context window per model id (or id prefix), over the built-in table.
+    pub models: BTreeMap<String, u64>,
+    /// Window for models nobody knows.
+    pub default_window_tokens: u64,
+    /// Force the compaction point (tokens), whatever the model.
+    pub tokens_max: Option<u64>,
+    /// Room the harness keeps for the reply.
+    pub output_reserve_tokens: u64,
+    /// How far before the effective window the harness compacts.
+    pub autocompact_buffer_tokens: u64,
+}
+
+impl Default for WindowConfig {
+    fn default() -> Self {
+        WindowConfig {
+            models: BTreeMap::new(),
+            default_window_tokens: 200_000,
+            tokens_max: None,
+            output_reserve_tokens: crate::pressure::DEFAULT_OUTPUT_RESERVE_TOKENS,
+            autocompact_buffer_tokens: crate::pressure::DEFAULT_AUTOCOMPACT_BUFFER_TOKENS,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionsConfig {
+    /// A session with no event for this long is considered ended.
+    pub idle_expiry_secs: u64,
+    /// Ended sessions stay visible in `status` this long.
+    pub keep_ended_secs: u64,
+    /// Most sessions tracked at once; the longest idle are dropped first.
+    pub max_sessions: usize,
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        SessionsConfig {
+            idle_expiry_secs: 24 * 3600,
+            keep_ended_secs: 3600,
+            max_sessions: 512,
         }
     }
 }
@@ -174,6 +244,12 @@ impl Config {
             }
             last = t.level;
         }
+        if !(self.monitor.reset_drop > 0.0 && self.monitor.reset_drop <= 1.0) {
+            out.push((
+                "monitor.reset_drop".into(),
+                format!("{} is not within (0, 1]", self.monitor.reset_drop),
+            ));
+        }
         for (key, value) in [
             ("client.hook_timeout_ms", self.client.hook_timeout_ms),
             (
@@ -187,6 +263,11 @@ impl Config {
             ("daemon.drain_timeout_ms", self.daemon.drain_timeout_ms),
             ("daemon.request_timeout_ms", self.daemon.request_timeout_ms),
             ("daemon.max_connections", self.daemon.max_connections as u64),
+            (
+                "window.default_window_tokens",
+                self.window.default_window_tokens,
+            ),
+            ("sessions.max_sessions", self.sessions.max_sessions as u64),
         ] {
             if value == 0 {
                 out.push((key.to_owned(), "must be greater than 0".to_owned()));

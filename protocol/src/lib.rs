@@ -4,8 +4,10 @@
 //! so it starts fast.
 
 pub mod config;
+pub mod figures;
 pub mod frame;
 pub mod paths;
+pub mod pressure;
 pub mod wire;
 
 /// Bumped whenever a message changes incompatibly.

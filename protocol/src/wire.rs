@@ -91,6 +91,21 @@ pub enum Request {
     Shutdown,
     /// Liveness check, answered with [`Response::Pong`].
     Ping,
+    /// Like `Status`, but the daemon keeps the connection and sends a new
+    /// `Status` whenever a session changes.
+    Watch(StatusQuery),
+    /// Claude Code's statusLine input: the daemon records the window it
+    /// names and answers with its view of the session's context.
+    StatusLine(StatusLineRequest),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StatusLineRequest {
+    /// The statusLine JSON, unparsed.
+    pub payload: Box<RawValue>,
+    /// Allow-listed environment (see [`FORWARDED_ENV`]).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 /// What a hook process hands over.
@@ -130,6 +145,8 @@ pub enum Response {
     Status(Box<StatusReport>),
     /// Answer to [`Request::Ping`].
     Pong,
+    /// Answer to [`Request::StatusLine`].
+    Context(Box<ContextStatus>),
     /// The request was done and has nothing to report.
     Ok,
     /// The request failed.
@@ -235,6 +252,59 @@ pub struct SessionStatus {
     pub events_seen: u64,
     #[serde(default)]
     pub ended: bool,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// How full the context is; `None` until a transcript or statusLine said.
+    #[serde(default)]
+    pub context: Option<ContextStatus>,
+    /// Context epochs: 1 until the first compaction, then one more each time.
+    #[serde(default)]
+    pub epoch: u32,
+    /// Threshold levels already fired in this epoch.
+    #[serde(default)]
+    pub fired: Vec<f64>,
+    #[serde(default)]
+    pub last_save: Option<Mark>,
+    #[serde(default)]
+    pub last_checkpoint: Option<Mark>,
+    /// Whether the last resume prompt was seen to reach the model.
+    #[serde(default)]
+    pub resume: Option<Mark>,
+    /// Things a person should know (a missing transcript, say).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// How full one session's context is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextStatus {
+    pub tokens_used: u64,
+    /// Where the harness compacts: the thresholds' denominator.
+    pub tokens_max: u64,
+    /// The model's whole window (the statusLine's denominator).
+    pub window_tokens: u64,
+    /// `tokens_used / tokens_max` (may exceed 1).
+    pub pressure: f64,
+    /// `tokens_used / window_tokens`.
+    pub window_fraction: f64,
+    /// How `tokens_max` was found.
+    pub basis: String,
+    /// Where `tokens_used` comes from: `reply`, `compaction`, `statusline`.
+    pub source: String,
+    pub advice: crate::pressure::Advice,
+    pub updated_at_ms: u64,
+}
+
+/// Something that happened at a time: a save, a checkpoint, a resume.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    pub at_ms: u64,
+    /// What caused it (`threshold 0.80`, `pre-compact auto`, `manual`).
+    pub what: String,
+    pub ok: bool,
+    /// A commit, a file, or what went wrong.
+    #[serde(default)]
+    pub detail: Option<String>,
 }
 
 #[cfg(test)]

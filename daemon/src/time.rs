@@ -15,6 +15,11 @@ pub fn rfc3339(ms: u64) -> String {
     humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
 
+/// RFC 3339 UTC with milliseconds (`2026-11-21T17:50:41.123Z`).
+pub fn rfc3339_millis(ms: u64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
 /// Milliseconds since the epoch for an RFC 3339 timestamp, if it is one.
 pub fn parse_rfc3339(text: &str) -> Option<u64> {
     let t = humantime::parse_rfc3339_weak(text).ok()?;

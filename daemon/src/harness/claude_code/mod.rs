@@ -1,6 +1,9 @@
 //! Claude Code: hook payloads in, hook output out. What each event carries
 //! and what reaches the model is described in `../shared/claude-code.md`.
 
+pub mod transcript;
+pub mod window;
+
 use super::{EventKind, Fields, HookEvent, Outcome};
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::{Map, Value, json};

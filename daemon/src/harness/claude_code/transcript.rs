@@ -1,0 +1,842 @@
+//! Claude Code transcripts (`~/.claude/projects/<dir>/<session>.jsonl`):
+//! how full the context is, read without parsing the whole file.
+//!
+//! - The current figure is `input + cache_creation + cache_read` tokens of
+//!   the latest main-chain assistant entry (sidechains and API errors
+//!   skipped). After a `compact_boundary` the older figures are stale: the
+//!   boundary's `postTokens` stands until the next reply.
+//! - When a session's file has only grown a little since the last read, we
+//!   read the appended bytes; otherwise we scan backwards from the end and
+//!   stop at the first reply. Either way the cost follows what is new, not
+//!   the file's size.
+//! - Partial last lines, malformed lines, unknown entry types, huge lines
+//!   and non-UTF-8 bytes are skipped, never fatal.
+
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+/// Appended bytes read forward; more than this and we scan from the end.
+pub const FORWARD_LIMIT: u64 = 8 * 1024 * 1024;
+/// Bytes per backward read.
+const CHUNK: usize = 64 * 1024;
+/// Longer lines are skipped. Claude Code writes each content block of a
+/// reply as its own line with the same usage, so a giant tool input (a
+/// large Write) loses nothing: its siblings carry the figure.
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+/// After a big jump, how far back we still look for a compaction we missed.
+const BOUNDARY_LOOKBACK: u64 = 64 * 1024 * 1024;
+/// After a boundary found by a backward scan, how far back we look for the model.
+const MODEL_LOOKBACK: u64 = 4 * 1024 * 1024;
+/// A backward scan gives up after this many bytes without a figure.
+pub const SEARCH_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// A `compact_boundary` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Boundary {
+    pub uuid: Option<String>,
+    /// `manual` or `auto`.
+    pub trigger: Option<String>,
+    pub pre_tokens: Option<u64>,
+    pub post_tokens: Option<u64>,
+    pub timestamp: Option<String>,
+}
+
+/// What the transcript says about the context right now.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub tokens: u64,
+    pub model: Option<String>,
+    /// The figure is a compaction's estimate (`postTokens`), not a reply's.
+    pub from_boundary: bool,
+    /// The reply the figure comes from.
+    pub message_id: Option<String>,
+}
+
+/// Where a session's reading stopped: the byte after the last complete line.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Cursor {
+    pub offset: u64,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Unchanged,
+    Forward,
+    Backward,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reading {
+    /// `None` when the transcript has no usable figure yet.
+    pub usage: Option<Usage>,
+    /// Compactions seen in this reading, oldest first.
+    pub boundaries: Vec<Boundary>,
+    pub cursor: Cursor,
+    pub method: Method,
+    /// Bytes read from the file.
+    pub bytes_read: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TranscriptError {
+    #[error("transcript {path} is missing")]
+    Missing { path: String },
+    #[error("transcript {path} is not a regular file")]
+    NotAFile { path: String },
+    #[error("cannot read transcript {path}: {source}")]
+    Io { path: String, source: io::Error },
+}
+
+/// Brings a session's view of its transcript up to date.
+pub fn read(
+    path: &Path,
+    cursor: Option<&Cursor>,
+    current: Option<&Usage>,
+) -> Result<Reading, TranscriptError> {
+    let shown = || path.display().to_string();
+    let io_err = |source: io::Error| TranscriptError::Io {
+        path: shown(),
+        source,
+    };
+    // O_NONBLOCK: opening a FIFO someone put in the transcript's place must not hang.
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(TranscriptError::Missing { path: shown() });
+        }
+        Err(e) => return Err(io_err(e)),
+    };
+    let meta = file.metadata().map_err(io_err)?;
+    if !meta.is_file() {
+        return Err(TranscriptError::NotAFile { path: shown() });
+    }
+    let (len, dev, ino) = (meta.len(), meta.dev(), meta.ino());
+    let same_file = cursor.filter(|c| c.dev == dev && c.ino == ino && c.offset <= len);
+    match same_file {
+        Some(c) if c.offset == len => Ok(Reading {
+            usage: current.cloned(),
+            boundaries: Vec::new(),
+            cursor: c.clone(),
+            method: Method::Unchanged,
+            bytes_read: 0,
+        }),
+        Some(c) if len - c.offset <= FORWARD_LIMIT => {
+            let mut reading = read_forward(&file, c.offset, len, current).map_err(io_err)?;
+            reading.cursor.dev = dev;
+            reading.cursor.ino = ino;
+            Ok(reading)
+        }
+        Some(c) => scan_backward(
+            &file,
+            len,
+            len.saturating_sub(BOUNDARY_LOOKBACK).max(c.offset),
+            dev,
+            ino,
+        )
+        .map_err(io_err),
+        None => scan_backward(&file, len, len, dev, ino).map_err(io_err),
+    }
+}
+
+fn read_forward(file: &File, start: u64, end: u64, current: Option<&Usage>) -> io::Result<Reading> {
+    let mut buf = vec![0u8; (end - start) as usize];
+    file.read_exact_at(&mut buf, start)?;
+    let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
+    let mut usage = current.cloned();
+    let mut boundaries = Vec::new();
+    for line in buf[..complete].split(|b| *b == b'\n') {
+        match classify(line) {
+            Some(Entry::Reply(u)) => usage = Some(u),
+            Some(Entry::Boundary(b)) => {
+                usage = Some(boundary_usage(
+                    &b,
+                    usage.as_ref().and_then(|u| u.model.clone()),
+                ));
+                boundaries.push(b);
+            }
+            None => {}
+        }
+    }
+    Ok(Reading {
+        usage,
+        boundaries,
+        cursor: Cursor {
+            offset: start + complete as u64,
+            dev: 0,
+            ino: 0,
+        },
+        method: Method::Forward,
+        bytes_read: buf.len() as u64,
+    })
+}
+
+fn boundary_usage(b: &Boundary, model: Option<String>) -> Usage {
+    Usage {
+        tokens: b.post_tokens.unwrap_or(0),
+        model,
+        from_boundary: true,
+        message_id: None,
+    }
+}
+
+/// Scans from the end for the latest figure; keeps looking back to `floor`
+/// for compactions (when the caller knows where it stopped last time).
+fn scan_backward(file: &File, len: u64, floor: u64, dev: u64, ino: u64) -> io::Result<Reading> {
+    let mut lines = ReverseLines::new(file, len);
+    lines.stop_below(len.saturating_sub(SEARCH_LIMIT));
+    let mut usage: Option<Usage> = None;
+    let mut boundaries = Vec::new();
+    // After a boundary, the model comes from the reply before it, if near.
+    let mut model_floor: Option<u64> = None;
+    while let Some(line) = lines.next_line()? {
+        let pos = lines.position();
+        match classify(&line) {
+            Some(Entry::Reply(reply)) => match usage.as_mut() {
+                None => usage = Some(reply),
+                Some(u) if model_floor.is_some() => {
+                    u.model = reply.model;
+                    model_floor = None;
+                }
+                Some(_) => {}
+            },
+            Some(Entry::Boundary(b)) => {
+                if usage.is_none() {
+                    usage = Some(boundary_usage(&b, None));
+                    model_floor = Some(pos.saturating_sub(MODEL_LOOKBACK));
+                    boundaries.push(b);
+                } else if pos >= floor {
+                    boundaries.push(b);
+                }
+            }
+            None => {}
+        }
+        if usage.is_some() {
+            // Found: now only compactions above `floor`, or the model, are of interest.
+            let needed = model_floor.map_or(floor, |m| m.min(floor));
+            if pos <= needed {
+                break;
+            }
+            lines.stop_below(needed);
+        }
+    }
+    boundaries.reverse();
+    Ok(Reading {
+        usage,
+        boundaries,
+        cursor: Cursor {
+            offset: lines.end_of_complete_lines(),
+            dev,
+            ino,
+        },
+        method: Method::Backward,
+        bytes_read: lines.bytes_read(),
+    })
+}
+
+enum Entry {
+    Reply(Usage),
+    Boundary(Boundary),
+}
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(rename = "isSidechain", default)]
+    sidechain: Option<bool>,
+    #[serde(rename = "isApiErrorMessage", default)]
+    api_error: Option<bool>,
+    #[serde(borrow, default)]
+    message: Option<Message<'a>>,
+    #[serde(rename = "compactMetadata", default)]
+    compact: Option<CompactMetadata>,
+    #[serde(default)]
+    uuid: Option<String>,
+    #[serde(default)]
+    timestamp: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage: Option<Counts>,
+}
+
+#[derive(Deserialize)]
+struct Counts {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompactMetadata {
+    #[serde(default)]
+    trigger: Option<String>,
+    #[serde(rename = "preTokens", default)]
+    pre_tokens: Option<u64>,
+    #[serde(rename = "postTokens", default)]
+    post_tokens: Option<u64>,
+}
+
+/// The usage figure or compaction a line records, if any. Cheap substring
+/// checks come first so that most lines are never parsed.
+fn classify(line: &[u8]) -> Option<Entry> {
+    let boundary = memchr::memmem::find(line, b"compact_boundary").is_some();
+    let reply = !boundary
+        && memchr::memmem::find(line, b"assistant").is_some()
+        && memchr::memmem::find(line, b"usage").is_some();
+    if !boundary && !reply {
+        return None;
+    }
+    let entry: Line = serde_json::from_slice(line).ok()?;
+    match (entry.kind.as_deref(), entry.subtype.as_deref()) {
+        (Some("system"), Some("compact_boundary")) => {
+            let meta = entry.compact;
+            Some(Entry::Boundary(Boundary {
+                uuid: entry.uuid,
+                trigger: meta.as_ref().and_then(|m| m.trigger.clone()),
+                pre_tokens: meta.as_ref().and_then(|m| m.pre_tokens),
+                post_tokens: meta.as_ref().and_then(|m| m.post_tokens),
+                timestamp: entry.timestamp,
+            }))
+        }
+        (Some("assistant"), _)
+            if entry.sidechain != Some(true) && entry.api_error != Some(true) =>
+        {
+            let message = entry.message?;
+            let counts = message.usage?;
+            let model = message.model.filter(|m| m != "<synthetic>")?;
+            let tokens = counts.input_tokens.unwrap_or(0)
+                + counts.cache_creation_input_tokens.unwrap_or(0)
+                + counts.cache_read_input_tokens.unwrap_or(0);
+            Some(Entry::Reply(Usage {
+                tokens,
+                model: Some(model.into_owned()),
+                from_boundary: false,
+                message_id: message.id.map(Cow::into_owned),
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// Complete lines of a file, last first, read in chunks from the end. The
+/// bytes after the last newline (a line still being written) are left out,
+/// and so are lines longer than [`MAX_LINE`].
+pub struct ReverseLines<'f> {
+    file: &'f File,
+    /// Start of the bytes not yet read.
+    pos: u64,
+    /// Pieces of the line being assembled, newest chunk first.
+    pieces: Vec<Vec<u8>>,
+    pieces_len: usize,
+    /// Lines of the current chunk with their start offsets, oldest first.
+    ready: Vec<(u64, Vec<u8>)>,
+    /// Still before the first newline from the end.
+    in_partial_tail: bool,
+    /// Inside a line longer than [`MAX_LINE`].
+    skipping: bool,
+    end_of_complete: u64,
+    bytes_read: u64,
+    line_start: u64,
+    /// Lines starting below this offset are not wanted.
+    floor: u64,
+}
+
+impl<'f> ReverseLines<'f> {
+    pub fn new(file: &'f File, len: u64) -> Self {
+        ReverseLines {
+            file,
+            pos: len,
+            pieces: Vec::new(),
+            pieces_len: 0,
+            ready: Vec::new(),
+            in_partial_tail: true,
+            skipping: false,
+            end_of_complete: 0,
+            bytes_read: 0,
+            line_start: len,
+            floor: 0,
+        }
+    }
+
+    /// Stops once the lines left all start below `floor`.
+    pub fn stop_below(&mut self, floor: u64) {
+        self.floor = floor;
+    }
+
+    /// Byte offset just after the last complete line (0 when there is none).
+    pub fn end_of_complete_lines(&self) -> u64 {
+        self.end_of_complete
+    }
+
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read
+    }
+
+    /// Start offset of the line returned last.
+    pub fn position(&self) -> u64 {
+        self.line_start
+    }
+
+    pub fn next_line(&mut self) -> io::Result<Option<Vec<u8>>> {
+        loop {
+            if let Some((start, line)) = self.ready.pop() {
+                self.line_start = start;
+                return Ok(Some(line));
+            }
+            if self.pos <= self.floor && self.pos > 0 {
+                // Whatever is left starts below the floor.
+                self.pieces.clear();
+                return Ok(None);
+            }
+            if self.pos == 0 {
+                // The file's first line has no newline before it.
+                if self.in_partial_tail || self.skipping || self.pieces.is_empty() {
+                    self.pieces.clear();
+                    return Ok(None);
+                }
+                self.line_start = 0;
+                return Ok(Some(self.take_pieces(&[])));
+            }
+            self.read_chunk()?;
+        }
+    }
+
+    fn read_chunk(&mut self) -> io::Result<()> {
+        let start = self.pos.saturating_sub(CHUNK as u64);
+        let mut chunk = vec![0u8; (self.pos - start) as usize];
+        self.file.read_exact_at(&mut chunk, start)?;
+        self.bytes_read += chunk.len() as u64;
+        // chunk[..end] is not yet part of any line.
+        let mut end = chunk.len();
+        let mut found = Vec::new();
+        for nl in memchr::memrchr_iter(b'\n', &chunk) {
+            if self.in_partial_tail {
+                self.in_partial_tail = false;
+                self.end_of_complete = start + nl as u64 + 1;
+            } else if self.skipping {
+                self.skipping = false;
+            } else {
+                let line = self.take_pieces(&chunk[nl + 1..end]);
+                found.push((start + nl as u64 + 1, line));
+            }
+            end = nl;
+        }
+        // What is left continues a line that began in an older chunk.
+        if !self.in_partial_tail && !self.skipping {
+            self.pieces.push(chunk[..end].to_vec());
+            self.pieces_len += end;
+            if self.pieces_len > MAX_LINE {
+                self.skipping = true;
+                self.pieces.clear();
+                self.pieces_len = 0;
+            }
+        }
+        self.pos = start;
+        found.reverse();
+        self.ready = found;
+        Ok(())
+    }
+
+    /// `head` followed by the pieces gathered from newer chunks.
+    fn take_pieces(&mut self, head: &[u8]) -> Vec<u8> {
+        let mut line = Vec::with_capacity(head.len() + self.pieces_len);
+        line.extend_from_slice(head);
+        for piece in self.pieces.drain(..).rev() {
+            line.extend_from_slice(&piece);
+        }
+        self.pieces_len = 0;
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::Value;
+    use std::io::Write;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/claude-code-2.1.330/transcripts")
+            .join(name)
+    }
+
+    fn cold(path: &Path) -> Reading {
+        read(path, None, None).unwrap()
+    }
+
+    /// The rules written the slow, obvious way: parse every line, keep the last figure.
+    fn reference(text: &[u8]) -> Option<Usage> {
+        let complete = memchr::memrchr(b'\n', text).map_or(0, |i| i + 1);
+        let mut usage: Option<Usage> = None;
+        for line in text[..complete].split(|b| *b == b'\n') {
+            let Ok(v) = serde_json::from_slice::<Value>(line) else {
+                continue;
+            };
+            if v["type"] == "system" && v["subtype"] == "compact_boundary" {
+                let model = usage.as_ref().and_then(|u| u.model.clone());
+                let tokens = v["compactMetadata"]["postTokens"].as_u64().unwrap_or(0);
+                usage = Some(Usage {
+                    tokens,
+                    model,
+                    from_boundary: true,
+                    message_id: None,
+                });
+            } else if v["type"] == "assistant"
+                && v["isSidechain"] != true
+                && v["isApiErrorMessage"] != true
+                && v["message"]["usage"].is_object()
+                && v["message"]["model"].is_string()
+                && v["message"]["model"] != "<synthetic>"
+            {
+                let u = &v["message"]["usage"];
+                let n = |k: &str| u[k].as_u64().unwrap_or(0);
+                usage = Some(Usage {
+                    tokens: n("input_tokens")
+                        + n("cache_creation_input_tokens")
+                        + n("cache_read_input_tokens"),
+                    model: v["message"]["model"].as_str().map(str::to_owned),
+                    from_boundary: false,
+                    message_id: v["message"]["id"].as_str().map(str::to_owned),
+                });
+            }
+        }
+        usage
+    }
+
+    #[test]
+    fn fixture_transcripts_give_the_exact_figures() {
+        let cases: [(&str, Option<(u64, &str)>); 8] = [
+            ("basic.90fcfea3.jsonl", Some((154_500, "claude-opus-5-5"))),
+            (
+                "compact_auto.e251d151.jsonl",
+                Some((3000, "claude-opus-5-5")),
+            ),
+            (
+                "compact_manual.b38af9dc.jsonl",
+                Some((2000, "claude-opus-5-5")),
+            ),
+            (
+                "compact_reactive.05a8b24f.jsonl",
+                Some((3000, "claude-sonnet-4-5-20250929")),
+            ),
+            (
+                "resume_clear.8260196e.jsonl",
+                Some((100, "claude-opus-5-5")),
+            ),
+            ("resume_clear.bb328964.jsonl", None),
+            ("subagent.e89db3f9.jsonl", Some((100, "claude-opus-5-5"))),
+            // A subagent's own transcript is all sidechain: no main-chain figure.
+            ("subagent.subagent.jsonl", None),
+        ];
+        for (name, expected) in cases {
+            let reading = cold(&fixture(name));
+            let got = reading
+                .usage
+                .as_ref()
+                .map(|u| (u.tokens, u.model.as_deref().unwrap_or("")));
+            assert_eq!(got, expected, "{name}");
+            assert_eq!(
+                reading.cursor.offset,
+                std::fs::metadata(fixture(name)).unwrap().len(),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_prefix_of_every_fixture_matches_the_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        for entry in std::fs::read_dir(fixture("")).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read(&path).unwrap();
+            let ends: Vec<usize> = memchr::memchr_iter(b'\n', &text).map(|i| i + 1).collect();
+            let copy = dir.path().join("t.jsonl");
+            let mut cursor: Option<Cursor> = None;
+            let mut running: Option<Usage> = None;
+            for end in ends {
+                std::fs::write(&copy, &text[..end]).unwrap();
+                let expected = reference(&text[..end]);
+                // From scratch, scanning backwards.
+                let backward = cold(&copy);
+                assert_eq!(
+                    backward.usage,
+                    expected,
+                    "{} backward at {end}",
+                    path.display()
+                );
+                // Following the file as it grows, forwards.
+                let forward = read(&copy, cursor.as_ref(), running.as_ref()).unwrap();
+                assert_eq!(
+                    forward.usage,
+                    expected,
+                    "{} forward at {end}",
+                    path.display()
+                );
+                assert!(
+                    cursor.is_none() || forward.method != Method::Backward,
+                    "a growing file is read forwards"
+                );
+                cursor = Some(forward.cursor);
+                running = forward.usage;
+            }
+        }
+    }
+
+    #[test]
+    fn compactions_are_reported_once_with_their_figures() {
+        let path = fixture("compact_auto.e251d151.jsonl");
+        let text = std::fs::read(&path).unwrap();
+        let at = memchr::memmem::find(&text, b"compact_boundary").unwrap();
+        let line_end = at + memchr::memchr(b'\n', &text[at..]).unwrap() + 1;
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("t.jsonl");
+        // Up to and including the boundary: its estimate stands.
+        std::fs::write(&copy, &text[..line_end]).unwrap();
+        let r = cold(&copy);
+        let u = r.usage.unwrap();
+        assert_eq!(
+            (u.tokens, u.from_boundary, u.model.as_deref()),
+            (2679, true, Some("claude-opus-5-5"))
+        );
+        assert_eq!(r.boundaries.len(), 1);
+        assert_eq!(r.boundaries[0].trigger.as_deref(), Some("auto"));
+        assert_eq!(r.boundaries[0].pre_tokens, Some(990_220));
+        // Reading on from there, the boundary is not reported again.
+        std::fs::write(&copy, &text).unwrap();
+        let on = read(&copy, Some(&r.cursor), Some(&u)).unwrap();
+        assert!(on.boundaries.is_empty());
+        assert_eq!(on.usage.unwrap().tokens, 3000);
+    }
+
+    #[test]
+    fn a_partial_last_line_waits_until_it_is_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let text = std::fs::read(fixture("basic.90fcfea3.jsonl")).unwrap();
+        let last = memchr::memmem::rfind(&text, b"msg_mock_0002").unwrap();
+        let line_start = memchr::memrchr(b'\n', &text[..last]).unwrap() + 1;
+        let cut = last + 20;
+        std::fs::write(&path, &text[..cut]).unwrap();
+        let r = cold(&path);
+        assert_eq!(
+            r.usage.as_ref().unwrap().tokens,
+            154_200,
+            "the half-written reply is not counted"
+        );
+        assert_eq!(r.cursor.offset as usize, line_start);
+        std::fs::write(&path, &text).unwrap();
+        let r = read(&path, Some(&r.cursor), r.usage.as_ref()).unwrap();
+        assert_eq!(r.method, Method::Forward);
+        assert_eq!(r.usage.unwrap().tokens, 154_500);
+    }
+
+    #[test]
+    fn garbage_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut text = std::fs::read(fixture("basic.90fcfea3.jsonl")).unwrap();
+        for junk in [
+            &b"not json at all assistant usage\n"[..],
+            b"{\"type\":\"assistant\",\"message\":{\"usage\":\"lots\"}}\n",
+            b"{\"type\":\"assistant\",\"isSidechain\":\"maybe\",\"message\":{}}\n",
+            b"\xff\xfe\xfd assistant usage \x00\n",
+            b"{\"type\":\"brand-new-entry\",\"usage\":1}\n",
+            b"{\"type\": \"assistant\", \"message\": {\"model\": \"<synthetic>\", \"usage\": {\"input_tokens\": 0}}}\n",
+            b"\n\n",
+        ] {
+            text.extend_from_slice(junk);
+        }
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(cold(&path).usage.unwrap().tokens, 154_500);
+    }
+
+    #[test]
+    fn any_json_spacing_is_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut out = Vec::new();
+        for line in std::fs::read_to_string(fixture("compact_manual.b38af9dc.jsonl"))
+            .unwrap()
+            .lines()
+        {
+            let v: Value = serde_json::from_str(line).unwrap();
+            out.extend(
+                serde_json::to_vec_pretty(&v)
+                    .unwrap()
+                    .into_iter()
+                    .map(|b| if b == b'\n' { b' ' } else { b }),
+            );
+            out.push(b'\n');
+        }
+        std::fs::write(&path, &out).unwrap();
+        assert_eq!(cold(&path).usage.unwrap().tokens, 2000);
+    }
+
+    #[test]
+    fn a_huge_file_is_read_from_the_end_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let tail = std::fs::read(fixture("basic.90fcfea3.jsonl")).unwrap();
+        let mut file = File::create(&path).unwrap();
+        file.write_all(&tail).unwrap();
+        // 300 MB of history (sparse: no disk is used), then the latest turn.
+        let len = 300 * 1024 * 1024;
+        file.set_len(len).unwrap();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(b"\n").unwrap();
+        file.write_all(&tail).unwrap();
+        drop(file);
+        let r = cold(&path);
+        assert_eq!(r.usage.unwrap().tokens, 154_500);
+        assert!(
+            r.bytes_read < 256 * 1024,
+            "read {} bytes of a 300 MB file",
+            r.bytes_read
+        );
+
+        // A cursor far behind (the daemon was away): still the tail only, not the gap.
+        let behind = Cursor {
+            offset: 10,
+            ..r.cursor.clone()
+        };
+        let r = read(&path, Some(&behind), None).unwrap();
+        assert_eq!(r.method, Method::Backward);
+        assert_eq!(r.usage.unwrap().tokens, 154_500);
+        assert!(
+            r.bytes_read <= BOUNDARY_LOOKBACK + CHUNK as u64,
+            "read {}",
+            r.bytes_read
+        );
+    }
+
+    #[test]
+    fn lines_longer_than_the_limit_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let text = std::fs::read(fixture("basic.90fcfea3.jsonl")).unwrap();
+        let mut file = File::create(&path).unwrap();
+        file.write_all(&text).unwrap();
+        file.set_len(text.len() as u64 + MAX_LINE as u64 + 10)
+            .unwrap();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(
+            b"\n{\"type\":\"user\",\"message\":{\"content\":\"after the giant line\"}}\n",
+        )
+        .unwrap();
+        drop(file);
+        assert_eq!(
+            cold(&path).usage.unwrap().tokens,
+            154_500,
+            "found behind the giant line"
+        );
+    }
+
+    #[test]
+    fn truncated_and_replaced_files_are_read_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::copy(fixture("basic.90fcfea3.jsonl"), &path).unwrap();
+        let first = cold(&path);
+        // Replaced by a shorter file (a new inode).
+        let other = dir.path().join("other.jsonl");
+        std::fs::copy(fixture("resume_clear.8260196e.jsonl"), &other).unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        let r = read(&path, Some(&first.cursor), first.usage.as_ref()).unwrap();
+        assert_eq!((r.method, r.usage.unwrap().tokens), (Method::Backward, 100));
+        // Truncated in place.
+        let again = cold(&path);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(100)
+            .unwrap();
+        let r = read(&path, Some(&again.cursor), again.usage.as_ref()).unwrap();
+        assert_eq!(r.method, Method::Backward);
+        assert_eq!(r.usage, None);
+    }
+
+    #[test]
+    fn what_is_not_a_transcript_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            read(dir.path(), None, None),
+            Err(TranscriptError::NotAFile { .. })
+        ));
+        assert!(matches!(
+            read(&dir.path().join("nope"), None, None),
+            Err(TranscriptError::Missing { .. })
+        ));
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(matches!(
+            read(&fifo, None, None),
+            Err(TranscriptError::NotAFile { .. })
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn reverse_lines_are_the_complete_lines_backwards(
+            lines in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 0..400),
+            tail in proptest::collection::vec(any::<u8>().prop_filter("no newline", |b| *b != b'\n'), 0..50),
+        ) {
+            let mut text = Vec::new();
+            for l in &lines {
+                text.extend(l.iter().map(|b| if *b == b'\n' { b' ' } else { *b }));
+                text.push(b'\n');
+            }
+            let complete = text.len();
+            text.extend(&tail);
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t");
+            std::fs::write(&path, &text).unwrap();
+            let file = File::open(&path).unwrap();
+            let mut rev = ReverseLines::new(&file, text.len() as u64);
+            let mut got = Vec::new();
+            while let Some(l) = rev.next_line().unwrap() {
+                prop_assert_eq!(&text[rev.position() as usize..rev.position() as usize + l.len()], &l[..]);
+                got.push(l);
+            }
+            got.reverse();
+            let expected: Vec<Vec<u8>> = if complete == 0 { vec![] } else {
+                text[..complete - 1].split(|b| *b == b'\n').map(<[u8]>::to_vec).collect()
+            };
+            prop_assert_eq!(got, expected);
+            prop_assert_eq!(rev.end_of_complete_lines() as usize, complete);
+        }
+    }
+}

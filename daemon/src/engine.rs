@@ -1,17 +1,28 @@
-//! The daemon's core: what it knows and how it answers each request. The
-//! socket server hands requests in; tests can call [`Engine::handle`] directly.
+//! The daemon's core: what it knows about each session and how it answers
+//! each request. The socket server hands requests in; tests can call
+//! [`Engine::handle`] directly.
 
-use crate::harness::{self, Outcome};
-use crate::sessions::Registry;
+use crate::harness::claude_code::{transcript, window};
+use crate::harness::{self, EventKind, Outcome};
+use crate::monitor;
+use crate::pipeline::{self, SaveRequest, SaveTrigger};
+use crate::sessions::{EpochStart, Registry, Session, SessionKey};
+use crate::settings::Settings;
 use crate::shutdown::Shutdown;
 use crate::time::now_ms;
-use protocol::config::Effective;
+use crate::watch::TranscriptWatcher;
+use crate::workflow::Workflow;
+use protocol::config::{Config, Effective};
+use protocol::pressure::Advice;
 use protocol::wire::{
-    DaemonInfo, ErrorKind, ErrorReply, HookRequest, Request, Response, StatusQuery, StatusReport,
+    ContextStatus, DaemonInfo, ErrorKind, ErrorReply, Harness, HookRequest, Mark, Request,
+    Response, StatusLineRequest, StatusQuery, StatusReport,
 };
-use std::path::PathBuf;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::{mpsc, watch};
 
 /// Facts about this daemon process that do not change while it runs.
 #[derive(Debug, Clone)]
@@ -25,29 +36,71 @@ pub struct Identity {
 
 pub struct Engine {
     identity: Identity,
-    config: Effective,
+    settings: Settings,
     sessions: Mutex<Registry>,
+    registry_file: PathBuf,
+    /// The registry changed since it was last written.
+    dirty: AtomicBool,
+    /// Bumped on every change `watch` clients should see.
+    changes: watch::Sender<u64>,
+    watcher: TranscriptWatcher,
+    watch_rx: Mutex<Option<mpsc::UnboundedReceiver<PathBuf>>>,
     events_handled: AtomicU64,
     last_activity_ms: AtomicU64,
     shutdown: Shutdown,
     warnings: Mutex<Vec<String>>,
 }
 
+/// Something to record in a project's `events.jsonl`, gathered under the
+/// registry lock and written after it is released.
+struct ProjectEvent {
+    project: PathBuf,
+    kind: &'static str,
+    session: SessionKey,
+    fields: Value,
+}
+
 impl Engine {
-    pub fn new(identity: Identity, config: Effective, shutdown: Shutdown) -> Self {
-        Engine {
+    pub fn new(identity: Identity, settings: Settings, shutdown: Shutdown) -> Self {
+        let registry_file = identity.state_dir.join(crate::sessions::REGISTRY_FILE);
+        let (registry, registry_problem) = Registry::load(&registry_file);
+        let (watcher, watch_rx, watch_problem) = TranscriptWatcher::start();
+        let engine = Engine {
             last_activity_ms: AtomicU64::new(identity.started_at_ms),
             identity,
-            config,
-            sessions: Mutex::new(Registry::default()),
+            settings,
+            sessions: Mutex::new(registry),
+            registry_file,
+            dirty: AtomicBool::new(false),
+            changes: watch::channel(0).0,
+            watcher,
+            watch_rx: Mutex::new(Some(watch_rx)),
             events_handled: AtomicU64::new(0),
             shutdown,
             warnings: Mutex::new(Vec::new()),
+        };
+        for problem in [registry_problem, watch_problem].into_iter().flatten() {
+            tracing::warn!("{problem}");
+            engine.add_warning(problem);
         }
+        let active: Vec<(SessionKey, PathBuf)> = engine
+            .registry()
+            .iter()
+            .filter(|s| !s.ended)
+            .filter_map(|s| Some((s.key.clone(), s.transcript_path.clone()?)))
+            .collect();
+        for (key, path) in active {
+            engine.follow(&key, &path);
+        }
+        engine
+    }
+
+    fn registry(&self) -> MutexGuard<'_, Registry> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn config(&self) -> &Effective {
-        &self.config
+        self.settings.daemon()
     }
 
     pub fn shutdown(&self) -> &Shutdown {
@@ -67,8 +120,57 @@ impl Engine {
         self.last_activity_ms.load(Ordering::Relaxed)
     }
 
+    /// A receiver that changes whenever a session does.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn touch(&self) {
+        self.dirty.store(true, Ordering::Relaxed);
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Writes the registry if it changed. Called periodically and at shutdown.
+    pub fn flush(&self) {
+        if !self.dirty.swap(false, Ordering::Relaxed) {
+            return;
+        }
+        let result = self.registry().save(&self.registry_file);
+        if let Err(e) = result {
+            self.dirty.store(true, Ordering::Relaxed);
+            tracing::warn!(file = %self.registry_file.display(), error = %e, "cannot save the session registry");
+        }
+    }
+
+    /// Ends idle sessions and forgets old ones.
+    pub fn expire_sessions(&self) {
+        let config = &self.settings.daemon().config.sessions;
+        let removed = self.registry().expire(
+            now_ms(),
+            config.idle_expiry_secs * 1000,
+            config.keep_ended_secs * 1000,
+            config.max_sessions,
+        );
+        for key in &removed {
+            self.watcher.unfollow(key);
+        }
+        if !removed.is_empty() {
+            self.touch();
+        }
+    }
+
+    fn follow(&self, key: &SessionKey, transcript: &Path) {
+        match self.watcher.follow(key, transcript) {
+            Ok(()) | Err(None) => {}
+            Err(Some(problem)) => {
+                tracing::warn!("{problem}");
+                self.add_warning(problem);
+            }
+        }
+    }
+
     /// Answers one request.
-    pub async fn handle(&self, request: Request) -> Response {
+    pub async fn handle(self: &Arc<Self>, request: Request) -> Response {
         self.last_activity_ms.store(now_ms(), Ordering::Relaxed);
         match request {
             Request::Ping => Response::Pong,
@@ -76,12 +178,15 @@ impl Engine {
                 self.shutdown.trigger("shutdown request");
                 Response::Ok
             }
-            Request::Status(query) => Response::Status(Box::new(self.status(&query))),
+            Request::Status(query) | Request::Watch(query) => {
+                Response::Status(Box::new(self.status(&query)))
+            }
+            Request::StatusLine(request) => self.statusline(request),
             Request::Hook(hook) => self.hook(hook).await,
         }
     }
 
-    async fn hook(&self, request: HookRequest) -> Response {
+    async fn hook(self: &Arc<Self>, request: HookRequest) -> Response {
         let event = match harness::parse(&request) {
             Ok(event) => event,
             Err(e) => {
@@ -96,26 +201,408 @@ impl Engine {
             "hook"
         );
         tracing::trace!(payload = request.payload.get(), "hook payload");
-        {
-            let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-            if sessions.observe(&event, now_ms()).is_none() {
-                tracing::debug!(event = %event.kind.kebab(), "hook without a session id");
-            }
-        }
-        let outcome = Outcome {
+        let (config, config_problem) = self
+            .settings
+            .for_request(event.project_dir.as_deref(), &event.env);
+        let mut outcome = Outcome {
             notes: event.problems.clone(),
             ..Outcome::default()
         };
+        if let Some(problem) = config_problem {
+            self.add_warning(problem.clone());
+            outcome.notes.push(problem);
+        }
+
+        let now = now_ms();
+        let key = {
+            let mut registry = self.registry();
+            match registry.observe(&event, now) {
+                Some(session) => session.key.clone(),
+                None => {
+                    tracing::debug!(event = %event.kind.kebab(), "hook without a session id");
+                    return Response::Hook(harness::render(&event, outcome));
+                }
+            }
+        };
+        if let Some(path) = &event.transcript_path {
+            self.follow(&key, path);
+        }
+        self.refresh(&key, &config.config).await;
+
+        let mut project_events = Vec::new();
+        match &event.kind {
+            EventKind::PreCompact => {
+                if let Some(s) = self.registry().get_mut(&key) {
+                    s.compaction_announced_ms = Some(now);
+                }
+            }
+            EventKind::SessionStart if event.source.as_deref() == Some("compact") => {
+                self.hook_epoch(&key, "session-start compact", &mut project_events);
+            }
+            EventKind::PostCompact => {
+                let what = format!("post-compact {}", event.trigger.as_deref().unwrap_or(""));
+                self.hook_epoch(&key, what.trim(), &mut project_events);
+            }
+            EventKind::SessionEnd => self.watcher.unfollow(&key),
+            _ => {}
+        }
+        let checks = config
+            .config
+            .monitor
+            .check_on
+            .iter()
+            .any(|e| *e == event.kind.kebab());
+        // A subagent's hooks talk to the subagent, not to the session's model.
+        if checks && event.agent_id.is_none() {
+            self.check_thresholds(&key, &config.config, &mut outcome, &mut project_events);
+        }
+        self.record(project_events, &config.config);
+        self.touch();
         Response::Hook(harness::render(&event, outcome))
+    }
+
+    /// Reads what is new in the session's transcript and applies it.
+    async fn refresh(&self, key: &SessionKey, config: &Config) {
+        let snapshot = {
+            let registry = self.registry();
+            let Some(s) = registry.get(key) else { return };
+            if key.harness != Harness::ClaudeCode {
+                return;
+            }
+            let Some(path) = s.transcript_path.clone() else {
+                return;
+            };
+            (path, s.cursor.clone(), s.usage.clone())
+        };
+        let (path, cursor, usage) = snapshot;
+        let reading = tokio::task::spawn_blocking(move || {
+            transcript::read(&path, cursor.as_ref(), usage.as_ref())
+        })
+        .await;
+        let now = now_ms();
+        let mut project_events = Vec::new();
+        {
+            let mut registry = self.registry();
+            let Some(s) = registry.get_mut(key) else {
+                return;
+            };
+            match reading {
+                Ok(Ok(reading)) => {
+                    let stale = s.cursor.as_ref().is_some_and(|c| {
+                        c.dev == reading.cursor.dev
+                            && c.ino == reading.cursor.ino
+                            && c.offset > reading.cursor.offset
+                    });
+                    if stale {
+                        return;
+                    }
+                    s.transcript_problem = None;
+                    for boundary in &reading.boundaries {
+                        let announced = s.compaction_announced_ms.take().is_some();
+                        let new_epoch = s.begin_epoch(&EpochStart::Boundary(boundary.clone()), now);
+                        if new_epoch || s.epoch_boundary == boundary.uuid {
+                            project_events.extend(s.project_dir.clone().map(|project| {
+                                ProjectEvent {
+                                    project,
+                                    kind: "compaction",
+                                    session: key.clone(),
+                                    fields: json!({
+                                        "trigger": boundary.trigger,
+                                        "pre_tokens": boundary.pre_tokens,
+                                        "post_tokens": boundary.post_tokens,
+                                        "announced": announced,
+                                        "epoch": s.epoch,
+                                        "source": "transcript",
+                                    }),
+                                }
+                            }));
+                        }
+                    }
+                    if reading.method != transcript::Method::Unchanged {
+                        if let Some(model) = reading.usage.as_ref().and_then(|u| u.model.clone()) {
+                            s.model = Some(model);
+                        }
+                        if reading.usage.is_some() && reading.usage != s.usage {
+                            s.usage_source = source_of(reading.usage.as_ref()).into();
+                            s.usage_at_ms = now;
+                        }
+                        s.usage = reading.usage;
+                    }
+                    s.cursor = Some(reading.cursor);
+                }
+                Ok(Err(e)) => s.transcript_problem = Some(e.to_string()),
+                Err(e) => s.transcript_problem = Some(format!("transcript reader failed: {e}")),
+            }
+        }
+        self.record(project_events, config);
+    }
+
+    /// A SessionStart(compact) or PostCompact hook: a compaction happened.
+    fn hook_epoch(&self, key: &SessionKey, what: &str, project_events: &mut Vec<ProjectEvent>) {
+        let mut registry = self.registry();
+        let Some(s) = registry.get_mut(key) else {
+            return;
+        };
+        s.compaction_announced_ms = None;
+        if s.begin_epoch(&EpochStart::Hook(what.to_owned()), now_ms()) {
+            project_events.extend(s.project_dir.clone().map(|project| ProjectEvent {
+                project,
+                kind: "compaction",
+                session: key.clone(),
+                fields: json!({ "epoch": s.epoch, "source": what }),
+            }));
+        }
+    }
+
+    fn check_thresholds(
+        self: &Arc<Self>,
+        key: &SessionKey,
+        config: &Config,
+        outcome: &mut Outcome,
+        project_events: &mut Vec<ProjectEvent>,
+    ) {
+        let now = now_ms();
+        let (firing, context, save) = {
+            let mut registry = self.registry();
+            let Some(s) = registry.get_mut(key) else {
+                return;
+            };
+            let Some(context) = context_of(s, config) else {
+                return;
+            };
+            if monitor::dropped_enough(s.peak_pressure, context.pressure, config.monitor.reset_drop)
+            {
+                let from = s.peak_pressure;
+                if s.begin_epoch(
+                    &EpochStart::Drop {
+                        from,
+                        to: context.pressure,
+                    },
+                    now,
+                ) {
+                    project_events.extend(s.project_dir.clone().map(|project| ProjectEvent {
+                        project,
+                        kind: "epoch",
+                        session: key.clone(),
+                        fields: json!({ "epoch": s.epoch, "reason": "usage dropped", "from": from, "to": context.pressure }),
+                    }));
+                }
+            }
+            s.peak_pressure = s.peak_pressure.max(context.pressure);
+            let Some(firing) =
+                monitor::check(&config.monitor.thresholds, context.pressure, &s.fired)
+            else {
+                return;
+            };
+            s.fired.extend(firing.crossed.iter().copied());
+            let save = monitor::saves(firing.threshold.action).and_then(|checkpoint| {
+                Some(SaveRequest {
+                    session: key.clone(),
+                    project: s.project_dir.clone()?,
+                    transcript: s.transcript_path.clone(),
+                    context: Some(context.clone()),
+                    trigger: SaveTrigger::Threshold(firing.threshold.level),
+                    checkpoint,
+                })
+            });
+            (firing, context, save)
+        };
+        let text = monitor::message(&firing.threshold, &context);
+        if config.monitor.system_message {
+            outcome.system_message = Some(text.clone());
+        }
+        if config.monitor.additional_context {
+            outcome.additional_context = Some(text);
+        }
+        tracing::info!(session = %key, level = firing.threshold.level, pressure = context.pressure, "threshold");
+        if let Some(project) = self.registry().get(key).and_then(|s| s.project_dir.clone()) {
+            project_events.push(ProjectEvent {
+                project,
+                kind: "threshold",
+                session: key.clone(),
+                fields: json!({
+                    "level": firing.threshold.level,
+                    "crossed": firing.crossed,
+                    "action": firing.threshold.action,
+                    "tokens_used": context.tokens_used,
+                    "tokens_max": context.tokens_max,
+                    "pressure": context.pressure,
+                }),
+            });
+        }
+        if let Some(request) = save {
+            self.spawn_save(request, config.clone());
+        }
+    }
+
+    /// Runs a save in the background and records how it went.
+    fn spawn_save(self: &Arc<Self>, request: SaveRequest, config: Config) {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let what = request.trigger.to_string();
+            let key = request.session.clone();
+            let wants_checkpoint = request.checkpoint;
+            let report =
+                tokio::task::spawn_blocking(move || pipeline::save(&request, &config)).await;
+            let now = now_ms();
+            let mut registry = engine.registry();
+            let Some(s) = registry.get_mut(&key) else {
+                return;
+            };
+            match report {
+                Ok(report) => {
+                    let detail = report
+                        .state_file
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .or_else(|| report.problems.first().cloned());
+                    s.last_save = Some(Mark {
+                        at_ms: now,
+                        what: what.clone(),
+                        ok: report.ok(),
+                        detail,
+                    });
+                    if wants_checkpoint {
+                        s.last_checkpoint = Some(Mark {
+                            at_ms: now,
+                            what,
+                            ok: report.checkpoint.is_some(),
+                            detail: report
+                                .checkpoint
+                                .clone()
+                                .or_else(|| report.problems.first().cloned()),
+                        });
+                    }
+                }
+                Err(e) => {
+                    s.last_save = Some(Mark {
+                        at_ms: now,
+                        what,
+                        ok: false,
+                        detail: Some(e.to_string()),
+                    })
+                }
+            }
+            drop(registry);
+            engine.touch();
+        });
+    }
+
+    /// Writes gathered events into the projects' `events.jsonl`.
+    fn record(&self, events: Vec<ProjectEvent>, config: &Config) {
+        let _ = config;
+        for e in events {
+            let workflow = Workflow::new(&e.project);
+            if let Err(err) = workflow
+                .ensure(true)
+                .and_then(|_| workflow.append_event(e.kind, Some(&e.session), e.fields))
+            {
+                tracing::debug!(project = %e.project.display(), error = %err, "cannot append to events.jsonl");
+            }
+        }
+    }
+
+    /// Claude Code's statusLine: note the window it names, answer with our view.
+    fn statusline(&self, request: StatusLineRequest) -> Response {
+        let Ok(input) = serde_json::from_str::<Value>(request.payload.get()) else {
+            return Response::Error(ErrorReply::new(
+                ErrorKind::BadPayload,
+                "the statusLine input is not JSON",
+            ));
+        };
+        let window = input["context_window"]["context_window_size"]
+            .as_u64()
+            .filter(|w| *w > 0);
+        let usage = &input["context_window"]["current_usage"];
+        let tokens = usage.is_object().then(|| {
+            [
+                "input_tokens",
+                "cache_creation_input_tokens",
+                "cache_read_input_tokens",
+            ]
+            .iter()
+            .map(|k| usage[*k].as_u64().unwrap_or(0))
+            .sum::<u64>()
+        });
+        let model = input["model"]["id"].as_str().map(str::to_owned);
+        let project = input["workspace"]["project_dir"]
+            .as_str()
+            .or(input["cwd"].as_str())
+            .map(PathBuf::from);
+        let (config, _) = self.settings.for_request(project.as_deref(), &request.env);
+        let now = now_ms();
+        let mut registry = self.registry();
+        let session = match input["session_id"].as_str().filter(|s| !s.is_empty()) {
+            Some(id) => registry.entry(
+                SessionKey {
+                    harness: Harness::ClaudeCode,
+                    id: id.to_owned(),
+                },
+                now,
+            ),
+            None => {
+                let mut scratch = Session::new(
+                    SessionKey {
+                        harness: Harness::ClaudeCode,
+                        id: String::new(),
+                    },
+                    now,
+                );
+                scratch.statusline_window = window;
+                scratch.model = model;
+                scratch.usage = tokens.map(|t| transcript::Usage {
+                    tokens: t,
+                    ..Default::default()
+                });
+                let context = context_of(&scratch, &config.config)
+                    .unwrap_or_else(|| empty_context(&scratch, &config.config));
+                return Response::Context(Box::new(context));
+            }
+        };
+        if window.is_some() {
+            session.statusline_window = window;
+        }
+        if model.is_some() {
+            session.model = model;
+        }
+        if project.is_some() && session.project_dir.is_none() {
+            session.project_dir = project;
+        }
+        if let Some(path) = input["transcript_path"].as_str().filter(|p| !p.is_empty()) {
+            session
+                .transcript_path
+                .get_or_insert_with(|| PathBuf::from(path));
+        }
+        session.knobs = protocol::pressure::Knobs::from_env(|name| request.env.get(name).cloned());
+        if let Some(tokens) = tokens {
+            let usage = session.usage.get_or_insert_with(Default::default);
+            usage.tokens = tokens;
+            usage.from_boundary = false;
+            session.usage_source = "statusline".into();
+            session.usage_at_ms = now;
+        }
+        let context = context_of(session, &config.config)
+            .unwrap_or_else(|| empty_context(session, &config.config));
+        drop(registry);
+        self.touch();
+        Response::Context(Box::new(context))
     }
 
     pub fn status(&self, query: &StatusQuery) -> StatusReport {
         let now = now_ms();
-        let sessions = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .statuses(query.session.as_deref());
+        let sessions = {
+            let registry = self.registry();
+            registry
+                .matching(query.session.as_deref())
+                .into_iter()
+                .map(|s| {
+                    let (config, _) = self
+                        .settings
+                        .for_request(s.project_dir.as_deref(), &Default::default());
+                    s.status(context_of(s, &config.config))
+                })
+                .collect()
+        };
         StatusReport {
             daemon: DaemonInfo {
                 version: protocol::VERSION.to_owned(),
@@ -135,5 +622,79 @@ impl Engine {
             },
             sessions,
         }
+    }
+
+    /// Follows transcripts between hooks: refreshes the sessions whose
+    /// files changed. Runs until the watcher's channel closes.
+    pub async fn watch_transcripts(self: Arc<Self>) {
+        let Some(mut rx) = self
+            .watch_rx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        else {
+            return;
+        };
+        while let Some(batch) = crate::watch::next_batch(&mut rx).await {
+            for path in batch {
+                for key in self.watcher.sessions_for(&path) {
+                    let project = self
+                        .registry()
+                        .get(&key)
+                        .and_then(|s| s.project_dir.clone());
+                    let (config, _) = self
+                        .settings
+                        .for_request(project.as_deref(), &Default::default());
+                    self.refresh(&key, &config.config).await;
+                    self.touch();
+                }
+            }
+        }
+    }
+}
+
+fn source_of(usage: Option<&transcript::Usage>) -> &'static str {
+    match usage {
+        Some(u) if u.from_boundary => "compaction",
+        _ => "reply",
+    }
+}
+
+/// How full a session's context is, by the rules of its harness.
+pub fn context_of(session: &Session, config: &Config) -> Option<ContextStatus> {
+    let usage = session.usage.as_ref()?;
+    Some(context_for(session, config, usage.tokens))
+}
+
+fn empty_context(session: &Session, config: &Config) -> ContextStatus {
+    context_for(session, config, 0)
+}
+
+fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus {
+    let model = session
+        .model
+        .as_deref()
+        .or_else(|| session.usage.as_ref()?.model.as_deref());
+    let point = window::compaction_point_for(
+        model,
+        session.statusline_window,
+        &session.knobs,
+        &config.window,
+    );
+    let pressure = tokens as f64 / point.tokens.max(1) as f64;
+    ContextStatus {
+        tokens_used: tokens,
+        tokens_max: point.tokens,
+        window_tokens: point.window,
+        pressure,
+        window_fraction: tokens as f64 / point.window.max(1) as f64,
+        basis: point.basis,
+        source: if session.usage_source.is_empty() {
+            "none".into()
+        } else {
+            session.usage_source.clone()
+        },
+        advice: Advice::for_pressure(pressure),
+        updated_at_ms: session.usage_at_ms,
     }
 }

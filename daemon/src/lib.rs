@@ -6,13 +6,20 @@
 
 pub mod daemonize;
 pub mod engine;
+pub mod fsutil;
+pub mod git;
 pub mod harness;
 pub mod logging;
+pub mod monitor;
 pub mod pidlock;
+pub mod pipeline;
 pub mod server;
 pub mod sessions;
+pub mod settings;
 pub mod shutdown;
 pub mod time;
+pub mod watch;
+pub mod workflow;
 
 pub use server::{Daemon, DaemonOptions, StartError};
 pub use shutdown::Shutdown;
@@ -30,6 +37,7 @@ impl DaemonOptions {
             state_dir,
             log_dir: None,
             config: Effective::defaults(),
+            layers: Layers::default(),
         }
     }
 }

@@ -98,6 +98,7 @@ fn prepare(cli: &Cli, args: Option<&RunArgs>) -> anyhow::Result<Prepared> {
             state_dir,
             log_dir,
             config,
+            layers,
         },
         config_warning,
     })

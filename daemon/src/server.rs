@@ -8,10 +8,10 @@ use crate::time::now_ms;
 use interprocess::local_socket::tokio::{Listener, Stream, prelude::*};
 use interprocess::local_socket::{GenericFilePath, ListenerOptions};
 use interprocess::os::unix::local_socket::ListenerOptionsExt;
-use protocol::config::Effective;
+use protocol::config::{Effective, Layers};
 use protocol::frame::{FrameError, decode, read_frame_async, write_frame_async};
 use protocol::paths::{SocketPath, effective_uid, ensure_private_dir};
-use protocol::wire::{ErrorKind, ErrorReply, Hello, Request, Response};
+use protocol::wire::{ErrorKind, ErrorReply, Hello, Request, Response, StatusQuery};
 use std::io;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -30,6 +30,8 @@ pub struct DaemonOptions {
     pub log_dir: Option<PathBuf>,
     /// The daemon's own configuration (user file, environment, flags).
     pub config: Effective,
+    /// The layers it came from; each request adds its project's layers.
+    pub layers: Layers,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -100,7 +102,8 @@ impl Daemon {
             state_dir: opts.state_dir.clone(),
             log_dir: opts.log_dir.clone(),
         };
-        let engine = Arc::new(Engine::new(identity, opts.config, shutdown.clone()));
+        let settings = crate::settings::Settings::new(opts.layers, opts.config);
+        let engine = Arc::new(Engine::new(identity, settings, shutdown.clone()));
         tracing::info!(socket = %socket.display(), pid = std::process::id(), "listening");
         Ok(Daemon {
             listener,
@@ -142,6 +145,8 @@ impl Daemon {
                 Duration::from_secs(daemon_config.idle_timeout_secs),
             ));
         }
+        tokio::spawn(engine.clone().watch_transcripts());
+        tokio::spawn(housekeeping(engine.clone()));
 
         loop {
             tokio::select! {
@@ -190,6 +195,7 @@ impl Daemon {
             );
             connections.shutdown().await;
         }
+        engine.flush();
         tracing::info!(drained = in_flight, "stopped");
         lock.release();
         Ok(())
@@ -231,6 +237,26 @@ fn clear_stale_socket(path: &Path) -> Result<(), StartError> {
     }
 }
 
+/// How often the session registry is written when it changed.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// How often idle sessions are expired.
+const EXPIRE_EVERY: Duration = Duration::from_secs(60);
+
+async fn housekeeping(engine: Arc<Engine>) {
+    let mut flush = tokio::time::interval(FLUSH_EVERY);
+    let mut expire = tokio::time::interval(EXPIRE_EVERY);
+    loop {
+        tokio::select! {
+            _ = engine.shutdown().wait() => return,
+            _ = flush.tick() => {
+                let e = engine.clone();
+                let _ = tokio::task::spawn_blocking(move || e.flush()).await;
+            }
+            _ = expire.tick() => engine.expire_sessions(),
+        }
+    }
+}
+
 async fn idle_watch(engine: Arc<Engine>, idle: Duration) {
     loop {
         let idle_ms = idle.as_millis() as u64;
@@ -263,9 +289,36 @@ async fn send(conn: &Stream, response: &Response) -> Result<(), FrameError> {
     write_frame_async(&mut writer, response).await
 }
 
+/// `watch`: a status now, then one whenever something changes, until the
+/// client hangs up or the daemon stops.
+async fn stream_status<R: AsyncBufRead + Unpin>(
+    conn: &Stream,
+    reader: &mut R,
+    engine: &Arc<Engine>,
+    shutdown: &Shutdown,
+    query: StatusQuery,
+) -> Result<(), FrameError> {
+    let mut changes = engine.subscribe();
+    loop {
+        changes.borrow_and_update();
+        send(conn, &Response::Status(Box::new(engine.status(&query)))).await?;
+        tokio::select! {
+            _ = shutdown.wait() => return Ok(()),
+            changed = changes.changed() => if changed.is_err() { return Ok(()) },
+            // Anything from the client (or its hanging up) ends the stream.
+            _ = reader.fill_buf() => return Ok(()),
+        }
+        // Coalesce bursts: at most a few updates a second.
+        tokio::time::sleep(WATCH_MIN_INTERVAL).await;
+    }
+}
+
+/// Least time between two `watch` updates.
+const WATCH_MIN_INTERVAL: Duration = Duration::from_millis(100);
+
 async fn serve_connection(
     conn: Stream,
-    engine: &Engine,
+    engine: &Arc<Engine>,
     shutdown: &Shutdown,
     request_timeout: Duration,
 ) -> Result<(), FrameError> {
@@ -301,6 +354,9 @@ async fn serve_connection(
 
     while let Some(frame) = next_frame(&mut reader, shutdown, request_timeout).await? {
         let response = match decode::<Request>(&frame) {
+            Ok(Request::Watch(query)) => {
+                return stream_status(&conn, &mut reader, engine, shutdown, query).await;
+            }
             Ok(request) => engine.handle(request).await,
             Err(e) => {
                 let reply = Response::Error(ErrorReply::new(ErrorKind::BadRequest, e.to_string()));

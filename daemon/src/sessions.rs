@@ -1,25 +1,184 @@
-//! The registry of agent sessions, keyed by harness and session id.
+//! The registry of agent sessions, keyed by harness and session id, and its
+//! file in the state directory (written atomically, so a restarted daemon
+//! picks up where it stopped).
 
 use crate::harness::HookEvent;
-use protocol::wire::{Harness, SessionStatus};
+use crate::harness::claude_code::transcript::{Boundary, Cursor, Usage};
+use protocol::pressure::Knobs;
+use protocol::wire::{ContextStatus, Harness, Mark, SessionStatus};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// File name of the registry in the state directory.
+pub const REGISTRY_FILE: &str = "sessions.json";
+const REGISTRY_VERSION: u32 = 1;
+/// A compaction announced by hooks and one seen in the transcript are the
+/// same compaction when they are this close together.
+const SAME_COMPACTION_MS: u64 = 120_000;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SessionKey {
     pub harness: Harness,
     pub id: String,
 }
 
-#[derive(Debug, Clone)]
+impl std::fmt::Display for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.harness, self.id)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Session {
     pub key: SessionKey,
+    #[serde(default)]
     pub project_dir: Option<PathBuf>,
+    #[serde(default)]
     pub transcript_path: Option<PathBuf>,
+    #[serde(default)]
+    pub model: Option<String>,
+    pub first_seen_ms: u64,
     pub last_event: String,
     pub last_event_at_ms: u64,
     pub events_seen: u64,
+    #[serde(default)]
     pub ended: bool,
+    /// The latest usage figure and where reading stopped.
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    #[serde(default)]
+    pub usage_source: String,
+    #[serde(default)]
+    pub usage_at_ms: u64,
+    #[serde(default)]
+    pub cursor: Option<Cursor>,
+    /// The window the statusLine reported (it beats any estimate).
+    #[serde(default)]
+    pub statusline_window: Option<u64>,
+    /// The harness's compaction settings, from the latest hook's environment.
+    #[serde(default)]
+    pub knobs: Knobs,
+    pub epoch: u32,
+    #[serde(default)]
+    pub epoch_started_ms: u64,
+    /// The compaction that started this epoch, when the transcript showed it.
+    #[serde(default)]
+    pub epoch_boundary: Option<String>,
+    /// Levels fired in this epoch.
+    #[serde(default)]
+    pub fired: Vec<f64>,
+    /// Highest pressure seen in this epoch.
+    #[serde(default)]
+    pub peak_pressure: f64,
+    /// A PreCompact hook announced a compaction that has not shown up yet.
+    #[serde(default)]
+    pub compaction_announced_ms: Option<u64>,
+    #[serde(default)]
+    pub last_save: Option<Mark>,
+    #[serde(default)]
+    pub last_checkpoint: Option<Mark>,
+    #[serde(default)]
+    pub resume: Option<Mark>,
+    /// Why usage cannot be read right now, if it cannot.
+    #[serde(default)]
+    pub transcript_problem: Option<String>,
+}
+
+/// Why an epoch began.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EpochStart {
+    /// The transcript shows a compaction.
+    Boundary(Boundary),
+    /// A SessionStart(compact) or PostCompact hook says one happened.
+    Hook(String),
+    /// Usage fell by at least `monitor.reset_drop`.
+    Drop { from: f64, to: f64 },
+}
+
+impl Session {
+    pub fn new(key: SessionKey, now_ms: u64) -> Self {
+        Session {
+            key,
+            project_dir: None,
+            transcript_path: None,
+            model: None,
+            first_seen_ms: now_ms,
+            last_event: String::new(),
+            last_event_at_ms: now_ms,
+            events_seen: 0,
+            ended: false,
+            usage: None,
+            usage_source: String::new(),
+            usage_at_ms: 0,
+            cursor: None,
+            statusline_window: None,
+            knobs: Knobs::default(),
+            epoch: 1,
+            epoch_started_ms: now_ms,
+            epoch_boundary: None,
+            fired: Vec::new(),
+            peak_pressure: 0.0,
+            compaction_announced_ms: None,
+            last_save: None,
+            last_checkpoint: None,
+            resume: None,
+            transcript_problem: None,
+        }
+    }
+
+    /// Starts a new epoch unless this compaction already started one.
+    /// Returns whether a new epoch began.
+    pub fn begin_epoch(&mut self, start: &EpochStart, now_ms: u64) -> bool {
+        let recent =
+            now_ms.saturating_sub(self.epoch_started_ms) < SAME_COMPACTION_MS && self.epoch > 1;
+        match start {
+            EpochStart::Boundary(b) => {
+                if b.uuid.is_some() && b.uuid == self.epoch_boundary {
+                    return false;
+                }
+                if self.epoch_boundary.is_none() && recent {
+                    // A hook already opened this epoch; now we know its boundary.
+                    self.epoch_boundary = b.uuid.clone();
+                    return false;
+                }
+                self.epoch_boundary = b.uuid.clone();
+            }
+            EpochStart::Hook(_) => {
+                if recent {
+                    return false;
+                }
+                self.epoch_boundary = None;
+            }
+            EpochStart::Drop { .. } => self.epoch_boundary = None,
+        }
+        self.epoch += 1;
+        self.epoch_started_ms = now_ms;
+        self.fired.clear();
+        self.peak_pressure = 0.0;
+        true
+    }
+
+    pub fn status(&self, context: Option<ContextStatus>) -> SessionStatus {
+        SessionStatus {
+            harness: self.key.harness.as_str().to_owned(),
+            session_id: self.key.id.clone(),
+            project_dir: self.project_dir.clone(),
+            transcript_path: self.transcript_path.clone(),
+            last_event: Some(self.last_event.clone()),
+            last_event_at_ms: self.last_event_at_ms,
+            events_seen: self.events_seen,
+            ended: self.ended,
+            model: self.model.clone(),
+            context,
+            epoch: self.epoch,
+            fired: self.fired.clone(),
+            last_save: self.last_save.clone(),
+            last_checkpoint: self.last_checkpoint.clone(),
+            resume: self.resume.clone(),
+            notes: self.transcript_problem.iter().cloned().collect(),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -27,34 +186,57 @@ pub struct Registry {
     sessions: HashMap<SessionKey, Session>,
 }
 
+#[derive(Serialize, Deserialize)]
+struct RegistryFile {
+    version: u32,
+    sessions: Vec<Session>,
+}
+
 impl Registry {
-    /// Records one event; returns the session it belongs to (if it names one).
+    /// Records one event against its session (if it names one) and returns it.
     pub fn observe(&mut self, event: &HookEvent, now_ms: u64) -> Option<&mut Session> {
         let id = event.session_id.clone()?;
         let key = SessionKey {
             harness: event.harness,
             id,
         };
-        let session = self.sessions.entry(key.clone()).or_insert_with(|| Session {
-            key,
-            project_dir: None,
-            transcript_path: None,
-            last_event: String::new(),
-            last_event_at_ms: 0,
-            events_seen: 0,
-            ended: false,
-        });
+        let session = self
+            .sessions
+            .entry(key.clone())
+            .or_insert_with(|| Session::new(key, now_ms));
         if event.project_dir.is_some() {
             session.project_dir.clone_from(&event.project_dir);
         }
-        if event.transcript_path.is_some() {
+        if event.transcript_path.is_some() && event.transcript_path != session.transcript_path {
             session.transcript_path.clone_from(&event.transcript_path);
+            session.cursor = None;
+        }
+        if event.model.is_some() {
+            session.model.clone_from(&event.model);
+        }
+        if !event.env.is_empty() {
+            session.knobs = Knobs::from_env(|name| event.env.get(name).cloned());
         }
         session.last_event = event.kind.kebab().into_owned();
         session.last_event_at_ms = now_ms;
         session.events_seen += 1;
         session.ended = matches!(event.kind, crate::harness::EventKind::SessionEnd);
         Some(session)
+    }
+
+    pub fn get(&self, key: &SessionKey) -> Option<&Session> {
+        self.sessions.get(key)
+    }
+
+    pub fn get_mut(&mut self, key: &SessionKey) -> Option<&mut Session> {
+        self.sessions.get_mut(key)
+    }
+
+    /// The session for `key`, created if new.
+    pub fn entry(&mut self, key: SessionKey, now_ms: u64) -> &mut Session {
+        self.sessions
+            .entry(key.clone())
+            .or_insert_with(|| Session::new(key, now_ms))
     }
 
     pub fn len(&self) -> usize {
@@ -65,28 +247,210 @@ impl Registry {
         self.sessions.is_empty()
     }
 
+    pub fn iter(&self) -> impl Iterator<Item = &Session> {
+        self.sessions.values()
+    }
+
     /// Sessions whose id starts with `filter` (all when `None`), most recent first.
-    pub fn statuses(&self, filter: Option<&str>) -> Vec<SessionStatus> {
-        let mut out: Vec<SessionStatus> = self
+    pub fn matching(&self, filter: Option<&str>) -> Vec<&Session> {
+        let mut out: Vec<&Session> = self
             .sessions
             .values()
             .filter(|s| filter.is_none_or(|f| s.key.id.starts_with(f)))
-            .map(|s| SessionStatus {
-                harness: s.key.harness.as_str().to_owned(),
-                session_id: s.key.id.clone(),
-                project_dir: s.project_dir.clone(),
-                transcript_path: s.transcript_path.clone(),
-                last_event: Some(s.last_event.clone()),
-                last_event_at_ms: s.last_event_at_ms,
-                events_seen: s.events_seen,
-                ended: s.ended,
-            })
             .collect();
         out.sort_by(|a, b| {
             b.last_event_at_ms
                 .cmp(&a.last_event_at_ms)
-                .then_with(|| a.session_id.cmp(&b.session_id))
+                .then_with(|| a.key.cmp(&b.key))
         });
         out
+    }
+
+    /// Ends sessions idle too long, forgets ended ones after a while, and
+    /// drops the longest-idle sessions beyond `max`. Returns the keys removed.
+    pub fn expire(
+        &mut self,
+        now_ms: u64,
+        idle_expiry_ms: u64,
+        keep_ended_ms: u64,
+        max: usize,
+    ) -> Vec<SessionKey> {
+        for s in self.sessions.values_mut() {
+            if !s.ended && now_ms.saturating_sub(s.last_event_at_ms) >= idle_expiry_ms {
+                s.ended = true;
+            }
+        }
+        let mut removed: Vec<SessionKey> = self
+            .sessions
+            .values()
+            .filter(|s| s.ended && now_ms.saturating_sub(s.last_event_at_ms) >= keep_ended_ms)
+            .map(|s| s.key.clone())
+            .collect();
+        for key in &removed {
+            self.sessions.remove(key);
+        }
+        if self.sessions.len() > max {
+            let mut by_age: Vec<(u64, SessionKey)> = self
+                .sessions
+                .values()
+                .map(|s| (s.last_event_at_ms, s.key.clone()))
+                .collect();
+            by_age.sort();
+            for (_, key) in by_age.into_iter().take(self.sessions.len() - max) {
+                self.sessions.remove(&key);
+                removed.push(key);
+            }
+        }
+        removed
+    }
+
+    /// Reads the registry a previous daemon left. A missing file is an empty
+    /// registry; a corrupt one is set aside (renamed) and reported.
+    pub fn load(path: &Path) -> (Registry, Option<String>) {
+        let text = match std::fs::read(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return (Registry::default(), None);
+            }
+            Err(e) => {
+                return (
+                    Registry::default(),
+                    Some(format!("cannot read {}: {e}", path.display())),
+                );
+            }
+        };
+        match serde_json::from_slice::<RegistryFile>(&text) {
+            Ok(file) if file.version == REGISTRY_VERSION => {
+                let sessions = file
+                    .sessions
+                    .into_iter()
+                    .map(|s| (s.key.clone(), s))
+                    .collect();
+                (Registry { sessions }, None)
+            }
+            Ok(file) => (
+                Registry::default(),
+                Some(format!(
+                    "{} has version {}; starting empty",
+                    path.display(),
+                    file.version
+                )),
+            ),
+            Err(e) => {
+                let aside = path.with_extension("json.corrupt");
+                let _ = std::fs::rename(path, &aside);
+                (
+                    Registry::default(),
+                    Some(format!(
+                        "{} was corrupt ({e}); moved to {}",
+                        path.display(),
+                        aside.display()
+                    )),
+                )
+            }
+        }
+    }
+
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let mut sessions: Vec<Session> = self.sessions.values().cloned().collect();
+        sessions.sort_by(|a, b| a.key.cmp(&b.key));
+        let file = RegistryFile {
+            version: REGISTRY_VERSION,
+            sessions,
+        };
+        let bytes = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
+        crate::fsutil::write_atomic(path, &bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(id: &str) -> SessionKey {
+        SessionKey {
+            harness: Harness::ClaudeCode,
+            id: id.into(),
+        }
+    }
+
+    #[test]
+    fn a_compaction_seen_twice_is_one_epoch() {
+        let mut s = Session::new(key("a"), 0);
+        s.fired = vec![0.7, 0.8];
+        let b = Boundary {
+            uuid: Some("u1".into()),
+            ..Boundary::default()
+        };
+        assert!(s.begin_epoch(&EpochStart::Boundary(b.clone()), 1000));
+        assert_eq!((s.epoch, s.fired.len()), (2, 0));
+        assert!(
+            !s.begin_epoch(&EpochStart::Boundary(b), 2000),
+            "same boundary again"
+        );
+        assert!(
+            !s.begin_epoch(&EpochStart::Hook("post-compact".into()), 3000),
+            "the hooks of the same compaction"
+        );
+        assert_eq!(s.epoch, 2);
+        // Hooks first, transcript later: still one.
+        let mut s = Session::new(key("b"), 0);
+        assert!(s.begin_epoch(&EpochStart::Hook("session-start compact".into()), 500_000));
+        assert!(!s.begin_epoch(
+            &EpochStart::Boundary(Boundary {
+                uuid: Some("u2".into()),
+                ..Boundary::default()
+            }),
+            501_000
+        ));
+        assert_eq!((s.epoch, s.epoch_boundary.as_deref()), (2, Some("u2")));
+        // A later compaction is a new epoch.
+        assert!(s.begin_epoch(
+            &EpochStart::Boundary(Boundary {
+                uuid: Some("u3".into()),
+                ..Boundary::default()
+            }),
+            900_000
+        ));
+        assert_eq!(s.epoch, 3);
+    }
+
+    #[test]
+    fn the_registry_survives_a_restart_and_a_corrupt_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(REGISTRY_FILE);
+        let mut r = Registry::default();
+        let s = r.entry(key("abc"), 5);
+        s.epoch = 3;
+        s.fired = vec![0.7];
+        r.save(&path).unwrap();
+        let (back, problem) = Registry::load(&path);
+        assert!(problem.is_none());
+        let s = back.get(&key("abc")).unwrap();
+        assert_eq!((s.epoch, s.fired.clone()), (3, vec![0.7]));
+
+        std::fs::write(&path, b"{\"version\":1,\"sessions\":[{").unwrap();
+        let (back, problem) = Registry::load(&path);
+        assert!(back.is_empty());
+        assert!(problem.unwrap().contains("corrupt"));
+        assert!(
+            path.with_extension("json.corrupt").exists(),
+            "kept for a person to look at"
+        );
+    }
+
+    #[test]
+    fn idle_sessions_end_and_the_oldest_go_first() {
+        let mut r = Registry::default();
+        for (i, id) in ["a", "b", "c"].iter().enumerate() {
+            r.entry(key(id), 0).last_event_at_ms = i as u64 * 10;
+        }
+        let removed = r.expire(25, 1_000, 1_000, 2);
+        assert_eq!(removed, vec![key("a")]);
+        let removed = r.expire(5_000, 1_000, 10_000, 10);
+        assert!(removed.is_empty());
+        assert!(r.iter().all(|s| s.ended), "idle past the expiry");
+        let removed = r.expire(20_000, 1_000, 10_000, 10);
+        assert_eq!(removed.len(), 2, "ended long enough ago");
     }
 }

@@ -1,0 +1,124 @@
+//! The context monitor's rules: which threshold fires at a given pressure,
+//! and what it says. Pure functions; the engine applies them to sessions.
+
+use protocol::config::{Action, Threshold};
+use protocol::figures::thousands;
+use protocol::wire::ContextStatus;
+
+/// A threshold to fire now, and every level crossed with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Firing {
+    pub threshold: Threshold,
+    /// All newly crossed levels, the fired one included.
+    pub crossed: Vec<f64>,
+}
+
+/// Levels at or under `pressure` not yet fired this epoch. When several are
+/// crossed at once, the highest fires and all are recorded.
+pub fn check(thresholds: &[Threshold], pressure: f64, fired: &[f64]) -> Option<Firing> {
+    let crossed: Vec<&Threshold> = thresholds
+        .iter()
+        .filter(|t| t.level <= pressure && !fired.iter().any(|f| same_level(*f, t.level)))
+        .collect();
+    let highest = crossed.iter().max_by(|a, b| a.level.total_cmp(&b.level))?;
+    Some(Firing {
+        threshold: (*highest).clone(),
+        crossed: crossed.iter().map(|t| t.level).collect(),
+    })
+}
+
+fn same_level(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+/// Whether usage fell far enough from the epoch's peak to arm the levels again.
+pub fn dropped_enough(peak: f64, pressure: f64, reset_drop: f64) -> bool {
+    peak - pressure >= reset_drop
+}
+
+/// Whether an action saves state, and with a git checkpoint.
+pub fn saves(action: Action) -> Option<bool> {
+    match action {
+        Action::LogWarning => None,
+        Action::AutoSaveState | Action::RecommendCompact => Some(false),
+        Action::ForceSaveState => Some(true),
+    }
+}
+
+/// The configured message with the figures behind it; the warning level
+/// also carries the retrieval strategy.
+pub fn message(threshold: &Threshold, context: &ContextStatus) -> String {
+    let mut text = format!(
+        "{} [hookd: {:.0}% of the compaction point, {} of {} tokens; {:.0}% of the {}-token window",
+        threshold.message,
+        context.pressure * 100.0,
+        thousands(context.tokens_used),
+        thousands(context.tokens_max),
+        context.window_fraction * 100.0,
+        thousands(context.window_tokens),
+    );
+    if threshold.action == Action::LogWarning {
+        text += &format!("; retrieval strategy {}", context.advice.summary());
+    }
+    text.push(']');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::config::MonitorConfig;
+    use protocol::pressure::Advice;
+
+    fn levels() -> Vec<Threshold> {
+        MonitorConfig::default().thresholds
+    }
+
+    #[test]
+    fn each_level_fires_once() {
+        let t = levels();
+        assert_eq!(check(&t, 0.5, &[]), None);
+        let f = check(&t, 0.72, &[]).unwrap();
+        assert_eq!((f.threshold.level, f.crossed.clone()), (0.70, vec![0.70]));
+        assert_eq!(check(&t, 0.75, &[0.70]), None);
+        assert_eq!(
+            check(&t, 0.83, &[0.70]).unwrap().threshold.action,
+            Action::AutoSaveState
+        );
+    }
+
+    #[test]
+    fn crossing_several_fires_the_highest_and_records_all() {
+        let f = check(&levels(), 0.96, &[0.70]).unwrap();
+        assert_eq!(f.threshold.level, 0.95);
+        assert_eq!(f.threshold.action, Action::ForceSaveState);
+        assert_eq!(f.crossed, vec![0.80, 0.90, 0.95]);
+    }
+
+    #[test]
+    fn messages_carry_the_figures() {
+        let ctx = ContextStatus {
+            tokens_used: 120_240,
+            tokens_max: 167_000,
+            window_tokens: 200_000,
+            pressure: 0.72,
+            window_fraction: 0.6012,
+            basis: String::new(),
+            source: "reply".into(),
+            advice: Advice::for_pressure(0.72),
+            updated_at_ms: 0,
+        };
+        let warn = message(&levels()[0], &ctx);
+        assert!(
+            warn.starts_with(
+                "Context at 70%. Consider saving state soon. [hookd: 72% of the compaction point"
+            ),
+            "{warn}"
+        );
+        assert!(
+            warn.contains("120,240 of 167,000 tokens") && warn.contains("selective"),
+            "{warn}"
+        );
+        assert!(!message(&levels()[1], &ctx).contains("strategy"));
+    }
+}

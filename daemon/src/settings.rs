@@ -1,0 +1,135 @@
+//! The configuration that applies to one request: the daemon's layers (user
+//! file, flags) plus the project's `.hookd.yaml` and the hook's `HOOKD_*`
+//! environment. Parsed configurations are cached until a file changes.
+
+use protocol::config::{Effective, Layers, PROJECT_FILE, is_config_env};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// Cached configurations kept at most (one per project and environment).
+const CACHE_LIMIT: usize = 256;
+
+/// Modification time and length of the user file and the project file.
+type Stamp = (Option<(SystemTime, u64)>, Option<(SystemTime, u64)>);
+/// A project and the `HOOKD_*` variables of a request.
+type CacheKey = (Option<PathBuf>, Vec<(String, String)>);
+
+pub struct Settings {
+    base: Layers,
+    fallback: Arc<Effective>,
+    cache: Mutex<HashMap<CacheKey, (Stamp, Arc<Effective>)>>,
+}
+
+impl Settings {
+    /// `base` holds the user file and daemon flags; `fallback` is used when a
+    /// project's layers are broken.
+    pub fn new(base: Layers, fallback: Effective) -> Self {
+        Settings {
+            base,
+            fallback: Arc::new(fallback),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The daemon's own configuration.
+    pub fn daemon(&self) -> &Arc<Effective> {
+        &self.fallback
+    }
+
+    /// The configuration for a project and a hook's environment. A broken
+    /// layer gives the daemon's configuration and the reason.
+    pub fn for_request(
+        &self,
+        project: Option<&Path>,
+        env: &BTreeMap<String, String>,
+    ) -> (Arc<Effective>, Option<String>) {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .filter(|(k, _)| is_config_env(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let project = project.map(Path::to_path_buf);
+        let stamp = (
+            stamp_of(self.base.user_file.as_deref()),
+            stamp_of(project.as_ref().map(|p| p.join(PROJECT_FILE)).as_deref()),
+        );
+        let key = (project.clone(), env.clone());
+        if let Some((cached_stamp, effective)) = self
+            .cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            && *cached_stamp == stamp
+        {
+            return (effective.clone(), None);
+        }
+        let mut layers = self.base.clone();
+        layers.project_root = project;
+        layers.env.extend(env);
+        match protocol::config::load(&layers) {
+            Ok(effective) => {
+                let effective = Arc::new(effective);
+                let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+                if cache.len() >= CACHE_LIMIT {
+                    cache.clear();
+                }
+                cache.insert(key, (stamp, effective.clone()));
+                (effective, None)
+            }
+            Err(e) => (
+                self.fallback.clone(),
+                Some(format!("{e}; using the daemon's configuration")),
+            ),
+        }
+    }
+}
+
+fn stamp_of(path: Option<&Path>) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path?).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_files_apply_and_changes_are_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings::new(Layers::default(), Effective::defaults());
+        let env = BTreeMap::new();
+        let (c, problem) = settings.for_request(Some(dir.path()), &env);
+        assert!(problem.is_none());
+        assert_eq!(c.config.monitor.reset_drop, 0.30);
+        std::fs::write(
+            dir.path().join(PROJECT_FILE),
+            "monitor:\n  reset_drop: 0.5\n",
+        )
+        .unwrap();
+        let (c, _) = settings.for_request(Some(dir.path()), &env);
+        assert_eq!(c.config.monitor.reset_drop, 0.5);
+        let env = BTreeMap::from([("HOOKD_MONITOR__RESET_DROP".to_owned(), "0.25".to_owned())]);
+        assert_eq!(
+            settings
+                .for_request(Some(dir.path()), &env)
+                .0
+                .config
+                .monitor
+                .reset_drop,
+            0.25
+        );
+        std::fs::write(
+            dir.path().join(PROJECT_FILE),
+            "monitor:\n  reset_dorp: 0.5\n",
+        )
+        .unwrap();
+        let (c, problem) = settings.for_request(Some(dir.path()), &BTreeMap::new());
+        assert!(problem.unwrap().contains("reset_dorp"));
+        assert_eq!(
+            c.config.monitor.reset_drop, 0.30,
+            "the daemon's configuration stands in"
+        );
+    }
+}

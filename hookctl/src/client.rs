@@ -119,6 +119,27 @@ impl Client {
         }
     }
 
+    /// Sends `request` and yields every reply that follows, with no deadline
+    /// (for `watch`). Ends when hookd closes the connection.
+    pub fn stream(
+        &mut self,
+        request: &Request,
+    ) -> Result<impl Iterator<Item = Result<Response, ClientError>> + '_, ClientError> {
+        self.set_timeouts()?;
+        frame::write_frame(&mut self.stream, request)?;
+        self.stream
+            .set_recv_timeout(None)
+            .map_err(ClientError::Io)?;
+        Ok(std::iter::from_fn(move || {
+            match frame::read_message::<_, Response>(&mut self.stream) {
+                Ok(Response::Error(e)) => Some(Err(ClientError::Daemon(e))),
+                Ok(response) => Some(Ok(response)),
+                Err(FrameError::Closed) => None,
+                Err(e) => Some(Err(e.into())),
+            }
+        }))
+    }
+
     fn set_timeouts(&mut self) -> Result<(), ClientError> {
         let left = Some(remaining(self.deadline)?);
         self.stream

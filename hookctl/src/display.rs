@@ -46,3 +46,41 @@ mod tests {
         assert_eq!(short_id("abc"), "abc");
     }
 }
+
+pub use protocol::figures::{percent, thousands};
+
+/// `▓▓▓▓▓▓▓░░░` for 0.72 in 10 cells (clamped to full).
+pub fn bar(fraction: f64, cells: usize) -> String {
+    let filled = ((fraction.clamp(0.0, 1.0) * cells as f64).round() as usize).min(cells);
+    "▓".repeat(filled) + &"░".repeat(cells - filled)
+}
+
+/// `200k`, `1M`, `1.5M`.
+pub fn short_tokens(n: u64) -> String {
+    if n >= 1_000_000 && n.is_multiple_of(100_000) {
+        let m = n as f64 / 1_000_000.0;
+        if m.fract() == 0.0 {
+            format!("{m:.0}M")
+        } else {
+            format!("{m:.1}M")
+        }
+    } else if n >= 1000 {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+#[cfg(test)]
+mod more_tests {
+    use super::*;
+
+    #[test]
+    fn figures_read_naturally() {
+        assert_eq!(bar(0.72, 10), "▓▓▓▓▓▓▓░░░");
+        assert_eq!(bar(1.4, 4), "▓▓▓▓");
+        assert_eq!(short_tokens(200_000), "200k");
+        assert_eq!(short_tokens(1_000_000), "1M");
+        assert_eq!(short_tokens(1_500_000), "1.5M");
+    }
+}

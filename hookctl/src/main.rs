@@ -8,9 +8,11 @@ mod daemon;
 mod display;
 mod hook;
 mod status;
+mod statusline;
+mod watch;
 
 use clap::{Parser, Subcommand};
-use protocol::config::{ClientConfig, Layers};
+use protocol::config::{ClientConfig, Config, Layers};
 use protocol::paths::SocketPath;
 use protocol::wire::Harness;
 use std::path::PathBuf;
@@ -59,6 +61,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Live view of the sessions, redrawn as they change.
+    Watch {
+        /// Only this session (id or unique prefix).
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Claude Code statusLine command: statusLine JSON on stdin, one line out.
+    Statusline,
     /// Start, stop or inspect the daemon.
     Daemon {
         #[command(subcommand)]
@@ -90,16 +100,20 @@ pub struct Context {
 }
 
 impl Context {
-    /// The client settings; a broken config file must not break a hook, so
+    /// The configuration; a broken config file must not break a hook, so
     /// errors fall back to the defaults (and are shown with -v).
-    pub fn client_config(&self) -> ClientConfig {
+    pub fn config(&self) -> Config {
         match protocol::config::load(&Layers::from_process(self.project_root.clone())) {
-            Ok(effective) => effective.config.client,
+            Ok(effective) => effective.config,
             Err(e) => {
-                self.note(&format!("{e}; using default client settings"));
-                ClientConfig::default()
+                self.note(&format!("{e}; using the default settings"));
+                Config::default()
             }
         }
+    }
+
+    pub fn client_config(&self) -> ClientConfig {
+        self.config().client
     }
 
     /// One line on stderr, only with -v.
@@ -172,6 +186,8 @@ fn main() -> ExitCode {
             );
         }
         Command::Status { session, json } => status::run(&ctx, session, json),
+        Command::Watch { session } => watch::run(&ctx, session),
+        Command::Statusline => statusline::run(&ctx),
         Command::Daemon { action } => daemon::run(&ctx, action),
         Command::Config { project, json } => config::run(&ctx, project, json),
     };

@@ -37,7 +37,7 @@ fn a_hook_is_recorded_against_its_session() {
     let out = sb.hookctl(&["status"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("90fcfea3") && stdout(&out).contains("last stop"),
+        stdout(&out).contains("90fcfea3") && stdout(&out).contains("last event stop"),
         "{}",
         stdout(&out)
     );

@@ -5,4 +5,5 @@ mod client_failures;
 mod config;
 mod hooks;
 mod lifecycle;
+mod monitor;
 mod wire;

@@ -100,10 +100,15 @@ fn a_stalled_client_does_not_stall_others() {
     let mut stalled = UnixStream::connect(&daemon.socket).unwrap();
     stalled.write_all(&[0, 0]).unwrap();
     for _ in 0..5 {
-        let out = sb.hook("post-tool-use", &serde_json::to_vec(&payload("PostToolUse")).unwrap());
+        let out = sb.hook(
+            "post-tool-use",
+            &serde_json::to_vec(&payload("PostToolUse")).unwrap(),
+        );
         assert_eq!(out.status.code(), Some(0));
     }
-    let report = daemon.engine().status(&protocol::wire::StatusQuery::default());
+    let report = daemon
+        .engine()
+        .status(&protocol::wire::StatusQuery::default());
     assert_eq!(report.daemon.events_handled, 5);
     drop(stalled);
 }

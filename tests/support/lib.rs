@@ -242,3 +242,100 @@ pub fn process_alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence.
     unsafe { libc::kill(pid, 0) == 0 }
 }
+
+/// A Claude Code transcript a test writes as a session would: lines in the
+/// real 2.1.330 format (taken from the fixtures), with the figures the test
+/// chooses.
+pub struct Transcript {
+    pub path: PathBuf,
+    pub session_id: String,
+    pub model: String,
+    replies: u32,
+}
+
+impl Transcript {
+    pub fn create(path: PathBuf, session_id: &str, model: &str) -> Transcript {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, b"").unwrap();
+        Transcript {
+            path,
+            session_id: session_id.into(),
+            model: model.into(),
+            replies: 0,
+        }
+    }
+
+    fn fixture_line(file: &str, pick: impl Fn(&Value) -> bool) -> Value {
+        let text = std::fs::read_to_string(fixtures_dir().join("transcripts").join(file)).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|v| pick(v))
+            .expect("fixture line")
+    }
+
+    pub fn append(&self, entry: &Value) {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .unwrap();
+        writeln!(f, "{entry}").unwrap();
+    }
+
+    /// An assistant reply whose context is `tokens` (split as Claude Code reports it).
+    pub fn reply(&mut self, tokens: u64) {
+        self.replies += 1;
+        let mut entry = Self::fixture_line("basic.90fcfea3.jsonl", |v| v["type"] == "assistant");
+        entry["sessionId"] = Value::from(self.session_id.clone());
+        entry["uuid"] = Value::from(format!("reply-{}", self.replies));
+        entry["message"]["id"] = Value::from(format!("msg_test_{}", self.replies));
+        entry["message"]["model"] = Value::from(self.model.clone());
+        let usage = &mut entry["message"]["usage"];
+        usage["input_tokens"] = Value::from(tokens / 100);
+        usage["cache_creation_input_tokens"] = Value::from(tokens / 10);
+        usage["cache_read_input_tokens"] = Value::from(tokens - tokens / 100 - tokens / 10);
+        self.append(&entry);
+    }
+
+    /// A `compact_boundary` entry, as Claude Code writes one.
+    pub fn boundary(&self, trigger: &str, pre: u64, post: u64) -> String {
+        let mut entry = Self::fixture_line("compact_auto.e251d151.jsonl", |v| {
+            v["subtype"] == "compact_boundary"
+        });
+        let uuid = format!("boundary-{}-{pre}", self.replies);
+        entry["uuid"] = Value::from(uuid.clone());
+        entry["sessionId"] = Value::from(self.session_id.clone());
+        entry["compactMetadata"]["trigger"] = Value::from(trigger);
+        entry["compactMetadata"]["preTokens"] = Value::from(pre);
+        entry["compactMetadata"]["postTokens"] = Value::from(post);
+        self.append(&entry);
+        uuid
+    }
+
+    /// A fixture payload rewritten to this session, transcript and project.
+    pub fn payload(&self, name: &str, project: &Path) -> Vec<u8> {
+        let mut p = payload(name);
+        p["session_id"] = Value::from(self.session_id.clone());
+        p["transcript_path"] = Value::from(self.path.display().to_string());
+        p["cwd"] = Value::from(project.display().to_string());
+        serde_json::to_vec(&p).unwrap()
+    }
+}
+
+/// The JSON a hook printed, or `Null` for no output.
+pub fn hook_json(out: &Output) -> Value {
+    let text = stdout(out);
+    if text.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).expect("hook output is JSON")
+    }
+}
+
+/// The lines of a project's `.workflow/events.jsonl`.
+pub fn workflow_events(project: &Path) -> Vec<Value> {
+    std::fs::read_to_string(project.join(".workflow/events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("events.jsonl line"))
+        .collect()
+}

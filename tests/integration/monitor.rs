@@ -1,0 +1,485 @@
+//! The context monitor, replayed: fixture payloads through the real hookctl
+//! to an in-process daemon, over a transcript the test writes as Claude Code
+//! would.
+
+use hookd_tests::{
+    Sandbox, TestDaemon, Transcript, hook_json, run_with_stdin, stderr, stdout, wait_until,
+    workflow_events,
+};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const SONNET: &str = "claude-sonnet-4-5-20250929";
+/// Where Claude Code compacts a 200k window: 200,000 − 20,000 − 13,000.
+const COMPACTS_AT: u64 = 167_000;
+
+struct Session {
+    sb: Sandbox,
+    daemon: Option<TestDaemon>,
+    project: PathBuf,
+    transcript: Transcript,
+}
+
+impl Session {
+    fn new(model: &str) -> Session {
+        let sb = Sandbox::new();
+        let project = sb.path().join("proj");
+        std::fs::create_dir_all(&project).unwrap();
+        let transcript = Transcript::create(sb.path().join("claude/s1.jsonl"), "s1-session", model);
+        let daemon = Some(TestDaemon::start(sb.daemon_options()));
+        Session {
+            sb,
+            daemon,
+            project,
+            transcript,
+        }
+    }
+
+    fn hook(&self, fixture: &str, event: &str) -> Value {
+        let out = self
+            .sb
+            .hook(event, &self.transcript.payload(fixture, &self.project));
+        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
+        hook_json(&out)
+    }
+
+    /// The reply at `fraction` of the compaction point, then a PostToolUse.
+    fn turn(&mut self, fraction: f64) -> Value {
+        self.transcript
+            .reply((COMPACTS_AT as f64 * fraction) as u64);
+        self.hook("PostToolUse", "post-tool-use")
+    }
+
+    fn status(&self) -> Value {
+        let out = self.sb.hookctl(&["status", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["sessions"][0].clone()
+    }
+
+    fn events(&self, kind: &str) -> Vec<Value> {
+        workflow_events(&self.project)
+            .into_iter()
+            .filter(|e| e["kind"] == kind)
+            .collect()
+    }
+
+    fn restart_daemon(&mut self) {
+        self.daemon.take().unwrap().stop();
+        self.daemon = Some(TestDaemon::start(self.sb.daemon_options()));
+    }
+}
+
+fn message(output: &Value) -> Option<String> {
+    output["systemMessage"].as_str().map(str::to_owned)
+}
+
+#[test]
+fn each_threshold_fires_once_at_the_right_call() {
+    let mut s = Session::new(SONNET);
+    assert_eq!(
+        s.hook("SessionStart(source=startup)", "session-start"),
+        Value::Null
+    );
+
+    assert_eq!(s.turn(0.50), Value::Null, "50%: nothing to say");
+    let at_72 = s.turn(0.72);
+    let text = message(&at_72).expect("70% fires");
+    assert!(
+        text.starts_with("Context at 70%. Consider saving state soon."),
+        "{text}"
+    );
+    assert!(
+        text.contains("selective (prefetch ≤2, trust ≥0.5)"),
+        "the 70% message names the strategy: {text}"
+    );
+    assert_eq!(at_72["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    assert_eq!(
+        at_72["hookSpecificOutput"]["additionalContext"],
+        Value::from(text.clone()),
+        "the model hears it too"
+    );
+    assert_eq!(s.turn(0.75), Value::Null, "70% fires once");
+
+    assert!(
+        message(&s.turn(0.83))
+            .unwrap()
+            .starts_with("Context at 80%. Auto-saving workflow state...")
+    );
+    assert!(
+        message(&s.turn(0.92))
+            .unwrap()
+            .starts_with("Context at 90%. Compaction recommended.")
+    );
+    assert!(
+        message(&s.turn(0.96))
+            .unwrap()
+            .starts_with("CRITICAL: Context at 95%.")
+    );
+    assert_eq!(s.turn(0.97), Value::Null, "every level fired once");
+    assert_eq!(
+        s.hook("UserPromptSubmit", "user-prompt-submit"),
+        Value::Null
+    );
+
+    let levels: Vec<f64> = s
+        .events("threshold")
+        .iter()
+        .map(|e| e["level"].as_f64().unwrap())
+        .collect();
+    assert_eq!(levels, vec![0.70, 0.80, 0.90, 0.95]);
+    // 80, 90 and 95 save state; only 95 asks for a checkpoint.
+    assert!(
+        wait_until(Duration::from_secs(10), || s.events("save").len() == 3),
+        "{:?}",
+        s.events("save")
+    );
+    let checkpoints: Vec<bool> = s
+        .events("save")
+        .iter()
+        .map(|e| e["checkpoint_requested"].as_bool().unwrap())
+        .collect();
+    assert_eq!(checkpoints, vec![false, false, true]);
+
+    let status = s.status();
+    assert_eq!(status["model"], SONNET);
+    assert_eq!(status["context"]["tokens_max"], COMPACTS_AT);
+    assert_eq!(status["context"]["window_tokens"], 200_000);
+    assert_eq!(
+        status["context"]["tokens_used"],
+        (COMPACTS_AT as f64 * 0.97) as u64
+    );
+    assert_eq!(status["context"]["advice"]["skip_prefetch"], true);
+    assert_eq!(status["fired"], serde_json::json!([0.70, 0.80, 0.90, 0.95]));
+    assert_eq!(status["epoch"], 1);
+    assert!(wait_until(Duration::from_secs(10), || {
+        s.status()["last_checkpoint"].is_object()
+    }));
+}
+
+#[test]
+fn crossing_several_levels_fires_the_highest_and_records_all() {
+    let mut s = Session::new(SONNET);
+    let out = s.turn(0.96);
+    assert!(message(&out).unwrap().starts_with("CRITICAL"), "{out}");
+    assert_eq!(
+        s.status()["fired"],
+        serde_json::json!([0.70, 0.80, 0.90, 0.95])
+    );
+    assert_eq!(
+        s.events("threshold")[0]["crossed"],
+        serde_json::json!([0.70, 0.80, 0.90, 0.95])
+    );
+    assert_eq!(s.turn(0.99), Value::Null);
+}
+
+#[test]
+fn compaction_starts_a_new_epoch_and_rearms_the_levels() {
+    let mut s = Session::new(SONNET);
+    assert!(message(&s.turn(0.96)).is_some());
+    // Claude Code compacts: PreCompact, the boundary in the transcript, SessionStart(compact), PostCompact.
+    assert_eq!(
+        s.hook("PreCompact(trigger=auto)", "pre-compact"),
+        Value::Null
+    );
+    s.transcript.boundary("auto", 160_320, 3_000);
+    s.hook("SessionStart(source=compact)", "session-start");
+    s.hook("PostCompact(trigger=auto)", "post-compact");
+    let status = s.status();
+    assert_eq!(
+        status["epoch"], 2,
+        "one compaction, one new epoch: {status}"
+    );
+    assert_eq!(status["fired"], serde_json::json!([]));
+    assert_eq!(
+        status["context"]["tokens_used"], 3_000,
+        "postTokens until the next reply"
+    );
+    assert_eq!(status["context"]["source"], "compaction");
+    let compactions = s.events("compaction");
+    assert_eq!(compactions.len(), 1, "{compactions:?}");
+    assert_eq!(compactions[0]["announced"], true);
+    assert_eq!(compactions[0]["pre_tokens"], 160_320);
+
+    // The levels fire again in the new epoch.
+    assert_eq!(s.turn(0.40), Value::Null);
+    let out = s.turn(0.85);
+    assert!(
+        message(&out).unwrap().starts_with("Context at 80%"),
+        "the highest crossed: {out}"
+    );
+    assert_eq!(s.status()["fired"], serde_json::json!([0.70, 0.80]));
+}
+
+#[test]
+fn a_compaction_nobody_announced_is_seen_in_the_transcript() {
+    let mut s = Session::new(SONNET);
+    assert!(message(&s.turn(0.92)).is_some());
+    // No hooks at all: only the transcript shows it. The watcher picks it up.
+    s.transcript.boundary("auto", 153_640, 2_500);
+    assert!(
+        wait_until(Duration::from_secs(10), || s.status()["epoch"] == 2),
+        "the watcher saw the boundary: {}",
+        s.status()
+    );
+    let compactions = s.events("compaction");
+    assert_eq!(compactions.len(), 1);
+    assert_eq!(compactions[0]["announced"], false);
+    assert_eq!(s.status()["context"]["tokens_used"], 2_500);
+}
+
+#[test]
+fn a_large_drop_rearms_the_levels() {
+    let mut s = Session::new(SONNET);
+    assert!(message(&s.turn(0.75)).is_some());
+    // Usage falls by more than monitor.reset_drop (0.30) without a compaction (a /clear-like reset).
+    assert_eq!(s.turn(0.30), Value::Null);
+    assert_eq!(s.status()["epoch"], 2);
+    assert!(message(&s.turn(0.71)).is_some(), "70% fires again");
+}
+
+#[test]
+fn the_registry_survives_a_daemon_restart() {
+    let mut s = Session::new(SONNET);
+    assert!(message(&s.turn(0.83)).is_some());
+    s.restart_daemon();
+    let status = s.status();
+    assert_eq!(status["fired"], serde_json::json!([0.70, 0.80]));
+    assert_eq!(status["session_id"], "s1-session");
+    assert_eq!(
+        s.turn(0.85),
+        Value::Null,
+        "nothing fires twice after a restart"
+    );
+    assert!(
+        message(&s.turn(0.91))
+            .unwrap()
+            .starts_with("Context at 90%")
+    );
+}
+
+#[test]
+fn subagent_hooks_do_not_fire_thresholds() {
+    let mut s = Session::new(SONNET);
+    s.transcript.reply(150_000);
+    assert_eq!(
+        s.hook("PostToolUse(inside subagent)", "post-tool-use"),
+        Value::Null
+    );
+    assert!(
+        message(&s.turn(0.92)).is_some(),
+        "the main session's hook does"
+    );
+}
+
+#[test]
+fn dozens_of_sessions_do_not_cross_talk() {
+    let sb = Sandbox::new();
+    let daemon = TestDaemon::start(sb.daemon_options());
+    let project = sb.path().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut transcripts: Vec<Transcript> = (0..24)
+        .map(|i| {
+            Transcript::create(
+                sb.path().join(format!("claude/{i}.jsonl")),
+                &format!("session-{i}"),
+                SONNET,
+            )
+        })
+        .collect();
+    for (i, t) in transcripts.iter_mut().enumerate() {
+        // Even sessions are at 72%, odd ones at 40%.
+        t.reply(if i.is_multiple_of(2) { 120_240 } else { 66_800 });
+    }
+    let handles: Vec<_> = transcripts
+        .iter()
+        .map(|t| {
+            let mut cmd = sb.command("hookctl");
+            cmd.args(["hook", "post-tool-use"]);
+            let input = t.payload("PostToolUse", &project);
+            std::thread::spawn(move || run_with_stdin(cmd, &input))
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        let out = h.join().unwrap();
+        assert_eq!(
+            !stdout(&out).is_empty(),
+            i.is_multiple_of(2),
+            "session {i}: {}",
+            stdout(&out)
+        );
+    }
+    let report = daemon.engine().status(&Default::default());
+    assert_eq!(report.sessions.len(), 24);
+    for s in report.sessions {
+        let i: usize = s.session_id.trim_start_matches("session-").parse().unwrap();
+        let expected = if i.is_multiple_of(2) { 120_240 } else { 66_800 };
+        assert_eq!(s.context.unwrap().tokens_used, expected, "{}", s.session_id);
+    }
+}
+
+#[test]
+fn the_real_auto_compaction_transcript_replayed() {
+    // compact_auto: four replies, the last at 990,003 tokens of a 1M window, then auto compaction.
+    let sb = Sandbox::new();
+    let _daemon = TestDaemon::start(sb.daemon_options());
+    let project = sb.path().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let fixture = std::fs::read_to_string(
+        hookd_tests::fixtures_dir().join("transcripts/compact_auto.e251d151.jsonl"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = fixture.lines().collect();
+    let t = Transcript::create(
+        sb.path().join("claude/e251d151.jsonl"),
+        "e251d151-1f53-483d-aa47-1555ae08a360",
+        "",
+    );
+    let write_until = |pred: &dyn Fn(&str) -> bool, from: usize| -> usize {
+        let mut i = from;
+        while i < lines.len() {
+            t.append(&serde_json::from_str(lines[i]).unwrap());
+            i += 1;
+            if pred(lines[i - 1]) {
+                break;
+            }
+        }
+        i
+    };
+    let hook = |name: &str, event: &str| {
+        let out = sb.hook(event, &t.payload(name, &project));
+        assert!(out.status.success());
+        hook_json(&out)
+    };
+    // Up to the third reply (7,000 tokens): quiet.
+    let mut at = write_until(
+        &|l| l.contains("msg_mock_0003") && l.contains("tool_use"),
+        0,
+    );
+    assert_eq!(hook("PostToolUse", "post-tool-use"), Value::Null);
+    // The fourth reply reports 990,003 of the 967,000 compaction point: 95% fires.
+    at = write_until(
+        &|l| l.contains("msg_mock_0004") && l.contains("tool_use"),
+        at,
+    );
+    let out = hook("PostToolUse", "post-tool-use");
+    assert!(message(&out).unwrap().starts_with("CRITICAL"), "{out}");
+    // Compaction as recorded, then its hooks.
+    hook("PreCompact(trigger=auto)", "pre-compact");
+    at = write_until(&|l| l.contains("compact_boundary"), at);
+    hook("SessionStart(source=compact)", "session-start");
+    hook("PostCompact(trigger=auto)", "post-compact");
+    let report: Value = serde_json::from_slice(&sb.hookctl(&["status", "--json"]).stdout).unwrap();
+    let session = &report["sessions"][0];
+    assert_eq!(session["epoch"], 2);
+    assert_eq!(session["context"]["tokens_used"], 2679);
+    assert_eq!(session["model"], "claude-opus-5-5");
+    write_until(&|_| false, at);
+    let out = hook("UserPromptSubmit", "user-prompt-submit");
+    assert_eq!(out, Value::Null);
+    let report: Value = serde_json::from_slice(&sb.hookctl(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(report["sessions"][0]["context"]["tokens_used"], 3000);
+}
+
+#[test]
+fn statusline_with_and_without_the_daemon() {
+    let sb = Sandbox::new();
+    let lines: Vec<String> =
+        std::fs::read_to_string(hookd_tests::fixtures_dir().join("statusline.jsonl"))
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+    // The third line reports 20,000 tokens of a 200k window: 12% of the 167k compaction point.
+    let input = lines[2].as_bytes();
+    let mut alone = sb.command("hookctl");
+    alone
+        .env("HOOKD_CLIENT__AUTOSTART", "false")
+        .arg("statusline");
+    let out = run_with_stdin(alone, input);
+    assert!(out.status.success());
+    assert_eq!(
+        stdout(&out).trim(),
+        "ctx 12% ▓░░░░░░░░░ stuff · 10% of 200k"
+    );
+
+    let daemon = TestDaemon::start(sb.daemon_options());
+    let mut cmd = sb.command("hookctl");
+    cmd.arg("statusline");
+    let out = run_with_stdin(cmd, input);
+    assert_eq!(
+        stdout(&out).trim(),
+        "ctx 12% ▓░░░░░░░░░ stuff · 10% of 200k"
+    );
+    let report = daemon.engine().status(&Default::default());
+    let s = &report.sessions[0];
+    assert_eq!(s.session_id, "4d7453d0-1db5-4325-aa8c-30d671da3857");
+    assert_eq!(
+        s.context.as_ref().unwrap().window_tokens,
+        200_000,
+        "the statusLine's window is kept"
+    );
+    // A new session before its first reply: no figure yet.
+    let first = lines[0].replace("4d7453d0-1db5-4325-aa8c-30d671da3857", "another-session");
+    let mut cmd = sb.command("hookctl");
+    cmd.arg("statusline");
+    assert_eq!(
+        stdout(&run_with_stdin(cmd, first.as_bytes())).trim(),
+        "ctx –"
+    );
+}
+
+#[test]
+fn status_text_shows_the_figures() {
+    let mut s = Session::new(SONNET);
+    s.turn(0.72);
+    let out = s.sb.hookctl(&["status"]);
+    let text = stdout(&out);
+    assert!(text.contains("120,240 / 167,000 tokens"), "{text}");
+    assert!(
+        text.contains("72% of the compaction point")
+            && text.contains("60% of the 200,000-token window"),
+        "{text}"
+    );
+    assert!(text.contains("selective"), "{text}");
+    assert!(text.contains("fired 70%"), "{text}");
+    let out = s.sb.hookctl(&["status", "--session", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn watch_redraws_when_usage_changes() {
+    use std::io::{BufRead, BufReader};
+    let mut s = Session::new(SONNET);
+    s.turn(0.40);
+    let mut child =
+        s.sb.command("hookctl")
+            .arg("watch")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    // The first frame, then a change made only in the transcript.
+    while !seen.contains("66,800 / 167,000") {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "watch ended early: {seen}"
+        );
+        seen += &line;
+    }
+    s.transcript.reply(100_200);
+    while !seen.contains("100,200 / 167,000") {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "watch ended early: {seen}"
+        );
+        seen += &line;
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+}

@@ -38,6 +38,12 @@ pub struct Config {
     pub window: WindowConfig,
     /// The session registry.
     pub sessions: SessionsConfig,
+    /// What a save captures and writes.
+    pub capture: CaptureConfig,
+    /// Git WIP checkpoints.
+    pub checkpoint: CheckpointConfig,
+    /// The resume prompt.
+    pub resume: ResumeConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -181,6 +187,73 @@ impl Default for WindowConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+pub struct CaptureConfig {
+    /// The 80% and 90% saves also make a git checkpoint.
+    pub checkpoint_on_threshold_save: bool,
+    /// PreCompact asks the summarizer to keep the task, next actions and decisions.
+    pub precompact_instructions: bool,
+    /// Captures kept in `.workflow/history/`.
+    pub history_keep: usize,
+    /// How much of the transcript's end a capture reads for tasks, edits and prompts.
+    pub transcript_scan_bytes: u64,
+    /// User prompts kept in the state.
+    pub recent_prompts: usize,
+    /// Add `.workflow/` to the repository's `.git/info/exclude`.
+    pub exclude_workflow_dir: bool,
+}
+
+impl Default for CaptureConfig {
+    fn default() -> Self {
+        CaptureConfig {
+            checkpoint_on_threshold_save: false,
+            precompact_instructions: true,
+            history_keep: 20,
+            transcript_scan_bytes: 64 * 1024 * 1024,
+            recent_prompts: 3,
+            exclude_workflow_dir: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckpointConfig {
+    /// Make checkpoints at all.
+    pub enabled: bool,
+    /// Include untracked files that are not ignored.
+    pub include_untracked: bool,
+    /// Untracked files larger than this are left out (and named in the commit).
+    pub max_file_bytes: u64,
+    /// Checkpoints of branch `b` go to `<ref_prefix>/b`.
+    pub ref_prefix: String,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        CheckpointConfig {
+            enabled: true,
+            include_untracked: true,
+            max_file_bytes: 50 * 1024 * 1024,
+            ref_prefix: "refs/hookd/checkpoints".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ResumeConfig {
+    /// Longest resume prompt, in characters (Claude Code shortens injected text over 10,000).
+    pub max_chars: usize,
+}
+
+impl Default for ResumeConfig {
+    fn default() -> Self {
+        ResumeConfig { max_chars: 9000 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SessionsConfig {
     /// A session with no event for this long is considered ended.
     pub idle_expiry_secs: u64,
@@ -244,6 +317,17 @@ impl Config {
             }
             last = t.level;
         }
+        if !self.checkpoint.ref_prefix.starts_with("refs/")
+            || self.checkpoint.ref_prefix.ends_with('/')
+        {
+            out.push((
+                "checkpoint.ref_prefix".into(),
+                format!(
+                    "`{}` must start with refs/ and not end with /",
+                    self.checkpoint.ref_prefix
+                ),
+            ));
+        }
         if !(self.monitor.reset_drop > 0.0 && self.monitor.reset_drop <= 1.0) {
             out.push((
                 "monitor.reset_drop".into(),
@@ -268,6 +352,7 @@ impl Config {
                 self.window.default_window_tokens,
             ),
             ("sessions.max_sessions", self.sessions.max_sessions as u64),
+            ("resume.max_chars", self.resume.max_chars as u64),
         ] {
             if value == 0 {
                 out.push((key.to_owned(), "must be greater than 0".to_owned()));

@@ -97,6 +97,167 @@ pub enum Request {
     /// Claude Code's statusLine input: the daemon records the window it
     /// names and answers with its view of the session's context.
     StatusLine(StatusLineRequest),
+    /// Record a decision, blocker, phase, next action or note for a project.
+    Record(RecordRequest),
+    /// Capture the workflow state now (and checkpoint, if asked).
+    Save(SaveQuery),
+    /// The project's git checkpoints, newest first.
+    Checkpoints(CheckpointQuery),
+    /// One checkpoint in detail.
+    CheckpointShow(CheckpointRev),
+    /// Put files from a checkpoint back into the working tree.
+    CheckpointRestore(RestoreQuery),
+}
+
+/// Something an agent or a person wants the next capture to know.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Record {
+    Decision {
+        topic: String,
+        decision: String,
+        #[serde(default)]
+        reasoning: Option<String>,
+    },
+    Blocker {
+        issue: String,
+        /// `unresolved` (default), `workaround`, `resolved`.
+        #[serde(default)]
+        status: Option<String>,
+        #[serde(default)]
+        notes: Option<String>,
+    },
+    Phase {
+        name: String,
+    },
+    Next {
+        action: String,
+        #[serde(default)]
+        target: Option<String>,
+        /// 1 is most urgent.
+        #[serde(default)]
+        priority: Option<u32>,
+        /// Files to read before doing it.
+        #[serde(default)]
+        needs: Vec<String>,
+    },
+    /// A recorded next action is done.
+    NextDone {
+        action: String,
+    },
+    /// Forget all recorded next actions.
+    NextClear,
+    Note {
+        text: String,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecordRequest {
+    pub project: PathBuf,
+    #[serde(default)]
+    pub session: Option<String>,
+    pub record: Record,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SaveQuery {
+    pub project: PathBuf,
+    /// The session to capture (default: the project's most recent one).
+    #[serde(default)]
+    pub session: Option<String>,
+    pub checkpoint: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckpointQuery {
+    pub project: PathBuf,
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckpointRev {
+    pub project: PathBuf,
+    /// A commit id (or unique prefix), or any revision git understands.
+    pub rev: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RestoreQuery {
+    pub project: PathBuf,
+    pub rev: String,
+    /// Only these paths (relative to the repository root); all when empty.
+    #[serde(default)]
+    pub paths: Vec<PathBuf>,
+    /// Overwrite uncommitted changes.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// What a save did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SaveSummary {
+    #[serde(default)]
+    pub session: Option<String>,
+    #[serde(default)]
+    pub state_file: Option<PathBuf>,
+    #[serde(default)]
+    pub resume_prompt_file: Option<PathBuf>,
+    /// The checkpoint commit.
+    #[serde(default)]
+    pub checkpoint: Option<String>,
+    #[serde(default)]
+    pub checkpoint_ref: Option<String>,
+    /// Why there is no new checkpoint (nothing changed, not a repository, ...).
+    #[serde(default)]
+    pub checkpoint_note: Option<String>,
+    /// Steps that failed.
+    #[serde(default)]
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointSummary {
+    pub sha: String,
+    pub reference: String,
+    pub time_ms: u64,
+    #[serde(default)]
+    pub session: Option<String>,
+    #[serde(default)]
+    pub trigger: Option<String>,
+    #[serde(default)]
+    pub tokens: Option<String>,
+    /// The HEAD the checkpoint was taken on.
+    #[serde(default)]
+    pub base: Option<String>,
+    /// Files that differ from the checkpoint's base.
+    pub files_changed: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    pub path: String,
+    /// `created`, `modified`, `deleted`, `renamed`, `type changed`.
+    pub action: String,
+    #[serde(default)]
+    pub added: Option<usize>,
+    #[serde(default)]
+    pub removed: Option<usize>,
+    /// One line: `+12 −3 lines`, `binary`, `renamed from x`.
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckpointDetail {
+    pub summary: CheckpointSummary,
+    pub message: String,
+    pub files: Vec<FileChange>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RestoreSummary {
+    pub restored: Vec<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -147,6 +308,14 @@ pub enum Response {
     Pong,
     /// Answer to [`Request::StatusLine`].
     Context(Box<ContextStatus>),
+    /// Answer to [`Request::Save`].
+    Saved(Box<SaveSummary>),
+    /// Answer to [`Request::Checkpoints`].
+    Checkpoints(Vec<CheckpointSummary>),
+    /// Answer to [`Request::CheckpointShow`].
+    Checkpoint(Box<CheckpointDetail>),
+    /// Answer to [`Request::CheckpointRestore`].
+    Restored(RestoreSummary),
     /// The request was done and has nothing to report.
     Ok,
     /// The request failed.

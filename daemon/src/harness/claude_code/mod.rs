@@ -3,6 +3,7 @@
 
 pub mod transcript;
 pub mod window;
+pub mod work;
 
 use super::{EventKind, Fields, HookEvent, Outcome};
 use protocol::wire::{HookReply, HookRequest};

@@ -1,0 +1,457 @@
+//! What a Claude Code transcript says about the work: the task list (the
+//! latest TodoWrite, or TaskCreate/TaskUpdate replayed), the files the agent
+//! edited, and what the person asked for. Read at capture time from the end
+//! of the file (a bounded window), main chain only.
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Prompts longer than this are shortened.
+const MAX_PROMPT_CHARS: usize = 600;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskItem {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+    pub active_form: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSource {
+    /// The older `TodoWrite` tool: each call carries the whole list.
+    Todos,
+    /// `TaskCreate` / `TaskUpdate`: the list is their sum.
+    Tasks,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditedFile {
+    pub path: String,
+    pub edits: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkFacts {
+    pub tasks: Vec<TaskItem>,
+    pub task_source: Option<TaskSource>,
+    /// In order of their last edit, most recent last.
+    pub edited: Vec<EditedFile>,
+    /// Most recent last.
+    pub prompts: Vec<String>,
+}
+
+impl WorkFacts {
+    pub fn last_edited(&self) -> Option<&str> {
+        self.edited.last().map(|e| e.path.as_str())
+    }
+}
+
+/// Reads the last `max_bytes` of the transcript.
+pub fn read(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(max_bytes);
+    file.seek(SeekFrom::Start(start))?;
+    let mut bytes = Vec::with_capacity((len - start) as usize);
+    file.read_to_end(&mut bytes)?;
+    // Starting mid-file: the first line is a fragment.
+    let from = if start > 0 {
+        memchr::memchr(b'\n', &bytes).map_or(bytes.len(), |i| i + 1)
+    } else {
+        0
+    };
+    let mut reader = Reader::default();
+    for line in bytes[from..].split(|b| *b == b'\n') {
+        reader.line(line);
+    }
+    Ok(reader.finish(keep_prompts))
+}
+
+const TOOLS: [&[u8]; 7] = [
+    b"TodoWrite",
+    b"TaskCreate",
+    b"TaskUpdate",
+    b"Edit",
+    b"Write",
+    b"NotebookEdit",
+    b"MultiEdit",
+];
+
+#[derive(Default)]
+struct Reader {
+    todos: Option<Vec<TaskItem>>,
+    tasks: Vec<TaskItem>,
+    /// TaskCreate calls waiting for their result (which carries the id).
+    pending_creates: HashMap<String, TaskItem>,
+    source: Option<TaskSource>,
+    edited: Vec<EditedFile>,
+    prompts: Vec<String>,
+}
+
+impl Reader {
+    fn line(&mut self, line: &[u8]) {
+        let mentions_tool = TOOLS
+            .iter()
+            .any(|t| memchr::memmem::find(line, t).is_some());
+        let answers_create = !self.pending_creates.is_empty()
+            && memchr::memmem::find(line, b"tool_result").is_some();
+        let maybe_prompt = memchr::memmem::find(line, b"tool_result").is_none()
+            && memchr::memmem::find(line, b"\"user\"").is_some();
+        if !mentions_tool && !answers_create && !maybe_prompt {
+            return;
+        }
+        let Ok(entry) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        if entry["isSidechain"] == true {
+            return;
+        }
+        match entry["type"].as_str() {
+            Some("assistant") => self.assistant(&entry),
+            Some("user") => self.user(&entry),
+            _ => {}
+        }
+    }
+
+    fn assistant(&mut self, entry: &Value) {
+        let Some(blocks) = entry["message"]["content"].as_array() else {
+            return;
+        };
+        for block in blocks.iter().filter(|b| b["type"] == "tool_use") {
+            let input = &block["input"];
+            match block["name"].as_str().unwrap_or("") {
+                "TodoWrite" => {
+                    let Some(todos) = input["todos"].as_array() else {
+                        continue;
+                    };
+                    let list = todos
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, t)| {
+                            Some(TaskItem {
+                                id: t["id"]
+                                    .as_str()
+                                    .map(str::to_owned)
+                                    .unwrap_or_else(|| format!("todo-{}", i + 1)),
+                                title: t["content"].as_str()?.to_owned(),
+                                status: t["status"].as_str().unwrap_or("pending").to_owned(),
+                                active_form: t["activeForm"].as_str().map(str::to_owned),
+                            })
+                        })
+                        .collect();
+                    self.todos = Some(list);
+                    self.source = Some(TaskSource::Todos);
+                }
+                "TaskCreate" => {
+                    let Some(subject) = input["subject"].as_str() else {
+                        continue;
+                    };
+                    let item = TaskItem {
+                        id: String::new(),
+                        title: subject.to_owned(),
+                        status: "pending".into(),
+                        active_form: input["activeForm"].as_str().map(str::to_owned),
+                    };
+                    if let Some(id) = block["id"].as_str() {
+                        self.pending_creates.insert(id.to_owned(), item);
+                    }
+                }
+                "TaskUpdate" => {
+                    let id = input["taskId"]
+                        .as_str()
+                        .or(input["task_id"].as_str())
+                        .map(str::to_owned)
+                        .or_else(|| input["taskId"].as_u64().map(|n| n.to_string()));
+                    let Some(id) = id else { continue };
+                    if input["status"] == "deleted" {
+                        self.tasks.retain(|t| t.id != id);
+                    } else if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
+                        if let Some(status) = input["status"].as_str() {
+                            task.status = status.to_owned();
+                        }
+                        if let Some(subject) = input["subject"].as_str() {
+                            task.title = subject.to_owned();
+                        }
+                        if let Some(form) = input["activeForm"].as_str() {
+                            task.active_form = Some(form.to_owned());
+                        }
+                    }
+                    self.source = Some(TaskSource::Tasks);
+                }
+                "Edit" | "Write" | "MultiEdit" | "NotebookEdit" => {
+                    let path = input["file_path"]
+                        .as_str()
+                        .or(input["notebook_path"].as_str());
+                    if let Some(path) = path {
+                        self.edited_file(path);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn edited_file(&mut self, path: &str) {
+        let edits = match self.edited.iter().position(|e| e.path == path) {
+            Some(i) => self.edited.remove(i).edits + 1,
+            None => 1,
+        };
+        self.edited.push(EditedFile {
+            path: path.to_owned(),
+            edits,
+        });
+    }
+
+    fn user(&mut self, entry: &Value) {
+        let content = &entry["message"]["content"];
+        if let Some(blocks) = content.as_array() {
+            for block in blocks.iter().filter(|b| b["type"] == "tool_result") {
+                let Some(item) = block["tool_use_id"]
+                    .as_str()
+                    .and_then(|id| self.pending_creates.remove(id))
+                else {
+                    continue;
+                };
+                if block["is_error"] == true {
+                    continue;
+                }
+                if let Some(id) = created_task_id(entry, block) {
+                    self.tasks.push(TaskItem { id, ..item });
+                    self.source = Some(TaskSource::Tasks);
+                }
+            }
+        }
+        if entry["isMeta"] == true
+            || entry["isCompactSummary"] == true
+            || entry["isVisibleInTranscriptOnly"] == true
+        {
+            return;
+        }
+        let text = match content {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) if blocks.iter().all(|b| b["type"] == "text") => blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => return,
+        };
+        let text = text.trim();
+        // Slash commands, their output and injected reminders are not requests.
+        if text.is_empty() || text.starts_with('<') {
+            return;
+        }
+        self.prompts.push(shorten(text, MAX_PROMPT_CHARS));
+    }
+
+    fn finish(mut self, keep_prompts: usize) -> WorkFacts {
+        let (tasks, task_source) = match (self.source, self.todos) {
+            (Some(TaskSource::Todos), Some(todos)) => (todos, Some(TaskSource::Todos)),
+            (Some(TaskSource::Tasks), _) => (self.tasks, Some(TaskSource::Tasks)),
+            _ => (Vec::new(), None),
+        };
+        let skip = self.prompts.len().saturating_sub(keep_prompts);
+        self.prompts.drain(..skip);
+        WorkFacts {
+            tasks,
+            task_source,
+            edited: self.edited,
+            prompts: self.prompts,
+        }
+    }
+}
+
+/// The id Claude Code gave a new task: `toolUseResult.task.id`, else the
+/// `#N` in the result text ("Task #3 created successfully: …").
+fn created_task_id(entry: &Value, block: &Value) -> Option<String> {
+    let result = if entry["toolUseResult"].is_object() {
+        &entry["toolUseResult"]
+    } else {
+        &entry["tool_use_result"]
+    };
+    if let Some(id) = result["task"]["id"].as_str() {
+        return Some(id.to_owned());
+    }
+    if let Some(id) = result["task"]["id"].as_u64() {
+        return Some(id.to_string());
+    }
+    let text = match &block["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => return None,
+    };
+    let after = &text[text.find('#')? + 1..];
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    (!digits.is_empty()).then_some(digits)
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::io::Write;
+
+    fn transcript(entries: &[Value]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for e in entries {
+            writeln!(f, "{e}").unwrap();
+        }
+        f
+    }
+
+    fn assistant(blocks: Value) -> Value {
+        json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant", "content": blocks}})
+    }
+
+    fn prompt(text: &str) -> Value {
+        json!({"type": "user", "isSidechain": false, "message": {"role": "user", "content": text}})
+    }
+
+    #[test]
+    fn the_latest_todo_list_and_edits() {
+        let f = transcript(&[
+            prompt("add OAuth support to the client"),
+            assistant(
+                json!([{"type": "tool_use", "id": "t1", "name": "TodoWrite", "input": {"todos": [
+                    {"content": "Write the OAuth client", "status": "pending", "activeForm": "Writing the OAuth client"}
+                ]}}]),
+            ),
+            assistant(
+                json!([{"type": "tool_use", "id": "t2", "name": "Edit", "input": {"file_path": "/p/src/oauth.rs", "old_string": "a", "new_string": "b"}}]),
+            ),
+            assistant(
+                json!([{"type": "tool_use", "id": "t3", "name": "Write", "input": {"file_path": "/p/src/lib.rs", "content": "x"}}]),
+            ),
+            assistant(
+                json!([{"type": "tool_use", "id": "t4", "name": "Edit", "input": {"file_path": "/p/src/oauth.rs"}}]),
+            ),
+            assistant(
+                json!([{"type": "tool_use", "id": "t5", "name": "TodoWrite", "input": {"todos": [
+                    {"content": "Write the OAuth client", "status": "completed", "activeForm": "Writing the OAuth client"},
+                    {"content": "Add token refresh", "status": "in_progress", "activeForm": "Adding token refresh"},
+                    {"content": "Document the flow", "status": "pending", "activeForm": "Documenting the flow"}
+                ]}}]),
+            ),
+            json!({"type": "user", "isMeta": true, "message": {"content": "<local-command-caveat>x</local-command-caveat>"}}),
+            prompt("<command-name>/compact</command-name>"),
+            prompt("also handle expired tokens"),
+            json!({"type": "assistant", "isSidechain": true, "message": {"content": [
+                {"type": "tool_use", "id": "s1", "name": "Edit", "input": {"file_path": "/p/sub.rs"}}]}}),
+        ]);
+        let facts = read(f.path(), u64::MAX, 3).unwrap();
+        assert_eq!(facts.task_source, Some(TaskSource::Todos));
+        let titles: Vec<(&str, &str)> = facts
+            .tasks
+            .iter()
+            .map(|t| (t.title.as_str(), t.status.as_str()))
+            .collect();
+        assert_eq!(
+            titles,
+            vec![
+                ("Write the OAuth client", "completed"),
+                ("Add token refresh", "in_progress"),
+                ("Document the flow", "pending")
+            ]
+        );
+        assert_eq!(
+            facts.tasks[1].active_form.as_deref(),
+            Some("Adding token refresh")
+        );
+        let edited: Vec<(&str, u32)> = facts
+            .edited
+            .iter()
+            .map(|e| (e.path.as_str(), e.edits))
+            .collect();
+        assert_eq!(
+            edited,
+            vec![("/p/src/lib.rs", 1), ("/p/src/oauth.rs", 2)],
+            "sidechain edits are not ours"
+        );
+        assert_eq!(facts.last_edited(), Some("/p/src/oauth.rs"));
+        assert_eq!(
+            facts.prompts,
+            vec![
+                "add OAuth support to the client",
+                "also handle expired tokens"
+            ]
+        );
+    }
+
+    #[test]
+    fn tasks_are_replayed_from_create_and_update() {
+        let f = transcript(&[
+            assistant(json!([
+                {"type": "tool_use", "id": "c1", "name": "TaskCreate", "input": {"subject": "Parse the config", "description": "d"}},
+                {"type": "tool_use", "id": "c2", "name": "TaskCreate", "input": {"subject": "Write tests", "activeForm": "Writing tests"}}
+            ])),
+            json!({"type": "user", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": "Task #1 created successfully: Parse the config"}]},
+                "toolUseResult": {"task": {"id": "1", "subject": "Parse the config"}}}),
+            json!({"type": "user", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "c2", "content": "Task #2 created successfully: Write tests"}]}}),
+            assistant(
+                json!([{"type": "tool_use", "id": "u1", "name": "TaskUpdate", "input": {"taskId": "1", "status": "completed"}}]),
+            ),
+            assistant(
+                json!([{"type": "tool_use", "id": "u2", "name": "TaskUpdate", "input": {"taskId": "2", "status": "in_progress"}}]),
+            ),
+            assistant(
+                json!([{"type": "tool_use", "id": "c3", "name": "TaskCreate", "input": {"subject": "Never created"}}]),
+            ),
+            json!({"type": "user", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "c3", "is_error": true, "content": "error"}]}}),
+        ]);
+        let facts = read(f.path(), u64::MAX, 3).unwrap();
+        assert_eq!(facts.task_source, Some(TaskSource::Tasks));
+        let tasks: Vec<(&str, &str, &str)> = facts
+            .tasks
+            .iter()
+            .map(|t| (t.id.as_str(), t.title.as_str(), t.status.as_str()))
+            .collect();
+        assert_eq!(
+            tasks,
+            vec![
+                ("1", "Parse the config", "completed"),
+                ("2", "Write tests", "in_progress")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bounded_window_starts_at_a_whole_line() {
+        let mut entries = vec![prompt("first request")];
+        entries
+            .extend((0..200).map(|i| prompt(&format!("filler prompt number {i} with some text"))));
+        entries.push(prompt("the latest request"));
+        let f = transcript(&entries);
+        let facts = read(f.path(), 2000, 2).unwrap();
+        assert_eq!(
+            facts.prompts.last().map(String::as_str),
+            Some("the latest request")
+        );
+        assert!(facts.prompts.iter().all(|p| !p.contains("first request")));
+        assert!(
+            facts
+                .prompts
+                .iter()
+                .all(|p| p.starts_with("filler") || p.starts_with("the latest")),
+            "{:?}",
+            facts.prompts
+        );
+    }
+}

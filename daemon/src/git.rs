@@ -1,33 +1,83 @@
-//! Everything hookd does with git, through libgit2. Nothing here touches the
-//! user's index, HEAD, stash or working tree.
+//! Everything hookd does with git, through libgit2. Nothing here writes the
+//! user's index, HEAD, stash or working tree (only `restore`, which a person
+//! asks for by name, writes working-tree files).
+//!
+//! A checkpoint snapshots the working tree through hookd's own index
+//! (`<git dir>/hookd/index`, kept between runs so unchanged files are not
+//! hashed again), writes a "WIP: Pre-compaction checkpoint" commit and moves
+//! `refs/hookd/checkpoints/<branch>` to it with a compare-and-swap.
 
-use std::path::Path;
+use protocol::wire::{CheckpointDetail, CheckpointSummary, FileChange};
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+
+/// The title of every checkpoint commit.
+pub const CHECKPOINT_TITLE: &str = "WIP: Pre-compaction checkpoint";
+/// Files whose line counts are computed (the rest get a plain summary).
+const MAX_LINE_STATS: usize = 500;
+/// Attempts at moving the checkpoint ref when others move it too.
+const REF_ATTEMPTS: usize = 8;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
     #[error("{path} is not in a git repository")]
     NotARepository { path: String },
-    #[error("{op}: {source}")]
+    #[error("{path} is a bare repository: there is no working tree to checkpoint")]
+    Bare { path: String },
+    #[error("cannot {op}: {source}")]
     Git {
         op: &'static str,
         source: git2::Error,
     },
-    #[error("{op}: {source}")]
+    #[error("cannot {op}: {source}")]
     Io {
         op: &'static str,
         source: std::io::Error,
     },
+    #[error("no checkpoint or commit called `{0}`")]
+    UnknownRevision(String),
+    #[error(
+        "restoring would overwrite uncommitted changes in: {}; commit or stash them first, or pass --force",
+        .0.join(", ")
+    )]
+    WouldOverwrite(Vec<String>),
+}
+
+fn git(op: &'static str) -> impl FnOnce(git2::Error) -> GitError {
+    move |source| GitError::Git { op, source }
+}
+
+fn io(op: &'static str) -> impl FnOnce(std::io::Error) -> GitError {
+    move |source| GitError::Io { op, source }
+}
+
+fn open(project: &Path) -> Result<git2::Repository, GitError> {
+    let repo = git2::Repository::discover(project).map_err(|_| GitError::NotARepository {
+        path: project.display().to_string(),
+    })?;
+    if repo.is_bare() {
+        return Err(GitError::Bare {
+            path: project.display().to_string(),
+        });
+    }
+    Ok(repo)
+}
+
+/// One lock per repository: our private index is not for two writers.
+fn repository_lock(repo: &git2::Repository) -> Arc<Mutex<()>> {
+    static LOCKS: LazyLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> =
+        LazyLock::new(Default::default);
+    let mut locks = LOCKS.lock().unwrap_or_else(|p| p.into_inner());
+    locks.entry(repo.path().to_path_buf()).or_default().clone()
 }
 
 /// Adds `pattern` to the repository's `info/exclude` unless it is there.
 /// Returns whether the file changed.
 pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
-    let repo = git2::Repository::discover(project).map_err(|_| GitError::NotARepository {
-        path: project.display().to_string(),
-    })?;
-    if repo.is_bare() {
-        return Ok(false);
-    }
+    let repo = open(project)?;
     // Worktrees share the main repository's info/exclude.
     let info = repo.commondir().join("info");
     let file = info.join("exclude");
@@ -35,10 +85,7 @@ pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
     if current.lines().any(|l| l.trim() == pattern) {
         return Ok(false);
     }
-    std::fs::create_dir_all(&info).map_err(|source| GitError::Io {
-        op: "create info/",
-        source,
-    })?;
+    std::fs::create_dir_all(&info).map_err(io("create .git/info"))?;
     let mut text = current;
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
@@ -46,11 +93,596 @@ pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
     text.push_str(&format!(
         "# hookd keeps its per-project state here\n{pattern}\n"
     ));
-    crate::fsutil::write_atomic(&file, text.as_bytes()).map_err(|source| GitError::Io {
-        op: "write info/exclude",
-        source,
-    })?;
+    crate::fsutil::write_atomic(&file, text.as_bytes()).map_err(io("write .git/info/exclude"))?;
     Ok(true)
+}
+
+#[derive(Debug, Clone)]
+pub struct SnapshotOptions {
+    pub include_untracked: bool,
+    pub max_file_bytes: u64,
+}
+
+/// The working tree as a tree object, and where the repository stands.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub tree: git2::Oid,
+    pub head: Option<git2::Oid>,
+    pub branch: String,
+    /// `clean`, `merge`, `rebase`, ...
+    pub state: String,
+    /// Untracked files left out for their size: path and bytes.
+    pub skipped: Vec<(String, u64)>,
+    pub workdir: PathBuf,
+}
+
+/// Writes the working tree (tracked files, and untracked ones that are not
+/// ignored and not too large) as a tree, through hookd's private index.
+pub fn snapshot(project: &Path, opts: &SnapshotOptions) -> Result<Snapshot, GitError> {
+    let repo = open(project)?;
+    let lock = repository_lock(&repo);
+    let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| GitError::Bare {
+            path: project.display().to_string(),
+        })?
+        .to_path_buf();
+    let mut index = private_index(&repo)?;
+    repo.set_index(&mut index)
+        .map_err(git("use hookd's index"))?;
+    let tracked = tracked_paths(&repo);
+
+    // Untracked files we hold from earlier snapshots go when they are now
+    // ignored, too large, or unwanted.
+    let stale: Vec<PathBuf> = index
+        .iter()
+        .filter(|e| !tracked.contains(&e.path))
+        .map(|e| PathBuf::from(OsStr::from_bytes(&e.path)))
+        .filter(|p| {
+            !opts.include_untracked
+                || repo.is_path_ignored(p).unwrap_or(false)
+                || file_len(&workdir.join(p)).is_some_and(|len| len > opts.max_file_bytes)
+        })
+        .collect();
+    for path in &stale {
+        index
+            .remove_path(path)
+            .map_err(git("drop a file from hookd's index"))?;
+    }
+
+    let mut skipped = Vec::new();
+    let mut decide = |path: &Path, _spec: &[u8]| -> i32 {
+        if tracked.contains(path.as_os_str().as_bytes()) {
+            return 0;
+        }
+        if !opts.include_untracked {
+            return 1;
+        }
+        match file_len(&workdir.join(path)) {
+            Some(len) if len > opts.max_file_bytes => {
+                skipped.push((path.to_string_lossy().into_owned(), len));
+                1
+            }
+            _ => 0,
+        }
+    };
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, Some(&mut decide))
+        .map_err(git("add the working tree to hookd's index"))?;
+    index
+        .update_all(["*"], None)
+        .map_err(git("update hookd's index"))?;
+    record_submodules(&repo, &mut index)?;
+    let tree = index.write_tree().map_err(git("write the snapshot tree"))?;
+    index.write().map_err(git("save hookd's index"))?;
+
+    let (branch, head) = branch_and_head(&repo)?;
+    Ok(Snapshot {
+        tree,
+        head,
+        branch,
+        state: state_name(repo.state()).into(),
+        skipped,
+        workdir,
+    })
+}
+
+/// hookd's own index for this working tree, seeded from the user's index the
+/// first time (so unchanged files need not be hashed).
+fn private_index(repo: &git2::Repository) -> Result<git2::Index, GitError> {
+    let dir = repo.path().join("hookd");
+    let path = dir.join("index");
+    if !path.exists() {
+        std::fs::create_dir_all(&dir).map_err(io("create .git/hookd"))?;
+        let user_index = repo.path().join("index");
+        if user_index.exists() {
+            std::fs::copy(&user_index, &path).map_err(io("seed hookd's index"))?;
+        }
+    }
+    match git2::Index::open(&path) {
+        Ok(index) => Ok(index),
+        Err(_) => {
+            // Ours, and only a cache: start it again.
+            let _ = std::fs::remove_file(&path);
+            git2::Index::open(&path).map_err(git("create hookd's index"))
+        }
+    }
+}
+
+/// Paths the user tracks: the entries of their index (read, never written).
+fn tracked_paths(repo: &git2::Repository) -> HashSet<Vec<u8>> {
+    let Ok(index) = git2::Index::open(&repo.path().join("index")) else {
+        return HashSet::new();
+    };
+    index.iter().map(|e| e.path).collect()
+}
+
+fn file_len(path: &Path) -> Option<u64> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+}
+
+/// A submodule is recorded at the commit its working tree has checked out.
+fn record_submodules(repo: &git2::Repository, index: &mut git2::Index) -> Result<(), GitError> {
+    let submodules = repo.submodules().map_err(git("list submodules"))?;
+    for sm in submodules {
+        let Some(id) = sm.workdir_id() else { continue };
+        let path = sm.path().as_os_str().as_bytes().to_vec();
+        let Some(mut entry) = index.get_path(sm.path(), 0) else {
+            continue;
+        };
+        if entry.id != id {
+            entry.id = id;
+            entry.path = path;
+            index.add(&entry).map_err(git("record a submodule"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The branch HEAD is on (`detached` when it is on none) and its commit.
+fn branch_and_head(repo: &git2::Repository) -> Result<(String, Option<git2::Oid>), GitError> {
+    match repo.head() {
+        Ok(head) if head.is_branch() => {
+            Ok((head.shorthand().unwrap_or("HEAD").to_owned(), head.target()))
+        }
+        Ok(head) => Ok(("detached".to_owned(), head.target())),
+        Err(e) if e.code() == git2::ErrorCode::UnbornBranch => {
+            let head = repo.find_reference("HEAD").map_err(git("read HEAD"))?;
+            let target = head
+                .symbolic_target()
+                .ok()
+                .flatten()
+                .unwrap_or("refs/heads/main");
+            Ok((target.trim_start_matches("refs/heads/").to_owned(), None))
+        }
+        Err(e) => Err(GitError::Git {
+            op: "read HEAD",
+            source: e,
+        }),
+    }
+}
+
+fn state_name(state: git2::RepositoryState) -> &'static str {
+    use git2::RepositoryState as S;
+    match state {
+        S::Clean => "clean",
+        S::Merge => "merge",
+        S::Revert | S::RevertSequence => "revert",
+        S::CherryPick | S::CherryPickSequence => "cherry-pick",
+        S::Bisect => "bisect",
+        S::Rebase | S::RebaseInteractive | S::RebaseMerge => "rebase",
+        S::ApplyMailbox | S::ApplyMailboxOrRebase => "am",
+    }
+}
+
+/// What changed between HEAD and the snapshot, with line counts.
+pub fn changes(project: &Path, snapshot: &Snapshot) -> Result<Vec<FileChange>, GitError> {
+    let repo = open(project)?;
+    let base = match snapshot.head {
+        Some(head) => Some(
+            repo.find_commit(head)
+                .and_then(|c| c.tree())
+                .map_err(git("read HEAD's tree"))?,
+        ),
+        None => None,
+    };
+    let tree = repo
+        .find_tree(snapshot.tree)
+        .map_err(git("read the snapshot"))?;
+    diff_trees(&repo, base.as_ref(), &tree, true)
+}
+
+fn diff_trees(
+    repo: &git2::Repository,
+    old: Option<&git2::Tree>,
+    new: &git2::Tree,
+    line_stats: bool,
+) -> Result<Vec<FileChange>, GitError> {
+    let mut opts = git2::DiffOptions::new();
+    opts.include_typechange(true);
+    let mut diff = repo
+        .diff_tree_to_tree(old, Some(new), Some(&mut opts))
+        .map_err(git("diff"))?;
+    diff.find_similar(Some(git2::DiffFindOptions::new().renames(true)))
+        .map_err(git("find renames"))?;
+    let mut out = Vec::new();
+    for (i, delta) in diff.deltas().enumerate() {
+        let path_of = |f: git2::DiffFile| {
+            f.path()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let path = if delta.status() == git2::Delta::Deleted {
+            path_of(delta.old_file())
+        } else {
+            path_of(delta.new_file())
+        };
+        let action = match delta.status() {
+            git2::Delta::Added | git2::Delta::Copied | git2::Delta::Untracked => "created",
+            git2::Delta::Deleted => "deleted",
+            git2::Delta::Renamed => "renamed",
+            git2::Delta::Typechange => "type changed",
+            _ => "modified",
+        };
+        let stats = if line_stats && i < MAX_LINE_STATS {
+            git2::Patch::from_diff(&diff, i)
+                .ok()
+                .flatten()
+                .filter(|p| !p.delta().flags().is_binary())
+                .and_then(|p| p.line_stats().ok())
+                .map(|(_, added, removed)| (added, removed))
+        } else {
+            None
+        };
+        let counts = match stats {
+            Some((added, removed)) => format!("+{added} −{removed} lines"),
+            None if line_stats && i < MAX_LINE_STATS => "binary".to_owned(),
+            None => "changed".to_owned(),
+        };
+        let summary = match action {
+            "renamed" => format!("renamed from {} ({counts})", path_of(delta.old_file())),
+            _ => counts,
+        };
+        out.push(FileChange {
+            path,
+            action: action.to_owned(),
+            added: stats.map(|s| s.0),
+            removed: stats.map(|s| s.1),
+            summary,
+        });
+    }
+    Ok(out)
+}
+
+/// What goes into a checkpoint commit's trailers.
+#[derive(Debug, Clone, Default)]
+pub struct CheckpointMeta {
+    pub session: Option<String>,
+    pub trigger: String,
+    pub tokens: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitOutcome {
+    Created {
+        sha: String,
+        reference: String,
+    },
+    /// The tree is the same as the last checkpoint's: no new commit.
+    Unchanged {
+        sha: String,
+        reference: String,
+    },
+}
+
+/// Commits the snapshot onto `<ref_prefix>/<branch>`. The parent is the
+/// previous checkpoint (and HEAD too, when HEAD moved since), or HEAD.
+pub fn commit_checkpoint(
+    project: &Path,
+    snapshot: &Snapshot,
+    meta: &CheckpointMeta,
+    ref_prefix: &str,
+) -> Result<CommitOutcome, GitError> {
+    let repo = open(project)?;
+    let reference = format!("{ref_prefix}/{}", snapshot.branch);
+    if !git2::Reference::is_valid_name(&reference) {
+        return Err(GitError::Git {
+            op: "name the checkpoint ref",
+            source: git2::Error::from_str(&format!("`{reference}` is not a valid ref name")),
+        });
+    }
+    let tree = repo
+        .find_tree(snapshot.tree)
+        .map_err(git("read the snapshot"))?;
+    let head = match snapshot.head {
+        Some(id) => Some(repo.find_commit(id).map_err(git("read HEAD"))?),
+        None => None,
+    };
+    let message = checkpoint_message(meta, snapshot);
+    let signature = repo
+        .signature()
+        .or_else(|_| git2::Signature::now("hookd", "hookd@localhost"))
+        .map_err(git("make a signature"))?;
+    for _ in 0..REF_ATTEMPTS {
+        let previous = repo
+            .find_reference(&reference)
+            .ok()
+            .and_then(|r| r.peel_to_commit().ok());
+        if let Some(p) = &previous
+            && p.tree_id() == snapshot.tree
+        {
+            return Ok(CommitOutcome::Unchanged {
+                sha: p.id().to_string(),
+                reference,
+            });
+        }
+        let mut parents: Vec<&git2::Commit> = Vec::new();
+        if let Some(p) = &previous {
+            parents.push(p);
+        }
+        if let Some(h) = &head {
+            let covered = previous.as_ref().is_some_and(|p| {
+                p.id() == h.id() || repo.graph_descendant_of(p.id(), h.id()).unwrap_or(false)
+            });
+            if !covered {
+                parents.push(h);
+            }
+        }
+        let oid = repo
+            .commit(None, &signature, &signature, &message, &tree, &parents)
+            .map_err(git("write the checkpoint commit"))?;
+        let moved = match &previous {
+            Some(p) => repo.reference_matching(&reference, oid, true, p.id(), "hookd: checkpoint"),
+            None => repo.reference(&reference, oid, false, "hookd: checkpoint"),
+        };
+        match moved {
+            Ok(_) => {
+                return Ok(CommitOutcome::Created {
+                    sha: oid.to_string(),
+                    reference,
+                });
+            }
+            // Someone moved the ref between our read and our write: start over on top of theirs.
+            Err(e)
+                if matches!(
+                    e.code(),
+                    git2::ErrorCode::Modified | git2::ErrorCode::Exists | git2::ErrorCode::Locked
+                ) => {}
+            Err(e) => {
+                return Err(GitError::Git {
+                    op: "move the checkpoint ref",
+                    source: e,
+                });
+            }
+        }
+    }
+    Err(GitError::Git {
+        op: "move the checkpoint ref",
+        source: git2::Error::from_str("it kept moving under us; try again"),
+    })
+}
+
+fn checkpoint_message(meta: &CheckpointMeta, snapshot: &Snapshot) -> String {
+    let mut text = format!(
+        "{CHECKPOINT_TITLE}\n\nThe working tree as it was when hookd saved the agent's state. Your branch,\nindex and working tree were not touched.\n\n"
+    );
+    let mut trailer = |key: &str, value: &str| text.push_str(&format!("Hookd-{key}: {value}\n"));
+    if let Some(session) = &meta.session {
+        trailer("Session", session);
+    }
+    trailer("Trigger", &meta.trigger);
+    if let Some(tokens) = &meta.tokens {
+        trailer("Tokens", tokens);
+    }
+    trailer(
+        "Base",
+        &snapshot
+            .head
+            .map(|h| h.to_string())
+            .unwrap_or_else(|| "unborn".into()),
+    );
+    trailer("Branch", &snapshot.branch);
+    if snapshot.state != "clean" {
+        trailer("Repo-State", &format!("{} in progress", snapshot.state));
+    }
+    for (path, bytes) in &snapshot.skipped {
+        trailer(
+            "Skipped",
+            &format!("{path} ({bytes} bytes, over the size limit)"),
+        );
+    }
+    text
+}
+
+fn trailers(message: &str) -> HashMap<String, String> {
+    message
+        .lines()
+        .filter_map(|l| l.strip_prefix("Hookd-"))
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+fn summarize(repo: &git2::Repository, commit: &git2::Commit, reference: &str) -> CheckpointSummary {
+    let message = commit.message().unwrap_or("");
+    let t = trailers(message);
+    let files_changed = base_tree(repo, commit, &t)
+        .and_then(|base| {
+            let tree = commit.tree().ok()?;
+            let diff = repo
+                .diff_tree_to_tree(base.as_ref(), Some(&tree), None)
+                .ok()?;
+            Some(diff.deltas().len())
+        })
+        .unwrap_or(0);
+    CheckpointSummary {
+        sha: commit.id().to_string(),
+        reference: reference.to_owned(),
+        time_ms: (commit.time().seconds().max(0) as u64) * 1000,
+        session: t.get("Session").cloned(),
+        trigger: t.get("Trigger").cloned(),
+        tokens: t.get("Tokens").cloned(),
+        base: t.get("Base").cloned(),
+        files_changed,
+    }
+}
+
+/// The tree a checkpoint is compared with: its base HEAD (None when unborn).
+fn base_tree<'r>(
+    repo: &'r git2::Repository,
+    commit: &git2::Commit<'r>,
+    trailers: &HashMap<String, String>,
+) -> Option<Option<git2::Tree<'r>>> {
+    match trailers.get("Base").map(String::as_str) {
+        Some("unborn") => Some(None),
+        Some(base) => Some(Some(
+            repo.find_commit(git2::Oid::from_str(base).ok()?)
+                .ok()?
+                .tree()
+                .ok()?,
+        )),
+        None => Some(commit.parents().next().and_then(|p| p.tree().ok())),
+    }
+}
+
+/// Checkpoints of every branch, newest first.
+pub fn list_checkpoints(
+    project: &Path,
+    ref_prefix: &str,
+    limit: usize,
+) -> Result<Vec<CheckpointSummary>, GitError> {
+    let repo = open(project)?;
+    let mut out = Vec::new();
+    let refs = repo
+        .references_glob(&format!("{ref_prefix}/*"))
+        .map_err(git("list checkpoint refs"))?;
+    for reference in refs.flatten() {
+        let Some(name) = reference.name().ok().map(str::to_owned) else {
+            continue;
+        };
+        let Ok(mut commit) = reference.peel_to_commit() else {
+            continue;
+        };
+        for _ in 0..limit {
+            if commit.summary().ok().flatten() != Some(CHECKPOINT_TITLE) {
+                break;
+            }
+            out.push(summarize(&repo, &commit, &name));
+            match commit.parent(0) {
+                Ok(parent) => commit = parent,
+                Err(_) => break,
+            }
+        }
+    }
+    out.sort_by(|a, b| b.time_ms.cmp(&a.time_ms).then_with(|| a.sha.cmp(&b.sha)));
+    out.dedup_by(|a, b| a.sha == b.sha);
+    out.truncate(limit);
+    Ok(out)
+}
+
+fn resolve<'r>(repo: &'r git2::Repository, rev: &str) -> Result<git2::Commit<'r>, GitError> {
+    repo.revparse_single(rev)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|_| GitError::UnknownRevision(rev.to_owned()))
+}
+
+/// A checkpoint's message and its files, against its base.
+pub fn show(project: &Path, rev: &str, ref_prefix: &str) -> Result<CheckpointDetail, GitError> {
+    let repo = open(project)?;
+    let commit = resolve(&repo, rev)?;
+    let message = commit.message().unwrap_or("").to_owned();
+    let t = trailers(&message);
+    let reference = t
+        .get("Branch")
+        .map(|b| format!("{ref_prefix}/{b}"))
+        .unwrap_or_default();
+    let tree = commit.tree().map_err(git("read the checkpoint"))?;
+    let base = base_tree(&repo, &commit, &t).flatten();
+    let files = diff_trees(&repo, base.as_ref(), &tree, true)?;
+    Ok(CheckpointDetail {
+        summary: summarize(&repo, &commit, &reference),
+        message,
+        files,
+    })
+}
+
+/// Writes files from a checkpoint into the working tree, refusing to
+/// overwrite uncommitted changes unless `force`. The index is not touched.
+pub fn restore(
+    project: &Path,
+    rev: &str,
+    paths: &[PathBuf],
+    force: bool,
+) -> Result<Vec<String>, GitError> {
+    let repo = open(project)?;
+    let commit = resolve(&repo, rev)?;
+    let tree = commit.tree().map_err(git("read the checkpoint"))?;
+    let conflicts = std::cell::RefCell::new(Vec::new());
+    let updated = std::cell::RefCell::new(Vec::new());
+    {
+        let mut checkout = git2::build::CheckoutBuilder::new();
+        checkout.update_index(false).recreate_missing(true);
+        if force {
+            checkout.force();
+        } else {
+            checkout.safe();
+        }
+        for p in paths {
+            checkout.path(p);
+        }
+        checkout.notify_on(
+            git2::CheckoutNotificationType::CONFLICT | git2::CheckoutNotificationType::UPDATED,
+        );
+        checkout.notify(|kind, path, _, _, _| {
+            let path = path
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if kind.contains(git2::CheckoutNotificationType::CONFLICT) {
+                conflicts.borrow_mut().push(path);
+            } else {
+                updated.borrow_mut().push(path);
+            }
+            true
+        });
+        let result = repo.checkout_tree(tree.as_object(), Some(&mut checkout));
+        if let Err(e) = result
+            && conflicts.borrow().is_empty()
+        {
+            return Err(GitError::Git {
+                op: "restore files",
+                source: e,
+            });
+        }
+    }
+    let (mut conflicts, mut updated) = (conflicts.into_inner(), updated.into_inner());
+    if !conflicts.is_empty() {
+        conflicts.sort();
+        return Err(GitError::WouldOverwrite(conflicts));
+    }
+    updated.sort();
+    Ok(updated)
+}
+
+/// Where a repository stands now, for checking a saved state against it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeadInfo {
+    pub branch: String,
+    pub head: Option<String>,
+    pub state: String,
+}
+
+pub fn head_info(project: &Path) -> Result<HeadInfo, GitError> {
+    let repo = open(project)?;
+    let (branch, head) = branch_and_head(&repo)?;
+    Ok(HeadInfo {
+        branch,
+        head: head.map(|h| h.to_string()),
+        state: state_name(repo.state()).into(),
+    })
 }
 
 #[cfg(test)]

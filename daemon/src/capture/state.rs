@@ -1,0 +1,153 @@
+//! `.workflow/context_state.json`: the seed's `context_state`, plus what
+//! hookd adds (where each part came from, the task list, the checkpoint).
+//! Every field is always present (null or empty when no source had it), so
+//! templates and readers never meet a missing key. The JSON Schema lives in
+//! `daemon/schema/context_state.schema.json`.
+
+use protocol::wire::FileChange;
+use serde::{Deserialize, Serialize};
+
+pub const STATE_FILE: &str = "context_state.json";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextState {
+    /// `compact_<YYYYMMDD_HHMMSS>` of the capture.
+    pub session_id: String,
+    /// The harness's own session id.
+    pub harness_session_id: Option<String>,
+    pub harness: Option<String>,
+    pub captured_at: String,
+    /// What asked for the capture (`pre-compact auto`, `threshold 0.80`, `manual`, ...).
+    pub trigger: String,
+    pub project_dir: String,
+    pub context_usage: ContextUsage,
+    pub workflow_position: WorkflowPosition,
+    pub active_work: ActiveWork,
+    pub next_actions: Vec<NextAction>,
+    pub modified_files: Vec<ModifiedFile>,
+    pub decisions: Vec<Decision>,
+    pub blockers: Vec<Blocker>,
+    /// The latest user prompt: what the person asked for.
+    pub objective: Option<String>,
+    pub recent_prompts: Vec<String>,
+    /// The agent's task list (TodoWrite or TaskCreate/TaskUpdate), or the workflow file's.
+    pub tasks: Vec<Task>,
+    /// Completed tasks, current status, next steps, blockers, in words.
+    pub progress_summary: String,
+    pub git: Option<GitInfo>,
+    pub checkpoint: Option<Checkpoint>,
+    /// Which sources contributed (`workflow_state.yml`, `records`, `transcript`, `git`).
+    pub sources: Vec<String>,
+    /// Sources that could not be read, and why.
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextUsage {
+    pub tokens_used: Option<u64>,
+    pub tokens_max: Option<u64>,
+    /// `tokens_used / tokens_max`, 0.0 to 1.0 (or more).
+    pub percentage: Option<f64>,
+    /// The threshold level behind the save, if a threshold asked for it.
+    pub threshold_triggered: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowPosition {
+    pub workflow_id: Option<String>,
+    pub current_phase: Option<String>,
+    pub active_task_id: Option<String>,
+    pub layer: Option<u32>,
+    pub total_layers: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ActiveWork {
+    pub entity_id: Option<String>,
+    pub entity_type: Option<String>,
+    pub action: Option<String>,
+    pub file_path: Option<String>,
+    pub progress_notes: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NextAction {
+    pub action: String,
+    pub target: String,
+    /// 1 = immediate.
+    pub priority: u32,
+    pub context_needed: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModifiedFile {
+    pub path: String,
+    /// created, modified, deleted, renamed, type changed, edited.
+    pub action: String,
+    pub summary: String,
+}
+
+impl From<&FileChange> for ModifiedFile {
+    fn from(c: &FileChange) -> Self {
+        ModifiedFile {
+            path: c.path.clone(),
+            action: c.action.clone(),
+            summary: c.summary.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub topic: String,
+    pub decision: String,
+    pub reasoning: Option<String>,
+    pub timestamp: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Blocker {
+    pub issue: String,
+    /// unresolved, workaround, resolved.
+    pub status: String,
+    pub notes: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: String,
+    pub title: String,
+    /// pending, in_progress, completed (or whatever the source said).
+    pub status: String,
+    /// What the agent is doing for it, as it says (`Running the tests`).
+    pub active_form: Option<String>,
+    /// `todos`, `tasks` or `workflow_state.yml`.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GitInfo {
+    pub branch: String,
+    /// None on an unborn branch.
+    pub head: Option<String>,
+    /// clean, merge, rebase, cherry-pick, ...
+    pub state: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub sha: Option<String>,
+    pub reference: Option<String>,
+    /// Why there is no new commit (nothing changed, disabled, not a repository).
+    pub note: Option<String>,
+    /// Untracked files left out for their size.
+    pub skipped: Vec<String>,
+}
+
+impl ContextState {
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("the state serializes");
+        bytes.push(b'\n');
+        bytes
+    }
+}

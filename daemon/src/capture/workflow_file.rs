@@ -1,0 +1,129 @@
+//! `.workflow/workflow_state.yml`: a project's own workflow, when it keeps
+//! one. hookd only reads it; it is the most trusted source of a capture.
+//!
+//! ```yaml
+//! workflow_id: workflow_20250118_100000
+//! phase: IMPLEMENTING          # or current_phase
+//! layer: 2
+//! total_layers: 4
+//! active_task: task_api_login   # or active_task_id
+//! tasks:
+//!   - id: task_api_login
+//!     title: Implement the login route
+//!     status: in_progress       # pending | in_progress | completed | blocked
+//!     files: [app/api/auth/login/route.ts]
+//! decisions:
+//!   - {topic: Auth, decision: JWT in httpOnly cookies, reasoning: works with SSR}
+//! blockers:
+//!   - {issue: Rate limiter missing, status: unresolved, notes: ask ops}
+//! ```
+//!
+//! Unknown keys are ignored (other tools may write more); a key of the
+//! wrong type is an error naming the key and the line.
+
+use serde::Deserialize;
+use std::path::Path;
+
+pub const WORKFLOW_FILE: &str = "workflow_state.yml";
+
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct WorkflowFile {
+    pub workflow_id: Option<String>,
+    #[serde(alias = "current_phase")]
+    pub phase: Option<String>,
+    pub layer: Option<u32>,
+    pub total_layers: Option<u32>,
+    #[serde(alias = "active_task_id")]
+    pub active_task: Option<String>,
+    pub tasks: Vec<WorkflowTask>,
+    pub decisions: Vec<WorkflowDecision>,
+    pub blockers: Vec<WorkflowBlocker>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct WorkflowTask {
+    pub id: String,
+    #[serde(alias = "name")]
+    pub title: String,
+    pub status: Option<String>,
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct WorkflowDecision {
+    pub topic: String,
+    pub decision: String,
+    pub reasoning: Option<String>,
+    pub timestamp: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct WorkflowBlocker {
+    pub issue: String,
+    pub status: Option<String>,
+    pub notes: Option<String>,
+}
+
+/// The project's workflow file: `Ok(None)` when there is none, `Err` with a
+/// message naming the file, key and line when it cannot be read.
+pub fn load(workflow_dir: &Path) -> Result<Option<WorkflowFile>, String> {
+    let path = workflow_dir.join(WORKFLOW_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    if text.trim().is_empty() {
+        return Ok(Some(WorkflowFile::default()));
+    }
+    serde_yaml::from_str::<WorkflowFile>(&text)
+        .map(Some)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_example_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc: String = include_str!("workflow_file.rs")
+            .lines()
+            .skip_while(|l| !l.contains("```yaml"))
+            .skip(1)
+            .take_while(|l| !l.contains("```"))
+            .map(|l| {
+                l.trim_start_matches("//!")
+                    .strip_prefix(' ')
+                    .unwrap_or("")
+                    .to_owned()
+                    + "\n"
+            })
+            .collect();
+        std::fs::write(dir.path().join(WORKFLOW_FILE), doc).unwrap();
+        let w = load(dir.path()).unwrap().unwrap();
+        assert_eq!(w.phase.as_deref(), Some("IMPLEMENTING"));
+        assert_eq!(w.layer, Some(2));
+        assert_eq!(w.active_task.as_deref(), Some("task_api_login"));
+        assert_eq!(w.tasks[0].files, vec!["app/api/auth/login/route.ts"]);
+        assert_eq!(w.decisions[0].decision, "JWT in httpOnly cookies");
+        assert_eq!(w.blockers[0].status.as_deref(), Some("unresolved"));
+    }
+
+    #[test]
+    fn errors_name_the_key_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(WORKFLOW_FILE), "phase: X\nlayer: two\n").unwrap();
+        let err = load(dir.path()).unwrap_err();
+        assert!(
+            err.contains("layer") && err.contains("line 2") && err.contains(WORKFLOW_FILE),
+            "{err}"
+        );
+        assert_eq!(load(&dir.path().join("none")).unwrap(), None);
+    }
+}

@@ -1,0 +1,262 @@
+//! The data the templates see, and fitting the resume prompt into its
+//! character budget: the lowest-priority detail goes first, and the prompt
+//! says what was left out.
+
+use crate::capture::state::ContextState;
+use crate::render::{self, Renderer};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// One check of a saved state against the repository (see `resume`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    pub check: String,
+    /// `pass`, `warn` or `fail`.
+    pub status: String,
+    pub detail: String,
+}
+
+impl Check {
+    fn mark(&self) -> &'static str {
+        match self.status.as_str() {
+            "pass" => "✓",
+            "warn" => "⚠",
+            _ => "✗",
+        }
+    }
+}
+
+/// The progress summary's data: tasks by status, notes, open blockers.
+pub fn progress_view(state: &ContextState) -> Value {
+    let by = |status: &str| {
+        state
+            .tasks
+            .iter()
+            .filter(|t| t.status == status)
+            .collect::<Vec<_>>()
+    };
+    let done = by("completed");
+    let notes: Vec<&str> = state
+        .active_work
+        .progress_notes
+        .iter()
+        .map(String::as_str)
+        .collect();
+    let open: Vec<_> = state
+        .blockers
+        .iter()
+        .filter(|b| b.status != "resolved")
+        .collect();
+    json!({
+        "tasks": {
+            "all": state.tasks,
+            "all_count": state.tasks.len(),
+            "done": done,
+            "done_count": done.len(),
+            "current": by("in_progress"),
+            "pending": by("pending"),
+        },
+        "notes": notes,
+        "open_blockers": open,
+    })
+}
+
+/// What the PreCompact instructions template sees.
+pub fn instructions_view(state: &ContextState) -> Value {
+    let mut view = serde_json::to_value(state).expect("the state serializes");
+    let active = state
+        .tasks
+        .iter()
+        .find(|t| Some(&t.id) == state.workflow_position.active_task_id.as_ref())
+        .map(|t| t.title.clone())
+        .or_else(|| state.active_work.action.clone());
+    view["active_task"] = json!(active);
+    view
+}
+
+/// What the resume prompt template sees.
+pub fn resume_view(state: &ContextState, checks: &[Check], marker: Option<&str>) -> Value {
+    let mut view = serde_json::to_value(state).expect("the state serializes");
+    let validation: Vec<Value> = checks
+        .iter()
+        .map(
+            |c| json!({"check": c.check, "status": c.status, "detail": c.detail, "mark": c.mark()}),
+        )
+        .collect();
+    view["validation"] = json!(validation);
+    view["marker"] = json!(marker);
+    view["dropped"] = json!([]);
+    view
+}
+
+/// A way to make the prompt shorter, lowest priority first.
+type Trim = fn(&mut Value) -> Option<String>;
+
+const TRIMS: [Trim; 9] = [
+    |v| {
+        keep_first(
+            v,
+            "modified_files",
+            10,
+            "more changed files (all in .workflow/modified_files.json)",
+        )
+    },
+    |v| keep_last(v, "decisions", 5, "earlier decisions"),
+    |v| drop_completed_tasks(v),
+    |v| drop_resolved_blockers(v),
+    |v| keep_first(v, "next_actions", 5, "later next actions"),
+    |v| keep_first(v, "modified_files", 3, "more changed files"),
+    |v| keep_last(v, "decisions", 2, "more decisions"),
+    |v| shorten_text(v, "objective", 300),
+    |v| shorten_text(v, "progress_summary", 600),
+];
+
+/// Renders the resume prompt within `max_chars`, trimming detail as needed.
+pub fn fit(renderer: &mut Renderer, mut view: Value, max_chars: usize) -> String {
+    let mut text = renderer.render(render::RESUME_PROMPT, &view);
+    for trim in TRIMS {
+        if text.chars().count() <= max_chars {
+            return text;
+        }
+        if let Some(note) = trim(&mut view) {
+            if let Some(dropped) = view["dropped"].as_array_mut() {
+                dropped.push(Value::String(note));
+            }
+            text = renderer.render(render::RESUME_PROMPT, &view);
+        }
+    }
+    if text.chars().count() <= max_chars {
+        return text;
+    }
+    // Last resort: cut, and say so (the marker, if any, must survive).
+    let marker = view["marker"]
+        .as_str()
+        .map(|m| format!("\n{m}\n"))
+        .unwrap_or_default();
+    let tail =
+        format!("\n…(cut to fit; the full state is in .workflow/context_state.json){marker}");
+    let keep = max_chars.saturating_sub(tail.chars().count());
+    text.chars().take(keep).collect::<String>() + &tail
+}
+
+fn keep_first(view: &mut Value, key: &str, keep: usize, what: &str) -> Option<String> {
+    let list = view[key].as_array_mut()?;
+    let extra = list.len().checked_sub(keep).filter(|n| *n > 0)?;
+    list.truncate(keep);
+    Some(format!("{extra} {what}"))
+}
+
+fn keep_last(view: &mut Value, key: &str, keep: usize, what: &str) -> Option<String> {
+    let list = view[key].as_array_mut()?;
+    let extra = list.len().checked_sub(keep).filter(|n| *n > 0)?;
+    list.drain(..extra);
+    Some(format!("{extra} {what}"))
+}
+
+fn drop_completed_tasks(view: &mut Value) -> Option<String> {
+    let text = view["progress_summary"].as_str()?;
+    let done = text.lines().filter(|l| l.starts_with("- [x]")).count();
+    if done == 0 {
+        return None;
+    }
+    let kept: Vec<&str> = text.lines().filter(|l| !l.starts_with("- [x]")).collect();
+    view["progress_summary"] = Value::String(kept.join("\n"));
+    Some(format!("the {done} completed tasks' names"))
+}
+
+fn drop_resolved_blockers(view: &mut Value) -> Option<String> {
+    let list = view["blockers"].as_array_mut()?;
+    let before = list.len();
+    list.retain(|b| b["status"] != "resolved");
+    let gone = before - list.len();
+    (gone > 0).then(|| format!("{gone} resolved blockers"))
+}
+
+fn shorten_text(view: &mut Value, key: &str, max: usize) -> Option<String> {
+    let text = view[key].as_str()?;
+    if text.chars().count() <= max {
+        return None;
+    }
+    let short: String = text.chars().take(max).collect();
+    view[key] = Value::String(format!("{short}…"));
+    Some(format!("the end of the {}", key.replace('_', " ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::state::{Decision, ModifiedFile, NextAction};
+
+    fn big_state() -> ContextState {
+        let mut s = ContextState {
+            session_id: "compact_1".into(),
+            ..ContextState::default()
+        };
+        s.modified_files = (0..400)
+            .map(|i| ModifiedFile {
+                path: format!("src/module_{i}/file_{i}.rs"),
+                action: "modified".into(),
+                summary: "+10 −2 lines".into(),
+            })
+            .collect();
+        s.decisions = (0..50)
+            .map(|i| Decision {
+                topic: format!("topic {i}"),
+                decision: "x".repeat(80),
+                reasoning: Some("y".repeat(60)),
+                timestamp: None,
+            })
+            .collect();
+        s.next_actions = (0..20)
+            .map(|i| NextAction {
+                action: "do".into(),
+                target: format!("step {i} {}", "detail ".repeat(60)),
+                priority: i + 1,
+                context_needed: vec![],
+            })
+            .collect();
+        s
+    }
+
+    #[test]
+    fn a_large_state_is_trimmed_to_the_budget_and_says_what_went() {
+        let mut r = Renderer::built_in();
+        let state = big_state();
+        let text = fit(
+            &mut r,
+            resume_view(&state, &[], Some("[hookd-resume abc]")),
+            9000,
+        );
+        assert!(text.chars().count() <= 9000, "{}", text.chars().count());
+        assert!(text.contains("### Left Out to Fit"), "{text}");
+        assert!(text.contains("more changed files"), "{text}");
+        assert!(
+            text.contains("step 0") && !text.contains("step 19"),
+            "the most urgent next actions stay"
+        );
+        assert!(
+            text.trim_end().ends_with("[hookd-resume abc]"),
+            "the marker survives"
+        );
+        let small = fit(
+            &mut r,
+            resume_view(&ContextState::default(), &[], None),
+            9000,
+        );
+        assert!(!small.contains("Left Out"));
+    }
+
+    #[test]
+    fn the_last_resort_cut_keeps_the_marker() {
+        let mut r = Renderer::built_in();
+        let mut state = big_state();
+        state.objective = Some("o".repeat(20_000));
+        let text = fit(
+            &mut r,
+            resume_view(&state, &[], Some("[hookd-resume m]")),
+            1200,
+        );
+        assert!(text.chars().count() <= 1200);
+        assert!(text.trim_end().ends_with("[hookd-resume m]"), "{text}");
+    }
+}

@@ -1,0 +1,248 @@
+//! All Handlebars code: the resume prompt, the progress summary and the
+//! PreCompact instructions, rendered in strict mode without HTML escaping.
+//!
+//! The built-in templates (`templates/*.md.hbs`) are compiled into the
+//! binary. A file of the same name in the user's config directory
+//! (`templates/`) or the project's `.workflow/templates/` overrides one (the
+//! project's wins). A broken override is reported with its name and line,
+//! and the built-in one is used instead.
+
+use handlebars::{Handlebars, handlebars_helper, no_escape};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+pub const RESUME_PROMPT: &str = "resume_prompt";
+pub const PROGRESS_SUMMARY: &str = "progress_summary";
+pub const PRECOMPACT_INSTRUCTIONS: &str = "precompact_instructions";
+
+/// Template file names end in this.
+pub const EXTENSION: &str = ".md.hbs";
+
+pub const BUILT_IN: [(&str, &str); 3] = [
+    (
+        RESUME_PROMPT,
+        include_str!("../../templates/resume_prompt.md.hbs"),
+    ),
+    (
+        PROGRESS_SUMMARY,
+        include_str!("../../templates/progress_summary.md.hbs"),
+    ),
+    (
+        PRECOMPACT_INSTRUCTIONS,
+        include_str!("../../templates/precompact_instructions.md.hbs"),
+    ),
+];
+
+handlebars_helper!(pct: |v: Value| match v.as_f64() {
+    Some(f) => format!("{:.0}%", f * 100.0),
+    None => "unknown".to_owned(),
+});
+
+handlebars_helper!(join: |v: Value| match v {
+    Value::Array(items) => items
+        .iter()
+        .map(|i| match i { Value::String(s) => s.clone(), other => other.to_string() })
+        .collect::<Vec<_>>()
+        .join(", "),
+    Value::Null => String::new(),
+    other => other.to_string(),
+});
+
+pub struct Renderer {
+    hb: Handlebars<'static>,
+    /// Names whose override compiled; their built-in twin is `builtin/<name>`.
+    overridden: Vec<String>,
+    /// Overrides that could not be used, and why.
+    pub problems: Vec<String>,
+}
+
+fn engine() -> Handlebars<'static> {
+    let mut hb = Handlebars::new();
+    hb.set_strict_mode(true);
+    hb.register_escape_fn(no_escape);
+    hb.register_helper("pct", Box::new(pct));
+    hb.register_helper("join", Box::new(join));
+    hb
+}
+
+impl Renderer {
+    /// The built-in templates only.
+    pub fn built_in() -> Renderer {
+        Renderer::load(&[])
+    }
+
+    /// Built-ins, overridden by files in `dirs` (earlier directories win).
+    pub fn load(dirs: &[PathBuf]) -> Renderer {
+        let mut hb = engine();
+        let mut overridden = Vec::new();
+        let mut problems = Vec::new();
+        for (name, text) in BUILT_IN {
+            hb.register_template_string(&format!("builtin/{name}"), text)
+                .expect("built-in templates compile");
+            let mut chosen = false;
+            for dir in dirs {
+                let path = dir.join(format!("{name}{EXTENSION}"));
+                let Ok(text) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                match hb.register_template_string(name, &text) {
+                    Ok(()) => {
+                        chosen = true;
+                        break;
+                    }
+                    Err(e) => {
+                        let place = e
+                            .pos()
+                            .map(|(line, col)| format!(" at line {line}, column {col}"))
+                            .unwrap_or_default();
+                        problems.push(format!(
+                            "template {} is broken{place} ({}); using the built-in one",
+                            path.display(),
+                            e.reason()
+                        ));
+                    }
+                }
+            }
+            if chosen {
+                overridden.push(name.to_owned());
+            }
+        }
+        Renderer {
+            hb,
+            overridden,
+            problems,
+        }
+    }
+
+    /// Where a project's templates may live, in order of precedence.
+    pub fn dirs_for(project: Option<&Path>) -> Vec<PathBuf> {
+        let mut dirs = Vec::new();
+        if let Some(p) = project {
+            dirs.push(p.join(crate::workflow::WORKFLOW_DIR).join("templates"));
+        }
+        if let Some(c) = protocol::paths::config_dir() {
+            dirs.push(c.join("templates"));
+        }
+        dirs
+    }
+
+    /// Renders `name`; if an override fails on this data, the built-in one
+    /// renders instead and the failure is noted.
+    pub fn render(&mut self, name: &str, data: &Value) -> String {
+        if self.overridden.iter().any(|n| n == name) {
+            match self.hb.render(name, data) {
+                Ok(text) => return tidy(&text),
+                Err(e) => {
+                    self.problems.push(format!(
+                        "template {name}{EXTENSION} failed ({e}); using the built-in one"
+                    ));
+                    self.overridden.retain(|n| n != name);
+                }
+            }
+        }
+        match self.hb.render(&format!("builtin/{name}"), data) {
+            Ok(text) => tidy(&text),
+            Err(e) => {
+                // Only a bug in hookd can land here: say so rather than crash.
+                tracing::error!(template = name, error = %e, "built-in template failed");
+                format!("(hookd could not render {name}: {e})")
+            }
+        }
+    }
+}
+
+/// No runs of blank lines, no trailing blank lines.
+fn tidy(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut blank = 0;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            blank += 1;
+            if blank > 1 || out.is_empty() {
+                continue;
+            }
+        } else {
+            blank = 0;
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_broken_override_names_its_line_and_the_built_in_stands_in() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("progress_summary.md.hbs"),
+            "ok\n{{#if x}}\nnever closed\n",
+        )
+        .unwrap();
+        let mut r = Renderer::load(&[dir.path().to_path_buf()]);
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert!(
+            r.problems[0].contains("progress_summary.md.hbs")
+                && r.problems[0].contains("at line 4"),
+            "{:?}",
+            r.problems
+        );
+        assert_eq!(
+            r.problems[0].lines().count(),
+            1,
+            "one line: {:?}",
+            r.problems
+        );
+        let data = json!({"tasks": {"all": [], "done": [], "current": [], "pending": [], "done_count": 0, "all_count": 0}, "notes": ["n1"], "open_blockers": []});
+        assert_eq!(r.render(PROGRESS_SUMMARY, &data), "Notes: n1\n");
+    }
+
+    #[test]
+    fn an_override_that_fails_on_the_data_falls_back() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("progress_summary.md.hbs"),
+            "{{no_such_field}}\n",
+        )
+        .unwrap();
+        let mut r = Renderer::load(&[dir.path().to_path_buf()]);
+        assert!(r.problems.is_empty());
+        let data = json!({"tasks": {"all": [], "done": [], "current": [], "pending": [], "done_count": 0, "all_count": 0}, "notes": [], "open_blockers": []});
+        assert_eq!(r.render(PROGRESS_SUMMARY, &data), "");
+        assert!(r.problems[0].contains("no_such_field"), "{:?}", r.problems);
+    }
+
+    #[test]
+    fn project_templates_win_over_user_templates() {
+        let project = tempfile::tempdir().unwrap();
+        let user = tempfile::tempdir().unwrap();
+        std::fs::write(
+            project.path().join("precompact_instructions.md.hbs"),
+            "project\n",
+        )
+        .unwrap();
+        std::fs::write(user.path().join("precompact_instructions.md.hbs"), "user\n").unwrap();
+        let mut r = Renderer::load(&[project.path().to_path_buf(), user.path().to_path_buf()]);
+        assert_eq!(r.render(PRECOMPACT_INSTRUCTIONS, &json!({})), "project\n");
+    }
+
+    #[test]
+    fn markdown_is_not_escaped() {
+        let mut hb = engine();
+        hb.register_template_string("t", "{{x}} {{pct p}} {{join l}}")
+            .unwrap();
+        assert_eq!(
+            hb.render("t", &json!({"x": "<a & b>", "p": 0.724, "l": ["a", "b"]}))
+                .unwrap(),
+            "<a & b> 72% a, b"
+        );
+        assert_eq!(tidy("\n\na\n\n\n\nb\n\n"), "a\n\nb\n");
+    }
+}

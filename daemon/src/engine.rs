@@ -2,10 +2,12 @@
 //! each request. The socket server hands requests in; tests can call
 //! [`Engine::handle`] directly.
 
+use crate::capture::records;
+use crate::git::{self, GitError};
 use crate::harness::claude_code::{transcript, window};
 use crate::harness::{self, EventKind, Outcome};
 use crate::monitor;
-use crate::pipeline::{self, SaveRequest, SaveTrigger};
+use crate::pipeline::{self, SaveReport, SaveRequest, SaveTrigger};
 use crate::sessions::{EpochStart, Registry, Session, SessionKey};
 use crate::settings::Settings;
 use crate::shutdown::Shutdown;
@@ -15,8 +17,9 @@ use crate::workflow::Workflow;
 use protocol::config::{Config, Effective};
 use protocol::pressure::Advice;
 use protocol::wire::{
-    ContextStatus, DaemonInfo, ErrorKind, ErrorReply, Harness, HookRequest, Mark, Request,
-    Response, StatusLineRequest, StatusQuery, StatusReport,
+    ContextStatus, DaemonInfo, ErrorKind, ErrorReply, Harness, HookRequest, Mark, RecordRequest,
+    Request, Response, RestoreSummary, SaveQuery, SaveSummary, StatusLineRequest, StatusQuery,
+    StatusReport,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -183,7 +186,111 @@ impl Engine {
             }
             Request::StatusLine(request) => self.statusline(request),
             Request::Hook(hook) => self.hook(hook).await,
+            Request::Record(request) => self.record_request(request),
+            Request::Save(query) => self.save_now(query).await,
+            Request::Checkpoints(query) => {
+                let (config, _) = self
+                    .settings
+                    .for_request(Some(&query.project), &Default::default());
+                let limit = query.limit.unwrap_or(50);
+                let prefix = config.config.checkpoint.ref_prefix.clone();
+                blocking(move || {
+                    git::list_checkpoints(&query.project, &prefix, limit).map(Response::Checkpoints)
+                })
+                .await
+            }
+            Request::CheckpointShow(rev) => {
+                let (config, _) = self
+                    .settings
+                    .for_request(Some(&rev.project), &Default::default());
+                let prefix = config.config.checkpoint.ref_prefix.clone();
+                blocking(move || {
+                    git::show(&rev.project, &rev.rev, &prefix)
+                        .map(|d| Response::Checkpoint(Box::new(d)))
+                })
+                .await
+            }
+            Request::CheckpointRestore(q) => {
+                blocking(move || {
+                    git::restore(&q.project, &q.rev, &q.paths, q.force)
+                        .map(|restored| Response::Restored(RestoreSummary { restored }))
+                })
+                .await
+            }
         }
+    }
+
+    /// `hookctl decision | blocker | phase | next | note`.
+    fn record_request(&self, request: RecordRequest) -> Response {
+        let (config, _) = self
+            .settings
+            .for_request(Some(&request.project), &Default::default());
+        let workflow = Workflow::new(&request.project);
+        let session = request
+            .session
+            .or_else(|| self.latest_session(&request.project).map(|k| k.id));
+        let result = workflow
+            .ensure(config.config.capture.exclude_workflow_dir)
+            .and_then(|_| records::append(workflow.dir(), &request.record, session.as_deref()));
+        match result {
+            Ok(()) => Response::Ok,
+            Err(e) => Response::Error(ErrorReply::new(
+                ErrorKind::Internal,
+                format!("cannot record in {}: {e}", workflow.dir().display()),
+            )),
+        }
+    }
+
+    /// `hookctl save`: the whole pipeline, now.
+    async fn save_now(self: &Arc<Self>, query: SaveQuery) -> Response {
+        let key = match &query.session {
+            Some(id) => self
+                .registry()
+                .matching(Some(id))
+                .first()
+                .map(|s| s.key.clone()),
+            None => self.latest_session(&query.project),
+        };
+        let (config, _) = self
+            .settings
+            .for_request(Some(&query.project), &Default::default());
+        let request = key
+            .as_ref()
+            .and_then(|k| {
+                self.save_request(k, &config.config, SaveTrigger::Manual, query.checkpoint)
+            })
+            .unwrap_or_else(|| SaveRequest {
+                session: None,
+                project: query.project.clone(),
+                transcript: None,
+                context: None,
+                trigger: SaveTrigger::Manual,
+                checkpoint: query.checkpoint,
+            });
+        let report = self.run_pipeline(request, config.config.clone()).await;
+        Response::Saved(Box::new(SaveSummary {
+            session: key.map(|k| k.id),
+            state_file: report.state_file,
+            resume_prompt_file: report.resume_prompt_file,
+            checkpoint: report.checkpoint,
+            checkpoint_ref: report.checkpoint_ref,
+            checkpoint_note: report.checkpoint_note,
+            problems: report.problems,
+        }))
+    }
+
+    /// The most recent session working in `project` (or a directory above it).
+    fn latest_session(&self, project: &Path) -> Option<SessionKey> {
+        let registry = self.registry();
+        registry
+            .matching(None)
+            .into_iter()
+            .find(|s| {
+                s.project_dir
+                    .as_deref()
+                    .is_some_and(|p| project.starts_with(p))
+            })
+            .map(|s| s.key.clone())
     }
 
     async fn hook(self: &Arc<Self>, request: HookRequest) -> Response {
@@ -232,6 +339,13 @@ impl Engine {
         let mut project_events = Vec::new();
         match &event.kind {
             EventKind::PreCompact => {
+                let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
+                if let Some(request) =
+                    self.save_request(&key, &config.config, SaveTrigger::PreCompact(trigger), true)
+                {
+                    let report = self.run_pipeline(request, config.config.clone()).await;
+                    outcome.plain_stdout = report.instructions;
+                }
                 if let Some(s) = self.registry().get_mut(&key) {
                     s.compaction_announced_ms = Some(now);
                 }
@@ -262,7 +376,7 @@ impl Engine {
     }
 
     /// Reads what is new in the session's transcript and applies it.
-    async fn refresh(&self, key: &SessionKey, config: &Config) {
+    async fn refresh(self: &Arc<Self>, key: &SessionKey, config: &Config) {
         let snapshot = {
             let registry = self.registry();
             let Some(s) = registry.get(key) else { return };
@@ -281,6 +395,7 @@ impl Engine {
         .await;
         let now = now_ms();
         let mut project_events = Vec::new();
+        let mut unannounced = false;
         {
             let mut registry = self.registry();
             let Some(s) = registry.get_mut(key) else {
@@ -300,6 +415,7 @@ impl Engine {
                     for boundary in &reading.boundaries {
                         let announced = s.compaction_announced_ms.take().is_some();
                         let new_epoch = s.begin_epoch(&EpochStart::Boundary(boundary.clone()), now);
+                        unannounced |= new_epoch && !announced;
                         if new_epoch || s.epoch_boundary == boundary.uuid {
                             project_events.extend(s.project_dir.clone().map(|project| {
                                 ProjectEvent {
@@ -335,6 +451,34 @@ impl Engine {
             }
         }
         self.record(project_events, config);
+        if unannounced {
+            // No PreCompact hook ran: capture what we still can.
+            if let Some(request) =
+                self.save_request(key, config, SaveTrigger::UnannouncedCompaction, true)
+            {
+                self.spawn_save(request, config.clone());
+            }
+        }
+    }
+
+    /// A save of `key`'s work, if we know its project.
+    fn save_request(
+        &self,
+        key: &SessionKey,
+        config: &Config,
+        trigger: SaveTrigger,
+        checkpoint: bool,
+    ) -> Option<SaveRequest> {
+        let registry = self.registry();
+        let s = registry.get(key)?;
+        Some(SaveRequest {
+            session: Some(key.clone()),
+            project: s.project_dir.clone()?,
+            transcript: s.transcript_path.clone(),
+            context: context_of(s, config),
+            trigger,
+            checkpoint,
+        })
     }
 
     /// A SessionStart(compact) or PostCompact hook: a compaction happened.
@@ -397,12 +541,12 @@ impl Engine {
             s.fired.extend(firing.crossed.iter().copied());
             let save = monitor::saves(firing.threshold.action).and_then(|checkpoint| {
                 Some(SaveRequest {
-                    session: key.clone(),
+                    session: Some(key.clone()),
                     project: s.project_dir.clone()?,
                     transcript: s.transcript_path.clone(),
                     context: Some(context.clone()),
                     trigger: SaveTrigger::Threshold(firing.threshold.level),
-                    checkpoint,
+                    checkpoint: checkpoint || config.capture.checkpoint_on_threshold_save,
                 })
             });
             (firing, context, save)
@@ -439,53 +583,54 @@ impl Engine {
     fn spawn_save(self: &Arc<Self>, request: SaveRequest, config: Config) {
         let engine = self.clone();
         tokio::spawn(async move {
-            let what = request.trigger.to_string();
-            let key = request.session.clone();
-            let wants_checkpoint = request.checkpoint;
-            let report =
-                tokio::task::spawn_blocking(move || pipeline::save(&request, &config)).await;
+            engine.run_pipeline(request, config).await;
+        });
+    }
+
+    /// Runs the pipeline off the async threads and notes the result on the session.
+    async fn run_pipeline(self: &Arc<Self>, request: SaveRequest, config: Config) -> SaveReport {
+        let what = request.trigger.to_string();
+        let key = request.session.clone();
+        let wants_checkpoint = request.checkpoint;
+        let report = tokio::task::spawn_blocking(move || pipeline::save(&request, &config))
+            .await
+            .unwrap_or_else(|e| SaveReport {
+                problems: vec![format!("the save failed: {e}")],
+                ..SaveReport::default()
+            });
+        for problem in &report.problems {
+            tracing::warn!(trigger = %what, "{problem}");
+        }
+        if let Some(key) = key {
             let now = now_ms();
-            let mut registry = engine.registry();
-            let Some(s) = registry.get_mut(&key) else {
-                return;
-            };
-            match report {
-                Ok(report) => {
-                    let detail = report
-                        .state_file
-                        .as_ref()
-                        .map(|p| p.display().to_string())
-                        .or_else(|| report.problems.first().cloned());
-                    s.last_save = Some(Mark {
-                        at_ms: now,
-                        what: what.clone(),
-                        ok: report.ok(),
-                        detail,
-                    });
-                    if wants_checkpoint {
-                        s.last_checkpoint = Some(Mark {
-                            at_ms: now,
-                            what,
-                            ok: report.checkpoint.is_some(),
-                            detail: report
-                                .checkpoint
-                                .clone()
-                                .or_else(|| report.problems.first().cloned()),
-                        });
-                    }
-                }
-                Err(e) => {
-                    s.last_save = Some(Mark {
+            let mut registry = self.registry();
+            if let Some(s) = registry.get_mut(&key) {
+                let detail = report
+                    .state_file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .or_else(|| report.problems.first().cloned());
+                s.last_save = Some(Mark {
+                    at_ms: now,
+                    what: what.clone(),
+                    ok: report.ok(),
+                    detail,
+                });
+                if wants_checkpoint {
+                    s.last_checkpoint = Some(Mark {
                         at_ms: now,
                         what,
-                        ok: false,
-                        detail: Some(e.to_string()),
-                    })
+                        ok: report.checkpoint.is_some(),
+                        detail: report
+                            .checkpoint
+                            .clone()
+                            .or_else(|| report.checkpoint_note.clone()),
+                    });
                 }
             }
-            drop(registry);
-            engine.touch();
-        });
+        }
+        self.touch();
+        report
     }
 
     /// Writes gathered events into the projects' `events.jsonl`.
@@ -650,6 +795,27 @@ impl Engine {
                 }
             }
         }
+    }
+}
+
+/// Runs blocking git work off the async threads; errors become replies.
+async fn blocking(work: impl FnOnce() -> Result<Response, GitError> + Send + 'static) -> Response {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => {
+            let kind = match e {
+                GitError::UnknownRevision(_) | GitError::NotARepository { .. } => {
+                    ErrorKind::NotFound
+                }
+                GitError::WouldOverwrite(_) | GitError::Bare { .. } => ErrorKind::BadRequest,
+                _ => ErrorKind::Internal,
+            };
+            Response::Error(ErrorReply::new(kind, e.to_string()))
+        }
+        Err(e) => Response::Error(ErrorReply::new(
+            ErrorKind::Internal,
+            format!("the git task failed: {e}"),
+        )),
     }
 }
 

@@ -4,6 +4,7 @@
 //! The binary (`main.rs`) only parses arguments; everything else is here so
 //! tests can run a real daemon in-process on a temporary socket.
 
+pub mod capture;
 pub mod daemonize;
 pub mod engine;
 pub mod fsutil;
@@ -13,6 +14,8 @@ pub mod logging;
 pub mod monitor;
 pub mod pidlock;
 pub mod pipeline;
+pub mod prompt;
+pub mod render;
 pub mod server;
 pub mod sessions;
 pub mod settings;

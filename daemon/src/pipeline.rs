@@ -1,11 +1,28 @@
-//! Saving a session's workflow state: what the 80/90/95% thresholds, the
-//! PreCompact hook and `hookctl save` ask for.
+//! The pre-compact pipeline: capture the workflow state, summarize progress,
+//! checkpoint the working tree, render the resume prompt. PreCompact, the
+//! 95% force-save, `hookctl save` and an unannounced compaction run all four
+//! steps; the 80% and 90% saves skip the checkpoint unless configured.
+//!
+//! Each step that fails is recorded and the others still run. Every file is
+//! written atomically; each step's outcome goes to `events.jsonl`.
 
+use crate::capture::{self, state::Checkpoint, state::STATE_FILE};
+use crate::git::{self, CheckpointMeta, CommitOutcome};
+use crate::prompt;
+use crate::render::{self, Renderer};
 use crate::sessions::SessionKey;
 use crate::workflow::Workflow;
 use protocol::config::Config;
 use protocol::wire::ContextStatus;
-use std::path::PathBuf;
+use serde_json::json;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Instant;
+
+pub const RESUME_PROMPT_FILE: &str = "resume_prompt.md";
+pub const MODIFIED_FILES_FILE: &str = "modified_files.json";
+pub const HISTORY_DIR: &str = "history";
 
 /// What asked for a save.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +47,8 @@ impl std::fmt::Display for SaveTrigger {
 
 #[derive(Debug, Clone)]
 pub struct SaveRequest {
-    pub session: SessionKey,
+    /// The session whose work it is, if one is known.
+    pub session: Option<SessionKey>,
     pub project: PathBuf,
     pub transcript: Option<PathBuf>,
     pub context: Option<ContextStatus>,
@@ -42,8 +60,14 @@ pub struct SaveRequest {
 #[derive(Debug, Clone, Default)]
 pub struct SaveReport {
     pub state_file: Option<PathBuf>,
-    /// The checkpoint commit, if one was made.
+    pub resume_prompt_file: Option<PathBuf>,
+    /// The checkpoint commit (new, or the unchanged previous one).
     pub checkpoint: Option<String>,
+    pub checkpoint_ref: Option<String>,
+    /// Why no new checkpoint was made, when none was.
+    pub checkpoint_note: Option<String>,
+    /// PreCompact's words for the summarizer.
+    pub instructions: Option<String>,
     /// Steps that failed, in words.
     pub problems: Vec<String>,
 }
@@ -54,23 +78,234 @@ impl SaveReport {
     }
 }
 
-/// Runs a save. Blocking: call it from `spawn_blocking`.
+/// One pipeline at a time per project: two sessions saving at once would
+/// otherwise interleave their files.
+fn project_lock(project: &Path) -> Arc<Mutex<()>> {
+    static LOCKS: LazyLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> =
+        LazyLock::new(Default::default);
+    LOCKS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(project.to_path_buf())
+        .or_default()
+        .clone()
+}
+
+/// Runs the pipeline. Blocking: call it from `spawn_blocking`.
 pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
-    let _ = config;
-    let workflow = Workflow::new(&request.project);
     let mut report = SaveReport::default();
-    let fields = serde_json::json!({
-        "trigger": request.trigger.to_string(),
-        "checkpoint_requested": request.checkpoint,
+    let workflow = Workflow::new(&request.project);
+    if let Err(e) = workflow.ensure(config.capture.exclude_workflow_dir) {
+        report
+            .problems
+            .push(format!("cannot create {}: {e}", workflow.dir().display()));
+        return report;
+    }
+    let lock = project_lock(&request.project);
+    let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+    let session = request.session.as_ref();
+    let step = |name: &str, started: Instant, ok: bool, detail: Option<String>| {
+        let fields = json!({
+            "step": name,
+            "ok": ok,
+            "ms": started.elapsed().as_millis() as u64,
+            "detail": detail,
+            "trigger": request.trigger.to_string(),
+        });
+        if let Err(e) = workflow.append_event("pipeline", session, fields) {
+            tracing::debug!(error = %e, "cannot append to events.jsonl");
+        }
+    };
+
+    // 1. capture_workflow_state
+    let started = Instant::now();
+    let threshold = match request.trigger {
+        SaveTrigger::Threshold(level) => Some(level),
+        _ => None,
+    };
+    let captured = capture::capture(&capture::Input {
+        project: &request.project,
+        harness: session.map(|k| k.harness.as_str()),
+        harness_session: session.map(|k| k.id.as_str()),
+        transcript: request.transcript.as_deref(),
+        context: request.context.as_ref(),
+        trigger: request.trigger.to_string(),
+        threshold,
+        config,
+        now_ms: crate::time::now_ms(),
     });
-    if let Err(e) = workflow
-        .ensure(true)
-        .and_then(|_| workflow.append_event("save", Some(&request.session), fields))
-    {
-        report.problems.push(format!(
-            "cannot record the save in {}: {e}",
-            workflow.dir().display()
+    let mut state = captured.state;
+    step(
+        "capture",
+        started,
+        state.problems.is_empty(),
+        state.problems.first().cloned(),
+    );
+
+    // 2. generate_progress_summary
+    let started = Instant::now();
+    let mut renderer = Renderer::load(&Renderer::dirs_for(Some(&request.project)));
+    state.progress_summary =
+        renderer.render(render::PROGRESS_SUMMARY, &prompt::progress_view(&state));
+    step("progress_summary", started, true, None);
+
+    // 3. git_checkpoint
+    let started = Instant::now();
+    let checkpoint = match (
+        &captured.snapshot,
+        request.checkpoint && config.checkpoint.enabled,
+    ) {
+        (_, false) => {
+            let why = if request.checkpoint {
+                "checkpoints are disabled (checkpoint.enabled)"
+            } else {
+                "not asked for"
+            };
+            Checkpoint {
+                note: Some(why.into()),
+                ..Checkpoint::default()
+            }
+        }
+        (None, true) => Checkpoint {
+            note: captured.snapshot_note.clone(),
+            ..Checkpoint::default()
+        },
+        (Some(snapshot), true) => {
+            let meta = CheckpointMeta {
+                session: session.map(|k| k.id.clone()),
+                trigger: request.trigger.to_string(),
+                tokens: request
+                    .context
+                    .as_ref()
+                    .map(|c| format!("{}/{}", c.tokens_used, c.tokens_max)),
+            };
+            let skipped = snapshot
+                .skipped
+                .iter()
+                .map(|(p, bytes)| format!("{p} ({bytes} bytes)"))
+                .collect();
+            match git::commit_checkpoint(
+                &request.project,
+                snapshot,
+                &meta,
+                &config.checkpoint.ref_prefix,
+            ) {
+                Ok(CommitOutcome::Created { sha, reference }) => Checkpoint {
+                    sha: Some(sha),
+                    reference: Some(reference),
+                    note: None,
+                    skipped,
+                },
+                Ok(CommitOutcome::Unchanged { sha, reference }) => Checkpoint {
+                    sha: Some(sha),
+                    reference: Some(reference),
+                    note: Some("nothing changed since the last checkpoint".into()),
+                    skipped,
+                },
+                Err(e) => {
+                    report.problems.push(e.to_string());
+                    Checkpoint {
+                        note: Some(e.to_string()),
+                        ..Checkpoint::default()
+                    }
+                }
+            }
+        }
+    };
+    let checkpoint_ok = checkpoint.sha.is_some() || !request.checkpoint;
+    step(
+        "checkpoint",
+        started,
+        checkpoint_ok,
+        checkpoint.sha.clone().or_else(|| checkpoint.note.clone()),
+    );
+    if request.checkpoint {
+        report.checkpoint.clone_from(&checkpoint.sha);
+        report.checkpoint_ref.clone_from(&checkpoint.reference);
+        report.checkpoint_note.clone_from(&checkpoint.note);
+    }
+    state.checkpoint = Some(checkpoint);
+
+    // The state itself, the changed files, and the history.
+    let state_path = workflow.path(STATE_FILE);
+    match workflow.write_atomic(STATE_FILE, &state.to_json()) {
+        Ok(()) => report.state_file = Some(state_path),
+        Err(e) => report
+            .problems
+            .push(format!("cannot write {}: {e}", state_path.display())),
+    }
+    let modified = serde_json::to_vec_pretty(&json!({
+        "captured_at": state.captured_at,
+        "session_id": state.session_id,
+        "files": captured.changes,
+    }))
+    .expect("file changes serialize");
+    if let Err(e) = workflow.write_atomic(MODIFIED_FILES_FILE, &modified) {
+        report
+            .problems
+            .push(format!("cannot write {MODIFIED_FILES_FILE}: {e}"));
+    }
+    if let Err(e) = keep_history(&workflow, &state, config.capture.history_keep) {
+        report.problems.push(format!("cannot keep history: {e}"));
+    }
+
+    // 4. generate_resume_prompt
+    let started = Instant::now();
+    let text = prompt::fit(
+        &mut renderer,
+        prompt::resume_view(&state, &[], None),
+        config.resume.max_chars,
+    );
+    let prompt_path = workflow.path(RESUME_PROMPT_FILE);
+    match workflow.write_atomic(RESUME_PROMPT_FILE, text.as_bytes()) {
+        Ok(()) => report.resume_prompt_file = Some(prompt_path),
+        Err(e) => report
+            .problems
+            .push(format!("cannot write {}: {e}", prompt_path.display())),
+    }
+    if config.capture.precompact_instructions {
+        report.instructions = Some(renderer.render(
+            render::PRECOMPACT_INSTRUCTIONS,
+            &prompt::instructions_view(&state),
         ));
     }
+    report.problems.extend(renderer.problems.iter().cloned());
+    step(
+        "resume_prompt",
+        started,
+        renderer.problems.is_empty(),
+        renderer.problems.first().cloned(),
+    );
     report
+}
+
+/// Keeps a copy of each capture in `.workflow/history/`, the newest `keep`.
+fn keep_history(
+    workflow: &Workflow,
+    state: &capture::state::ContextState,
+    keep: usize,
+) -> std::io::Result<()> {
+    if keep == 0 {
+        return Ok(());
+    }
+    let dir = workflow.path(HISTORY_DIR);
+    std::fs::create_dir_all(&dir)?;
+    let who = state
+        .harness_session_id
+        .as_deref()
+        .map(|s| s.get(..8).unwrap_or(s))
+        .unwrap_or("nosession");
+    let name = format!("{}_{who}.json", state.session_id);
+    crate::fsutil::write_atomic(&dir.join(&name), &state.to_json())?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let excess = files.len().saturating_sub(keep);
+    for old in &files[..excess] {
+        std::fs::remove_file(old)?;
+    }
+    Ok(())
 }

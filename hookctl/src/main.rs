@@ -2,11 +2,14 @@
 //! every event; people run the other commands. It has no async runtime and
 //! no heavy dependencies, because it starts after every tool call.
 
+mod checkpoints;
 mod client;
 mod config;
 mod daemon;
 mod display;
 mod hook;
+mod record;
+mod save;
 mod status;
 mod statusline;
 mod watch;
@@ -14,13 +17,15 @@ mod watch;
 use clap::{Parser, Subcommand};
 use protocol::config::{ClientConfig, Config, Layers};
 use protocol::paths::SocketPath;
-use protocol::wire::Harness;
+use protocol::wire::{Harness, Record};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// How long interactive commands wait for hookd (including autostart).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long commands that run the state pipeline wait.
+pub const SLOW_COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[derive(Parser)]
 #[command(
@@ -35,6 +40,10 @@ struct Cli {
     /// Explain failures on stderr (hooks are otherwise silent when hookd is unreachable).
     #[arg(short, long, global = true)]
     verbose: bool,
+    /// The project a command is about (default: $CLAUDE_PROJECT_DIR, else the
+    /// repository around the current directory, else the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    project: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -69,6 +78,70 @@ enum Command {
     },
     /// Claude Code statusLine command: statusLine JSON on stdin, one line out.
     Statusline,
+    /// Record a decision for the next state capture.
+    Decision {
+        topic: String,
+        decision: String,
+        /// Why it was decided.
+        #[arg(long)]
+        why: Option<String>,
+    },
+    /// Record a blocker, or a new status of one.
+    Blocker {
+        issue: String,
+        /// unresolved (default), workaround or resolved.
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        notes: Option<String>,
+    },
+    /// Record the workflow phase (DESIGNING, IMPLEMENTING, ...).
+    Phase { name: String },
+    /// Record a next action; `--done ACTION` or `--clear` take them off.
+    Next {
+        #[arg(required_unless_present_any = ["done", "clear"])]
+        action: Option<String>,
+        /// What it acts on.
+        #[arg(long)]
+        target: Option<String>,
+        /// 1 is most urgent.
+        #[arg(long)]
+        priority: Option<u32>,
+        /// A file to read before doing it; repeatable.
+        #[arg(long = "needs", value_name = "FILE")]
+        needs: Vec<String>,
+        /// Mark this recorded action done.
+        #[arg(long, value_name = "ACTION", conflicts_with_all = ["action", "clear"])]
+        done: Option<String>,
+        /// Forget every recorded next action.
+        #[arg(long)]
+        clear: bool,
+    },
+    /// Record a progress note.
+    Note { text: String },
+    /// Capture the workflow state and checkpoint the working tree now.
+    Save {
+        /// The session to capture (default: the project's most recent).
+        #[arg(long)]
+        session: Option<String>,
+        /// Capture the state only.
+        #[arg(long)]
+        no_checkpoint: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The git checkpoints hookd made, newest first.
+    Checkpoints {
+        #[arg(long)]
+        limit: Option<usize>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show or restore one checkpoint.
+    Checkpoint {
+        #[command(subcommand)]
+        action: checkpoints::Action,
+    },
     /// Start, stop or inspect the daemon.
     Daemon {
         #[command(subcommand)]
@@ -125,17 +198,44 @@ impl Context {
 
     /// Connects for an interactive command.
     pub fn connect(&self, autostart: bool) -> Result<client::Client, client::ClientError> {
-        client::Client::connect_or_start(&self.socket, Instant::now() + COMMAND_TIMEOUT, autostart)
+        self.connect_for(autostart, COMMAND_TIMEOUT)
+    }
+
+    pub fn connect_for(
+        &self,
+        autostart: bool,
+        wait: Duration,
+    ) -> Result<client::Client, client::ClientError> {
+        client::Client::connect_or_start(&self.socket, Instant::now() + wait, autostart)
+    }
+
+    /// The project, as an absolute path.
+    pub fn project(&self) -> anyhow::Result<PathBuf> {
+        let root = self
+            .project_root
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("no current directory; pass --project"))?;
+        std::path::absolute(&root)
+            .map_err(|e| anyhow::anyhow!("cannot resolve {}: {e}", root.display()))
     }
 }
 
-/// The project a command is about: the harness's project variable, else the
+/// The project a command is about: `--project`, else the harness's project
+/// variable, else the git repository around the working directory, else the
 /// working directory.
-fn project_root() -> Option<PathBuf> {
-    std::env::var_os("CLAUDE_PROJECT_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::current_dir().ok())
+fn project_root(flag: Option<PathBuf>) -> Option<PathBuf> {
+    if flag.is_some() {
+        return flag;
+    }
+    if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    let cwd = std::env::current_dir().ok()?;
+    let repo = cwd
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(std::path::Path::to_path_buf);
+    Some(repo.unwrap_or(cwd))
 }
 
 fn main() -> ExitCode {
@@ -168,7 +268,7 @@ fn main() -> ExitCode {
     let ctx = Context {
         socket,
         verbose: cli.verbose,
-        project_root: project_root(),
+        project_root: project_root(cli.project),
     };
     let result = match cli.command {
         Command::Hook {
@@ -187,6 +287,60 @@ fn main() -> ExitCode {
         }
         Command::Status { session, json } => status::run(&ctx, session, json),
         Command::Watch { session } => watch::run(&ctx, session),
+        Command::Decision {
+            topic,
+            decision,
+            why,
+        } => record::run(
+            &ctx,
+            Record::Decision {
+                topic,
+                decision,
+                reasoning: why,
+            },
+        ),
+        Command::Blocker {
+            issue,
+            status,
+            notes,
+        } => record::run(
+            &ctx,
+            Record::Blocker {
+                issue,
+                status,
+                notes,
+            },
+        ),
+        Command::Phase { name } => record::run(&ctx, Record::Phase { name }),
+        Command::Next {
+            action,
+            target,
+            priority,
+            needs,
+            done,
+            clear,
+        } => {
+            let record = match (action, done, clear) {
+                (_, _, true) => Record::NextClear,
+                (_, Some(action), _) => Record::NextDone { action },
+                (Some(action), None, false) => Record::Next {
+                    action,
+                    target,
+                    priority,
+                    needs,
+                },
+                (None, None, false) => unreachable!("clap requires an action, --done or --clear"),
+            };
+            record::run(&ctx, record)
+        }
+        Command::Note { text } => record::run(&ctx, Record::Note { text }),
+        Command::Save {
+            session,
+            no_checkpoint,
+            json,
+        } => save::run(&ctx, session, !no_checkpoint, json),
+        Command::Checkpoints { limit, json } => checkpoints::list(&ctx, limit, json),
+        Command::Checkpoint { action } => checkpoints::run(&ctx, action),
         Command::Statusline => statusline::run(&ctx),
         Command::Daemon { action } => daemon::run(&ctx, action),
         Command::Config { project, json } => config::run(&ctx, project, json),

@@ -1,0 +1,54 @@
+//! `hookctl save`: capture the workflow state and checkpoint the working
+//! tree now (what `/save-state` runs).
+
+use crate::Context;
+use protocol::wire::{Request, Response, SaveQuery};
+use std::process::ExitCode;
+
+pub fn run(
+    ctx: &Context,
+    session: Option<String>,
+    checkpoint: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let project = ctx.project()?;
+    let mut client = ctx.connect_for(true, crate::SLOW_COMMAND_TIMEOUT)?;
+    let Response::Saved(summary) = client.request(&Request::Save(SaveQuery {
+        project,
+        session,
+        checkpoint,
+    }))?
+    else {
+        anyhow::bail!("hookd answered a save with something else");
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        if let Some(file) = &summary.state_file {
+            println!("state saved to {}", file.display());
+        }
+        if let Some(file) = &summary.resume_prompt_file {
+            println!("resume prompt in {}", file.display());
+        }
+        match (&summary.checkpoint, &summary.checkpoint_note) {
+            (Some(sha), None) => println!(
+                "checkpoint {sha} on {} (git show --stat {sha})",
+                summary.checkpoint_ref.as_deref().unwrap_or("?")
+            ),
+            (Some(sha), Some(note)) => println!("checkpoint {sha}: {note}"),
+            (None, Some(note)) if checkpoint => println!("no checkpoint: {note}"),
+            _ => {}
+        }
+        if summary.session.is_none() {
+            println!("(no agent session seen in this project: saved from git and records only)");
+        }
+        for problem in &summary.problems {
+            eprintln!("problem: {problem}");
+        }
+    }
+    Ok(if summary.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

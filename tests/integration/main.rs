@@ -6,4 +6,5 @@ mod config;
 mod hooks;
 mod lifecycle;
 mod monitor;
+mod pipeline;
 mod wire;

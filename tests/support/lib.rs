@@ -296,6 +296,46 @@ impl Transcript {
         self.append(&entry);
     }
 
+    /// The person's prompt.
+    pub fn prompt(&self, text: &str) {
+        let mut entry = Self::fixture_line("basic.90fcfea3.jsonl", |v| {
+            v["type"] == "user" && v["message"]["content"].is_string()
+        });
+        entry["sessionId"] = Value::from(self.session_id.clone());
+        entry["message"]["content"] = Value::from(text);
+        self.append(&entry);
+    }
+
+    /// A reply calling one tool, as Claude Code writes it (usage included).
+    pub fn tool_use(&mut self, id: &str, name: &str, input: Value, tokens: u64) {
+        self.replies += 1;
+        let mut entry = Self::fixture_line("basic.90fcfea3.jsonl", |v| {
+            v["type"] == "assistant" && v["message"]["content"][0]["type"] == "tool_use"
+        });
+        entry["sessionId"] = Value::from(self.session_id.clone());
+        entry["uuid"] = Value::from(format!("reply-{}", self.replies));
+        entry["message"]["id"] = Value::from(format!("msg_test_{}", self.replies));
+        entry["message"]["model"] = Value::from(self.model.clone());
+        entry["message"]["content"] =
+            serde_json::json!([{"type": "tool_use", "id": id, "name": name, "input": input}]);
+        let usage = &mut entry["message"]["usage"];
+        usage["input_tokens"] = Value::from(tokens);
+        usage["cache_creation_input_tokens"] = Value::from(0);
+        usage["cache_read_input_tokens"] = Value::from(0);
+        self.append(&entry);
+    }
+
+    /// The result of a tool call, with Claude Code's `toolUseResult`.
+    pub fn tool_result(&self, id: &str, text: &str, tool_use_result: Value) {
+        let mut entry = Self::fixture_line("basic.90fcfea3.jsonl", |v| {
+            v["type"] == "user" && v["message"]["content"].is_array()
+        });
+        entry["sessionId"] = Value::from(self.session_id.clone());
+        entry["message"]["content"] = serde_json::json!([{"tool_use_id": id, "type": "tool_result", "content": text, "is_error": false}]);
+        entry["toolUseResult"] = tool_use_result;
+        self.append(&entry);
+    }
+
     /// A `compact_boundary` entry, as Claude Code writes one.
     pub fn boundary(&self, trigger: &str, pre: u64, post: u64) -> String {
         let mut entry = Self::fixture_line("compact_auto.e251d151.jsonl", |v| {
@@ -338,4 +378,168 @@ pub fn workflow_events(project: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).expect("events.jsonl line"))
         .collect()
+}
+
+/// A real git repository in a temporary directory, driven with the real
+/// `git` CLI and no global or system configuration.
+pub struct GitRepo {
+    pub dir: PathBuf,
+}
+
+/// Everything of a repository that hookd must never change.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub index: Option<Vec<u8>>,
+    pub head: String,
+    pub head_reflog: Option<Vec<u8>>,
+    pub branches: String,
+    pub stash: String,
+    pub status: String,
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+impl GitRepo {
+    /// `git init -b main` in `dir` with an identity set in the repository.
+    pub fn init(dir: &Path) -> GitRepo {
+        std::fs::create_dir_all(dir).unwrap();
+        let repo = GitRepo {
+            dir: dir.to_path_buf(),
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.git(&["config", "user.name", "Test User"]);
+        repo.git(&["config", "user.email", "test@example.invalid"]);
+        repo.git(&["config", "commit.gpgsign", "false"]);
+        repo
+    }
+
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(&self.dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .env_remove("GIT_INDEX_FILE")
+            .env_remove("GIT_DIR");
+        cmd
+    }
+
+    /// Runs git and returns its stdout; a failure fails the test.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = self.command().args(args).output().expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn write(&self, path: &str, content: &str) {
+        let full = self.dir.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, content).unwrap();
+    }
+
+    pub fn commit_all(&self, message: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", message]);
+    }
+
+    /// The tree `git add -A` would make of the working tree, through a
+    /// throw-away index (the independent answer a checkpoint must match).
+    pub fn expected_tree(&self) -> String {
+        let index = self.dir.join(".git/expected-index");
+        let _ = std::fs::remove_file(&index);
+        let run = |args: &[&str]| {
+            let out = self
+                .command()
+                .env("GIT_INDEX_FILE", &index)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "git {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        run(&["add", "-A"]);
+        let tree = run(&["write-tree"]);
+        let _ = std::fs::remove_file(&index);
+        tree
+    }
+
+    pub fn fingerprint(&self) -> Fingerprint {
+        let git_dir = self.dir.join(".git");
+        let mut files = Vec::new();
+        collect_files(&self.dir, &self.dir, &mut files);
+        files.sort();
+        Fingerprint {
+            index: std::fs::read(git_dir.join("index")).ok(),
+            head: std::fs::read_to_string(git_dir.join("HEAD")).unwrap_or_default(),
+            head_reflog: std::fs::read(git_dir.join("logs/HEAD")).ok(),
+            branches: self.git(&["for-each-ref", "refs/heads", "refs/tags"]),
+            stash: self
+                .command()
+                .args(["rev-parse", "-q", "--verify", "refs/stash"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default(),
+            status: self.git(&["status", "--porcelain=v1", "-z", "--untracked-files=all"]),
+            files,
+        }
+    }
+}
+
+/// Files of the working tree (not `.git`, not hookd's `.workflow`), with contents.
+fn collect_files(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if dir == root && (name == ".git" || name == ".workflow") {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let rel = path
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if meta.is_dir() {
+            collect_files(root, &path, out);
+        } else if meta.file_type().is_symlink() {
+            out.push((
+                rel,
+                std::fs::read_link(&path)
+                    .unwrap()
+                    .into_os_string()
+                    .into_encoded_bytes(),
+            ));
+        } else {
+            out.push((rel, std::fs::read(&path).unwrap()));
+        }
+    }
+}
+
+/// Validates a JSON document against a JSON Schema file of the repository.
+pub fn assert_valid(schema_path: &Path, document: &Value) {
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(document)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "not valid against {}: {errors:#?}\n{document:#}",
+        schema_path.display()
+    );
+}
+
+/// `daemon/schema/context_state.schema.json`.
+pub fn state_schema() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../daemon/schema/context_state.schema.json")
 }

@@ -1,0 +1,696 @@
+//! The pre-compact pipeline on real git repositories: state capture, the
+//! checkpoint commit, the resume prompt, and everything the user owns left
+//! exactly as it was.
+
+use hookd_tests::{
+    GitRepo, Sandbox, TestDaemon, Transcript, assert_valid, state_schema, stderr, stdout,
+    workflow_events,
+};
+use serde_json::{Value, json};
+
+const SONNET: &str = "claude-sonnet-4-5-20250929";
+
+struct Project {
+    sb: Sandbox,
+    _daemon: TestDaemon,
+    repo: GitRepo,
+    transcript: Transcript,
+}
+
+impl Project {
+    /// A repository with history, then uncommitted work of every kind.
+    fn new() -> Project {
+        let sb = Sandbox::new();
+        let repo = GitRepo::init(&sb.path().join("proj"));
+        repo.write("README.md", "# demo\n");
+        repo.write("src/lib.rs", "pub fn one() -> u32 {\n    1\n}\n");
+        repo.write("src/old.rs", "// to be deleted\n");
+        repo.write(".gitignore", "target/\n*.log\n");
+        repo.commit_all("initial");
+        repo.write(
+            "src/lib.rs",
+            "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n",
+        );
+        repo.write("src/auth.rs", "pub fn login() {}\n");
+        repo.git(&["add", "src/auth.rs"]);
+        std::fs::remove_file(repo.dir.join("src/old.rs")).unwrap();
+        repo.write("notes/todo.txt", "untracked notes\n");
+        repo.write("debug.log", "ignored\n");
+        repo.write("target/out.bin", "ignored too\n");
+        let transcript =
+            Transcript::create(sb.path().join("claude/p1.jsonl"), "p1-session", SONNET);
+        let daemon = TestDaemon::start(sb.daemon_options());
+        Project {
+            sb,
+            _daemon: daemon,
+            repo,
+            transcript,
+        }
+    }
+
+    fn hook(&self, fixture: &str, event: &str) -> std::process::Output {
+        let out = self
+            .sb
+            .hook(event, &self.transcript.payload(fixture, &self.repo.dir));
+        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
+        out
+    }
+
+    /// The agent's session as Claude Code records it: a request, a todo list, edits.
+    fn agent_works(&mut self) {
+        let t = &mut self.transcript;
+        t.prompt("add OAuth support to the client");
+        t.tool_use("tw1", "TodoWrite", json!({"todos": [
+            {"content": "Write the OAuth client in src/auth.rs", "status": "completed", "activeForm": "Writing the OAuth client"},
+            {"content": "Add token refresh", "status": "in_progress", "activeForm": "Adding token refresh"},
+            {"content": "Document the flow in README.md", "status": "pending", "activeForm": "Documenting the flow"}
+        ]}), 40_000);
+        t.tool_result("tw1", "Todos have been modified successfully.", json!({}));
+        let lib = self.repo.dir.join("src/lib.rs").display().to_string();
+        t.tool_use(
+            "e1",
+            "Edit",
+            json!({"file_path": lib, "old_string": "1", "new_string": "2"}),
+            41_000,
+        );
+        t.tool_result("e1", "The file has been updated.", json!({}));
+    }
+
+    fn state(&self) -> Value {
+        let text = std::fs::read_to_string(self.repo.dir.join(".workflow/context_state.json"))
+            .expect("context_state.json");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    fn resume_prompt(&self) -> String {
+        std::fs::read_to_string(self.repo.dir.join(".workflow/resume_prompt.md"))
+            .expect("resume_prompt.md")
+    }
+
+    fn checkpoint_ref(&self) -> Option<String> {
+        let out = self
+            .repo
+            .command()
+            .args(["rev-parse", "-q", "--verify", "refs/hookd/checkpoints/main"])
+            .output()
+            .unwrap();
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+}
+
+#[test]
+fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
+    let mut p = Project::new();
+    p.agent_works();
+    let before = p.repo.fingerprint();
+    let head = p.repo.git(&["rev-parse", "HEAD"]).trim().to_owned();
+
+    let out = p.hook("PreCompact(trigger=auto)", "pre-compact");
+    // PreCompact's plain stdout goes to the summarizer.
+    let instructions = stdout(&out);
+    assert!(
+        instructions.contains("keep what the work needs"),
+        "{instructions}"
+    );
+    assert!(instructions.contains("Add token refresh"), "{instructions}");
+    assert!(
+        !instructions.trim_start().starts_with('{'),
+        "plain text, not JSON: {instructions}"
+    );
+
+    assert_eq!(
+        p.repo.fingerprint(),
+        before,
+        "index, HEAD, reflog, branches, stash, status and files unchanged"
+    );
+
+    // The checkpoint: the working tree exactly, on the private ref, HEAD as parent.
+    let sha = p.checkpoint_ref().expect("a checkpoint ref");
+    assert_eq!(
+        p.repo
+            .git(&["rev-parse", &format!("{sha}^{{tree}}")])
+            .trim(),
+        p.repo.expected_tree()
+    );
+    assert_eq!(p.repo.git(&["rev-parse", &format!("{sha}^")]).trim(), head);
+    let message = p.repo.git(&["log", "-1", "--format=%B", &sha]);
+    assert!(
+        message.starts_with("WIP: Pre-compaction checkpoint"),
+        "{message}"
+    );
+    assert!(
+        message.contains("Hookd-Session: p1-session")
+            && message.contains("Hookd-Trigger: pre-compact auto"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("Hookd-Base: {head}")),
+        "{message}"
+    );
+    let files = p.repo.git(&["show", "--name-status", "--format=", &sha]);
+    assert!(
+        files.contains("notes/todo.txt")
+            && files.contains("src/auth.rs")
+            && !files.contains("debug.log"),
+        "{files}"
+    );
+
+    // The state: valid against the schema, filled from the transcript and git.
+    let state = p.state();
+    assert_valid(&state_schema(), &state);
+    assert_eq!(state["harness_session_id"], "p1-session");
+    assert_eq!(state["trigger"], "pre-compact auto");
+    assert_eq!(state["workflow_position"]["active_task_id"], "todo-2");
+    assert_eq!(state["active_work"]["action"], "Adding token refresh");
+    assert_eq!(state["active_work"]["file_path"], "src/lib.rs");
+    assert_eq!(state["next_actions"][0]["action"], "document");
+    assert_eq!(state["next_actions"][0]["target"], "the flow in README.md");
+    assert_eq!(
+        state["next_actions"][0]["context_needed"],
+        json!(["README.md"])
+    );
+    assert_eq!(state["objective"], "add OAuth support to the client");
+    assert_eq!(state["checkpoint"]["sha"], Value::from(sha.clone()));
+    assert_eq!(state["context_usage"]["tokens_used"], 41_000);
+    assert_eq!(state["context_usage"]["tokens_max"], 167_000);
+    let modified: Vec<(String, String)> = state["modified_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["path"].as_str().unwrap().to_owned(),
+                m["action"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        modified.contains(&("src/lib.rs".into(), "modified".into())),
+        "{modified:?}"
+    );
+    assert!(
+        modified.contains(&("src/auth.rs".into(), "created".into())),
+        "{modified:?}"
+    );
+    assert!(
+        modified.contains(&("src/old.rs".into(), "deleted".into())),
+        "{modified:?}"
+    );
+    assert!(
+        modified.contains(&("notes/todo.txt".into(), "created".into())),
+        "{modified:?}"
+    );
+    let lib = state["modified_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["path"] == "src/lib.rs")
+        .unwrap();
+    assert_eq!(lib["summary"], "+4 −0 lines; edited by the agent (1 edit)");
+
+    // The resume prompt, from the template.
+    let prompt = p.resume_prompt();
+    for expected in [
+        "## Context Recovery",
+        "Add token refresh",
+        "Document the flow",
+        "src/lib.rs",
+        &sha,
+        "1 of 3 tasks completed",
+    ] {
+        assert!(
+            prompt.contains(expected),
+            "missing {expected:?} in:\n{prompt}"
+        );
+    }
+    assert!(prompt.chars().count() <= 9000);
+
+    // The side files, and every step in events.jsonl.
+    assert!(p.repo.dir.join(".workflow/modified_files.json").is_file());
+    assert_eq!(
+        std::fs::read_dir(p.repo.dir.join(".workflow/history"))
+            .unwrap()
+            .count(),
+        1
+    );
+    let steps: Vec<String> = workflow_events(&p.repo.dir)
+        .iter()
+        .filter(|e| e["kind"] == "pipeline")
+        .map(|e| format!("{}:{}", e["step"].as_str().unwrap(), e["ok"]))
+        .collect();
+    assert_eq!(
+        steps,
+        vec![
+            "capture:true",
+            "progress_summary:true",
+            "checkpoint:true",
+            "resume_prompt:true"
+        ]
+    );
+    let exclude = std::fs::read_to_string(p.repo.dir.join(".git/info/exclude")).unwrap();
+    assert!(exclude.contains(".workflow/"), "{exclude}");
+}
+
+#[test]
+fn a_second_checkpoint_only_when_something_changed() {
+    let mut p = Project::new();
+    p.agent_works();
+    p.hook("PreCompact(trigger=manual)", "pre-compact");
+    let first = p.checkpoint_ref().unwrap();
+    p.hook("PreCompact(trigger=manual)", "pre-compact");
+    assert_eq!(
+        p.checkpoint_ref().unwrap(),
+        first,
+        "nothing changed: no new commit"
+    );
+    assert_eq!(
+        p.state()["checkpoint"]["note"],
+        "nothing changed since the last checkpoint"
+    );
+
+    p.repo.write("src/lib.rs", "changed again\n");
+    p.hook("PreCompact(trigger=manual)", "pre-compact");
+    let second = p.checkpoint_ref().unwrap();
+    assert_ne!(second, first);
+    assert_eq!(
+        p.repo.git(&["rev-parse", &format!("{second}^")]).trim(),
+        first,
+        "the chain continues"
+    );
+    assert_eq!(
+        p.repo
+            .git(&["rev-parse", &format!("{second}^{{tree}}")])
+            .trim(),
+        p.repo.expected_tree()
+    );
+
+    // The user commits: the next checkpoint has both the chain and the new HEAD as parents.
+    p.repo.commit_all("user work");
+    p.repo.write("src/new.rs", "after the commit\n");
+    p.hook("PreCompact(trigger=manual)", "pre-compact");
+    let third = p.checkpoint_ref().unwrap();
+    let parents = p.repo.git(&["log", "-1", "--format=%P", &third]);
+    let head = p.repo.git(&["rev-parse", "HEAD"]);
+    assert_eq!(
+        parents.split_whitespace().collect::<Vec<_>>(),
+        vec![second.as_str(), head.trim()]
+    );
+}
+
+#[test]
+fn records_and_the_workflow_file_feed_the_state() {
+    let p = Project::new();
+    let run = |args: &[&str]| {
+        let out =
+            p.sb.command("hookctl")
+                .current_dir(p.repo.dir.join("src"))
+                .args(args)
+                .output()
+                .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    };
+    run(&[
+        "decision",
+        "Token storage",
+        "httpOnly cookies",
+        "--why",
+        "works with SSR",
+    ]);
+    run(&["blocker", "No staging OAuth app", "--notes", "asked ops"]);
+    run(&["phase", "IMPLEMENTING"]);
+    run(&[
+        "next",
+        "write",
+        "--target",
+        "the refresh test",
+        "--priority",
+        "1",
+        "--needs",
+        "src/auth.rs",
+    ]);
+    run(&["next", "delete the old client"]);
+    run(&["next", "--done", "delete the old client"]);
+    run(&["note", "login flow works end to end"]);
+    p.repo.write(
+        ".workflow/workflow_state.yml",
+        "workflow_id: wf_42\nlayer: 2\ntotal_layers: 3\ndecisions:\n  - {topic: API style, decision: REST}\n",
+    );
+    let out =
+        p.sb.command("hookctl")
+            .current_dir(&p.repo.dir)
+            .args(["save", "--json"])
+            .output()
+            .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(summary["checkpoint"].is_string(), "{summary}");
+
+    let state = p.state();
+    assert_valid(&state_schema(), &state);
+    assert_eq!(state["trigger"], "manual");
+    assert_eq!(state["workflow_position"]["workflow_id"], "wf_42");
+    assert_eq!(state["workflow_position"]["current_phase"], "IMPLEMENTING");
+    assert_eq!(state["workflow_position"]["layer"], 2);
+    assert_eq!(state["decisions"][0]["topic"], "API style");
+    assert_eq!(state["decisions"][1]["reasoning"], "works with SSR");
+    assert_eq!(state["blockers"][0]["status"], "unresolved");
+    assert_eq!(
+        state["next_actions"],
+        json!([{"action": "write", "target": "the refresh test", "priority": 1, "context_needed": ["src/auth.rs"]}])
+    );
+    assert_eq!(
+        state["active_work"]["progress_notes"],
+        "login flow works end to end"
+    );
+    assert_eq!(
+        state["sources"],
+        json!(["workflow_state.yml", "records.jsonl", "git"])
+    );
+    let prompt = p.resume_prompt();
+    assert!(
+        prompt.contains("**Token storage**: httpOnly cookies (because works with SSR)"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("No staging OAuth app (unresolved): asked ops"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("- **Layer**: 2 of 3"), "{prompt}");
+
+    // A broken workflow file is reported, and the capture goes on without it.
+    p.repo
+        .write(".workflow/workflow_state.yml", "layer: [oops\n");
+    let out =
+        p.sb.command("hookctl")
+            .current_dir(&p.repo.dir)
+            .args(["save", "--no-checkpoint"])
+            .output()
+            .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let state = p.state();
+    assert!(
+        state["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("workflow_state.yml"),
+        "{}",
+        state["problems"]
+    );
+    assert_eq!(
+        state["workflow_position"]["current_phase"], "IMPLEMENTING",
+        "the records still count"
+    );
+}
+
+#[test]
+fn threshold_saves_capture_without_a_checkpoint_until_95() {
+    let mut p = Project::new();
+    p.agent_works();
+    p.transcript.reply(138_610); // 83% of 167,000
+    p.hook("PostToolUse", "post-tool-use");
+    let state_file = p.repo.dir.join(".workflow/context_state.json");
+    assert!(hookd_tests::wait_until(
+        std::time::Duration::from_secs(10),
+        || state_file.exists()
+    ));
+    assert!(hookd_tests::wait_until(
+        std::time::Duration::from_secs(10),
+        || workflow_events(&p.repo.dir)
+            .iter()
+            .any(|e| e["kind"] == "pipeline" && e["step"] == "resume_prompt")
+    ));
+    assert_eq!(p.state()["context_usage"]["threshold_triggered"], 0.8);
+    assert_eq!(p.checkpoint_ref(), None, "80%: no checkpoint");
+    p.transcript.reply(160_320); // 96%
+    p.hook("PostToolUse", "post-tool-use");
+    assert!(
+        hookd_tests::wait_until(std::time::Duration::from_secs(10), || p
+            .checkpoint_ref()
+            .is_some()),
+        "95%: checkpoint"
+    );
+}
+
+#[test]
+fn outside_a_repository_the_state_is_still_saved() {
+    let sb = Sandbox::new();
+    let project = sb.path().join("plain");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut t = Transcript::create(sb.path().join("claude/x.jsonl"), "x-session", SONNET);
+    let edited = project.join("notes.md").display().to_string();
+    t.tool_use(
+        "w1",
+        "Write",
+        json!({"file_path": edited, "content": "hi"}),
+        1000,
+    );
+    let _daemon = TestDaemon::start(sb.daemon_options());
+    let out = sb.hook(
+        "pre-compact",
+        &t.payload("PreCompact(trigger=manual)", &project),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let state: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.join(".workflow/context_state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_valid(&state_schema(), &state);
+    assert!(
+        state["checkpoint"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("not in a git repository"),
+        "{}",
+        state["checkpoint"]
+    );
+    assert_eq!(
+        state["modified_files"],
+        json!([{"path": "notes.md", "action": "edited", "summary": "edited by the agent (1 edit)"}])
+    );
+    assert_eq!(state["git"], Value::Null);
+}
+
+#[test]
+fn tasks_from_task_create_and_update() {
+    let mut p = Project::new();
+    let t = &mut p.transcript;
+    t.tool_use(
+        "c1",
+        "TaskCreate",
+        json!({"subject": "Parse the config", "description": "x"}),
+        1000,
+    );
+    t.tool_result(
+        "c1",
+        "Task #1 created successfully: Parse the config",
+        json!({"task": {"id": "1", "subject": "Parse the config"}}),
+    );
+    t.tool_use(
+        "c2",
+        "TaskCreate",
+        json!({"subject": "Add the CLI flag", "description": "y"}),
+        1100,
+    );
+    t.tool_result(
+        "c2",
+        "Task #2 created successfully: Add the CLI flag",
+        json!({"task": {"id": "2", "subject": "Add the CLI flag"}}),
+    );
+    t.tool_use(
+        "u1",
+        "TaskUpdate",
+        json!({"taskId": "1", "status": "in_progress"}),
+        1200,
+    );
+    t.tool_result(
+        "u1",
+        "Updated task #1 status",
+        json!({"success": true, "taskId": "1"}),
+    );
+    p.hook("PreCompact(trigger=manual)", "pre-compact");
+    let state = p.state();
+    assert_eq!(state["workflow_position"]["active_task_id"], "1");
+    assert_eq!(state["tasks"][1]["source"], "tasks");
+    assert_eq!(state["next_actions"][0]["target"], "the CLI flag");
+    assert!(
+        p.resume_prompt().contains("Parse the config (in progress)"),
+        "{}",
+        p.resume_prompt()
+    );
+}
+
+#[test]
+fn checkpoints_can_be_listed_shown_and_restored() {
+    let mut p = Project::new();
+    p.agent_works();
+    let out =
+        p.sb.command("hookctl")
+            .current_dir(&p.repo.dir)
+            .arg("save")
+            .output()
+            .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sha = p.checkpoint_ref().unwrap();
+
+    let out =
+        p.sb.command("hookctl")
+            .current_dir(&p.repo.dir)
+            .args(["checkpoints", "--json"])
+            .output()
+            .unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list[0]["sha"], Value::from(sha.clone()));
+    assert_eq!(list[0]["trigger"], "manual");
+    assert_eq!(
+        list[0]["files_changed"], 4,
+        "lib.rs, auth.rs, old.rs, todo.txt"
+    );
+    let text = stdout(
+        &p.sb
+            .command("hookctl")
+            .current_dir(&p.repo.dir)
+            .arg("checkpoints")
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        text.contains(&sha[..8]) && text.contains("refs/hookd/checkpoints/main"),
+        "{text}"
+    );
+
+    let show = stdout(
+        &p.sb
+            .command("hookctl")
+            .current_dir(&p.repo.dir)
+            .args(["checkpoint", "show", &sha[..10]])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        show.contains("WIP: Pre-compaction checkpoint")
+            && show.contains("src/lib.rs")
+            && show.contains("+4 −0 lines"),
+        "{show}"
+    );
+
+    // The person breaks src/lib.rs, then wants it back.
+    p.repo.write("src/lib.rs", "broken\n");
+    let before = p.repo.fingerprint().index;
+    let refused =
+        p.sb.command("hookctl")
+            .current_dir(&p.repo.dir)
+            .args(["checkpoint", "restore", &sha])
+            .output()
+            .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr(&refused).contains("src/lib.rs") && stderr(&refused).contains("--force"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.repo.dir.join("src/lib.rs")).unwrap(),
+        "broken\n",
+        "nothing overwritten"
+    );
+    let forced =
+        p.sb.command("hookctl")
+            .current_dir(&p.repo.dir)
+            .args([
+                "checkpoint",
+                "restore",
+                &sha,
+                "--path",
+                "src/lib.rs",
+                "--force",
+            ])
+            .output()
+            .unwrap();
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert!(
+        std::fs::read_to_string(p.repo.dir.join("src/lib.rs"))
+            .unwrap()
+            .contains("pub fn two()")
+    );
+    assert_eq!(
+        p.repo.fingerprint().index,
+        before,
+        "restore never writes the index"
+    );
+}
+
+#[test]
+fn large_untracked_files_are_left_out_and_named() {
+    let mut p = Project::new();
+    p.repo
+        .write(".hookd.yaml", "checkpoint:\n  max_file_bytes: 1000\n");
+    p.repo.write("data/big.bin", &"x".repeat(5000));
+    p.agent_works();
+    p.hook("PreCompact(trigger=auto)", "pre-compact");
+    let sha = p.checkpoint_ref().unwrap();
+    let files = p.repo.git(&["ls-tree", "-r", "--name-only", &sha]);
+    assert!(
+        !files.contains("data/big.bin") && files.contains("notes/todo.txt"),
+        "{files}"
+    );
+    let message = p.repo.git(&["log", "-1", "--format=%B", &sha]);
+    assert!(
+        message.contains("Hookd-Skipped: data/big.bin (5000 bytes"),
+        "{message}"
+    );
+    assert_eq!(
+        p.state()["checkpoint"]["skipped"],
+        json!(["data/big.bin (5000 bytes)"])
+    );
+}
+
+#[test]
+fn a_broken_user_template_is_reported_and_the_built_in_used() {
+    let mut p = Project::new();
+    p.agent_works();
+    p.repo.write(
+        ".workflow/templates/resume_prompt.md.hbs",
+        "{{#each next_actions}}\nunclosed\n",
+    );
+    p.hook("PreCompact(trigger=auto)", "pre-compact");
+    assert!(p.resume_prompt().starts_with("## Context Recovery"));
+    let problem = workflow_events(&p.repo.dir)
+        .into_iter()
+        .find(|e| e["step"] == "resume_prompt")
+        .map(|e| e["detail"].as_str().unwrap_or("").to_owned())
+        .unwrap();
+    assert!(
+        problem.contains("resume_prompt.md.hbs") && problem.contains("line"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn hookctl_save_without_a_session() {
+    let sb = Sandbox::new();
+    let repo = GitRepo::init(&sb.path().join("solo"));
+    repo.write("a.txt", "a\n");
+    let _daemon = TestDaemon::start(sb.daemon_options());
+    let out = sb
+        .command("hookctl")
+        .current_dir(&repo.dir)
+        .arg("save")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("no agent session seen"), "{text}");
+    // Unborn HEAD: a root checkpoint commit.
+    let sha = repo.git(&["rev-parse", "refs/hookd/checkpoints/main"]);
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%P", sha.trim()]).trim(),
+        ""
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{}^{{tree}}", sha.trim())])
+            .trim(),
+        repo.expected_tree()
+    );
+}

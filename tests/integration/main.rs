@@ -3,6 +3,7 @@
 
 mod client_failures;
 mod config;
+mod git_edges;
 mod hooks;
 mod lifecycle;
 mod monitor;

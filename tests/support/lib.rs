@@ -449,7 +449,11 @@ impl GitRepo {
     /// The tree `git add -A` would make of the working tree, through a
     /// throw-away index (the independent answer a checkpoint must match).
     pub fn expected_tree(&self) -> String {
-        let index = self.dir.join(".git/expected-index");
+        let index = std::env::temp_dir().join(format!(
+            "hookd-expected-index-{}-{}",
+            std::process::id(),
+            self.dir.display().to_string().replace('/', "_")
+        ));
         let _ = std::fs::remove_file(&index);
         let run = |args: &[&str]| {
             let out = self
@@ -471,8 +475,13 @@ impl GitRepo {
         tree
     }
 
+    /// The repository's git directory (a linked worktree has its own).
+    pub fn git_dir(&self) -> PathBuf {
+        PathBuf::from(self.git(&["rev-parse", "--absolute-git-dir"]).trim())
+    }
+
     pub fn fingerprint(&self) -> Fingerprint {
-        let git_dir = self.dir.join(".git");
+        let git_dir = self.git_dir();
         let mut files = Vec::new();
         collect_files(&self.dir, &self.dir, &mut files);
         files.sort();

@@ -1,0 +1,246 @@
+//! Checkpoints in the corners of git: each case a real repository, the
+//! user's HEAD, index, stash and working tree byte-identical afterwards, and
+//! the checkpoint's tree equal to what `git add -A` makes of the same tree.
+
+use hookd::git::{self, CheckpointMeta, CommitOutcome, SnapshotOptions};
+use hookd_tests::{Fingerprint, GitRepo, Sandbox};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+const REF_PREFIX: &str = "refs/hookd/checkpoints";
+
+fn options() -> SnapshotOptions {
+    SnapshotOptions { include_untracked: true, max_file_bytes: 50 * 1024 * 1024 }
+}
+
+/// Checkpoints `dir` and checks the invariants; returns the commit id.
+fn checkpoint(repo: &GitRepo, dir: &Path) -> String {
+    let before: Fingerprint = repo.fingerprint();
+    let snapshot = git::snapshot(dir, &options()).expect("snapshot");
+    let meta = CheckpointMeta { session: Some("s".into()), trigger: "test".into(), tokens: None };
+    let sha = match git::commit_checkpoint(dir, &snapshot, &meta, REF_PREFIX).expect("commit") {
+        CommitOutcome::Created { sha, .. } | CommitOutcome::Unchanged { sha, .. } => sha,
+    };
+    assert_eq!(repo.fingerprint(), before, "the user's repository changed");
+    sha
+}
+
+fn tree_of(repo: &GitRepo, sha: &str) -> String {
+    repo.git(&["rev-parse", &format!("{sha}^{{tree}}")]).trim().to_owned()
+}
+
+fn base_repo(sb: &Sandbox) -> GitRepo {
+    let repo = GitRepo::init(&sb.path().join("r"));
+    repo.write("a.txt", "one\n");
+    repo.write("dir/b.txt", "two\n");
+    repo.commit_all("base");
+    repo
+}
+
+#[test]
+fn detached_head() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    repo.git(&["checkout", "-q", "--detach", head.trim()]);
+    repo.write("a.txt", "changed while detached\n");
+    let sha = checkpoint(&repo, &repo.dir);
+    assert_eq!(repo.git(&["rev-parse", "refs/hookd/checkpoints/detached"]).trim(), sha);
+    assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
+}
+
+#[test]
+fn unborn_head_has_no_parent() {
+    let sb = Sandbox::new();
+    let repo = GitRepo::init(&sb.path().join("r"));
+    repo.write("first.txt", "before any commit\n");
+    let sha = checkpoint(&repo, &repo.dir);
+    assert_eq!(repo.git(&["log", "-1", "--format=%P", &sha]).trim(), "");
+    assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
+    assert!(repo.git(&["log", "-1", "--format=%B", &sha]).contains("Hookd-Base: unborn"));
+}
+
+#[test]
+fn mid_merge_with_conflicts() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.git(&["checkout", "-q", "-b", "other"]);
+    repo.write("a.txt", "theirs\n");
+    repo.commit_all("theirs");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.write("a.txt", "ours\n");
+    repo.commit_all("ours");
+    let merge = repo.command().args(["merge", "other"]).output().unwrap();
+    assert!(!merge.status.success(), "the merge conflicts");
+    let sha = checkpoint(&repo, &repo.dir);
+    let message = repo.git(&["log", "-1", "--format=%B", &sha]);
+    assert!(message.contains("Hookd-Repo-State: merge in progress"), "{message}");
+    let content = repo.git(&["show", &format!("{sha}:a.txt")]);
+    assert!(content.contains("<<<<<<<"), "the working tree's conflicted file, as it is: {content}");
+}
+
+#[test]
+fn mid_rebase() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.git(&["checkout", "-q", "-b", "topic"]);
+    repo.write("a.txt", "topic\n");
+    repo.commit_all("topic change");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.write("a.txt", "main\n");
+    repo.commit_all("main change");
+    repo.git(&["checkout", "-q", "topic"]);
+    let rebase = repo.command().args(["rebase", "main"]).output().unwrap();
+    assert!(!rebase.status.success(), "the rebase stops on a conflict");
+    let sha = checkpoint(&repo, &repo.dir);
+    assert!(repo.git(&["log", "-1", "--format=%B", &sha]).contains("Hookd-Repo-State: rebase in progress"));
+}
+
+#[test]
+fn a_held_index_lock_does_not_matter() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.write("a.txt", "changed\n");
+    let lock = repo.dir.join(".git/index.lock");
+    std::fs::write(&lock, "held by someone else").unwrap();
+    let sha = checkpoint(&repo, &repo.dir);
+    assert_eq!(std::fs::read_to_string(&lock).unwrap(), "held by someone else");
+    std::fs::remove_file(&lock).unwrap();
+    assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
+}
+
+#[test]
+fn a_linked_worktree() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    let wt_dir = sb.path().join("wt");
+    repo.git(&["worktree", "add", "-q", "-b", "feature", wt_dir.to_str().unwrap()]);
+    let wt = GitRepo { dir: wt_dir.clone() };
+    wt.write("feature.txt", "in the worktree\n");
+    let main_before = repo.fingerprint();
+    let sha = checkpoint(&wt, &wt_dir);
+    assert_eq!(repo.fingerprint(), main_before, "the main working tree is untouched too");
+    assert_eq!(repo.git(&["rev-parse", "refs/hookd/checkpoints/feature"]).trim(), sha);
+    assert_eq!(tree_of(&repo, &sha), wt.expected_tree());
+}
+
+#[test]
+fn a_submodule_is_recorded_at_its_checked_out_commit() {
+    let sb = Sandbox::new();
+    let lib = GitRepo::init(&sb.path().join("lib"));
+    lib.write("lib.txt", "v1\n");
+    lib.commit_all("v1");
+    let repo = base_repo(&sb);
+    repo.git(&["-c", "protocol.file.allow=always", "submodule", "add", "-q", lib.dir.to_str().unwrap(), "vendor/lib"]);
+    repo.commit_all("add submodule");
+    // Move the submodule's checkout forward without telling the superproject.
+    let sub = GitRepo { dir: repo.dir.join("vendor/lib") };
+    sub.git(&["config", "user.name", "T"]);
+    sub.git(&["config", "user.email", "t@example.invalid"]);
+    sub.write("lib.txt", "v2\n");
+    sub.commit_all("v2");
+    let new_commit = sub.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let sha = checkpoint(&repo, &repo.dir);
+    let entry = repo.git(&["ls-tree", &sha, "vendor/lib"]);
+    assert!(entry.starts_with("160000 commit ") && entry.contains(&new_commit), "{entry}");
+}
+
+#[test]
+fn symlinks_executable_bits_and_unusual_names() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    std::os::unix::fs::symlink("a.txt", repo.dir.join("link-to-a")).unwrap();
+    repo.write("run.sh", "#!/bin/sh\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(repo.dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let weird = std::ffi::OsStr::from_bytes(b"caf\xe9-latin1.txt");
+    std::fs::write(repo.dir.join(weird), "not UTF-8 in the name\n").unwrap();
+    repo.write("spaces and ünïcode.txt", "fine\n");
+    repo.write(&format!("{}.txt", "long".repeat(60)), "a very long name\n");
+    let sha = checkpoint(&repo, &repo.dir);
+    assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
+    let listing = repo.git(&["ls-tree", &sha]);
+    assert!(listing.contains("120000 blob") && listing.contains("100755 blob"), "{listing}");
+}
+
+#[test]
+fn ignored_secrets_are_never_committed() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.write(".gitignore", ".env\nsecrets/\n");
+    repo.commit_all("ignore rules");
+    repo.write(".env", "API_KEY=hunter2\n");
+    repo.write("secrets/key.pem", "-----BEGIN PRIVATE KEY-----\n");
+    repo.write("visible.txt", "ok\n");
+    let sha = checkpoint(&repo, &repo.dir);
+    let files = repo.git(&["ls-tree", "-r", "--name-only", &sha]);
+    assert!(!files.contains(".env\n") && !files.contains("secrets/"), "{files}");
+    assert!(files.contains("visible.txt"));
+    // An untracked file checkpointed once, then ignored, leaves the next checkpoint.
+    repo.write("later-secret.txt", "x\n");
+    let first = checkpoint(&repo, &repo.dir);
+    assert!(repo.git(&["ls-tree", "-r", "--name-only", &first]).contains("later-secret.txt"));
+    repo.write(".gitignore", ".env\nsecrets/\nlater-secret.txt\n");
+    let second = checkpoint(&repo, &repo.dir);
+    assert!(!repo.git(&["ls-tree", "-r", "--name-only", &second]).contains("later-secret.txt"));
+    assert_eq!(tree_of(&repo, &second), repo.expected_tree());
+}
+
+#[test]
+fn a_stash_is_left_alone() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.write("a.txt", "stashed change\n");
+    repo.git(&["stash", "-q"]);
+    repo.write("dir/b.txt", "working change\n");
+    let sha = checkpoint(&repo, &repo.dir);
+    assert_eq!(repo.git(&["stash", "list"]).lines().count(), 1);
+    assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
+}
+
+#[test]
+fn not_a_repository_and_bare_repositories_are_skipped_with_a_reason() {
+    let sb = Sandbox::new();
+    let plain = sb.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let err = git::snapshot(&plain, &options()).unwrap_err().to_string();
+    assert!(err.contains("not in a git repository"), "{err}");
+    let bare = sb.path().join("bare.git");
+    let out = std::process::Command::new("git").args(["init", "-q", "--bare"]).arg(&bare).output().unwrap();
+    assert!(out.status.success());
+    let err = git::snapshot(&bare, &options()).unwrap_err().to_string();
+    assert!(err.contains("bare"), "{err}");
+}
+
+#[test]
+fn a_read_only_git_directory_fails_cleanly() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.write("a.txt", "changed\n");
+    let before = repo.fingerprint();
+    let objects = repo.dir.join(".git/objects");
+    let refs = repo.dir.join(".git/refs");
+    use std::os::unix::fs::PermissionsExt;
+    let ro = |p: &Path, mode| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    // Root ignores permission bits, so make the failure real where it can be.
+    if unsafe { libc::geteuid() } == 0 {
+        let out = std::process::Command::new("chattr").arg("+i").arg(repo.dir.join(".git")).output();
+        if !out.is_ok_and(|o| o.status.success()) {
+            eprintln!("skipped: running as root without chattr support");
+            return;
+        }
+    } else {
+        ro(&objects, 0o555);
+        ro(&refs, 0o555);
+    }
+    let result = git::snapshot(&repo.dir, &options());
+    if unsafe { libc::geteuid() } == 0 {
+        let _ = std::process::Command::new("chattr").arg("-i").arg(repo.dir.join(".git")).output();
+    } else {
+        ro(&objects, 0o755);
+        ro(&refs, 0o755);
+    }
+    assert!(result.is_err(), "nothing can be written, so the snapshot fails");
+    assert!(!result.unwrap_err().to_string().is_empty());
+    assert_eq!(repo.fingerprint(), before);
+}

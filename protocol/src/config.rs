@@ -244,11 +244,22 @@ impl Default for CheckpointConfig {
 pub struct ResumeConfig {
     /// Longest resume prompt, in characters (Claude Code shortens injected text over 10,000).
     pub max_chars: usize,
+    /// SessionStart sources that get the resume prompt (`compact`, `resume`).
+    pub on_sources: Vec<String>,
+    /// Check that the injected prompt reached the model, and inject it once more if not.
+    pub verify_arrival: bool,
+    /// Show the person a short summary when resuming.
+    pub system_message: bool,
 }
 
 impl Default for ResumeConfig {
     fn default() -> Self {
-        ResumeConfig { max_chars: 9000 }
+        ResumeConfig {
+            max_chars: 9000,
+            on_sources: vec!["compact".into(), "resume".into()],
+            verify_arrival: true,
+            system_message: true,
+        }
     }
 }
 

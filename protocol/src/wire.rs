@@ -107,6 +107,50 @@ pub enum Request {
     CheckpointShow(CheckpointRev),
     /// Put files from a checkpoint back into the working tree.
     CheckpointRestore(RestoreQuery),
+    /// Load, validate and render the saved state as a resume prompt.
+    Resume(ResumeQuery),
+    /// Load and validate the saved state, without rendering it.
+    Validate(ResumeQuery),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResumeQuery {
+    pub project: PathBuf,
+    /// Whose state (default: whatever the project saved last).
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    Pass,
+    Warn,
+    Fail,
+}
+
+/// One check of a saved state against the repository as it is now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    /// `git_status_matches`, `workflow_exists`, `task_valid`.
+    pub check: String,
+    pub status: CheckStatus,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ResumeReport {
+    #[serde(default)]
+    pub state_file: Option<PathBuf>,
+    #[serde(default)]
+    pub captured_at: Option<String>,
+    #[serde(default)]
+    pub checks: Vec<Check>,
+    /// The resume prompt (for `Resume`).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// A few lines for a person: progress, next action, files to read, warnings.
+    pub summary: String,
 }
 
 /// Something an agent or a person wants the next capture to know.
@@ -316,6 +360,8 @@ pub enum Response {
     Checkpoint(Box<CheckpointDetail>),
     /// Answer to [`Request::CheckpointRestore`].
     Restored(RestoreSummary),
+    /// Answer to [`Request::Resume`] and [`Request::Validate`].
+    Resume(Box<ResumeReport>),
     /// The request was done and has nothing to report.
     Ok,
     /// The request failed.

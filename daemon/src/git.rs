@@ -667,6 +667,35 @@ pub fn restore(
     Ok(updated)
 }
 
+/// Paths whose content differs between the working tree now and `rev`'s
+/// tree (HEAD's when `None`).
+pub fn changed_since(
+    project: &Path,
+    rev: Option<&str>,
+    opts: &SnapshotOptions,
+) -> Result<Vec<String>, GitError> {
+    let snapshot = snapshot(project, opts)?;
+    let repo = open(project)?;
+    let base = match rev {
+        Some(rev) => Some(resolve(&repo, rev)?.tree().map_err(git("read a tree"))?),
+        None => match snapshot.head {
+            Some(head) => Some(
+                repo.find_commit(head)
+                    .and_then(|c| c.tree())
+                    .map_err(git("read HEAD's tree"))?,
+            ),
+            None => None,
+        },
+    };
+    let now = repo
+        .find_tree(snapshot.tree)
+        .map_err(git("read the snapshot"))?;
+    Ok(diff_trees(&repo, base.as_ref(), &now, false)?
+        .into_iter()
+        .map(|c| c.path)
+        .collect())
+}
+
 /// Where a repository stands now, for checking a saved state against it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeadInfo {

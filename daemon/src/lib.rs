@@ -16,6 +16,7 @@ pub mod pidlock;
 pub mod pipeline;
 pub mod prompt;
 pub mod render;
+pub mod resume;
 pub mod server;
 pub mod sessions;
 pub mod settings;

@@ -4,25 +4,14 @@
 
 use crate::capture::state::ContextState;
 use crate::render::{self, Renderer};
-use serde::Serialize;
+use protocol::wire::{Check, CheckStatus};
 use serde_json::{Value, json};
 
-/// One check of a saved state against the repository (see `resume`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Check {
-    pub check: String,
-    /// `pass`, `warn` or `fail`.
-    pub status: String,
-    pub detail: String,
-}
-
-impl Check {
-    fn mark(&self) -> &'static str {
-        match self.status.as_str() {
-            "pass" => "✓",
-            "warn" => "⚠",
-            _ => "✗",
-        }
+fn mark(check: &Check) -> &'static str {
+    match check.status {
+        CheckStatus::Pass => "✓",
+        CheckStatus::Warn => "⚠",
+        CheckStatus::Fail => "✗",
     }
 }
 
@@ -79,9 +68,7 @@ pub fn resume_view(state: &ContextState, checks: &[Check], marker: Option<&str>)
     let mut view = serde_json::to_value(state).expect("the state serializes");
     let validation: Vec<Value> = checks
         .iter()
-        .map(
-            |c| json!({"check": c.check, "status": c.status, "detail": c.detail, "mark": c.mark()}),
-        )
+        .map(|c| json!({"check": c.check, "status": c.status, "detail": c.detail, "mark": mark(c)}))
         .collect();
     view["validation"] = json!(validation);
     view["marker"] = json!(marker);

@@ -83,6 +83,20 @@ pub struct Session {
     /// Why usage cannot be read right now, if it cannot.
     #[serde(default)]
     pub transcript_problem: Option<String>,
+    /// A resume prompt injected but not yet seen in the transcript.
+    #[serde(default)]
+    pub resume_pending: Option<PendingResume>,
+}
+
+/// A resume prompt on its way to the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingResume {
+    /// Unique text inside the prompt, looked for in the transcript.
+    pub marker: String,
+    pub prompt: String,
+    pub injected_at_ms: u64,
+    /// Injected a second time already.
+    pub reinjected: bool,
 }
 
 /// Why an epoch began.
@@ -124,6 +138,7 @@ impl Session {
             last_checkpoint: None,
             resume: None,
             transcript_problem: None,
+            resume_pending: None,
         }
     }
 

@@ -2,6 +2,8 @@
 //! each request. The socket server hands requests in; tests can call
 //! [`Engine::handle`] directly.
 
+mod resume;
+
 use crate::capture::records;
 use crate::git::{self, GitError};
 use crate::harness::claude_code::{transcript, window};
@@ -187,6 +189,8 @@ impl Engine {
             Request::StatusLine(request) => self.statusline(request),
             Request::Hook(hook) => self.hook(hook).await,
             Request::Record(request) => self.record_request(request),
+            Request::Resume(query) => self.resume_request(query, true).await,
+            Request::Validate(query) => self.resume_request(query, false).await,
             Request::Save(query) => self.save_now(query).await,
             Request::Checkpoints(query) => {
                 let (config, _) = self
@@ -334,7 +338,27 @@ impl Engine {
         if let Some(path) = &event.transcript_path {
             self.follow(&key, path);
         }
-        self.refresh(&key, &config.config).await;
+        let unannounced = self.refresh(&key, &config.config).await;
+        let resuming = event.kind == EventKind::SessionStart
+            && event
+                .source
+                .as_ref()
+                .is_some_and(|s| config.config.resume.on_sources.contains(s));
+        if unannounced {
+            // No PreCompact hook ran: capture what we still can. A resume needs it first.
+            if let Some(request) = self.save_request(
+                &key,
+                &config.config,
+                SaveTrigger::UnannouncedCompaction,
+                true,
+            ) {
+                if resuming {
+                    self.run_pipeline(request, config.config.clone()).await;
+                } else {
+                    self.spawn_save(request, config.config.clone());
+                }
+            }
+        }
 
         let mut project_events = Vec::new();
         match &event.kind {
@@ -356,6 +380,7 @@ impl Engine {
             EventKind::PostCompact => {
                 let what = format!("post-compact {}", event.trigger.as_deref().unwrap_or(""));
                 self.hook_epoch(&key, what.trim(), &mut project_events);
+                self.record_compact_summary(&key, &event, &mut project_events);
             }
             EventKind::SessionEnd => self.watcher.unfollow(&key),
             _ => {}
@@ -366,8 +391,21 @@ impl Engine {
             .check_on
             .iter()
             .any(|e| *e == event.kind.kebab());
+        if resuming {
+            let source = event.source.clone().unwrap_or_default();
+            self.resume_on_start(
+                &key,
+                &source,
+                &config.config,
+                &mut outcome,
+                &mut project_events,
+            )
+            .await;
+        }
         // A subagent's hooks talk to the subagent, not to the session's model.
         if checks && event.agent_id.is_none() {
+            self.check_arrival(&key, &mut outcome, &mut project_events)
+                .await;
             self.check_thresholds(&key, &config.config, &mut outcome, &mut project_events);
         }
         self.record(project_events, &config.config);
@@ -376,15 +414,18 @@ impl Engine {
     }
 
     /// Reads what is new in the session's transcript and applies it.
-    async fn refresh(self: &Arc<Self>, key: &SessionKey, config: &Config) {
+    /// Returns whether it showed a compaction no PreCompact hook announced.
+    async fn refresh(self: &Arc<Self>, key: &SessionKey, config: &Config) -> bool {
         let snapshot = {
             let registry = self.registry();
-            let Some(s) = registry.get(key) else { return };
+            let Some(s) = registry.get(key) else {
+                return false;
+            };
             if key.harness != Harness::ClaudeCode {
-                return;
+                return false;
             }
             let Some(path) = s.transcript_path.clone() else {
-                return;
+                return false;
             };
             (path, s.cursor.clone(), s.usage.clone())
         };
@@ -399,7 +440,7 @@ impl Engine {
         {
             let mut registry = self.registry();
             let Some(s) = registry.get_mut(key) else {
-                return;
+                return false;
             };
             match reading {
                 Ok(Ok(reading)) => {
@@ -409,7 +450,7 @@ impl Engine {
                             && c.offset > reading.cursor.offset
                     });
                     if stale {
-                        return;
+                        return false;
                     }
                     s.transcript_problem = None;
                     for boundary in &reading.boundaries {
@@ -451,14 +492,7 @@ impl Engine {
             }
         }
         self.record(project_events, config);
-        if unannounced {
-            // No PreCompact hook ran: capture what we still can.
-            if let Some(request) =
-                self.save_request(key, config, SaveTrigger::UnannouncedCompaction, true)
-            {
-                self.spawn_save(request, config.clone());
-            }
-        }
+        unannounced
     }
 
     /// A save of `key`'s work, if we know its project.
@@ -556,7 +590,7 @@ impl Engine {
             outcome.system_message = Some(text.clone());
         }
         if config.monitor.additional_context {
-            outcome.additional_context = Some(text);
+            outcome.add_context(text);
         }
         tracing::info!(session = %key, level = firing.threshold.level, pressure = context.pressure, "threshold");
         if let Some(project) = self.registry().get(key).and_then(|s| s.project_dir.clone()) {
@@ -790,7 +824,16 @@ impl Engine {
                     let (config, _) = self
                         .settings
                         .for_request(project.as_deref(), &Default::default());
-                    self.refresh(&key, &config.config).await;
+                    if self.refresh(&key, &config.config).await
+                        && let Some(request) = self.save_request(
+                            &key,
+                            &config.config,
+                            SaveTrigger::UnannouncedCompaction,
+                            true,
+                        )
+                    {
+                        self.spawn_save(request, config.config.clone());
+                    }
                     self.touch();
                 }
             }

@@ -243,6 +243,37 @@ fn scan_backward(file: &File, len: u64, floor: u64, dev: u64, ino: u64) -> io::R
     })
 }
 
+/// Whether a `hook_additional_context` attachment holding `marker` was
+/// written since the latest compaction: how we know injected text reached
+/// the model. Searches back from the end, at most [`SEARCH_LIMIT`] bytes.
+pub fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    let mut lines = ReverseLines::new(&file, len);
+    lines.stop_below(len.saturating_sub(SEARCH_LIMIT));
+    while let Some(line) = lines.next_line()? {
+        if memchr::memmem::find(&line, marker.as_bytes()).is_some()
+            && memchr::memmem::find(&line, b"hook_additional_context").is_some()
+            && let Ok(entry) = serde_json::from_slice::<serde_json::Value>(&line)
+            && entry["attachment"]["type"] == "hook_additional_context"
+        {
+            let content = &entry["attachment"]["content"];
+            let holds = |v: &serde_json::Value| v.as_str().is_some_and(|s| s.contains(marker));
+            if holds(content)
+                || content
+                    .as_array()
+                    .is_some_and(|items| items.iter().any(holds))
+            {
+                return Ok(true);
+            }
+        }
+        if matches!(classify(&line), Some(Entry::Boundary(_))) {
+            return Ok(false);
+        }
+    }
+    Ok(false)
+}
+
 enum Entry {
     Reply(Usage),
     Boundary(Boundary),
@@ -806,6 +837,23 @@ mod tests {
             read(&fifo, None, None),
             Err(TranscriptError::NotAFile { .. })
         ));
+    }
+
+    #[test]
+    fn arrival_is_an_attachment_after_the_latest_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let text = std::fs::read_to_string(fixture("compact_manual.b38af9dc.jsonl")).unwrap();
+        std::fs::write(&path, &text).unwrap();
+        // The fixture's SessionStart(compact) hook injected this text after the boundary.
+        assert!(
+            injected_context_arrived(&path, "HOOKMARK_SESSIONSTART_JSON source=compact").unwrap()
+        );
+        // Injected before the boundary: stale, it does not count.
+        assert!(
+            !injected_context_arrived(&path, "HOOKMARK_SESSIONSTART_JSON source=resume").unwrap()
+        );
+        assert!(!injected_context_arrived(&path, "never injected").unwrap());
     }
 
     proptest! {

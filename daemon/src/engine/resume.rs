@@ -1,0 +1,345 @@
+//! After a compaction: inject the resume prompt, and make sure it arrived.
+//!
+//! On SessionStart (source `compact`, and `resume` when configured) the saved
+//! state is loaded, validated and rendered, and goes to the model as
+//! additional context with a unique marker. Public reports say SessionStart
+//! output sometimes does not reach the model, so on the next prompt or tool
+//! call we look for the marker in the transcript; if it is missing we inject
+//! the prompt once more through that hook, and record how it went.
+
+use super::{Engine, ProjectEvent};
+use crate::harness::claude_code::transcript;
+use crate::harness::{HookEvent, Outcome};
+use crate::resume::{self, Loaded};
+use crate::sessions::{PendingResume, SessionKey};
+use crate::time::now_ms;
+use crate::workflow::Workflow;
+use protocol::config::Config;
+use protocol::wire::{ErrorKind, ErrorReply, Mark, Response, ResumeQuery, ResumeReport};
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Longest compaction summary kept in `events.jsonl`.
+const SUMMARY_CHARS: usize = 4000;
+
+/// A marker no two injections share.
+fn new_marker() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mixed =
+        now_ms().wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (u64::from(std::process::id()) << 32) ^ n;
+    format!("[hookd-resume {:012x}]", mixed & 0xFFFF_FFFF_FFFF)
+}
+
+/// What a resume found and made.
+struct Prepared {
+    report: ResumeReport,
+    /// Why nothing is injected, when nothing is.
+    not_used: Option<String>,
+    problems: Vec<String>,
+}
+
+/// load → validate → render, for a project (and a session's lineage).
+fn prepare(
+    project: PathBuf,
+    session: Option<String>,
+    transcript: Option<PathBuf>,
+    marker: Option<String>,
+    render: bool,
+    config: Config,
+) -> Prepared {
+    let workflow = Workflow::new(&project);
+    let (state, path) = match resume::load(&workflow, session.as_deref()) {
+        Loaded::Found { state, path } => (state, path),
+        Loaded::Missing => {
+            let report = ResumeReport {
+                summary: resume::NO_STATE.into(),
+                ..ResumeReport::default()
+            };
+            return Prepared {
+                report,
+                not_used: Some("no saved state".into()),
+                problems: Vec::new(),
+            };
+        }
+        Loaded::Unusable(why) => {
+            let report = ResumeReport {
+                summary: format!("hookd: {why}"),
+                ..ResumeReport::default()
+            };
+            return Prepared {
+                report,
+                not_used: Some(why),
+                problems: Vec::new(),
+            };
+        }
+    };
+    let checks = resume::validate(&project, &state, transcript.as_deref(), &config);
+    let (prompt, problems) = if render {
+        let (text, problems) =
+            resume::render(&project, &state, &checks, marker.as_deref(), &config);
+        (Some(text), problems)
+    } else {
+        (None, Vec::new())
+    };
+    let report = ResumeReport {
+        state_file: Some(path),
+        captured_at: Some(state.captured_at.clone()),
+        summary: resume::summary(&state, &checks),
+        checks,
+        prompt,
+    };
+    Prepared {
+        report,
+        not_used: None,
+        problems,
+    }
+}
+
+impl Engine {
+    /// SessionStart(compact | resume): hand the model its resume prompt.
+    pub(super) async fn resume_on_start(
+        self: &Arc<Self>,
+        key: &SessionKey,
+        source: &str,
+        config: &Config,
+        outcome: &mut Outcome,
+        project_events: &mut Vec<ProjectEvent>,
+    ) {
+        let Some((project, transcript)) = self
+            .registry()
+            .get(key)
+            .and_then(|s| Some((s.project_dir.clone()?, s.transcript_path.clone())))
+        else {
+            return;
+        };
+        let marker = new_marker();
+        let work = {
+            let (project, session, config, marker) = (
+                project.clone(),
+                key.id.clone(),
+                config.clone(),
+                marker.clone(),
+            );
+            move || {
+                prepare(
+                    project,
+                    Some(session),
+                    transcript,
+                    Some(marker),
+                    true,
+                    config,
+                )
+            }
+        };
+        let Ok(prepared) = tokio::task::spawn_blocking(work).await else {
+            return;
+        };
+        let report = prepared.report;
+        let checks: Vec<_> = report
+            .checks
+            .iter()
+            .map(|c| json!({"check": c.check, "status": c.status, "detail": c.detail}))
+            .collect();
+        match (prepared.not_used, report.prompt) {
+            (None, Some(prompt)) => {
+                outcome.add_context(prompt.clone());
+                if config.resume.system_message {
+                    outcome.system_message = Some(report.summary.clone());
+                }
+                let mut registry = self.registry();
+                if let Some(s) = registry.get_mut(key) {
+                    s.resume = Some(Mark {
+                        at_ms: now_ms(),
+                        what: format!("injected on {source}"),
+                        ok: true,
+                        detail: Some(marker.clone()),
+                    });
+                    s.resume_pending = config.resume.verify_arrival.then(|| PendingResume {
+                        marker: marker.clone(),
+                        prompt,
+                        injected_at_ms: now_ms(),
+                        reinjected: false,
+                    });
+                }
+                project_events.push(ProjectEvent {
+                    project,
+                    kind: "resume",
+                    session: key.clone(),
+                    fields: json!({
+                        "source": source,
+                        "injected": true,
+                        "marker": marker,
+                        "state_file": report.state_file,
+                        "captured_at": report.captured_at,
+                        "checks": checks,
+                        "template_problems": prepared.problems,
+                    }),
+                });
+            }
+            (why, _) => {
+                // Only a compaction promises a state; a plain resume without one says nothing.
+                if source == "compact" {
+                    outcome.system_message = Some(report.summary.clone());
+                }
+                project_events.push(ProjectEvent {
+                    project,
+                    kind: "resume",
+                    session: key.clone(),
+                    fields: json!({ "source": source, "injected": false, "reason": why }),
+                });
+            }
+        }
+    }
+
+    /// The next prompt or tool call after an injection: did it arrive?
+    pub(super) async fn check_arrival(
+        self: &Arc<Self>,
+        key: &SessionKey,
+        outcome: &mut Outcome,
+        project_events: &mut Vec<ProjectEvent>,
+    ) {
+        let Some((pending, transcript, project)) = self.registry().get(key).and_then(|s| {
+            Some((
+                s.resume_pending.clone()?,
+                s.transcript_path.clone()?,
+                s.project_dir.clone(),
+            ))
+        }) else {
+            return;
+        };
+        let marker = pending.marker.clone();
+        let arrived = tokio::task::spawn_blocking(move || {
+            transcript::injected_context_arrived(&transcript, &marker)
+        })
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or(false);
+        let now = now_ms();
+        let (action, ok) = match (arrived, pending.reinjected) {
+            (true, _) => ("arrived", true),
+            (false, false) => {
+                outcome.add_context(pending.prompt.clone());
+                ("injected again", false)
+            }
+            (false, true) => ("did not arrive, even injected again", false),
+        };
+        {
+            let mut registry = self.registry();
+            let Some(s) = registry.get_mut(key) else {
+                return;
+            };
+            s.resume_pending = if !arrived && !pending.reinjected {
+                Some(PendingResume {
+                    reinjected: true,
+                    ..pending.clone()
+                })
+            } else {
+                None
+            };
+            s.resume = Some(Mark {
+                at_ms: now,
+                what: action.to_owned(),
+                ok,
+                detail: Some(pending.marker.clone()),
+            });
+        }
+        if let Some(project) = project {
+            project_events.push(ProjectEvent {
+                project,
+                kind: "resume_arrival",
+                session: key.clone(),
+                fields: json!({
+                    "marker": pending.marker,
+                    "arrived": arrived,
+                    "action": action,
+                    "after_ms": now.saturating_sub(pending.injected_at_ms),
+                }),
+            });
+        }
+    }
+
+    /// PostCompact: keep what Claude Code's summarizer wrote.
+    pub(super) fn record_compact_summary(
+        &self,
+        key: &SessionKey,
+        event: &HookEvent,
+        project_events: &mut Vec<ProjectEvent>,
+    ) {
+        let Some(project) = self.registry().get(key).and_then(|s| s.project_dir.clone()) else {
+            return;
+        };
+        let summary = event.compact_summary.as_deref().unwrap_or("");
+        let kept: String = summary.chars().take(SUMMARY_CHARS).collect();
+        project_events.push(ProjectEvent {
+            project,
+            kind: "post_compact",
+            session: key.clone(),
+            fields: json!({
+                "trigger": event.trigger,
+                "summary_chars": summary.chars().count(),
+                "compact_summary": kept,
+            }),
+        });
+    }
+
+    /// `hookctl resume` and `hookctl validate`.
+    pub(super) async fn resume_request(
+        self: &Arc<Self>,
+        query: ResumeQuery,
+        render: bool,
+    ) -> Response {
+        let (config, _) = self
+            .settings
+            .for_request(Some(&query.project), &Default::default());
+        let session = match &query.session {
+            Some(id) => self
+                .registry()
+                .matching(Some(id))
+                .first()
+                .map(|s| s.key.clone()),
+            None => self.latest_session(&query.project),
+        };
+        let transcript = session.as_ref().and_then(|k| {
+            self.registry()
+                .get(k)
+                .and_then(|s| s.transcript_path.clone())
+        });
+        let project = query.project.clone();
+        let only_session = query.session.clone();
+        let work = move || {
+            prepare(
+                project,
+                only_session,
+                transcript,
+                None,
+                render,
+                config.config.clone(),
+            )
+        };
+        match tokio::task::spawn_blocking(work).await {
+            Ok(prepared) => {
+                let mut report = prepared.report;
+                if render && let Some(prompt) = &report.prompt {
+                    let workflow = Workflow::new(&query.project);
+                    if let Err(e) = workflow
+                        .write_atomic(crate::pipeline::RESUME_PROMPT_FILE, prompt.as_bytes())
+                    {
+                        report.summary += &format!(
+                            "\n(cannot write {}: {e})",
+                            crate::pipeline::RESUME_PROMPT_FILE
+                        );
+                    }
+                }
+                Response::Resume(Box::new(report))
+            }
+            Err(e) => Response::Error(ErrorReply::new(
+                ErrorKind::Internal,
+                format!("the resume failed: {e}"),
+            )),
+        }
+    }
+}

@@ -1,0 +1,454 @@
+//! The seed's resume workflow, after a compaction (or on `hookctl resume`):
+//! find the state saved for this session, check it against the repository
+//! as it is now, and render the resume prompt with the results on top.
+
+use crate::capture::state::{ContextState, STATE_FILE};
+use crate::capture::workflow_file;
+use crate::git::{self, GitError, SnapshotOptions};
+use crate::harness::claude_code::work;
+use crate::pipeline::HISTORY_DIR;
+use crate::prompt;
+use crate::render::Renderer;
+use crate::workflow::Workflow;
+use protocol::config::Config;
+use protocol::wire::{Check, CheckStatus};
+use std::path::{Path, PathBuf};
+
+/// Unexpected changes named in a check before "and N more".
+const CHANGES_SHOWN: usize = 8;
+
+pub const NO_STATE: &str = "No previous state found. Starting fresh.";
+
+pub enum Loaded {
+    Missing,
+    /// There is a file, but it cannot be trusted: why.
+    Unusable(String),
+    Found {
+        state: Box<ContextState>,
+        path: PathBuf,
+    },
+}
+
+/// The state saved for `session` in this project: the project's latest if
+/// it is that session's (or nobody's), else that session's newest in the
+/// history.
+pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
+    let path = workflow.path(STATE_FILE);
+    let latest = match read_state(&path) {
+        Ok(Some(state)) => state,
+        Ok(None) => return Loaded::Missing,
+        Err(why) => return Loaded::Unusable(why),
+    };
+    if latest.project_dir != workflow.project().display().to_string() {
+        return Loaded::Unusable(format!(
+            "{} was saved for {}, not for this project; not used",
+            path.display(),
+            latest.project_dir
+        ));
+    }
+    let Some(id) = session else {
+        return Loaded::Found {
+            state: Box::new(latest),
+            path,
+        };
+    };
+    if latest.harness_session_id.as_deref().is_none_or(|s| s == id) {
+        return Loaded::Found {
+            state: Box::new(latest),
+            path,
+        };
+    }
+    // Another session saved since: look for this session's own last capture.
+    let mut history: Vec<PathBuf> = std::fs::read_dir(workflow.path(HISTORY_DIR))
+        .map(|dir| dir.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    history.sort();
+    for file in history.into_iter().rev() {
+        if let Ok(Some(state)) = read_state(&file)
+            && state.harness_session_id.as_deref() == Some(id)
+        {
+            return Loaded::Found {
+                state: Box::new(state),
+                path: file,
+            };
+        }
+    }
+    Loaded::Unusable(format!(
+        "{} belongs to session {}, and nothing was saved for this one; not used",
+        path.display(),
+        latest.harness_session_id.unwrap_or_default()
+    ))
+}
+
+fn read_state(path: &Path) -> Result<Option<ContextState>, String> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        format!(
+            "{} is corrupt (line {}, column {}: {e}); not used",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })
+}
+
+fn check(name: &str, status: CheckStatus, detail: impl Into<String>) -> Check {
+    Check {
+        check: name.to_owned(),
+        status,
+        detail: detail.into(),
+    }
+}
+
+/// validate_state: `git_status_matches`, `workflow_exists`, `task_valid`.
+pub fn validate(
+    project: &Path,
+    state: &ContextState,
+    transcript: Option<&Path>,
+    config: &Config,
+) -> Vec<Check> {
+    vec![
+        git_status_matches(project, state, config),
+        workflow_exists(project, state),
+        task_valid(project, state, transcript, config),
+    ]
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..10).unwrap_or(sha)
+}
+
+fn git_status_matches(project: &Path, state: &ContextState, config: &Config) -> Check {
+    const NAME: &str = "git_status_matches";
+    let now = match git::head_info(project) {
+        Ok(now) => now,
+        Err(GitError::NotARepository { .. }) if state.git.is_none() => {
+            return check(
+                NAME,
+                CheckStatus::Pass,
+                "not a git repository: nothing to compare",
+            );
+        }
+        Err(e) => return check(NAME, CheckStatus::Fail, e.to_string()),
+    };
+    let Some(then) = &state.git else {
+        return check(
+            NAME,
+            CheckStatus::Warn,
+            "the state was saved without git information",
+        );
+    };
+    if now.branch != then.branch {
+        return check(
+            NAME,
+            CheckStatus::Fail,
+            format!(
+                "the state was saved on branch {}, but HEAD is now on {}",
+                then.branch, now.branch
+            ),
+        );
+    }
+    let mut problems = Vec::new();
+    if now.head != then.head {
+        problems.push(format!(
+            "HEAD moved from {} to {}",
+            then.head.as_deref().map(short).unwrap_or("(unborn)"),
+            now.head.as_deref().map(short).unwrap_or("(unborn)")
+        ));
+    }
+    let opts = SnapshotOptions {
+        include_untracked: config.checkpoint.include_untracked,
+        max_file_bytes: config.checkpoint.max_file_bytes,
+    };
+    let checkpoint = state.checkpoint.as_ref().and_then(|c| c.sha.clone());
+    let unexpected = match &checkpoint {
+        // The checkpoint is the working tree as it was: any difference is unexpected.
+        Some(sha) => git::changed_since(project, Some(sha), &opts),
+        // Without one, compare the set of changed files with the saved set.
+        None => git::changed_since(project, None, &opts).map(|now_changed| {
+            let saved: Vec<&str> = state
+                .modified_files
+                .iter()
+                .map(|m| m.path.as_str())
+                .collect();
+            let mut diff: Vec<String> = now_changed
+                .iter()
+                .filter(|p| !saved.contains(&p.as_str()))
+                .cloned()
+                .collect();
+            diff.extend(
+                saved
+                    .iter()
+                    .filter(|p| !now_changed.iter().any(|n| n == *p))
+                    .map(|p| p.to_string()),
+            );
+            diff
+        }),
+    };
+    match unexpected {
+        Ok(paths) if !paths.is_empty() => {
+            let mut list = paths
+                .iter()
+                .take(CHANGES_SHOWN)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if paths.len() > CHANGES_SHOWN {
+                list += &format!(" and {} more", paths.len() - CHANGES_SHOWN);
+            }
+            problems.push(format!("files changed since the capture: {list}"));
+        }
+        Ok(_) => {}
+        Err(e) => problems.push(format!("cannot compare the working tree: {e}")),
+    }
+    if problems.is_empty() {
+        let head = now.head.as_deref().map(short).unwrap_or("(unborn)");
+        check(
+            NAME,
+            CheckStatus::Pass,
+            format!(
+                "HEAD is still {head} on {}, and the working tree is as saved",
+                now.branch
+            ),
+        )
+    } else {
+        check(NAME, CheckStatus::Warn, problems.join("; "))
+    }
+}
+
+fn workflow_exists(project: &Path, state: &ContextState) -> Check {
+    const NAME: &str = "workflow_exists";
+    let workflow = Workflow::new(project);
+    if !workflow.dir().is_dir() {
+        return check(
+            NAME,
+            CheckStatus::Fail,
+            format!("{} is gone", workflow.dir().display()),
+        );
+    }
+    if !state
+        .sources
+        .iter()
+        .any(|s| s == workflow_file::WORKFLOW_FILE)
+    {
+        return check(
+            NAME,
+            CheckStatus::Pass,
+            "no workflow file was in use; .workflow/ is in place",
+        );
+    }
+    match workflow_file::load(workflow.dir()) {
+        Ok(None) => check(
+            NAME,
+            CheckStatus::Fail,
+            format!(
+                "{} is gone",
+                workflow.path(workflow_file::WORKFLOW_FILE).display()
+            ),
+        ),
+        Ok(Some(file)) if file.workflow_id != state.workflow_position.workflow_id => check(
+            NAME,
+            CheckStatus::Warn,
+            format!(
+                "the workflow is now {}, not {}",
+                file.workflow_id.as_deref().unwrap_or("unnamed"),
+                state
+                    .workflow_position
+                    .workflow_id
+                    .as_deref()
+                    .unwrap_or("unnamed")
+            ),
+        ),
+        Ok(Some(_)) => check(NAME, CheckStatus::Pass, "the workflow file is still there"),
+        Err(e) => check(NAME, CheckStatus::Fail, e),
+    }
+}
+
+fn task_valid(
+    project: &Path,
+    state: &ContextState,
+    transcript: Option<&Path>,
+    config: &Config,
+) -> Check {
+    const NAME: &str = "task_valid";
+    let Some(id) = &state.workflow_position.active_task_id else {
+        return check(NAME, CheckStatus::Pass, "no active task was recorded");
+    };
+    let saved = state.tasks.iter().find(|t| &t.id == id);
+    let from_file = saved.is_some_and(|t| t.source == workflow_file::WORKFLOW_FILE);
+    // (id, title, status) of the tasks as they stand now.
+    let current: Option<Vec<(String, String, String)>> = if from_file {
+        workflow_file::load(&project.join(crate::workflow::WORKFLOW_DIR))
+            .ok()
+            .flatten()
+            .map(|f| {
+                f.tasks
+                    .into_iter()
+                    .map(|t| (t.id, t.title, t.status.unwrap_or_else(|| "pending".into())))
+                    .collect()
+            })
+    } else {
+        transcript
+            .and_then(|t| work::read(t, config.capture.transcript_scan_bytes, 0).ok())
+            .map(|facts| {
+                facts
+                    .tasks
+                    .into_iter()
+                    .map(|t| (t.id, t.title, t.status))
+                    .collect()
+            })
+    };
+    let Some(current) = current else {
+        return check(
+            NAME,
+            CheckStatus::Warn,
+            format!("cannot read the current task list to check task {id}"),
+        );
+    };
+    let title = saved.map(|t| t.title.as_str()).unwrap_or(id);
+    // Todo lists have no ids of their own (ours are positions): match them by title.
+    let by_id = saved.is_none_or(|t| t.source != "todos");
+    let found = current
+        .iter()
+        .find(|(i, t, _)| if by_id { i == id } else { t == title });
+    match found {
+        Some((_, _, status)) if status == "completed" => check(
+            NAME,
+            CheckStatus::Warn,
+            format!("\"{title}\" was completed after the capture"),
+        ),
+        Some((_, _, status)) => check(
+            NAME,
+            CheckStatus::Pass,
+            format!("\"{title}\" is still open ({status})"),
+        ),
+        None => check(
+            NAME,
+            CheckStatus::Warn,
+            format!("\"{title}\" is no longer in the task list"),
+        ),
+    }
+}
+
+/// The resume prompt with the checks on top and `marker` at the end.
+pub fn render(
+    project: &Path,
+    state: &ContextState,
+    checks: &[Check],
+    marker: Option<&str>,
+    config: &Config,
+) -> (String, Vec<String>) {
+    let mut renderer = Renderer::load(&Renderer::dirs_for(Some(project)));
+    let text = prompt::fit(
+        &mut renderer,
+        prompt::resume_view(state, checks, marker),
+        config.resume.max_chars,
+    );
+    (text, renderer.problems)
+}
+
+/// display_summary: progress, the next action, files to read, warnings.
+pub fn summary(state: &ContextState, checks: &[Check]) -> String {
+    let mut parts = vec![format!(
+        "hookd restored the work saved at {} ({})",
+        state.captured_at, state.trigger
+    )];
+    if !state.tasks.is_empty() {
+        let done = state
+            .tasks
+            .iter()
+            .filter(|t| t.status == "completed")
+            .count();
+        parts.push(format!(
+            "{done} of {} tasks done ({}%)",
+            state.tasks.len(),
+            done * 100 / state.tasks.len()
+        ));
+    }
+    if let Some(next) = state.next_actions.first() {
+        parts.push(
+            format!("next: {} {}", next.action, next.target)
+                .trim_end()
+                .to_owned(),
+        );
+        if !next.context_needed.is_empty() {
+            parts.push(format!("read first: {}", next.context_needed.join(", ")));
+        }
+    } else if let Some(file) = &state.active_work.file_path {
+        parts.push(format!("read first: {file}"));
+    }
+    let mut text = parts.join(" · ");
+    for c in checks.iter().filter(|c| c.status != CheckStatus::Pass) {
+        let mark = if c.status == CheckStatus::Fail {
+            "✗"
+        } else {
+            "⚠"
+        };
+        text += &format!("\n{mark} {}: {}", c.check, c.detail);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::state::{NextAction, Task};
+
+    #[test]
+    fn the_summary_names_progress_next_action_and_problems() {
+        let state = ContextState {
+            captured_at: "2026-11-21T20:00:00Z".into(),
+            trigger: "pre-compact auto".into(),
+            tasks: vec![
+                Task {
+                    id: "1".into(),
+                    title: "a".into(),
+                    status: "completed".into(),
+                    ..Task::default()
+                },
+                Task {
+                    id: "2".into(),
+                    title: "b".into(),
+                    status: "pending".into(),
+                    ..Task::default()
+                },
+            ],
+            next_actions: vec![NextAction {
+                action: "write".into(),
+                target: "tests".into(),
+                priority: 1,
+                context_needed: vec!["src/a.rs".into()],
+            }],
+            ..ContextState::default()
+        };
+        let checks = vec![
+            check(
+                "git_status_matches",
+                CheckStatus::Warn,
+                "HEAD moved from a to b",
+            ),
+            check("task_valid", CheckStatus::Pass, "fine"),
+        ];
+        let text = summary(&state, &checks);
+        assert!(
+            text.starts_with(
+                "hookd restored the work saved at 2026-11-21T20:00:00Z (pre-compact auto)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("1 of 2 tasks done (50%)")
+                && text.contains("next: write tests")
+                && text.contains("read first: src/a.rs"),
+            "{text}"
+        );
+        assert!(
+            text.contains("⚠ git_status_matches: HEAD moved") && !text.contains("task_valid"),
+            "{text}"
+        );
+    }
+}

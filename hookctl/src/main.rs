@@ -9,6 +9,7 @@ mod daemon;
 mod display;
 mod hook;
 mod record;
+mod resume;
 mod save;
 mod status;
 mod statusline;
@@ -127,6 +128,24 @@ enum Command {
         /// Capture the state only.
         #[arg(long)]
         no_checkpoint: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the saved state against the repository and render the resume prompt.
+    Resume {
+        /// Whose saved state (default: the project's latest).
+        #[arg(long)]
+        session: Option<String>,
+        /// Print the resume prompt itself.
+        #[arg(long)]
+        print: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the saved state against the repository: HEAD, changed files, workflow, active task.
+    Validate {
+        #[arg(long)]
+        session: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -340,6 +359,12 @@ fn main() -> ExitCode {
             json,
         } => save::run(&ctx, session, !no_checkpoint, json),
         Command::Checkpoints { limit, json } => checkpoints::list(&ctx, limit, json),
+        Command::Resume {
+            session,
+            print,
+            json,
+        } => resume::run(&ctx, session, true, print, json),
+        Command::Validate { session, json } => resume::run(&ctx, session, false, false, json),
         Command::Checkpoint { action } => checkpoints::run(&ctx, action),
         Command::Statusline => statusline::run(&ctx),
         Command::Daemon { action } => daemon::run(&ctx, action),

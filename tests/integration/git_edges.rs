@@ -10,14 +10,21 @@ use std::path::Path;
 const REF_PREFIX: &str = "refs/hookd/checkpoints";
 
 fn options() -> SnapshotOptions {
-    SnapshotOptions { include_untracked: true, max_file_bytes: 50 * 1024 * 1024 }
+    SnapshotOptions {
+        include_untracked: true,
+        max_file_bytes: 50 * 1024 * 1024,
+    }
 }
 
 /// Checkpoints `dir` and checks the invariants; returns the commit id.
 fn checkpoint(repo: &GitRepo, dir: &Path) -> String {
     let before: Fingerprint = repo.fingerprint();
     let snapshot = git::snapshot(dir, &options()).expect("snapshot");
-    let meta = CheckpointMeta { session: Some("s".into()), trigger: "test".into(), tokens: None };
+    let meta = CheckpointMeta {
+        session: Some("s".into()),
+        trigger: "test".into(),
+        tokens: None,
+    };
     let sha = match git::commit_checkpoint(dir, &snapshot, &meta, REF_PREFIX).expect("commit") {
         CommitOutcome::Created { sha, .. } | CommitOutcome::Unchanged { sha, .. } => sha,
     };
@@ -26,7 +33,9 @@ fn checkpoint(repo: &GitRepo, dir: &Path) -> String {
 }
 
 fn tree_of(repo: &GitRepo, sha: &str) -> String {
-    repo.git(&["rev-parse", &format!("{sha}^{{tree}}")]).trim().to_owned()
+    repo.git(&["rev-parse", &format!("{sha}^{{tree}}")])
+        .trim()
+        .to_owned()
 }
 
 fn base_repo(sb: &Sandbox) -> GitRepo {
@@ -45,7 +54,11 @@ fn detached_head() {
     repo.git(&["checkout", "-q", "--detach", head.trim()]);
     repo.write("a.txt", "changed while detached\n");
     let sha = checkpoint(&repo, &repo.dir);
-    assert_eq!(repo.git(&["rev-parse", "refs/hookd/checkpoints/detached"]).trim(), sha);
+    assert_eq!(
+        repo.git(&["rev-parse", "refs/hookd/checkpoints/detached"])
+            .trim(),
+        sha
+    );
     assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
 }
 
@@ -57,7 +70,10 @@ fn unborn_head_has_no_parent() {
     let sha = checkpoint(&repo, &repo.dir);
     assert_eq!(repo.git(&["log", "-1", "--format=%P", &sha]).trim(), "");
     assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
-    assert!(repo.git(&["log", "-1", "--format=%B", &sha]).contains("Hookd-Base: unborn"));
+    assert!(
+        repo.git(&["log", "-1", "--format=%B", &sha])
+            .contains("Hookd-Base: unborn")
+    );
 }
 
 #[test]
@@ -74,9 +90,15 @@ fn mid_merge_with_conflicts() {
     assert!(!merge.status.success(), "the merge conflicts");
     let sha = checkpoint(&repo, &repo.dir);
     let message = repo.git(&["log", "-1", "--format=%B", &sha]);
-    assert!(message.contains("Hookd-Repo-State: merge in progress"), "{message}");
+    assert!(
+        message.contains("Hookd-Repo-State: merge in progress"),
+        "{message}"
+    );
     let content = repo.git(&["show", &format!("{sha}:a.txt")]);
-    assert!(content.contains("<<<<<<<"), "the working tree's conflicted file, as it is: {content}");
+    assert!(
+        content.contains("<<<<<<<"),
+        "the working tree's conflicted file, as it is: {content}"
+    );
 }
 
 #[test]
@@ -93,7 +115,10 @@ fn mid_rebase() {
     let rebase = repo.command().args(["rebase", "main"]).output().unwrap();
     assert!(!rebase.status.success(), "the rebase stops on a conflict");
     let sha = checkpoint(&repo, &repo.dir);
-    assert!(repo.git(&["log", "-1", "--format=%B", &sha]).contains("Hookd-Repo-State: rebase in progress"));
+    assert!(
+        repo.git(&["log", "-1", "--format=%B", &sha])
+            .contains("Hookd-Repo-State: rebase in progress")
+    );
 }
 
 #[test]
@@ -104,7 +129,10 @@ fn a_held_index_lock_does_not_matter() {
     let lock = repo.dir.join(".git/index.lock");
     std::fs::write(&lock, "held by someone else").unwrap();
     let sha = checkpoint(&repo, &repo.dir);
-    assert_eq!(std::fs::read_to_string(&lock).unwrap(), "held by someone else");
+    assert_eq!(
+        std::fs::read_to_string(&lock).unwrap(),
+        "held by someone else"
+    );
     std::fs::remove_file(&lock).unwrap();
     assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
 }
@@ -114,13 +142,30 @@ fn a_linked_worktree() {
     let sb = Sandbox::new();
     let repo = base_repo(&sb);
     let wt_dir = sb.path().join("wt");
-    repo.git(&["worktree", "add", "-q", "-b", "feature", wt_dir.to_str().unwrap()]);
-    let wt = GitRepo { dir: wt_dir.clone() };
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "feature",
+        wt_dir.to_str().unwrap(),
+    ]);
+    let wt = GitRepo {
+        dir: wt_dir.clone(),
+    };
     wt.write("feature.txt", "in the worktree\n");
     let main_before = repo.fingerprint();
     let sha = checkpoint(&wt, &wt_dir);
-    assert_eq!(repo.fingerprint(), main_before, "the main working tree is untouched too");
-    assert_eq!(repo.git(&["rev-parse", "refs/hookd/checkpoints/feature"]).trim(), sha);
+    assert_eq!(
+        repo.fingerprint(),
+        main_before,
+        "the main working tree is untouched too"
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", "refs/hookd/checkpoints/feature"])
+            .trim(),
+        sha
+    );
     assert_eq!(tree_of(&repo, &sha), wt.expected_tree());
 }
 
@@ -131,10 +176,20 @@ fn a_submodule_is_recorded_at_its_checked_out_commit() {
     lib.write("lib.txt", "v1\n");
     lib.commit_all("v1");
     let repo = base_repo(&sb);
-    repo.git(&["-c", "protocol.file.allow=always", "submodule", "add", "-q", lib.dir.to_str().unwrap(), "vendor/lib"]);
+    repo.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        lib.dir.to_str().unwrap(),
+        "vendor/lib",
+    ]);
     repo.commit_all("add submodule");
     // Move the submodule's checkout forward without telling the superproject.
-    let sub = GitRepo { dir: repo.dir.join("vendor/lib") };
+    let sub = GitRepo {
+        dir: repo.dir.join("vendor/lib"),
+    };
     sub.git(&["config", "user.name", "T"]);
     sub.git(&["config", "user.email", "t@example.invalid"]);
     sub.write("lib.txt", "v2\n");
@@ -142,7 +197,10 @@ fn a_submodule_is_recorded_at_its_checked_out_commit() {
     let new_commit = sub.git(&["rev-parse", "HEAD"]).trim().to_owned();
     let sha = checkpoint(&repo, &repo.dir);
     let entry = repo.git(&["ls-tree", &sha, "vendor/lib"]);
-    assert!(entry.starts_with("160000 commit ") && entry.contains(&new_commit), "{entry}");
+    assert!(
+        entry.starts_with("160000 commit ") && entry.contains(&new_commit),
+        "{entry}"
+    );
 }
 
 #[test]
@@ -152,7 +210,11 @@ fn symlinks_executable_bits_and_unusual_names() {
     std::os::unix::fs::symlink("a.txt", repo.dir.join("link-to-a")).unwrap();
     repo.write("run.sh", "#!/bin/sh\n");
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(repo.dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(
+        repo.dir.join("run.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
     let weird = std::ffi::OsStr::from_bytes(b"caf\xe9-latin1.txt");
     std::fs::write(repo.dir.join(weird), "not UTF-8 in the name\n").unwrap();
     repo.write("spaces and ünïcode.txt", "fine\n");
@@ -160,7 +222,10 @@ fn symlinks_executable_bits_and_unusual_names() {
     let sha = checkpoint(&repo, &repo.dir);
     assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
     let listing = repo.git(&["ls-tree", &sha]);
-    assert!(listing.contains("120000 blob") && listing.contains("100755 blob"), "{listing}");
+    assert!(
+        listing.contains("120000 blob") && listing.contains("100755 blob"),
+        "{listing}"
+    );
 }
 
 #[test]
@@ -174,15 +239,25 @@ fn ignored_secrets_are_never_committed() {
     repo.write("visible.txt", "ok\n");
     let sha = checkpoint(&repo, &repo.dir);
     let files = repo.git(&["ls-tree", "-r", "--name-only", &sha]);
-    assert!(!files.contains(".env\n") && !files.contains("secrets/"), "{files}");
+    assert!(
+        !files.contains(".env\n") && !files.contains("secrets/"),
+        "{files}"
+    );
     assert!(files.contains("visible.txt"));
     // An untracked file checkpointed once, then ignored, leaves the next checkpoint.
     repo.write("later-secret.txt", "x\n");
     let first = checkpoint(&repo, &repo.dir);
-    assert!(repo.git(&["ls-tree", "-r", "--name-only", &first]).contains("later-secret.txt"));
+    assert!(
+        repo.git(&["ls-tree", "-r", "--name-only", &first])
+            .contains("later-secret.txt")
+    );
     repo.write(".gitignore", ".env\nsecrets/\nlater-secret.txt\n");
     let second = checkpoint(&repo, &repo.dir);
-    assert!(!repo.git(&["ls-tree", "-r", "--name-only", &second]).contains("later-secret.txt"));
+    assert!(
+        !repo
+            .git(&["ls-tree", "-r", "--name-only", &second])
+            .contains("later-secret.txt")
+    );
     assert_eq!(tree_of(&repo, &second), repo.expected_tree());
 }
 
@@ -206,7 +281,11 @@ fn not_a_repository_and_bare_repositories_are_skipped_with_a_reason() {
     let err = git::snapshot(&plain, &options()).unwrap_err().to_string();
     assert!(err.contains("not in a git repository"), "{err}");
     let bare = sb.path().join("bare.git");
-    let out = std::process::Command::new("git").args(["init", "-q", "--bare"]).arg(&bare).output().unwrap();
+    let out = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&bare)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let err = git::snapshot(&bare, &options()).unwrap_err().to_string();
     assert!(err.contains("bare"), "{err}");
@@ -221,10 +300,15 @@ fn a_read_only_git_directory_fails_cleanly() {
     let objects = repo.dir.join(".git/objects");
     let refs = repo.dir.join(".git/refs");
     use std::os::unix::fs::PermissionsExt;
-    let ro = |p: &Path, mode| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    let ro = |p: &Path, mode| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
     // Root ignores permission bits, so make the failure real where it can be.
     if unsafe { libc::geteuid() } == 0 {
-        let out = std::process::Command::new("chattr").arg("+i").arg(repo.dir.join(".git")).output();
+        let out = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(repo.dir.join(".git"))
+            .output();
         if !out.is_ok_and(|o| o.status.success()) {
             eprintln!("skipped: running as root without chattr support");
             return;
@@ -235,12 +319,18 @@ fn a_read_only_git_directory_fails_cleanly() {
     }
     let result = git::snapshot(&repo.dir, &options());
     if unsafe { libc::geteuid() } == 0 {
-        let _ = std::process::Command::new("chattr").arg("-i").arg(repo.dir.join(".git")).output();
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(repo.dir.join(".git"))
+            .output();
     } else {
         ro(&objects, 0o755);
         ro(&refs, 0o755);
     }
-    assert!(result.is_err(), "nothing can be written, so the snapshot fails");
+    assert!(
+        result.is_err(),
+        "nothing can be written, so the snapshot fails"
+    );
     assert!(!result.unwrap_err().to_string().is_empty());
     assert_eq!(repo.fingerprint(), before);
 }

@@ -8,4 +8,5 @@ mod hooks;
 mod lifecycle;
 mod monitor;
 mod pipeline;
+mod resume;
 mod wire;

@@ -199,7 +199,12 @@ fn compaction_starts_a_new_epoch_and_rearms_the_levels() {
         "plain text for the summarizer"
     );
     s.transcript.boundary("auto", 160_320, 3_000);
-    s.hook("SessionStart(source=compact)", "session-start");
+    let resumed = s.hook("SessionStart(source=compact)", "session-start");
+    // Claude Code records that the resume prompt reached the model.
+    let prompt = resumed["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("a resume prompt");
+    s.transcript.context_arrived("SessionStart", prompt);
     s.hook("PostCompact(trigger=auto)", "post-compact");
     let status = s.status();
     assert_eq!(
@@ -391,7 +396,11 @@ fn the_real_auto_compaction_transcript_replayed() {
         stdout(&pre)
     );
     at = write_until(&|l| l.contains("compact_boundary"), at);
-    hook("SessionStart(source=compact)", "session-start");
+    let resumed = hook("SessionStart(source=compact)", "session-start");
+    let prompt = resumed["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("a resume prompt");
+    t.context_arrived("SessionStart", prompt);
     hook("PostCompact(trigger=auto)", "post-compact");
     let report: Value = serde_json::from_slice(&sb.hookctl(&["status", "--json"]).stdout).unwrap();
     let session = &report["sessions"][0];

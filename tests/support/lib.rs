@@ -336,6 +336,18 @@ impl Transcript {
         self.append(&entry);
     }
 
+    /// What Claude Code writes when a hook's additionalContext reaches the model.
+    pub fn context_arrived(&self, event: &str, text: &str) {
+        let mut entry = Self::fixture_line("compact_manual.b38af9dc.jsonl", |v| {
+            v["attachment"]["type"] == "hook_additional_context"
+        });
+        entry["sessionId"] = Value::from(self.session_id.clone());
+        entry["attachment"]["content"] = serde_json::json!([text]);
+        entry["attachment"]["hookEvent"] = Value::from(event);
+        entry["attachment"]["hookName"] = Value::from(event);
+        self.append(&entry);
+    }
+
     /// A `compact_boundary` entry, as Claude Code writes one.
     pub fn boundary(&self, trigger: &str, pre: u64, post: u64) -> String {
         let mut entry = Self::fixture_line("compact_auto.e251d151.jsonl", |v| {

@@ -1,0 +1,419 @@
+//! After compaction: the saved state validated against the repository, the
+//! resume prompt injected, and the check that it reached the model.
+
+use hookd_tests::{
+    GitRepo, Sandbox, TestDaemon, Transcript, hook_json, stderr, stdout, workflow_events,
+};
+use serde_json::{Value, json};
+
+const SONNET: &str = "claude-sonnet-4-5-20250929";
+
+struct Session {
+    sb: Sandbox,
+    _daemon: TestDaemon,
+    repo: GitRepo,
+    t: Transcript,
+}
+
+impl Session {
+    fn new() -> Session {
+        let sb = Sandbox::new();
+        let repo = GitRepo::init(&sb.path().join("proj"));
+        repo.write("src/lib.rs", "pub fn a() {}\n");
+        repo.write("README.md", "# demo\n");
+        repo.commit_all("initial");
+        repo.write("src/lib.rs", "pub fn a() {}\npub fn b() {}\n");
+        let mut t = Transcript::create(sb.path().join("claude/r1.jsonl"), "r1-session", SONNET);
+        t.prompt("make the parser faster");
+        t.tool_use("tw", "TodoWrite", json!({"todos": [
+            {"content": "Profile the parser", "status": "completed", "activeForm": "Profiling"},
+            {"content": "Cache the token table", "status": "in_progress", "activeForm": "Caching the token table"},
+            {"content": "Benchmark against README.md numbers", "status": "pending", "activeForm": "Benchmarking"}
+        ]}), 120_000);
+        t.tool_result("tw", "Todos have been modified successfully.", json!({}));
+        let daemon = TestDaemon::start(sb.daemon_options());
+        Session {
+            sb,
+            _daemon: daemon,
+            repo,
+            t,
+        }
+    }
+
+    fn hook(&self, fixture: &str, event: &str) -> Value {
+        let out = self
+            .sb
+            .hook(event, &self.t.payload(fixture, &self.repo.dir));
+        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
+        if event == "pre-compact" {
+            Value::String(stdout(&out))
+        } else {
+            hook_json(&out)
+        }
+    }
+
+    /// PreCompact, the boundary, then SessionStart(compact): returns SessionStart's output.
+    fn compact(&mut self) -> Value {
+        self.hook("PreCompact(trigger=manual)", "pre-compact");
+        self.t.boundary("manual", 120_000, 3_000);
+        self.hook("SessionStart(source=compact)", "session-start")
+    }
+
+    fn events(&self, kind: &str) -> Vec<Value> {
+        workflow_events(&self.repo.dir)
+            .into_iter()
+            .filter(|e| e["kind"] == kind)
+            .collect()
+    }
+
+    fn status(&self) -> Value {
+        let report: Value =
+            serde_json::from_slice(&self.sb.hookctl(&["status", "--json"]).stdout).unwrap();
+        report["sessions"][0].clone()
+    }
+}
+
+fn context(out: &Value) -> String {
+    out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn marker_of(prompt: &str) -> String {
+    let start = prompt.rfind("[hookd-resume ").expect("a marker");
+    prompt[start..=start + prompt[start..].find(']').unwrap()].to_owned()
+}
+
+#[test]
+fn a_replayed_compaction_gets_the_resume_prompt_with_its_checks() {
+    let mut s = Session::new();
+    let out = s.compact();
+    assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let prompt = context(&out);
+    for expected in [
+        "## Context Recovery",
+        "### Checks Against the Repository Now",
+        "✓ **git_status_matches**",
+        "✓ **workflow_exists**",
+        "✓ **task_valid**: \"Cache the token table\" is still open (in_progress)",
+        "1. **benchmark** against README.md numbers",
+        "Read first: README.md",
+        "`src/lib.rs` - modified: +1 −0 lines",
+        "make the parser faster",
+    ] {
+        assert!(
+            prompt.contains(expected),
+            "missing {expected:?} in:\n{prompt}"
+        );
+    }
+    assert!(prompt.chars().count() <= 9000);
+    let summary = out["systemMessage"].as_str().unwrap();
+    assert!(
+        summary.contains("1 of 3 tasks done (33%)")
+            && summary.contains("next: benchmark against README.md numbers"),
+        "{summary}"
+    );
+    assert!(summary.contains("read first: README.md"), "{summary}");
+
+    s.hook("PostCompact(trigger=manual)", "post-compact");
+    let post = s.events("post_compact");
+    assert_eq!(post.len(), 1);
+    assert_eq!(post[0]["trigger"], "manual");
+    assert!(
+        post[0]["compact_summary"]
+            .as_str()
+            .unwrap()
+            .contains("MOCK_COMPACT_SUMMARY_TEXT")
+    );
+    assert_eq!(s.status()["epoch"], 2);
+    let resume = &s.events("resume")[0];
+    assert_eq!(resume["injected"], true);
+    assert_eq!(resume["marker"], Value::from(marker_of(&prompt)));
+}
+
+#[test]
+fn an_arrived_prompt_is_not_injected_again() {
+    let mut s = Session::new();
+    let prompt = context(&s.compact());
+    // Claude Code records the injection in the transcript.
+    s.t.context_arrived("SessionStart", &prompt);
+    let next = s.hook("UserPromptSubmit", "user-prompt-submit");
+    assert_eq!(next, Value::Null, "nothing more to inject");
+    let arrival = s.events("resume_arrival");
+    assert_eq!(arrival.len(), 1);
+    assert_eq!(arrival[0]["arrived"], true);
+    let status = s.status();
+    assert_eq!(status["resume"]["what"], "arrived");
+    assert_eq!(status["resume"]["ok"], true);
+    // Checked once: later hooks do not look again.
+    assert_eq!(s.hook("PostToolUse", "post-tool-use"), Value::Null);
+    assert_eq!(s.events("resume_arrival").len(), 1);
+}
+
+#[test]
+fn a_lost_prompt_is_injected_once_more() {
+    let mut s = Session::new();
+    let prompt = context(&s.compact());
+    // The transcript shows no trace of it: inject again, through the next hook.
+    let again = s.hook("UserPromptSubmit", "user-prompt-submit");
+    assert_eq!(context(&again), prompt, "the same prompt, marker and all");
+    assert_eq!(
+        again["hookSpecificOutput"]["hookEventName"],
+        "UserPromptSubmit"
+    );
+    // Still missing after that: give up, and say so; no third injection.
+    let third = s.hook("PostToolUse", "post-tool-use");
+    assert_eq!(third, Value::Null);
+    let actions: Vec<String> = s
+        .events("resume_arrival")
+        .iter()
+        .map(|e| e["action"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        actions,
+        vec!["injected again", "did not arrive, even injected again"]
+    );
+    assert_eq!(s.status()["resume"]["ok"], false);
+}
+
+#[test]
+fn a_prompt_that_arrives_on_the_second_try_is_recorded() {
+    let mut s = Session::new();
+    let prompt = context(&s.compact());
+    let again = s.hook("PostToolUse", "post-tool-use");
+    assert_eq!(context(&again), prompt);
+    s.t.context_arrived("PostToolUse", &prompt);
+    assert_eq!(s.hook("PostToolUse", "post-tool-use"), Value::Null);
+    let last = s.events("resume_arrival").pop().unwrap();
+    assert_eq!(
+        (last["arrived"].clone(), last["action"].clone()),
+        (json!(true), json!("arrived"))
+    );
+}
+
+#[test]
+fn no_state_no_injection() {
+    let sb = Sandbox::new();
+    let repo = GitRepo::init(&sb.path().join("fresh"));
+    let t = Transcript::create(sb.path().join("claude/f.jsonl"), "f-session", SONNET);
+    let _daemon = TestDaemon::start(sb.daemon_options());
+    let out = hook_json(&sb.hook(
+        "session-start",
+        &t.payload("SessionStart(source=compact)", &repo.dir),
+    ));
+    assert_eq!(
+        out["systemMessage"],
+        "No previous state found. Starting fresh."
+    );
+    assert!(
+        out.get("hookSpecificOutput").is_none(),
+        "nothing injected: {out}"
+    );
+    // A plain --resume without a state says nothing at all.
+    let out = sb.hook(
+        "session-start",
+        &t.payload("SessionStart(source=resume)", &repo.dir),
+    );
+    assert_eq!(stdout(&out), "");
+    // Neither does /clear (a new session, nothing belongs to it).
+    let out = sb.hook(
+        "session-start",
+        &t.payload("SessionStart(source=clear)", &repo.dir),
+    );
+    assert_eq!(stdout(&out), "");
+}
+
+#[test]
+fn a_corrupt_state_is_reported_not_trusted() {
+    let s = Session::new();
+    s.hook("PreCompact(trigger=manual)", "pre-compact");
+    std::fs::write(
+        s.repo.dir.join(".workflow/context_state.json"),
+        "{\"session_id\": \"compact_1\", oops",
+    )
+    .unwrap();
+    s.t.boundary("manual", 120_000, 3_000);
+    let out = s.hook("SessionStart(source=compact)", "session-start");
+    let message = out["systemMessage"].as_str().unwrap();
+    assert!(
+        message.contains("context_state.json is corrupt") && message.contains("line 1"),
+        "{message}"
+    );
+    assert!(out.get("hookSpecificOutput").is_none());
+}
+
+#[test]
+fn another_sessions_state_is_not_injected() {
+    let s = Session::new();
+    s.hook("PreCompact(trigger=manual)", "pre-compact");
+    // A second session of the same project saves later.
+    let other = Transcript::create(s.sb.path().join("claude/o.jsonl"), "other-session", SONNET);
+    let out = s.sb.hook(
+        "pre-compact",
+        &other.payload("PreCompact(trigger=manual)", &s.repo.dir),
+    );
+    assert!(out.status.success());
+    // r1 compacts: its own capture comes from the history, not the other session's file.
+    s.t.boundary("manual", 120_000, 3_000);
+    let prompt = context(&s.hook("SessionStart(source=compact)", "session-start"));
+    assert!(prompt.contains("`r1-session`"), "r1's own state: {prompt}");
+}
+
+#[test]
+fn checks_report_what_moved_since_the_capture() {
+    let mut s = Session::new();
+    s.hook("PreCompact(trigger=manual)", "pre-compact");
+    // Meanwhile: a commit, a changed file, and the active task completed.
+    s.repo
+        .write("README.md", "# demo, edited after the capture\n");
+    s.repo.git(&["commit", "-qam", "someone else's commit"]);
+    s.repo.write("src/extra.rs", "new\n");
+    s.t.tool_use("tw2", "TodoWrite", json!({"todos": [
+        {"content": "Profile the parser", "status": "completed", "activeForm": "Profiling"},
+        {"content": "Cache the token table", "status": "completed", "activeForm": "Caching the token table"}
+    ]}), 130_000);
+    s.t.boundary("manual", 130_000, 3_000);
+    let out = s.hook("SessionStart(source=compact)", "session-start");
+    let prompt = context(&out);
+    assert!(
+        prompt.contains("⚠ **git_status_matches**: HEAD moved from"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("files changed since the capture:")
+            && prompt.contains("src/extra.rs")
+            && prompt.contains("README.md"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(
+            "⚠ **task_valid**: \"Cache the token table\" was completed after the capture"
+        ),
+        "{prompt}"
+    );
+    let summary = out["systemMessage"].as_str().unwrap();
+    assert!(
+        summary.contains("⚠ git_status_matches") && summary.contains("⚠ task_valid"),
+        "{summary}"
+    );
+
+    // A branch switch is worse than a warning.
+    s.repo.git(&["checkout", "-q", "-b", "elsewhere"]);
+    let out =
+        s.sb.command("hookctl")
+            .current_dir(&s.repo.dir)
+            .args(["validate", "--json"])
+            .output()
+            .unwrap();
+    assert_eq!(out.status.code(), Some(1), "a failed check fails validate");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["checks"][0]["status"], "fail");
+    assert!(
+        report["checks"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("branch main, but HEAD is now on elsewhere")
+    );
+}
+
+#[test]
+fn the_workflow_file_disappearing_fails_its_check() {
+    let s = Session::new();
+    s.repo.write(
+        ".workflow/workflow_state.yml",
+        "workflow_id: wf_1\nphase: BUILDING\n",
+    );
+    s.hook("PreCompact(trigger=manual)", "pre-compact");
+    std::fs::remove_file(s.repo.dir.join(".workflow/workflow_state.yml")).unwrap();
+    s.t.boundary("manual", 120_000, 3_000);
+    let prompt = context(&s.hook("SessionStart(source=compact)", "session-start"));
+    assert!(
+        prompt.contains("✗ **workflow_exists**") && prompt.contains("workflow_state.yml is gone"),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn hookctl_resume_and_validate() {
+    let s = Session::new();
+    let out =
+        s.sb.command("hookctl")
+            .current_dir(&s.repo.dir)
+            .args(["resume", "--print"])
+            .output()
+            .unwrap();
+    assert_eq!(out.status.code(), Some(1), "nothing saved yet");
+    assert!(
+        stdout(&out).contains("No previous state found"),
+        "{}",
+        stdout(&out)
+    );
+    s.sb.command("hookctl")
+        .current_dir(&s.repo.dir)
+        .arg("save")
+        .output()
+        .unwrap();
+    let out =
+        s.sb.command("hookctl")
+            .current_dir(&s.repo.dir)
+            .args(["resume", "--print"])
+            .output()
+            .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("## Context Recovery") && text.contains("✓ **git_status_matches**"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("[hookd-resume"),
+        "a printed prompt needs no arrival marker"
+    );
+    let out =
+        s.sb.command("hookctl")
+            .current_dir(&s.repo.dir)
+            .arg("validate")
+            .output()
+            .unwrap();
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(
+        text.contains("✓ git_status_matches") && text.contains("✓ task_valid"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_huge_state_still_fits_the_budget() {
+    let mut s = Session::new();
+    for i in 0..300 {
+        s.repo.write(
+            &format!("gen/file_{i:03}_with_a_rather_long_name.rs"),
+            "x\n",
+        );
+    }
+    for i in 0..40 {
+        let out =
+            s.sb.command("hookctl")
+                .current_dir(&s.repo.dir)
+                .args([
+                    "decision",
+                    &format!("topic {i}"),
+                    &"a long decision text ".repeat(10),
+                ])
+                .output()
+                .unwrap();
+        assert!(out.status.success());
+    }
+    let prompt = context(&s.compact());
+    assert!(prompt.chars().count() <= 9000, "{}", prompt.chars().count());
+    assert!(
+        prompt.contains("### Left Out to Fit") && prompt.contains("more changed files"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("[hookd-resume "),
+        "the marker survives trimming"
+    );
+}

@@ -29,6 +29,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
+        crate::fault::pause("before rename");
         std::fs::rename(&tmp, path)?;
         // The rename itself must reach the disk for the new name to survive a crash.
         std::fs::File::open(dir)?.sync_all()
@@ -37,6 +38,30 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Removes temp files a crashed writer left in `dir` (named as
+/// [`write_atomic`] names them) when older than `min_age`.
+pub fn sweep_temp_files(dir: &Path, min_age: std::time::Duration) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with('.') && name.contains(".tmp.")) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= min_age);
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Appends one line to a log file (one `write` call, so concurrent writers

@@ -18,8 +18,10 @@ use std::sync::{Arc, LazyLock, Mutex};
 pub const CHECKPOINT_TITLE: &str = "WIP: Pre-compaction checkpoint";
 /// Files whose line counts are computed (the rest get a plain summary).
 const MAX_LINE_STATS: usize = 500;
-/// Attempts at moving the checkpoint ref when others move it too.
-const REF_ATTEMPTS: usize = 8;
+/// Attempts at moving the checkpoint ref when others move it too, and the
+/// pause between them (a lock left by a crash goes stale meanwhile).
+const REF_ATTEMPTS: usize = 40;
+const REF_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -175,7 +177,10 @@ pub fn snapshot(project: &Path, opts: &SnapshotOptions) -> Result<Snapshot, GitE
         .map_err(git("update hookd's index"))?;
     record_submodules(&repo, &mut index)?;
     let tree = index.write_tree().map_err(git("write the snapshot tree"))?;
-    index.write().map_err(git("save hookd's index"))?;
+    // The index is only our cache: failing to keep it costs speed next time, nothing else.
+    if let Err(e) = index.write() {
+        tracing::warn!(error = %e, "cannot save hookd's index; the next snapshot hashes more files");
+    }
 
     let (branch, head) = branch_and_head(&repo)?;
     Ok(Snapshot {
@@ -200,6 +205,7 @@ fn private_index(repo: &git2::Repository) -> Result<git2::Index, GitError> {
             std::fs::copy(&user_index, &path).map_err(io("seed hookd's index"))?;
         }
     }
+    clear_stale_lock(&dir.join("index.lock"));
     match git2::Index::open(&path) {
         Ok(index) => Ok(index),
         Err(_) => {
@@ -207,6 +213,23 @@ fn private_index(repo: &git2::Repository) -> Result<git2::Index, GitError> {
             let _ = std::fs::remove_file(&path);
             git2::Index::open(&path).map_err(git("create hookd's index"))
         }
+    }
+}
+
+/// A lock file on one of hookd's own files (its index, its refs) older than
+/// this was left by a daemon that died holding it.
+/// A write holds these locks for milliseconds.
+const STALE_LOCK_AGE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Removes such a lock. Only ever called on hookd's own files, never on the user's.
+fn clear_stale_lock(lock: &Path) {
+    let old = std::fs::metadata(lock)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age >= STALE_LOCK_AGE);
+    if old && std::fs::remove_file(lock).is_ok() {
+        tracing::warn!(lock = %lock.display(), "removed a stale lock left by a crashed hookd");
     }
 }
 
@@ -435,6 +458,8 @@ pub fn commit_checkpoint(
         let oid = repo
             .commit(None, &signature, &signature, &message, &tree, &parents)
             .map_err(git("write the checkpoint commit"))?;
+        crate::fault::pause("before the ref moves");
+        clear_stale_lock(&repo.path().join(format!("{reference}.lock")));
         let moved = match &previous {
             Some(p) => repo.reference_matching(&reference, oid, true, p.id(), "hookd: checkpoint"),
             None => repo.reference(&reference, oid, false, "hookd: checkpoint"),
@@ -450,8 +475,9 @@ pub fn commit_checkpoint(
             Err(e)
                 if matches!(
                     e.code(),
-                    git2::ErrorCode::Modified | git2::ErrorCode::Exists | git2::ErrorCode::Locked
+                    git2::ErrorCode::Modified | git2::ErrorCode::Exists
                 ) => {}
+            Err(e) if e.code() == git2::ErrorCode::Locked => std::thread::sleep(REF_RETRY_PAUSE),
             Err(e) => {
                 return Err(GitError::Git {
                     op: "move the checkpoint ref",

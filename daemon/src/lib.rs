@@ -7,6 +7,7 @@
 pub mod capture;
 pub mod daemonize;
 pub mod engine;
+pub mod fault;
 pub mod fsutil;
 pub mod git;
 pub mod harness;
@@ -34,15 +35,23 @@ use std::path::PathBuf;
 
 impl DaemonOptions {
     /// Defaults for a daemon on `socket` keeping its state in `state_dir`,
-    /// without a log directory: what tests use.
+    /// with no user file and no log directory: what tests use.
     pub fn new(socket: SocketPath, state_dir: PathBuf) -> Self {
         DaemonOptions {
             socket,
             state_dir,
             log_dir: None,
-            config: Effective::defaults(),
             layers: Layers::default(),
+            allow_shared_dir: false,
         }
+    }
+
+    /// Sets one configuration key, as a command-line flag would.
+    pub fn set(mut self, key: &str, value: impl Into<serde_yaml::Value>) -> Self {
+        self.layers
+            .flags
+            .push((format!("set {key}"), key.to_owned(), value.into()));
+        self
     }
 }
 

@@ -23,6 +23,8 @@ use std::time::Instant;
 pub const RESUME_PROMPT_FILE: &str = "resume_prompt.md";
 pub const MODIFIED_FILES_FILE: &str = "modified_files.json";
 pub const HISTORY_DIR: &str = "history";
+/// Temp files older than this were left by a crash, not by a writer at work.
+const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What asked for a save.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +105,9 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     }
     let lock = project_lock(&request.project);
     let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+    // A daemon killed mid-write leaves its temp files behind; the real files are whole.
+    crate::fsutil::sweep_temp_files(workflow.dir(), STALE_TEMP_AGE);
+    crate::fsutil::sweep_temp_files(&workflow.path(HISTORY_DIR), STALE_TEMP_AGE);
     let session = request.session.as_ref();
     let step = |name: &str, started: Instant, ok: bool, detail: Option<String>| {
         let fields = json!({
@@ -225,6 +230,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         report.checkpoint_note.clone_from(&checkpoint.note);
     }
     state.checkpoint = Some(checkpoint);
+    crate::fault::pause("after checkpoint");
 
     // The state itself, the changed files, and the history.
     let state_path = workflow.path(STATE_FILE);
@@ -290,11 +296,19 @@ fn keep_history(
     }
     let dir = workflow.path(HISTORY_DIR);
     std::fs::create_dir_all(&dir)?;
-    let who = state
+    let who: String = state
         .harness_session_id
         .as_deref()
-        .map(|s| s.get(..8).unwrap_or(s))
-        .unwrap_or("nosession");
+        .unwrap_or("nosession")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     let name = format!("{}_{who}.json", state.session_id);
     crate::fsutil::write_atomic(&dir.join(&name), &state.to_json())?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?

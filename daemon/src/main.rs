@@ -46,6 +46,9 @@ enum Command {
 
 #[derive(clap::Args)]
 struct RunArgs {
+    /// Allow running as root with the socket in a directory others can write to.
+    #[arg(long)]
+    allow_shared_dir: bool,
     /// Exit after this many idle seconds (0: never). Overrides daemon.idle_timeout_secs.
     #[arg(long, value_name = "SECS")]
     idle_timeout: Option<u64>,
@@ -70,12 +73,7 @@ fn main() -> ExitCode {
     }
 }
 
-struct Prepared {
-    options: DaemonOptions,
-    config_warning: Option<String>,
-}
-
-fn prepare(cli: &Cli, args: Option<&RunArgs>) -> anyhow::Result<Prepared> {
+fn prepare(cli: &Cli, args: Option<&RunArgs>) -> anyhow::Result<DaemonOptions> {
     let socket = protocol::paths::socket_path(cli.socket.as_deref())?;
     let state_dir = match &cli.state_dir {
         Some(dir) => dir.clone(),
@@ -90,34 +88,30 @@ fn prepare(cli: &Cli, args: Option<&RunArgs>) -> anyhow::Result<Prepared> {
             secs.into(),
         ));
     }
-    let (config, config_warning) = hookd::load_daemon_config(&layers);
     let log_dir = Some(state_dir.join("logs"));
-    Ok(Prepared {
-        options: DaemonOptions {
-            socket,
-            state_dir,
-            log_dir,
-            config,
-            layers,
-        },
-        config_warning,
+    Ok(DaemonOptions {
+        socket,
+        state_dir,
+        log_dir,
+        layers,
+        allow_shared_dir: args.is_some_and(|a| a.allow_shared_dir),
     })
 }
 
 fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let prepared = prepare(cli, Some(args))?;
-    let _log = logging::init(prepared.options.log_dir.as_deref(), cli.verbose, true)?;
+    let _log = logging::init(prepared.log_dir.as_deref(), cli.verbose, true)?;
     serve(prepared, None)
 }
 
 fn start(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let prepared = prepare(cli, Some(args))?;
-    let lock = prepared.options.socket.lock_file();
+    let lock = prepared.socket.lock_file();
     if pidlock::is_held(&lock) {
         let pid = pidlock::read_pid(&lock).unwrap_or_else(|| "unknown".into());
         println!(
             "hookd is already running (pid {pid}) on {}",
-            prepared.options.socket.path.display()
+            prepared.socket.path.display()
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -130,7 +124,7 @@ fn start(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
             Ok(()) => {
                 println!(
                     "hookd started (pid {child_pid}) on {}",
-                    prepared.options.socket.path.display()
+                    prepared.socket.path.display()
                 );
                 Ok(ExitCode::SUCCESS)
             }
@@ -140,22 +134,22 @@ fn start(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
             }
         },
         Forked::Daemon(notifier) => {
-            let _log = logging::init(prepared.options.log_dir.as_deref(), cli.verbose, false)?;
+            let _log = logging::init(prepared.log_dir.as_deref(), cli.verbose, false)?;
             serve(prepared, Some(notifier))
         }
     }
 }
 
-fn serve(prepared: Prepared, notifier: Option<daemonize::Notifier>) -> anyhow::Result<ExitCode> {
-    if let Some(warning) = &prepared.config_warning {
-        tracing::error!("{warning}");
-    }
+fn serve(
+    options: DaemonOptions,
+    notifier: Option<daemonize::Notifier>,
+) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let daemon = match Daemon::bind(prepared.options) {
+        let daemon = match Daemon::bind(options) {
             Ok(daemon) => daemon,
             Err(e) => {
                 if let Some(n) = notifier {
@@ -164,9 +158,6 @@ fn serve(prepared: Prepared, notifier: Option<daemonize::Notifier>) -> anyhow::R
                 return Err(e.into());
             }
         };
-        if let Some(warning) = prepared.config_warning {
-            daemon.engine().add_warning(warning);
-        }
         let socket = daemon.socket().to_path_buf();
         hookd::shutdown::on_signals(daemon.shutdown_handle(), move || {
             let _ = std::fs::remove_file(&socket);

@@ -8,7 +8,7 @@ use crate::time::now_ms;
 use interprocess::local_socket::tokio::{Listener, Stream, prelude::*};
 use interprocess::local_socket::{GenericFilePath, ListenerOptions};
 use interprocess::os::unix::local_socket::ListenerOptionsExt;
-use protocol::config::{Effective, Layers};
+use protocol::config::Layers;
 use protocol::frame::{FrameError, decode, read_frame_async, write_frame_async};
 use protocol::paths::{SocketPath, effective_uid, ensure_private_dir};
 use protocol::wire::{ErrorKind, ErrorReply, Hello, Request, Response, StatusQuery};
@@ -28,10 +28,11 @@ pub struct DaemonOptions {
     /// Session registry and logs.
     pub state_dir: PathBuf,
     pub log_dir: Option<PathBuf>,
-    /// The daemon's own configuration (user file, environment, flags).
-    pub config: Effective,
-    /// The layers it came from; each request adds its project's layers.
+    /// The daemon's configuration layers (user file, environment, flags);
+    /// each request adds its project's file and its hook's environment.
     pub layers: Layers,
+    /// Run as root with the socket in a directory others can write to.
+    pub allow_shared_dir: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +43,11 @@ pub enum StartError {
     LiveSocket(PathBuf),
     #[error("{0} exists and is not a socket; refusing to replace it (choose another --socket)")]
     NotASocket(PathBuf),
+    #[error(
+        "refusing to run as root with the socket in {0}, which other users can write to; \
+         choose a private directory, or pass --allow-shared-dir if you mean it"
+    )]
+    SharedDirectory(PathBuf),
     #[error("cannot {op} {path}: {source}")]
     Io {
         op: &'static str,
@@ -78,6 +84,9 @@ impl Daemon {
         if opts.socket.dir_is_ours() || !dir.exists() {
             ensure_private_dir(dir).map_err(io_error("create the socket directory", dir))?;
         }
+        if effective_uid() == 0 && !opts.allow_shared_dir && writable_by_others(dir) {
+            return Err(StartError::SharedDirectory(dir.to_path_buf()));
+        }
         ensure_private_dir(&opts.state_dir)
             .map_err(io_error("create the state directory", &opts.state_dir))?;
 
@@ -102,8 +111,13 @@ impl Daemon {
             state_dir: opts.state_dir.clone(),
             log_dir: opts.log_dir.clone(),
         };
-        let settings = crate::settings::Settings::new(opts.layers, opts.config);
+        let (config, config_problem) = crate::load_daemon_config(&opts.layers);
+        let settings = crate::settings::Settings::new(opts.layers, config);
         let engine = Arc::new(Engine::new(identity, settings, shutdown.clone()));
+        if let Some(problem) = config_problem {
+            tracing::error!("{problem}");
+            engine.add_warning(problem);
+        }
         tracing::info!(socket = %socket.display(), pid = std::process::id(), "listening");
         Ok(Daemon {
             listener,
@@ -200,6 +214,11 @@ impl Daemon {
         lock.release();
         Ok(())
     }
+}
+
+fn writable_by_others(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o022 != 0)
 }
 
 /// Removes a socket file only when nothing answers on it.

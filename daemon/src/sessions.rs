@@ -319,6 +319,25 @@ impl Registry {
         removed
     }
 
+    /// Drops the longest-idle sessions (ended ones first) beyond `max`.
+    pub fn evict_over(&mut self, max: usize) -> Vec<SessionKey> {
+        if self.sessions.len() <= max {
+            return Vec::new();
+        }
+        let mut by_age: Vec<(bool, u64, SessionKey)> = self
+            .sessions
+            .values()
+            .map(|s| (!s.ended, s.last_event_at_ms, s.key.clone()))
+            .collect();
+        by_age.sort();
+        let excess = self.sessions.len() - max;
+        let gone: Vec<SessionKey> = by_age.into_iter().take(excess).map(|(_, _, k)| k).collect();
+        for key in &gone {
+            self.sessions.remove(key);
+        }
+        gone
+    }
+
     /// Reads the registry a previous daemon left. A missing file is an empty
     /// registry; a corrupt one is set aside (renamed) and reported.
     pub fn load(path: &Path) -> (Registry, Option<String>) {

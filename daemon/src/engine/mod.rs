@@ -325,10 +325,16 @@ impl Engine {
         }
 
         let now = now_ms();
-        let key = {
+        let (key, new_session) = {
             let mut registry = self.registry();
-            match registry.observe(&event, now) {
-                Some(session) => session.key.clone(),
+            let known = registry.len();
+            let observed = registry.observe(&event, now).map(|s| s.key.clone());
+            let new_session = registry.len() > known;
+            for gone in registry.evict_over(config.config.sessions.max_sessions) {
+                self.watcher.unfollow(&gone);
+            }
+            match observed {
+                Some(key) => (key, new_session),
                 None => {
                     tracing::debug!(event = %event.kind.kebab(), "hook without a session id");
                     return Response::Hook(harness::render(&event, outcome));
@@ -410,6 +416,11 @@ impl Engine {
         }
         self.record(project_events, &config.config);
         self.touch();
+        if new_session {
+            // A session must survive a crash from its first event on.
+            let engine = self.clone();
+            let _ = tokio::task::spawn_blocking(move || engine.flush()).await;
+        }
         Response::Hook(harness::render(&event, outcome))
     }
 

@@ -75,8 +75,15 @@ impl Client {
             })?;
         let mut client = Client { stream, deadline };
         client.set_timeouts()?;
-        frame::write_frame(&mut client.stream, &Hello::current())?;
-        match frame::read_message::<_, Response>(&mut client.stream)? {
+        // A daemon may answer before reading (to refuse us): read its words even if our write failed.
+        let sent = frame::write_frame(&mut client.stream, &Hello::current());
+        let reply = frame::read_message::<_, Response>(&mut client.stream);
+        let reply = match (sent, reply) {
+            (_, Ok(reply @ Response::Error(_))) => reply,
+            (Err(e), _) => return Err(e.into()),
+            (Ok(()), reply) => reply?,
+        };
+        match reply {
             Response::Hello(theirs) if theirs.protocol == protocol::PROTOCOL_VERSION => Ok(client),
             Response::Hello(theirs) => Err(ClientError::Mismatch(format!(
                 "hookd {} speaks protocol {}, but hookctl {} speaks protocol {}: \

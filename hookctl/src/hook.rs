@@ -5,9 +5,9 @@
 //! allows hookd to block.
 
 use crate::Context;
-use crate::client::Client;
+use crate::client::{Client, ClientError};
 use protocol::config::ClientConfig;
-use protocol::wire::{Harness, HookRequest, Request, Response};
+use protocol::wire::{ErrorKind, Harness, HookRequest, Request, Response};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::io::{IsTerminal, Read, Write};
@@ -80,6 +80,11 @@ pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
         Ok(other) => answer(|| {
             ctx.note(&format!("unexpected reply from hookd: {other:?}"));
             ExitCode::SUCCESS
+        }),
+        // The payload itself is at fault (too deeply nested, say): say so, never block.
+        Err(ClientError::Daemon(e)) if e.kind == ErrorKind::BadPayload => answer(|| {
+            eprintln!("hookctl: hookd refused the hook payload: {}", e.message);
+            ExitCode::FAILURE
         }),
         Err(e) => answer(|| {
             // Fail open: the agent carries on as if there were no hook.

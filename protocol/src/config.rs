@@ -915,3 +915,67 @@ mod tests {
         assert_eq!(back, Config::default());
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// YAML-looking text built from the schema's own words.
+    fn yamlish() -> impl Strategy<Value = String> {
+        let word = prop_oneof![
+            Just("client"),
+            Just("daemon"),
+            Just("monitor"),
+            Just("thresholds"),
+            Just("level"),
+            Just("message"),
+            Just("action"),
+            Just("hook_timeout_ms"),
+            Just("autostart"),
+            Just("reset_drop"),
+            Just("window"),
+            Just("models"),
+            Just("- "),
+            Just(": "),
+            Just("\n"),
+            Just("  "),
+            Just("0.7"),
+            Just("true"),
+            Just("[]"),
+            Just("{}"),
+            Just("log_warning"),
+            Just("'"),
+            Just("\""),
+            Just("&a"),
+            Just("*a"),
+            Just("!!str"),
+        ];
+        proptest::collection::vec(word, 0..60).prop_map(|w| w.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn any_config_text_loads_or_names_the_file(text in yamlish()) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(USER_FILE);
+            std::fs::write(&path, &text).unwrap();
+            match load(&Layers { user_file: Some(path.clone()), ..Layers::default() }) {
+                Ok(eff) => prop_assert!(eff.config.problems().is_empty()),
+                Err(e) => {
+                    let text = e.to_string();
+                    prop_assert!(text.contains(&path.display().to_string()) || text.contains("config key"), "{text}");
+                }
+            }
+        }
+
+        #[test]
+        fn any_env_override_loads_or_names_the_variable(key in "[A-Z_]{1,30}", value in "\\PC{0,20}") {
+            let var = format!("HOOKD_{key}__X");
+            let layers = Layers { env: vec![(var.clone(), value)], ..Layers::default() };
+            if let Err(e) = load(&layers) {
+                prop_assert!(e.to_string().contains(&var), "{e}");
+            }
+        }
+    }
+}

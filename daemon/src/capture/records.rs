@@ -182,3 +182,27 @@ mod tests {
         assert!(r.problems[0].contains("line 10"), "{:?}", r.problems);
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Torn and foreign lines are reported by number; good ones still count.
+        #[test]
+        fn any_lines_fold_without_panicking(lines in proptest::collection::vec("\\PC{0,80}", 0..30)) {
+            let dir = tempfile::tempdir().unwrap();
+            append(dir.path(), &Record::Phase { name: "KNOWN".into() }, None).unwrap();
+            let mut text = std::fs::read_to_string(dir.path().join(RECORDS_FILE)).unwrap();
+            for l in &lines {
+                text.push_str(l);
+                text.push('\n');
+            }
+            std::fs::write(dir.path().join(RECORDS_FILE), &text).unwrap();
+            let r = load(dir.path()).unwrap();
+            let blank = lines.iter().filter(|l| l.trim().is_empty()).count();
+            prop_assert!(r.problems.len() <= lines.len() - blank);
+        }
+    }
+}

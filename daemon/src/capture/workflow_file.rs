@@ -127,3 +127,21 @@ mod tests {
         assert_eq!(load(&dir.path().join("none")).unwrap(), None);
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text at all: a workflow file or an error that names it, never a panic.
+        #[test]
+        fn any_text_loads_or_says_why(text in "(\\PC|\n|:|-| ){0,300}") {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join(WORKFLOW_FILE), &text).unwrap();
+            if let Err(e) = load(dir.path()) {
+                prop_assert!(e.contains(WORKFLOW_FILE), "{e}");
+            }
+        }
+    }
+}

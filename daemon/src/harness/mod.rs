@@ -274,3 +274,91 @@ mod tests {
         assert_eq!(EventKind::PreCompact.pascal(), "PreCompact");
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    //! Hook payloads of any shape: decoding and rendering never panic, and
+    //! every outcome renders to JSON a harness can read.
+
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::value::RawValue;
+
+    /// Any JSON value, nested a few levels.
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            ".{0,40}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::btree_map(".{0,12}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Objects that use the field names harnesses send, with values of any type.
+    fn payload() -> impl Strategy<Value = Value> {
+        let names = prop_oneof![
+            Just("session_id"),
+            Just("transcript_path"),
+            Just("cwd"),
+            Just("hook_event_name"),
+            Just("source"),
+            Just("trigger"),
+            Just("model"),
+            Just("prompt"),
+            Just("tool_name"),
+            Just("agent_id"),
+            Just("compact_summary"),
+            Just("custom_instructions"),
+            Just("reason"),
+        ];
+        proptest::collection::vec((names, json()), 0..12).prop_map(|fields| {
+            Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_payload_parses_and_renders(payload in payload(), event in proptest::option::of("[a-z-]{0,20}"), harness in 0usize..3) {
+            let req = HookRequest {
+                harness: Harness::ALL[harness],
+                event,
+                payload: RawValue::from_string(payload.to_string()).unwrap(),
+                env: BTreeMap::new(),
+                cwd: None,
+            };
+            let event = parse(&req).unwrap();
+            let outcome = Outcome {
+                system_message: Some("m".into()),
+                additional_context: Some("c".into()),
+                ..Outcome::default()
+            };
+            let reply = render(&event, outcome);
+            prop_assert_eq!(reply.exit_code, 0);
+            if !reply.stdout.is_empty() {
+                prop_assert!(serde_json::from_str::<Value>(&reply.stdout).is_ok(), "{}", reply.stdout);
+            }
+        }
+
+        #[test]
+        fn anything_that_is_not_an_object_is_refused(value in json().prop_filter("not an object", |v| !v.is_object())) {
+            let req = HookRequest {
+                harness: Harness::ClaudeCode,
+                event: None,
+                payload: RawValue::from_string(value.to_string()).unwrap(),
+                env: BTreeMap::new(),
+                cwd: None,
+            };
+            prop_assert!(matches!(parse(&req), Err(PayloadError::NotObject(_))));
+        }
+    }
+}

@@ -857,6 +857,40 @@ mod tests {
     }
 
     proptest! {
+        /// Fixture lines, torn, duplicated, shuffled and mixed with noise:
+        /// the fast reader agrees with the slow one, backwards and forwards.
+        #[test]
+        fn any_mix_of_real_lines_reads_like_the_reference(
+            picks in proptest::collection::vec((0usize..1000, 0usize..4, any::<u8>()), 0..120),
+        ) {
+            let lines: Vec<String> = std::fs::read_dir(fixture(""))
+                .unwrap()
+                .flat_map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap().lines().map(str::to_owned).collect::<Vec<_>>())
+                .collect();
+            let mut text = Vec::new();
+            for (i, how, byte) in picks {
+                let line = lines[i % lines.len()].as_bytes();
+                match how {
+                    0 | 1 => text.extend_from_slice(line),
+                    2 => text.extend_from_slice(&line[..line.len() / 3]),
+                    _ => text.extend_from_slice(&[byte, b'{', byte, b'"']),
+                }
+                text.push(b'\n');
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.jsonl");
+            std::fs::write(&path, &text).unwrap();
+            let expected = reference(&text);
+            prop_assert_eq!(&cold(&path).usage, &expected);
+            // Forwards, from a cursor at a line boundary in the middle.
+            let half = memchr::memchr(b'\n', &text[text.len() / 2..]).map_or(0, |i| text.len() / 2 + i + 1);
+            std::fs::write(&path, &text[..half]).unwrap();
+            let first = cold(&path);
+            std::fs::write(&path, &text).unwrap();
+            let on = read(&path, Some(&first.cursor), first.usage.as_ref()).unwrap();
+            prop_assert_eq!(&on.usage, &expected);
+        }
+
         #[test]
         fn reverse_lines_are_the_complete_lines_backwards(
             lines in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 0..400),

@@ -455,3 +455,35 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Real lines, torn, duplicated and mixed with noise: never a panic.
+        #[test]
+        fn any_mix_of_lines_is_read(picks in proptest::collection::vec((0usize..400, 0usize..3, any::<u8>()), 0..80)) {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/claude-code-2.1.330/transcripts");
+            let lines: Vec<String> = std::fs::read_dir(dir)
+                .unwrap()
+                .flat_map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap().lines().map(str::to_owned).collect::<Vec<_>>())
+                .collect();
+            let mut text = Vec::new();
+            for (i, how, byte) in picks {
+                let line = lines[i % lines.len()].as_bytes();
+                match how {
+                    0 => text.extend_from_slice(line),
+                    1 => text.extend_from_slice(&line[..line.len() / 2]),
+                    _ => text.extend_from_slice(&[byte; 7]),
+                }
+                text.push(b'\n');
+            }
+            let mut f = tempfile::NamedTempFile::new().unwrap();
+            std::io::Write::write_all(&mut f, &text).unwrap();
+            let facts = read(f.path(), u64::MAX, 3).unwrap();
+            prop_assert!(facts.prompts.len() <= 3);
+        }
+    }
+}

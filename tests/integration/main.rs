@@ -8,5 +8,6 @@ mod hooks;
 mod lifecycle;
 mod monitor;
 mod pipeline;
+mod reliability;
 mod resume;
 mod wire;

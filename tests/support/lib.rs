@@ -239,8 +239,16 @@ pub fn wait_until(within: Duration, mut check: impl FnMut() -> bool) -> bool {
 
 /// Whether a process is alive (and not a zombie we could still reap).
 pub fn process_alive(pid: i32) -> bool {
+    // A killed daemon whose parent is gone stays a zombie until init reaps it: dead all the same.
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(") ")
+                .map(|(_, rest)| rest.starts_with('Z'))
+        })
+        .unwrap_or(false);
     // SAFETY: signal 0 only checks for existence.
-    unsafe { libc::kill(pid, 0) == 0 }
+    !zombie && unsafe { libc::kill(pid, 0) == 0 }
 }
 
 /// A Claude Code transcript a test writes as a session would: lines in the
@@ -508,7 +516,14 @@ impl GitRepo {
                 .output()
                 .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
                 .unwrap_or_default(),
-            status: self.git(&["status", "--porcelain=v1", "-z", "--untracked-files=all"]),
+            // --no-optional-locks: a plain `git status` may rewrite the index itself.
+            status: self.git(&[
+                "--no-optional-locks",
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+            ]),
             files,
         }
     }
@@ -546,9 +561,20 @@ fn collect_files(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
 
 /// Validates a JSON document against a JSON Schema file of the repository.
 pub fn assert_valid(schema_path: &Path, document: &Value) {
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    // Compiling a schema costs far more than using it: once per file.
+    type Compiled = std::collections::HashMap<PathBuf, Arc<jsonschema::Validator>>;
+    static COMPILED: std::sync::LazyLock<std::sync::Mutex<Compiled>> =
+        std::sync::LazyLock::new(Default::default);
+    let validator = COMPILED
+        .lock()
+        .unwrap()
+        .entry(schema_path.to_path_buf())
+        .or_insert_with(|| {
+            let schema: Value =
+                serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+            Arc::new(jsonschema::validator_for(&schema).expect("a valid schema"))
+        })
+        .clone();
     let errors: Vec<String> = validator
         .iter_errors(document)
         .map(|e| format!("{} at {}", e, e.instance_path()))

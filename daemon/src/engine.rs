@@ -263,12 +263,12 @@ impl Engine {
 
     /// Reads what is new in the session's transcript and applies it.
     async fn refresh(&self, key: &SessionKey, config: &Config) {
+        if key.harness != Harness::ClaudeCode {
+            return self.refresh_foreign(key).await;
+        }
         let snapshot = {
             let registry = self.registry();
             let Some(s) = registry.get(key) else { return };
-            if key.harness != Harness::ClaudeCode {
-                return;
-            }
             let Some(path) = s.transcript_path.clone() else {
                 return;
             };
@@ -335,6 +335,23 @@ impl Engine {
             }
         }
         self.record(project_events, config);
+    }
+
+    /// Usage for harnesses other than Claude Code: their module reads their
+    /// own records (Codex: the rollout file) and applies them.
+    async fn refresh_foreign(&self, key: &SessionKey) {
+        let transcript = self
+            .registry()
+            .get(key)
+            .and_then(|s| s.transcript_path.clone());
+        let harness = key.harness;
+        let reading = tokio::task::spawn_blocking(move || {
+            harness::read_foreign_usage(harness, transcript.as_deref())
+        })
+        .await;
+        if let (Ok(Some(usage)), Some(s)) = (reading, self.registry().get_mut(key)) {
+            harness::apply_foreign_usage(s, usage, now_ms());
+        }
     }
 
     /// A SessionStart(compact) or PostCompact hook: a compaction happened.

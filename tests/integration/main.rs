@@ -3,7 +3,9 @@
 
 mod client_failures;
 mod config;
+mod harnesses;
 mod hooks;
+mod install;
 mod lifecycle;
 mod monitor;
 mod wire;

@@ -83,7 +83,8 @@ if [ "$uninstall" = 1 ]; then
   config_file="$("$hookctl" paths config-file)"
   templates_dir="$("$hookctl" paths templates-dir)"
   state_dir="$("$hookctl" paths state-dir)"
-  "$hookctl" uninstall claude-code
+  "$hookctl" uninstall claude-code ||
+    say "could not take hookd out of Claude Code's settings (see above); fix that file, then run: hookctl uninstall claude-code"
   # A service would keep starting a hookd that is about to be deleted.
   service_files=("${XDG_CONFIG_HOME:-${HOME}/.config}/systemd/user/hookd.service"
     "${HOME}/Library/LaunchAgents/dev.hookd.hookd.plist")

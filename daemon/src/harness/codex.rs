@@ -39,8 +39,9 @@ pub const COMPACT_FRACTION: f64 = 0.9;
 /// A backward scan of a rollout file gives up after this many bytes.
 const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
 /// Day directories searched for a session's rollout file when the payload
-/// names none (newest first): about a year of daily use.
-const ROLLOUT_SEARCH_DAYS: usize = 400;
+/// names none (newest first): two months of daily use, so the search stays
+/// a few milliseconds on a hook's path.
+const ROLLOUT_SEARCH_DAYS: usize = 60;
 
 /// Codex's payloads carry Claude Code's field names; only the project
 /// differs (no `CLAUDE_PROJECT_DIR`), and a null `transcript_path` is looked

@@ -75,8 +75,8 @@ pub enum Scope {
 }
 
 impl ScopeArgs {
+    /// `--user` is the default; clap keeps it from meeting `--project`.
     fn resolve(&self) -> anyhow::Result<Scope> {
-        let _ = self.user;
         match &self.project {
             None => Ok(Scope::User),
             Some(dir) if dir.is_dir() => Ok(Scope::Project(

@@ -197,24 +197,23 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
 }
 
 /// How full the context is, for harnesses whose figures are not in a Claude
-/// Code transcript. Blocking: run it off the async runtime.
-pub struct ForeignUsage(ForeignReading);
-
-enum ForeignReading {
+/// Code transcript, as their module read it.
+pub enum ForeignUsage {
     Codex(Result<codex::RolloutUsage, String>),
 }
 
 /// Reads the session's usage records, where its harness keeps any (Codex:
 /// its rollout file). `None`: this harness has no figures to read.
+/// Blocking: run it off the async runtime.
 pub fn read_foreign_usage(
     harness: Harness,
     transcript: Option<&std::path::Path>,
 ) -> Option<ForeignUsage> {
     match harness {
-        Harness::Codex => Some(ForeignUsage(ForeignReading::Codex(match transcript {
+        Harness::Codex => Some(ForeignUsage::Codex(match transcript {
             Some(path) => codex::read_rollout(path),
             None => Err("Codex named no rollout file for this session".into()),
-        }))),
+        })),
         // Claude Code's reader lives in the engine; Gemini CLI records no usage hookd can read.
         Harness::ClaudeCode | Harness::GeminiCli => None,
     }
@@ -222,8 +221,8 @@ pub fn read_foreign_usage(
 
 /// Applies what [`read_foreign_usage`] found to the session.
 pub fn apply_foreign_usage(session: &mut Session, usage: ForeignUsage, now_ms: u64) {
-    match usage.0 {
-        ForeignReading::Codex(reading) => codex::apply(session, reading, now_ms),
+    match usage {
+        ForeignUsage::Codex(reading) => codex::apply(session, reading, now_ms),
     }
 }
 

@@ -493,7 +493,6 @@ fn changed_events(before: &Map<String, Value>, after: &Map<String, Value>) -> Ve
         .filter(|e| a.get(*e) != b.get(*e))
         .cloned()
         .collect();
-    events.dedup();
     // In the file's own order.
     let order: Vec<&String> = [after, before]
         .iter()

@@ -1,60 +1,187 @@
 #!/usr/bin/env bash
-# Builds hookd and hookctl, installs them, and starts the daemon.
+# Sets hookd up in one command: builds hookd and hookctl, installs them,
+# installs the default templates and config (never over yours), wires Claude
+# Code, starts the daemon and ends with `hookctl doctor`. Running it again
+# changes nothing; --uninstall undoes it.
 #
 #   ./install.sh [--prefix DIR]     install into DIR/bin (default ~/.local)
+#   ./install.sh --no-wire          leave Claude Code's settings alone
+#   ./install.sh --from-build DIR   use the hookd and hookctl in DIR instead of building
+#   ./install.sh --uninstall        undo it all (give the same --prefix)
 #   ./install.sh --help
+#
+# Building honours CARGO_TARGET_DIR. Exit status: 0 when doctor passes.
 set -euo pipefail
 
-prefix="${HOME}/.local"
+prefix="${HOME:?HOME is not set}/.local"
+wire=1
+uninstall=0
+from_build=""
 
 usage() {
-  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
     --prefix=*) prefix="${1#--prefix=}"; shift ;;
+    --from-build) from_build="${2:?--from-build needs a directory}"; shift 2 ;;
+    --from-build=*) from_build="${1#--from-build=}"; shift ;;
+    --no-wire) wire=0; shift ;;
+    --uninstall) uninstall=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 1 ;;
   esac
 done
 
 say() { printf 'install.sh: %s\n' "$*"; }
-die() { printf 'install.sh: %s\n' "$*" >&2; exit 1; }
-
-command -v cargo >/dev/null 2>&1 ||
-  die "cargo not found: install a Rust toolchain first (https://rustup.rs), then run this again"
+die() { printf 'install.sh: error: %s\n' "$*" >&2; exit 1; }
 
 src="$(cd "$(dirname "$0")" && pwd)"
+case "$prefix" in /*) ;; *) prefix="$(pwd)/${prefix}" ;; esac
 bindir="${prefix}/bin"
-mkdir -p "$bindir" 2>/dev/null || die "cannot create ${bindir}: choose another --prefix"
-[ -w "$bindir" ] || die "${bindir} is not writable: choose another --prefix"
+hookctl="${bindir}/hookctl"
 
-say "building release binaries (a few minutes the first time)"
-cargo build --release --locked --manifest-path "${src}/Cargo.toml" -p hookd -p hookctl
-target="$(cargo metadata --format-version 1 --no-deps --manifest-path "${src}/Cargo.toml" |
-  sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+# The starting config: every line a comment, so the defaults (and any later
+# ones) apply until the person changes something. Uninstall removes it only
+# while it is still exactly this.
+default_config() {
+  cat <<'YAML'
+# hookd configuration (YAML). Every key has a default; uncomment and change
+# what you need. `hookctl config` shows each value in force and where it came
+# from; the README's configuration reference lists every key.
+#
+# client:
+#   hook_timeout_ms: 1000       # how long a hook waits for hookd, then carries on silently
+#   autostart: true             # start hookd when a hook finds none running
+# daemon:
+#   idle_timeout_secs: 0        # exit after this long without requests (0: never)
+# monitor:
+#   reset_drop: 0.30            # a drop this large in context usage re-arms the warnings
+# window:
+#   tokens_max: 150000          # force the compaction point instead of working it out
+YAML
+}
+
+on_path() {
+  case ":${PATH}:" in *":${bindir}:"*) return 0 ;; esac
+  return 1
+}
+
+path_advice() {
+  printf '  add it to your shell profile, then open a new shell:\n'
+  # shellcheck disable=SC2016 # $PATH is for the profile, not for now
+  printf '    echo '\''export PATH="%s:$PATH"'\'' >> ~/.profile   # bash: ~/.bashrc, zsh: ~/.zshrc\n' "$bindir"
+}
+
+if [ "$uninstall" = 1 ]; then
+  if [ ! -x "$hookctl" ]; then
+    die "no hookctl in ${bindir}: give the --prefix you installed with"
+  fi
+  config_dir="$("$hookctl" paths config-dir)"
+  config_file="$("$hookctl" paths config-file)"
+  templates_dir="$("$hookctl" paths templates-dir)"
+  state_dir="$("$hookctl" paths state-dir)"
+  "$hookctl" uninstall claude-code ||
+    say "could not take hookd out of Claude Code's settings (see above); fix that file, then run: hookctl uninstall claude-code"
+  # A service would keep starting a hookd that is about to be deleted.
+  service_files=("${XDG_CONFIG_HOME:-${HOME}/.config}/systemd/user/hookd.service"
+    "${HOME}/Library/LaunchAgents/dev.hookd.hookd.plist")
+  for f in "${service_files[@]}"; do
+    if [ -e "$f" ]; then "$hookctl" daemon uninstall-service; break; fi
+  done
+  if [ -x "${bindir}/hookd" ]; then "${bindir}/hookd" stop; fi
+  for t in "${src}"/templates/*.hbs; do
+    [ -e "$t" ] || continue
+    dest="${templates_dir}/$(basename "$t")"
+    if [ -e "$dest" ] && cmp -s "$t" "$dest"; then
+      rm -f "$dest"; say "removed ${dest}"
+    elif [ -e "$dest" ]; then
+      say "kept ${dest} (you changed it)"
+    fi
+  done
+  rmdir "$templates_dir" 2>/dev/null || true
+  if [ -e "$config_file" ] && cmp -s <(default_config) "$config_file"; then
+    rm -f "$config_file"; say "removed ${config_file}"
+  elif [ -e "$config_file" ]; then
+    say "kept ${config_file} (you changed it)"
+  fi
+  rmdir "$config_dir" 2>/dev/null || true
+  for bin in hookd hookctl; do
+    if [ -e "${bindir}/${bin}" ]; then rm -f "${bindir}/${bin}"; say "removed ${bindir}/${bin}"; fi
+  done
+  say "done. Session state and logs stay in ${state_dir} (delete it to remove them too);"
+  say "each project's .workflow/ directory is yours to keep or delete."
+  exit 0
+fi
+
+# 1. The binaries: built here, or taken from --from-build.
+if [ -n "$from_build" ]; then
+  built="$from_build"
+  for bin in hookd hookctl; do
+    [ -x "${built}/${bin}" ] || die "${built}/${bin} is missing: build first (cargo build -p hookd -p hookctl)"
+  done
+else
+  command -v cargo >/dev/null 2>&1 ||
+    die "cargo not found: install a Rust toolchain first (https://rustup.rs), open a new shell, and run ./install.sh again"
+  say "building release binaries (a few minutes the first time)"
+  cargo build --release --locked --manifest-path "${src}/Cargo.toml" -p hookd -p hookctl
+  target="$(cargo metadata --format-version 1 --no-deps --manifest-path "${src}/Cargo.toml" |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+  built="${target}/release"
+fi
+
+mkdir -p "$bindir" 2>/dev/null ||
+  die "cannot create ${bindir}: choose a --prefix you can write to (the default is ~/.local)"
+[ -w "$bindir" ] || die "${bindir} is not writable: choose a --prefix you can write to (the default is ~/.local)"
 
 changed=0
 for bin in hookd hookctl; do
-  if ! cmp -s "${target}/release/${bin}" "${bindir}/${bin}" 2>/dev/null; then
-    install -m 0755 "${target}/release/${bin}" "${bindir}/${bin}.new"
-    mv -f "${bindir}/${bin}.new" "${bindir}/${bin}"
+  if ! cmp -s "${built}/${bin}" "${bindir}/${bin}"; then
+    install -m 0755 "${built}/${bin}" "${bindir}/.${bin}.new"
+    mv -f "${bindir}/.${bin}.new" "${bindir}/${bin}"
     say "installed ${bindir}/${bin}"
     changed=1
   fi
 done
 
-# A daemon left from an older build would keep serving the old code.
-if [ "$changed" = 1 ]; then
-  "${bindir}/hookctl" daemon restart
-else
-  "${bindir}/hookctl" daemon start
+# 2. Default templates and config, only where the person has none.
+templates_dir="$("$hookctl" paths templates-dir)"
+config_file="$("$hookctl" paths config-file)"
+for t in "${src}"/templates/*.hbs; do
+  [ -e "$t" ] || continue
+  dest="${templates_dir}/$(basename "$t")"
+  if [ ! -e "$dest" ]; then
+    mkdir -p "$templates_dir"
+    cp "$t" "$dest"
+    say "installed ${dest}"
+  fi
+done
+if [ ! -e "$config_file" ]; then
+  mkdir -p "$(dirname "$config_file")"
+  default_config >"$config_file"
+  say "wrote ${config_file}"
 fi
 
-case ":${PATH}:" in
-  *":${bindir}:"*) ;;
-  *) say "note: ${bindir} is not on your PATH; add it, e.g.: echo 'export PATH=\"${bindir}:\$PATH\"' >> ~/.profile" ;;
-esac
-say "done: hookctl status shows what hookd sees"
+# 3. Claude Code's hooks (hookctl keeps everything else in the file).
+if [ "$wire" = 1 ]; then
+  "$hookctl" install claude-code
+fi
+
+# 4. The daemon; a new build replaces a running one (`hookd stop` needs no
+# protocol, so it also stops an older, incompatible hookd).
+if [ "$changed" = 1 ]; then
+  "${bindir}/hookd" stop
+fi
+"$hookctl" daemon start
+
+# 5. Check it all.
+status=0
+"$hookctl" doctor || status=$?
+if ! on_path; then
+  printf 'install.sh: error: %s is not on your PATH, so shells and slash commands cannot find hookctl.\n' "$bindir" >&2
+  path_advice >&2
+  exit 1
+fi
+exit "$status"

@@ -20,6 +20,10 @@ pub enum Action {
     Restart,
     /// Say whether hookd runs, with its pid and version.
     Status,
+    /// Keep hookd always up as a systemd user unit (Linux) or launchd agent (macOS).
+    InstallService(crate::service::ServiceArgs),
+    /// Stop and remove that service (autostart from hookctl goes on working).
+    UninstallService(crate::service::ServiceArgs),
 }
 
 pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
@@ -31,6 +35,8 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
             start(ctx)
         }
         Action::Status => status(ctx),
+        Action::InstallService(args) => crate::service::install(ctx, args),
+        Action::UninstallService(args) => crate::service::uninstall(args),
     }
 }
 
@@ -55,7 +61,7 @@ fn start(ctx: &Context) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn stop(ctx: &Context) -> anyhow::Result<ExitCode> {
+pub fn stop(ctx: &Context) -> anyhow::Result<ExitCode> {
     let deadline = Instant::now() + WAIT;
     let mut c = match client::Client::connect(&ctx.socket.path, deadline) {
         Ok(c) => c,

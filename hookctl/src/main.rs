@@ -4,18 +4,24 @@
 
 mod checkpoints;
 mod client;
+mod completions;
 mod config;
 mod daemon;
 mod display;
+mod doctor;
 mod hook;
+mod install;
+mod logs;
+mod paths;
 mod record;
 mod resume;
 mod save;
+mod service;
 mod status;
 mod statusline;
 mod watch;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use protocol::config::{ClientConfig, Config, Layers};
 use protocol::paths::SocketPath;
 use protocol::wire::{Harness, Record};
@@ -174,6 +180,38 @@ enum Command {
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
+    },
+    /// Wire hookd into a harness's hook settings (Claude Code, Codex, Gemini CLI).
+    Install(install::InstallArgs),
+    /// Take hookd's entries out of a harness's hook settings.
+    Uninstall(install::UninstallArgs),
+    /// Check that hookd can work here, with a fix for each problem.
+    Doctor {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the daemon's log; -f follows it.
+    Logs {
+        /// Keep printing new lines as they are written.
+        #[arg(short, long)]
+        follow: bool,
+        /// How many of the last lines to print first.
+        #[arg(short = 'n', long, default_value_t = 50)]
+        lines: usize,
+    },
+    /// Where hookd's files live (one of them by name: socket, config-dir, log-dir, ...).
+    Paths {
+        /// Print only this path.
+        name: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A shell completion script on stdout.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
     },
 }
 
@@ -369,6 +407,12 @@ fn main() -> ExitCode {
         Command::Statusline => statusline::run(&ctx),
         Command::Daemon { action } => daemon::run(&ctx, action),
         Command::Config { project, json } => config::run(&ctx, project, json),
+        Command::Install(args) => install::install(args),
+        Command::Uninstall(args) => install::uninstall(args),
+        Command::Doctor { json } => doctor::run(&ctx, json),
+        Command::Logs { follow, lines } => logs::run(&ctx, follow, lines),
+        Command::Paths { name, json } => paths::run(&ctx, name, json),
+        Command::Completions { shell } => completions::run(shell, Cli::command()),
     };
     match result {
         Ok(code) => code,

@@ -31,6 +31,10 @@ pub struct Knobs {
     /// `DISABLE_AUTO_COMPACT` or `DISABLE_COMPACT`: no automatic compaction.
     #[serde(default)]
     pub auto_compact_disabled: bool,
+    /// Set by a harness that compacts at a fixed fraction of its window
+    /// (Codex: 0.9) rather than by Claude Code's reserve and buffer.
+    #[serde(default)]
+    pub compact_fraction: Option<f64>,
 }
 
 impl Knobs {
@@ -49,6 +53,7 @@ impl Knobs {
             auto_compact_window: num("CLAUDE_CODE_AUTO_COMPACT_WINDOW"),
             max_context_tokens: num("CLAUDE_CODE_MAX_CONTEXT_TOKENS"),
             auto_compact_disabled: truthy("DISABLE_AUTO_COMPACT") || truthy("DISABLE_COMPACT"),
+            compact_fraction: None,
         }
     }
 }
@@ -67,6 +72,8 @@ pub struct CompactionPoint {
 /// Where Claude Code compacts a context of `model_window` tokens:
 /// `min(window, knobs) − output reserve − buffer`, or earlier with a
 /// percentage override. Without automatic compaction, the window itself.
+/// A harness with its own fixed fraction (`knobs.compact_fraction`)
+/// compacts at that fraction of the window.
 pub fn compaction_point(
     model_window: u64,
     knobs: &Knobs,
@@ -84,6 +91,13 @@ pub fn compaction_point(
             window,
             tokens: window,
             basis: format!("{basis}; automatic compaction disabled"),
+        };
+    }
+    if let Some(fraction) = knobs.compact_fraction.filter(|f| *f > 0.0 && *f <= 1.0) {
+        return CompactionPoint {
+            window,
+            tokens: ((window as f64 * fraction).floor() as u64).max(1),
+            basis: format!("{:.0}% of {basis}", fraction * 100.0),
         };
     }
     let mut compact_window = window;
@@ -247,6 +261,11 @@ mod tests {
             ..Knobs::default()
         };
         assert_eq!(point(200_000, &late), 167_000);
+        let codex = Knobs {
+            compact_fraction: Some(0.9),
+            ..Knobs::default()
+        };
+        assert_eq!(point(272_000, &codex), 244_800);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 mod client_failures;
 mod config;
 mod git_edges;
+mod harnesses;
 mod hooks;
+mod install;
 mod lifecycle;
 mod monitor;
 mod pipeline;

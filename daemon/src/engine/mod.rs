@@ -427,14 +427,15 @@ impl Engine {
     /// Reads what is new in the session's transcript and applies it.
     /// Returns whether it showed a compaction no PreCompact hook announced.
     async fn refresh(self: &Arc<Self>, key: &SessionKey, config: &Config) -> bool {
+        if key.harness != Harness::ClaudeCode {
+            self.refresh_foreign(key).await;
+            return false;
+        }
         let snapshot = {
             let registry = self.registry();
             let Some(s) = registry.get(key) else {
                 return false;
             };
-            if key.harness != Harness::ClaudeCode {
-                return false;
-            }
             let Some(path) = s.transcript_path.clone() else {
                 return false;
             };
@@ -524,6 +525,23 @@ impl Engine {
             trigger,
             checkpoint,
         })
+    }
+
+    /// Usage for harnesses other than Claude Code: their module reads their
+    /// own records (Codex: the rollout file) and applies them.
+    async fn refresh_foreign(&self, key: &SessionKey) {
+        let transcript = self
+            .registry()
+            .get(key)
+            .and_then(|s| s.transcript_path.clone());
+        let harness = key.harness;
+        let reading = tokio::task::spawn_blocking(move || {
+            harness::read_foreign_usage(harness, transcript.as_deref())
+        })
+        .await;
+        if let (Ok(Some(usage)), Some(s)) = (reading, self.registry().get_mut(key)) {
+            harness::apply_foreign_usage(s, usage, now_ms());
+        }
     }
 
     /// A SessionStart(compact) or PostCompact hook: a compaction happened.

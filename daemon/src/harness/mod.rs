@@ -3,7 +3,10 @@
 //! Adding a harness means adding a module here and a folder under `hooks/`.
 
 pub mod claude_code;
+pub mod codex;
+pub mod gemini_cli;
 
+use crate::sessions::Session;
 use protocol::wire::{Harness, HookReply, HookRequest};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -186,20 +189,48 @@ pub fn parse(req: &HookRequest) -> Result<HookEvent, PayloadError> {
         problems: Vec::new(),
     };
     Ok(match req.harness {
-        // Codex and Gemini CLI send Claude-Code-like payloads; their own
-        // modules refine this when they land.
-        Harness::ClaudeCode | Harness::Codex | Harness::GeminiCli => {
-            claude_code::parse(req, fields)
-        }
+        Harness::ClaudeCode => claude_code::parse(req, fields),
+        Harness::Codex => codex::parse(req, fields),
+        Harness::GeminiCli => gemini_cli::parse(req, fields),
     })
 }
 
 /// Renders an outcome in the harness's output format.
 pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     match event.harness {
-        Harness::ClaudeCode | Harness::Codex | Harness::GeminiCli => {
-            claude_code::render(event, outcome)
-        }
+        Harness::ClaudeCode => claude_code::render(event, outcome),
+        Harness::Codex => codex::render(event, outcome),
+        Harness::GeminiCli => gemini_cli::render(event, outcome),
+    }
+}
+
+/// How full the context is, for harnesses whose figures are not in a Claude
+/// Code transcript, as their module read it.
+pub enum ForeignUsage {
+    Codex(Result<codex::RolloutUsage, String>),
+}
+
+/// Reads the session's usage records, where its harness keeps any (Codex:
+/// its rollout file). `None`: this harness has no figures to read.
+/// Blocking: run it off the async runtime.
+pub fn read_foreign_usage(
+    harness: Harness,
+    transcript: Option<&std::path::Path>,
+) -> Option<ForeignUsage> {
+    match harness {
+        Harness::Codex => Some(ForeignUsage::Codex(match transcript {
+            Some(path) => codex::read_rollout(path),
+            None => Err("Codex named no rollout file for this session".into()),
+        })),
+        // Claude Code's reader lives in the engine; Gemini CLI records no usage hookd can read.
+        Harness::ClaudeCode | Harness::GeminiCli => None,
+    }
+}
+
+/// Applies what [`read_foreign_usage`] found to the session.
+pub fn apply_foreign_usage(session: &mut Session, usage: ForeignUsage, now_ms: u64) {
+    match usage {
+        ForeignUsage::Codex(reading) => codex::apply(session, reading, now_ms),
     }
 }
 

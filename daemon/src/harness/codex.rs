@@ -1,0 +1,422 @@
+//! Codex CLI: hook payloads in, hook output out, and how full the context is
+//! from its rollout files.
+//!
+//! What this relies on (openai/codex `codex-rs/hooks`, its generated hook
+//! schemas and `docs/hooks` on developers.openai.com; no Codex binary was run
+//! here):
+//! - hooks live in `~/.codex/hooks.json` (or `$CODEX_HOME`) and
+//!   `<project>/.codex/hooks.json`, in Claude Code's layout;
+//! - the events hookd uses are `SessionStart` (source `startup`, `resume`,
+//!   `clear`, `compact`), `UserPromptSubmit`, `PostToolUse`, `PreCompact`,
+//!   `PostCompact` (trigger `manual` or `auto`) and `Stop`, with Claude
+//!   Code's payload field names (`session_id`, `transcript_path` (may be
+//!   null), `cwd`, `hook_event_name`, `model`, `source`, `trigger`, ...);
+//! - the output is JSON whose fields Codex checks strictly per event:
+//!   `systemMessage` everywhere; `hookSpecificOutput.additionalContext` only
+//!   on SessionStart, UserPromptSubmit, PreToolUse and PostToolUse. Plain
+//!   stdout of PreCompact is ignored: a hook cannot add instructions to
+//!   Codex's compaction prompt;
+//! - there is no project variable in the hook's environment: the project is
+//!   the payload's `cwd`;
+//! - token counts are `event_msg` records of type `token_count` in the
+//!   session's rollout file (`~/.codex/sessions/YYYY/MM/DD/rollout-*-<id>.jsonl`):
+//!   `info.last_token_usage.total_tokens` is the context now,
+//!   `info.model_context_window` the window; Codex compacts at 90% of the
+//!   window unless `model_auto_compact_token_limit` is lower.
+
+use super::{Fields, HookEvent, Outcome, claude_code};
+use crate::harness::claude_code::transcript::{ReverseLines, Usage};
+use crate::sessions::Session;
+use protocol::pressure::Knobs;
+use protocol::wire::{HookReply, HookRequest};
+use serde_json::Value;
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// Codex's own compaction point: `model_context_window * 9 / 10`.
+pub const COMPACT_FRACTION: f64 = 0.9;
+/// A backward scan of a rollout file gives up after this many bytes.
+const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
+/// Day directories searched for a session's rollout file when the payload
+/// names none (newest first): two months of daily use, so the search stays
+/// a few milliseconds on a hook's path.
+const ROLLOUT_SEARCH_DAYS: usize = 60;
+
+/// Codex's payloads carry Claude Code's field names; only the project
+/// differs (no `CLAUDE_PROJECT_DIR`), and a null `transcript_path` is looked
+/// up among the rollout files.
+pub fn parse(req: &HookRequest, fields: Fields) -> HookEvent {
+    let mut event = claude_code::parse(req, fields);
+    event.project_dir = event.cwd.clone();
+    if event.transcript_path.is_none()
+        && let Some(id) = &event.session_id
+    {
+        event.transcript_path = codex_home(&req.env).and_then(|home| find_rollout(&home, id));
+    }
+    event
+}
+
+/// Claude Code's rendering, minus what Codex does not read: plain stdout for
+/// the summarizer (PreCompact) is dropped rather than sent to be ignored.
+pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
+    claude_code::render(
+        event,
+        Outcome {
+            plain_stdout: None,
+            ..outcome
+        },
+    )
+}
+
+/// `$CODEX_HOME` from the hook's environment, else `~/.codex`.
+fn codex_home(env: &std::collections::BTreeMap<String, String>) -> Option<PathBuf> {
+    env.get("CODEX_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
+}
+
+/// The rollout file of session `id`: `sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`,
+/// newest days first.
+pub fn find_rollout(codex_home: &Path, id: &str) -> Option<PathBuf> {
+    let suffix = format!("-{id}.jsonl");
+    let newest_first = |dir: &Path| -> Vec<PathBuf> {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort_unstable_by(|a, b| b.cmp(a));
+        entries
+    };
+    let days = newest_first(&codex_home.join("sessions"))
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .flat_map(|year| newest_first(&year))
+        .filter(|p| p.is_dir())
+        .flat_map(|month| newest_first(&month))
+        .filter(|p| p.is_dir())
+        .take(ROLLOUT_SEARCH_DAYS);
+    for day in days {
+        if let Some(found) = newest_first(&day).into_iter().find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+        }) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// What a rollout file says about the context right now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RolloutUsage {
+    /// Tokens in the context; `None` before the first reply and right after
+    /// a compaction (until the next reply reports).
+    pub tokens: Option<u64>,
+    pub window: Option<u64>,
+    pub model: Option<String>,
+}
+
+/// Reads a rollout file from its end: the latest `token_count`, whether a
+/// compaction came after it, and the latest model. Malformed lines and
+/// unknown record types are skipped.
+pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
+    // O_NONBLOCK: a FIFO in the file's place must not hang the reader.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => format!("Codex rollout file {} is missing", path.display()),
+            _ => format!("cannot read Codex rollout file {}: {e}", path.display()),
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read Codex rollout file {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "Codex rollout file {} is not a regular file",
+            path.display()
+        ));
+    }
+    let mut lines = ReverseLines::new(&file, meta.len());
+    let mut usage = RolloutUsage::default();
+    let mut compacted_since = false;
+    let mut counted = false;
+    while let Some(line) = lines
+        .next_line()
+        .map_err(|e| format!("cannot read Codex rollout file {}: {e}", path.display()))?
+    {
+        if counted && usage.model.is_some() || lines.bytes_read() > SEARCH_LIMIT {
+            break;
+        }
+        let interesting = [&b"token_count"[..], b"turn_context", b"compacted"]
+            .iter()
+            .any(|needle| memchr::memmem::find(&line, needle).is_some());
+        if !interesting {
+            continue;
+        }
+        let Ok(record) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        let payload = &record["payload"];
+        match (record["type"].as_str(), payload["type"].as_str()) {
+            (Some("compacted"), _) | (Some("event_msg"), Some("context_compacted")) if !counted => {
+                compacted_since = true;
+            }
+            (Some("event_msg"), Some("token_count")) if !counted => {
+                let info = &payload["info"];
+                let last = &info["last_token_usage"];
+                if !last.is_object() {
+                    continue;
+                }
+                counted = true;
+                usage.window = info["model_context_window"].as_u64().filter(|w| *w > 0);
+                let total = last["total_tokens"].as_u64().or_else(|| {
+                    Some(last["input_tokens"].as_u64()? + last["output_tokens"].as_u64()?)
+                });
+                usage.tokens = total.filter(|_| !compacted_since);
+            }
+            (Some("turn_context"), _) if usage.model.is_none() => {
+                usage.model = payload["model"].as_str().map(str::to_owned);
+            }
+            _ => {}
+        }
+    }
+    Ok(usage)
+}
+
+/// Applies a rollout reading to the session: the figure, the window Codex
+/// reported and its 90% compaction point.
+pub fn apply(session: &mut Session, reading: Result<RolloutUsage, String>, now_ms: u64) {
+    // Claude Code's knobs mean nothing here; Codex compacts at its own point.
+    session.knobs = Knobs {
+        compact_fraction: Some(COMPACT_FRACTION),
+        ..Knobs::default()
+    };
+    let reading = match reading {
+        Ok(reading) => reading,
+        Err(problem) => {
+            session.transcript_problem = Some(problem);
+            return;
+        }
+    };
+    session.transcript_problem = None;
+    if reading.window.is_some() {
+        session.statusline_window = reading.window;
+    }
+    if reading.model.is_some() {
+        session.model = reading.model;
+    }
+    let usage = reading.tokens.map(|tokens| Usage {
+        tokens,
+        model: session.model.clone(),
+        from_boundary: false,
+        message_id: None,
+    });
+    if usage != session.usage {
+        session.usage_source = "rollout".into();
+        session.usage_at_ms = now_ms;
+    }
+    session.usage = usage;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::EventKind;
+    use protocol::wire::Harness;
+    use serde_json::value::RawValue;
+    use std::collections::BTreeMap;
+    use std::io::Write;
+
+    fn request(event: Option<&str>, payload: &str, env: &[(&str, &str)]) -> HookRequest {
+        HookRequest {
+            harness: Harness::Codex,
+            event: event.map(str::to_owned),
+            payload: RawValue::from_string(payload.to_owned()).unwrap(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            cwd: None,
+        }
+    }
+
+    /// Lines in the shape Codex writes them (written here, not recorded).
+    fn token_count(total: u64, window: u64) -> String {
+        format!(
+            r#"{{"timestamp":"2026-05-01T10:00:00.000Z","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":900000,"cached_input_tokens":800000,"output_tokens":9000,"reasoning_output_tokens":2000,"total_tokens":909000}},"last_token_usage":{{"input_tokens":{i},"cached_input_tokens":1000,"output_tokens":500,"reasoning_output_tokens":100,"total_tokens":{total}}},"model_context_window":{window}}},"rate_limits":null}}}}"#,
+            i = total - 500
+        )
+    }
+
+    const TURN_CONTEXT: &str = r#"{"timestamp":"2026-05-01T09:59:59.000Z","type":"turn_context","payload":{"cwd":"/proj","approval_policy":"on-request","model":"gpt-5.5-codex","effort":"medium"}}"#;
+
+    fn rollout(lines: &[&str]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for l in lines {
+            writeln!(f, "{l}").unwrap();
+        }
+        f
+    }
+
+    #[test]
+    fn payloads_read_like_claude_codes_but_the_project_is_the_cwd() {
+        let req = request(
+            Some("session-start"),
+            r#"{"session_id":"0199a","transcript_path":"/r.jsonl","cwd":"/proj","hook_event_name":"SessionStart","model":"gpt-5.5-codex","permission_mode":"default","source":"compact"}"#,
+            &[("CLAUDE_PROJECT_DIR", "/elsewhere")],
+        );
+        let ev = crate::harness::parse(&req).unwrap();
+        assert_eq!(ev.kind, EventKind::SessionStart);
+        assert_eq!(ev.source.as_deref(), Some("compact"));
+        assert_eq!(ev.project_dir.as_deref(), Some(Path::new("/proj")));
+        assert_eq!(ev.model.as_deref(), Some("gpt-5.5-codex"));
+    }
+
+    #[test]
+    fn a_null_transcript_path_is_found_among_the_rollout_files() {
+        let home = tempfile::tempdir().unwrap();
+        let day = home.path().join("sessions/2026/05/01");
+        std::fs::create_dir_all(&day).unwrap();
+        let file = day.join("rollout-2026-05-01T09-00-00-0199a.jsonl");
+        std::fs::write(&file, "").unwrap();
+        std::fs::write(day.join("rollout-2026-05-01T08-00-00-other.jsonl"), "").unwrap();
+        let req = request(
+            Some("stop"),
+            r#"{"session_id":"0199a","transcript_path":null,"cwd":"/proj"}"#,
+            &[("CODEX_HOME", home.path().to_str().unwrap())],
+        );
+        let ev = crate::harness::parse(&req).unwrap();
+        assert_eq!(ev.transcript_path, Some(file));
+        assert_eq!(find_rollout(home.path(), "missing"), None);
+    }
+
+    #[test]
+    fn codex_reads_additional_context_only_where_its_schema_allows() {
+        let outcome = Outcome {
+            system_message: Some("for you".into()),
+            additional_context: Some("for the model".into()),
+            plain_stdout: None,
+            notes: Vec::new(),
+        };
+        let post = crate::harness::parse(&request(
+            Some("post-tool-use"),
+            r#"{"session_id":"s"}"#,
+            &[],
+        ))
+        .unwrap();
+        let v: Value = serde_json::from_str(&render(&post, outcome.clone()).stdout).unwrap();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+        assert_eq!(v["systemMessage"], "for you");
+
+        // PreCompact and Stop accept only the common fields.
+        for event in ["pre-compact", "stop", "post-compact"] {
+            let ev =
+                crate::harness::parse(&request(Some(event), r#"{"session_id":"s"}"#, &[])).unwrap();
+            let v: Value = serde_json::from_str(&render(&ev, outcome.clone()).stdout).unwrap();
+            assert_eq!(
+                v.as_object().unwrap().keys().collect::<Vec<_>>(),
+                ["systemMessage"],
+                "{event}"
+            );
+        }
+        // Text for the summarizer has no place in Codex's output.
+        let pre =
+            crate::harness::parse(&request(Some("pre-compact"), r#"{"session_id":"s"}"#, &[]))
+                .unwrap();
+        let reply = render(
+            &pre,
+            Outcome {
+                plain_stdout: Some("keep the plan".into()),
+                ..Outcome::default()
+            },
+        );
+        assert_eq!(reply, HookReply::silent());
+    }
+
+    #[test]
+    fn the_latest_token_count_is_the_context() {
+        let early = token_count(40_000, 272_000);
+        let late = token_count(120_500, 272_000);
+        let f = rollout(&[
+            r#"{"timestamp":"2026-05-01T09:00:00.000Z","type":"session_meta","payload":{"id":"0199a","cwd":"/proj"}}"#,
+            TURN_CONTEXT,
+            &early,
+            r#"{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"token_count compacted"}]}}"#,
+            "not json at all",
+            &late,
+        ]);
+        let usage = read_rollout(f.path()).unwrap();
+        assert_eq!(
+            usage,
+            RolloutUsage {
+                tokens: Some(120_500),
+                window: Some(272_000),
+                model: Some("gpt-5.5-codex".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn after_a_compaction_the_figure_is_unknown_until_the_next_reply() {
+        let before = token_count(240_000, 272_000);
+        let f = rollout(&[
+            TURN_CONTEXT,
+            &before,
+            r#"{"timestamp":"2026-05-01T10:01:00.000Z","type":"compacted","payload":{"message":"summary"}}"#,
+        ]);
+        let usage = read_rollout(f.path()).unwrap();
+        assert_eq!(usage.tokens, None);
+        assert_eq!(usage.window, Some(272_000));
+
+        let after = token_count(30_000, 272_000);
+        let f = rollout(&[
+            TURN_CONTEXT,
+            &before,
+            r#"{"type":"compacted","payload":{"message":"summary"}}"#,
+            &after,
+        ]);
+        assert_eq!(read_rollout(f.path()).unwrap().tokens, Some(30_000));
+    }
+
+    #[test]
+    fn empty_and_missing_rollouts() {
+        let f = rollout(&[]);
+        assert_eq!(read_rollout(f.path()).unwrap(), RolloutUsage::default());
+        let err = read_rollout(Path::new("/nonexistent/rollout.jsonl")).unwrap_err();
+        assert!(err.contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn applying_a_reading_sets_codexs_compaction_point() {
+        let key = crate::sessions::SessionKey {
+            harness: Harness::Codex,
+            id: "s".into(),
+        };
+        let mut s = Session::new(key, 0);
+        apply(
+            &mut s,
+            Ok(RolloutUsage {
+                tokens: Some(122_400),
+                window: Some(272_000),
+                model: Some("gpt-5.5-codex".into()),
+            }),
+            5,
+        );
+        let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
+        assert_eq!((c.tokens_used, c.tokens_max), (122_400, 244_800));
+        assert_eq!(c.window_tokens, 272_000);
+        assert!((c.pressure - 0.5).abs() < 1e-9);
+        assert_eq!(c.source, "rollout");
+
+        apply(&mut s, Err("gone".into()), 6);
+        assert_eq!(s.transcript_problem.as_deref(), Some("gone"));
+        assert_eq!(s.usage.as_ref().map(|u| u.tokens), Some(122_400));
+    }
+}

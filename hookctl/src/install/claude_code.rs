@@ -1,0 +1,206 @@
+//! Claude Code's wiring: hook entries in `settings.json` (user:
+//! `~/.claude/settings.json`, or `$CLAUDE_CONFIG_DIR`; project:
+//! `<dir>/.claude/settings.json`), the optional `statusLine`, and the
+//! `/save-state` and `/resume` slash commands (`commands/*.md` next to the
+//! settings file). Claude Code reads all of these when a session starts.
+
+use super::{HookSpec, Scope, Wiring, runs_hookctl, shell_quote};
+use anyhow::Context;
+use protocol::wire::Harness;
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
+
+// The slash commands shipped in `hooks/claude-code/commands/`, embedded at build time.
+include!(concat!(env!("OUT_DIR"), "/claude_commands.rs"));
+
+/// Claude Code's timeouts are in seconds.
+const HOOKS: &[HookSpec] = &[
+    HookSpec {
+        event: "SessionStart",
+        matcher: Some("startup|resume|clear|compact"),
+        arg: "session-start",
+        timeout: 30,
+    },
+    HookSpec {
+        event: "UserPromptSubmit",
+        matcher: None,
+        arg: "user-prompt-submit",
+        timeout: 10,
+    },
+    HookSpec {
+        event: "PostToolUse",
+        matcher: None,
+        arg: "post-tool-use",
+        timeout: 10,
+    },
+    HookSpec {
+        event: "PostToolBatch",
+        matcher: None,
+        arg: "post-tool-batch",
+        timeout: 10,
+    },
+    HookSpec {
+        event: "PreCompact",
+        matcher: None,
+        arg: "pre-compact",
+        timeout: 60,
+    },
+    HookSpec {
+        event: "PostCompact",
+        matcher: None,
+        arg: "post-compact",
+        timeout: 10,
+    },
+    HookSpec {
+        event: "Stop",
+        matcher: None,
+        arg: "stop",
+        timeout: 10,
+    },
+    HookSpec {
+        event: "SessionEnd",
+        matcher: None,
+        arg: "session-end",
+        timeout: 10,
+    },
+];
+
+pub const WIRING: Wiring = Wiring {
+    harness: Harness::ClaudeCode,
+    hooks: HOOKS,
+    file: settings_file,
+    handler,
+    after_install: "Claude Code reads hooks when a session starts: restart running sessions \
+                    (or review the hooks with /hooks in a session).",
+};
+
+fn handler(spec: &HookSpec, command: String) -> Value {
+    json!({ "type": "command", "command": command, "timeout": spec.timeout })
+}
+
+/// Claude Code's own directory for a scope.
+fn claude_dir(scope: &Scope) -> anyhow::Result<PathBuf> {
+    match scope {
+        Scope::Project(dir) => Ok(dir.join(".claude")),
+        Scope::User => std::env::var_os("CLAUDE_CONFIG_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+            .context("cannot find Claude Code's settings: HOME is not set"),
+    }
+}
+
+pub fn settings_file(scope: &Scope) -> anyhow::Result<PathBuf> {
+    Ok(claude_dir(scope)?.join("settings.json"))
+}
+
+/// Makes `hookctl statusline` the statusLine, unless the person has one of
+/// their own (then only with `force`). Returns what it did, for the report.
+pub fn put_statusline(root: &mut Map<String, Value>, exe: &Path, force: bool) -> String {
+    let ours = json!({
+        "type": "command",
+        "command": format!("{} statusline", shell_quote(&exe.to_string_lossy())),
+    });
+    let theirs = root
+        .get("statusLine")
+        .filter(|v| statusline_command(v).is_none_or(|c| runs_hookctl(&c, "statusline").is_none()))
+        .map(|v| statusline_command(v).unwrap_or_else(|| v.to_string()));
+    if let Some(theirs) = theirs {
+        if !force {
+            return format!(
+                "statusLine: kept yours (`{theirs}`); --force replaces it with hookctl statusline"
+            );
+        }
+        root.insert("statusLine".into(), ours);
+        return format!(
+            "statusLine: replaced yours (`{theirs}`; the backup keeps it) with hookctl statusline"
+        );
+    }
+    let before = root.insert("statusLine".into(), ours.clone());
+    if before.as_ref() == Some(&ours) {
+        "statusLine: already hookctl statusline".to_owned()
+    } else {
+        "statusLine: hookctl statusline".to_owned()
+    }
+}
+
+/// Removes the statusLine if it is ours.
+pub fn take_statusline(root: &mut Map<String, Value>) -> Option<String> {
+    let cmd = root.get("statusLine").and_then(statusline_command)?;
+    runs_hookctl(&cmd, "statusline")?;
+    root.shift_remove("statusLine");
+    Some("statusLine: removed hookctl statusline".to_owned())
+}
+
+fn statusline_command(v: &Value) -> Option<String> {
+    v["command"].as_str().map(str::to_owned)
+}
+
+/// Writes the slash commands that are missing (or differ, with `force`).
+pub fn put_commands(scope: &Scope, dry_run: bool, force: bool) -> anyhow::Result<Vec<String>> {
+    let dir = claude_dir(scope)?.join("commands");
+    let mut done = Vec::new();
+    for (name, text) in COMMANDS {
+        let path = dir.join(name);
+        let slash = slash_name(name);
+        let state = match std::fs::read_to_string(&path) {
+            Ok(existing) if existing == *text => {
+                done.push(format!("{slash}: already {}", path.display()));
+                continue;
+            }
+            Ok(_) if !force => {
+                done.push(format!(
+                    "{slash}: kept your {} (it differs from hookd's; --force replaces it)",
+                    path.display()
+                ));
+                continue;
+            }
+            Ok(_) if dry_run => "would replace",
+            Ok(_) => "replaced",
+            Err(_) if dry_run => "would install",
+            Err(_) => "installed",
+        };
+        if !dry_run {
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            super::json_file::write_atomic(&path, text.as_bytes(), 0o644)?;
+        }
+        done.push(format!("{slash}: {state} {}", path.display()));
+    }
+    Ok(done)
+}
+
+/// Removes the slash commands that are still exactly hookd's.
+pub fn take_commands(scope: &Scope, dry_run: bool) -> anyhow::Result<Vec<String>> {
+    let dir = claude_dir(scope)?.join("commands");
+    let mut done = Vec::new();
+    for (name, text) in COMMANDS {
+        let path = dir.join(name);
+        let slash = slash_name(name);
+        match std::fs::read_to_string(&path) {
+            Ok(existing) if existing == *text => {
+                if !dry_run {
+                    std::fs::remove_file(&path)
+                        .with_context(|| format!("cannot remove {}", path.display()))?;
+                }
+                let removed = if dry_run { "would remove" } else { "removed" };
+                done.push(format!("{slash}: {removed} {}", path.display()));
+            }
+            Ok(_) => done.push(format!(
+                "{slash}: left {} (changed since it was installed)",
+                path.display()
+            )),
+            Err(_) => {}
+        }
+    }
+    if !dry_run {
+        // Only when empty: the directory may hold the person's own commands.
+        let _ = std::fs::remove_dir(&dir);
+    }
+    Ok(done)
+}
+
+/// `save-state.md` → `/save-state`.
+fn slash_name(file: &str) -> String {
+    format!("/{}", file.trim_end_matches(".md"))
+}

@@ -1,0 +1,689 @@
+//! `hookctl install|uninstall <harness>`: puts hookd's hook entries into a
+//! harness's settings file, and takes exactly those out again.
+//!
+//! Our entries are the handlers whose command runs `hookctl hook` (any path
+//! to hookctl); everything else in the file stays as it was, in its order.
+//! A file is backed up before it is rewritten, written atomically, and
+//! never written at all when it is not valid JSON. Installing twice changes
+//! nothing the second time.
+
+pub mod claude_code;
+pub mod codex;
+pub mod gemini_cli;
+pub mod json_file;
+
+use anyhow::{Context, bail};
+use json_file::JsonFile;
+use protocol::wire::Harness;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct InstallArgs {
+    /// claude-code, codex or gemini-cli.
+    #[arg(value_parser = crate::parse_harness)]
+    harness: Harness,
+    #[command(flatten)]
+    scope: ScopeArgs,
+    /// Show the change as a diff and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Claude Code: also make `hookctl statusline` the statusLine.
+    #[arg(long)]
+    statusline: bool,
+    /// Replace a statusLine or slash command that is not hookd's.
+    #[arg(long)]
+    force: bool,
+    /// Machine-readable report.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct UninstallArgs {
+    /// claude-code, codex or gemini-cli.
+    #[arg(value_parser = crate::parse_harness)]
+    harness: Harness,
+    #[command(flatten)]
+    scope: ScopeArgs,
+    /// Show the change as a diff and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Machine-readable report.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct ScopeArgs {
+    /// The user's own settings (the default).
+    #[arg(long, conflicts_with = "project")]
+    user: bool,
+    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+}
+
+/// Whose settings: the user's, or one project's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    User,
+    Project(PathBuf),
+}
+
+impl ScopeArgs {
+    /// `--user` is the default; clap keeps it from meeting `--project`.
+    fn resolve(&self) -> anyhow::Result<Scope> {
+        match &self.project {
+            None => Ok(Scope::User),
+            Some(dir) if dir.is_dir() => Ok(Scope::Project(
+                std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
+            )),
+            Some(dir) => bail!("--project {}: no such directory", dir.display()),
+        }
+    }
+}
+
+impl Scope {
+    fn name(&self) -> &'static str {
+        match self {
+            Scope::User => "user",
+            Scope::Project(_) => "project",
+        }
+    }
+}
+
+/// One hook entry hookd wants in a harness's file.
+pub struct HookSpec {
+    /// The harness's name for the event (the key under `hooks`).
+    pub event: &'static str,
+    /// The group's matcher, where the harness filters the event by one.
+    pub matcher: Option<&'static str>,
+    /// The event argument of `hookctl hook`.
+    pub arg: &'static str,
+    /// The harness's time limit for the command, in the harness's unit.
+    /// Above hookctl's own budgets (1 s, 10 s for SessionStart, 30 s for
+    /// PreCompact), so hookctl gives up first and exits 0.
+    pub timeout: u64,
+}
+
+/// What differs between harnesses' hook files.
+pub struct Wiring {
+    pub harness: Harness,
+    pub hooks: &'static [HookSpec],
+    /// The settings file for a scope.
+    pub file: fn(&Scope) -> anyhow::Result<PathBuf>,
+    /// One handler in the harness's format, running `command`.
+    pub handler: fn(&HookSpec, String) -> Value,
+    /// What a person must do before the hooks run.
+    pub after_install: &'static str,
+}
+
+pub fn wiring(harness: Harness) -> &'static Wiring {
+    match harness {
+        Harness::ClaudeCode => &claude_code::WIRING,
+        Harness::Codex => &codex::WIRING,
+        Harness::GeminiCli => &gemini_cli::WIRING,
+    }
+}
+
+impl Wiring {
+    /// `<hookctl> hook [--harness X] <event>`.
+    pub fn command(&self, exe: &Path, spec: &HookSpec) -> String {
+        let mut words = vec![shell_quote(&exe.to_string_lossy()), "hook".to_owned()];
+        if self.harness != Harness::ClaudeCode {
+            words.extend(["--harness".to_owned(), self.harness.as_str().to_owned()]);
+        }
+        words.push(spec.arg.to_owned());
+        words.join(" ")
+    }
+
+    fn group(&self, exe: &Path, spec: &HookSpec) -> Value {
+        let mut group = Map::new();
+        if let Some(m) = spec.matcher {
+            group.insert("matcher".into(), Value::from(m));
+        }
+        group.insert(
+            "hooks".into(),
+            json!([(self.handler)(spec, self.command(exe, spec))]),
+        );
+        Value::Object(group)
+    }
+}
+
+/// This hookctl's own path: what the hook commands run.
+pub fn hookctl_exe() -> anyhow::Result<PathBuf> {
+    std::env::current_exe().context("cannot find the path of this hookctl")
+}
+
+/// What a run did (or, with `--dry-run`, would do).
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub action: &'static str,
+    pub harness: Harness,
+    pub scope: &'static str,
+    pub file: PathBuf,
+    pub dry_run: bool,
+    /// Whether the settings file changes.
+    pub changed: bool,
+    pub backup: Option<PathBuf>,
+    /// Events whose entry was added, updated or removed.
+    pub events: Vec<String>,
+    /// Everything else done, one line each (statusLine, slash commands).
+    pub done: Vec<String>,
+    /// What the person should know or do next.
+    pub notes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
+    let scope = args.scope.resolve()?;
+    let wiring = wiring(args.harness);
+    let path = (wiring.file)(&scope)?;
+    let file = JsonFile::load(&path)?;
+    let exe = hookctl_exe()?;
+    let mut value = file.value.clone();
+    let mut report = Report {
+        action: "install",
+        harness: args.harness,
+        scope: scope.name(),
+        file: path.clone(),
+        dry_run: args.dry_run,
+        changed: false,
+        backup: None,
+        events: Vec::new(),
+        done: Vec::new(),
+        notes: Vec::new(),
+        diff: None,
+    };
+    put_hooks(&mut value, wiring, &exe, &path)?;
+    report.events = changed_events(&file.value, &value);
+    if args.harness == Harness::ClaudeCode {
+        if args.statusline {
+            report
+                .done
+                .push(claude_code::put_statusline(&mut value, &exe, args.force));
+        }
+        report
+            .done
+            .extend(claude_code::put_commands(&scope, args.dry_run, args.force)?);
+    } else if args.statusline {
+        report.notes.push(format!(
+            "{} has no statusLine; --statusline ignored",
+            args.harness
+        ));
+    }
+    finish(&file, &value, &mut report)?;
+    report.notes.push(wiring.after_install.to_owned());
+    print(&report, args.json);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
+    let scope = args.scope.resolve()?;
+    let wiring = wiring(args.harness);
+    let path = (wiring.file)(&scope)?;
+    let file = JsonFile::load(&path)?;
+    let mut value = file.value.clone();
+    let mut report = Report {
+        action: "uninstall",
+        harness: args.harness,
+        scope: scope.name(),
+        file: path.clone(),
+        dry_run: args.dry_run,
+        changed: false,
+        backup: None,
+        events: Vec::new(),
+        done: Vec::new(),
+        notes: Vec::new(),
+        diff: None,
+    };
+    take_hooks(&mut value);
+    report.events = changed_events(&file.value, &value);
+    if args.harness == Harness::ClaudeCode {
+        report.done.extend(claude_code::take_statusline(&mut value));
+        report
+            .done
+            .extend(claude_code::take_commands(&scope, args.dry_run)?);
+    }
+    if file.original.is_some() {
+        finish(&file, &value, &mut report)?;
+    }
+    print(&report, args.json);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the file when it changed (or shows the diff on a dry run).
+fn finish(file: &JsonFile, value: &Map<String, Value>, report: &mut Report) -> anyhow::Result<()> {
+    report.changed = file.differs(value);
+    if !report.changed {
+        return Ok(());
+    }
+    if report.dry_run {
+        report.diff = Some(file.diff(value));
+    } else {
+        report.backup = file.write(value)?;
+    }
+    Ok(())
+}
+
+fn print(report: &Report, json: bool) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).expect("a report serializes")
+        );
+        return;
+    }
+    let verb = match (report.action, report.dry_run) {
+        ("install", false) => "wired",
+        ("install", true) => "would wire",
+        (_, false) => "unwired",
+        (_, true) => "would unwire",
+    };
+    println!(
+        "{} ({} settings): {}",
+        report.harness,
+        report.scope,
+        report.file.display()
+    );
+    if report.events.is_empty() {
+        let state = if report.action == "install" {
+            "already wired: no hook entry to change"
+        } else {
+            "no hookd hook entries to remove"
+        };
+        println!("  {state}");
+    } else {
+        println!("  {verb} {}", report.events.join(", "));
+    }
+    for line in &report.done {
+        println!("  {line}");
+    }
+    if let Some(backup) = &report.backup {
+        println!("  backup of the previous file: {}", backup.display());
+    }
+    if report.changed && !report.dry_run {
+        println!("  wrote {}", report.file.display());
+    } else if !report.changed {
+        println!("  {} unchanged", report.file.display());
+    }
+    if let Some(diff) = &report.diff {
+        print!("{diff}");
+    }
+    if report.dry_run {
+        println!("  (dry run: nothing was written)");
+    }
+    for note in &report.notes {
+        println!("{note}");
+    }
+}
+
+/// The `hooks` object of a settings file, created when absent.
+fn hooks_object<'a>(
+    root: &'a mut Map<String, Value>,
+    path: &Path,
+) -> anyhow::Result<&'a mut Map<String, Value>> {
+    match root
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()))
+    {
+        Value::Object(hooks) => Ok(hooks),
+        other => bail!(
+            "`hooks` in {} is {}, not an object; nothing was changed. Fix it by hand, then run this again",
+            path.display(),
+            json_type(other)
+        ),
+    }
+}
+
+/// Makes hookd's entries in `root` exactly the wiring's: ours elsewhere go,
+/// each event gets one group running this hookctl, where its old one was.
+pub fn put_hooks(
+    root: &mut Map<String, Value>,
+    wiring: &Wiring,
+    exe: &Path,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let hooks = hooks_object(root, path)?;
+    if let Some((event, value)) = wiring.hooks.iter().find_map(|spec| {
+        hooks
+            .get(spec.event)
+            .filter(|v| !v.is_array())
+            .map(|v| (spec.event, v))
+    }) {
+        bail!(
+            "`hooks.{event}` in {} is {}, not a list; nothing was changed. Fix it by hand, then run this again",
+            path.display(),
+            json_type(value)
+        );
+    }
+    let (positions, emptied) = remove_ours(hooks);
+    for spec in wiring.hooks {
+        let groups = hooks
+            .entry(spec.event)
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(groups) = groups {
+            let at = positions
+                .get(spec.event)
+                .copied()
+                .unwrap_or(groups.len())
+                .min(groups.len());
+            groups.insert(at, wiring.group(exe, spec));
+        }
+    }
+    for event in emptied {
+        if !wiring.hooks.iter().any(|s| s.event == event) {
+            hooks.shift_remove(&event);
+        }
+    }
+    Ok(())
+}
+
+/// Takes every hookd entry out of `root`, and the lists and `hooks` object
+/// that only held ours.
+pub fn take_hooks(root: &mut Map<String, Value>) {
+    let Some(Value::Object(hooks)) = root.get_mut("hooks") else {
+        return;
+    };
+    let (positions, emptied) = remove_ours(hooks);
+    for event in emptied {
+        hooks.shift_remove(&event);
+    }
+    if hooks.is_empty() && !positions.is_empty() {
+        root.shift_remove("hooks");
+    }
+}
+
+/// Removes the handlers that run `hookctl hook`, and the groups that held
+/// nothing else. Returns, per event, where its first such group was, and
+/// the events whose lists this emptied.
+fn remove_ours(hooks: &mut Map<String, Value>) -> (BTreeMap<String, usize>, Vec<String>) {
+    let mut positions = BTreeMap::new();
+    let mut emptied = Vec::new();
+    for (event, groups) in hooks.iter_mut() {
+        let Value::Array(groups) = groups else {
+            continue;
+        };
+        let mut kept = Vec::with_capacity(groups.len());
+        let mut first = None;
+        for mut group in groups.drain(..) {
+            let (removed, now_empty) = remove_from_group(&mut group);
+            if removed && first.is_none() {
+                first = Some(kept.len());
+            }
+            if !(removed && now_empty) {
+                kept.push(group);
+            }
+        }
+        *groups = kept;
+        if let Some(at) = first {
+            positions.insert(event.clone(), at);
+            if groups.is_empty() {
+                emptied.push(event.clone());
+            }
+        }
+    }
+    (positions, emptied)
+}
+
+/// Removes our handlers from one matcher group: (removed any, now empty).
+fn remove_from_group(group: &mut Value) -> (bool, bool) {
+    let Some(Value::Array(handlers)) = group.get_mut("hooks") else {
+        return (false, false);
+    };
+    let before = handlers.len();
+    handlers.retain(|h| !is_our_handler(h));
+    (handlers.len() < before, handlers.is_empty())
+}
+
+fn is_our_handler(handler: &Value) -> bool {
+    handler["command"]
+        .as_str()
+        .is_some_and(|c| runs_hookctl(c, "hook").is_some())
+}
+
+/// Our handlers in a settings file, per event: `(event, command)`.
+pub fn our_commands(root: &Map<String, Value>) -> Vec<(String, String)> {
+    let Some(Value::Object(hooks)) = root.get("hooks") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (event, groups) in hooks {
+        for group in groups.as_array().into_iter().flatten() {
+            for handler in group["hooks"].as_array().into_iter().flatten() {
+                if is_our_handler(handler) {
+                    out.push((
+                        event.clone(),
+                        handler["command"].as_str().unwrap_or("").to_owned(),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Events whose hookd entries differ between two versions of a file.
+fn changed_events(before: &Map<String, Value>, after: &Map<String, Value>) -> Vec<String> {
+    let entries = |root: &Map<String, Value>| {
+        let mut map: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+        if let Some(Value::Object(hooks)) = root.get("hooks") {
+            for (event, groups) in hooks {
+                for group in groups.as_array().into_iter().flatten() {
+                    if group["hooks"]
+                        .as_array()
+                        .is_some_and(|hs| hs.iter().any(is_our_handler))
+                    {
+                        map.entry(event.clone()).or_default().push(group.clone());
+                    }
+                }
+            }
+        }
+        map
+    };
+    let (a, b) = (entries(before), entries(after));
+    let mut events: Vec<String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|e| a.get(*e) != b.get(*e))
+        .cloned()
+        .collect();
+    // In the file's own order.
+    let order: Vec<&String> = [after, before]
+        .iter()
+        .filter_map(|root| root.get("hooks")?.as_object())
+        .flat_map(|hooks| hooks.keys())
+        .collect();
+    events.sort_by_key(|e| order.iter().position(|k| *k == e).unwrap_or(usize::MAX));
+    events.dedup();
+    events
+}
+
+/// If `command` runs `hookctl <sub>` (any path to hookctl, after any
+/// `NAME=value` assignments), the path it runs hookctl by.
+pub fn runs_hookctl(command: &str, sub: &str) -> Option<String> {
+    let words = shell_words(command);
+    let mut rest = words.iter().skip_while(|w| is_assignment(w));
+    let program = rest.next()?;
+    let is_hookctl = Path::new(program)
+        .file_name()
+        .is_some_and(|n| n == "hookctl");
+    (is_hookctl && rest.next().is_some_and(|w| w == sub)).then(|| program.clone())
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty() && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+    })
+}
+
+/// Splits a command line into words the way a POSIX shell would for simple
+/// commands: quotes and backslashes, no expansions.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') => word.extend(chars.next()),
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, '\\') => {
+                word.extend(chars.next());
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+/// The word as a shell reads it back: bare when safe, else single-quoted.
+pub fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:,@%=".contains(c));
+    if safe {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(text: &str) -> Map<String, Value> {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn our_commands_are_recognized_by_what_they_run() {
+        assert!(runs_hookctl("/home/u/.local/bin/hookctl hook stop", "hook").is_some());
+        assert!(runs_hookctl("hookctl hook --harness codex stop", "hook").is_some());
+        assert!(runs_hookctl("'/a b/hookctl' hook stop", "hook").is_some());
+        assert!(runs_hookctl("HOOKD_LOG=debug hookctl hook stop", "hook").is_some());
+        assert_eq!(
+            runs_hookctl("\"/x y/hookctl\" statusline", "statusline").as_deref(),
+            Some("/x y/hookctl")
+        );
+        assert!(runs_hookctl("hookctl statusline", "hook").is_none());
+        assert!(runs_hookctl("echo hookctl hook", "hook").is_none());
+        assert!(runs_hookctl("/usr/bin/my-hookctl hook stop", "hook").is_none());
+        assert!(runs_hookctl("", "hook").is_none());
+    }
+
+    #[test]
+    fn quoting_round_trips() {
+        for word in ["/usr/bin/hookctl", "/a b/hookctl", "/it's/hookctl", ""] {
+            assert_eq!(shell_words(&shell_quote(word)), [word], "{word}");
+        }
+        assert_eq!(
+            shell_quote("/usr/local/bin/hookctl"),
+            "/usr/local/bin/hookctl"
+        );
+    }
+
+    #[test]
+    fn install_then_uninstall_leaves_foreign_hooks_alone() {
+        let original = obj(
+            r#"{"model":"x","hooks":{"PostToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"lint.sh"}]}],"Notification":[{"hooks":[{"type":"command","command":"notify"}]}]}}"#,
+        );
+        let exe = Path::new("/opt/hk/hookctl");
+        let path = Path::new("settings.json");
+        let mut v = original.clone();
+        put_hooks(&mut v, &claude_code::WIRING, exe, path).unwrap();
+        let ours = our_commands(&v);
+        assert_eq!(ours.len(), claude_code::WIRING.hooks.len());
+        assert!(
+            ours.iter()
+                .all(|(_, c)| c.starts_with("/opt/hk/hookctl hook "))
+        );
+        // The foreign PostToolUse group stays first.
+        assert_eq!(
+            v["hooks"]["PostToolUse"][0]["hooks"][0]["command"],
+            "lint.sh"
+        );
+        assert_eq!(
+            changed_events(&original, &v).len(),
+            claude_code::WIRING.hooks.len()
+        );
+
+        let mut again = v.clone();
+        put_hooks(&mut again, &claude_code::WIRING, exe, path).unwrap();
+        assert_eq!(again, v, "a second install changes nothing");
+        assert!(changed_events(&v, &again).is_empty());
+
+        let mut moved = v.clone();
+        put_hooks(
+            &mut moved,
+            &claude_code::WIRING,
+            Path::new("/new/hookctl"),
+            path,
+        )
+        .unwrap();
+        assert_eq!(
+            moved["hooks"]["PostToolUse"][0]["hooks"][0]["command"],
+            "lint.sh"
+        );
+        assert_eq!(our_commands(&moved).len(), claude_code::WIRING.hooks.len());
+
+        take_hooks(&mut v);
+        assert_eq!(v, original);
+        assert_eq!(
+            v.keys().collect::<Vec<_>>(),
+            original.keys().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_hooks_value_of_the_wrong_shape_is_refused() {
+        let exe = Path::new("/x/hookctl");
+        let mut v = obj(r#"{"hooks":[]}"#);
+        let err = put_hooks(&mut v, &claude_code::WIRING, exe, Path::new("s.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`hooks` in s.json is a list"), "{err}");
+        let mut v = obj(r#"{"hooks":{"Stop":{"oops":1}}}"#);
+        let err = put_hooks(&mut v, &claude_code::WIRING, exe, Path::new("s.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`hooks.Stop`"), "{err}");
+    }
+}

@@ -1,0 +1,793 @@
+//! Setting hookd up as a person does: the real hookctl (install, uninstall,
+//! doctor, paths, completions, service, logs) and the real install.sh, run
+//! against temporary homes holding real settings files.
+
+use hookd_tests::{Sandbox, bin, stderr, stdout};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A Claude Code settings file as Claude Code writes it (two-space JSON),
+/// with someone else's hooks and settings in it.
+const FOREIGN_SETTINGS: &str = r#"{
+  "model": "claude-sonnet-4-5-20250929",
+  "permissions": {
+    "allow": [
+      "Bash(cargo test:*)"
+    ],
+    "deny": []
+  },
+  "hooks": {
+    "PostToolUse": [
+      {
+        "matcher": "Edit|Write",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "~/bin/format-changed.sh",
+            "timeout": 30
+          }
+        ]
+      }
+    ],
+    "Notification": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "notify-send 'Claude Code'"
+          }
+        ]
+      }
+    ]
+  },
+  "env": {
+    "FOO": "bar"
+  }
+}
+"#;
+
+/// The events hookctl wires into Claude Code.
+const CLAUDE_EVENTS: [&str; 8] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PostToolUse",
+    "PostToolBatch",
+    "PreCompact",
+    "PostCompact",
+    "Stop",
+    "SessionEnd",
+];
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_path_buf()
+}
+
+fn settings_file(sb: &Sandbox) -> PathBuf {
+    sb.home().join(".claude/settings.json")
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Backups hookctl made next to `file`.
+fn backups(file: &Path) -> Vec<PathBuf> {
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    let mut found: Vec<PathBuf> = std::fs::read_dir(file.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{name}.hookd-backup-"))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// The commands of every handler under `hooks.<event>`.
+fn commands(settings: &Value, event: &str) -> Vec<String> {
+    settings["hooks"][event]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+        .filter_map(|h| h["command"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        stdout(out),
+        stderr(out)
+    );
+}
+
+fn hookctl() -> String {
+    bin("hookctl").display().to_string()
+}
+
+#[test]
+fn install_keeps_every_foreign_hook_and_key_and_uninstall_restores_the_file() {
+    let sb = Sandbox::new();
+    let file = settings_file(&sb);
+    write(&file, FOREIGN_SETTINGS);
+
+    let out = sb.hookctl(&["install", "claude-code"]);
+    ok(&out);
+    assert!(
+        stdout(&out).contains("restart running sessions"),
+        "{}",
+        stdout(&out)
+    );
+    let v = read_json(&file);
+    for event in CLAUDE_EVENTS {
+        assert_eq!(
+            commands(&v, event)
+                .iter()
+                .filter(|c| c.starts_with(&format!("{} hook ", hookctl())))
+                .count(),
+            1,
+            "{event}: {v:#}"
+        );
+    }
+    let start = &v["hooks"]["SessionStart"][0];
+    assert_eq!(start["matcher"], "startup|resume|clear|compact");
+    assert_eq!(start["hooks"][0]["timeout"], 30);
+    // Foreign hooks first, where they were; other keys untouched, in order.
+    assert_eq!(commands(&v, "PostToolUse")[0], "~/bin/format-changed.sh");
+    assert_eq!(commands(&v, "Notification"), ["notify-send 'Claude Code'"]);
+    let original: Value = serde_json::from_str(FOREIGN_SETTINGS).unwrap();
+    for key in ["model", "permissions", "env"] {
+        assert_eq!(v[key], original[key], "{key}");
+    }
+    // Top-level keys keep the person's order (read from the text: this
+    // test's own JSON parser may sort keys).
+    let text = std::fs::read_to_string(&file).unwrap();
+    let at = |key: &str| text.find(&format!("\n  \"{key}\":")).unwrap();
+    assert!(
+        at("model") < at("permissions")
+            && at("permissions") < at("hooks")
+            && at("hooks") < at("env"),
+        "{text}"
+    );
+    // The previous file was backed up byte for byte.
+    let saved = backups(&file);
+    assert_eq!(saved.len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(&saved[0]).unwrap(),
+        FOREIGN_SETTINGS
+    );
+    // The slash commands are there.
+    for name in ["save-state.md", "resume.md"] {
+        let text = std::fs::read_to_string(sb.home().join(".claude/commands").join(name)).unwrap();
+        assert!(text.contains("hookctl"), "{name}: {text}");
+    }
+
+    let out = sb.hookctl(&["uninstall", "claude-code"]);
+    ok(&out);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), FOREIGN_SETTINGS);
+    assert!(!sb.home().join(".claude/commands").exists());
+    assert_eq!(backups(&file).len(), 2, "uninstall backs up too");
+
+    // Nothing of ours is left: a second uninstall changes nothing.
+    let out = sb.hookctl(&["uninstall", "claude-code"]);
+    ok(&out);
+    assert!(stdout(&out).contains("unchanged"), "{}", stdout(&out));
+    assert_eq!(backups(&file).len(), 2);
+}
+
+#[test]
+fn installing_twice_adds_nothing_and_writes_nothing() {
+    let sb = Sandbox::new();
+    let file = settings_file(&sb);
+    write(&file, FOREIGN_SETTINGS);
+    ok(&sb.hookctl(&["install", "claude-code", "--statusline"]));
+    let first = std::fs::read_to_string(&file).unwrap();
+    let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+
+    let out = sb.hookctl(&["install", "claude-code", "--statusline", "--json"]);
+    ok(&out);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["changed"], false);
+    assert_eq!(report["events"], serde_json::json!([]));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), first);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().modified().unwrap(),
+        modified
+    );
+    assert_eq!(backups(&file).len(), 1);
+}
+
+#[test]
+fn a_missing_settings_file_is_created_without_a_backup() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home()).unwrap();
+    let file = settings_file(&sb);
+    ok(&sb.hookctl(&["install", "claude-code"]));
+    let v = read_json(&file);
+    assert_eq!(
+        v["hooks"].as_object().unwrap().len(),
+        CLAUDE_EVENTS.len(),
+        "{v:#}"
+    );
+    assert!(backups(&file).is_empty());
+    ok(&sb.hookctl(&["uninstall", "claude-code"]));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "{}\n");
+}
+
+#[test]
+fn an_invalid_settings_file_is_refused_with_where_it_is_broken() {
+    let sb = Sandbox::new();
+    let file = settings_file(&sb);
+    let broken = "{\n  \"model\": \"x\",\n  \"hooks\": {\n    \"Stop\": [\n  }\n}\n";
+    write(&file, broken);
+    for args in [
+        &["install", "claude-code"][..],
+        &["install", "claude-code", "--dry-run"],
+        &["uninstall", "claude-code"],
+    ] {
+        let out = sb.hookctl(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&file.display().to_string())
+                && err.contains("line 5, column 3")
+                && err.contains("nothing was changed"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), broken);
+        assert!(backups(&file).is_empty());
+    }
+
+    // A file of the wrong shape is refused just as plainly.
+    write(&file, "{\"hooks\": [\"not\", \"an object\"]}");
+    let out = sb.hookctl(&["install", "claude-code"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("`hooks`"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_dry_run_prints_the_diff_and_writes_nothing() {
+    let sb = Sandbox::new();
+    let file = settings_file(&sb);
+    write(&file, FOREIGN_SETTINGS);
+    let out = sb.hookctl(&["install", "claude-code", "--dry-run"]);
+    ok(&out);
+    let text = stdout(&out);
+    assert!(text.contains(&format!("--- {}", file.display())), "{text}");
+    assert!(
+        text.contains(&format!(
+            "+            \"command\": \"{} hook stop\",",
+            hookctl()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("would install"), "{text}");
+    assert!(text.contains("dry run"), "{text}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), FOREIGN_SETTINGS);
+    assert!(backups(&file).is_empty());
+    assert!(!sb.home().join(".claude/commands").exists());
+}
+
+#[test]
+fn a_statusline_of_the_users_own_is_replaced_only_with_force() {
+    let sb = Sandbox::new();
+    let file = settings_file(&sb);
+    write(
+        &file,
+        "{\n  \"statusLine\": {\n    \"type\": \"command\",\n    \"command\": \"~/my-line.sh\"\n  }\n}\n",
+    );
+    let out = sb.hookctl(&["install", "claude-code", "--statusline"]);
+    ok(&out);
+    assert!(stdout(&out).contains("kept yours"), "{}", stdout(&out));
+    assert_eq!(read_json(&file)["statusLine"]["command"], "~/my-line.sh");
+
+    let out = sb.hookctl(&["install", "claude-code", "--statusline", "--force"]);
+    ok(&out);
+    assert_eq!(
+        read_json(&file)["statusLine"]["command"],
+        format!("{} statusline", hookctl())
+    );
+    // Uninstall removes ours; the person's original is in the backup.
+    ok(&sb.hookctl(&["uninstall", "claude-code"]));
+    assert!(read_json(&file).get("statusLine").is_none());
+    let first_backup = &backups(&file)[0];
+    assert!(
+        std::fs::read_to_string(first_backup)
+            .unwrap()
+            .contains("my-line.sh")
+    );
+}
+
+#[test]
+fn project_scope_wires_the_projects_own_files() {
+    let sb = Sandbox::new();
+    let project = sb.path().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let project_arg = project.display().to_string();
+    for (harness, file) in [
+        ("claude-code", ".claude/settings.json"),
+        ("codex", ".codex/hooks.json"),
+        ("gemini-cli", ".gemini/settings.json"),
+    ] {
+        ok(&sb.hookctl(&["install", harness, "--project", &project_arg]));
+        assert!(project.join(file).is_file(), "{harness}");
+    }
+    assert!(project.join(".claude/commands/save-state.md").is_file());
+    assert!(
+        !sb.home().join(".claude").exists(),
+        "the user's settings stay untouched"
+    );
+
+    let out = sb.hookctl(&["install", "codex", "--project", "/no/such/dir"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no such directory"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// The fragments shipped under `hooks/` are what install writes, with
+/// `hookctl` in place of the installed path.
+#[test]
+fn the_shipped_fragments_are_what_install_writes() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home()).unwrap();
+    ok(&sb.hookctl(&["install", "claude-code", "--statusline"]));
+    ok(&sb.hookctl(&["install", "codex"]));
+    ok(&sb.hookctl(&["install", "gemini-cli"]));
+    let as_shipped = |path: PathBuf| -> Value {
+        let text = std::fs::read_to_string(path).unwrap();
+        serde_json::from_str(&text.replace(&hookctl(), "hookctl")).unwrap()
+    };
+    let fragment = |rel: &str| read_json(&repo().join("hooks").join(rel));
+
+    let claude = as_shipped(settings_file(&sb));
+    assert_eq!(
+        claude["hooks"],
+        fragment("claude-code/settings.json")["hooks"]
+    );
+    assert_eq!(
+        claude["statusLine"],
+        fragment("claude-code/statusline.json")["statusLine"]
+    );
+    assert_eq!(
+        as_shipped(sb.home().join(".codex/hooks.json")),
+        fragment("codex/hooks.json")
+    );
+    assert_eq!(
+        as_shipped(sb.home().join(".gemini/settings.json")),
+        fragment("gemini-cli/settings.json")
+    );
+    // Every slash command shipped is installed, as it is.
+    for entry in std::fs::read_dir(repo().join("hooks/claude-code/commands")).unwrap() {
+        let path = entry.unwrap().path();
+        let installed = sb
+            .home()
+            .join(".claude/commands")
+            .join(path.file_name().unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&installed).unwrap(),
+            std::fs::read_to_string(&path).unwrap()
+        );
+    }
+}
+
+#[test]
+fn gemini_settings_keep_their_other_keys_and_codex_honours_codex_home() {
+    let sb = Sandbox::new();
+    let gemini = sb.home().join(".gemini/settings.json");
+    let original = "{\n  \"theme\": \"GitHub\",\n  \"hooks\": {\n    \"disabled\": [\n      \"secret-scanner\"\n    ],\n    \"BeforeTool\": [\n      {\n        \"matcher\": \"run_shell_command\",\n        \"hooks\": [\n          {\n            \"name\": \"secret-scanner\",\n            \"type\": \"command\",\n            \"command\": \"scan.sh\"\n          }\n        ]\n      }\n    ]\n  }\n}\n";
+    write(&gemini, original);
+    ok(&sb.hookctl(&["install", "gemini-cli"]));
+    let v = read_json(&gemini);
+    assert_eq!(v["theme"], "GitHub");
+    assert_eq!(
+        v["hooks"]["disabled"],
+        serde_json::json!(["secret-scanner"])
+    );
+    assert_eq!(
+        commands(&v, "AfterTool"),
+        [format!(
+            "{} hook --harness gemini-cli after-tool",
+            hookctl()
+        )]
+    );
+    assert_eq!(v["hooks"]["AfterTool"][0]["hooks"][0]["timeout"], 10_000);
+    ok(&sb.hookctl(&["uninstall", "gemini-cli"]));
+    assert_eq!(std::fs::read_to_string(&gemini).unwrap(), original);
+
+    let codex_home = sb.path().join("codex-home");
+    let out = sb
+        .command("hookctl")
+        .env("CODEX_HOME", &codex_home)
+        .args(["install", "codex"])
+        .output()
+        .unwrap();
+    ok(&out);
+    assert!(stdout(&out).contains("trust"), "{}", stdout(&out));
+    let v = read_json(&codex_home.join("hooks.json"));
+    assert_eq!(
+        commands(&v, "PreCompact"),
+        [format!("{} hook --harness codex pre-compact", hookctl())]
+    );
+}
+
+/// doctor with this hookctl's directory first on PATH.
+fn doctor(sb: &Sandbox) -> (Option<i32>, Value) {
+    let dir = bin("hookctl").parent().unwrap().display().to_string();
+    let path = format!("{dir}:{}", std::env::var("PATH").unwrap_or_default());
+    let out = sb
+        .command("hookctl")
+        .env("PATH", path)
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("doctor --json: {e}\n{}\n{}", stdout(&out), stderr(&out)));
+    (out.status.code(), report)
+}
+
+fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} check in {report:#}"))
+}
+
+#[test]
+fn doctor_explains_what_fails_and_passes_once_it_is_fixed() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home().join(".claude")).unwrap();
+    let (code, report) = doctor(&sb);
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["ok"], false);
+    let claude = check(&report, "claude-code");
+    assert_eq!(claude["status"], "fail", "{claude:#}");
+    assert_eq!(claude["fix"], "hookctl install claude-code");
+    assert_eq!(check(&report, "templates")["status"], "skip");
+    assert_eq!(check(&report, "hookd")["status"], "ok");
+    assert_eq!(check(&report, "daemon")["status"], "ok", "autostartable");
+
+    ok(&sb.hookctl(&["install", "claude-code"]));
+    let (code, report) = doctor(&sb);
+    assert_eq!(check(&report, "claude-code")["status"], "ok", "{report:#}");
+    assert_eq!(code, Some(0), "{report:#}");
+
+    // Wired to another hookctl is a failure with the same fix.
+    let file = settings_file(&sb);
+    let moved = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace(&hookctl(), "/old/place/hookctl");
+    std::fs::write(&file, moved).unwrap();
+    let (code, report) = doctor(&sb);
+    assert_eq!(code, Some(1));
+    let claude = check(&report, "claude-code");
+    assert!(
+        claude["detail"]
+            .as_str()
+            .unwrap()
+            .contains("/old/place/hookctl"),
+        "{claude:#}"
+    );
+
+    // A broken config names its file.
+    std::fs::create_dir_all(sb.config_dir()).unwrap();
+    std::fs::write(sb.config_dir().join("config.yaml"), "client:\n  nope: 1\n").unwrap();
+    let (_, report) = doctor(&sb);
+    let config = check(&report, "config");
+    assert_eq!(config["status"], "fail");
+    assert!(
+        config["detail"].as_str().unwrap().contains("nope"),
+        "{config:#}"
+    );
+}
+
+#[test]
+fn paths_completions_and_usage_errors() {
+    let sb = Sandbox::new();
+    let out = sb.hookctl(&["paths", "config-dir"]);
+    ok(&out);
+    assert_eq!(stdout(&out).trim(), sb.config_dir().display().to_string());
+    let out = sb.hookctl(&["paths", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["log-dir"],
+        sb.state_dir().join("logs").display().to_string()
+    );
+    assert_eq!(v["socket"], sb.socket().display().to_string());
+
+    for shell in ["bash", "zsh", "fish"] {
+        let out = sb.hookctl(&["completions", shell]);
+        ok(&out);
+        let script = stdout(&out);
+        assert!(
+            script.contains("hookctl") && script.contains("doctor"),
+            "{shell}"
+        );
+    }
+    // Usage errors exit 1: a harness reads 2 as "block".
+    for args in [
+        &["install", "no-such-harness"][..],
+        &["completions", "tcsh"],
+        &["paths", "nope"],
+    ] {
+        let out = sb.hookctl(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn the_service_unit_runs_hookd_on_the_hooks_socket() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let xdg = sb.path().join("xdg");
+    let service = |args: &[&str]| {
+        sb.command("hookctl")
+            .env("XDG_CONFIG_HOME", &xdg)
+            .arg("daemon")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = service(&["install-service", "--dry-run"]);
+    ok(&out);
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!(
+            "ExecStart={} run --socket {}",
+            bin("hookd").display(),
+            sb.socket().display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("would run: systemctl --user enable --now hookd.service"));
+    let unit = xdg.join("systemd/user/hookd.service");
+    assert!(!unit.exists());
+
+    ok(&service(&["install-service", "--no-start"]));
+    let written = std::fs::read_to_string(&unit).unwrap();
+    assert!(written.contains(&format!(
+        "Environment=\"HOOKD_STATE_DIR={}\"",
+        sb.state_dir().display()
+    )));
+    ok(&service(&["uninstall-service", "--no-start"]));
+    assert!(!unit.exists());
+}
+
+#[test]
+fn logs_print_the_daemons_log() {
+    let sb = Sandbox::new();
+    let out = sb.hookctl(&["logs"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no hookd log"), "{}", stderr(&out));
+
+    ok(&sb.hookctl(&["daemon", "start"]));
+    let out = sb.hookctl(&["logs", "-n", "20"]);
+    ok(&sb.hookctl(&["daemon", "stop"]));
+    ok(&out);
+    assert!(stdout(&out).contains("listening"), "{}", stdout(&out));
+}
+
+/// install.sh in a temporary home and prefix, with the binaries this test
+/// run built (`--from-build`), so it does not build a release again.
+struct Setup {
+    sb: Sandbox,
+    prefix: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let sb = Sandbox::new();
+        std::fs::create_dir_all(sb.home()).unwrap();
+        let prefix = sb.path().join("prefix");
+        Setup { sb, prefix }
+    }
+
+    fn bin_dir(&self) -> PathBuf {
+        self.prefix.join("bin")
+    }
+
+    /// install.sh with `args`, the prefix on PATH (or not), and only the
+    /// sandbox's environment.
+    fn run(&self, args: &[&str], path: &str) -> Output {
+        Command::new("bash")
+            .arg(repo().join("install.sh"))
+            .args(args)
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", self.sb.home())
+            .env("HOOKD_SOCKET", self.sb.socket())
+            .env("HOOKD_STATE_DIR", self.sb.state_dir())
+            .env("HOOKD_CONFIG_DIR", self.sb.config_dir())
+            .env("HOOKD_DATA_DIR", self.sb.path().join("data"))
+            // A daemon a failed test leaves behind goes away by itself.
+            .env("HOOKD_DAEMON__IDLE_TIMEOUT_SECS", "120")
+            .current_dir(self.sb.path())
+            .output()
+            .expect("run install.sh")
+    }
+
+    fn install(&self, extra: &[&str]) -> Output {
+        let built = bin("hookctl").parent().unwrap().display().to_string();
+        let prefix = self.prefix.display().to_string();
+        let mut args = vec!["--from-build", &built, "--prefix", &prefix];
+        args.extend_from_slice(extra);
+        let path = format!(
+            "{}:{}",
+            self.bin_dir().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        self.run(&args, &path)
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        let _ = self.sb.hookd(&["stop"]);
+    }
+}
+
+#[test]
+fn install_sh_sets_up_twice_without_change_and_uninstalls_cleanly() {
+    let setup = Setup::new();
+    let sb = &setup.sb;
+    let file = settings_file(sb);
+    write(&file, FOREIGN_SETTINGS);
+
+    let out = setup.install(&[]);
+    ok(&out);
+    let text = stdout(&out);
+    assert!(text.contains("all checks passed"), "{text}");
+    for name in ["hookd", "hookctl"] {
+        assert_eq!(
+            std::fs::read(setup.bin_dir().join(name)).unwrap(),
+            std::fs::read(bin(name)).unwrap(),
+            "{name}"
+        );
+    }
+    let installed = setup.bin_dir().join("hookctl").display().to_string();
+    let v = read_json(&file);
+    assert_eq!(commands(&v, "Stop"), [format!("{installed} hook stop")]);
+    let config = sb.config_dir().join("config.yaml");
+    assert!(
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .starts_with("# hookd configuration")
+    );
+    for t in std::fs::read_dir(repo().join("templates"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = t.file_name();
+        if Path::new(&name).extension().is_some_and(|x| x == "hbs") {
+            assert!(
+                sb.config_dir().join("templates").join(&name).is_file(),
+                "{name:?}"
+            );
+        }
+    }
+    let status = sb.hookctl(&["daemon", "status"]);
+    assert!(
+        stdout(&status).contains("is running"),
+        "{}",
+        stdout(&status)
+    );
+
+    // Twice: nothing changes.
+    let files = [
+        file.clone(),
+        config.clone(),
+        setup.bin_dir().join("hookd"),
+        setup.bin_dir().join("hookctl"),
+    ];
+    let stamps: Vec<_> = files
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().modified().unwrap())
+        .collect();
+    let out = setup.install(&[]);
+    ok(&out);
+    assert!(!stdout(&out).contains("installed /"), "{}", stdout(&out));
+    for (f, stamp) in files.iter().zip(&stamps) {
+        assert_eq!(
+            std::fs::metadata(f).unwrap().modified().unwrap(),
+            *stamp,
+            "{}",
+            f.display()
+        );
+    }
+    assert_eq!(backups(&file).len(), 1);
+
+    // A config of the person's own survives uninstall; ours does not.
+    let out = setup.install(&["--uninstall"]);
+    ok(&out);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), FOREIGN_SETTINGS);
+    assert!(!setup.bin_dir().join("hookd").exists());
+    assert!(!setup.bin_dir().join("hookctl").exists());
+    assert!(!config.exists());
+    let status = sb.hookctl(&["daemon", "status"]);
+    assert_eq!(status.status.code(), Some(3), "{}", stdout(&status));
+}
+
+#[test]
+fn install_sh_no_wire_leaves_claude_code_alone_and_keeps_a_changed_config() {
+    let setup = Setup::new();
+    let out = setup.install(&["--no-wire"]);
+    ok(&out);
+    assert!(!settings_file(&setup.sb).exists());
+    let config = setup.sb.config_dir().join("config.yaml");
+    std::fs::write(&config, "client:\n  hook_timeout_ms: 500\n").unwrap();
+    let out = setup.install(&["--uninstall"]);
+    ok(&out);
+    assert!(stdout(&out).contains("you changed it"), "{}", stdout(&out));
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "client:\n  hook_timeout_ms: 500\n"
+    );
+}
+
+#[test]
+fn install_sh_says_clearly_what_is_wrong() {
+    let setup = Setup::new();
+    let out = setup.run(&["--help"], "/usr/bin:/bin");
+    ok(&out);
+    assert!(stdout(&out).contains("--uninstall"), "{}", stdout(&out));
+
+    // No cargo (and no --from-build).
+    if !Path::new("/usr/bin/cargo").exists() && !Path::new("/bin/cargo").exists() {
+        let out = setup.run(&[], "/usr/bin:/bin");
+        assert_eq!(out.status.code(), Some(1));
+        let err = stderr(&out);
+        assert!(
+            err.contains("cargo not found") && err.contains("rustup.rs"),
+            "{err}"
+        );
+    }
+
+    // A prefix that cannot be created.
+    let blocker = setup.sb.path().join("a-file");
+    std::fs::write(&blocker, "").unwrap();
+    let built = bin("hookctl").parent().unwrap().display().to_string();
+    let bad = blocker.join("sub").display().to_string();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let out = setup.run(&["--from-build", &built, "--prefix", &bad], &path);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("cannot create"), "{}", stderr(&out));
+
+    // A prefix that is not on PATH: installed, and told how to add it.
+    let prefix = setup.prefix.display().to_string();
+    let out = setup.run(&["--from-build", &built, "--prefix", &prefix], &path);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("is not on your PATH")
+            && err.contains(&format!(
+                "export PATH=\"{}:$PATH\"",
+                setup.bin_dir().display()
+            )),
+        "{err}"
+    );
+    assert!(setup.bin_dir().join("hookctl").is_file());
+}

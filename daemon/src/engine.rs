@@ -22,7 +22,16 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
+
+/// Claude Code writes its transcript in batches every 100 ms, so a tool hook
+/// can arrive before the reply that asked for the tool is on disk. A hook
+/// naming its tool call waits at most this long for that reply (three flush
+/// intervals; well inside the 1 s hook budget).
+const REPLY_WAIT: Duration = Duration::from_millis(300);
+/// How often that wait looks at the transcript.
+const REPLY_POLL: Duration = Duration::from_millis(10);
 
 /// Facts about this daemon process that do not change while it runs.
 #[derive(Debug, Clone)]
@@ -226,6 +235,9 @@ impl Engine {
         };
         if let Some(path) = &event.transcript_path {
             self.follow(&key, path);
+            if let Some(id) = &event.tool_use_id {
+                self.wait_for_reply(&key, path, id).await;
+            }
         }
         self.refresh(&key, &config.config).await;
 
@@ -259,6 +271,34 @@ impl Engine {
         self.record(project_events, &config.config);
         self.touch();
         Response::Hook(harness::render(&event, outcome))
+    }
+
+    /// Waits (at most [`REPLY_WAIT`]) until the transcript holds the reply
+    /// that asked for tool call `tool_use_id`, so that the figure read next
+    /// is that reply's and not the one before.
+    async fn wait_for_reply(&self, key: &SessionKey, path: &Path, tool_use_id: &str) {
+        let from = self
+            .registry()
+            .get(key)
+            .and_then(|s| s.cursor.as_ref())
+            .map_or(0, |c| c.offset);
+        let needle = format!("\"{tool_use_id}\"").into_bytes();
+        let deadline = Instant::now() + REPLY_WAIT;
+        loop {
+            let (path, needle_now) = (path.to_path_buf(), needle.clone());
+            let found =
+                tokio::task::spawn_blocking(move || transcript::holds(&path, from, &needle_now))
+                    .await;
+            match found {
+                Ok(Ok(false)) if Instant::now() < deadline => tokio::time::sleep(REPLY_POLL).await,
+                Ok(Ok(false)) => {
+                    tracing::debug!(session = %key, tool_use_id, "the reply for this tool call is not in the transcript yet; reading what is there");
+                    return;
+                }
+                // Found, or the transcript cannot be read: `refresh` reports that.
+                _ => return,
+            }
+        }
     }
 
     /// Reads what is new in the session's transcript and applies it.

@@ -5,6 +5,8 @@
 //! The binaries are the ones `cargo build --workspace` put next to the test
 //! executable; `tests/run` builds them before running the tests.
 
+pub mod e2e;
+
 use hookd::engine::Engine;
 use hookd::{Daemon, DaemonOptions, Shutdown};
 use protocol::paths::{SocketPath, SocketSource};

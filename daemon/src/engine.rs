@@ -233,9 +233,19 @@ impl Engine {
                 }
             }
         };
+        // A subagent's hooks talk to the subagent, not to the session's model.
+        let checks = event.agent_id.is_none()
+            && config
+                .config
+                .monitor
+                .check_on
+                .iter()
+                .any(|e| *e == event.kind.kebab());
         if let Some(path) = &event.transcript_path {
             self.follow(&key, path);
-            if let Some(id) = &event.tool_use_id {
+            // Only a threshold check needs the latest figure (and a subagent's
+            // tool calls are in its own transcript).
+            if let Some(id) = event.tool_use_id.as_deref().filter(|_| checks) {
                 self.wait_for_reply(&key, path, id).await;
             }
         }
@@ -258,14 +268,7 @@ impl Engine {
             EventKind::SessionEnd => self.watcher.unfollow(&key),
             _ => {}
         }
-        let checks = config
-            .config
-            .monitor
-            .check_on
-            .iter()
-            .any(|e| *e == event.kind.kebab());
-        // A subagent's hooks talk to the subagent, not to the session's model.
-        if checks && event.agent_id.is_none() {
+        if checks {
             self.check_thresholds(&key, &config.config, &mut outcome, &mut project_events);
         }
         self.record(project_events, &config.config);

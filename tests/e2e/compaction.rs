@@ -9,13 +9,11 @@
 //! (`CLAUDE_CODE_ENABLE_TASKS=false`), scenario 3 with TaskCreate/TaskUpdate
 //! loaded through ToolSearch (2.1.330's default).
 
-use crate::{hook_reported_success, pending, tool_result, tool_uses};
+use crate::{CONTINUATION, hook_reported_success, pending, tool_result, tool_uses};
 use hookd_tests::e2e::{COMPACTS_AT, HookRun, Reply, Run, Scenario};
 use hookd_tests::wait_until;
 use serde_json::{Value, json};
 use std::time::Duration;
-
-const CONTINUATION: &str = "This session is being continued from a previous conversation";
 
 /// The tasks both scenarios plan, with the state TodoWrite gives them.
 const TASKS: [(&str, &str); 3] = [

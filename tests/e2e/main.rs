@@ -15,6 +15,9 @@ mod thresholds;
 
 use serde_json::Value;
 
+/// How Claude Code opens the conversation after a compaction.
+pub const CONTINUATION: &str = "This session is being continued from a previous conversation";
+
 /// Whether any line of `text` says that `event`'s hook completed successfully,
 /// as Claude Code reports compaction hooks: `PreCompact [cmd] completed successfully`.
 pub fn hook_reported_success(text: &str, event: &str) -> bool {

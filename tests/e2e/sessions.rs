@@ -3,11 +3,10 @@
 //! history; and nothing from hookd (no resume prompt, no warning) reaches
 //! the model where no compaction happened.
 
+use crate::CONTINUATION;
 use hookd_tests::e2e::{Reply, Run, Scenario};
 use hookd_tests::wait_until;
 use std::time::Duration;
-
-const CONTINUATION: &str = "This session is being continued from a previous conversation";
 
 /// hookctl's SessionStart answers were empty: no resume prompt.
 fn assert_no_session_start_output(run: &Run) {
@@ -66,7 +65,7 @@ fn clear_and_resume_track_sessions_apart() {
     assert!(!in_a.contains("B1: a fresh start"), "and not B");
     for request in &log.requests {
         assert!(
-            !request.first_message_text().starts_with(CONTINUATION),
+            !request.first_message_text().contains(CONTINUATION),
             "no compaction happened: {}",
             request.label
         );

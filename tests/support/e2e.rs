@@ -570,7 +570,6 @@ impl Scenario {
             .collect();
         let run = Run {
             index,
-            prompt: prompt.into(),
             session_id: String::new(),
             events,
             stderr: std::fs::read_to_string(&err_file).unwrap_or_default(),
@@ -639,7 +638,7 @@ impl Drop for Scenario {
 pub fn write_settings(project: &Path) {
     let mut hooks = serde_json::Map::new();
     for event in WIRED_EVENTS {
-        let kebab = kebab(event);
+        let kebab = hookd::harness::EventKind::from_name(event).kebab();
         let mut group =
             json!({"hooks": [{"type": "command", "command": format!("hookctl hook {kebab}")}]});
         if event == "PostToolUse" {
@@ -655,18 +654,6 @@ pub fn write_settings(project: &Path) {
     .unwrap();
 }
 
-/// `PostToolUse` → `post-tool-use`.
-fn kebab(event: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in event.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push('-');
-        }
-        out.push(c.to_ascii_lowercase());
-    }
-    out
-}
-
 /// Git state a checkpoint must leave alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitSnapshot {
@@ -680,7 +667,6 @@ pub struct GitSnapshot {
 #[derive(Debug)]
 pub struct Run {
     pub index: usize,
-    pub prompt: String,
     /// The session the run ended in (from its `result`).
     pub session_id: String,
     /// The stream-json events.
@@ -923,11 +909,5 @@ mod tests {
             HookRun::parse("[DEBUG] Hooks: Checking first line: {\"a\":\"[hookd: 72%] \"}")
                 .is_none()
         );
-    }
-
-    #[test]
-    fn event_names_in_kebab_case() {
-        assert_eq!(kebab("PostToolUse"), "post-tool-use");
-        assert_eq!(kebab("Stop"), "stop");
     }
 }

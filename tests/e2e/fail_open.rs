@@ -4,7 +4,7 @@
 //! nothing from hookd reaches the model.
 
 use crate::hook_reported_success;
-use hookd_tests::e2e::{Reply, Run, Scenario};
+use hookd_tests::e2e::{Reply, Run, Scenario, WIRED_EVENTS};
 use protocol::config::ClientConfig;
 use std::collections::BTreeSet;
 
@@ -72,19 +72,8 @@ fn without_hookd_claude_code_carries_on() {
     for run in [&first, &compact, &third] {
         seen.extend(assert_silent_and_quick(run));
     }
-    let expected: BTreeSet<String> = [
-        "SessionStart",
-        "UserPromptSubmit",
-        "PostToolUse",
-        "PostToolBatch",
-        "PreCompact",
-        "PostCompact",
-        "Stop",
-        "SessionEnd",
-    ]
-    .into_iter()
-    .map(String::from)
-    .collect();
+    // Every wired event ran (SubagentStop too: the compaction's summarizer is a subagent).
+    let expected: BTreeSet<String> = WIRED_EVENTS.iter().map(|e| e.to_string()).collect();
     assert!(
         seen.is_superset(&expected),
         "every wired hook ran: {seen:?}"

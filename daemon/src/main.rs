@@ -149,19 +149,23 @@ fn serve(
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let daemon = match Daemon::bind(options) {
-            Ok(daemon) => daemon,
+        // Signals are caught before the socket exists.
+        let started = hookd::shutdown::Signals::catch()
+            .map_err(anyhow::Error::from)
+            .and_then(|signals| Ok((signals, Daemon::bind(options)?)));
+        let (signals, daemon) = match started {
+            Ok(started) => started,
             Err(e) => {
                 if let Some(n) = notifier {
                     n.failed(&e.to_string());
                 }
-                return Err(e.into());
+                return Err(e);
             }
         };
         let socket = daemon.socket().to_path_buf();
-        hookd::shutdown::on_signals(daemon.shutdown_handle(), move || {
+        signals.on(daemon.shutdown_handle(), move || {
             let _ = std::fs::remove_file(&socket);
-        })?;
+        });
         if let Some(n) = notifier {
             n.ready();
         }

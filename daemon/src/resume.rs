@@ -83,7 +83,14 @@ pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
 fn read_state(path: &Path) -> Result<Option<ContextState>, String> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(None);
+        }
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
     serde_json::from_slice(&bytes).map(Some).map_err(|e| {

@@ -74,6 +74,9 @@ pub struct Session {
     /// A PreCompact hook announced a compaction that has not shown up yet.
     #[serde(default)]
     pub compaction_announced_ms: Option<u64>,
+    /// That PreCompact's trigger (manual or auto).
+    #[serde(default)]
+    pub announced_trigger: Option<String>,
     #[serde(default)]
     pub last_save: Option<Mark>,
     #[serde(default)]
@@ -134,6 +137,7 @@ impl Session {
             fired: Vec::new(),
             peak_pressure: 0.0,
             compaction_announced_ms: None,
+            announced_trigger: None,
             last_save: None,
             last_checkpoint: None,
             resume: None,

@@ -43,24 +43,37 @@ impl Shutdown {
     }
 }
 
-/// SIGTERM or SIGINT trigger `shutdown`; a second one runs `at_once` and
-/// exits without draining.
-pub fn on_signals(
-    shutdown: Shutdown,
-    at_once: impl FnOnce() + Send + 'static,
-) -> std::io::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::spawn(async move {
-        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-        shutdown.trigger("signal");
-        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-        tracing::warn!("second signal: exiting without draining");
-        at_once();
-        std::process::exit(130);
-    });
-    Ok(())
+/// SIGTERM and SIGINT, caught from the moment [`Signals::catch`] returns.
+/// Catch them before the socket exists: a signal that finds no handler kills
+/// the daemon and leaves its socket behind.
+pub struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Installs the handlers. Call it inside the runtime.
+    pub fn catch() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    /// The first signal (also one caught before this call) triggers
+    /// `shutdown`; a second one runs `at_once` and exits without draining.
+    pub fn on(self, shutdown: Shutdown, at_once: impl FnOnce() + Send + 'static) {
+        let Signals { mut term, mut int } = self;
+        tokio::spawn(async move {
+            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+            shutdown.trigger("signal");
+            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+            tracing::warn!("second signal: exiting without draining");
+            at_once();
+            std::process::exit(130);
+        });
+    }
 }
 
 #[cfg(test)]

@@ -256,7 +256,8 @@ impl Default for ResumeConfig {
     fn default() -> Self {
         ResumeConfig {
             max_chars: 9000,
-            on_sources: vec!["compact".into(), "resume".into()],
+            // A resumed conversation still holds what it was given; add "resume" to inject anyway.
+            on_sources: vec!["compact".into()],
             verify_arrival: true,
             system_message: true,
         }

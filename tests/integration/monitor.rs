@@ -170,6 +170,39 @@ fn each_threshold_fires_once_at_the_right_call() {
 }
 
 #[test]
+fn a_tool_hook_waits_for_its_reply_to_be_written() {
+    // Claude Code writes its transcript every 100 ms: PostToolUse often
+    // arrives before the reply that asked for the tool is on disk.
+    let mut s = Session::new(SONNET);
+    assert_eq!(s.turn(0.50), Value::Null);
+    let entry = s.transcript.reply_entry((COMPACTS_AT as f64 * 0.72) as u64);
+    let payload = s.transcript.payload("PostToolUse", &s.project);
+    let path = s.transcript.path.clone();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(60));
+        hookd_tests::append_line(&path, &entry);
+    });
+    let out = s.sb.hook("post-tool-use", &payload);
+    writer.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = message(&hook_json(&out)).expect("70% fires on the reply written late");
+    assert!(text.starts_with("Context at 70%."), "{text}");
+
+    // A tool call whose reply never shows: the hook carries on with what is there.
+    let mut payload: Value = serde_json::from_slice(&payload).unwrap();
+    payload["tool_use_id"] = Value::from("toolu_never_written");
+    let started = std::time::Instant::now();
+    let out = s.sb.hook("post-tool-use", payload.to_string().as_bytes());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(hook_json(&out), Value::Null);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "within the hook budget: {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn crossing_several_levels_fires_the_highest_and_records_all() {
     let mut s = Session::new(SONNET);
     let out = s.turn(0.96);

@@ -193,9 +193,36 @@ fn a_prompt_that_arrives_on_the_second_try_is_recorded() {
 }
 
 #[test]
+fn a_compaction_without_pre_compact_is_captured_before_the_resume() {
+    // Public reports say PreCompact sometimes does not fire: hookd captures
+    // at SessionStart(compact) what it still can, then resumes from that.
+    let s = Session::new();
+    s.t.boundary("auto", 120_000, 3_000);
+    let out = s.hook("SessionStart(source=compact)", "session-start");
+    let prompt = context(&out);
+    assert!(
+        prompt.contains("(unannounced compaction)") && prompt.contains("Cache the token table"),
+        "{prompt}"
+    );
+    let compactions = s.events("compaction");
+    assert_eq!(compactions.len(), 1, "{compactions:?}");
+    assert_eq!(compactions[0]["announced"], false);
+    assert!(
+        s.repo
+            .git(&["rev-parse", "refs/hookd/checkpoints/main"])
+            .trim()
+            .len()
+            == 40,
+        "checkpointed too"
+    );
+}
+
+#[test]
 fn no_state_no_injection() {
     let sb = Sandbox::new();
     let repo = GitRepo::init(&sb.path().join("fresh"));
+    // A file where .workflow/ should be: nothing can be saved here.
+    std::fs::write(repo.dir.join(".workflow"), "in the way").unwrap();
     let t = Transcript::create(sb.path().join("claude/f.jsonl"), "f-session", SONNET);
     let _daemon = TestDaemon::start(sb.daemon_options());
     let out = hook_json(&sb.hook(
@@ -210,6 +237,7 @@ fn no_state_no_injection() {
         out.get("hookSpecificOutput").is_none(),
         "nothing injected: {out}"
     );
+    std::fs::remove_file(repo.dir.join(".workflow")).unwrap();
     // A plain --resume without a state says nothing at all.
     let out = sb.hook(
         "session-start",

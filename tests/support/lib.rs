@@ -5,6 +5,8 @@
 //! The binaries are the ones `cargo build --workspace` put next to the test
 //! executable; `tests/run` builds them before running the tests.
 
+pub mod e2e;
+
 use hookd::engine::Engine;
 use hookd::{Daemon, DaemonOptions, Shutdown};
 use protocol::paths::{SocketPath, SocketSource};
@@ -282,26 +284,37 @@ impl Transcript {
     }
 
     pub fn append(&self, entry: &Value) {
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&self.path)
-            .unwrap();
-        writeln!(f, "{entry}").unwrap();
+        append_line(&self.path, entry);
     }
 
-    /// An assistant reply whose context is `tokens` (split as Claude Code reports it).
+    /// An assistant reply whose context is `tokens` (split as Claude Code
+    /// reports it), asking for a tool call [`Transcript::tool_use_id`].
     pub fn reply(&mut self, tokens: u64) {
+        let entry = self.reply_entry(tokens);
+        self.append(&entry);
+    }
+
+    /// The next reply's transcript line, for a test that writes it itself.
+    pub fn reply_entry(&mut self, tokens: u64) -> Value {
         self.replies += 1;
-        let mut entry = Self::fixture_line("basic.90fcfea3.jsonl", |v| v["type"] == "assistant");
+        let mut entry = Self::fixture_line("basic.90fcfea3.jsonl", |v| {
+            v["type"] == "assistant" && v["message"]["content"][0]["type"] == "tool_use"
+        });
         entry["sessionId"] = Value::from(self.session_id.clone());
         entry["uuid"] = Value::from(format!("reply-{}", self.replies));
         entry["message"]["id"] = Value::from(format!("msg_test_{}", self.replies));
         entry["message"]["model"] = Value::from(self.model.clone());
+        entry["message"]["content"][0]["id"] = Value::from(self.tool_use_id());
         let usage = &mut entry["message"]["usage"];
         usage["input_tokens"] = Value::from(tokens / 100);
         usage["cache_creation_input_tokens"] = Value::from(tokens / 10);
         usage["cache_read_input_tokens"] = Value::from(tokens - tokens / 100 - tokens / 10);
-        self.append(&entry);
+        entry
+    }
+
+    /// The tool call the latest reply asked for.
+    pub fn tool_use_id(&self) -> String {
+        format!("toolu_test_{}", self.replies)
     }
 
     /// The person's prompt.
@@ -371,14 +384,27 @@ impl Transcript {
         uuid
     }
 
-    /// A fixture payload rewritten to this session, transcript and project.
+    /// A fixture payload rewritten to this session, transcript and project;
+    /// a tool hook names the latest reply's tool call.
     pub fn payload(&self, name: &str, project: &Path) -> Vec<u8> {
         let mut p = payload(name);
         p["session_id"] = Value::from(self.session_id.clone());
         p["transcript_path"] = Value::from(self.path.display().to_string());
         p["cwd"] = Value::from(project.display().to_string());
+        if p["tool_use_id"].is_string() {
+            p["tool_use_id"] = Value::from(self.tool_use_id());
+        }
+        if let Some(call) = p["tool_calls"].get_mut(0) {
+            call["tool_use_id"] = Value::from(self.tool_use_id());
+        }
         serde_json::to_vec(&p).unwrap()
     }
+}
+
+/// Appends one JSON line to a file, as Claude Code appends to a transcript.
+pub fn append_line(path: &Path, entry: &Value) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    writeln!(f, "{entry}").unwrap();
 }
 
 /// The JSON a hook printed, or `Null` for no output.

@@ -27,7 +27,16 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
+
+/// Claude Code writes its transcript in batches every 100 ms, so a tool hook
+/// can arrive before the reply that asked for the tool is on disk. A hook
+/// naming its tool call waits at most this long for that reply (three flush
+/// intervals; well inside the 1 s hook budget).
+const REPLY_WAIT: Duration = Duration::from_millis(300);
+/// How often that wait looks at the transcript.
+const REPLY_POLL: Duration = Duration::from_millis(10);
 
 /// Facts about this daemon process that do not change while it runs.
 #[derive(Debug, Clone)]
@@ -341,10 +350,45 @@ impl Engine {
                 }
             }
         };
+        // A subagent's hooks talk to the subagent, not to the session's model.
+        let checks = event.agent_id.is_none()
+            && config
+                .config
+                .monitor
+                .check_on
+                .iter()
+                .any(|e| *e == event.kind.kebab());
         if let Some(path) = &event.transcript_path {
             self.follow(&key, path);
+            // Only a threshold check needs the latest figure (and a subagent's
+            // tool calls are in its own transcript).
+            if let Some(id) = event.tool_use_id.as_deref().filter(|_| checks) {
+                self.wait_for_reply(&key, path, id).await;
+            }
         }
-        let unannounced = self.refresh(&key, &config.config).await;
+        let mut project_events = Vec::new();
+        // A compaction shows up in the transcript, or through its hooks (Claude
+        // Code writes the boundary after SessionStart(compact)); either may be
+        // the first word of one that no PreCompact announced.
+        let mut unannounced = self.refresh(&key, &config.config).await;
+        match &event.kind {
+            EventKind::SessionStart if event.source.as_deref() == Some("compact") => {
+                unannounced |=
+                    self.hook_epoch(&key, "session-start compact", None, &mut project_events);
+            }
+            EventKind::PostCompact => {
+                let what = format!("post-compact {}", event.trigger.as_deref().unwrap_or(""));
+                unannounced |= self.hook_epoch(
+                    &key,
+                    what.trim(),
+                    event.trigger.as_deref(),
+                    &mut project_events,
+                );
+                self.record_compact_summary(&key, &event, &mut project_events);
+            }
+            EventKind::SessionEnd => self.watcher.unfollow(&key),
+            _ => {}
+        }
         let resuming = event.kind == EventKind::SessionStart
             && event
                 .source
@@ -365,38 +409,19 @@ impl Engine {
                 }
             }
         }
-
-        let mut project_events = Vec::new();
-        match &event.kind {
-            EventKind::PreCompact => {
-                let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
-                if let Some(request) =
-                    self.save_request(&key, &config.config, SaveTrigger::PreCompact(trigger), true)
-                {
-                    let report = self.run_pipeline(request, config.config.clone()).await;
-                    outcome.plain_stdout = report.instructions;
-                }
-                if let Some(s) = self.registry().get_mut(&key) {
-                    s.compaction_announced_ms = Some(now);
-                }
+        if event.kind == EventKind::PreCompact {
+            let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
+            if let Some(request) =
+                self.save_request(&key, &config.config, SaveTrigger::PreCompact(trigger), true)
+            {
+                let report = self.run_pipeline(request, config.config.clone()).await;
+                outcome.plain_stdout = report.instructions;
             }
-            EventKind::SessionStart if event.source.as_deref() == Some("compact") => {
-                self.hook_epoch(&key, "session-start compact", &mut project_events);
+            if let Some(s) = self.registry().get_mut(&key) {
+                s.compaction_announced_ms = Some(now);
+                s.announced_trigger = event.trigger.clone();
             }
-            EventKind::PostCompact => {
-                let what = format!("post-compact {}", event.trigger.as_deref().unwrap_or(""));
-                self.hook_epoch(&key, what.trim(), &mut project_events);
-                self.record_compact_summary(&key, &event, &mut project_events);
-            }
-            EventKind::SessionEnd => self.watcher.unfollow(&key),
-            _ => {}
         }
-        let checks = config
-            .config
-            .monitor
-            .check_on
-            .iter()
-            .any(|e| *e == event.kind.kebab());
         if resuming {
             let source = event.source.clone().unwrap_or_default();
             self.resume_on_start(
@@ -408,8 +433,7 @@ impl Engine {
             )
             .await;
         }
-        // A subagent's hooks talk to the subagent, not to the session's model.
-        if checks && event.agent_id.is_none() {
+        if checks {
             self.check_arrival(&key, &mut outcome, &mut project_events)
                 .await;
             self.check_thresholds(&key, &config.config, &mut outcome, &mut project_events);
@@ -422,6 +446,34 @@ impl Engine {
             let _ = tokio::task::spawn_blocking(move || engine.flush()).await;
         }
         Response::Hook(harness::render(&event, outcome))
+    }
+
+    /// Waits (at most [`REPLY_WAIT`]) until the transcript holds the reply
+    /// that asked for tool call `tool_use_id`, so that the figure read next
+    /// is that reply's and not the one before.
+    async fn wait_for_reply(&self, key: &SessionKey, path: &Path, tool_use_id: &str) {
+        let from = self
+            .registry()
+            .get(key)
+            .and_then(|s| s.cursor.as_ref())
+            .map_or(0, |c| c.offset);
+        let needle = format!("\"{tool_use_id}\"").into_bytes();
+        let deadline = Instant::now() + REPLY_WAIT;
+        loop {
+            let (path, needle_now) = (path.to_path_buf(), needle.clone());
+            let found =
+                tokio::task::spawn_blocking(move || transcript::holds(&path, from, &needle_now))
+                    .await;
+            match found {
+                Ok(Ok(false)) if Instant::now() < deadline => tokio::time::sleep(REPLY_POLL).await,
+                Ok(Ok(false)) => {
+                    tracing::debug!(session = %key, tool_use_id, "the reply for this tool call is not in the transcript yet; reading what is there");
+                    return;
+                }
+                // Found, or the transcript cannot be read: `refresh` reports that.
+                _ => return,
+            }
+        }
     }
 
     /// Reads what is new in the session's transcript and applies it.
@@ -466,10 +518,12 @@ impl Engine {
                     }
                     s.transcript_problem = None;
                     for boundary in &reading.boundaries {
-                        let announced = s.compaction_announced_ms.take().is_some();
-                        let new_epoch = s.begin_epoch(&EpochStart::Boundary(boundary.clone()), now);
-                        unannounced |= new_epoch && !announced;
-                        if new_epoch || s.epoch_boundary == boundary.uuid {
+                        let announced = s.compaction_announced_ms.is_some();
+                        // A boundary the hooks already opened an epoch for only names it.
+                        if s.begin_epoch(&EpochStart::Boundary(boundary.clone()), now) {
+                            s.compaction_announced_ms = None;
+                            s.announced_trigger = None;
+                            unannounced |= !announced;
                             project_events.extend(s.project_dir.clone().map(|project| {
                                 ProjectEvent {
                                     project,
@@ -545,20 +599,33 @@ impl Engine {
     }
 
     /// A SessionStart(compact) or PostCompact hook: a compaction happened.
-    fn hook_epoch(&self, key: &SessionKey, what: &str, project_events: &mut Vec<ProjectEvent>) {
+    /// Returns whether it began an epoch no PreCompact announced.
+    fn hook_epoch(
+        &self,
+        key: &SessionKey,
+        what: &str,
+        trigger: Option<&str>,
+        project_events: &mut Vec<ProjectEvent>,
+    ) -> bool {
         let mut registry = self.registry();
         let Some(s) = registry.get_mut(key) else {
-            return;
+            return false;
         };
-        s.compaction_announced_ms = None;
-        if s.begin_epoch(&EpochStart::Hook(what.to_owned()), now_ms()) {
-            project_events.extend(s.project_dir.clone().map(|project| ProjectEvent {
-                project,
-                kind: "compaction",
-                session: key.clone(),
-                fields: json!({ "epoch": s.epoch, "source": what }),
-            }));
+        let announced = s.compaction_announced_ms.is_some();
+        if !s.begin_epoch(&EpochStart::Hook(what.to_owned()), now_ms()) {
+            return false;
         }
+        s.compaction_announced_ms = None;
+        let trigger = trigger
+            .map(str::to_owned)
+            .or_else(|| s.announced_trigger.take());
+        project_events.extend(s.project_dir.clone().map(|project| ProjectEvent {
+            project,
+            kind: "compaction",
+            session: key.clone(),
+            fields: json!({ "epoch": s.epoch, "trigger": trigger, "source": what, "announced": announced }),
+        }));
+        !announced
     }
 
     fn check_thresholds(

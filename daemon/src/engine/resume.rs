@@ -21,6 +21,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// How long after an injection its absence from the transcript means it was lost.
+const ARRIVAL_SETTLE_MS: u64 = 400;
+const ARRIVAL_POLL: std::time::Duration = std::time::Duration::from_millis(25);
+
 /// Longest compaction summary kept in `events.jsonl`.
 const SUMMARY_CHARS: usize = 4000;
 
@@ -210,14 +214,22 @@ impl Engine {
         }) else {
             return;
         };
-        let marker = pending.marker.clone();
-        let arrived = tokio::task::spawn_blocking(move || {
-            transcript::injected_context_arrived(&transcript, &marker)
-        })
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .unwrap_or(false);
+        // Claude Code writes its transcript in batches (every 100 ms): give
+        // the injection time to land before calling it lost.
+        let arrived = loop {
+            let (path, marker) = (transcript.clone(), pending.marker.clone());
+            let found = tokio::task::spawn_blocking(move || {
+                transcript::injected_context_arrived(&path, &marker)
+            })
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or(false);
+            if found || now_ms().saturating_sub(pending.injected_at_ms) >= ARRIVAL_SETTLE_MS {
+                break found;
+            }
+            tokio::time::sleep(ARRIVAL_POLL).await;
+        };
         let now = now_ms();
         let (action, ok) = match (arrived, pending.reinjected) {
             (true, _) => ("arrived", true),

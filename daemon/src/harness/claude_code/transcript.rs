@@ -502,6 +502,33 @@ impl<'f> ReverseLines<'f> {
     }
 }
 
+/// How far back from the end [`holds`] also looks, for when the caller's
+/// cursor has already passed the place (the watcher read it first).
+const HOLDS_TAIL: u64 = 1024 * 1024;
+
+/// Whether the transcript's complete lines hold `needle` after byte `from`
+/// or within the last MiB (never more than [`FORWARD_LIMIT`] bytes are
+/// read). Lets a hook wait until Claude Code, which writes its transcript
+/// in batches, has written the reply the hook is about.
+pub fn holds(path: &Path, from: u64, needle: &[u8]) -> io::Result<bool> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Ok(false);
+    }
+    let len = meta.len();
+    let start = from
+        .min(len.saturating_sub(HOLDS_TAIL))
+        .max(len.saturating_sub(FORWARD_LIMIT));
+    let mut buf = vec![0u8; (len - start) as usize];
+    file.read_exact_at(&mut buf, start)?;
+    let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
+    Ok(memchr::memmem::find(&buf[..complete], needle).is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -684,6 +711,18 @@ mod tests {
         let r = read(&path, Some(&r.cursor), r.usage.as_ref()).unwrap();
         assert_eq!(r.method, Method::Forward);
         assert_eq!(r.usage.unwrap().tokens, 154_500);
+    }
+
+    #[test]
+    fn holds_finds_complete_lines_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(&path, b"{\"id\":\"toolu_1\"}\n{\"id\":\"toolu_2\"}").unwrap();
+        assert!(holds(&path, 0, b"\"toolu_1\"").unwrap());
+        assert!(!holds(&path, 0, b"\"toolu_2\"").unwrap(), "a partial line");
+        // Behind the cursor, but within the tail: still found.
+        assert!(holds(&path, 18, b"\"toolu_1\"").unwrap());
+        assert!(holds(&dir.path().join("missing"), 0, b"x").is_err());
     }
 
     #[test]

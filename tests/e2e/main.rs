@@ -1,0 +1,63 @@
+//! End-to-end scenarios: the real Claude Code client (`$HOOKD_E2E_CLAUDE`,
+//! version 2.1.330) runs headless against `mock_api.py`, a scripted mock of
+//! the Anthropic Messages API, with the real hookctl and hookd wired into a
+//! real git project. Only the model is mocked. See `hookd_tests::e2e` for
+//! the harness and its network isolation.
+//!
+//! Without `$HOOKD_E2E_CLAUDE` every scenario skips (and says so), unless
+//! `HOOKD_E2E=require`.
+
+mod compaction;
+mod fail_open;
+mod pending;
+mod sessions;
+mod thresholds;
+
+use serde_json::Value;
+
+/// How Claude Code opens the conversation after a compaction.
+pub const CONTINUATION: &str = "This session is being continued from a previous conversation";
+
+/// Whether any line of `text` says that `event`'s hook completed successfully,
+/// as Claude Code reports compaction hooks: `PreCompact [cmd] completed successfully`.
+pub fn hook_reported_success(text: &str, event: &str) -> bool {
+    text.lines().any(|l| {
+        // `hookctl install` wires hookctl by its full path: `PreCompact [/…/hookctl hook pre-compact]`.
+        l.contains(&format!("{event} ["))
+            && l.contains("hookctl hook")
+            && l.contains("] completed successfully")
+    })
+}
+
+/// Transcript attachments of one type (`hook_system_message`, ...).
+pub fn attachments<'a>(transcript: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    transcript
+        .iter()
+        .filter(|e| e["type"] == "attachment" && e["attachment"]["type"] == kind)
+        .map(|e| &e["attachment"])
+        .collect()
+}
+
+/// The `tool_use` blocks of the transcript's assistant entries, by tool name.
+pub fn tool_uses<'a>(transcript: &'a [Value], name: &str) -> Vec<&'a Value> {
+    transcript
+        .iter()
+        .filter(|e| e["type"] == "assistant")
+        .flat_map(|e| e["message"]["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_use" && b["name"] == name)
+        .collect()
+}
+
+/// The text of the `tool_result` answering `tool_use_id`.
+pub fn tool_result(transcript: &[Value], tool_use_id: &str) -> String {
+    transcript
+        .iter()
+        .filter(|e| e["type"] == "user")
+        .flat_map(|e| e["message"]["content"].as_array().into_iter().flatten())
+        .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == tool_use_id)
+        .map(|b| match &b["content"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_else(|| panic!("no tool_result for {tool_use_id}"))
+}

@@ -1,0 +1,199 @@
+//! Scenario 1: usage climbs over five turns (50% → 72% → 83% → 92% → 96% of
+//! the compaction point). Each threshold's message reaches the model once,
+//! in the request right after the tool call whose reply crossed it; state is
+//! saved from 80% and checkpointed at 95%.
+
+use crate::{attachments, pending};
+use hookd_tests::e2e::{COMPACTS_AT, Reply, SONNET, Scenario};
+use hookd_tests::wait_until;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Each turn's context as a percentage of the compaction point, the level it
+/// crosses and the start of that level's message.
+const CLIMB: [(u64, Option<(f64, &str)>); 5] = [
+    (50, None),
+    (72, Some((0.70, "Context at 70%."))),
+    (83, Some((0.80, "Context at 80%."))),
+    (92, Some((0.90, "Context at 90%."))),
+    (96, Some((0.95, "CRITICAL: Context at 95%."))),
+];
+
+fn tokens(percent: u64) -> u64 {
+    COMPACTS_AT * percent / 100
+}
+
+fn levels(events: &[Value]) -> Vec<f64> {
+    events
+        .iter()
+        .map(|e| e["level"].as_f64().unwrap())
+        .collect()
+}
+
+/// Each turn: a Bash call whose reply reports the turn's figure, then a
+/// closing text 100 tokens later.
+fn script() -> Vec<Reply> {
+    (1..=CLIMB.len())
+        .flat_map(|turn| {
+            let used = tokens(CLIMB[turn - 1].0);
+            [
+                Reply::bash(
+                    &format!("t{turn}.tool"),
+                    used,
+                    &format!("echo 'step {turn}' >> notes.txt"),
+                ),
+                Reply::text(
+                    &format!("t{turn}.text"),
+                    used + 100,
+                    &format!("Step {turn} noted."),
+                ),
+            ]
+        })
+        .collect()
+}
+
+#[test]
+fn thresholds_reach_the_model_once_at_the_right_turn() {
+    let Some(mut sc) = Scenario::builder("thresholds").replies(script()).start() else {
+        return;
+    };
+    let git_before = sc.git_snapshot();
+    let mut session = String::new();
+    for (i, (percent, crossing)) in CLIMB.iter().enumerate() {
+        let turn = i + 1;
+        let prompt = format!("TURN {turn}: add step {turn} to notes.txt");
+        let run = if turn == 1 {
+            sc.start_session(&prompt)
+        } else {
+            sc.resume(&session, &prompt)
+        };
+        session = run.session_id.clone();
+
+        // hookd fired exactly the levels crossed so far, this one at this turn's tool call.
+        let expected: Vec<f64> = CLIMB[..turn].iter().filter_map(|c| Some(c.1?.0)).collect();
+        let fired = sc.events("threshold");
+        assert_eq!(levels(&fired), expected, "after turn {turn}");
+        if crossing.is_some() {
+            assert_eq!(
+                fired.last().unwrap()["tokens_used"],
+                tokens(*percent),
+                "turn {turn}: the level fired on the reply that asked for the tool, \
+                 not on a later hook"
+            );
+        }
+        // 80% and 90% save the state, 95% saves it with a checkpoint.
+        let saves_expected = expected.iter().filter(|l| **l >= 0.80).count();
+        assert!(
+            wait_until(Duration::from_secs(10), || saves(&sc).len()
+                == saves_expected),
+            "turn {turn}: saves {:?}",
+            saves(&sc)
+        );
+        if turn == 3 && pending::PRE_COMPACT_PIPELINE {
+            pending::state_saved(&sc, tokens(83));
+        }
+    }
+
+    let log = sc.log();
+    let scripted: Vec<String> = script().iter().map(|r| r.label.clone()).collect();
+    assert_eq!(
+        log.labels(),
+        scripted,
+        "one request per scripted reply, no compaction"
+    );
+    assert_eq!(
+        log.first_containing("[hookd:").unwrap().label,
+        "t2.text",
+        "nothing from hookd reaches the model before 70%"
+    );
+    for (i, (_, crossing)) in CLIMB.iter().enumerate() {
+        let Some((_, message)) = crossing else {
+            continue;
+        };
+        let turn = i + 1;
+        let first = log
+            .first_containing(message)
+            .unwrap_or_else(|| panic!("{message:?} never reached the model"));
+        assert_eq!(
+            first.label,
+            format!("t{turn}.text"),
+            "{message:?} first reaches the model in the request after turn {turn}'s tool call"
+        );
+        assert_eq!(first.count(message), 1, "{message:?} once in that request");
+        assert_eq!(
+            log.last().count(message),
+            1,
+            "{message:?} was never injected again"
+        );
+    }
+
+    // The person saw each message once, from the PostToolUse hook.
+    let transcript = sc.transcript(&session);
+    let shown: Vec<&Value> = attachments(&transcript, "hook_system_message");
+    assert_eq!(shown.len(), 4, "{shown:?}");
+    for (attachment, (_, crossing)) in shown.iter().zip(CLIMB.iter().skip(1)) {
+        assert_eq!(attachment["hookEvent"], "PostToolUse");
+        let text = attachment["content"].as_str().unwrap();
+        assert!(text.starts_with(crossing.unwrap().1), "{text}");
+    }
+
+    let saves = saves(&sc);
+    let triggers: Vec<&str> = saves
+        .iter()
+        .map(|e| e["trigger"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        triggers,
+        ["threshold 0.80", "threshold 0.90", "threshold 0.95"]
+    );
+    // Only the 95% save asks for a checkpoint.
+    let checkpoints: Vec<bool> = sc
+        .events("pipeline")
+        .iter()
+        .filter(|e| e["step"] == "checkpoint")
+        .map(|e| e["detail"] != "not asked for")
+        .collect();
+    assert_eq!(checkpoints, [false, false, true]);
+
+    let status = sc.session(&session);
+    assert_eq!(status["model"], SONNET);
+    assert_eq!(status["epoch"], 1);
+    assert_eq!(status["fired"], json!([0.70, 0.80, 0.90, 0.95]));
+    assert!(
+        wait_until(Duration::from_secs(10), || sc.session(&session)["context"]
+            ["tokens_used"]
+            == tokens(96) + 100),
+        "{}",
+        sc.session(&session)
+    );
+    assert_eq!(status["context"]["tokens_max"], COMPACTS_AT);
+    assert!(status["last_save"].is_object(), "{status}");
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            sc.session(&session)["last_checkpoint"].is_object()
+        }),
+        "{}",
+        sc.session(&session)
+    );
+    let git_after = sc.git_snapshot();
+    assert_eq!(
+        (git_after.head, git_after.index, git_after.stash),
+        (
+            git_before.head.clone(),
+            git_before.index.clone(),
+            git_before.stash.clone()
+        ),
+        "HEAD, index and stash untouched"
+    );
+    if pending::PRE_COMPACT_PIPELINE {
+        pending::checkpoint_made(&sc, &git_before, "notes.txt");
+    }
+}
+
+/// The saves hookd ran: one `capture` step of the pipeline each.
+fn saves(sc: &Scenario) -> Vec<Value> {
+    sc.events("pipeline")
+        .into_iter()
+        .filter(|e| e["step"] == "capture")
+        .collect()
+}

@@ -73,6 +73,8 @@ pub fn resume_view(state: &ContextState, checks: &[Check], marker: Option<&str>)
     view["validation"] = json!(validation);
     view["marker"] = json!(marker);
     view["dropped"] = json!([]);
+    // Lessons from the cross-task memory, rendered by its own template (none yet).
+    view["memory_section"] = Value::Null;
     view
 }
 

@@ -1,4 +1,5 @@
 //! Files that must never be seen half-written: temp file, fsync, rename.
+//! Caches skip the fsyncs.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -10,6 +11,16 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Writes `bytes` to `path` so that readers see the old or the new file,
 /// never a mix, even if we crash halfway.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_temp(path, bytes, true)
+}
+
+/// Like [`write_atomic`], without waiting for the disk: for caches, which
+/// are checked when read and cheap to make again.
+pub fn write_cache(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_temp(path, bytes, false)
+}
+
+fn write_via_temp(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -28,9 +39,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if durable {
+            file.sync_all()?;
+        }
         crate::fault::pause("before rename");
         std::fs::rename(&tmp, path)?;
+        if !durable {
+            return Ok(());
+        }
         // The rename itself must reach the disk for the new name to survive a crash.
         std::fs::File::open(dir)?.sync_all()
     })();

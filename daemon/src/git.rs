@@ -740,6 +740,162 @@ pub fn head_info(project: &Path) -> Result<HeadInfo, GitError> {
     })
 }
 
+/// The files of the repository holding `project` that git would keep
+/// (tracked, and with `untracked` those untracked but not ignored; no
+/// submodules), relative to `project`, leaving out those outside it. None
+/// outside a repository. Untracked files cost a walk of the working tree.
+pub fn project_files(project: &Path, untracked: bool) -> Option<Vec<String>> {
+    let repo = open(project).ok()?;
+    let root = repo.workdir()?.canonicalize().ok()?;
+    let project = project.canonicalize().ok()?;
+    let prefix = project
+        .strip_prefix(&root)
+        .ok()?
+        .to_string_lossy()
+        .into_owned();
+    let mut files = std::collections::BTreeSet::new();
+    if let Ok(index) = repo.index() {
+        for entry in index.iter().filter(|e| e.mode != 0o160000) {
+            files.insert(String::from_utf8_lossy(&entry.path).into_owned());
+        }
+    }
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false);
+    // Without untracked files the index is enough (deleted files may remain).
+    let statuses = if untracked {
+        repo.statuses(Some(&mut opts)).ok()
+    } else {
+        None
+    };
+    if let Some(statuses) = statuses {
+        for entry in statuses.iter() {
+            let Some(path) = entry.path().ok() else {
+                continue;
+            };
+            let status = entry.status();
+            if status.contains(git2::Status::WT_NEW) {
+                files.insert(path.to_owned());
+            } else if status.intersects(git2::Status::WT_DELETED | git2::Status::INDEX_DELETED) {
+                files.remove(path);
+            }
+        }
+    }
+    if prefix.is_empty() {
+        return Some(files.into_iter().collect());
+    }
+    let prefix = format!("{prefix}/");
+    Some(
+        files
+            .into_iter()
+            .filter_map(|f| f.strip_prefix(&prefix).map(str::to_owned))
+            .collect(),
+    )
+}
+
+/// Most commits read looking for when files last changed.
+const HISTORY_COMMITS: usize = 500;
+
+/// When each of `paths` (relative to `project`) last changed, in Unix
+/// milliseconds, if within `window_ms` before `now_ms`: the file's
+/// modification time when it has uncommitted changes, else the time of the
+/// newest first-parent commit that changed it. A checkout's fresh
+/// modification times say nothing, so unchanged files go by their history.
+/// `changed` lists the files with uncommitted changes (relative to the
+/// repository's root) when the caller knows them; otherwise one status
+/// pass finds them. Paths that did not change within the window are left
+/// out; None outside a repository.
+pub fn last_changes(
+    project: &Path,
+    paths: &[String],
+    changed: Option<&[String]>,
+    now_ms: u64,
+    window_ms: u64,
+) -> Option<HashMap<String, u64>> {
+    let repo = open(project).ok()?;
+    let root = repo.workdir()?.canonicalize().ok()?;
+    let prefix = project
+        .canonicalize()
+        .ok()?
+        .strip_prefix(&root)
+        .ok()?
+        .to_string_lossy()
+        .into_owned();
+    let repo_path = |rel: &str| {
+        if prefix.is_empty() {
+            rel.to_owned()
+        } else {
+            format!("{prefix}/{rel}")
+        }
+    };
+    let changed: HashSet<String> = match changed {
+        Some(list) => list.iter().cloned().collect(),
+        None => {
+            let mut opts = git2::StatusOptions::new();
+            opts.include_untracked(true).recurse_untracked_dirs(true);
+            repo.statuses(Some(&mut opts))
+                .map(|list| {
+                    list.iter()
+                        .filter_map(|e| e.path().ok().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
+    };
+    let cutoff = now_ms.saturating_sub(window_ms);
+    let mut found = HashMap::new();
+    let mut wanted: HashMap<String, &String> = HashMap::new();
+    for rel in paths {
+        let in_repo = repo_path(rel);
+        if !changed.contains(&in_repo) {
+            wanted.insert(in_repo, rel);
+            continue;
+        }
+        let mtime = std::fs::metadata(root.join(&in_repo))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as u64);
+        if let Some(ms) = mtime.filter(|ms| *ms >= cutoff) {
+            found.insert(rel.clone(), ms);
+        }
+    }
+    let Ok(mut walk) = repo.revwalk() else {
+        return Some(found);
+    };
+    if walk.push_head().is_err() {
+        return Some(found);
+    }
+    let _ = walk.simplify_first_parent();
+    for oid in walk.flatten().take(HISTORY_COMMITS) {
+        if wanted.is_empty() {
+            break;
+        }
+        let Ok(commit) = repo.find_commit(oid) else {
+            break;
+        };
+        let when = u64::try_from(commit.time().seconds()).unwrap_or(0) * 1000;
+        if when < cutoff {
+            break;
+        }
+        let parent_tree = commit.parent(0).ok().and_then(|p| p.tree().ok());
+        let Ok(tree) = commit.tree() else { continue };
+        let Ok(diff) = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&tree), None) else {
+            continue;
+        };
+        for delta in diff.deltas() {
+            let Some(path) = delta.new_file().path().and_then(Path::to_str) else {
+                continue;
+            };
+            if let Some(rel) = wanted.remove(path) {
+                found.insert(rel.clone(), when);
+            }
+        }
+    }
+    Some(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 //! The binary (`main.rs`) only parses arguments; everything else is here so
 //! tests can run a real daemon in-process on a temporary socket.
 
+pub mod budget;
 pub mod capture;
 pub mod daemonize;
 pub mod engine;

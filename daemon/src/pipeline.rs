@@ -1,17 +1,20 @@
 //! The pre-compact pipeline: capture the workflow state, summarize progress,
-//! checkpoint the working tree, render the resume prompt. PreCompact, the
-//! 95% force-save, `hookctl save` and an unannounced compaction run all four
-//! steps; the 80% and 90% saves skip the checkpoint unless configured.
+//! checkpoint the working tree, plan the context budget, render the resume
+//! prompt. PreCompact, the 95% force-save, `hookctl save` and an unannounced
+//! compaction run every step; the 80% and 90% saves skip the checkpoint
+//! unless configured.
 //!
 //! Each step that fails is recorded and the others still run. Every file is
 //! written atomically; each step's outcome goes to `events.jsonl`.
 
+use crate::budget;
 use crate::capture::{self, state::Checkpoint, state::STATE_FILE};
 use crate::git::{self, CheckpointMeta, CommitOutcome};
 use crate::prompt;
 use crate::render::{self, Renderer};
 use crate::sessions::SessionKey;
 use crate::workflow::Workflow;
+use protocol::budget::BudgetPlan;
 use protocol::config::Config;
 use protocol::wire::ContextStatus;
 use serde_json::json;
@@ -232,6 +235,36 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     state.checkpoint = Some(checkpoint);
     crate::fault::pause("after checkpoint");
 
+    // 4. context_budget: which files the agent should read again.
+    if config.budget.enabled {
+        let started = Instant::now();
+        let (ok, detail) = match context_budget(request, config, &state, &captured.changes) {
+            Ok((plan, record)) => {
+                state.context_to_reload =
+                    Some(budget::reload_section(&plan, config.budget.prompt_files));
+                let detail = format!(
+                    "{} files, {} of {} tokens, {} candidates{}",
+                    state
+                        .context_to_reload
+                        .as_ref()
+                        .map_or(0, |c| c.files.len() + c.more),
+                    plan.total_used,
+                    plan.available,
+                    plan.candidates,
+                    record
+                        .map(|r| format!("; record {}", r.display()))
+                        .unwrap_or_default()
+                );
+                (true, Some(detail))
+            }
+            Err(why) => {
+                report.problems.push(why.clone());
+                (false, Some(why))
+            }
+        };
+        step("context_budget", started, ok, detail);
+    }
+
     // The state itself, the changed files, and the history.
     let state_path = workflow.path(STATE_FILE);
     match workflow.write_atomic(STATE_FILE, &state.to_json()) {
@@ -255,13 +288,15 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         report.problems.push(format!("cannot keep history: {e}"));
     }
 
-    // 4. generate_resume_prompt
+    // 5. generate_resume_prompt
     let started = Instant::now();
     let text = prompt::fit(
         &mut renderer,
         prompt::resume_view(&state, &[], None),
         config.resume.max_chars,
-    );
+        config.resume.format,
+    )
+    .text;
     let prompt_path = workflow.path(RESUME_PROMPT_FILE);
     match workflow.write_atomic(RESUME_PROMPT_FILE, text.as_bytes()) {
         Ok(()) => report.resume_prompt_file = Some(prompt_path),
@@ -283,6 +318,56 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         renderer.problems.first().cloned(),
     );
     report
+}
+
+/// Plans the context budget for the captured state's task and saves the
+/// budget record. Files come from git's index and the captured changes, so
+/// the working tree is not walked a second time.
+fn context_budget(
+    request: &SaveRequest,
+    config: &Config,
+    state: &capture::state::ContextState,
+    changes: &[protocol::wire::FileChange],
+) -> Result<(BudgetPlan, Option<PathBuf>), String> {
+    let task = budget::plan::task_of(state);
+    let mut files = budget::files::list(&request.project, false);
+    files.extend(
+        changes
+            .iter()
+            .filter(|c| c.action == "created" && request.project.join(&c.path).is_file())
+            .map(|c| c.path.clone()),
+    );
+    files.sort();
+    files.dedup();
+    let (total, source) = budget::total_budget(
+        &config.budget,
+        None,
+        request.context.as_ref().map(|c| c.tokens_max),
+    );
+    let workflow = Workflow::new(&request.project);
+    let now = crate::time::now_ms();
+    let input = budget::plan::PlanInput {
+        project: &request.project,
+        task,
+        state: Some(state),
+        transcript: request.transcript.as_deref(),
+        files: Some(files),
+        changed: Some(changes.iter().map(|c| c.path.clone()).collect()),
+        total_budget: total,
+        budget_source: source,
+        session: request.session.as_ref().map(|k| k.id.clone()),
+        config: &config.budget,
+        cache_dir: config
+            .budget
+            .cache_summaries
+            .then(|| workflow.path(budget::summary::CACHE_DIR)),
+        now_ms: now,
+    };
+    let plan = budget::plan::plan(&input).map_err(|e| format!("context budget: {e}"))?;
+    let record = budget::plan::save_record(workflow.dir(), &plan, now, config.budget.records_keep)
+        .map_err(|e| tracing::debug!(error = %e, "cannot save the budget record"))
+        .ok();
+    Ok((plan, record))
 }
 
 /// Keeps a copy of each capture in `.workflow/history/`, the newest `keep`.

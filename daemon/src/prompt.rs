@@ -2,8 +2,10 @@
 //! character budget: the lowest-priority detail goes first, and the prompt
 //! says what was left out.
 
+use crate::budget::tokens::{self, TextKind};
 use crate::capture::state::ContextState;
 use crate::render::{self, Renderer};
+use protocol::config::ResumeFormat;
 use protocol::wire::{Check, CheckStatus};
 use serde_json::{Value, json};
 
@@ -73,6 +75,32 @@ pub fn resume_view(state: &ContextState, checks: &[Check], marker: Option<&str>)
     view["validation"] = json!(validation);
     view["marker"] = json!(marker);
     view["dropped"] = json!([]);
+    let titles = |status: &str| -> Vec<&str> {
+        state
+            .tasks
+            .iter()
+            .filter(|t| t.status == status)
+            .map(|t| t.title.as_str())
+            .collect()
+    };
+    let mut current = titles("in_progress");
+    if current.is_empty() {
+        current.extend(state.active_work.action.as_deref());
+    }
+    view["done"] = json!(titles("completed"));
+    view["current"] = json!(current);
+    view["open_blockers"] = json!(
+        state
+            .blockers
+            .iter()
+            .filter(|b| b.status != "resolved")
+            .collect::<Vec<_>>()
+    );
+    let reload = state.context_to_reload.clone().unwrap_or_default();
+    view["reload"] = json!(reload.files);
+    view["reload_more"] = json!(reload.more);
+    view["reload_tokens"] = json!(protocol::figures::thousands(reload.tokens_used));
+    view["reload_budget"] = json!(protocol::figures::thousands(reload.tokens_available));
     // Lessons from the cross-task memory, rendered by its own template (none yet).
     view["memory_section"] = Value::Null;
     view
@@ -81,7 +109,8 @@ pub fn resume_view(state: &ContextState, checks: &[Check], marker: Option<&str>)
 /// A way to make the prompt shorter, lowest priority first.
 type Trim = fn(&mut Value) -> Option<String>;
 
-const TRIMS: [Trim; 9] = [
+const TRIMS: [Trim; 11] = [
+    |v| keep_first(v, "reload", 6, "more files to reload"),
     |v| {
         keep_first(
             v,
@@ -96,13 +125,61 @@ const TRIMS: [Trim; 9] = [
     |v| keep_first(v, "next_actions", 5, "later next actions"),
     |v| keep_first(v, "modified_files", 3, "more changed files"),
     |v| keep_last(v, "decisions", 2, "more decisions"),
+    |v| keep_first(v, "reload", 3, "more files to reload"),
     |v| shorten_text(v, "objective", 300),
     |v| shorten_text(v, "progress_summary", 600),
 ];
 
-/// Renders the resume prompt within `max_chars`, trimming detail as needed.
-pub fn fit(renderer: &mut Renderer, mut view: Value, max_chars: usize) -> String {
-    let mut text = renderer.render(render::RESUME_PROMPT, &view);
+/// A rendered resume prompt and what its format saved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fitted {
+    pub text: String,
+    /// `markdown`, `yaml` or `xml`.
+    pub format: &'static str,
+    /// Estimated tokens of `text`, and of the same state in Markdown.
+    pub tokens: usize,
+    pub markdown_tokens: usize,
+}
+
+/// Renders the resume prompt in `format` within `max_chars`, trimming
+/// detail as needed. `auto` picks by the Markdown rendering's size, as
+/// seed 004 does: under 500 tokens the compressed YAML, under 2,000 the
+/// XML message, else the YAML again (the most compact).
+pub fn fit(renderer: &mut Renderer, view: Value, max_chars: usize, format: ResumeFormat) -> Fitted {
+    let kind = TextKind::Prose;
+    let markdown = fit_template(renderer, render::RESUME_PROMPT, view.clone(), max_chars);
+    let markdown_tokens = tokens::estimate(&markdown, kind);
+    let chosen = match format {
+        ResumeFormat::Auto if markdown_tokens < 500 => ResumeFormat::Yaml,
+        ResumeFormat::Auto if markdown_tokens < 2000 => ResumeFormat::Xml,
+        ResumeFormat::Auto => ResumeFormat::Yaml,
+        other => other,
+    };
+    let (name, template) = match chosen {
+        ResumeFormat::Yaml => ("yaml", render::RESUME_PROMPT_YAML),
+        ResumeFormat::Xml => ("xml", render::RESUME_PROMPT_XML),
+        _ => ("markdown", render::RESUME_PROMPT),
+    };
+    let text = if name == "markdown" {
+        markdown
+    } else {
+        fit_template(renderer, template, view, max_chars)
+    };
+    Fitted {
+        tokens: tokens::estimate(&text, kind),
+        text,
+        format: name,
+        markdown_tokens,
+    }
+}
+
+fn fit_template(
+    renderer: &mut Renderer,
+    template: &str,
+    mut view: Value,
+    max_chars: usize,
+) -> String {
+    let mut text = renderer.render(template, &view);
     for trim in TRIMS {
         if text.chars().count() <= max_chars {
             return text;
@@ -111,7 +188,7 @@ pub fn fit(renderer: &mut Renderer, mut view: Value, max_chars: usize) -> String
             if let Some(dropped) = view["dropped"].as_array_mut() {
                 dropped.push(Value::String(note));
             }
-            text = renderer.render(render::RESUME_PROMPT, &view);
+            text = renderer.render(template, &view);
         }
     }
     if text.chars().count() <= max_chars {
@@ -215,7 +292,9 @@ mod tests {
             &mut r,
             resume_view(&state, &[], Some("[hookd-resume abc]")),
             9000,
-        );
+            ResumeFormat::Markdown,
+        )
+        .text;
         assert!(text.chars().count() <= 9000, "{}", text.chars().count());
         assert!(text.contains("### Left Out to Fit"), "{text}");
         assert!(text.contains("more changed files"), "{text}");
@@ -231,8 +310,113 @@ mod tests {
             &mut r,
             resume_view(&ContextState::default(), &[], None),
             9000,
-        );
+            ResumeFormat::Markdown,
+        )
+        .text;
         assert!(!small.contains("Left Out"));
+    }
+
+    #[test]
+    fn formats_and_the_automatic_choice_by_size() {
+        let mut r = Renderer::built_in();
+        let mut state = ContextState {
+            objective: Some("make the parser\nfaster".into()),
+            ..ContextState::default()
+        };
+        state.tasks.push(crate::capture::state::Task {
+            id: "1".into(),
+            title: "Cache the token table".into(),
+            status: "in_progress".into(),
+            ..Default::default()
+        });
+        state.context_to_reload = Some(crate::capture::state::ContextToReload {
+            tokens_used: 1200,
+            tokens_available: 85_500,
+            files: vec![crate::capture::state::ReloadFile {
+                path: "src/parser.rs".into(),
+                tier: "primary".into(),
+                level: "full".into(),
+                tokens: 1200,
+                score: 0.82,
+            }],
+            more: 0,
+        });
+        let view = resume_view(&state, &[], Some("[hookd-resume x]"));
+        let md = fit(&mut r, view.clone(), 9000, ResumeFormat::Markdown);
+        assert!(
+            md.text.contains("### Context to Reload")
+                && md
+                    .text
+                    .contains("`src/parser.rs`: primary, full, ~1200 tokens, relevance 0.82"),
+            "{}",
+            md.text
+        );
+        assert!(
+            md.text.contains("1,200 tokens of a 85,500-token budget"),
+            "{}",
+            md.text
+        );
+        let yaml = fit(&mut r, view.clone(), 9000, ResumeFormat::Yaml);
+        assert!(
+            yaml.text.contains("MISSION: make the parser faster\n"),
+            "{}",
+            yaml.text
+        );
+        assert!(
+            yaml.text.contains("CURRENT: Cache the token table\n")
+                && yaml.text.contains("RELOAD: src/parser.rs(full)"),
+            "{}",
+            yaml.text
+        );
+        assert!(yaml.text.trim_end().ends_with("[hookd-resume x]"));
+        assert!(yaml.tokens < md.tokens, "{} vs {}", yaml.tokens, md.tokens);
+        let xml = fit(&mut r, view.clone(), 9000, ResumeFormat::Xml);
+        assert!(
+            xml.text.starts_with("<workflow_context")
+                && xml.text.contains("</workflow_context>\n[hookd-resume x]"),
+            "{}",
+            xml.text
+        );
+        assert!(
+            xml.text
+                .contains("<file path=\"src/parser.rs\" tier=\"primary\" level=\"full\""),
+            "{}",
+            xml.text
+        );
+
+        // Auto: by the Markdown rendering's size.
+        let auto = |state: &ContextState, r: &mut Renderer| {
+            fit(r, resume_view(state, &[], None), 9000, ResumeFormat::Auto)
+        };
+        let small = auto(&ContextState::default(), &mut r);
+        assert!(
+            small.markdown_tokens < 500 && small.format == "yaml",
+            "{} {}",
+            small.markdown_tokens,
+            small.format
+        );
+        let mut medium = state.clone();
+        medium.decisions = big_state().decisions[..12].to_vec();
+        let medium = auto(&medium, &mut r);
+        assert!(
+            (500..2000).contains(&medium.markdown_tokens) && medium.format == "xml",
+            "{} {}",
+            medium.markdown_tokens,
+            medium.format
+        );
+        let large = fit(
+            &mut r,
+            resume_view(&big_state(), &[], None),
+            20_000,
+            ResumeFormat::Auto,
+        );
+        assert!(
+            large.markdown_tokens >= 2000 && large.format == "yaml",
+            "{} {}",
+            large.markdown_tokens,
+            large.format
+        );
+        assert!(large.text.chars().count() <= 20_000);
     }
 
     #[test]
@@ -244,7 +428,9 @@ mod tests {
             &mut r,
             resume_view(&state, &[], Some("[hookd-resume m]")),
             1200,
-        );
+            ResumeFormat::Markdown,
+        )
+        .text;
         assert!(text.chars().count() <= 1200);
         assert!(text.trim_end().ends_with("[hookd-resume m]"), "{text}");
     }

@@ -1,7 +1,7 @@
 //! All Handlebars code: the resume prompt, the progress summary and the
 //! PreCompact instructions, rendered in strict mode without HTML escaping.
 //!
-//! The built-in templates (`templates/*.md.hbs`) are compiled into the
+//! The built-in templates (`templates/*.hbs`) are compiled into the
 //! binary. A file of the same name in the user's config directory
 //! (`templates/`) or the project's `.workflow/templates/` overrides one (the
 //! project's wins). A broken override is reported with its name and line,
@@ -12,16 +12,34 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 pub const RESUME_PROMPT: &str = "resume_prompt";
+/// The resume prompt in seed 004's compressed, token-optimized YAML.
+pub const RESUME_PROMPT_YAML: &str = "resume_prompt.yaml";
+/// The resume prompt as one `<workflow_context>` XML message.
+pub const RESUME_PROMPT_XML: &str = "resume_prompt.xml";
 pub const PROGRESS_SUMMARY: &str = "progress_summary";
 pub const PRECOMPACT_INSTRUCTIONS: &str = "precompact_instructions";
 
-/// Template file names end in this.
-pub const EXTENSION: &str = ".md.hbs";
+/// A template's file name: `<name>.hbs`, with `.md` for names without a format.
+pub fn file_name(name: &str) -> String {
+    if name.contains('.') {
+        format!("{name}.hbs")
+    } else {
+        format!("{name}.md.hbs")
+    }
+}
 
-pub const BUILT_IN: [(&str, &str); 3] = [
+pub const BUILT_IN: [(&str, &str); 5] = [
     (
         RESUME_PROMPT,
         include_str!("../../templates/resume_prompt.md.hbs"),
+    ),
+    (
+        RESUME_PROMPT_YAML,
+        include_str!("../../templates/resume_prompt.yaml.hbs"),
+    ),
+    (
+        RESUME_PROMPT_XML,
+        include_str!("../../templates/resume_prompt.xml.hbs"),
     ),
     (
         PROGRESS_SUMMARY,
@@ -48,6 +66,17 @@ handlebars_helper!(join: |v: Value| match v {
     other => other.to_string(),
 });
 
+handlebars_helper!(xml: |v: Value| {
+    let text = match v { Value::String(s) => s, Value::Null => String::new(), other => other.to_string() };
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+});
+
+handlebars_helper!(oneline: |v: Value| match v {
+    Value::String(s) => s.split_whitespace().collect::<Vec<_>>().join(" "),
+    Value::Null => String::new(),
+    other => other.to_string(),
+});
+
 pub struct Renderer {
     hb: Handlebars<'static>,
     /// Names whose override compiled; their built-in twin is `builtin/<name>`.
@@ -62,6 +91,8 @@ fn engine() -> Handlebars<'static> {
     hb.register_escape_fn(no_escape);
     hb.register_helper("pct", Box::new(pct));
     hb.register_helper("join", Box::new(join));
+    hb.register_helper("xml", Box::new(xml));
+    hb.register_helper("oneline", Box::new(oneline));
     hb
 }
 
@@ -81,7 +112,7 @@ impl Renderer {
                 .expect("built-in templates compile");
             let mut chosen = false;
             for dir in dirs {
-                let path = dir.join(format!("{name}{EXTENSION}"));
+                let path = dir.join(file_name(name));
                 let Ok(text) = std::fs::read_to_string(&path) else {
                     continue;
                 };
@@ -134,7 +165,8 @@ impl Renderer {
                 Ok(text) => return tidy(&text),
                 Err(e) => {
                     self.problems.push(format!(
-                        "template {name}{EXTENSION} failed ({e}); using the built-in one"
+                        "template {} failed ({e}); using the built-in one",
+                        file_name(name)
                     ));
                     self.overridden.retain(|n| n != name);
                 }
@@ -244,5 +276,14 @@ mod tests {
             "<a & b> 72% a, b"
         );
         assert_eq!(tidy("\n\na\n\n\n\nb\n\n"), "a\n\nb\n");
+        hb.register_template_string("x", "<a>{{xml x}}</a> {{oneline y}}")
+            .unwrap();
+        assert_eq!(
+            hb.render("x", &json!({"x": "<b & \"c\">", "y": "one\n  two"}))
+                .unwrap(),
+            "<a>&lt;b &amp; &quot;c&quot;&gt;</a> one two"
+        );
+        assert_eq!(file_name(RESUME_PROMPT), "resume_prompt.md.hbs");
+        assert_eq!(file_name(RESUME_PROMPT_XML), "resume_prompt.xml.hbs");
     }
 }

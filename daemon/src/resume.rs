@@ -348,14 +348,15 @@ pub fn render(
     checks: &[Check],
     marker: Option<&str>,
     config: &Config,
-) -> (String, Vec<String>) {
+) -> (prompt::Fitted, Vec<String>) {
     let mut renderer = Renderer::load(&Renderer::dirs_for(Some(project)));
-    let text = prompt::fit(
+    let fitted = prompt::fit(
         &mut renderer,
         prompt::resume_view(state, checks, marker),
         config.resume.max_chars,
+        config.resume.format,
     );
-    (text, renderer.problems)
+    (fitted, renderer.problems)
 }
 
 /// display_summary: progress, the next action, files to read, warnings.

@@ -44,6 +44,8 @@ pub struct Config {
     pub checkpoint: CheckpointConfig,
     /// The resume prompt.
     pub resume: ResumeConfig,
+    /// Which files the resume prompt tells the agent to reload, scored and fitted to a token budget.
+    pub budget: BudgetConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -250,6 +252,145 @@ pub struct ResumeConfig {
     pub verify_arrival: bool,
     /// Show the person a short summary when resuming.
     pub system_message: bool,
+    /// `markdown`, `yaml` (compressed), `xml` (one `<workflow_context>`), or `auto` (by size).
+    pub format: ResumeFormat,
+}
+
+/// How the resume prompt is written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeFormat {
+    #[default]
+    Markdown,
+    Yaml,
+    Xml,
+    /// By the Markdown rendering's size: under 500 tokens YAML, under 2,000 XML, else YAML.
+    Auto,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// Add a "Context to Reload" section to the resume prompt.
+    pub enabled: bool,
+    /// The whole budget in tokens; 0 takes the session's compaction point.
+    pub max_tokens: u64,
+    /// Kept free for the model's output.
+    pub reserve_for_output: u64,
+    /// Kept free for system prompts.
+    pub reserve_for_system: u64,
+    /// Shares of what is left, in percent.
+    pub allocation: TierShares,
+    /// What to do when a tier's files do not fit.
+    pub overflow_strategy: OverflowStrategy,
+    /// Weights of the relevance factors (they need not sum to 1).
+    pub weights: ScoreWeights,
+    /// Lowest score to include, and the lowest for the supporting and primary tiers.
+    pub include_threshold: f64,
+    pub supporting_threshold: f64,
+    pub primary_threshold: f64,
+    /// Days until a file's recency falls to 0.
+    pub recency_decay_days: f64,
+    /// Import steps followed from the task's files.
+    pub max_import_depth: u32,
+    /// Most files scored.
+    pub max_candidates: usize,
+    /// Most files the resume prompt lists.
+    pub prompt_files: usize,
+    /// Keep summaries in `.workflow/summaries/`.
+    pub cache_summaries: bool,
+    /// Budget records kept in `.workflow/budget-records/`.
+    pub records_keep: usize,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        BudgetConfig {
+            enabled: true,
+            max_tokens: 100_000,
+            reserve_for_output: 8_000,
+            reserve_for_system: 2_000,
+            allocation: TierShares::default(),
+            overflow_strategy: OverflowStrategy::Prioritize,
+            weights: ScoreWeights::default(),
+            include_threshold: 0.3,
+            supporting_threshold: 0.5,
+            primary_threshold: 0.7,
+            recency_decay_days: 7.0,
+            max_import_depth: 3,
+            max_candidates: 200,
+            prompt_files: 12,
+            cache_summaries: true,
+            records_keep: 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TierShares {
+    pub primary: f64,
+    pub supporting: f64,
+    pub reference: f64,
+    pub history: f64,
+}
+
+impl Default for TierShares {
+    fn default() -> Self {
+        TierShares {
+            primary: 50.0,
+            supporting: 30.0,
+            reference: 15.0,
+            history: 5.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScoreWeights {
+    pub task_alignment: f64,
+    pub recency: f64,
+    pub mention_density: f64,
+    pub dependency_depth: f64,
+    pub file_type: f64,
+}
+
+impl Default for ScoreWeights {
+    fn default() -> Self {
+        ScoreWeights {
+            task_alignment: 0.4,
+            recency: 0.2,
+            mention_density: 0.2,
+            dependency_depth: 0.1,
+            file_type: 0.1,
+        }
+    }
+}
+
+/// What happens to files that do not fit their tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverflowStrategy {
+    /// Cut the file's text to what is left.
+    Truncate,
+    /// Take the next shorter level until it fits.
+    Summarize,
+    /// Keep the most relevant files; leave the rest out.
+    Prioritize,
+    /// Fail, naming what did not fit.
+    Error,
+}
+
+impl OverflowStrategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OverflowStrategy::Truncate => "truncate",
+            OverflowStrategy::Summarize => "summarize",
+            OverflowStrategy::Prioritize => "prioritize",
+            OverflowStrategy::Error => "error",
+        }
+    }
 }
 
 impl Default for ResumeConfig {
@@ -260,6 +401,7 @@ impl Default for ResumeConfig {
             on_sources: vec!["compact".into()],
             verify_arrival: true,
             system_message: true,
+            format: ResumeFormat::Markdown,
         }
     }
 }
@@ -338,6 +480,56 @@ impl Config {
                     "`{}` must start with refs/ and not end with /",
                     self.checkpoint.ref_prefix
                 ),
+            ));
+        }
+        let b = &self.budget;
+        let shares = &b.allocation;
+        let share_sum = shares.primary + shares.supporting + shares.reference + shares.history;
+        if [
+            shares.primary,
+            shares.supporting,
+            shares.reference,
+            shares.history,
+        ]
+        .iter()
+        .any(|s| *s < 0.0)
+            || share_sum > 100.0 + 1e-9
+        {
+            out.push((
+                "budget.allocation".into(),
+                format!("shares must be 0 or more and add up to at most 100 (they add up to {share_sum})"),
+            ));
+        }
+        if b.max_tokens != 0 && b.reserve_for_output + b.reserve_for_system >= b.max_tokens {
+            out.push((
+                "budget.max_tokens".into(),
+                format!(
+                    "{} leaves nothing after the reserves ({} + {})",
+                    b.max_tokens, b.reserve_for_output, b.reserve_for_system
+                ),
+            ));
+        }
+        for (key, value) in [
+            ("budget.include_threshold", b.include_threshold),
+            ("budget.supporting_threshold", b.supporting_threshold),
+            ("budget.primary_threshold", b.primary_threshold),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                out.push((key.to_owned(), format!("{value} is not within [0, 1]")));
+            }
+        }
+        if !(b.include_threshold <= b.supporting_threshold
+            && b.supporting_threshold <= b.primary_threshold)
+        {
+            out.push((
+                "budget.primary_threshold".into(),
+                "thresholds must rise: include <= supporting <= primary".into(),
+            ));
+        }
+        if b.recency_decay_days <= 0.0 {
+            out.push((
+                "budget.recency_decay_days".into(),
+                format!("{} must be greater than 0", b.recency_decay_days),
             ));
         }
         if !(self.monitor.reset_drop > 0.0 && self.monitor.reset_drop <= 1.0) {

@@ -3,6 +3,7 @@
 //! configuration schema. hookctl depends on this crate and on nothing heavy,
 //! so it starts fast.
 
+pub mod budget;
 pub mod config;
 pub mod figures;
 pub mod frame;

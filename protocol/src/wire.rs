@@ -111,6 +111,14 @@ pub enum Request {
     Resume(ResumeQuery),
     /// Load and validate the saved state, without rendering it.
     Validate(ResumeQuery),
+    /// Score the project's files for a task and fit them to the context budget.
+    ContextBudget(crate::budget::BudgetQuery),
+    /// One file's relevance to a task, factor by factor.
+    ContextScore(crate::budget::ScoreQuery),
+    /// A file at a summary level.
+    Summarize(crate::budget::SummaryQuery),
+    /// Context usage, the latest budget record and the context transitions.
+    ContextReport(crate::budget::ReportQuery),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -362,6 +370,14 @@ pub enum Response {
     Restored(RestoreSummary),
     /// Answer to [`Request::Resume`] and [`Request::Validate`].
     Resume(Box<ResumeReport>),
+    /// Answer to [`Request::ContextBudget`].
+    Budget(Box<crate::budget::BudgetPlan>),
+    /// Answer to [`Request::ContextScore`].
+    Score(Box<crate::budget::FileScore>),
+    /// Answer to [`Request::Summarize`].
+    Summary(Box<crate::budget::SummaryReply>),
+    /// Answer to [`Request::ContextReport`].
+    Report(Box<crate::budget::ContextReport>),
     /// The request was done and has nothing to report.
     Ok,
     /// The request failed.

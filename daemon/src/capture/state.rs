@@ -40,6 +40,32 @@ pub struct ContextState {
     pub sources: Vec<String>,
     /// Sources that could not be read, and why.
     pub problems: Vec<String>,
+    /// Files to read again after compaction, scored for the task and fitted to the budget.
+    #[serde(default)]
+    pub context_to_reload: Option<ContextToReload>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextToReload {
+    /// Tokens the files take at their levels.
+    pub tokens_used: u64,
+    /// Tokens the file tiers share (the budget less reserves and history).
+    pub tokens_available: u64,
+    /// Best first within each tier: primary, supporting, reference.
+    pub files: Vec<ReloadFile>,
+    /// Files the budget holds that the prompt does not list, for its length.
+    pub more: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReloadFile {
+    pub path: String,
+    /// `primary`, `supporting` or `reference`.
+    pub tier: String,
+    /// `full`, `detailed`, `summary` or `stub`.
+    pub level: String,
+    pub tokens: u64,
+    pub score: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

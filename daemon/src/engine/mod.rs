@@ -2,6 +2,7 @@
 //! each request. The socket server hands requests in; tests can call
 //! [`Engine::handle`] directly.
 
+mod budget;
 mod resume;
 
 use crate::capture::records;
@@ -223,6 +224,10 @@ impl Engine {
                 })
                 .await
             }
+            Request::ContextBudget(query) => self.budget_request(query).await,
+            Request::ContextScore(query) => self.score_request(query).await,
+            Request::Summarize(query) => self.summarize_request(query).await,
+            Request::ContextReport(query) => self.report_request(query).await,
             Request::CheckpointRestore(q) => {
                 blocking(move || {
                     git::restore(&q.project, &q.rev, &q.paths, q.force)
@@ -518,6 +523,22 @@ impl Engine {
                     }
                     s.transcript_problem = None;
                     for boundary in &reading.boundaries {
+                        if let (Some(project), Some(before), Some(after)) =
+                            (&s.project_dir, boundary.pre_tokens, boundary.post_tokens)
+                        {
+                            project_events.push(ProjectEvent {
+                                project: project.clone(),
+                                kind: crate::budget::report::TRANSITION,
+                                session: key.clone(),
+                                fields: crate::budget::report::transition(
+                                    "compaction",
+                                    boundary.trigger.as_deref().unwrap_or("unknown"),
+                                    before,
+                                    after,
+                                    json!({ "boundary": boundary.uuid }),
+                                ),
+                            });
+                        }
                         let announced = s.compaction_announced_ms.is_some();
                         // A boundary the hooks already opened an epoch for only names it.
                         if s.begin_epoch(&EpochStart::Boundary(boundary.clone()), now) {

@@ -8,6 +8,7 @@
 //! the prompt once more through that hook, and record how it went.
 
 use super::{Engine, ProjectEvent};
+use crate::budget;
 use crate::harness::claude_code::transcript;
 use crate::harness::{HookEvent, Outcome};
 use crate::resume::{self, Loaded};
@@ -40,6 +41,8 @@ fn new_marker() -> String {
 /// What a resume found and made.
 struct Prepared {
     report: ResumeReport,
+    /// The rendered prompt's format and sizes.
+    fitted: Option<crate::prompt::Fitted>,
     /// Why nothing is injected, when nothing is.
     not_used: Option<String>,
     problems: Vec<String>,
@@ -64,6 +67,7 @@ fn prepare(
             };
             return Prepared {
                 report,
+                fitted: None,
                 not_used: Some("no saved state".into()),
                 problems: Vec::new(),
             };
@@ -75,19 +79,21 @@ fn prepare(
             };
             return Prepared {
                 report,
+                fitted: None,
                 not_used: Some(why),
                 problems: Vec::new(),
             };
         }
     };
     let checks = resume::validate(&project, &state, transcript.as_deref(), &config);
-    let (prompt, problems) = if render {
-        let (text, problems) =
+    let (fitted, problems) = if render {
+        let (fitted, problems) =
             resume::render(&project, &state, &checks, marker.as_deref(), &config);
-        (Some(text), problems)
+        (Some(fitted), problems)
     } else {
         (None, Vec::new())
     };
+    let prompt = fitted.as_ref().map(|f| f.text.clone());
     let report = ResumeReport {
         state_file: Some(path),
         captured_at: Some(state.captured_at.clone()),
@@ -97,6 +103,7 @@ fn prepare(
     };
     Prepared {
         report,
+        fitted,
         not_used: None,
         problems,
     }
@@ -168,6 +175,20 @@ impl Engine {
                         reinjected: false,
                     });
                 }
+                if let Some(f) = &prepared.fitted {
+                    project_events.push(ProjectEvent {
+                        project: project.clone(),
+                        kind: budget::report::TRANSITION,
+                        session: key.clone(),
+                        fields: budget::report::transition(
+                            "resume",
+                            f.format,
+                            f.markdown_tokens as u64,
+                            f.tokens as u64,
+                            json!({ "marker": marker }),
+                        ),
+                    });
+                }
                 project_events.push(ProjectEvent {
                     project,
                     kind: "resume",
@@ -175,6 +196,7 @@ impl Engine {
                     fields: json!({
                         "source": source,
                         "injected": true,
+                        "format": prepared.fitted.as_ref().map(|f| f.format),
                         "marker": marker,
                         "state_file": report.state_file,
                         "captured_at": report.captured_at,

@@ -1,0 +1,167 @@
+//! Context transitions (seed 004): each compaction and each injected resume
+//! prompt goes to `.workflow/events.jsonl` as a `context_transition` with
+//! its size before and after and the compression ratio; the context report
+//! totals them.
+
+use protocol::budget::TransitionTotals;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::io::BufRead;
+use std::path::Path;
+
+pub const TRANSITION: &str = "context_transition";
+
+/// A `context_transition` event's fields.
+pub fn transition(event_type: &str, action: &str, before: u64, after: u64, extra: Value) -> Value {
+    let ratio = (before > 0).then(|| round3(1.0 - after as f64 / before as f64));
+    let mut fields = json!({
+        "event_type": event_type,
+        "action": action,
+        "before_tokens": before,
+        "after_tokens": after,
+        "compression_ratio": ratio,
+    });
+    if let (Value::Object(fields), Value::Object(extra)) = (&mut fields, extra) {
+        fields.extend(extra);
+    }
+    fields
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Totals of the events in `events_file` (of `session`, when given). Bad
+/// lines are skipped: the file is a log, not a contract.
+pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<TransitionTotals> {
+    let file = match std::fs::File::open(events_file) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(TransitionTotals::default());
+        }
+        Err(e) => return Err(e),
+    };
+    let mut t = TransitionTotals::default();
+    let mut boundaries = HashSet::new();
+    for line in std::io::BufReader::new(file).split(b'\n') {
+        let Ok(event) = serde_json::from_slice::<Value>(&line?) else {
+            continue;
+        };
+        if let Some(id) = session
+            && !event["session"].as_str().is_some_and(|s| s.starts_with(id))
+        {
+            continue;
+        }
+        let Some(kind) = event["kind"].as_str() else {
+            continue;
+        };
+        *t.events_by_kind.entry(kind.to_owned()).or_insert(0) += 1;
+        if kind != TRANSITION {
+            continue;
+        }
+        let (Some(before), Some(after)) = (
+            event["before_tokens"].as_u64(),
+            event["after_tokens"].as_u64(),
+        ) else {
+            continue;
+        };
+        match event["event_type"].as_str() {
+            Some("compaction") => {
+                // A transcript read again from its start names old boundaries again.
+                if let Some(uuid) = event["boundary"].as_str()
+                    && !boundaries.insert(uuid.to_owned())
+                {
+                    continue;
+                }
+                t.compactions += 1;
+                t.compacted_before_tokens += before;
+                t.compacted_after_tokens += after;
+            }
+            Some("resume") => {
+                t.resumes += 1;
+                t.resume_markdown_tokens += before;
+                t.resume_tokens += after;
+            }
+            _ => {}
+        }
+    }
+    let ratio =
+        |before: u64, after: u64| (before > 0).then(|| round3(1.0 - after as f64 / before as f64));
+    t.compaction_ratio = ratio(t.compacted_before_tokens, t.compacted_after_tokens);
+    t.format_ratio = ratio(t.resume_markdown_tokens, t.resume_tokens);
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transitions_are_totalled_once_per_boundary() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("events.jsonl");
+        let line = |session: &str, fields: Value| {
+            let mut event = json!({"ts": "x", "kind": TRANSITION, "session": session});
+            event
+                .as_object_mut()
+                .unwrap()
+                .extend(fields.as_object().unwrap().clone());
+            event.to_string()
+        };
+        let lines = [
+            line(
+                "s1",
+                transition(
+                    "compaction",
+                    "auto",
+                    160_000,
+                    20_000,
+                    json!({"boundary": "b1"}),
+                ),
+            ),
+            line(
+                "s1",
+                transition(
+                    "compaction",
+                    "auto",
+                    160_000,
+                    20_000,
+                    json!({"boundary": "b1"}),
+                ),
+            ),
+            line(
+                "s2",
+                transition(
+                    "compaction",
+                    "manual",
+                    40_000,
+                    10_000,
+                    json!({"boundary": "b2"}),
+                ),
+            ),
+            line("s1", transition("resume", "yaml", 1000, 400, json!({}))),
+            "not json".to_owned(),
+            json!({"ts": "x", "kind": "pipeline", "session": "s1"}).to_string(),
+        ];
+        std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+        let all = totals(&file, None).unwrap();
+        assert_eq!(
+            (
+                all.compactions,
+                all.compacted_before_tokens,
+                all.compacted_after_tokens
+            ),
+            (2, 200_000, 30_000)
+        );
+        assert_eq!(all.compaction_ratio, Some(0.85));
+        assert_eq!((all.resumes, all.format_ratio), (1, Some(0.6)));
+        assert_eq!(all.events_by_kind.get(TRANSITION), Some(&4));
+        assert_eq!(all.events_by_kind.get("pipeline"), Some(&1));
+        let s2 = totals(&file, Some("s2")).unwrap();
+        assert_eq!((s2.compactions, s2.compaction_ratio), (1, Some(0.75)));
+        assert_eq!(
+            totals(&dir.path().join("none"), None).unwrap(),
+            TransitionTotals::default()
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! every event; people run the other commands. It has no async runtime and
 //! no heavy dependencies, because it starts after every tool call.
 
+mod budget;
 mod checkpoints;
 mod client;
 mod completions;
@@ -166,6 +167,49 @@ enum Command {
     Checkpoint {
         #[command(subcommand)]
         action: checkpoints::Action,
+    },
+    /// Score the project's files for a task and fit them to the context budget.
+    ContextBudget {
+        /// The task (default: the saved state's active task, objective and next actions).
+        task: Option<String>,
+        /// The whole budget in tokens (default: budget.max_tokens).
+        #[arg(long, value_name = "N")]
+        max_tokens: Option<u64>,
+        /// Whose transcript counts mentions (default: the project's latest session).
+        #[arg(long)]
+        session: Option<String>,
+        /// Every file with its level, tokens and relevance factors.
+        #[arg(long)]
+        show_allocation: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One file's relevance to a task, factor by factor.
+    ContextScore {
+        file: PathBuf,
+        /// The task (default: the saved state's).
+        #[arg(long)]
+        task: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A file at a summary level: full, detailed (structure), summary or stub.
+    Summarize {
+        file: PathBuf,
+        #[arg(long, default_value = "summary", value_parser = ["full", "detailed", "summary", "stub"])]
+        level: String,
+        /// Read from and keep in .workflow/summaries/.
+        #[arg(long)]
+        cache: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Context usage, the latest budget record, and the compactions and resumes so far.
+    ContextReport {
+        #[arg(long)]
+        session: Option<String>,
+        #[arg(long)]
+        json: bool,
     },
     /// Start, stop or inspect the daemon.
     Daemon {
@@ -405,6 +449,21 @@ fn main() -> ExitCode {
         Command::Validate { session, json } => resume::run(&ctx, session, false, false, json),
         Command::Checkpoint { action } => checkpoints::run(&ctx, action),
         Command::Statusline => statusline::run(&ctx),
+        Command::ContextBudget {
+            task,
+            max_tokens,
+            session,
+            show_allocation,
+            json,
+        } => budget::budget(&ctx, task, max_tokens, session, show_allocation, json),
+        Command::ContextScore { file, task, json } => budget::score(&ctx, &file, task, json),
+        Command::Summarize {
+            file,
+            level,
+            cache,
+            json,
+        } => budget::summarize(&ctx, &file, level, cache, json),
+        Command::ContextReport { session, json } => budget::report(&ctx, session, json),
         Command::Daemon { action } => daemon::run(&ctx, action),
         Command::Config { project, json } => config::run(&ctx, project, json),
         Command::Install(args) => install::install(args),

@@ -246,6 +246,7 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
             "capture:true",
             "progress_summary:true",
             "checkpoint:true",
+            "context_budget:true",
             "resume_prompt:true"
         ]
     );

@@ -146,4 +146,9 @@ pub fn resume_prompt_reached_model(sc: &Scenario, first_after: &ApiRequest, task
             "{task:?} in the resume prompt the model got:\n{block}"
         );
     }
+    // The context budget named the file the agent wrote as one to read again.
+    assert!(
+        block.contains("### Context to Reload") && block.contains("- `src/parser.rs`: "),
+        "the files to reload in the resume prompt the model got:\n{block}"
+    );
 }

@@ -1,13 +1,16 @@
-//! Token counts without a tokenizer. Claude's tokenizer is not public, so
-//! any offline count is an estimate; this one costs no memory and no load
-//! time. Source code and prose tokenize differently: about 3.5 bytes per
-//! token for code and 4.2 for English prose under OpenAI's o200k vocabulary
-//! (the figure `daemon/tests/` holds this estimate to).
+//! Token counts without a tokenizer. The tokenizer of current Claude
+//! models is not published, so any offline count is an estimate; this one
+//! costs no memory and no load time. It is set from the newest Claude
+//! tokenizer that is published (the Claude 2 era one in
+//! anthropic-sdk-python 0.25), measured on this repository by
+//! `tests/tools/calibrate_tokens.py`: 3.59 bytes per token for its code,
+//! 3.63 for its Markdown (4.3 for a document of mostly English prose). Rounded down,
+//! so budgets count a little high rather than low.
 
 /// Bytes per token of source code and structured text.
 const CODE_BYTES_PER_TOKEN: f64 = 3.5;
-/// Bytes per token of prose (Markdown, plain text).
-const PROSE_BYTES_PER_TOKEN: f64 = 4.2;
+/// Bytes per token of documentation (Markdown, plain text).
+const PROSE_BYTES_PER_TOKEN: f64 = 3.6;
 
 /// What kind of text is being counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -91,13 +91,18 @@ fn context_budget_on_this_projects_own_tree() {
         tier_files(&plan, "supporting").contains(&"hookctl/src/client.rs".to_owned()),
         "{plan:#}"
     );
-    // Files that import it are one step away.
-    let main = scores
-        .iter()
-        .chain(plan["below_threshold"].as_array().unwrap())
-        .find(|s| s["path"] == "hookctl/src/main.rs")
-        .expect("hookctl/src/main.rs is scored");
+    // A file that imports it is one step away.
+    let main = json_of(&sb.hookctl(&[
+        "--project",
+        &dir,
+        "context-score",
+        &repo.dir.join("hookctl/src/main.rs").display().to_string(),
+        "--task",
+        task,
+        "--json",
+    ]));
     assert_eq!(main["depth"], 1, "{main:#}");
+    assert_eq!(main["factors"]["dependency_depth"], 0.75, "{main:#}");
     for s in scores {
         let total = s["total"].as_f64().unwrap();
         let tier = s["tier"].as_str().unwrap();

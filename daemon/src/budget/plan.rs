@@ -22,8 +22,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, UNIX_EPOCH};
 
-/// Projects up to this size also search file contents for the task's keywords.
+/// Projects up to this size also search file contents for the task's
+/// keywords, reading at most [`CONTENT_SEARCH_MAX_BYTES`].
 pub const CONTENT_SEARCH_MAX_FILES: usize = 3000;
+pub const CONTENT_SEARCH_MAX_BYTES: usize = 16 * 1024 * 1024;
 /// Bytes of a file read to match keywords and imports.
 const CONTENT_READ_BYTES: u64 = 256 * 1024;
 /// Smallest useful piece of a truncated file, in tokens.
@@ -196,11 +198,16 @@ pub fn score_candidates(input: &PlanInput, keywords: &[String]) -> Vec<FileScore
     if all.len() <= CONTENT_SEARCH_MAX_FILES {
         let wanted = keywords.len().div_ceil(2).max(1);
         let mut by_content: Vec<(usize, &String)> = Vec::new();
+        let mut read = 0;
         for rel in all
             .iter()
             .filter(|f| files::file_type(f) != FileType::Other)
         {
+            if read > CONTENT_SEARCH_MAX_BYTES {
+                break;
+            }
             let text = read_start(&project.join(rel));
+            read += text.as_ref().map_or(0, String::len);
             if let Some(t) = &text {
                 edges.insert(
                     rel.clone(),

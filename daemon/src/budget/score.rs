@@ -133,42 +133,62 @@ const STOPWORDS: &[&str] = &[
 
 /// The words of `text`, normalized: lower case, split at camelCase humps
 /// (the whole word kept too), trailing digits and a plural `s` dropped.
-pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .flat_map(|word| {
-            let mut parts = vec![normalize(word)];
-            let mut start = 0;
-            let chars: Vec<(usize, char)> = word.char_indices().collect();
-            for pair in chars.windows(2) {
-                let ((_, a), (i, b)) = (pair[0], pair[1]);
-                if a.is_lowercase() && b.is_uppercase() {
-                    parts.push(normalize(&word[start..i]));
-                    start = i;
-                }
-            }
-            if start > 0 {
-                parts.push(normalize(&word[start..]));
-            }
-            parts.into_iter().filter(|w| w.len() >= 3)
-        })
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    each_word(text, |w| {
+        out.push(w.to_owned());
+        true
+    });
+    out
 }
 
-fn normalize(word: &str) -> String {
-    let mut w = word.to_lowercase();
-    while w.len() > 3 && w.ends_with(|c: char| c.is_ascii_digit()) {
-        w.pop();
+/// Calls `f` with each normalized word of `text` (as [`words`] gives
+/// them, without allocating each) until it returns false.
+fn each_word(text: &str, mut f: impl FnMut(&str) -> bool) {
+    let mut buf = String::new();
+    let mut emit = |part: &str, f: &mut dyn FnMut(&str) -> bool| {
+        normalize_into(part, &mut buf);
+        buf.len() < 3 || f(&buf)
+    };
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.len() < 3 {
+            continue;
+        }
+        if !emit(word, &mut f) {
+            return;
+        }
+        let (mut start, mut prev_lower) = (0, false);
+        for (i, c) in word.char_indices() {
+            if prev_lower && c.is_uppercase() {
+                if !emit(&word[start..i], &mut f) {
+                    return;
+                }
+                start = i;
+            }
+            prev_lower = c.is_lowercase();
+        }
+        if start > 0 && !emit(&word[start..], &mut f) {
+            return;
+        }
     }
-    if w.len() > 4 && w.ends_with('s') && !w.ends_with("ss") {
-        w.pop();
+}
+
+fn normalize_into(word: &str, out: &mut String) {
+    out.clear();
+    out.extend(word.chars().flat_map(char::to_lowercase));
+    while out.len() > 3 && out.ends_with(|c: char| c.is_ascii_digit()) {
+        out.pop();
     }
-    w
+    if out.len() > 4 && out.ends_with('s') && !out.ends_with("ss") {
+        out.pop();
+    }
 }
 
 /// The task's keywords, in order of first appearance.
 pub fn keywords(task: &str) -> Vec<String> {
     let mut seen = BTreeSet::new();
     words(task)
+        .into_iter()
         .filter(|w| !STOPWORDS.contains(&w.as_str()) && !w.chars().all(|c| c.is_ascii_digit()))
         .filter(|w| seen.insert(w.clone()))
         .collect()
@@ -180,7 +200,7 @@ pub fn path_matches(keywords: &[String], path: &str) -> Vec<String> {
     if keywords.is_empty() {
         return Vec::new();
     }
-    let path_words: BTreeSet<String> = words(path).collect();
+    let path_words = words(path);
     keywords
         .iter()
         .filter(|k| {
@@ -197,11 +217,22 @@ pub fn content_matches(keywords: &[String], content: &str) -> Vec<String> {
     if keywords.is_empty() {
         return Vec::new();
     }
-    let content_words: BTreeSet<String> = words(content).collect();
+    let mut found = vec![false; keywords.len()];
+    let mut missing = keywords.len();
+    each_word(content, |w| {
+        if let Some(i) = keywords.iter().position(|k| k == w)
+            && !found[i]
+        {
+            found[i] = true;
+            missing -= 1;
+        }
+        missing > 0
+    });
     keywords
         .iter()
-        .filter(|k| content_words.contains(*k))
-        .cloned()
+        .zip(found)
+        .filter(|(_, f)| *f)
+        .map(|(k, _)| k.clone())
         .collect()
 }
 

@@ -63,8 +63,7 @@ pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
             .collect(),
         cwd: std::env::current_dir().ok(),
     });
-    let reply = Client::connect_or_start(&ctx.socket, deadline, client_config.autostart)
-        .and_then(|mut client| client.request(&request));
+    let reply = Client::one_request(&ctx.socket, deadline, client_config.autostart, &request);
     match reply {
         Ok(Response::Hook(reply)) => answer(|| {
             let mut code = reply.exit_code;

@@ -18,8 +18,16 @@ use std::path::Path;
 #[path = "../../tests/bench/inputs.rs"]
 mod inputs;
 
-/// As if hookd had never checkpointed the repository.
+/// As if hookd had never checkpointed the repository, with a tree it has
+/// not seen either (a new file each time: no cached answer applies).
 fn forget_checkpoints(repo: &Path) {
+    static ROUND: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = ROUND.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::fs::write(
+        repo.join(format!("src/added/round_{n}.rs")),
+        format!("// {n}\n"),
+    )
+    .unwrap();
     let _ = std::fs::remove_dir_all(repo.join(".git/hookd"));
     let _ = std::fs::remove_dir_all(repo.join(".workflow"));
     let _ = inputs::git(repo)

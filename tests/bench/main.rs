@@ -51,6 +51,8 @@ struct Scale {
     repo_new: usize,
     pipeline_rounds: usize,
     load: Duration,
+    /// Wait after the load before memory and idle CPU are read.
+    settle: Duration,
     idle: Duration,
 }
 
@@ -67,6 +69,7 @@ impl Scale {
             repo_new: 50,
             pipeline_rounds: 5,
             load: Duration::from_secs(10),
+            settle: Duration::from_secs(11),
             idle: Duration::from_secs(10),
         }
     }
@@ -83,6 +86,7 @@ impl Scale {
             repo_new: 5,
             pipeline_rounds: 1,
             load: Duration::from_secs(1),
+            settle: Duration::from_millis(1500),
             idle: Duration::from_secs(1),
         }
     }
@@ -92,6 +96,9 @@ struct Options {
     scale: Scale,
     build: bool,
     keep: bool,
+    /// Also measure hookctl linked statically, as install.sh builds it
+    /// (default: yes, but for --quick).
+    statics: Option<bool>,
     only: Option<Vec<String>>,
     out: Option<PathBuf>,
 }
@@ -100,9 +107,11 @@ const MEASURES: [&str; 6] = ["hook", "cold", "context", "statusline", "pipeline"
 
 fn usage() -> ! {
     eprintln!(
-        "usage: hookd-bench [--quick] [--no-build] [--keep] [--only {}] [--out FILE]\n\
+        "usage: hookd-bench [--quick] [--no-build] [--[no-]static] [--keep] [--only {}] [--out FILE]\n\
          \n  --quick     small inputs and few runs: checks that every benchmark works (CI)\
          \n  --no-build  do not run `cargo build` for hookd and hookctl first\
+         \n  --static    also measure hookctl linked statically, as install.sh builds it on\
+         \n              Linux with glibc (the default, but for --quick); --no-static: not\
          \n  --keep      keep the sandboxes (daemon logs, events.jsonl, inputs) and say where\
          \n  --only      a comma-separated list of measures\
          \n  --out FILE  also write the report to FILE",
@@ -116,6 +125,7 @@ fn options() -> Options {
         scale: Scale::full(),
         build: true,
         keep: false,
+        statics: None,
         only: None,
         out: None,
     };
@@ -123,6 +133,8 @@ fn options() -> Options {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => o.scale = Scale::quick(),
+            "--static" => o.statics = Some(true),
+            "--no-static" => o.statics = Some(false),
             "--no-build" => o.build = false,
             "--keep" => o.keep = true,
             "--only" => {
@@ -149,13 +161,25 @@ fn main() {
     let opts = options();
     KEEP.store(opts.keep, std::sync::atomic::Ordering::Relaxed);
     let bins = binaries(opts.build);
+    let static_hookctl = if opts.statics.unwrap_or(!opts.scale.quick) {
+        static_hookctl(&bins, opts.build)
+    } else {
+        None
+    };
     let started = Instant::now();
     let load_before = loadavg();
     let mut report = Report::default();
     let wanted = |m: &str| opts.only.as_ref().is_none_or(|l| l.iter().any(|x| x == m));
     let s = &opts.scale;
     if wanted("hook") || wanted("statusline") {
-        warm_hooks(&bins, s, wanted("hook"), wanted("statusline"), &mut report);
+        warm_hooks(
+            &bins,
+            static_hookctl.as_deref(),
+            s,
+            wanted("hook"),
+            wanted("statusline"),
+            &mut report,
+        );
     }
     if wanted("cold") {
         cold_hooks(&bins, s, &mut report);
@@ -549,7 +573,61 @@ fn tool_output() -> String {
 // ---------------------------------------------------------------------------
 // Warm hooks and the statusline
 
-fn warm_hooks(bins: &Path, s: &Scale, hook: bool, statusline: bool, report: &mut Report) {
+/// Runs the commands in turn, round after round, the first one rotating so
+/// that none always follows another; `before` runs (untimed) at the start
+/// of each round. Returns the samples of each command, warm-up left out.
+fn interleaved(
+    commands: &[&dyn Fn() -> Command],
+    input: &Path,
+    rounds: usize,
+    mut before: impl FnMut(),
+) -> Vec<Samples> {
+    let mut samples = vec![Samples::default(); commands.len()];
+    for round in 0..WARMUP_RUNS + rounds {
+        before();
+        for k in 0..commands.len() {
+            let i = (round + k) % commands.len();
+            let took = timed_ok(commands[i](), input, "a timed run");
+            if round >= WARMUP_RUNS {
+                samples[i].push(took);
+            }
+        }
+    }
+    samples
+}
+
+/// The rows of one start-up comparison with `/bin/true`.
+fn startup_rows(report: &mut Report, what: &str, runs: &Samples, trues: &Samples, p99: bool) {
+    let r = ratio(runs.median(), trues.median());
+    report.row(
+        format!("{what}: median"),
+        fmt_duration(runs.median()),
+        format!("`/bin/true` {}", fmt_duration(trues.median())),
+        fmt_ratio(r),
+        "≤ 2×",
+        verdict(r <= 2.0),
+    );
+    if p99 {
+        let p = runs.pct(99.0);
+        report.row(
+            format!("{what}: p99"),
+            fmt_duration(p),
+            format!("`/bin/true` {}", fmt_duration(trues.pct(99.0))),
+            fmt_ratio(ratio(p, trues.pct(99.0))),
+            "≤ 10 ms",
+            verdict(p <= Duration::from_millis(10)),
+        );
+    }
+}
+
+fn warm_hooks(
+    bins: &Path,
+    static_hookctl: Option<&Path>,
+    s: &Scale,
+    hook: bool,
+    statusline: bool,
+    report: &mut Report,
+) {
     eprintln!("hookd-bench: hookctl against a warm daemon…");
     let env = Env::new(bins);
     env.start();
@@ -567,26 +645,30 @@ fn warm_hooks(bins: &Path, s: &Scale, hook: bool, statusline: bool, report: &mut
     let hook_input = env.write("post-tool-use.json", &payload);
     env.hook_once("post-tool-use", &hook_input);
     let true_cmd = || env.command("/bin/true");
+    // The hookctl that `cargo build --release` makes, and the static one install.sh makes.
+    let hookctls: Vec<String> = std::iter::once(bins.join("hookctl"))
+        .chain(static_hookctl.map(Path::to_path_buf))
+        .map(|p| p.display().to_string())
+        .collect();
 
     if hook {
-        let (mut hooks, mut trues) = (Samples::default(), Samples::default());
-        for round in 0..WARMUP_RUNS + s.hook_runs {
-            // Claude Code writes the turn, then runs the hook.
-            inputs::append_turn(&transcript, &mut writer).unwrap();
-            let mut pair = [
-                (true, env.hookctl(&["hook", "post-tool-use"])),
-                (false, true_cmd()),
-            ];
-            if round % 2 == 1 {
-                pair.reverse();
-            }
-            for (is_hook, cmd) in pair {
-                let took = timed_ok(cmd, &hook_input, "a timed run");
-                if round >= WARMUP_RUNS {
-                    if is_hook { &mut hooks } else { &mut trues }.push(took);
-                }
-            }
-        }
+        let hooks: Vec<Box<dyn Fn() -> Command>> = hookctls
+            .iter()
+            .map(|bin| {
+                let env = &env;
+                Box::new(move || {
+                    let mut cmd = env.command(bin);
+                    cmd.args(["hook", "post-tool-use"]);
+                    cmd
+                }) as Box<dyn Fn() -> Command>
+            })
+            .collect();
+        let mut commands: Vec<&dyn Fn() -> Command> = vec![&true_cmd];
+        commands.extend(hooks.iter().map(|b| b.as_ref()));
+        // Claude Code writes the turn, then runs the hook.
+        let samples = interleaved(&commands, &hook_input, s.hook_runs, || {
+            inputs::append_turn(&transcript, &mut writer).unwrap()
+        });
         // Every hook reached the daemon and the figure is the latest reply's.
         let status = env.status();
         let session = status
@@ -594,35 +676,37 @@ fn warm_hooks(bins: &Path, s: &Scale, hook: bool, statusline: bool, report: &mut
             .iter()
             .find(|x| x.session_id == sid)
             .expect("the session");
-        assert_eq!(session.events_seen, 1 + (WARMUP_RUNS + s.hook_runs) as u64);
+        assert_eq!(
+            session.events_seen,
+            1 + ((WARMUP_RUNS + s.hook_runs) * hooks.len()) as u64
+        );
         assert_eq!(
             session.context.as_ref().map(|c| c.tokens_used),
             Some(writer.tokens),
             "the context figure is the latest reply's"
         );
-        let r = ratio(hooks.median(), trues.median());
-        report.row(
-            "`hookctl hook post-tool-use`, warm daemon: median",
-            fmt_duration(hooks.median()),
-            format!("`/bin/true` {}", fmt_duration(trues.median())),
-            fmt_ratio(r),
-            "≤ 2×",
-            verdict(r <= 2.0),
+        startup_rows(
+            report,
+            "`hookctl hook post-tool-use`, warm daemon",
+            &samples[1],
+            &samples[0],
+            true,
         );
-        let p99 = hooks.pct(99.0);
-        report.row(
-            "same: p99",
-            fmt_duration(p99),
-            format!("`/bin/true` {}", fmt_duration(trues.pct(99.0))),
-            fmt_ratio(ratio(p99, trues.pct(99.0))),
-            "≤ 10 ms",
-            verdict(p99 <= Duration::from_millis(10)),
-        );
+        if let Some(statics) = samples.get(2) {
+            startup_rows(
+                report,
+                "same, hookctl linked statically (as install.sh builds it)",
+                statics,
+                &samples[0],
+                true,
+            );
+        }
         report.note(format!(
-            "Warm hooks: {} runs each, interleaved with `/bin/true` (same stdin file, same environment); \
-             a {} KB PostToolUse payload (recorded from Claude Code 2.1.330, 4 KB of tool output); \
-             before each run a turn is appended to the session's 1 MB transcript, as Claude Code does.",
-            hooks.len(),
+            "Warm hooks: {} runs of each command, interleaved with `/bin/true` run by run (same stdin \
+             file, same environment); a {} KB PostToolUse payload (recorded from Claude Code 2.1.330, \
+             with 4 KB of tool output); before each round a turn is appended to the session's 1 MB \
+             transcript, as Claude Code does before the hook.",
+            samples[0].len(),
             payload.len() / 1024,
         ));
     }
@@ -639,29 +723,79 @@ fn warm_hooks(bins: &Path, s: &Scale, hook: bool, statusline: bool, report: &mut
             .unwrap();
         let line = String::from_utf8_lossy(&out.stdout);
         assert!(line.starts_with("ctx "), "statusline printed {line:?}");
-        let (mut lines, mut trues) = (Samples::default(), Samples::default());
-        for round in 0..WARMUP_RUNS + s.hook_runs {
-            let mut pair = [(true, env.hookctl(&["statusline"])), (false, true_cmd())];
-            if round % 2 == 1 {
-                pair.reverse();
-            }
-            for (is_line, cmd) in pair {
-                let took = timed_ok(cmd, &input, "a timed run");
-                if round >= WARMUP_RUNS {
-                    if is_line { &mut lines } else { &mut trues }.push(took);
-                }
-            }
-        }
-        let r = ratio(lines.median(), trues.median());
-        report.row(
-            "`hookctl statusline`, statusLine JSON on stdin: median",
-            fmt_duration(lines.median()),
-            format!("`/bin/true` {}", fmt_duration(trues.median())),
-            fmt_ratio(r),
-            "≤ 2×",
-            verdict(r <= 2.0),
+        let lines: Vec<Box<dyn Fn() -> Command>> = hookctls
+            .iter()
+            .map(|bin| {
+                let env = &env;
+                Box::new(move || {
+                    let mut cmd = env.command(bin);
+                    cmd.arg("statusline");
+                    cmd
+                }) as Box<dyn Fn() -> Command>
+            })
+            .collect();
+        let mut commands: Vec<&dyn Fn() -> Command> = vec![&true_cmd];
+        commands.extend(lines.iter().map(|b| b.as_ref()));
+        let samples = interleaved(&commands, &input, s.hook_runs, || {});
+        startup_rows(
+            report,
+            "`hookctl statusline`, statusLine JSON on stdin",
+            &samples[1],
+            &samples[0],
+            false,
         );
+        if let Some(statics) = samples.get(2) {
+            startup_rows(
+                report,
+                "same, hookctl linked statically",
+                statics,
+                &samples[0],
+                false,
+            );
+        }
     }
+}
+
+/// hookctl as install.sh builds it on Linux with glibc: linked statically
+/// (static-pie), next to the ordinary build in `target/<host>/release/`.
+/// `None` on other systems, or when it does not build.
+fn static_hookctl(bins: &Path, build: bool) -> Option<PathBuf> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc).arg("-vV").output().ok()?;
+    let host = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))?;
+    if !host.ends_with("-linux-gnu") || bins.file_name()? != "release" {
+        return None;
+    }
+    let path = bins.parent()?.join(&host).join("release/hookctl");
+    if build {
+        eprintln!("hookd-bench: building the static hookctl ({host}), as install.sh does…");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let flags = format!(
+            "{} -C target-feature=+crt-static",
+            std::env::var("RUSTFLAGS").unwrap_or_default()
+        );
+        let built = Command::new(cargo)
+            .args([
+                "build",
+                "--release",
+                "--locked",
+                "-p",
+                "hookctl",
+                "--target",
+            ])
+            .arg(&host)
+            .env("RUSTFLAGS", flags.trim())
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+            .status()
+            .is_ok_and(|s| s.success());
+        if !built {
+            eprintln!("hookd-bench: the static hookctl did not build; measuring without it");
+            return None;
+        }
+    }
+    path.is_file().then_some(path)
 }
 
 // ---------------------------------------------------------------------------
@@ -722,25 +856,33 @@ fn context_sizes(bins: &Path, s: &Scale, report: &mut Report) {
     eprintln!("hookd-bench: the context of big transcripts…");
     let env = Env::new(bins);
     env.start();
-    let mut base: Option<Duration> = None;
-    for (i, &size) in s.context_sizes.iter().enumerate() {
-        let path = env.transcripts().join(format!("big-{}.jsonl", size / MB));
-        let made = Instant::now();
-        let (generated, _) =
-            inputs::transcript(&path, "bench-ctx", &env.project(), size, 10 + i as u64)
-                .expect("write the transcript");
-        let made = made.elapsed();
-        let mut first = Samples::default();
-        let mut percent = 0.0;
-        for rep in 0..s.context_runs {
+    let made = Instant::now();
+    let files: Vec<(PathBuf, inputs::Generated)> = s
+        .context_sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &size)| {
+            let path = env.transcripts().join(format!("big-{}.jsonl", size / MB));
+            let (generated, _) =
+                inputs::transcript(&path, "bench-ctx", &env.project(), size, 10 + i as u64)
+                    .expect("write the transcript");
+            (path, generated)
+        })
+        .collect();
+    let made = made.elapsed();
+    let mut first = vec![Samples::default(); files.len()];
+    let mut percent = vec![0.0; files.len()];
+    // Round by round, every size in turn: a drift in the machine's load hits all alike.
+    for rep in 0..s.context_runs {
+        for (i, (path, generated)) in files.iter().enumerate() {
             // A session the daemon has never seen, its transcript not in the page cache.
-            let sid = format!("bench-ctx-{}-{rep}", size / MB);
+            let sid = format!("bench-ctx-{}-{rep}", generated.bytes / MB);
             let input = env.write(
                 "ctx.json",
-                &inputs::hook_payload("PostToolUse", &sid, &path, &env.project(), "ok"),
+                &inputs::hook_payload("PostToolUse", &sid, path, &env.project(), "ok"),
             );
-            inputs::evict(&path).expect("drop the transcript from the page cache");
-            first.push(timed_ok(
+            inputs::evict(path).expect("drop the transcript from the page cache");
+            first[i].push(timed_ok(
                 env.hookctl(&["hook", "post-tool-use"]),
                 &input,
                 "the first hook",
@@ -756,30 +898,30 @@ fn context_sizes(bins: &Path, s: &Scale, report: &mut Report) {
                 context.tokens_used,
                 generated.tokens,
                 "the context of the {} MB transcript",
-                size / MB
+                generated.bytes / MB
             );
-            percent = context.pressure * 100.0;
+            percent[i] = context.pressure * 100.0;
         }
-        let _ = std::fs::remove_file(&path);
-        let median = first.median();
-        let base = *base.get_or_insert(median);
-        let last = i + 1 == s.context_sizes.len();
+    }
+    for (path, _) in &files {
+        let _ = std::fs::remove_file(path);
+    }
+    let base = first[0].median();
+    for (i, (_, generated)) in files.iter().enumerate() {
+        let median = first[i].median();
+        let last = i + 1 == files.len();
         report.row(
             format!(
                 "context % of a new session, {} MB transcript (first hook, cold page cache)",
                 generated.bytes / MB
             ),
-            format!("{} ({percent:.1}%, exact)", fmt_duration(median)),
+            format!("{} ({:.1}%, exact)", fmt_duration(median), percent[i]),
             if i == 0 {
                 "–".to_owned()
             } else {
                 format!("1 MB case {}", fmt_duration(base))
             },
-            if i == 0 {
-                "1.00×".to_owned()
-            } else {
-                fmt_ratio(ratio(median, base))
-            },
+            fmt_ratio(ratio(median, base)),
             if last {
                 "≤ 2× the 1 MB case"
             } else {
@@ -791,19 +933,18 @@ fn context_sizes(bins: &Path, s: &Scale, report: &mut Report) {
                 Verdict::Info
             },
         );
-        if i + 1 == s.context_sizes.len() {
-            report.note(format!(
-                "Big transcripts: generated in the real format ({} MB, {} turns, written in {:.1} s), \
-                 written to disk and dropped from the page cache (posix_fadvise) before each of {} \
-                 first hooks of new sessions; the figure `hookctl status --json` then shows is checked \
-                 against the generator's last reply.",
-                generated.bytes / MB,
-                thousands(generated.turns),
-                made.as_secs_f64(),
-                first.len()
-            ));
-        }
     }
+    let biggest = &files[files.len() - 1].1;
+    report.note(format!(
+        "Big transcripts: generated in the real format ({} MB in all, {} turns in the biggest, \
+         written in {:.1} s); {} rounds, each size in turn: the file is written to disk and dropped \
+         from the page cache (posix_fadvise), then the first hook of a new session is timed and the \
+         figure `hookctl status --json` shows is checked against the generator's last reply.",
+        files.iter().map(|(_, g)| g.bytes).sum::<u64>() / MB,
+        thousands(biggest.turns),
+        made.as_secs_f64(),
+        s.context_runs
+    ));
 }
 
 // ---------------------------------------------------------------------------
@@ -866,7 +1007,11 @@ fn pipeline(bins: &Path, s: &Scale, report: &mut Report) {
     let [mut plain, mut seeded, mut first, mut second, mut status] =
         std::array::from_fn(|_| Samples::default());
     for _ in 0..s.pipeline_rounds {
-        // As if hookd had never checkpointed this repository.
+        // As if hookd had never checkpointed this repository: a daemon
+        // without in-memory caches, no private index, ref or `.workflow/`.
+        env.stop();
+        env.start();
+        env.hook_once("post-tool-use", &post);
         let _ = std::fs::remove_dir_all(repo.join(".git/hookd"));
         let _ = std::fs::remove_dir_all(repo.join(".workflow"));
         let _ = inputs::git(&repo)
@@ -943,8 +1088,8 @@ fn pipeline(bins: &Path, s: &Scale, report: &mut Report) {
     );
     report.note(format!(
         "Pipeline: a generated repository ({files}; made in {:.1} s) and a 1 MB transcript; \
-         {} rounds, each from a repository hookd never checkpointed (its private index, ref and \
-         `.workflow/` removed). The pipeline is the whole PreCompact hook: capture (workflow file, \
+         {} rounds, each from a repository hookd never checkpointed (a restarted daemon; its \
+         private index, ref and `.workflow/` removed). The pipeline is the whole PreCompact hook: capture (workflow file, \
          records, transcript, git status with line counts), progress summary, checkpoint commit, \
          resume prompt, files written. Git plumbing: `GIT_INDEX_FILE=tmp git add -A && git write-tree \
          && git commit-tree` (three processes, fresh index). The checkpoint's tree is checked \
@@ -1000,10 +1145,12 @@ fn hook_frames(event: &str, payload: &[u8]) -> Vec<u8> {
 
 struct ProcStat {
     ticks: u64,
-    switches: u64,
+    /// Context switches of each thread, by thread id.
+    switches: std::collections::HashMap<String, u64>,
 }
 
-/// CPU time (user + system, in clock ticks) and context switches of all threads.
+/// CPU time (user + system, in clock ticks; exited threads included) and
+/// the context switches of each thread.
 fn proc_stat(pid: i32) -> ProcStat {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/<pid>/stat");
     // The fields after the command name, which is in parentheses.
@@ -1011,19 +1158,36 @@ fn proc_stat(pid: i32) -> ProcStat {
         .split_whitespace()
         .collect();
     let ticks = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    let mut switches = 0;
+    let mut switches = std::collections::HashMap::new();
     for task in std::fs::read_dir(format!("/proc/{pid}/task"))
         .unwrap()
         .flatten()
     {
         let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
-        switches += status
+        let n = status
             .lines()
             .filter(|l| l.contains("ctxt_switches"))
             .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
             .sum::<u64>();
+        switches.insert(task.file_name().to_string_lossy().into_owned(), n);
     }
     ProcStat { ticks, switches }
+}
+
+/// Wake-ups between two samples: context switches of the threads alive in
+/// both, plus one for each thread that ended (an idle pool thread leaving).
+fn wakeups(before: &ProcStat, after: &ProcStat) -> u64 {
+    before
+        .switches
+        .iter()
+        .map(|(tid, n)| after.switches.get(tid).map_or(1, |m| m.saturating_sub(*n)))
+        .sum::<u64>()
+        + after
+            .switches
+            .iter()
+            .filter(|(tid, _)| !before.switches.contains_key(*tid))
+            .map(|(_, n)| *n)
+            .sum::<u64>()
 }
 
 fn proc_status_kib(pid: i32, key: &str) -> u64 {
@@ -1203,8 +1367,10 @@ fn load(bins: &Path, s: &Scale, report: &mut Report) {
         Verdict::Info,
     );
 
-    // Memory with the 50 sessions active, then CPU while nothing happens.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Memory with the 50 sessions active, then CPU while nothing happens,
+    // once the load's helper threads are gone (tokio lets an idle blocking
+    // thread go after 10 s).
+    std::thread::sleep(s.settle);
     let rss = proc_status_kib(pid, "VmRSS:");
     let peak = proc_status_kib(pid, "VmHWM:");
     report.row(
@@ -1225,7 +1391,7 @@ fn load(bins: &Path, s: &Scale, report: &mut Report) {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     let cpu = (after.ticks - before.ticks) as f64 / hz / s.idle.as_secs_f64() * 100.0;
-    let wakeups = (after.switches - before.switches) as f64 / s.idle.as_secs_f64();
+    let wakeups = wakeups(&before, &after) as f64 / s.idle.as_secs_f64();
     report.row(
         "daemon CPU when idle",
         format!("{cpu:.2}% ({wakeups:.1} thread wake-ups/s)"),
@@ -1235,9 +1401,10 @@ fn load(bins: &Path, s: &Scale, report: &mut Report) {
         verdict(cpu < 0.5 && wakeups <= 2.0),
     );
     report.note(format!(
-        "Memory and idle CPU: VmRSS/VmHWM from /proc/<pid>/status after the load; CPU from \
-         utime+stime in /proc/<pid>/stat and wake-ups from the context switches of all of the \
-         daemon's threads, over {:.0} idle seconds.",
+        "Memory and idle CPU: VmRSS/VmHWM from /proc/<pid>/status {:.0} s after the load, \
+         50 sessions still active; CPU from utime+stime in /proc/<pid>/stat and wake-ups from \
+         the context switches of every thread of the daemon, over the next {:.0} idle seconds.",
+        s.settle.as_secs_f64(),
         s.idle.as_secs_f64()
     ));
 }

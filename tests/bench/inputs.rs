@@ -547,6 +547,8 @@ pub fn run_git(dir: &Path, args: &[&str]) -> String {
 pub fn repository(dir: &Path, files: usize, modified: usize, new: usize) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
     run_git(dir, &["init", "-q", "-b", "main"]);
+    // No `gc --auto` in the background while something is being timed.
+    run_git(dir, &["config", "gc.auto", "0"]);
     let mut rng = Rng::new(files as u64);
     // Files last touched a day ago, as in a repository in use: none is newer
     // than the index git writes next ("racily clean" entries would make
@@ -564,6 +566,8 @@ pub fn repository(dir: &Path, files: usize, modified: usize, new: usize) -> io::
     std::fs::write(dir.join(".gitignore"), "target/\n*.log\n")?;
     run_git(dir, &["add", "-A"]);
     run_git(dir, &["commit", "-q", "-m", "Initial import"]);
+    // Packed, as a cloned repository is.
+    run_git(dir, &["repack", "-adq"]);
     // Modified files spread over the tree, new ones in their own module.
     let step = (files / modified.max(1)).max(1);
     for i in (0..files).step_by(step).take(modified) {

@@ -76,8 +76,22 @@ fn checkpoints(c: &mut Criterion) {
     group.bench_function("snapshot only, nothing changed", |b| {
         b.iter(|| git::snapshot(&repo, &opts).unwrap())
     });
-    let snapshot = git::snapshot(&repo, &opts).unwrap();
+    let mut n = 0;
     group.bench_function("changes against HEAD, with line counts", |b| {
+        b.iter_batched(
+            || {
+                // A tree not seen yet, so the answer is not the cached one.
+                n += 1;
+                std::fs::write(repo.join("src/added/changes.rs"), format!("// {n}\n")).unwrap();
+                git::snapshot(&repo, &opts).unwrap()
+            },
+            |snapshot| git::changes(&repo, &snapshot).unwrap(),
+            BatchSize::PerIteration,
+        )
+    });
+    let snapshot = git::snapshot(&repo, &opts).unwrap();
+    git::changes(&repo, &snapshot).unwrap();
+    group.bench_function("changes against HEAD, the same tree again", |b| {
         b.iter(|| git::changes(&repo, &snapshot).unwrap())
     });
 

@@ -256,18 +256,29 @@ fn clear_stale_socket(path: &Path) -> Result<(), StartError> {
     }
 }
 
-/// How often the session registry is written when it changed.
+/// How long after a change the session registry is written: a burst of
+/// changes makes one write.
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// How often idle sessions are expired.
 const EXPIRE_EVERY: Duration = Duration::from_secs(60);
 
+/// Writes the registry after changes and expires idle sessions. Woken by
+/// changes, not by a clock: an idle daemon sleeps (one timer a minute).
 async fn housekeeping(engine: Arc<Engine>) {
-    let mut flush = tokio::time::interval(FLUSH_EVERY);
+    let mut changes = engine.subscribe();
     let mut expire = tokio::time::interval(EXPIRE_EVERY);
     loop {
         tokio::select! {
             _ = engine.shutdown().wait() => return,
-            _ = flush.tick() => {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                tokio::select! {
+                    _ = engine.shutdown().wait() => return,
+                    _ = tokio::time::sleep(FLUSH_EVERY) => {}
+                }
+                changes.borrow_and_update();
                 let e = engine.clone();
                 let _ = tokio::task::spawn_blocking(move || e.flush()).await;
             }

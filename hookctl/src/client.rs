@@ -59,46 +59,14 @@ pub struct Client {
 impl Client {
     /// Connects and shakes hands, or says why not.
     pub fn connect(socket: &Path, deadline: Instant) -> Result<Client, ClientError> {
-        let name = socket
-            .to_fs_name::<GenericFilePath>()
-            .map_err(ClientError::Io)?;
-        let stream = ConnectOptions::new()
-            .name(name)
-            .wait_mode(ConnectWaitMode::Timeout(remaining(deadline)?))
-            .connect_sync()
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
-                    ClientError::NotRunning(socket.to_path_buf())
-                }
-                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => ClientError::Timeout,
-                _ => ClientError::Io(e),
-            })?;
-        let mut client = Client { stream, deadline };
-        client.set_timeouts()?;
-        // A daemon may answer before reading (to refuse us): read its words even if our write failed.
-        let sent = frame::write_frame(&mut client.stream, &Hello::current());
-        let reply = frame::read_message::<_, Response>(&mut client.stream);
-        let reply = match (sent, reply) {
-            (_, Ok(reply @ Response::Error(_))) => reply,
-            (Err(e), _) => return Err(e.into()),
-            (Ok(()), reply) => reply?,
-        };
-        match reply {
-            Response::Hello(theirs) if theirs.protocol == protocol::PROTOCOL_VERSION => Ok(client),
-            Response::Hello(theirs) => Err(ClientError::Mismatch(format!(
-                "hookd {} speaks protocol {}, but hookctl {} speaks protocol {}: \
-                 restart the daemon (`hookctl daemon restart`) so both are the same version",
-                theirs.version,
-                theirs.protocol,
-                protocol::VERSION,
-                protocol::PROTOCOL_VERSION
-            ))),
-            Response::Error(e) if e.kind == ErrorKind::ProtocolMismatch => {
-                Err(ClientError::Mismatch(e.message))
-            }
-            Response::Error(e) => Err(ClientError::Daemon(e)),
-            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        let mut client = Client::open(socket, deadline)?;
+        if let Err(sent) = frame::write_frame(&mut client.stream, &Hello::current()) {
+            // A hookd that refused us may have closed before reading: its reason is waiting.
+            client.read_hello()?;
+            return Err(sent.into());
         }
+        client.read_hello()?;
+        Ok(client)
     }
 
     /// Connects, starting hookd first when none answers and `autostart` is on.
@@ -116,14 +84,89 @@ impl Client {
         }
     }
 
-    /// Sends one request and returns its reply; an `Error` reply becomes `Err`.
-    pub fn request(&mut self, request: &Request) -> Result<Response, ClientError> {
-        self.set_timeouts()?;
-        frame::write_frame(&mut self.stream, request)?;
+    /// One request on a new connection (starting hookd if allowed), with the
+    /// request sent right behind the handshake instead of after its answer:
+    /// one round trip to hookd instead of two, which every hook pays. A hookd
+    /// of another protocol version answers the handshake with an error and
+    /// closes without reading the request, so nothing is misread.
+    pub fn one_request(
+        socket: &SocketPath,
+        deadline: Instant,
+        autostart: bool,
+        request: &Request,
+    ) -> Result<Response, ClientError> {
+        let mut client = match Client::open(&socket.path, deadline) {
+            Err(ClientError::NotRunning(_)) if autostart => {
+                start_daemon(socket, deadline)?;
+                Client::open(&socket.path, deadline)?
+            }
+            other => other?,
+        };
+        let mut both = frame::encode(&Hello::current())?;
+        both.extend_from_slice(&frame::encode(request)?);
+        if let Err(sent) = io::Write::write_all(&mut client.stream, &both) {
+            // A hookd that refused the handshake has closed: its reason is waiting to be read.
+            client.read_hello()?;
+            return Err(ClientError::Io(sent));
+        }
+        client.read_hello()?;
+        client.read_reply()
+    }
+
+    /// The socket connected, with the deadline on every read and write.
+    fn open(socket: &Path, deadline: Instant) -> Result<Client, ClientError> {
+        let name = socket
+            .to_fs_name::<GenericFilePath>()
+            .map_err(ClientError::Io)?;
+        let stream = ConnectOptions::new()
+            .name(name)
+            .wait_mode(ConnectWaitMode::Timeout(remaining(deadline)?))
+            .connect_sync()
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
+                    ClientError::NotRunning(socket.to_path_buf())
+                }
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => ClientError::Timeout,
+                _ => ClientError::Io(e),
+            })?;
+        let mut client = Client { stream, deadline };
+        client.set_timeouts()?;
+        Ok(client)
+    }
+
+    /// hookd's answer to our `Hello`.
+    fn read_hello(&mut self) -> Result<(), ClientError> {
+        match frame::read_message::<_, Response>(&mut self.stream)? {
+            Response::Hello(theirs) if theirs.protocol == protocol::PROTOCOL_VERSION => Ok(()),
+            Response::Hello(theirs) => Err(ClientError::Mismatch(format!(
+                "hookd {} speaks protocol {}, but hookctl {} speaks protocol {}: \
+                 restart the daemon (`hookctl daemon restart`) so both are the same version",
+                theirs.version,
+                theirs.protocol,
+                protocol::VERSION,
+                protocol::PROTOCOL_VERSION
+            ))),
+            Response::Error(e) if e.kind == ErrorKind::ProtocolMismatch => {
+                Err(ClientError::Mismatch(e.message))
+            }
+            Response::Error(e) => Err(ClientError::Daemon(e)),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
+    /// The reply to a request; an `Error` reply becomes `Err`.
+    fn read_reply(&mut self) -> Result<Response, ClientError> {
         match frame::read_message::<_, Response>(&mut self.stream)? {
             Response::Error(e) => Err(ClientError::Daemon(e)),
             response => Ok(response),
         }
+    }
+
+    /// Sends one request and returns its reply; an `Error` reply becomes `Err`.
+    pub fn request(&mut self, request: &Request) -> Result<Response, ClientError> {
+        self.set_timeouts()?;
+        frame::write_frame(&mut self.stream, request)?;
+        self.read_reply()
     }
 
     /// Sends `request` and yields every reply that follows, with no deadline

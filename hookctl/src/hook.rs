@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 /// Largest payload accepted on stdin.
@@ -63,8 +63,7 @@ pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
             .collect(),
         cwd: std::env::current_dir().ok(),
     });
-    let reply = Client::connect_or_start(&ctx.socket, deadline, client_config.autostart)
-        .and_then(|mut client| client.request(&request));
+    let reply = Client::one_request(&ctx.socket, deadline, client_config.autostart, &request);
     match reply {
         Ok(Response::Hook(reply)) => answer(|| {
             let mut code = reply.exit_code;
@@ -169,25 +168,55 @@ fn budget_ms(config: &ClientConfig, event: Option<&str>) -> u64 {
     }
 }
 
+/// Whether the watchdog explains itself on stderr (`-v`).
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
 /// At the deadline, exit 0 with no output, unless the answer is already
-/// being written.
+/// being written. A one-shot `SIGALRM` timer rather than a thread: a hook
+/// runs after every tool call, and a thread (stack, allocator arena) costs
+/// a measurable share of hookctl's start-up.
 fn start_watchdog(deadline: Instant, verbose: bool) {
-    std::thread::spawn(move || {
-        if let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            std::thread::sleep(left);
+    VERBOSE.store(verbose, Ordering::SeqCst);
+    let left = deadline
+        .checked_duration_since(Instant::now())
+        .unwrap_or_default()
+        // A zero timer would disarm it instead of firing at once.
+        .max(Duration::from_micros(1));
+    let timer = libc::itimerval {
+        it_interval: libc::timeval {
+            tv_sec: 0,
+            tv_usec: 0,
+        },
+        it_value: libc::timeval {
+            tv_sec: left.as_secs() as libc::time_t,
+            tv_usec: left.subsec_micros() as libc::suseconds_t,
+        },
+    };
+    // SAFETY: `on_deadline` only does async-signal-safe work (an atomic, write(2), _exit(2)).
+    unsafe {
+        libc::signal(
+            libc::SIGALRM,
+            on_deadline as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+        libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut());
+    }
+}
+
+extern "C" fn on_deadline(_signal: libc::c_int) {
+    if FINISH
+        .compare_exchange(WAITING, TIMED_OUT, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+    {
+        if VERBOSE.load(Ordering::SeqCst) {
+            let message: &[u8] =
+                b"hookctl: hookd did not answer within the hook's time budget; carrying on without it\n";
+            // SAFETY: write(2) and _exit(2) are async-signal-safe.
+            unsafe { libc::write(2, message.as_ptr().cast(), message.len()) };
         }
-        if FINISH
-            .compare_exchange(WAITING, TIMED_OUT, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            if verbose {
-                eprintln!(
-                    "hookctl: hookd did not answer within the hook's time budget; carrying on without it"
-                );
-            }
-            std::process::exit(0);
-        }
-    });
+        // SAFETY: as above; nothing was written to stdout, so nothing is lost.
+        unsafe { libc::_exit(0) };
+    }
+    // The answer is being written: let it finish.
 }
 
 /// Runs `write` unless the watchdog already gave up on us.
@@ -198,10 +227,8 @@ fn answer(write: impl FnOnce() -> ExitCode) -> ExitCode {
     {
         write()
     } else {
-        // The watchdog is exiting the process with status 0.
-        loop {
-            std::thread::park();
-        }
+        // Unreachable in practice: the watchdog exits the process as it sets TIMED_OUT.
+        ExitCode::SUCCESS
     }
 }
 

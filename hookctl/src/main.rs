@@ -277,7 +277,13 @@ impl Context {
     /// The configuration; a broken config file must not break a hook, so
     /// errors fall back to the defaults (and are shown with -v).
     pub fn config(&self) -> Config {
-        match protocol::config::load(&Layers::from_process(self.project_root.clone())) {
+        let layers = Layers::from_process(self.project_root.clone());
+        if nothing_configured(&layers) {
+            // What `load` would return, without its YAML round trip (it
+            // tracks where every value came from, which a hook never shows).
+            return Config::default();
+        }
+        match protocol::config::load(&layers) {
             Ok(effective) => effective.config,
             Err(e) => {
                 self.note(&format!("{e}; using the default settings"));
@@ -321,6 +327,21 @@ impl Context {
     }
 }
 
+/// No configuration file exists and no variable or flag overrides anything.
+/// A file we cannot even inspect counts as configured, so that loading it
+/// reports the problem.
+fn nothing_configured(layers: &Layers) -> bool {
+    let absent = |path: Option<PathBuf>| {
+        path.is_none_or(|p| {
+            std::fs::metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        })
+    };
+    layers.env.is_empty()
+        && layers.flags.is_empty()
+        && absent(layers.user_file.clone())
+        && absent(layers.project_file())
+}
+
 /// The project a command is about: `--project`, else the harness's project
 /// variable, else the git repository around the working directory, else the
 /// working directory.
@@ -339,8 +360,44 @@ fn project_root(flag: Option<PathBuf>) -> Option<PathBuf> {
     Some(repo.unwrap_or(cwd))
 }
 
+/// The command lines harnesses run after every tool call (`hookctl hook
+/// EVENT`, `hookctl statusline`), recognised without building clap's
+/// command tree, which is a measurable share of hookctl's start-up. Any
+/// other form, a flag included, goes through clap.
+fn parse_hot_path(args: &[std::ffi::OsString]) -> Option<Cli> {
+    let word = |i: usize| args.get(i).and_then(|a| a.to_str());
+    let command = match (args.len(), word(1)?) {
+        (2, "statusline") => Command::Statusline,
+        (2, "hook") => Command::Hook {
+            event: None,
+            harness: Harness::ClaudeCode,
+            timeout_ms: None,
+        },
+        (3, "hook") => {
+            let event = word(2).filter(|e| !e.is_empty() && !e.starts_with('-'))?;
+            Command::Hook {
+                event: Some(event.to_owned()),
+                harness: Harness::ClaudeCode,
+                timeout_ms: None,
+            }
+        }
+        _ => return None,
+    };
+    Some(Cli {
+        socket: None,
+        verbose: false,
+        project: None,
+        command,
+    })
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let parsed = match parse_hot_path(&args) {
+        Some(cli) => Ok(cli),
+        None => Cli::try_parse_from(&args),
+    };
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             // clap exits 2 on usage errors, which a harness reads as "block": never.
@@ -479,5 +536,78 @@ fn main() -> ExitCode {
             eprintln!("hookctl: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &[&str]) -> Vec<std::ffi::OsString> {
+        line.iter().map(Into::into).collect()
+    }
+
+    /// The hot path must read a command line exactly as clap does.
+    #[test]
+    fn the_hot_path_agrees_with_clap() {
+        let same = |line: &[&str]| {
+            let fast = parse_hot_path(&args(line)).expect("on the hot path");
+            let slow = Cli::try_parse_from(args(line)).unwrap();
+            assert_eq!(
+                (fast.socket, fast.verbose, fast.project),
+                (slow.socket, slow.verbose, slow.project)
+            );
+            match (fast.command, slow.command) {
+                (
+                    Command::Hook {
+                        event: a,
+                        harness: h,
+                        timeout_ms: t,
+                    },
+                    Command::Hook {
+                        event: b,
+                        harness: i,
+                        timeout_ms: u,
+                    },
+                ) => assert_eq!((a, h, t), (b, i, u), "{line:?}"),
+                (Command::Statusline, Command::Statusline) => {}
+                _ => panic!("{line:?} parsed differently"),
+            }
+        };
+        same(&["hookctl", "hook", "post-tool-use"]);
+        same(&["hookctl", "hook", "PreCompact"]);
+        same(&["hookctl", "hook"]);
+        same(&["hookctl", "statusline"]);
+        for other in [
+            &["hookctl", "hook", "-v"][..],
+            &["hookctl", "hook", "--help"],
+            &["hookctl", "hook", "post-tool-use", "--timeout-ms", "5"],
+            &["hookctl", "-v", "hook", "post-tool-use"],
+            &["hookctl", "hook", ""],
+            &["hookctl", "status"],
+            &["hookctl"],
+        ] {
+            assert!(parse_hot_path(&args(other)).is_none(), "{other:?}");
+        }
+    }
+
+    #[test]
+    fn without_any_layer_the_defaults_are_what_load_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let layers = Layers {
+            user_file: Some(dir.path().join("config.yaml")),
+            project_root: Some(dir.path().to_path_buf()),
+            ..Layers::default()
+        };
+        assert!(nothing_configured(&layers));
+        let loaded = protocol::config::load(&layers).unwrap().config;
+        assert_eq!(loaded, Config::default());
+        std::fs::write(dir.path().join(protocol::config::PROJECT_FILE), "").unwrap();
+        assert!(!nothing_configured(&layers));
+        let with_env = Layers {
+            env: vec![("HOOKD_CLIENT__AUTOSTART".into(), "false".into())],
+            ..Layers::default()
+        };
+        assert!(!nothing_configured(&with_env));
     }
 }

@@ -29,10 +29,8 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     let from_daemon = RawValue::from_string(text.trim().to_owned())
         .ok()
         .and_then(|payload| {
-            let mut client =
-                Client::connect_or_start(&ctx.socket, deadline, config.client.autostart).ok()?;
-            match client
-                .request(&Request::StatusLine(StatusLineRequest { payload, env }))
+            let request = Request::StatusLine(StatusLineRequest { payload, env });
+            match Client::one_request(&ctx.socket, deadline, config.client.autostart, &request)
                 .ok()?
             {
                 Response::Context(c) => Some(*c),

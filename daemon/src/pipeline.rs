@@ -146,6 +146,16 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         state.problems.is_empty(),
         state.problems.first().cloned(),
     );
+    // Cross-task memory: new decisions and blockers become reflections.
+    let started = Instant::now();
+    if let Some(problems) = crate::memory::after_capture(config, &state) {
+        step(
+            "memory",
+            started,
+            problems.is_empty(),
+            problems.first().cloned(),
+        );
+    }
 
     // 2. generate_progress_summary
     let started = Instant::now();
@@ -257,11 +267,9 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
 
     // 4. generate_resume_prompt
     let started = Instant::now();
-    let text = prompt::fit(
-        &mut renderer,
-        prompt::resume_view(&state, &[], None),
-        config.resume.max_chars,
-    );
+    let mut view = prompt::resume_view(&state, &[], None);
+    crate::memory::fill_section(&mut view, &mut renderer, config, &state, false);
+    let text = prompt::fit(&mut renderer, view, config.resume.max_chars);
     let prompt_path = workflow.path(RESUME_PROMPT_FILE);
     match workflow.write_atomic(RESUME_PROMPT_FILE, text.as_bytes()) {
         Ok(()) => report.resume_prompt_file = Some(prompt_path),

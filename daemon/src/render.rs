@@ -14,11 +14,13 @@ use std::path::{Path, PathBuf};
 pub const RESUME_PROMPT: &str = "resume_prompt";
 pub const PROGRESS_SUMMARY: &str = "progress_summary";
 pub const PRECOMPACT_INSTRUCTIONS: &str = "precompact_instructions";
+/// The cross-task memory's part of resume prompts (and its SessionStart lessons).
+pub const MEMORY_SECTION: &str = "memory_section";
 
 /// Template file names end in this.
 pub const EXTENSION: &str = ".md.hbs";
 
-pub const BUILT_IN: [(&str, &str); 3] = [
+pub const BUILT_IN: [(&str, &str); 4] = [
     (
         RESUME_PROMPT,
         include_str!("../../templates/resume_prompt.md.hbs"),
@@ -30,6 +32,10 @@ pub const BUILT_IN: [(&str, &str); 3] = [
     (
         PRECOMPACT_INSTRUCTIONS,
         include_str!("../../templates/precompact_instructions.md.hbs"),
+    ),
+    (
+        MEMORY_SECTION,
+        include_str!("../../templates/memory_section.md.hbs"),
     ),
 ];
 

@@ -350,11 +350,10 @@ pub fn render(
     config: &Config,
 ) -> (String, Vec<String>) {
     let mut renderer = Renderer::load(&Renderer::dirs_for(Some(project)));
-    let text = prompt::fit(
-        &mut renderer,
-        prompt::resume_view(state, checks, marker),
-        config.resume.max_chars,
-    );
+    let mut view = prompt::resume_view(state, checks, marker);
+    // Cross-task memory: the Ω window and similar tasks' lessons (counted when injected).
+    crate::memory::fill_section(&mut view, &mut renderer, config, state, marker.is_some());
+    let text = prompt::fit(&mut renderer, view, config.resume.max_chars);
     (text, renderer.problems)
 }
 

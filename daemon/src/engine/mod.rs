@@ -2,6 +2,7 @@
 //! each request. The socket server hands requests in; tests can call
 //! [`Engine::handle`] directly.
 
+mod memory;
 mod resume;
 
 use crate::capture::records;
@@ -230,6 +231,10 @@ impl Engine {
                 })
                 .await
             }
+            // Cross-task memory (issue 11).
+            request @ (Request::Reflect(_) | Request::Task(_) | Request::Memory(_)) => {
+                self.memory_request(request).await
+            }
         }
     }
 
@@ -433,6 +438,9 @@ impl Engine {
             )
             .await;
         }
+        // Cross-task memory (issue 11): tasks begin, get lessons, and close.
+        self.memory_on_hook(&key, &event, &config.config, &mut outcome)
+            .await;
         if checks {
             self.check_arrival(&key, &mut outcome, &mut project_events)
                 .await;

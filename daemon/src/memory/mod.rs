@@ -1,0 +1,1180 @@
+//! Cross-task memory: what was learned on one task reaches the next similar
+//! one, across compactions and sessions (the seed's Reflexion memory).
+//!
+//! - A **task** is the work of one session lineage in one project (a
+//!   session keeps its id through compactions and `--resume`; `/clear` or a
+//!   new `claude` starts another). Its description is, in this order, what
+//!   `hookctl task start` said, the workflow file's active task, or the
+//!   session's first real prompt; its type is classified from that
+//!   ([`classify`]); its iterations are its compactions.
+//! - **Reflections** come from each capture's new decisions and blockers
+//!   ([`reflect`]) and from `hookctl reflect`. All stay on disk; every resume
+//!   prompt shows the last Ω of them (the **window**).
+//! - At **Stop** and **SessionEnd** the task closes: its outcome comes from
+//!   the task list unless `hookctl task done|failed|partial` gave one, its
+//!   reflections are judged and its key learnings distilled.
+//! - **Retrieval**: when a task's description becomes known (SessionStart,
+//!   or its first prompt) and in each resume prompt, the most similar past
+//!   tasks ([`lexical`]) hand over their key learnings and helpful
+//!   reflections within a token budget.
+//!
+//! Nothing here may break a hook: every failure becomes a line in the
+//! daemon's log, the project's `events.jsonl` and `hookctl memory stats`.
+//! The daemon is the only writer of the memory directory; all its work here
+//! is blocking and runs off the async threads.
+
+pub mod classify;
+pub mod lexical;
+pub mod reflect;
+pub mod store;
+
+use crate::capture::state::ContextState;
+use crate::capture::workflow_file;
+use crate::harness::claude_code::work;
+use crate::render::{self, Renderer};
+use crate::sessions::SessionKey;
+use crate::time::{now_ms, rfc3339};
+use crate::workflow::Workflow;
+use protocol::config::Config;
+use protocol::memory::{
+    Capacity, MemoryAction, MemoryList, MemoryStats, OutcomeCounts, Reflection, ReflectionType,
+    TaskAction, TaskOutcome, TaskRecord, TaskReport, TaskType,
+};
+use protocol::wire::{Harness, Response};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use store::{Entry, Store};
+
+/// Bytes per token for estimates (o200k measured 3.64 on docs and code;
+/// Claude's tokenizer is not public).
+const BYTES_PER_TOKEN: f64 = 3.6;
+/// A task declared with `hookctl task start` and no live session waits this
+/// long for the next session in its project.
+const WAITING_TASK_MS: u64 = 24 * 3600 * 1000;
+/// The memory section may take at most this share (1/N) of a resume prompt.
+const RESUME_SHARE: usize = 4;
+/// Old tasks are pruned at most this often.
+const PRUNE_EVERY_MS: u64 = 3600 * 1000;
+/// A past task's helpful reflections handed over at most, besides its learnings.
+const REFLECTIONS_PER_TASK: usize = 3;
+/// Auto-scaling looks at this many of the latest closed tasks of the same type.
+const SCALE_LOOKBACK: usize = 2;
+/// Longest task description kept, in characters.
+const MAX_DESCRIPTION_CHARS: usize = 300;
+/// Prompts with fewer content words than this describe no task ("go on").
+const MIN_DESCRIPTION_TERMS: usize = 2;
+/// Items shown per stored task by `hookctl memory list` when no limit is given.
+const DEFAULT_LIST_LIMIT: usize = 50;
+
+type Shared = Arc<Mutex<Store>>;
+
+/// Open memories by directory: each is loaded once per daemon.
+static STORES: LazyLock<Mutex<HashMap<PathBuf, Shared>>> = LazyLock::new(Default::default);
+
+/// Where the memory lives: `memory.dir`, else `memory/` in the data directory.
+pub fn dir(config: &Config) -> Option<PathBuf> {
+    config
+        .memory
+        .dir
+        .clone()
+        .or_else(|| Some(protocol::paths::data_dir()?.join("memory")))
+}
+
+/// The memory for this configuration, loaded at the first call.
+pub fn open(config: &Config) -> Result<Shared, String> {
+    let dir = dir(config).ok_or_else(|| {
+        "no data directory for the memory: set HOOKD_DATA_DIR or memory.dir".to_owned()
+    })?;
+    let mut stores = STORES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(s) = stores.get(&dir) {
+        return Ok(s.clone());
+    }
+    let store = Store::open(&dir)
+        .map_err(|e| format!("cannot open the memory in {}: {e}", dir.display()))?;
+    tracing::info!(
+        dir = %dir.display(),
+        tasks = store.len(),
+        ms = store.load_ms,
+        problems = store.problems().len(),
+        "memory loaded"
+    );
+    let shared = Arc::new(Mutex::new(store));
+    stores.insert(dir, shared.clone());
+    Ok(shared)
+}
+
+fn lock(shared: &Shared) -> MutexGuard<'_, Store> {
+    shared.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A random (version 4) UUID.
+fn new_id() -> String {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+    if random.is_err() {
+        use std::hash::{BuildHasher, Hasher};
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        for half in 0..2 {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(now_ms());
+            h.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            h.write_u32(std::process::id());
+            b[half * 8..half * 8 + 8].copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+fn new_task(project: Option<&Path>, session: Option<&SessionKey>, now: u64) -> TaskRecord {
+    TaskRecord {
+        task_id: new_id(),
+        task_description: String::new(),
+        task_type: TaskType::Implementation,
+        timestamp: rfc3339(now),
+        outcome: None,
+        iterations: 0,
+        final_quality: None,
+        reflections: Vec::new(),
+        key_learnings: Vec::new(),
+        tags: Vec::new(),
+        project: project.map(Path::to_path_buf),
+        session: session.map(ToString::to_string),
+        description_source: None,
+        updated_at: rfc3339(now),
+        closed_at: None,
+        outcome_source: None,
+        outcome_explicit: false,
+        window: None,
+        scaled_window: None,
+        scaled_because: None,
+        cross_task: None,
+        lessons_from: Vec::new(),
+        reflected: Vec::new(),
+    }
+}
+
+/// Ω for a task, and where it comes from.
+pub fn window_of(task: &TaskRecord, config: &Config) -> (u32, &'static str) {
+    match (task.window, task.scaled_window) {
+        (Some(w), _) => (w, "hookctl task start --memory"),
+        (None, Some(w)) => (w, "auto-scaled"),
+        (None, None) => (config.memory.window.0, "config memory.window"),
+    }
+}
+
+fn cross_task_on(task: &TaskRecord, config: &Config) -> bool {
+    config.memory.cross_task && task.cross_task.unwrap_or(true)
+}
+
+fn save(store: &mut Store, task: &mut TaskRecord, config: &Config) -> Result<(), String> {
+    let now = now_ms();
+    task.updated_at = rfc3339(now);
+    let (window, _) = window_of(task, config);
+    store
+        .save(task, now, window)
+        .map_err(|e| format!("cannot save task {}: {e}", task.task_id))
+}
+
+fn max_age_ms(config: &Config) -> u64 {
+    config.memory.max_age_days.saturating_mul(24 * 3600 * 1000)
+}
+
+fn prune_if_due(store: &mut Store, config: &Config) {
+    let now = now_ms();
+    if now.saturating_sub(store.last_prune_ms) < PRUNE_EVERY_MS {
+        return;
+    }
+    let gone = store.prune(now, max_age_ms(config));
+    if gone > 0 {
+        tracing::info!(
+            tasks = gone,
+            days = config.memory.max_age_days,
+            "memory: pruned old tasks"
+        );
+    }
+}
+
+/// Records a memory event in the project's `events.jsonl`.
+fn event(project: Option<&Path>, session: Option<&SessionKey>, fields: Value) {
+    let Some(project) = project else {
+        return;
+    };
+    let workflow = Workflow::new(project);
+    if !workflow.dir().is_dir() {
+        return;
+    }
+    if let Err(e) = workflow.append_event("memory", session, fields) {
+        tracing::debug!(project = %project.display(), error = %e, "cannot append to events.jsonl");
+    }
+}
+
+/// A description worth keeping: a few content words, not a slash command.
+fn usable_description(text: &str) -> Option<String> {
+    let text = text.trim();
+    if text.starts_with('/') || lexical::terms(text).len() < MIN_DESCRIPTION_TERMS {
+        return None;
+    }
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    Some(reflect::clip(&one_line, MAX_DESCRIPTION_CHARS))
+}
+
+/// The workflow file's active task title, if the project keeps one.
+fn workflow_task(project: &Path) -> Option<String> {
+    let workflow = Workflow::new(project);
+    let file = workflow_file::load(workflow.dir()).ok().flatten()?;
+    let id = file.active_task.as_ref()?;
+    let task = file.tasks.iter().find(|t| &t.id == id)?;
+    usable_description(&task.title)
+}
+
+/// Sets a task's description, type and tags; auto-scales Ω when asked to.
+fn describe(
+    store: &Store,
+    task: &mut TaskRecord,
+    text: String,
+    source: &str,
+    extra_tags: &[String],
+    config: &Config,
+) {
+    task.task_type = classify::task_type(&text);
+    task.task_description = text;
+    task.description_source = Some(source.to_owned());
+    let mut tags = vec![task.task_type.as_str().to_owned()];
+    if let Some(name) = task
+        .project
+        .as_deref()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+    {
+        tags.push(name.to_owned());
+    }
+    for t in extra_tags.iter().chain(task.tags.iter()) {
+        let t = t.trim().to_owned();
+        if !t.is_empty() && !tags.contains(&t) && TaskType::ALL.iter().all(|k| k.as_str() != t) {
+            tags.push(t);
+        }
+    }
+    task.tags = tags;
+    if config.memory.auto_scale && task.window.is_none() {
+        task.scaled_window = None;
+        task.scaled_because = None;
+        if let Some((w, why)) = auto_scale(store, task, config.memory.window.0) {
+            tracing::info!(task = %task.task_id, window = w, reason = %why, "memory: Ω auto-scaled");
+            task.scaled_window = Some(w);
+            task.scaled_because = Some(why);
+        }
+    }
+}
+
+/// Ω one preset up after `SCALE_LOOKBACK` failed tasks of the same type in
+/// a row; one down after as many that succeeded without a compaction.
+fn auto_scale(store: &Store, task: &TaskRecord, base: u32) -> Option<(u32, String)> {
+    let mut recent: Vec<&Entry> = store
+        .entries()
+        .filter(|e| e.closed && e.task_type == task.task_type && e.task_id != task.task_id)
+        .collect();
+    recent.sort_by_key(|e| std::cmp::Reverse(e.updated_ms));
+    recent.truncate(SCALE_LOOKBACK);
+    if recent.len() < SCALE_LOOKBACK {
+        return None;
+    }
+    let kind = task.task_type;
+    if recent
+        .iter()
+        .all(|e| e.outcome == Some(TaskOutcome::Failure))
+    {
+        let w = Capacity::step(base, true);
+        return (w != base).then(|| {
+            (
+                w,
+                format!("the last {SCALE_LOOKBACK} {kind} tasks failed: Ω {base} → {w}"),
+            )
+        });
+    }
+    if recent
+        .iter()
+        .all(|e| e.outcome == Some(TaskOutcome::Success) && e.iterations == 0)
+    {
+        let w = Capacity::step(base, false);
+        return (w != base).then(|| {
+            (
+                w,
+                format!(
+                    "the last {SCALE_LOOKBACK} {kind} tasks succeeded without a compaction: Ω {base} → {w}"
+                ),
+            )
+        });
+    }
+    None
+}
+
+/// The task of a session lineage, if it has one.
+fn task_of(store: &mut Store, session: &SessionKey) -> Option<TaskRecord> {
+    let id = store.by_session(&session.to_string())?.to_owned();
+    store.load(&id)
+}
+
+/// The newest task of a project matching `pick`.
+fn newest_in(store: &Store, project: &Path, pick: impl Fn(&Entry) -> bool) -> Option<String> {
+    store
+        .entries()
+        .filter(|e| e.project.as_deref() == Some(project) && pick(e))
+        .max_by_key(|e| e.updated_ms)
+        .map(|e| e.task_id.clone())
+}
+
+/// A task declared for the project that still waits for a session.
+fn waiting_task(store: &mut Store, project: &Path) -> Option<TaskRecord> {
+    let now = now_ms();
+    let id = newest_in(store, project, |e| {
+        e.session.is_none() && !e.closed && now.saturating_sub(e.updated_ms) <= WAITING_TASK_MS
+    })?;
+    store.load(&id)
+}
+
+/// The session's task; with `create`, one is made (taking up a waiting one first).
+fn task_for(
+    store: &mut Store,
+    project: &Path,
+    session: &SessionKey,
+    create: bool,
+) -> Option<TaskRecord> {
+    if let Some(task) = task_of(store, session) {
+        return Some(task);
+    }
+    if !create {
+        return None;
+    }
+    if let Some(mut task) = waiting_task(store, project) {
+        task.session = Some(session.to_string());
+        return Some(task);
+    }
+    Some(new_task(Some(project), Some(session), now_ms()))
+}
+
+/// A past task's lessons, as the memory section template sees them.
+struct Lessons {
+    tasks: Vec<Value>,
+    ids: Vec<String>,
+    items: usize,
+    successes: usize,
+}
+
+fn tokens(text: &str) -> usize {
+    (text.len() as f64 / BYTES_PER_TOKEN).ceil() as usize
+}
+
+/// The most similar past tasks' key learnings and helpful reflections,
+/// within `budget` tokens; the task itself is never its own lesson.
+fn lessons(store: &mut Store, task: &TaskRecord, config: &Config, budget: usize) -> Lessons {
+    let m = &config.memory;
+    let found: Vec<(Entry, f64)> = store
+        .similar(
+            &task.task_description,
+            &task.tags.join(" "),
+            &[task.task_id.as_str()],
+            m.similarity_threshold,
+            m.top_k,
+            now_ms(),
+            max_age_ms(config),
+        )
+        .into_iter()
+        .map(|(e, s)| (e.clone(), s))
+        .collect();
+    let mut out = Lessons {
+        tasks: Vec::new(),
+        ids: Vec::new(),
+        items: 0,
+        successes: 0,
+    };
+    let mut used = 0;
+    for (entry, score) in found {
+        let outcome = entry.outcome.map_or("outcome unknown", TaskOutcome::as_str);
+        let date = entry.timestamp.get(..10).unwrap_or(&entry.timestamp);
+        let header = format!(
+            "{} ({}, {outcome}, {} compactions, {date})",
+            entry.task_description, entry.task_type, entry.iterations
+        );
+        let mut cost = tokens(&header) + 4;
+        if used + cost > budget {
+            break;
+        }
+        let mut learnings = Vec::new();
+        for l in &entry.key_learnings {
+            let c = tokens(l) + 2;
+            if used + cost + c > budget {
+                break;
+            }
+            cost += c;
+            learnings.push(l.clone());
+        }
+        let mut shown_reflections = Vec::new();
+        if m.inject_reflections
+            && entry.helpful > 0
+            && learnings.len() == entry.key_learnings.len()
+            && let Some(record) = store.load(&entry.task_id)
+        {
+            for r in record
+                .reflections
+                .iter()
+                .rev()
+                .filter(|r| r.effectiveness == protocol::memory::Effectiveness::Helpful)
+                .filter(|r| {
+                    !entry
+                        .key_learnings
+                        .iter()
+                        .any(|l| l.contains(clip_start(&r.content)))
+                })
+                .take(REFLECTIONS_PER_TASK)
+            {
+                let c = tokens(&r.content) + 6;
+                if used + cost + c > budget {
+                    break;
+                }
+                cost += c;
+                shown_reflections.push(json!({"type": r.kind.as_str(), "content": r.content}));
+            }
+        }
+        if learnings.is_empty() && shown_reflections.is_empty() {
+            break;
+        }
+        used += cost;
+        out.items += learnings.len() + shown_reflections.len();
+        if entry.outcome == Some(TaskOutcome::Success) {
+            out.successes += 1;
+        }
+        out.ids.push(entry.task_id.clone());
+        out.tasks.push(json!({
+            "task_id": entry.task_id,
+            "description": entry.task_description,
+            "task_type": entry.task_type.as_str(),
+            "outcome": outcome,
+            "iterations": entry.iterations,
+            "date": date,
+            "similarity": (score * 100.0).round() / 100.0,
+            "learnings": learnings,
+            "reflections": shown_reflections,
+        }));
+    }
+    out
+}
+
+/// The first 60 characters of a reflection, to see whether a learning holds it.
+fn clip_start(text: &str) -> &str {
+    match text.char_indices().nth(60) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}
+
+/// Counts a retrieval that reached the model, and notes on the task what it was given.
+fn count_injection(store: &mut Store, task: &mut TaskRecord, found: &Lessons, config: &Config) {
+    if found.ids.is_empty() {
+        store.count(|c| c.retrievals_empty += 1);
+        return;
+    }
+    store.count(|c| {
+        c.retrievals += 1;
+        c.tasks_injected += found.ids.len() as u64;
+        c.lessons_injected += found.items as u64;
+        c.injected_success += found.successes as u64;
+    });
+    let before = task.lessons_from.len();
+    for id in &found.ids {
+        if !task.lessons_from.contains(id) {
+            task.lessons_from.push(id.clone());
+        }
+    }
+    if task.lessons_from.len() != before
+        && let Err(e) = save(store, task, config)
+    {
+        store.report(e);
+    }
+}
+
+/// The lessons handed to a task when its description becomes known: the
+/// memory section with its startup introduction, or `None` when nothing
+/// similar is stored (or cross-task memory is off).
+fn hand_over(store: &mut Store, task: &mut TaskRecord, config: &Config) -> Option<String> {
+    if !cross_task_on(task, config) || task.task_description.is_empty() {
+        return None;
+    }
+    let found = lessons(store, task, config, config.memory.max_tokens);
+    count_injection(store, task, &found, config);
+    event(
+        task.project.as_deref(),
+        None,
+        json!({
+            "action": "retrieve",
+            "task_id": task.task_id,
+            "description": task.task_description,
+            "found": found.ids,
+            "items": found.items,
+        }),
+    );
+    if found.tasks.is_empty() {
+        return None;
+    }
+    let mut renderer = Renderer::load(&Renderer::dirs_for(task.project.as_deref()));
+    let view = json!({
+        "startup": true,
+        "description": task.task_description,
+        "window": [],
+        "similar": found.tasks,
+    });
+    Some(renderer.render(render::MEMORY_SECTION, &view))
+}
+
+/// SessionStart(startup | clear): a new session lineage takes up the task
+/// declared for the project, or one the workflow file names; when its
+/// description is known, it gets the lessons of similar past tasks.
+pub fn session_started(
+    config: &Config,
+    project: &Path,
+    session: &SessionKey,
+) -> Result<Option<String>, String> {
+    if !config.memory.enabled {
+        return Ok(None);
+    }
+    let shared = open(config)?;
+    let mut store = lock(&shared);
+    let mut task = match task_of(&mut store, session) {
+        Some(task) => task,
+        None => match waiting_task(&mut store, project) {
+            Some(mut task) => {
+                task.session = Some(session.to_string());
+                task
+            }
+            None => {
+                let Some(text) = workflow_task(project) else {
+                    // Nothing says what the task is yet: its first prompt will.
+                    return Ok(None);
+                };
+                let mut task = new_task(Some(project), Some(session), now_ms());
+                describe(
+                    &store,
+                    &mut task,
+                    text,
+                    workflow_file::WORKFLOW_FILE,
+                    &[],
+                    config,
+                );
+                task
+            }
+        },
+    };
+    save(&mut store, &mut task, config)?;
+    event(
+        Some(project),
+        Some(session),
+        json!({"action": "begin", "task_id": task.task_id, "description": task.task_description, "window": window_of(&task, config).0, "scaled_because": task.scaled_because}),
+    );
+    Ok(hand_over(&mut store, &mut task, config))
+}
+
+/// UserPromptSubmit: the first real prompt of a session describes its task
+/// when nothing else did, and brings the lessons of similar past tasks.
+pub fn prompted(
+    config: &Config,
+    project: &Path,
+    session: &SessionKey,
+    prompt: &str,
+) -> Result<Option<String>, String> {
+    if !config.memory.enabled {
+        return Ok(None);
+    }
+    let shared = open(config)?;
+    let mut store = lock(&shared);
+    let existing = task_of(&mut store, session);
+    if existing
+        .as_ref()
+        .is_some_and(|t| !t.task_description.is_empty())
+    {
+        return Ok(None);
+    }
+    let waiting = || {
+        waiting_task(&mut store, project).map(|mut t| {
+            t.session = Some(session.to_string());
+            t
+        })
+    };
+    let mut task = match existing.or_else(waiting) {
+        Some(task) => task,
+        None if usable_description(prompt).is_some() => {
+            new_task(Some(project), Some(session), now_ms())
+        }
+        None => return Ok(None),
+    };
+    if task.task_description.is_empty() {
+        let Some(text) = usable_description(prompt) else {
+            return Ok(None);
+        };
+        describe(&store, &mut task, text, "first prompt", &[], config);
+    }
+    save(&mut store, &mut task, config)?;
+    event(
+        Some(project),
+        Some(session),
+        json!({"action": "begin", "task_id": task.task_id, "description": task.task_description, "window": window_of(&task, config).0, "scaled_because": task.scaled_because}),
+    );
+    Ok(hand_over(&mut store, &mut task, config))
+}
+
+/// After a capture (the pipeline's first step): the capture's new decisions
+/// and blockers become reflections of the session's task, and a compaction
+/// counts as an iteration. Returns problems, if any.
+pub fn after_capture(config: &Config, state: &ContextState) -> Option<Vec<String>> {
+    if !config.memory.enabled {
+        return None;
+    }
+    let project = PathBuf::from(&state.project_dir);
+    let session = state
+        .harness
+        .as_deref()
+        .and_then(Harness::parse)
+        .zip(state.harness_session_id.clone())
+        .map(|(harness, id)| SessionKey { harness, id });
+    let result = (|| {
+        let shared = open(config)?;
+        let mut store = lock(&shared);
+        let task = match &session {
+            Some(s) => task_for(&mut store, &project, s, true),
+            None => newest_in(&store, &project, |e| !e.closed).and_then(|id| store.load(&id)),
+        };
+        let Some(mut task) = task else {
+            return Ok(());
+        };
+        let stored_session = store.entry(&task.task_id).map(|e| e.session.clone());
+        let described = task.task_description.is_empty() && {
+            let from_file = state
+                .sources
+                .iter()
+                .any(|s| s == workflow_file::WORKFLOW_FILE)
+                .then(|| workflow_task(&project))
+                .flatten();
+            let text = from_file
+                .map(|t| (t, workflow_file::WORKFLOW_FILE))
+                .or_else(|| {
+                    state
+                        .recent_prompts
+                        .iter()
+                        .find_map(|p| usable_description(p))
+                        .map(|t| (t, "first prompt"))
+                });
+            match text {
+                Some((text, source)) => {
+                    describe(&store, &mut task, text, source, &[], config);
+                    true
+                }
+                None => false,
+            }
+        };
+        let iteration = task.iterations + 1;
+        let new = reflect::from_capture(&task, &state.decisions, &state.blockers);
+        let added = new.len();
+        for n in new {
+            task.reflected.push(n.fingerprint);
+            task.reflections.push(Reflection {
+                iteration,
+                content: n.content,
+                kind: n.kind,
+                effectiveness: Default::default(),
+                recorded_at: state.captured_at.clone(),
+                source: n.source.to_owned(),
+            });
+        }
+        let compaction = state.trigger.starts_with("pre-compact")
+            || state.trigger == crate::pipeline::SaveTrigger::UnannouncedCompaction.to_string();
+        if compaction {
+            task.iterations += 1;
+        }
+        if added > 0 {
+            task.closed_at = None;
+        }
+        let changed =
+            added > 0 || compaction || described || stored_session.as_ref() != Some(&task.session);
+        let worth = !task.task_description.is_empty() || !task.reflections.is_empty();
+        if changed && worth {
+            save(&mut store, &mut task, config)?;
+        }
+        if added > 0 {
+            event(
+                Some(&project),
+                session.as_ref(),
+                json!({"action": "reflect", "task_id": task.task_id, "added": added, "iteration": iteration, "from": "capture"}),
+            );
+        }
+        Ok::<(), String>(())
+    })();
+    match result {
+        Ok(()) => Some(Vec::new()),
+        Err(e) => {
+            tracing::warn!("memory: {e}");
+            Some(vec![e])
+        }
+    }
+}
+
+/// The statuses of the task list as it stands: the workflow file's, else
+/// the agent's todo list in the transcript.
+fn task_list(config: &Config, project: &Path, transcript: Option<&Path>) -> Vec<String> {
+    if let Ok(Some(file)) = workflow_file::load(Workflow::new(project).dir())
+        && !file.tasks.is_empty()
+    {
+        return file
+            .tasks
+            .into_iter()
+            .map(|t| t.status.unwrap_or_else(|| "pending".into()))
+            .collect();
+    }
+    transcript
+        .and_then(|t| work::read(t, config.capture.transcript_scan_bytes, 0).ok())
+        .map(|facts| facts.tasks.into_iter().map(|t| t.status).collect())
+        .unwrap_or_default()
+}
+
+/// Judges and saves a closing task.
+fn finish(store: &mut Store, task: &mut TaskRecord, config: &Config) -> Result<(), String> {
+    reflect::close(task, config.memory.max_learnings);
+    task.closed_at = Some(rfc3339(now_ms()));
+    save(store, task, config)
+}
+
+/// Stop and SessionEnd: the session's task closes, with the outcome its
+/// task list implies unless one was given by hand. A task that never got a
+/// description or a reflection is not kept.
+pub fn close(
+    config: &Config,
+    project: &Path,
+    session: &SessionKey,
+    transcript: Option<&Path>,
+    why: &str,
+) -> Result<Option<TaskRecord>, String> {
+    if !config.memory.enabled {
+        return Ok(None);
+    }
+    let shared = open(config)?;
+    let mut store = lock(&shared);
+    let Some(mut task) = task_of(&mut store, session) else {
+        return Ok(None);
+    };
+    if task.task_description.is_empty() && task.reflections.is_empty() {
+        let _ = store.forget(&task.task_id);
+        return Ok(None);
+    }
+    if !task.outcome_explicit {
+        let statuses = task_list(config, project, transcript);
+        let statuses: Vec<&str> = statuses.iter().map(String::as_str).collect();
+        match classify::outcome_of(&statuses) {
+            Some((outcome, quality, because)) => {
+                task.outcome = Some(outcome);
+                task.final_quality = Some(quality);
+                task.outcome_source = Some(because);
+            }
+            None => {
+                task.outcome = None;
+                task.outcome_source = Some("no task list".into());
+            }
+        }
+    }
+    finish(&mut store, &mut task, config)?;
+    prune_if_due(&mut store, config);
+    event(
+        Some(project),
+        Some(session),
+        json!({"action": "close", "task_id": task.task_id, "on": why, "outcome": task.outcome, "because": task.outcome_source, "key_learnings": task.key_learnings.len()}),
+    );
+    Ok(Some(task))
+}
+
+/// Fills the resume prompt's `memory_section`: the last Ω reflections of
+/// the session's task, and the lessons of similar past tasks, together at
+/// most a quarter of the prompt. `injected`: this prompt goes to the model
+/// now (and counts in the statistics).
+pub fn fill_section(
+    view: &mut Value,
+    renderer: &mut Renderer,
+    config: &Config,
+    state: &ContextState,
+    injected: bool,
+) {
+    if !config.memory.enabled {
+        return;
+    }
+    let project = PathBuf::from(&state.project_dir);
+    let session = state
+        .harness
+        .as_deref()
+        .and_then(Harness::parse)
+        .zip(state.harness_session_id.clone())
+        .map(|(harness, id)| SessionKey { harness, id });
+    let shared = match open(config) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("memory: {e}");
+            event(
+                Some(&project),
+                session.as_ref(),
+                json!({"action": "resume_section", "problem": e}),
+            );
+            return;
+        }
+    };
+    let mut store = lock(&shared);
+    let task = match &session {
+        Some(s) => task_of(&mut store, s),
+        None => newest_in(&store, &project, |e| !e.closed).and_then(|id| store.load(&id)),
+    };
+    let Some(mut task) = task else {
+        return;
+    };
+    let (omega, from) = window_of(&task, config);
+    let window: Vec<Value> = task
+        .reflections
+        .iter()
+        .rev()
+        .take(omega as usize)
+        .rev()
+        .map(|r| json!({"type": r.kind.as_str(), "iteration": r.iteration, "content": r.content}))
+        .collect();
+    let cap = config.resume.max_chars / RESUME_SHARE;
+    let mut found = if cross_task_on(&task, config) && !task.task_description.is_empty() {
+        let budget = ((cap as f64) / BYTES_PER_TOKEN) as usize;
+        lessons(
+            &mut store,
+            &task,
+            config,
+            budget.min(config.memory.max_tokens),
+        )
+    } else {
+        Lessons {
+            tasks: Vec::new(),
+            ids: Vec::new(),
+            items: 0,
+            successes: 0,
+        }
+    };
+    if window.is_empty() && found.tasks.is_empty() {
+        return;
+    }
+    let view_of = |similar: &[Value]| {
+        json!({
+            "startup": false,
+            "description": task.task_description,
+            "window": window,
+            "window_len": window.len(),
+            "window_size": omega,
+            "window_from": from,
+            "reflections_total": task.reflections.len(),
+            "similar": similar,
+        })
+    };
+    let mut text = renderer.render(render::MEMORY_SECTION, &view_of(&found.tasks));
+    // The window is at most Ω short reflections; lessons give way first.
+    while text.chars().count() > cap && !found.tasks.is_empty() {
+        found.tasks.pop();
+        found.ids.pop();
+        text = renderer.render(render::MEMORY_SECTION, &view_of(&found.tasks));
+    }
+    found.items = found
+        .tasks
+        .iter()
+        .map(|t| {
+            t["learnings"].as_array().map_or(0, Vec::len)
+                + t["reflections"].as_array().map_or(0, Vec::len)
+        })
+        .sum();
+    found.successes = found
+        .tasks
+        .iter()
+        .filter(|t| t["outcome"] == "success")
+        .count();
+    if injected {
+        let shown = window.len() as u64;
+        store.count(|c| c.reflections_injected += shown);
+        if cross_task_on(&task, config) && !task.task_description.is_empty() {
+            count_injection(&mut store, &mut task, &found, config);
+        }
+    }
+    view["memory_section"] = Value::String(text);
+}
+
+/// `hookctl reflect`: one reflection on the session's task.
+pub fn reflect_now(
+    config: &Config,
+    project: &Path,
+    session: Option<&SessionKey>,
+    content: &str,
+    kind: Option<ReflectionType>,
+) -> Result<TaskReport, String> {
+    enabled(config)?;
+    let content = content.trim();
+    if content.is_empty() {
+        return Err("a reflection needs some text".into());
+    }
+    let shared = open(config)?;
+    let mut store = lock(&shared);
+    let task = match session {
+        Some(s) => task_for(&mut store, project, s, true),
+        None => newest_in(&store, project, |e| !e.closed).and_then(|id| store.load(&id)),
+    };
+    let Some(mut task) = task else {
+        return Err(format!(
+            "no agent session or open task in {}: run this from the agent's session, or describe the task first with `hookctl task start \"…\"`",
+            project.display()
+        ));
+    };
+    let kind = kind.unwrap_or_else(|| classify::reflection_type(content));
+    task.reflections.push(Reflection {
+        iteration: task.iterations + 1,
+        content: reflect::clip(content, reflect::MAX_REFLECTION_CHARS),
+        kind,
+        effectiveness: Default::default(),
+        recorded_at: rfc3339(now_ms()),
+        source: "hookctl reflect".into(),
+    });
+    task.closed_at = None;
+    save(&mut store, &mut task, config)?;
+    event(
+        Some(project),
+        session,
+        json!({"action": "reflect", "task_id": task.task_id, "type": kind.as_str(), "from": "hookctl reflect"}),
+    );
+    Ok(report(task, config))
+}
+
+fn enabled(config: &Config) -> Result<(), String> {
+    if config.memory.enabled {
+        Ok(())
+    } else {
+        Err("the memory is off (memory.enabled is false)".into())
+    }
+}
+
+fn report(task: TaskRecord, config: &Config) -> TaskReport {
+    let (window, from) = window_of(&task, config);
+    TaskReport {
+        window,
+        window_from: from.to_owned(),
+        cross_task: cross_task_on(&task, config),
+        waiting_for_session: task.session.is_none(),
+        task,
+    }
+}
+
+/// `hookctl task start | done | failed | partial | show`.
+pub fn task_request(
+    config: &Config,
+    project: &Path,
+    session: Option<&SessionKey>,
+    action: TaskAction,
+) -> Result<TaskReport, String> {
+    enabled(config)?;
+    let shared = open(config)?;
+    let mut store = lock(&shared);
+    match action {
+        TaskAction::Start {
+            description,
+            window,
+            cross_task,
+            tags,
+        } => {
+            let Some(text) = usable_description(&description) else {
+                return Err(format!(
+                    "`{description}` does not say what the task is: give a few words"
+                ));
+            };
+            if let Some(w) = window {
+                Capacity::parse(&w.to_string()).map_err(|e| format!("--memory: {e}"))?;
+            }
+            let mut task = match session {
+                Some(s) => task_for(&mut store, project, s, true).expect("created when missing"),
+                None => new_task(Some(project), None, now_ms()),
+            };
+            task.window = window.or(task.window);
+            task.cross_task = cross_task.or(task.cross_task);
+            describe(&store, &mut task, text, "hookctl task start", &tags, config);
+            task.closed_at = None;
+            save(&mut store, &mut task, config)?;
+            event(
+                Some(project),
+                session,
+                json!({"action": "begin", "task_id": task.task_id, "description": task.task_description, "window": window_of(&task, config).0, "from": "hookctl task start"}),
+            );
+            Ok(report(task, config))
+        }
+        TaskAction::Finish { outcome } => {
+            let task = match session {
+                Some(s) => task_of(&mut store, s),
+                None => None,
+            };
+            let task = task.or_else(|| {
+                newest_in(&store, project, |e| !e.closed).and_then(|id| store.load(&id))
+            });
+            let Some(mut task) = task else {
+                return Err(format!("no open task in {}", project.display()));
+            };
+            task.outcome = Some(outcome);
+            task.outcome_explicit = true;
+            task.outcome_source = Some(format!("hookctl task {}", finish_word(outcome)));
+            finish(&mut store, &mut task, config)?;
+            event(
+                Some(project),
+                session,
+                json!({"action": "close", "task_id": task.task_id, "on": "hookctl task", "outcome": outcome, "key_learnings": task.key_learnings.len()}),
+            );
+            Ok(report(task, config))
+        }
+        TaskAction::Show => {
+            let task = match session {
+                Some(s) => task_of(&mut store, s),
+                None => None,
+            };
+            let task = task.or_else(|| {
+                newest_in(&store, project, |e| !e.closed)
+                    .or_else(|| newest_in(&store, project, |_| true))
+                    .and_then(|id| store.load(&id))
+            });
+            task.map(|t| report(t, config)).ok_or_else(|| {
+                format!(
+                    "no task recorded for {} yet (one begins with the session's first prompt, or `hookctl task start \"…\"`)",
+                    project.display()
+                )
+            })
+        }
+    }
+}
+
+fn finish_word(outcome: TaskOutcome) -> &'static str {
+    match outcome {
+        TaskOutcome::Success => "done",
+        TaskOutcome::Partial => "partial",
+        TaskOutcome::Failure => "failed",
+    }
+}
+
+/// `hookctl memory list | show | search | forget | stats`.
+pub fn memory_request(config: &Config, action: MemoryAction) -> Result<Response, String> {
+    let shared = open(config)?;
+    let mut store = lock(&shared);
+    let problems = store.problems().to_vec();
+    match action {
+        MemoryAction::List { limit } => {
+            let mut entries: Vec<&Entry> = store.entries().collect();
+            entries.sort_by_key(|e| std::cmp::Reverse(e.updated_ms));
+            entries.truncate(limit.unwrap_or(DEFAULT_LIST_LIMIT));
+            Ok(Response::MemoryList(Box::new(MemoryList {
+                tasks: entries.into_iter().map(|e| e.summary(None)).collect(),
+                threshold: None,
+                problems,
+            })))
+        }
+        MemoryAction::Search { text, limit } => {
+            let hits = store.search(&text);
+            Ok(Response::MemoryList(Box::new(MemoryList {
+                tasks: hits
+                    .into_iter()
+                    .take(limit.unwrap_or(10))
+                    .map(|(e, s)| e.summary(Some((s * 1000.0).round() / 1000.0)))
+                    .collect(),
+                threshold: Some(config.memory.similarity_threshold),
+                problems,
+            })))
+        }
+        MemoryAction::Show { id } => {
+            let id = store.resolve(&id)?;
+            store
+                .read(&id)
+                .map(|t| Response::Task(Box::new(report(t, config))))
+        }
+        MemoryAction::Forget { id } => {
+            let id = store.resolve(&id)?;
+            let entry = store
+                .forget(&id)
+                .map_err(|e| format!("cannot forget task {id}: {e}"))?
+                .ok_or_else(|| format!("no stored task {id}"))?;
+            Ok(Response::MemoryList(Box::new(MemoryList {
+                tasks: vec![entry.summary(None)],
+                threshold: None,
+                problems,
+            })))
+        }
+        MemoryAction::Stats => Ok(Response::MemoryStats(Box::new(stats(&store)))),
+    }
+}
+
+fn outcomes<'a>(entries: impl Iterator<Item = &'a Entry>) -> OutcomeCounts {
+    let mut c = OutcomeCounts::default();
+    let mut iterations = 0u64;
+    for e in entries {
+        c.tasks += 1;
+        iterations += u64::from(e.iterations);
+        match e.outcome {
+            Some(TaskOutcome::Success) => c.success += 1,
+            Some(TaskOutcome::Partial) => c.partial += 1,
+            Some(TaskOutcome::Failure) => c.failure += 1,
+            None => c.unknown += 1,
+        }
+    }
+    let known = c.tasks - c.unknown;
+    c.success_rate = (known > 0).then(|| c.success as f64 / known as f64);
+    c.mean_iterations = (c.tasks > 0).then(|| iterations as f64 / c.tasks as f64);
+    c
+}
+
+fn stats(store: &Store) -> MemoryStats {
+    let entries: Vec<&Entry> = store.entries().collect();
+    let reflections: usize = entries.iter().map(|e| e.reflections).sum();
+    let helpful: usize = entries.iter().map(|e| e.helpful).sum();
+    let unhelpful: usize = entries.iter().map(|e| e.unhelpful).sum();
+    let windows: Vec<u32> = entries
+        .iter()
+        .map(|e| e.window)
+        .filter(|w| *w > 0)
+        .collect();
+    let c = &store.counters;
+    MemoryStats {
+        dir: store.dir().to_path_buf(),
+        tasks: entries.len(),
+        open_tasks: entries.iter().filter(|e| !e.closed).count(),
+        reflections,
+        cross_task_retrieval_count: c.retrievals,
+        retrievals_empty: c.retrievals_empty,
+        tasks_injected: c.tasks_injected,
+        lessons_injected: c.lessons_injected,
+        reflections_injected: c.reflections_injected,
+        mean_window: (!windows.is_empty())
+            .then(|| windows.iter().map(|w| f64::from(*w)).sum::<f64>() / windows.len() as f64),
+        with_lessons: outcomes(
+            entries
+                .iter()
+                .copied()
+                .filter(|e| e.closed && !e.lessons_from.is_empty()),
+        ),
+        without_lessons: outcomes(
+            entries
+                .iter()
+                .copied()
+                .filter(|e| e.closed && e.lessons_from.is_empty()),
+        ),
+        retrieved_success_rate: (c.tasks_injected > 0)
+            .then(|| c.injected_success as f64 / c.tasks_injected as f64),
+        helpful,
+        neutral: reflections.saturating_sub(helpful + unhelpful),
+        unhelpful,
+        problems: store.problems().to_vec(),
+    }
+}

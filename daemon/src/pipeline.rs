@@ -148,13 +148,8 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     );
     // Cross-task memory: new decisions and blockers become reflections.
     let started = Instant::now();
-    if let Some(problems) = crate::memory::after_capture(config, &state) {
-        step(
-            "memory",
-            started,
-            problems.is_empty(),
-            problems.first().cloned(),
-        );
+    if let Some(problem) = crate::memory::after_capture(config, &state) {
+        step("memory", started, false, Some(problem));
     }
 
     // 2. generate_progress_summary

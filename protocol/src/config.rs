@@ -972,6 +972,47 @@ mod tests {
     }
 
     #[test]
+    fn memory_window_takes_numbers_and_presets_from_any_layer() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), PROJECT_FILE, "memory:\n  window: complex\n");
+        let layers = Layers {
+            project_root: Some(tmp.path().to_path_buf()),
+            ..Layers::default()
+        };
+        assert_eq!(load(&layers).unwrap().config.memory.window.0, 5);
+        let layers = Layers {
+            env: vec![("HOOKD_MEMORY__WINDOW".into(), "7".into())],
+            ..layers
+        };
+        assert_eq!(load(&layers).unwrap().config.memory.window.0, 7);
+        let err = load(&Layers {
+            env: vec![("HOOKD_MEMORY__WINDOW".into(), "huge".into())],
+            ..Layers::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("HOOKD_MEMORY__WINDOW") && err.contains("maximum 10"),
+            "{err}"
+        );
+        write(
+            tmp.path(),
+            PROJECT_FILE,
+            "memory:\n  similarity_threshold: 1.5\n",
+        );
+        let err = load(&Layers {
+            project_root: Some(tmp.path().to_path_buf()),
+            ..Layers::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("memory.similarity_threshold") && err.contains("line 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn the_defaults_can_be_written_and_read_back() {
         let text = serde_yaml::to_string(&Config::default()).unwrap();
         let back: Config = serde_yaml::from_str(&text).unwrap();

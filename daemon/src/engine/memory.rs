@@ -74,6 +74,15 @@ impl Engine {
                     tracing::debug!("memory: the task is still closing; answering the hook now");
                 }
             }
+            // Load the memory before a hook with a tight budget needs it
+            // (a daemon restarted mid-session sees tool hooks first).
+            _ if !memory::is_open(&config) => {
+                tokio::task::spawn_blocking(move || {
+                    if let Err(e) = memory::open(&config) {
+                        tracing::warn!("memory: {e}");
+                    }
+                });
+            }
             _ => {}
         }
     }

@@ -128,9 +128,7 @@ pub fn stem(word: &str) -> String {
     if w.ends_with("ies") && long(&w, 4) {
         w.truncate(w.len() - 3);
         w.push('y');
-    } else if w.ends_with("sses") {
-        w.truncate(w.len() - 2);
-    } else if ["xes", "ches", "shes", "zes"]
+    } else if ["sses", "xes", "ches", "shes", "zes"]
         .iter()
         .any(|s| w.ends_with(s))
         && long(&w, 4)
@@ -178,7 +176,7 @@ pub trait Similarity {
     fn remove(&mut self, id: &str);
     /// Tasks sharing anything with the query, with their similarity (0 to 1),
     /// best first.
-    fn rank(&self, description: &str, tags: &str) -> Vec<(String, f64)>;
+    fn rank(&self, description: &str, tags: &str) -> Vec<(&str, f64)>;
 }
 
 type TermId = u32;
@@ -216,7 +214,11 @@ fn counts(terms: Vec<TermId>) -> Vec<(TermId, u32)> {
 }
 
 fn tf(count: u32) -> f64 {
-    1.0 + f64::from(count).ln()
+    if count == 1 {
+        1.0
+    } else {
+        1.0 + f64::from(count).ln()
+    }
 }
 
 impl Lexical {
@@ -253,13 +255,6 @@ impl Lexical {
         }
     }
 
-    fn norm(&self, doc: &[(TermId, u32)]) -> f64 {
-        doc.iter()
-            .map(|(t, c)| (tf(*c) * self.idf(*t)).powi(2))
-            .sum::<f64>()
-            .sqrt()
-    }
-
     /// Weighted query vector: term → weight, and its norm.
     fn query<'q>(&self, text: &'q [String]) -> (HashMap<&'q str, f64>, f64) {
         let mut raw: HashMap<&'q str, u32> = HashMap::new();
@@ -274,21 +269,34 @@ impl Lexical {
         (weights, norm)
     }
 
-    /// Cosine of a query (weights by term id, and its norm) and a document.
-    fn cosine(&self, query_norm: f64, by_id: &HashMap<TermId, f64>, doc: &[(TermId, u32)]) -> f64 {
-        if query_norm == 0.0 || doc.is_empty() {
-            return 0.0;
+    /// The query's weights as a dense vector over the vocabulary.
+    fn dense(&self, weights: &HashMap<&str, f64>) -> Vec<f64> {
+        let mut out = vec![0.0; self.df.len()];
+        for (t, w) in weights {
+            if let Some(id) = self.vocabulary.get(*t) {
+                out[*id as usize] = *w;
+            }
         }
-        let dot: f64 = doc
-            .iter()
-            .filter_map(|(t, c)| Some(by_id.get(t)? * tf(*c) * self.idf(*t)))
-            .sum();
-        let norm = self.norm(doc);
-        if norm == 0.0 {
-            0.0
-        } else {
-            (dot / (query_norm * norm)).clamp(0.0, 1.0)
-        }
+        out
+    }
+}
+
+/// Cosine of a query (dense weights, and its norm) and a document, with
+/// every term's idf computed once per ranking.
+fn cosine(query: &[f64], query_norm: f64, idf: &[f64], doc: &[(TermId, u32)]) -> f64 {
+    if query_norm == 0.0 || doc.is_empty() {
+        return 0.0;
+    }
+    let (mut dot, mut norm) = (0.0, 0.0);
+    for (t, c) in doc {
+        let w = tf(*c) * idf[*t as usize];
+        dot += query[*t as usize] * w;
+        norm += w * w;
+    }
+    if norm == 0.0 {
+        0.0
+    } else {
+        (dot / (query_norm * norm.sqrt())).clamp(0.0, 1.0)
     }
 }
 
@@ -352,41 +360,38 @@ impl Similarity for Lexical {
         self.free.push(slot);
     }
 
-    fn rank(&self, description: &str, tags: &str) -> Vec<(String, f64)> {
+    fn rank(&self, description: &str, tags: &str) -> Vec<(&str, f64)> {
         let q_desc = terms(description);
         let mut q_full = q_desc.clone();
         q_full.extend(terms(tags));
         let (wd, nd) = self.query(&q_desc);
         let (wf, nf) = self.query(&q_full);
-        let to_ids = |w: &HashMap<&str, f64>| -> HashMap<TermId, f64> {
-            w.iter()
-                .filter_map(|(t, w)| Some((*self.vocabulary.get(*t)?, *w)))
-                .collect()
-        };
-        let (id_d, id_f) = (to_ids(&wd), to_ids(&wf));
-        let mut candidates: Vec<Slot> = id_f
+        let (qd, qf) = (self.dense(&wd), self.dense(&wf));
+        let idf: Vec<f64> = (0..self.df.len() as TermId).map(|t| self.idf(t)).collect();
+        let mut candidates: Vec<Slot> = wf
             .keys()
+            .filter_map(|t| self.vocabulary.get(*t))
             .flat_map(|t| self.postings[*t as usize].iter().copied())
             .collect();
         candidates.sort_unstable();
         candidates.dedup();
-        let mut out: Vec<(String, f64)> = candidates
+        let mut out: Vec<(&str, f64)> = candidates
             .into_iter()
             .filter_map(|slot| {
                 let doc = self.docs[slot as usize].as_ref()?;
-                let d = self.cosine(nd, &id_d, &doc.description);
-                let a = self.cosine(nf, &id_f, &doc.aux);
+                let d = cosine(&qd, nd, &idf, &doc.description);
+                let a = cosine(&qf, nf, &idf, &doc.aux);
                 let score = DESCRIPTION_WEIGHT * d + (1.0 - DESCRIPTION_WEIGHT) * a;
-                (score > 0.0).then(|| (doc.id.clone(), score))
+                (score > 0.0).then_some((doc.id.as_str(), score))
             })
             .collect();
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         out
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -753,7 +758,7 @@ mod tests {
                 let s = l
                     .rank(b, "proj")
                     .into_iter()
-                    .find(|(id, _)| id == "stored")
+                    .find(|(id, _)| *id == "stored")
                     .map_or(0.0, |(_, s)| s);
                 l.remove("stored");
                 s

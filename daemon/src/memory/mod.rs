@@ -28,7 +28,7 @@ pub mod lexical;
 pub mod reflect;
 pub mod store;
 
-use crate::capture::state::ContextState;
+use crate::capture::state::{Blocker, ContextState, Decision};
 use crate::capture::workflow_file;
 use crate::harness::claude_code::work;
 use crate::render::{self, Renderer};
@@ -105,6 +105,16 @@ pub fn open(config: &Config) -> Result<Shared, String> {
     Ok(shared)
 }
 
+/// Whether the memory for this configuration is loaded already.
+pub fn is_open(config: &Config) -> bool {
+    dir(config).is_some_and(|d| {
+        STORES
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&d)
+    })
+}
+
 fn lock(shared: &Shared) -> MutexGuard<'_, Store> {
     shared.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -138,6 +148,47 @@ fn new_id() -> String {
     )
 }
 
+/// Fingerprints of the decisions and blockers a project holds now. A new
+/// task starts from these, so that only what is decided or runs into during
+/// it becomes its reflections (`records.jsonl` and the workflow file are
+/// shared by every session of the project).
+fn baseline(project: &Path) -> Vec<String> {
+    let workflow = Workflow::new(project);
+    let file = workflow_file::load(workflow.dir())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let records = crate::capture::records::load(workflow.dir()).unwrap_or_default();
+    let mut decisions: Vec<Decision> = file
+        .decisions
+        .into_iter()
+        .map(|d| Decision {
+            topic: d.topic,
+            decision: d.decision,
+            reasoning: d.reasoning,
+            timestamp: d.timestamp,
+        })
+        .collect();
+    decisions.extend(records.decisions);
+    let mut blockers: Vec<Blocker> = file
+        .blockers
+        .into_iter()
+        .map(|b| Blocker {
+            issue: b.issue,
+            status: b.status.unwrap_or_else(|| "unresolved".into()),
+            notes: b.notes,
+        })
+        .collect();
+    for b in records.blockers {
+        blockers.retain(|x| x.issue != b.issue);
+        blockers.push(b);
+    }
+    reflect::candidates(&decisions, &blockers)
+        .into_iter()
+        .map(|n| n.fingerprint)
+        .collect()
+}
+
 fn new_task(project: Option<&Path>, session: Option<&SessionKey>, now: u64) -> TaskRecord {
     TaskRecord {
         task_id: new_id(),
@@ -162,7 +213,7 @@ fn new_task(project: Option<&Path>, session: Option<&SessionKey>, now: u64) -> T
         scaled_because: None,
         cross_task: None,
         lessons_from: Vec::new(),
-        reflected: Vec::new(),
+        reflected: project.map(baseline).unwrap_or_default(),
     }
 }
 
@@ -213,10 +264,10 @@ fn event(project: Option<&Path>, session: Option<&SessionKey>, fields: Value) {
         return;
     };
     let workflow = Workflow::new(project);
-    if !workflow.dir().is_dir() {
-        return;
-    }
-    if let Err(e) = workflow.append_event("memory", session, fields) {
+    if let Err(e) = workflow
+        .ensure(true)
+        .and_then(|_| workflow.append_event("memory", session, fields))
+    {
         tracing::debug!(project = %project.display(), error = %e, "cannot append to events.jsonl");
     }
 }
@@ -382,15 +433,15 @@ fn tokens(text: &str) -> usize {
 fn lessons(store: &mut Store, task: &TaskRecord, config: &Config, budget: usize) -> Lessons {
     let m = &config.memory;
     let found: Vec<(Entry, f64)> = store
-        .similar(
-            &task.task_description,
-            &task.tags.join(" "),
-            &[task.task_id.as_str()],
-            m.similarity_threshold,
-            m.top_k,
-            now_ms(),
-            max_age_ms(config),
-        )
+        .similar(&store::Wanted {
+            description: &task.task_description,
+            tags: &task.tags.join(" "),
+            exclude: &[task.task_id.as_str()],
+            threshold: m.similarity_threshold,
+            top_k: m.top_k,
+            now_ms: now_ms(),
+            max_age_ms: max_age_ms(config),
+        })
         .into_iter()
         .map(|(e, s)| (e.clone(), s))
         .collect();
@@ -635,8 +686,8 @@ pub fn prompted(
 
 /// After a capture (the pipeline's first step): the capture's new decisions
 /// and blockers become reflections of the session's task, and a compaction
-/// counts as an iteration. Returns problems, if any.
-pub fn after_capture(config: &Config, state: &ContextState) -> Option<Vec<String>> {
+/// counts as an iteration. Returns what went wrong, if anything did.
+pub fn after_capture(config: &Config, state: &ContextState) -> Option<String> {
     if !config.memory.enabled {
         return None;
     }
@@ -719,13 +770,7 @@ pub fn after_capture(config: &Config, state: &ContextState) -> Option<Vec<String
         }
         Ok::<(), String>(())
     })();
-    match result {
-        Ok(()) => Some(Vec::new()),
-        Err(e) => {
-            tracing::warn!("memory: {e}");
-            Some(vec![e])
-        }
-    }
+    result.err().inspect(|e| tracing::warn!("memory: {e}"))
 }
 
 /// The statuses of the task list as it stands: the workflow file's, else

@@ -63,11 +63,17 @@ pub fn fingerprint(parts: &[&str]) -> String {
 
 /// The reflections a capture's decisions and blockers add to `task`.
 pub fn from_capture(task: &TaskRecord, decisions: &[Decision], blockers: &[Blocker]) -> Vec<New> {
+    candidates(decisions, blockers)
+        .into_iter()
+        .filter(|n| !task.reflected.contains(&n.fingerprint))
+        .collect()
+}
+
+/// Every reflection these decisions and blockers stand for, once each.
+pub fn candidates(decisions: &[Decision], blockers: &[Blocker]) -> Vec<New> {
     let mut out: Vec<New> = Vec::new();
     let mut push = |new: New| {
-        if !task.reflected.contains(&new.fingerprint)
-            && !out.iter().any(|n| n.fingerprint == new.fingerprint)
-        {
+        if !out.iter().any(|n| n.fingerprint == new.fingerprint) {
             out.push(new);
         }
     };

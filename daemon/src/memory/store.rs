@@ -147,6 +147,18 @@ pub struct Counters {
     pub injected_success: u64,
 }
 
+/// What a retrieval asks for.
+pub struct Wanted<'a> {
+    pub description: &'a str,
+    pub tags: &'a str,
+    /// Never these tasks (the asking task itself).
+    pub exclude: &'a [&'a str],
+    pub threshold: f64,
+    pub top_k: usize,
+    pub now_ms: u64,
+    pub max_age_ms: u64,
+}
+
 pub struct Store {
     dir: PathBuf,
     entries: HashMap<String, Entry>,
@@ -552,25 +564,16 @@ impl Store {
     /// Stored tasks most similar to a description, best first: at most
     /// `top_k`, each at least `threshold`, none older than `max_age_ms`, none
     /// in `exclude`, and only those with lessons to hand over.
-    pub fn similar(
-        &self,
-        description: &str,
-        tags: &str,
-        exclude: &[&str],
-        threshold: f64,
-        top_k: usize,
-        now_ms: u64,
-        max_age_ms: u64,
-    ) -> Vec<(&Entry, f64)> {
+    pub fn similar(&self, want: &Wanted) -> Vec<(&Entry, f64)> {
         self.lexical
-            .rank(description, tags)
+            .rank(want.description, want.tags)
             .into_iter()
-            .take_while(|(_, score)| *score >= threshold)
-            .filter_map(|(id, score)| Some((self.entries.get(&id)?, score)))
-            .filter(|(e, _)| !exclude.contains(&e.task_id.as_str()))
-            .filter(|(e, _)| now_ms.saturating_sub(e.updated_ms) <= max_age_ms)
+            .take_while(|(_, score)| *score >= want.threshold)
+            .filter_map(|(id, score)| Some((self.entries.get(id)?, score)))
+            .filter(|(e, _)| !want.exclude.contains(&e.task_id.as_str()))
+            .filter(|(e, _)| want.now_ms.saturating_sub(e.updated_ms) <= want.max_age_ms)
             .filter(|(e, _)| e.has_lessons())
-            .take(top_k)
+            .take(want.top_k)
             .collect()
     }
 
@@ -579,7 +582,7 @@ impl Store {
         self.lexical
             .rank(text, "")
             .into_iter()
-            .filter_map(|(id, score)| Some((self.entries.get(&id)?, score)))
+            .filter_map(|(id, score)| Some((self.entries.get(id)?, score)))
             .collect()
     }
 
@@ -636,26 +639,20 @@ pub(crate) mod tests {
         assert_eq!(s.len(), 1);
         assert_eq!(s.by_session("claude-code:s1"), Some(A));
         assert_eq!(s.read(A).unwrap(), a);
-        let found = s.similar("fix the flaky signup test", "", &[], 0.3, 3, 1000, u64::MAX);
+        let want = |exclude, now_ms, max_age_ms| Wanted {
+            description: "fix the flaky signup test",
+            tags: "",
+            exclude,
+            threshold: 0.3,
+            top_k: 3,
+            now_ms,
+            max_age_ms,
+        };
+        let found = s.similar(&want(&[], 1000, u64::MAX));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].0.task_id, A);
-        assert!(
-            s.similar(
-                "fix the flaky signup test",
-                "",
-                &[A],
-                0.3,
-                3,
-                1000,
-                u64::MAX
-            )
-            .is_empty()
-        );
-        assert!(
-            s.similar("fix the flaky signup test", "", &[], 0.3, 3, 100_000, 1000)
-                .is_empty(),
-            "too old"
-        );
+        assert!(s.similar(&want(&[A], 1000, u64::MAX)).is_empty());
+        assert!(s.similar(&want(&[], 100_000, 1000)).is_empty(), "too old");
         assert_eq!(s.resolve("00000000-0000-4000-8000-00000000000").unwrap(), A);
         assert!(s.resolve("ff").unwrap_err().contains("no stored task"));
     }
@@ -719,6 +716,93 @@ pub(crate) mod tests {
         assert!(!valid_id("../../etc/passwd"));
         assert!(!valid_id("00000000-0000-4000-8000-00000000000g"));
         assert!(!valid_id("000000000000-4000-8000-00000000000a0"));
+    }
+}
+
+/// The closing figure of the cross-task memory: loading 10,000 tasks and
+/// retrieving among them. A measurement, not a timed assertion:
+/// `cargo test --release -p hookd --lib ten_thousand -- --ignored --nocapture`.
+#[cfg(test)]
+mod scale {
+    use super::tests::task;
+    use super::*;
+    use crate::memory::lexical::tests::{Lcg, generated_task};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    #[ignore = "a measurement; run it in release with --ignored --nocapture"]
+    fn ten_thousand_tasks() {
+        const TASKS: usize = 10_000;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(TASKS_DIR)).unwrap();
+        let mut rng = Lcg(11);
+        let mut index = String::new();
+        let mut write = |id: String, description: String, learnings: Vec<String>| {
+            let mut t = task(&id, &description);
+            t.key_learnings = learnings;
+            t.closed_at = Some("2026-11-01T10:00:00Z".into());
+            t.tags = vec!["implementation".into(), "proj".into()];
+            std::fs::write(
+                dir.path().join(TASKS_DIR).join(format!("{id}.json")),
+                serde_json::to_vec(&t).unwrap(),
+            )
+            .unwrap();
+            index.push_str(&serde_json::to_string(&Entry::of(&t, 1000, 3)).unwrap());
+            index.push('\n');
+        };
+        for n in 0..TASKS {
+            let learnings = vec![format!("Worked: {}", generated_task(&mut rng))];
+            write(
+                format!("00000000-0000-4000-8000-{:012x}", n + 10),
+                generated_task(&mut rng),
+                learnings,
+            );
+        }
+        let similar = "00000000-0000-4000-8000-000000000001";
+        write(
+            similar.into(),
+            "fix the flaky login test".into(),
+            vec!["Worked: mock the clock".into()],
+        );
+        std::fs::write(dir.path().join(INDEX_FILE), &index).unwrap();
+
+        let started = Instant::now();
+        let store = Store::open(dir.path()).unwrap();
+        let load = started.elapsed();
+        assert_eq!(store.len(), TASKS + 1);
+        assert!(store.problems().is_empty(), "{:?}", store.problems());
+
+        let mut queries: Vec<String> = (0..99).map(|_| generated_task(&mut rng)).collect();
+        queries.push("fix the flaky signup test".into());
+        let mut times: Vec<Duration> = Vec::new();
+        let mut found = 0;
+        for q in &queries {
+            let started = Instant::now();
+            let hits = store.similar(&Wanted {
+                description: q,
+                tags: "implementation proj",
+                exclude: &[],
+                threshold: 0.30,
+                top_k: 3,
+                now_ms: 1000,
+                max_age_ms: u64::MAX,
+            });
+            times.push(started.elapsed());
+            found += hits.len();
+            if q.starts_with("fix the flaky") {
+                assert_eq!(hits[0].0.task_id, similar);
+            }
+        }
+        times.sort();
+        let mean = times.iter().sum::<Duration>() / times.len() as u32;
+        println!(
+            "{} tasks ({} KiB index): load {load:?}; retrieval over {} queries: mean {mean:?}, median {:?}, max {:?} ({found} hits)",
+            TASKS + 1,
+            index.len() / 1024,
+            queries.len(),
+            times[times.len() / 2],
+            times[times.len() - 1],
+        );
     }
 }
 

@@ -206,6 +206,9 @@ pub fn print_task(report: &TaskReport) {
         report.window_from,
         if report.cross_task { "on" } else { "off" }
     );
+    if let Some(why) = &task.scaled_because {
+        println!("  auto-scaled: {why}");
+    }
     let shown = task
         .reflections
         .len()

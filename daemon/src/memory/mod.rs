@@ -1223,3 +1223,96 @@ fn stats(store: &Store) -> MemoryStats {
         problems: store.problems().to_vec(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::store::tests::task;
+
+    fn closed(store: &mut Store, n: u64, outcome: TaskOutcome, iterations: u32) {
+        let mut t = task(
+            &format!("00000000-0000-4000-8000-{n:012x}"),
+            "fix the flaky login test",
+        );
+        t.task_type = TaskType::Debugging;
+        t.outcome = Some(outcome);
+        t.iterations = iterations;
+        t.closed_at = Some("2026-11-01T10:00:00Z".into());
+        store.save(&t, 1000 + n, 3).unwrap();
+    }
+
+    fn scaled(store: &Store) -> (Option<u32>, Option<String>) {
+        let mut config = Config::default();
+        config.memory.auto_scale = true;
+        let mut t = new_task(None, None, 0);
+        describe(
+            store,
+            &mut t,
+            "fix the flaky signup test".into(),
+            "test",
+            &[],
+            &config,
+        );
+        (t.scaled_window, t.scaled_because)
+    }
+
+    #[test]
+    fn auto_scaling_follows_the_last_two_tasks_of_the_same_type() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        closed(&mut store, 1, TaskOutcome::Failure, 2);
+        assert_eq!(scaled(&store), (None, None), "one failure is no streak");
+        closed(&mut store, 2, TaskOutcome::Failure, 3);
+        let (w, why) = scaled(&store);
+        assert_eq!(w, Some(5));
+        assert!(
+            why.unwrap()
+                .contains("the last 2 debugging tasks failed: Ω 3 → 5")
+        );
+        closed(&mut store, 3, TaskOutcome::Success, 0);
+        assert_eq!(scaled(&store), (None, None), "a success breaks the streak");
+        closed(&mut store, 4, TaskOutcome::Success, 0);
+        let (w, why) = scaled(&store);
+        assert_eq!(w, Some(1));
+        assert!(
+            why.unwrap()
+                .contains("succeeded without a compaction: Ω 3 → 1")
+        );
+        let mut off = Config::default();
+        off.memory.auto_scale = false;
+        let mut t = new_task(None, None, 0);
+        describe(
+            &store,
+            &mut t,
+            "fix the flaky signup test".into(),
+            "test",
+            &[],
+            &off,
+        );
+        assert_eq!(t.scaled_window, None);
+    }
+
+    #[test]
+    fn only_a_few_words_describe_a_task() {
+        assert_eq!(usable_description("hi"), None);
+        assert_eq!(usable_description("/compact keep the tests"), None);
+        assert_eq!(
+            usable_description("  fix the\n flaky   login test "),
+            Some("fix the flaky login test".into())
+        );
+        let long = "word ".repeat(200);
+        assert_eq!(
+            usable_description(&long).unwrap().chars().count(),
+            MAX_DESCRIPTION_CHARS
+        );
+    }
+
+    #[test]
+    fn ids_are_version_4_uuids() {
+        let a = new_id();
+        assert!(store::valid_id(&a), "{a}");
+        assert_eq!(&a[14..15], "4");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
+        assert_ne!(a, new_id());
+    }
+}

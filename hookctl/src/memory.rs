@@ -116,7 +116,7 @@ fn print_list(list: &MemoryList) {
         );
     }
     if let Some(th) = list.threshold {
-        println!("(★: similar enough to be handed over, at least {th:.2})");
+        println!("(★: at or above the similarity threshold, {th:.2})");
     }
     for p in &list.problems {
         eprintln!("problem: {p}");

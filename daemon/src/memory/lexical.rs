@@ -793,3 +793,39 @@ pub(crate) mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text splits into terms without panicking, and any stored texts
+        /// rank any query with scores in (0, 1], best first.
+        #[test]
+        fn any_text_tokenizes_and_ranks(
+            docs in proptest::collection::vec(("\\PC{0,60}", "\\PC{0,40}"), 0..12),
+            query in "\\PC{0,60}",
+        ) {
+            let mut l = Lexical::default();
+            for (i, (d, a)) in docs.iter().enumerate() {
+                for t in terms(d) {
+                    prop_assert!(t.chars().count() >= 2, "{t:?} from {d:?}");
+                }
+                l.upsert(&i.to_string(), d, a);
+            }
+            let ranked = l.rank(&query, "");
+            for w in ranked.windows(2) {
+                prop_assert!(w[0].1 >= w[1].1);
+            }
+            for (_, s) in &ranked {
+                prop_assert!(*s > 0.0 && *s <= 1.0 + 1e-9, "{s}");
+            }
+            for i in 0..docs.len() {
+                l.remove(&i.to_string());
+            }
+            prop_assert!(l.rank(&query, "").is_empty());
+            prop_assert!(l.df.iter().all(|d| *d == 0));
+        }
+    }
+}

@@ -24,49 +24,41 @@
 //! is blocking and runs off the async threads.
 
 pub mod classify;
+mod lessons;
 pub mod lexical;
 pub mod reflect;
+mod requests;
 pub mod store;
+
+pub use lessons::fill_section;
+pub use requests::{memory_request, reflect_now, task_request};
 
 use crate::capture::state::{Blocker, ContextState, Decision};
 use crate::capture::workflow_file;
 use crate::harness::claude_code::work;
-use crate::render::{self, Renderer};
 use crate::sessions::SessionKey;
 use crate::time::{now_ms, rfc3339};
 use crate::workflow::Workflow;
 use protocol::config::Config;
-use protocol::memory::{
-    Capacity, MemoryAction, MemoryList, MemoryStats, OutcomeCounts, Reflection, ReflectionType,
-    TaskAction, TaskOutcome, TaskRecord, TaskReport, TaskType,
-};
-use protocol::wire::{Harness, Response};
+use protocol::memory::{Capacity, Reflection, TaskOutcome, TaskRecord, TaskType};
+use protocol::wire::Harness;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use store::{Entry, Store};
 
-/// Bytes per token for estimates (o200k measured 3.64 on docs and code;
-/// Claude's tokenizer is not public).
-const BYTES_PER_TOKEN: f64 = 3.6;
 /// A task declared with `hookctl task start` and no live session waits this
 /// long for the next session in its project.
 const WAITING_TASK_MS: u64 = 24 * 3600 * 1000;
-/// The memory section may take at most this share (1/N) of a resume prompt.
-const RESUME_SHARE: usize = 4;
 /// Old tasks are pruned at most this often.
 const PRUNE_EVERY_MS: u64 = 3600 * 1000;
-/// A past task's helpful reflections handed over at most, besides its learnings.
-const REFLECTIONS_PER_TASK: usize = 3;
 /// Auto-scaling looks at this many of the latest closed tasks of the same type.
 const SCALE_LOOKBACK: usize = 2;
 /// Longest task description kept, in characters.
 const MAX_DESCRIPTION_CHARS: usize = 300;
 /// Prompts with fewer content words than this describe no task ("go on").
 const MIN_DESCRIPTION_TERMS: usize = 2;
-/// Items shown per stored task by `hookctl memory list` when no limit is given.
-const DEFAULT_LIST_LIMIT: usize = 50;
 
 type Shared = Arc<Mutex<Store>>;
 
@@ -91,8 +83,9 @@ pub fn open(config: &Config) -> Result<Shared, String> {
     if let Some(s) = stores.get(&dir) {
         return Ok(s.clone());
     }
-    let store = Store::open(&dir)
+    let mut store = Store::open(&dir)
         .map_err(|e| format!("cannot open the memory in {}: {e}", dir.display()))?;
+    prune_if_due(&mut store, config);
     tracing::info!(
         dir = %dir.display(),
         tasks = store.len(),
@@ -215,6 +208,15 @@ fn new_task(project: Option<&Path>, session: Option<&SessionKey>, now: u64) -> T
         lessons_from: Vec::new(),
         reflected: project.map(baseline).unwrap_or_default(),
     }
+}
+
+/// The session a captured state belongs to.
+fn session_of(state: &ContextState) -> Option<SessionKey> {
+    let harness = Harness::parse(state.harness.as_deref()?)?;
+    Some(SessionKey {
+        harness,
+        id: state.harness_session_id.clone()?,
+    })
 }
 
 /// Ω for a task, and where it comes from.
@@ -416,179 +418,6 @@ fn task_for(
     Some(new_task(Some(project), Some(session), now_ms()))
 }
 
-/// A past task's lessons, as the memory section template sees them.
-struct Lessons {
-    tasks: Vec<Value>,
-    ids: Vec<String>,
-    items: usize,
-    successes: usize,
-}
-
-fn tokens(text: &str) -> usize {
-    (text.len() as f64 / BYTES_PER_TOKEN).ceil() as usize
-}
-
-/// The most similar past tasks' key learnings and helpful reflections,
-/// within `budget` tokens; the task itself is never its own lesson.
-fn lessons(store: &mut Store, task: &TaskRecord, config: &Config, budget: usize) -> Lessons {
-    let m = &config.memory;
-    let found: Vec<(Entry, f64)> = store
-        .similar(&store::Wanted {
-            description: &task.task_description,
-            tags: &task.tags.join(" "),
-            exclude: &[task.task_id.as_str()],
-            threshold: m.similarity_threshold,
-            top_k: m.top_k,
-            now_ms: now_ms(),
-            max_age_ms: max_age_ms(config),
-        })
-        .into_iter()
-        .map(|(e, s)| (e.clone(), s))
-        .collect();
-    let mut out = Lessons {
-        tasks: Vec::new(),
-        ids: Vec::new(),
-        items: 0,
-        successes: 0,
-    };
-    let mut used = 0;
-    for (entry, score) in found {
-        let outcome = entry.outcome.map_or("outcome unknown", TaskOutcome::as_str);
-        let date = entry.timestamp.get(..10).unwrap_or(&entry.timestamp);
-        let header = format!(
-            "{} ({}, {outcome}, {} compactions, {date})",
-            entry.task_description, entry.task_type, entry.iterations
-        );
-        let mut cost = tokens(&header) + 4;
-        if used + cost > budget {
-            break;
-        }
-        let mut learnings = Vec::new();
-        for l in &entry.key_learnings {
-            let c = tokens(l) + 2;
-            if used + cost + c > budget {
-                break;
-            }
-            cost += c;
-            learnings.push(l.clone());
-        }
-        let mut shown_reflections = Vec::new();
-        if m.inject_reflections
-            && entry.helpful > 0
-            && learnings.len() == entry.key_learnings.len()
-            && let Some(record) = store.load(&entry.task_id)
-        {
-            for r in record
-                .reflections
-                .iter()
-                .rev()
-                .filter(|r| r.effectiveness == protocol::memory::Effectiveness::Helpful)
-                .filter(|r| {
-                    !entry
-                        .key_learnings
-                        .iter()
-                        .any(|l| l.contains(clip_start(&r.content)))
-                })
-                .take(REFLECTIONS_PER_TASK)
-            {
-                let c = tokens(&r.content) + 6;
-                if used + cost + c > budget {
-                    break;
-                }
-                cost += c;
-                shown_reflections.push(json!({"type": r.kind.as_str(), "content": r.content}));
-            }
-        }
-        if learnings.is_empty() && shown_reflections.is_empty() {
-            break;
-        }
-        used += cost;
-        out.items += learnings.len() + shown_reflections.len();
-        if entry.outcome == Some(TaskOutcome::Success) {
-            out.successes += 1;
-        }
-        out.ids.push(entry.task_id.clone());
-        out.tasks.push(json!({
-            "task_id": entry.task_id,
-            "description": entry.task_description,
-            "task_type": entry.task_type.as_str(),
-            "outcome": outcome,
-            "iterations": entry.iterations,
-            "date": date,
-            "similarity": (score * 100.0).round() / 100.0,
-            "learnings": learnings,
-            "reflections": shown_reflections,
-        }));
-    }
-    out
-}
-
-/// The first 60 characters of a reflection, to see whether a learning holds it.
-fn clip_start(text: &str) -> &str {
-    match text.char_indices().nth(60) {
-        Some((i, _)) => &text[..i],
-        None => text,
-    }
-}
-
-/// Counts a retrieval that reached the model, and notes on the task what it was given.
-fn count_injection(store: &mut Store, task: &mut TaskRecord, found: &Lessons, config: &Config) {
-    if found.ids.is_empty() {
-        store.count(|c| c.retrievals_empty += 1);
-        return;
-    }
-    store.count(|c| {
-        c.retrievals += 1;
-        c.tasks_injected += found.ids.len() as u64;
-        c.lessons_injected += found.items as u64;
-        c.injected_success += found.successes as u64;
-    });
-    let before = task.lessons_from.len();
-    for id in &found.ids {
-        if !task.lessons_from.contains(id) {
-            task.lessons_from.push(id.clone());
-        }
-    }
-    if task.lessons_from.len() != before
-        && let Err(e) = save(store, task, config)
-    {
-        store.report(e);
-    }
-}
-
-/// The lessons handed to a task when its description becomes known: the
-/// memory section with its startup introduction, or `None` when nothing
-/// similar is stored (or cross-task memory is off).
-fn hand_over(store: &mut Store, task: &mut TaskRecord, config: &Config) -> Option<String> {
-    if !cross_task_on(task, config) || task.task_description.is_empty() {
-        return None;
-    }
-    let found = lessons(store, task, config, config.memory.max_tokens);
-    count_injection(store, task, &found, config);
-    event(
-        task.project.as_deref(),
-        None,
-        json!({
-            "action": "retrieve",
-            "task_id": task.task_id,
-            "description": task.task_description,
-            "found": found.ids,
-            "items": found.items,
-        }),
-    );
-    if found.tasks.is_empty() {
-        return None;
-    }
-    let mut renderer = Renderer::load(&Renderer::dirs_for(task.project.as_deref()));
-    let view = json!({
-        "startup": true,
-        "description": task.task_description,
-        "window": [],
-        "similar": found.tasks,
-    });
-    Some(renderer.render(render::MEMORY_SECTION, &view))
-}
-
 /// SessionStart(startup | clear): a new session lineage takes up the task
 /// declared for the project, or one the workflow file names; when its
 /// description is known, it gets the lessons of similar past tasks.
@@ -633,7 +462,7 @@ pub fn session_started(
         Some(session),
         json!({"action": "begin", "task_id": task.task_id, "description": task.task_description, "window": window_of(&task, config).0, "scaled_because": task.scaled_because}),
     );
-    Ok(hand_over(&mut store, &mut task, config))
+    Ok(lessons::hand_over(&mut store, &mut task, config))
 }
 
 /// UserPromptSubmit: the first real prompt of a session describes its task
@@ -681,7 +510,7 @@ pub fn prompted(
         Some(session),
         json!({"action": "begin", "task_id": task.task_id, "description": task.task_description, "window": window_of(&task, config).0, "scaled_because": task.scaled_because}),
     );
-    Ok(hand_over(&mut store, &mut task, config))
+    Ok(lessons::hand_over(&mut store, &mut task, config))
 }
 
 /// After a capture (the pipeline's first step): the capture's new decisions
@@ -692,12 +521,7 @@ pub fn after_capture(config: &Config, state: &ContextState) -> Option<String> {
         return None;
     }
     let project = PathBuf::from(&state.project_dir);
-    let session = state
-        .harness
-        .as_deref()
-        .and_then(Harness::parse)
-        .zip(state.harness_session_id.clone())
-        .map(|(harness, id)| SessionKey { harness, id });
+    let session = session_of(state);
     let result = (|| {
         let shared = open(config)?;
         let mut store = lock(&shared);
@@ -843,385 +667,6 @@ pub fn close(
         json!({"action": "close", "task_id": task.task_id, "on": why, "outcome": task.outcome, "because": task.outcome_source, "key_learnings": task.key_learnings.len()}),
     );
     Ok(Some(task))
-}
-
-/// Fills the resume prompt's `memory_section`: the last Ω reflections of
-/// the session's task, and the lessons of similar past tasks, together at
-/// most a quarter of the prompt. `injected`: this prompt goes to the model
-/// now (and counts in the statistics).
-pub fn fill_section(
-    view: &mut Value,
-    renderer: &mut Renderer,
-    config: &Config,
-    state: &ContextState,
-    injected: bool,
-) {
-    if !config.memory.enabled {
-        return;
-    }
-    let project = PathBuf::from(&state.project_dir);
-    let session = state
-        .harness
-        .as_deref()
-        .and_then(Harness::parse)
-        .zip(state.harness_session_id.clone())
-        .map(|(harness, id)| SessionKey { harness, id });
-    let shared = match open(config) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!("memory: {e}");
-            event(
-                Some(&project),
-                session.as_ref(),
-                json!({"action": "resume_section", "problem": e}),
-            );
-            return;
-        }
-    };
-    let mut store = lock(&shared);
-    let task = match &session {
-        Some(s) => task_of(&mut store, s),
-        None => newest_in(&store, &project, |e| !e.closed).and_then(|id| store.load(&id)),
-    };
-    let Some(mut task) = task else {
-        return;
-    };
-    let (omega, from) = window_of(&task, config);
-    let window: Vec<Value> = task
-        .reflections
-        .iter()
-        .rev()
-        .take(omega as usize)
-        .rev()
-        .map(|r| json!({"type": r.kind.as_str(), "iteration": r.iteration, "content": r.content}))
-        .collect();
-    let cap = config.resume.max_chars / RESUME_SHARE;
-    let mut found = if cross_task_on(&task, config) && !task.task_description.is_empty() {
-        let budget = ((cap as f64) / BYTES_PER_TOKEN) as usize;
-        lessons(
-            &mut store,
-            &task,
-            config,
-            budget.min(config.memory.max_tokens),
-        )
-    } else {
-        Lessons {
-            tasks: Vec::new(),
-            ids: Vec::new(),
-            items: 0,
-            successes: 0,
-        }
-    };
-    if window.is_empty() && found.tasks.is_empty() {
-        return;
-    }
-    let view_of = |similar: &[Value]| {
-        json!({
-            "startup": false,
-            "description": task.task_description,
-            "window": window,
-            "window_len": window.len(),
-            "window_size": omega,
-            "window_from": from,
-            "reflections_total": task.reflections.len(),
-            "similar": similar,
-        })
-    };
-    let mut text = renderer.render(render::MEMORY_SECTION, &view_of(&found.tasks));
-    // The window is at most Ω short reflections; lessons give way first.
-    while text.chars().count() > cap && !found.tasks.is_empty() {
-        found.tasks.pop();
-        found.ids.pop();
-        text = renderer.render(render::MEMORY_SECTION, &view_of(&found.tasks));
-    }
-    found.items = found
-        .tasks
-        .iter()
-        .map(|t| {
-            t["learnings"].as_array().map_or(0, Vec::len)
-                + t["reflections"].as_array().map_or(0, Vec::len)
-        })
-        .sum();
-    found.successes = found
-        .tasks
-        .iter()
-        .filter(|t| t["outcome"] == "success")
-        .count();
-    if injected {
-        let shown = window.len() as u64;
-        store.count(|c| c.reflections_injected += shown);
-        if cross_task_on(&task, config) && !task.task_description.is_empty() {
-            count_injection(&mut store, &mut task, &found, config);
-        }
-    }
-    view["memory_section"] = Value::String(text);
-}
-
-/// `hookctl reflect`: one reflection on the session's task.
-pub fn reflect_now(
-    config: &Config,
-    project: &Path,
-    session: Option<&SessionKey>,
-    content: &str,
-    kind: Option<ReflectionType>,
-) -> Result<TaskReport, String> {
-    enabled(config)?;
-    let content = content.trim();
-    if content.is_empty() {
-        return Err("a reflection needs some text".into());
-    }
-    let shared = open(config)?;
-    let mut store = lock(&shared);
-    let task = match session {
-        Some(s) => task_for(&mut store, project, s, true),
-        None => newest_in(&store, project, |e| !e.closed).and_then(|id| store.load(&id)),
-    };
-    let Some(mut task) = task else {
-        return Err(format!(
-            "no agent session or open task in {}: run this from the agent's session, or describe the task first with `hookctl task start \"…\"`",
-            project.display()
-        ));
-    };
-    let kind = kind.unwrap_or_else(|| classify::reflection_type(content));
-    task.reflections.push(Reflection {
-        iteration: task.iterations + 1,
-        content: reflect::clip(content, reflect::MAX_REFLECTION_CHARS),
-        kind,
-        effectiveness: Default::default(),
-        recorded_at: rfc3339(now_ms()),
-        source: "hookctl reflect".into(),
-    });
-    task.closed_at = None;
-    save(&mut store, &mut task, config)?;
-    event(
-        Some(project),
-        session,
-        json!({"action": "reflect", "task_id": task.task_id, "type": kind.as_str(), "from": "hookctl reflect"}),
-    );
-    Ok(report(task, config))
-}
-
-fn enabled(config: &Config) -> Result<(), String> {
-    if config.memory.enabled {
-        Ok(())
-    } else {
-        Err("the memory is off (memory.enabled is false)".into())
-    }
-}
-
-fn report(task: TaskRecord, config: &Config) -> TaskReport {
-    let (window, from) = window_of(&task, config);
-    TaskReport {
-        window,
-        window_from: from.to_owned(),
-        cross_task: cross_task_on(&task, config),
-        waiting_for_session: task.session.is_none(),
-        task,
-    }
-}
-
-/// `hookctl task start | done | failed | partial | show`.
-pub fn task_request(
-    config: &Config,
-    project: &Path,
-    session: Option<&SessionKey>,
-    action: TaskAction,
-) -> Result<TaskReport, String> {
-    enabled(config)?;
-    let shared = open(config)?;
-    let mut store = lock(&shared);
-    match action {
-        TaskAction::Start {
-            description,
-            window,
-            cross_task,
-            tags,
-        } => {
-            let Some(text) = usable_description(&description) else {
-                return Err(format!(
-                    "`{description}` does not say what the task is: give a few words"
-                ));
-            };
-            if let Some(w) = window {
-                Capacity::parse(&w.to_string()).map_err(|e| format!("--memory: {e}"))?;
-            }
-            let mut task = match session {
-                Some(s) => task_for(&mut store, project, s, true).expect("created when missing"),
-                None => new_task(Some(project), None, now_ms()),
-            };
-            task.window = window.or(task.window);
-            task.cross_task = cross_task.or(task.cross_task);
-            describe(&store, &mut task, text, "hookctl task start", &tags, config);
-            task.closed_at = None;
-            save(&mut store, &mut task, config)?;
-            event(
-                Some(project),
-                session,
-                json!({"action": "begin", "task_id": task.task_id, "description": task.task_description, "window": window_of(&task, config).0, "from": "hookctl task start"}),
-            );
-            Ok(report(task, config))
-        }
-        TaskAction::Finish { outcome } => {
-            let task = match session {
-                Some(s) => task_of(&mut store, s),
-                None => None,
-            };
-            let task = task.or_else(|| {
-                newest_in(&store, project, |e| !e.closed).and_then(|id| store.load(&id))
-            });
-            let Some(mut task) = task else {
-                return Err(format!("no open task in {}", project.display()));
-            };
-            task.outcome = Some(outcome);
-            task.outcome_explicit = true;
-            task.outcome_source = Some(format!("hookctl task {}", finish_word(outcome)));
-            finish(&mut store, &mut task, config)?;
-            event(
-                Some(project),
-                session,
-                json!({"action": "close", "task_id": task.task_id, "on": "hookctl task", "outcome": outcome, "key_learnings": task.key_learnings.len()}),
-            );
-            Ok(report(task, config))
-        }
-        TaskAction::Show => {
-            let task = match session {
-                Some(s) => task_of(&mut store, s),
-                None => None,
-            };
-            let task = task.or_else(|| {
-                newest_in(&store, project, |e| !e.closed)
-                    .or_else(|| newest_in(&store, project, |_| true))
-                    .and_then(|id| store.load(&id))
-            });
-            task.map(|t| report(t, config)).ok_or_else(|| {
-                format!(
-                    "no task recorded for {} yet (one begins with the session's first prompt, or `hookctl task start \"…\"`)",
-                    project.display()
-                )
-            })
-        }
-    }
-}
-
-fn finish_word(outcome: TaskOutcome) -> &'static str {
-    match outcome {
-        TaskOutcome::Success => "done",
-        TaskOutcome::Partial => "partial",
-        TaskOutcome::Failure => "failed",
-    }
-}
-
-/// `hookctl memory list | show | search | forget | stats`.
-pub fn memory_request(config: &Config, action: MemoryAction) -> Result<Response, String> {
-    let shared = open(config)?;
-    let mut store = lock(&shared);
-    let problems = store.problems().to_vec();
-    match action {
-        MemoryAction::List { limit } => {
-            let mut entries: Vec<&Entry> = store.entries().collect();
-            entries.sort_by_key(|e| std::cmp::Reverse(e.updated_ms));
-            entries.truncate(limit.unwrap_or(DEFAULT_LIST_LIMIT));
-            Ok(Response::MemoryList(Box::new(MemoryList {
-                tasks: entries.into_iter().map(|e| e.summary(None)).collect(),
-                threshold: None,
-                problems,
-            })))
-        }
-        MemoryAction::Search { text, limit } => {
-            let hits = store.search(&text);
-            Ok(Response::MemoryList(Box::new(MemoryList {
-                tasks: hits
-                    .into_iter()
-                    .take(limit.unwrap_or(10))
-                    .map(|(e, s)| e.summary(Some((s * 1000.0).round() / 1000.0)))
-                    .collect(),
-                threshold: Some(config.memory.similarity_threshold),
-                problems,
-            })))
-        }
-        MemoryAction::Show { id } => {
-            let id = store.resolve(&id)?;
-            store
-                .read(&id)
-                .map(|t| Response::Task(Box::new(report(t, config))))
-        }
-        MemoryAction::Forget { id } => {
-            let id = store.resolve(&id)?;
-            let entry = store
-                .forget(&id)
-                .map_err(|e| format!("cannot forget task {id}: {e}"))?
-                .ok_or_else(|| format!("no stored task {id}"))?;
-            Ok(Response::MemoryList(Box::new(MemoryList {
-                tasks: vec![entry.summary(None)],
-                threshold: None,
-                problems,
-            })))
-        }
-        MemoryAction::Stats => Ok(Response::MemoryStats(Box::new(stats(&store)))),
-    }
-}
-
-fn outcomes<'a>(entries: impl Iterator<Item = &'a Entry>) -> OutcomeCounts {
-    let mut c = OutcomeCounts::default();
-    let mut iterations = 0u64;
-    for e in entries {
-        c.tasks += 1;
-        iterations += u64::from(e.iterations);
-        match e.outcome {
-            Some(TaskOutcome::Success) => c.success += 1,
-            Some(TaskOutcome::Partial) => c.partial += 1,
-            Some(TaskOutcome::Failure) => c.failure += 1,
-            None => c.unknown += 1,
-        }
-    }
-    let known = c.tasks - c.unknown;
-    c.success_rate = (known > 0).then(|| c.success as f64 / known as f64);
-    c.mean_iterations = (c.tasks > 0).then(|| iterations as f64 / c.tasks as f64);
-    c
-}
-
-fn stats(store: &Store) -> MemoryStats {
-    let entries: Vec<&Entry> = store.entries().collect();
-    let reflections: usize = entries.iter().map(|e| e.reflections).sum();
-    let helpful: usize = entries.iter().map(|e| e.helpful).sum();
-    let unhelpful: usize = entries.iter().map(|e| e.unhelpful).sum();
-    let windows: Vec<u32> = entries
-        .iter()
-        .map(|e| e.window)
-        .filter(|w| *w > 0)
-        .collect();
-    let c = &store.counters;
-    MemoryStats {
-        dir: store.dir().to_path_buf(),
-        tasks: entries.len(),
-        open_tasks: entries.iter().filter(|e| !e.closed).count(),
-        reflections,
-        cross_task_retrieval_count: c.retrievals,
-        retrievals_empty: c.retrievals_empty,
-        tasks_injected: c.tasks_injected,
-        lessons_injected: c.lessons_injected,
-        reflections_injected: c.reflections_injected,
-        mean_window: (!windows.is_empty())
-            .then(|| windows.iter().map(|w| f64::from(*w)).sum::<f64>() / windows.len() as f64),
-        with_lessons: outcomes(
-            entries
-                .iter()
-                .copied()
-                .filter(|e| e.closed && !e.lessons_from.is_empty()),
-        ),
-        without_lessons: outcomes(
-            entries
-                .iter()
-                .copied()
-                .filter(|e| e.closed && e.lessons_from.is_empty()),
-        ),
-        retrieved_success_rate: (c.tasks_injected > 0)
-            .then(|| c.injected_success as f64 / c.tasks_injected as f64),
-        helpful,
-        neutral: reflections.saturating_sub(helpful + unhelpful),
-        unhelpful,
-        problems: store.problems().to_vec(),
-    }
 }
 
 #[cfg(test)]

@@ -18,8 +18,10 @@
 //!   tasks ([`lexical`]) hand over their key learnings and helpful
 //!   reflections within a token budget.
 //!
-//! Nothing here may break a hook: every failure becomes a line in the
-//! daemon's log, the project's `events.jsonl` and `hookctl memory stats`.
+//! Nothing here may break a hook: every failure is logged, and shown where
+//! a person looks: `hookctl status` (a hook's memory work failed),
+//! `hookctl memory stats` (files that could not be read), the project's
+//! `events.jsonl` (a capture's memory step failed).
 //! The daemon is the only writer of the memory directory; all its work here
 //! is blocking and runs off the async threads.
 

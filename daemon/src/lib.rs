@@ -13,6 +13,7 @@ pub mod fsutil;
 pub mod git;
 pub mod harness;
 pub mod logging;
+pub mod memory;
 pub mod monitor;
 pub mod pidlock;
 pub mod pipeline;

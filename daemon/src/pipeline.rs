@@ -149,6 +149,11 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         state.problems.is_empty(),
         state.problems.first().cloned(),
     );
+    // Cross-task memory: new decisions and blockers become reflections.
+    let started = Instant::now();
+    if let Some(problem) = crate::memory::after_capture(config, &state) {
+        step("memory", started, false, Some(problem));
+    }
 
     // 2. generate_progress_summary
     let started = Instant::now();
@@ -290,9 +295,11 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
 
     // 5. generate_resume_prompt
     let started = Instant::now();
+    let mut view = prompt::resume_view(&state, &[], None);
+    crate::memory::fill_section(&mut view, &mut renderer, config, &state, false);
     let text = prompt::fit(
         &mut renderer,
-        prompt::resume_view(&state, &[], None),
+        view,
         config.resume.max_chars,
         config.resume.format,
     )

@@ -18,6 +18,8 @@ pub const RESUME_PROMPT_YAML: &str = "resume_prompt.yaml";
 pub const RESUME_PROMPT_XML: &str = "resume_prompt.xml";
 pub const PROGRESS_SUMMARY: &str = "progress_summary";
 pub const PRECOMPACT_INSTRUCTIONS: &str = "precompact_instructions";
+/// The cross-task memory's part of resume prompts (and its SessionStart lessons).
+pub const MEMORY_SECTION: &str = "memory_section";
 
 /// A template's file name: `<name>.hbs`, with `.md` for names without a format.
 pub fn file_name(name: &str) -> String {
@@ -28,7 +30,7 @@ pub fn file_name(name: &str) -> String {
     }
 }
 
-pub const BUILT_IN: [(&str, &str); 5] = [
+pub const BUILT_IN: [(&str, &str); 6] = [
     (
         RESUME_PROMPT,
         include_str!("../../templates/resume_prompt.md.hbs"),
@@ -48,6 +50,10 @@ pub const BUILT_IN: [(&str, &str); 5] = [
     (
         PRECOMPACT_INSTRUCTIONS,
         include_str!("../../templates/precompact_instructions.md.hbs"),
+    ),
+    (
+        MEMORY_SECTION,
+        include_str!("../../templates/memory_section.md.hbs"),
     ),
 ];
 

@@ -350,9 +350,12 @@ pub fn render(
     config: &Config,
 ) -> (prompt::Fitted, Vec<String>) {
     let mut renderer = Renderer::load(&Renderer::dirs_for(Some(project)));
+    let mut view = prompt::resume_view(state, checks, marker);
+    // Cross-task memory: the Ω window and similar tasks' lessons (counted when injected).
+    crate::memory::fill_section(&mut view, &mut renderer, config, state, marker.is_some());
     let fitted = prompt::fit(
         &mut renderer,
-        prompt::resume_view(state, checks, marker),
+        view,
         config.resume.max_chars,
         config.resume.format,
     );

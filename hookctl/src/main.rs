@@ -13,13 +13,16 @@ mod doctor;
 mod hook;
 mod install;
 mod logs;
+mod memory;
 mod paths;
 mod record;
+mod reflect;
 mod resume;
 mod save;
 mod service;
 mod status;
 mod statusline;
+mod task;
 mod watch;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -257,6 +260,41 @@ enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
+    /// Record a reflection on the current task for the cross-task memory (an agent can run this from Bash).
+    Reflect {
+        text: String,
+        /// error_analysis, strategy_change, success_pattern or constraint_discovery (default: classified from the text).
+        #[arg(long = "type", value_name = "TYPE", value_parser = parse_reflection_type)]
+        kind: Option<protocol::memory::ReflectionType>,
+        /// The agent session (default: $CLAUDE_CODE_SESSION_ID, else the project's live session).
+        #[arg(long)]
+        session: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The current task of the cross-task memory: describe, close or show it.
+    Task {
+        #[command(subcommand)]
+        action: task::Action,
+    },
+    /// The cross-task memory: stored tasks, search, statistics.
+    Memory {
+        #[command(subcommand)]
+        action: memory::Action,
+    },
+}
+
+fn parse_reflection_type(name: &str) -> Result<protocol::memory::ReflectionType, String> {
+    protocol::memory::ReflectionType::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = protocol::memory::ReflectionType::ALL
+            .iter()
+            .map(|t| t.as_str())
+            .collect();
+        format!(
+            "unknown reflection type `{name}` (known: {})",
+            known.join(", ")
+        )
+    })
 }
 
 fn parse_harness(name: &str) -> Result<Harness, String> {
@@ -529,6 +567,14 @@ fn main() -> ExitCode {
         Command::Logs { follow, lines } => logs::run(&ctx, follow, lines),
         Command::Paths { name, json } => paths::run(&ctx, name, json),
         Command::Completions { shell } => completions::run(shell, Cli::command()),
+        Command::Reflect {
+            text,
+            kind,
+            session,
+            json,
+        } => reflect::run(&ctx, text, kind, session, json),
+        Command::Task { action } => task::run(&ctx, action),
+        Command::Memory { action } => memory::run(&ctx, action),
     };
     match result {
         Ok(code) => code,

@@ -46,6 +46,8 @@ pub struct Config {
     pub resume: ResumeConfig,
     /// Which files the resume prompt tells the agent to reload, scored and fitted to a token budget.
     pub budget: BudgetConfig,
+    /// Cross-task memory: reflections, the Ω window, lessons from similar tasks.
+    pub memory: MemoryConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -408,6 +410,54 @@ impl Default for ResumeConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Keep reflections on each task and put the last Ω of them in every resume prompt.
+    pub enabled: bool,
+    /// Ω: reflections of the current task each resume prompt keeps; a number
+    /// or a preset (simple 1, moderate 3, complex 5, maximum 10).
+    pub window: crate::memory::Capacity,
+    /// Grow Ω one preset after two failed tasks of the same type in a row,
+    /// shrink it after two that succeeded without a compaction.
+    pub auto_scale: bool,
+    /// Hand a new task the lessons of similar past tasks.
+    pub cross_task: bool,
+    /// Most similar past tasks handed over.
+    pub top_k: usize,
+    /// Least similarity (0 to 1) for a past task to count as similar.
+    pub similarity_threshold: f64,
+    /// Tasks untouched for longer than this are ignored and pruned.
+    pub max_age_days: u64,
+    /// Most tokens (estimated) the lessons from past tasks may take.
+    pub max_tokens: usize,
+    /// Hand over a past task's helpful reflections, besides its key learnings.
+    pub inject_reflections: bool,
+    /// Key learnings kept per task when it closes.
+    pub max_learnings: usize,
+    /// Where the memory lives (default: `memory/` in the data directory).
+    pub dir: Option<PathBuf>,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            enabled: true,
+            window: crate::memory::Capacity::default(),
+            auto_scale: false,
+            cross_task: true,
+            top_k: 3,
+            // Calibrated for the lexical similarity (see hookd's memory::lexical).
+            similarity_threshold: 0.30,
+            max_age_days: 90,
+            max_tokens: 2000,
+            inject_reflections: true,
+            max_learnings: 5,
+            dir: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SessionsConfig {
     /// A session with no event for this long is considered ended.
     pub idle_expiry_secs: u64,
@@ -532,6 +582,15 @@ impl Config {
                 format!("{} must be greater than 0", b.recency_decay_days),
             ));
         }
+        if !(0.0..=1.0).contains(&self.memory.similarity_threshold) {
+            out.push((
+                "memory.similarity_threshold".into(),
+                format!("{} is not within [0, 1]", self.memory.similarity_threshold),
+            ));
+        }
+        if self.memory.dir.as_ref().is_some_and(|d| !d.is_absolute()) {
+            out.push(("memory.dir".into(), "must be an absolute path".to_owned()));
+        }
         if !(self.monitor.reset_drop > 0.0 && self.monitor.reset_drop <= 1.0) {
             out.push((
                 "monitor.reset_drop".into(),
@@ -557,6 +616,9 @@ impl Config {
             ),
             ("sessions.max_sessions", self.sessions.max_sessions as u64),
             ("resume.max_chars", self.resume.max_chars as u64),
+            ("memory.top_k", self.memory.top_k as u64),
+            ("memory.max_age_days", self.memory.max_age_days),
+            ("memory.max_tokens", self.memory.max_tokens as u64),
         ] {
             if value == 0 {
                 out.push((key.to_owned(), "must be greater than 0".to_owned()));
@@ -1099,6 +1161,47 @@ mod tests {
         .unwrap();
         assert_eq!(eff.config.monitor.thresholds.len(), 1);
         assert_eq!(eff.origins["monitor.thresholds"], Source::User(user));
+    }
+
+    #[test]
+    fn memory_window_takes_numbers_and_presets_from_any_layer() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), PROJECT_FILE, "memory:\n  window: complex\n");
+        let layers = Layers {
+            project_root: Some(tmp.path().to_path_buf()),
+            ..Layers::default()
+        };
+        assert_eq!(load(&layers).unwrap().config.memory.window.0, 5);
+        let layers = Layers {
+            env: vec![("HOOKD_MEMORY__WINDOW".into(), "7".into())],
+            ..layers
+        };
+        assert_eq!(load(&layers).unwrap().config.memory.window.0, 7);
+        let err = load(&Layers {
+            env: vec![("HOOKD_MEMORY__WINDOW".into(), "huge".into())],
+            ..Layers::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("HOOKD_MEMORY__WINDOW") && err.contains("maximum 10"),
+            "{err}"
+        );
+        write(
+            tmp.path(),
+            PROJECT_FILE,
+            "memory:\n  similarity_threshold: 1.5\n",
+        );
+        let err = load(&Layers {
+            project_root: Some(tmp.path().to_path_buf()),
+            ..Layers::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("memory.similarity_threshold") && err.contains("line 2"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod budget;
 pub mod config;
 pub mod figures;
 pub mod frame;
+pub mod memory;
 pub mod paths;
 pub mod pressure;
 pub mod wire;

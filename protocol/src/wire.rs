@@ -119,6 +119,12 @@ pub enum Request {
     Summarize(crate::budget::SummaryQuery),
     /// Context usage, the latest budget record and the context transitions.
     ContextReport(crate::budget::ReportQuery),
+    /// Cross-task memory: record a reflection on the current task.
+    Reflect(crate::memory::ReflectRequest),
+    /// Cross-task memory: describe, close or show the current task.
+    Task(crate::memory::TaskRequest),
+    /// Cross-task memory: list, show, search, forget stored tasks; statistics.
+    Memory(crate::memory::MemoryRequest),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -382,6 +388,12 @@ pub enum Response {
     Ok,
     /// The request failed.
     Error(ErrorReply),
+    /// Answer to [`Request::Reflect`], [`Request::Task`] and `memory show`: a task.
+    Task(Box<crate::memory::TaskReport>),
+    /// Answer to `memory list`, `search` and `forget` (the forgotten task).
+    MemoryList(Box<crate::memory::MemoryList>),
+    /// Answer to `memory stats`.
+    MemoryStats(Box<crate::memory::MemoryStats>),
 }
 
 /// What the harness sees from a hook.

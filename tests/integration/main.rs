@@ -9,6 +9,7 @@ mod harnesses;
 mod hooks;
 mod install;
 mod lifecycle;
+mod memory;
 mod monitor;
 mod pipeline;
 mod reliability;

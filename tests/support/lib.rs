@@ -129,12 +129,20 @@ impl Sandbox {
             .expect("run hookd")
     }
 
+    /// The cross-task memory's directory: where `$HOOKD_DATA_DIR` (set for
+    /// the binaries) puts it.
+    pub fn memory_dir(&self) -> PathBuf {
+        self.path().join("data/memory")
+    }
+
     pub fn daemon_options(&self) -> DaemonOptions {
         let socket = SocketPath {
             path: self.socket(),
             source: SocketSource::Flag,
         };
+        // An in-process daemon sees the test's environment, not the sandbox's.
         DaemonOptions::new(socket, self.state_dir())
+            .set("memory.dir", self.memory_dir().display().to_string())
     }
 }
 

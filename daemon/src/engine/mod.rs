@@ -3,6 +3,7 @@
 //! [`Engine::handle`] directly.
 
 mod budget;
+mod memory;
 mod resume;
 
 use crate::capture::records;
@@ -235,6 +236,10 @@ impl Engine {
                 })
                 .await
             }
+            // Cross-task memory (issue 11).
+            request @ (Request::Reflect(_) | Request::Task(_) | Request::Memory(_)) => {
+                self.memory_request(request).await
+            }
         }
     }
 
@@ -438,6 +443,9 @@ impl Engine {
             )
             .await;
         }
+        // Cross-task memory (issue 11): tasks begin, get lessons, and close.
+        self.memory_on_hook(&key, &event, &config.config, &mut outcome)
+            .await;
         if checks {
             self.check_arrival(&key, &mut outcome, &mut project_events)
                 .await;

@@ -1,0 +1,188 @@
+//! Where the cross-task memory meets hooks and requests. The work is in
+//! [`crate::memory`]; here it is only called at the right events, off the
+//! async threads, and its problems become warnings instead of failures.
+//!
+//! | event | memory |
+//! |---|---|
+//! | SessionStart (startup, clear) | the session takes up its task; lessons of similar tasks as `additionalContext` when the task is already described |
+//! | UserPromptSubmit | the first real prompt describes a task nothing described; lessons as `additionalContext` |
+//! | Stop, SessionEnd | the task closes with its outcome (waited for at most [`CLOSE_WAIT`]) |
+//!
+//! Subagents' hooks are left alone: their work is part of the session's task.
+
+use super::Engine;
+use crate::harness::{EventKind, HookEvent, Outcome};
+use crate::memory;
+use crate::sessions::SessionKey;
+use protocol::config::Config;
+use protocol::wire::{ErrorKind, ErrorReply, Harness, Request, Response};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long Stop and SessionEnd wait for their task to close before
+/// answering; the close goes on in the background after that.
+const CLOSE_WAIT: Duration = Duration::from_millis(300);
+
+impl Engine {
+    /// The memory's part of a hook.
+    pub(super) async fn memory_on_hook(
+        self: &Arc<Self>,
+        key: &SessionKey,
+        event: &HookEvent,
+        config: &Config,
+        outcome: &mut Outcome,
+    ) {
+        if event.agent_id.is_some() || !config.memory.enabled {
+            return;
+        }
+        let Some((project, transcript)) = self
+            .registry()
+            .get(key)
+            .and_then(|s| Some((s.project_dir.clone()?, s.transcript_path.clone())))
+        else {
+            return;
+        };
+        let (config, key) = (config.clone(), key.clone());
+        match &event.kind {
+            EventKind::SessionStart
+                if matches!(event.source.as_deref(), Some("startup" | "clear")) =>
+            {
+                let work = move || memory::session_started(&config, &project, &key);
+                self.memory_context(tokio::task::spawn_blocking(work).await, outcome);
+            }
+            EventKind::UserPromptSubmit => {
+                let Some(prompt) = event.prompt.clone() else {
+                    return;
+                };
+                let work = move || memory::prompted(&config, &project, &key, &prompt);
+                self.memory_context(tokio::task::spawn_blocking(work).await, outcome);
+            }
+            EventKind::Stop | EventKind::SessionEnd => {
+                let why = event.kind.kebab().into_owned();
+                let work =
+                    move || memory::close(&config, &project, &key, transcript.as_deref(), &why);
+                let engine = self.clone();
+                let closing = tokio::spawn(async move {
+                    match tokio::task::spawn_blocking(work).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => engine.memory_problem(e),
+                        Err(e) => engine.memory_problem(format!("closing the task failed: {e}")),
+                    }
+                });
+                if tokio::time::timeout(CLOSE_WAIT, closing).await.is_err() {
+                    tracing::debug!("memory: the task is still closing; answering the hook now");
+                }
+            }
+            // Load the memory before a hook with a tight budget needs it
+            // (a daemon restarted mid-session sees tool hooks first).
+            _ if !memory::is_open(&config) => {
+                tokio::task::spawn_blocking(move || {
+                    if let Err(e) = memory::open(&config) {
+                        tracing::warn!("memory: {e}");
+                    }
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn memory_context(
+        &self,
+        result: Result<Result<Option<String>, String>, tokio::task::JoinError>,
+        outcome: &mut Outcome,
+    ) {
+        match result {
+            Ok(Ok(Some(lessons))) => outcome.add_context(lessons),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => self.memory_problem(e),
+            Err(e) => self.memory_problem(format!("the memory task failed: {e}")),
+        }
+    }
+
+    fn memory_problem(&self, problem: String) {
+        tracing::warn!("memory: {problem}");
+        self.add_warning(format!("memory: {problem}"));
+    }
+
+    /// The session a memory request is about: the one named (an id or a
+    /// unique prefix), else the project's most recent live session.
+    fn memory_session(&self, project: &Path, session: Option<&str>) -> Option<SessionKey> {
+        let registry = self.registry();
+        if let Some(id) = session {
+            return Some(
+                registry
+                    .matching(Some(id))
+                    .first()
+                    .map(|s| s.key.clone())
+                    .unwrap_or_else(|| SessionKey {
+                        harness: Harness::ClaudeCode,
+                        id: id.to_owned(),
+                    }),
+            );
+        }
+        registry
+            .matching(None)
+            .into_iter()
+            .find(|s| {
+                !s.ended
+                    && s.project_dir
+                        .as_deref()
+                        .is_some_and(|p| project.starts_with(p))
+            })
+            .map(|s| s.key.clone())
+    }
+
+    /// `hookctl reflect`, `hookctl task …`, `hookctl memory …`.
+    pub(super) async fn memory_request(self: &Arc<Self>, request: Request) -> Response {
+        let project: PathBuf = match &request {
+            Request::Reflect(r) => r.project.clone(),
+            Request::Task(t) => t.project.clone(),
+            Request::Memory(m) => m.project.clone(),
+            _ => {
+                return Response::Error(ErrorReply::new(
+                    ErrorKind::BadRequest,
+                    "not a memory request",
+                ));
+            }
+        };
+        let (config, _) = self
+            .settings
+            .for_request(Some(&project), &Default::default());
+        let config = config.config.clone();
+        let session = match &request {
+            Request::Reflect(r) => self.memory_session(&project, r.session.as_deref()),
+            Request::Task(t) => self.memory_session(&project, t.session.as_deref()),
+            _ => None,
+        };
+        let work = move || -> Result<Response, String> {
+            match request {
+                Request::Reflect(r) => {
+                    memory::reflect_now(&config, &project, session.as_ref(), &r.content, r.kind)
+                        .map(|t| Response::Task(Box::new(t)))
+                }
+                Request::Task(t) => {
+                    memory::task_request(&config, &project, session.as_ref(), t.action)
+                        .map(|t| Response::Task(Box::new(t)))
+                }
+                Request::Memory(m) => memory::memory_request(&config, m.action),
+                _ => unreachable!("checked above"),
+            }
+        };
+        match tokio::task::spawn_blocking(work).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(message)) => {
+                let kind = if message.starts_with("no ") {
+                    ErrorKind::NotFound
+                } else {
+                    ErrorKind::BadRequest
+                };
+                Response::Error(ErrorReply::new(kind, message))
+            }
+            Err(e) => Response::Error(ErrorReply::new(
+                ErrorKind::Internal,
+                format!("the memory request failed: {e}"),
+            )),
+        }
+    }
+}

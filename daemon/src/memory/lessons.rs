@@ -1,0 +1,306 @@
+//! Lessons from similar past tasks, and the resume prompt's Memory section
+//! (the current task's Ω window with those lessons).
+
+use super::store::{self, Entry, Store};
+use super::{
+    cross_task_on, event, lock, max_age_ms, newest_in, open, save, session_of, task_of, window_of,
+};
+use crate::capture::state::ContextState;
+use crate::render::{self, Renderer};
+use crate::time::now_ms;
+use protocol::config::Config;
+use protocol::memory::{TaskOutcome, TaskRecord};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+/// Bytes per token for estimates (o200k measured 3.64 on docs and code;
+/// Claude's tokenizer is not public).
+const BYTES_PER_TOKEN: f64 = 3.6;
+/// The memory section may take at most this share (1/N) of a resume prompt.
+const RESUME_SHARE: usize = 4;
+/// A past task's helpful reflections handed over at most, besides its learnings.
+const REFLECTIONS_PER_TASK: usize = 3;
+
+/// A past task's lessons, as the memory section template sees them.
+struct Lessons {
+    tasks: Vec<Value>,
+    ids: Vec<String>,
+    items: usize,
+    successes: usize,
+}
+
+fn tokens(text: &str) -> usize {
+    (text.len() as f64 / BYTES_PER_TOKEN).ceil() as usize
+}
+
+/// The most similar past tasks' key learnings and helpful reflections,
+/// within `budget` tokens; the task itself is never its own lesson.
+fn lessons(store: &mut Store, task: &TaskRecord, config: &Config, budget: usize) -> Lessons {
+    let m = &config.memory;
+    let found: Vec<(Entry, f64)> = store
+        .similar(&store::Wanted {
+            description: &task.task_description,
+            tags: &task.tags.join(" "),
+            exclude: &[task.task_id.as_str()],
+            threshold: m.similarity_threshold,
+            top_k: m.top_k,
+            now_ms: now_ms(),
+            max_age_ms: max_age_ms(config),
+        })
+        .into_iter()
+        .map(|(e, s)| (e.clone(), s))
+        .collect();
+    let mut out = Lessons {
+        tasks: Vec::new(),
+        ids: Vec::new(),
+        items: 0,
+        successes: 0,
+    };
+    let mut used = 0;
+    for (entry, score) in found {
+        let outcome = entry.outcome.map_or("outcome unknown", TaskOutcome::as_str);
+        let date = entry.timestamp.get(..10).unwrap_or(&entry.timestamp);
+        let header = format!(
+            "{} ({}, {outcome}, {} compactions, {date})",
+            entry.task_description, entry.task_type, entry.iterations
+        );
+        let mut cost = tokens(&header) + 4;
+        if used + cost > budget {
+            break;
+        }
+        let mut learnings = Vec::new();
+        for l in &entry.key_learnings {
+            let c = tokens(l) + 2;
+            if used + cost + c > budget {
+                break;
+            }
+            cost += c;
+            learnings.push(l.clone());
+        }
+        let mut shown_reflections = Vec::new();
+        if m.inject_reflections
+            && entry.helpful > 0
+            && learnings.len() == entry.key_learnings.len()
+            && let Some(record) = store.load(&entry.task_id)
+        {
+            for r in record
+                .reflections
+                .iter()
+                .rev()
+                .filter(|r| r.effectiveness == protocol::memory::Effectiveness::Helpful)
+                .filter(|r| {
+                    !entry
+                        .key_learnings
+                        .iter()
+                        .any(|l| l.contains(clip_start(&r.content)))
+                })
+                .take(REFLECTIONS_PER_TASK)
+            {
+                let c = tokens(&r.content) + 6;
+                if used + cost + c > budget {
+                    break;
+                }
+                cost += c;
+                shown_reflections.push(json!({"type": r.kind.as_str(), "content": r.content}));
+            }
+        }
+        if learnings.is_empty() && shown_reflections.is_empty() {
+            break;
+        }
+        used += cost;
+        out.items += learnings.len() + shown_reflections.len();
+        if entry.outcome == Some(TaskOutcome::Success) {
+            out.successes += 1;
+        }
+        out.ids.push(entry.task_id.clone());
+        out.tasks.push(json!({
+            "task_id": entry.task_id,
+            "description": entry.task_description,
+            "task_type": entry.task_type.as_str(),
+            "outcome": outcome,
+            "iterations": entry.iterations,
+            "date": date,
+            "similarity": (score * 100.0).round() / 100.0,
+            "learnings": learnings,
+            "reflections": shown_reflections,
+        }));
+    }
+    out
+}
+
+/// The first 60 characters of a reflection, to see whether a learning holds it.
+fn clip_start(text: &str) -> &str {
+    match text.char_indices().nth(60) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}
+
+/// Counts a retrieval that reached the model, and notes on the task what it was given.
+fn count_injection(store: &mut Store, task: &mut TaskRecord, found: &Lessons, config: &Config) {
+    if found.ids.is_empty() {
+        store.count(|c| c.retrievals_empty += 1);
+        return;
+    }
+    store.count(|c| {
+        c.retrievals += 1;
+        c.tasks_injected += found.ids.len() as u64;
+        c.lessons_injected += found.items as u64;
+        c.injected_success += found.successes as u64;
+    });
+    let before = task.lessons_from.len();
+    for id in &found.ids {
+        if !task.lessons_from.contains(id) {
+            task.lessons_from.push(id.clone());
+        }
+    }
+    if task.lessons_from.len() != before
+        && let Err(e) = save(store, task, config)
+    {
+        store.report(e);
+    }
+}
+
+/// The lessons handed to a task when its description becomes known: the
+/// memory section with its startup introduction, or `None` when nothing
+/// similar is stored (or cross-task memory is off).
+pub(super) fn hand_over(
+    store: &mut Store,
+    task: &mut TaskRecord,
+    config: &Config,
+) -> Option<String> {
+    if !cross_task_on(task, config) || task.task_description.is_empty() {
+        return None;
+    }
+    let found = lessons(store, task, config, config.memory.max_tokens);
+    count_injection(store, task, &found, config);
+    event(
+        task.project.as_deref(),
+        None,
+        json!({
+            "action": "retrieve",
+            "task_id": task.task_id,
+            "description": task.task_description,
+            "found": found.ids,
+            "items": found.items,
+        }),
+    );
+    if found.tasks.is_empty() {
+        return None;
+    }
+    let mut renderer = Renderer::load(&Renderer::dirs_for(task.project.as_deref()));
+    let view = json!({
+        "startup": true,
+        "description": task.task_description,
+        "window": [],
+        "similar": found.tasks,
+    });
+    Some(renderer.render(render::MEMORY_SECTION, &view))
+}
+
+/// Fills the resume prompt's `memory_section`: the last Ω reflections of
+/// the session's task, and the lessons of similar past tasks, together at
+/// most a quarter of the prompt. `injected`: this prompt goes to the model
+/// now (and counts in the statistics).
+pub fn fill_section(
+    view: &mut Value,
+    renderer: &mut Renderer,
+    config: &Config,
+    state: &ContextState,
+    injected: bool,
+) {
+    if !config.memory.enabled {
+        return;
+    }
+    let project = PathBuf::from(&state.project_dir);
+    let session = session_of(state);
+    let shared = match open(config) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("memory: {e}");
+            event(
+                Some(&project),
+                session.as_ref(),
+                json!({"action": "resume_section", "problem": e}),
+            );
+            return;
+        }
+    };
+    let mut store = lock(&shared);
+    let task = match &session {
+        Some(s) => task_of(&mut store, s),
+        None => newest_in(&store, &project, |e| !e.closed).and_then(|id| store.load(&id)),
+    };
+    let Some(mut task) = task else {
+        return;
+    };
+    let (omega, from) = window_of(&task, config);
+    let window: Vec<Value> = task
+        .reflections
+        .iter()
+        .rev()
+        .take(omega as usize)
+        .rev()
+        .map(|r| json!({"type": r.kind.as_str(), "iteration": r.iteration, "content": r.content}))
+        .collect();
+    let cap = config.resume.max_chars / RESUME_SHARE;
+    let mut found = if cross_task_on(&task, config) && !task.task_description.is_empty() {
+        let budget = ((cap as f64) / BYTES_PER_TOKEN) as usize;
+        lessons(
+            &mut store,
+            &task,
+            config,
+            budget.min(config.memory.max_tokens),
+        )
+    } else {
+        Lessons {
+            tasks: Vec::new(),
+            ids: Vec::new(),
+            items: 0,
+            successes: 0,
+        }
+    };
+    if window.is_empty() && found.tasks.is_empty() {
+        return;
+    }
+    let view_of = |similar: &[Value]| {
+        json!({
+            "startup": false,
+            "description": task.task_description,
+            "window": window,
+            "window_len": window.len(),
+            "window_size": omega,
+            "window_from": from,
+            "reflections_total": task.reflections.len(),
+            "similar": similar,
+        })
+    };
+    let mut text = renderer.render(render::MEMORY_SECTION, &view_of(&found.tasks));
+    // The window is at most Ω short reflections; lessons give way first.
+    while text.chars().count() > cap && !found.tasks.is_empty() {
+        found.tasks.pop();
+        found.ids.pop();
+        text = renderer.render(render::MEMORY_SECTION, &view_of(&found.tasks));
+    }
+    found.items = found
+        .tasks
+        .iter()
+        .map(|t| {
+            t["learnings"].as_array().map_or(0, Vec::len)
+                + t["reflections"].as_array().map_or(0, Vec::len)
+        })
+        .sum();
+    found.successes = found
+        .tasks
+        .iter()
+        .filter(|t| t["outcome"] == "success")
+        .count();
+    if injected {
+        let shown = window.len() as u64;
+        store.count(|c| c.reflections_injected += shown);
+        if cross_task_on(&task, config) && !task.task_description.is_empty() {
+            count_injection(&mut store, &mut task, &found, config);
+        }
+    }
+    view["memory_section"] = Value::String(text);
+}

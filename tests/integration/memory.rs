@@ -1,0 +1,872 @@
+//! Cross-task memory: reflections recorded on one task reach the next
+//! similar one at its start, unrelated tasks get nothing, and resume
+//! prompts keep exactly Ω reflections. The real daemon in-process, driven
+//! through the real hookctl, with transcripts in Claude Code's format.
+
+use hookd_tests::{
+    GitRepo, Sandbox, TestDaemon, Transcript, hook_json, stderr, stdout, wait_until,
+    workflow_events,
+};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+const SONNET: &str = "claude-sonnet-4-5-20250929";
+const LESSONS: &str = "## Lessons From Similar Past Tasks";
+
+struct Env {
+    // Dropped first: the daemon stops before its sandbox goes.
+    _daemon: TestDaemon,
+    sb: Sandbox,
+    repo: GitRepo,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env::with_project_config(None)
+    }
+
+    fn with_project_config(config: Option<&str>) -> Env {
+        let sb = Sandbox::new();
+        let repo = GitRepo::init(&sb.path().join("proj"));
+        repo.write("src/lib.rs", "pub fn a() {}\n");
+        repo.commit_all("initial");
+        if let Some(text) = config {
+            repo.write(".hookd.yaml", text);
+        }
+        Env::started(sb, repo)
+    }
+
+    /// The daemon starts on a sandbox the test has prepared.
+    fn started(sb: Sandbox, repo: GitRepo) -> Env {
+        Env {
+            _daemon: TestDaemon::start(sb.daemon_options()),
+            sb,
+            repo,
+        }
+    }
+
+    fn session(&self, id: &str) -> Transcript {
+        Transcript::create(
+            self.sb.path().join(format!("claude/{id}.jsonl")),
+            id,
+            SONNET,
+        )
+    }
+
+    /// Runs a hook from a fixture payload, edited; returns its JSON output.
+    fn hook(
+        &self,
+        t: &Transcript,
+        fixture: &str,
+        event: &str,
+        edit: impl FnOnce(&mut Value),
+    ) -> Value {
+        let mut payload: Value =
+            serde_json::from_slice(&t.payload(fixture, &self.repo.dir)).unwrap();
+        edit(&mut payload);
+        let out = self.sb.hook(event, &serde_json::to_vec(&payload).unwrap());
+        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
+        if event == "pre-compact" {
+            Value::String(stdout(&out))
+        } else {
+            hook_json(&out)
+        }
+    }
+
+    fn start(&self, t: &Transcript) -> Value {
+        self.hook(t, "SessionStart(source=startup)", "session-start", |_| {})
+    }
+
+    /// The person types `text`: the transcript holds it, then the hook runs.
+    fn prompt(&self, t: &Transcript, text: &str) -> Value {
+        t.prompt(text);
+        self.hook(t, "UserPromptSubmit", "user-prompt-submit", |p| {
+            p["prompt"] = Value::from(text)
+        })
+    }
+
+    fn stop(&self, t: &Transcript) {
+        self.hook(t, "Stop", "stop", |_| {});
+    }
+
+    fn end(&self, t: &Transcript) {
+        self.hook(t, "SessionEnd(reason=other)", "session-end", |_| {});
+    }
+
+    fn compact(&self, t: &Transcript) -> String {
+        self.hook(t, "PreCompact(trigger=manual)", "pre-compact", |_| {});
+        t.boundary("manual", 120_000, 3_000);
+        context(&self.hook(t, "SessionStart(source=compact)", "session-start", |_| {}))
+    }
+
+    /// `hookctl ARGS` in the project, as the agent of `session` would run it.
+    fn hookctl(&self, session: Option<&str>, args: &[&str]) -> Output {
+        let mut cmd = self.sb.command("hookctl");
+        cmd.arg("--project").arg(&self.repo.dir).args(args);
+        if let Some(id) = session {
+            cmd.env("CLAUDE_CODE_SESSION_ID", id);
+        }
+        cmd.output().expect("run hookctl")
+    }
+
+    fn ok(&self, session: Option<&str>, args: &[&str]) -> String {
+        let out = self.hookctl(session, args);
+        assert!(
+            out.status.success(),
+            "hookctl {args:?}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        stdout(&out)
+    }
+
+    fn json(&self, session: Option<&str>, args: &[&str]) -> Value {
+        let mut args = args.to_vec();
+        args.push("--json");
+        serde_json::from_str(&self.ok(session, &args)).expect("JSON output")
+    }
+
+    fn tasks(&self) -> Vec<Value> {
+        self.json(None, &["memory", "list"])["tasks"]
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    /// The stored task with this description, once it has closed.
+    fn closed(&self, description: &str) -> Value {
+        let mut found = Value::Null;
+        let closed = wait_until(Duration::from_secs(10), || {
+            found = self
+                .tasks()
+                .into_iter()
+                .find(|t| t["task_description"] == description && t["closed"] == true)
+                .unwrap_or(Value::Null);
+            !found.is_null()
+        });
+        assert!(closed, "{description:?} never closed: {:#?}", self.tasks());
+        found
+    }
+
+    /// Waits until the task's close on `on` (`stop`, `session-end`) is recorded.
+    fn closed_on(&self, task_id: &str, on: &str) {
+        let seen = wait_until(Duration::from_secs(10), || {
+            self.memory_events()
+                .iter()
+                .any(|e| e["action"] == "close" && e["task_id"] == task_id && e["on"] == on)
+        });
+        assert!(
+            seen,
+            "no close of {task_id} on {on}: {:#?}",
+            self.memory_events()
+        );
+    }
+
+    fn memory_events(&self) -> Vec<Value> {
+        workflow_events(&self.repo.dir)
+            .into_iter()
+            .filter(|e| e["kind"] == "memory")
+            .collect()
+    }
+}
+
+fn context(out: &Value) -> String {
+    out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn todos(t: &mut Transcript, items: &[(&str, &str)]) {
+    let todos: Vec<Value> = items
+        .iter()
+        .map(|(content, status)| json!({"content": content, "status": status, "activeForm": content}))
+        .collect();
+    let id = format!("tw-{}", t.tool_use_id());
+    t.tool_use(&id, "TodoWrite", json!({ "todos": todos }), 20_000);
+    t.tool_result(&id, "Todos have been modified successfully.", json!({}));
+}
+
+/// Session A works on the flaky login test, learns two things, and ends.
+fn session_a(env: &Env) -> Transcript {
+    let mut a = env.session("aaaa-login");
+    assert_eq!(
+        env.start(&a),
+        Value::Null,
+        "nothing is known about the task yet"
+    );
+    assert_eq!(
+        env.prompt(&a, "fix the flaky login test"),
+        Value::Null,
+        "the memory is empty"
+    );
+    let out = env.ok(
+        Some("aaaa-login"),
+        &[
+            "reflect",
+            "Mocking the clock fixed the flakiness",
+            "--type",
+            "success_pattern",
+        ],
+    );
+    assert!(
+        out.contains("recorded a success_pattern reflection")
+            && out.contains("fix the flaky login test"),
+        "{out}"
+    );
+    // A decision the next capture turns into a reflection.
+    env.ok(
+        Some("aaaa-login"),
+        &[
+            "decision",
+            "Waits",
+            "wait for network idle instead of sleeping",
+            "--why",
+            "sleeps race with the spinner",
+        ],
+    );
+    todos(
+        &mut a,
+        &[
+            ("Reproduce the flake", "completed"),
+            ("Fix the login test", "completed"),
+        ],
+    );
+    env.ok(
+        None,
+        &["save", "--session", "aaaa-login", "--no-checkpoint"],
+    );
+    env.stop(&a);
+    env.end(&a);
+    a
+}
+
+#[test]
+fn a_similar_task_gets_the_first_ones_learnings_and_an_unrelated_one_nothing() {
+    let env = Env::new();
+    session_a(&env);
+    let a = env.closed("fix the flaky login test");
+    assert_eq!(a["outcome"], "success");
+    assert_eq!(a["task_type"], "debugging");
+    assert_eq!(a["reflections"], 2, "{a:#}");
+    let shown = env.json(None, &["memory", "show", a["task_id"].as_str().unwrap()]);
+    let learnings: Vec<&str> = shown["task"]["key_learnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        learnings,
+        vec![
+            "Worked: Mocking the clock fixed the flakiness",
+            "Worked: Waits: wait for network idle instead of sleeping (because sleeps race with the spinner)"
+        ]
+    );
+    assert_eq!(shown["task"]["outcome_source"], "2 of 2 tasks completed");
+
+    // B: described before it starts, as a person would from a terminal.
+    let out = env.ok(None, &["task", "start", "fix the flaky signup test"]);
+    assert!(
+        out.contains("the next session there takes this task up"),
+        "{out}"
+    );
+    let b = env.session("bbbb-signup");
+    let lessons = context(&env.start(&b));
+    assert!(lessons.starts_with(LESSONS), "{lessons}");
+    for expected in [
+        "**fix the flaky login test** (debugging, success, 0 compactions",
+        "- Worked: Mocking the clock fixed the flakiness",
+        "- Worked: Waits: wait for network idle instead of sleeping",
+    ] {
+        assert!(
+            lessons.contains(expected),
+            "missing {expected:?} in:\n{lessons}"
+        );
+    }
+    // Its first prompt describes nothing new: no second hand-over.
+    assert_eq!(env.prompt(&b, "go ahead with the signup test"), Value::Null);
+
+    // C: unrelated work, described by its first prompt: nothing.
+    let c = env.session("cccc-notes");
+    assert_eq!(env.start(&c), Value::Null);
+    assert_eq!(env.prompt(&c, "write the release notes"), Value::Null);
+
+    // D: similar work, described by its first prompt: the lessons come with it.
+    let d = env.session("dddd-checkout");
+    env.start(&d);
+    let lessons = context(&env.prompt(&d, "the checkout test fails intermittently, fix it"));
+    assert!(
+        lessons.contains("Mocking the clock fixed the flakiness"),
+        "{lessons}"
+    );
+    assert!(
+        !lessons.contains("fix the flaky signup test"),
+        "B has nothing to teach yet:\n{lessons}"
+    );
+
+    let retrievals: Vec<(String, usize)> = env
+        .memory_events()
+        .iter()
+        .filter(|e| e["action"] == "retrieve")
+        .map(|e| {
+            (
+                e["description"].as_str().unwrap().to_owned(),
+                e["found"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        retrievals,
+        vec![
+            ("fix the flaky login test".to_owned(), 0),
+            ("fix the flaky signup test".to_owned(), 1),
+            ("write the release notes".to_owned(), 0),
+            (
+                "the checkout test fails intermittently, fix it".to_owned(),
+                1
+            ),
+        ]
+    );
+    let stats = env.json(None, &["memory", "stats"]);
+    assert_eq!(stats["cross_task_retrieval_count"], 2);
+    assert_eq!(stats["retrievals_empty"], 2);
+    assert_eq!(stats["tasks_injected"], 2);
+    assert_eq!(stats["retrieved_success_rate"], 1.0);
+    assert_eq!(stats["tasks"], 4);
+}
+
+#[test]
+fn the_resume_prompt_keeps_exactly_omega_reflections() {
+    let env = Env::new();
+    let mut t = env.session("omega-1");
+    env.start(&t);
+    env.prompt(&t, "make the parser faster");
+    todos(&mut t, &[("Profile the parser", "in_progress")]);
+    for i in 1..=6 {
+        env.ok(
+            Some("omega-1"),
+            &["reflect", &format!("lesson number {i} about the parser")],
+        );
+    }
+    let window = |prompt: &str| -> Vec<String> {
+        let start = prompt
+            .find("#### Reflections on This Task")
+            .unwrap_or_else(|| panic!("no window in:\n{prompt}"));
+        prompt[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("- ["))
+            .map(str::to_owned)
+            .collect()
+    };
+    let numbers = |lines: &[String]| -> Vec<u32> {
+        lines
+            .iter()
+            .map(|l| {
+                let n = l.split("lesson number ").nth(1).unwrap();
+                n.split(' ').next().unwrap().parse().unwrap()
+            })
+            .collect()
+    };
+
+    // The default Ω: 3.
+    let prompt = env.compact(&t);
+    assert!(
+        prompt.contains("#### Reflections on This Task (last 3 of 6; Ω = 3)"),
+        "{prompt}"
+    );
+    assert_eq!(numbers(&window(&prompt)), vec![4, 5, 6]);
+    assert!(
+        window(&prompt)[0].starts_with("- [strategy_change, iteration 1]"),
+        "{prompt}"
+    );
+    // The file PreCompact wrote has the same window.
+    let file = std::fs::read_to_string(env.repo.dir.join(".workflow/resume_prompt.md")).unwrap();
+    assert_eq!(numbers(&window(&file)), vec![4, 5, 6]);
+
+    // Ω from the project's configuration, by preset name.
+    env.repo.write(".hookd.yaml", "memory:\n  window: simple\n");
+    env.ok(
+        Some("omega-1"),
+        &["reflect", "lesson number 7 about the parser"],
+    );
+    let prompt = env.compact(&t);
+    assert_eq!(numbers(&window(&prompt)), vec![7]);
+    assert!(
+        window(&prompt)[0].starts_with("- [strategy_change, iteration 2]"),
+        "after one compaction, iteration 2: {prompt}"
+    );
+
+    // Ω for this task, from the command line: it wins over the configuration.
+    let out = env.ok(
+        Some("omega-1"),
+        &["task", "start", "make the parser faster", "--memory", "5"],
+    );
+    assert!(out.contains("Ω = 5 (hookctl task start --memory)"), "{out}");
+    let prompt = env.compact(&t);
+    assert_eq!(numbers(&window(&prompt)), vec![3, 4, 5, 6, 7]);
+
+    // Every reflection stays on disk.
+    let task = env.json(Some("omega-1"), &["task", "show"]);
+    assert_eq!(task["task"]["reflections"].as_array().unwrap().len(), 7);
+    assert_eq!(task["task"]["iterations"], 3);
+    assert_eq!(task["window"], 5);
+    let stats = env.json(None, &["memory", "stats"]);
+    assert_eq!(stats["reflections_injected"], 3 + 1 + 5, "{stats:#}");
+}
+
+#[test]
+fn captures_turn_decisions_and_blockers_into_reflections_once() {
+    let env = Env::new();
+    let t = env.session("capture-1");
+    env.start(&t);
+    env.prompt(&t, "migrate the users table to Postgres 16");
+    let id = Some("capture-1");
+    env.ok(id, &["decision", "Locks", "copy in batches of 10k rows"]);
+    env.ok(id, &["blocker", "the migration fails on duplicate emails"]);
+    env.ok(id, &["blocker", "ops must approve downtime windows"]);
+    env.ok(None, &["save", "--session", "capture-1", "--no-checkpoint"]);
+    env.ok(None, &["save", "--session", "capture-1", "--no-checkpoint"]);
+    let kinds = |task: &Value| -> Vec<(String, u64)> {
+        task["task"]["reflections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["type"].as_str().unwrap().to_owned(),
+                    r["iteration"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let task = env.json(id, &["task", "show"]);
+    assert_eq!(task["task"]["task_type"], "architecture");
+    assert_eq!(
+        kinds(&task),
+        vec![
+            ("strategy_change".to_owned(), 1),
+            ("error_analysis".to_owned(), 1),
+            ("constraint_discovery".to_owned(), 1),
+        ],
+        "a second save adds nothing"
+    );
+    // The compaction ends iteration 1; what is resolved after it is iteration 2.
+    env.compact(&t);
+    env.ok(
+        id,
+        &[
+            "blocker",
+            "the migration fails on duplicate emails",
+            "--status",
+            "resolved",
+            "--notes",
+            "dedupe first",
+        ],
+    );
+    env.ok(None, &["save", "--session", "capture-1", "--no-checkpoint"]);
+    let task = env.json(id, &["task", "show"]);
+    assert_eq!(kinds(&task).len(), 4);
+    assert_eq!(kinds(&task)[3], ("success_pattern".to_owned(), 2));
+    assert_eq!(
+        task["task"]["reflections"][3]["content"],
+        "resolved the migration fails on duplicate emails: dedupe first"
+    );
+    assert_eq!(task["task"]["iterations"], 1);
+}
+
+#[test]
+fn outcomes_come_from_the_task_list_unless_given_by_hand() {
+    let env = Env::new();
+    // Some of the list done: partial.
+    let mut p = env.session("outcome-partial");
+    env.start(&p);
+    env.prompt(&p, "add OAuth login with GitHub");
+    todos(
+        &mut p,
+        &[
+            ("Register the app", "completed"),
+            ("Handle the callback", "in_progress"),
+        ],
+    );
+    env.stop(&p);
+    let task = env.closed("add OAuth login with GitHub");
+    assert_eq!(task["outcome"], "partial");
+
+    // Given by hand: it wins over a finished list.
+    let mut f = env.session("outcome-failed");
+    env.start(&f);
+    env.prompt(&f, "speed up the CSV export for big reports");
+    env.ok(
+        Some("outcome-failed"),
+        &[
+            "reflect",
+            "streaming rows did not help; the query is the cost",
+        ],
+    );
+    let out = env.ok(Some("outcome-failed"), &["task", "failed"]);
+    assert!(out.contains("closed: failure"), "{out}");
+    todos(&mut f, &[("Stream the rows", "completed")]);
+    env.stop(&f);
+    env.end(&f);
+    let task = env.closed("speed up the CSV export for big reports");
+    env.closed_on(task["task_id"].as_str().unwrap(), "session-end");
+    let task = env.closed("speed up the CSV export for big reports");
+    assert_eq!(task["outcome"], "failure");
+    let shown = env.json(None, &["memory", "show", task["task_id"].as_str().unwrap()]);
+    assert_eq!(shown["task"]["outcome_source"], "hookctl task failed");
+    assert_eq!(
+        shown["task"]["reflections"][0]["effectiveness"],
+        "unhelpful"
+    );
+
+    // No task list and nothing said: unknown. A session that never said what it
+    // was doing leaves nothing behind.
+    let u = env.session("outcome-unknown");
+    env.start(&u);
+    env.prompt(&u, "rename the config keys to snake_case");
+    env.end(&u);
+    let task = env.closed("rename the config keys to snake_case");
+    assert_eq!(task["outcome"], Value::Null);
+    let quiet = env.session("outcome-quiet");
+    env.start(&quiet);
+    env.prompt(&quiet, "hi");
+    env.end(&quiet);
+    assert_eq!(env.tasks().len(), 3, "{:#?}", env.tasks());
+}
+
+#[test]
+fn cross_task_lessons_can_be_turned_off() {
+    let env = Env::new();
+    session_a(&env);
+    env.closed("fix the flaky login test");
+    // For one task.
+    env.ok(
+        None,
+        &[
+            "task",
+            "start",
+            "fix the flaky signup test",
+            "--no-cross-task",
+        ],
+    );
+    let b = env.session("nocross-b");
+    assert_eq!(env.start(&b), Value::Null);
+    // For the project.
+    env.repo
+        .write(".hookd.yaml", "memory:\n  cross_task: false\n");
+    let c = env.session("nocross-c");
+    env.start(&c);
+    assert_eq!(env.prompt(&c, "fix the flaky checkout test"), Value::Null);
+    let stats = env.json(None, &["memory", "stats"]);
+    assert_eq!(stats["cross_task_retrieval_count"], 0, "{stats:#}");
+}
+
+#[test]
+fn the_memory_commands_list_search_show_and_forget() {
+    let env = Env::new();
+    session_a(&env);
+    let a = env.closed("fix the flaky login test");
+    let id = a["task_id"].as_str().unwrap();
+    let list = env.ok(None, &["memory", "list"]);
+    assert!(
+        list.contains(&id[..8])
+            && list.contains("success")
+            && list.contains("fix the flaky login test"),
+        "{list}"
+    );
+    let search = env.ok(None, &["memory", "search", "flaky signup test"]);
+    assert!(
+        search.contains('★') && search.contains(&id[..8]),
+        "{search}"
+    );
+    let found = env.json(None, &["memory", "search", "write the release notes"]);
+    assert_eq!(found["tasks"].as_array().unwrap().len(), 0, "{found:#}");
+    let shown = env.ok(None, &["memory", "show", &id[..8]]);
+    assert!(
+        shown.contains("key learnings:") && shown.contains("outcome from: 2 of 2 tasks completed"),
+        "{shown}"
+    );
+    let stats = env.ok(None, &["memory", "stats"]);
+    assert!(
+        stats.contains("tasks: 1 (0 open), reflections: 2 (2 helpful"),
+        "{stats}"
+    );
+    let out = env.ok(None, &["memory", "forget", &id[..8]]);
+    assert!(out.contains(&format!("forgot task {id}")), "{out}");
+    assert!(env.tasks().is_empty());
+    assert!(
+        !env.sb
+            .memory_dir()
+            .join(format!("tasks/{id}.json"))
+            .exists()
+    );
+    let out = env.hookctl(None, &["memory", "show", id]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no stored task has an id starting with"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.hookctl(None, &["reflect", "anything"]);
+    assert_eq!(out.status.code(), Some(1), "no session and no open task");
+    assert!(
+        stderr(&out).contains("hookctl task start"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Writes a task record and its index line as hookd does.
+fn store_task(
+    dir: &Path,
+    index: &mut String,
+    id: &str,
+    description: &str,
+    learnings: &[&str],
+    updated_ms: u64,
+) {
+    let record = json!({
+        "task_id": id,
+        "task_description": description,
+        "task_type": "implementation",
+        "timestamp": "2026-11-01T10:00:00Z",
+        "outcome": "success",
+        "iterations": 1,
+        "reflections": learnings.iter().map(|l| json!({"iteration": 1, "content": l, "type": "success_pattern", "effectiveness": "helpful"})).collect::<Vec<_>>(),
+        "key_learnings": learnings.iter().map(|l| format!("Worked: {l}")).collect::<Vec<_>>(),
+        "tags": ["implementation", "other"],
+        "updated_at": "2026-11-01T10:00:00Z",
+        "closed_at": "2026-11-01T10:00:00Z",
+    });
+    std::fs::write(dir.join(format!("tasks/{id}.json")), record.to_string()).unwrap();
+    let entry = json!({
+        "task_id": id,
+        "task_description": description,
+        "task_type": "implementation",
+        "timestamp": "2026-11-01T10:00:00Z",
+        "updated_ms": updated_ms,
+        "outcome": "success",
+        "iterations": 1,
+        "tags": ["implementation", "other"],
+        "key_learnings": record["key_learnings"],
+        "closed": true,
+        "reflections": learnings.len(),
+        "helpful": learnings.len(),
+        "window": 3,
+    });
+    index.push_str(&entry.to_string());
+    index.push('\n');
+}
+
+fn uuid(n: u64) -> String {
+    format!("00000000-0000-4000-8000-{n:012x}")
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[test]
+fn unreadable_memory_files_are_skipped_and_reported_and_hooks_go_on() {
+    let sb = Sandbox::new();
+    let dir = sb.memory_dir();
+    std::fs::create_dir_all(dir.join("tasks")).unwrap();
+    let mut index = String::new();
+    store_task(
+        &dir,
+        &mut index,
+        &uuid(1),
+        "fix the flaky login test",
+        &["mock the clock"],
+        now_ms(),
+    );
+    store_task(
+        &dir,
+        &mut index,
+        &uuid(2),
+        "fix the flaky logout test",
+        &["reset the session"],
+        now_ms(),
+    );
+    index.push_str("{\"task_id\": \"torn line\n");
+    index.push_str("not json at all\n");
+    std::fs::write(dir.join("index.jsonl"), index).unwrap();
+    std::fs::write(
+        dir.join(format!("tasks/{}.json", uuid(2))),
+        b"{\"task_id\": 12",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(format!("tasks/{}.json", uuid(3))),
+        b"\xff\xfe garbage",
+    )
+    .unwrap();
+    let repo = GitRepo::init(&sb.path().join("proj"));
+    let env = Env::started(sb, repo);
+
+    // The hook works, and still hands over what could be read.
+    env.ok(None, &["task", "start", "fix the flaky signup test"]);
+    let t = env.session("after-corruption");
+    let lessons = context(&env.start(&t));
+    assert!(lessons.contains("mock the clock"), "{lessons}");
+    let list = env.json(None, &["memory", "list"]);
+    let problems: Vec<&str> = list["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("index.jsonl line 3 is corrupt")),
+        "{problems:#?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("index.jsonl line 4 is corrupt")),
+        "{problems:#?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains(&format!("{}.json is corrupt", uuid(3)))),
+        "{problems:#?}"
+    );
+    // A record the index names but that cannot be read: reported when needed.
+    let out = env.hookctl(None, &["memory", "show", &uuid(2)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("is corrupt"), "{}", stderr(&out));
+    let out = env.hookctl(None, &["memory", "stats"]);
+    assert!(out.status.success());
+    assert!(stderr(&out).contains("problem:"), "{}", stderr(&out));
+}
+
+/// The closing figure: retrieval among 10,000 stored tasks, end to end (the
+/// daemon loads the memory at the first hook that needs it). Not a timed
+/// assertion; the figures are printed (`--nocapture`).
+#[test]
+fn retrieval_among_ten_thousand_tasks() {
+    const TASKS: u64 = 10_000;
+    let verbs = [
+        "add", "refactor", "document", "update", "remove", "migrate", "review", "rename", "design",
+    ];
+    let objects = [
+        "the parser",
+        "the config loader",
+        "the payment webhook",
+        "the search index",
+        "the CLI flags",
+        "the user profile page",
+        "the cache layer",
+        "the email sender",
+        "the upload handler",
+        "the rate limiter",
+        "the session store",
+        "the metrics exporter",
+        "the image resizer",
+        "the audit log",
+        "the feature flags",
+        "the GraphQL schema",
+        "the docker image",
+        "the onboarding wizard",
+        "the invoice generator",
+        "the retry policy",
+    ];
+    let details = [
+        "for large inputs",
+        "on Windows",
+        "after the upgrade",
+        "in staging",
+        "for admins",
+        "with pagination",
+        "under load",
+        "for the mobile app",
+        "without downtime",
+        "behind the proxy",
+    ];
+    let sb = Sandbox::new();
+    let dir = sb.memory_dir();
+    std::fs::create_dir_all(dir.join("tasks")).unwrap();
+    let mut index = String::new();
+    let now = now_ms();
+    let generating = Instant::now();
+    for n in 0..TASKS {
+        let i = n as usize;
+        let description = format!(
+            "{} {} {}",
+            verbs[i % verbs.len()],
+            objects[(i / verbs.len()) % objects.len()],
+            details[(i / 7) % details.len()]
+        );
+        store_task(
+            &dir,
+            &mut index,
+            &uuid(n + 10),
+            &description,
+            &["kept the change small"],
+            now - n,
+        );
+    }
+    store_task(
+        &dir,
+        &mut index,
+        &uuid(1),
+        "fix the flaky login test",
+        &["mock the clock"],
+        now,
+    );
+    std::fs::write(dir.join("index.jsonl"), &index).unwrap();
+    println!(
+        "generated {} tasks ({} KiB of index) in {:?}",
+        TASKS + 1,
+        index.len() / 1024,
+        generating.elapsed()
+    );
+    let repo = GitRepo::init(&sb.path().join("proj"));
+    let env = Env::started(sb, repo);
+
+    let first = Instant::now();
+    let listed = env.json(None, &["memory", "stats"]);
+    println!("first request (loads the memory): {:?}", first.elapsed());
+    assert_eq!(listed["tasks"], TASKS + 1);
+    let mut hooks = Vec::new();
+    for i in 0..5 {
+        let t = env.session(&format!("scale-{i}"));
+        env.start(&t);
+        let started = Instant::now();
+        let lessons = context(&env.prompt(&t, "fix the flaky signup test"));
+        hooks.push(started.elapsed());
+        assert!(
+            lessons.contains("fix the flaky login test") && lessons.contains("mock the clock"),
+            "{lessons}"
+        );
+        assert!(
+            !lessons.contains("kept the change small"),
+            "nothing unrelated:\n{lessons}"
+        );
+    }
+    println!(
+        "UserPromptSubmit with retrieval among {} tasks, through hookctl: {hooks:?}",
+        TASKS + 1
+    );
+    let searching = Instant::now();
+    let found = env.json(None, &["memory", "search", "fix the flaky signup test"]);
+    println!("hookctl memory search: {:?}", searching.elapsed());
+    // The five sessions above are the best matches; the stored one comes next.
+    let first_other = found["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["task_description"] != "fix the flaky signup test")
+        .unwrap();
+    assert_eq!(first_other["task_id"], Value::from(uuid(1)));
+}

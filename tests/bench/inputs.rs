@@ -274,8 +274,7 @@ impl TranscriptWriter {
         let read = self.tokens - input - create;
         let msg_id = quoted(&format!("msg_bench_{n:08}_{:010x}", self.rng.next() >> 24));
         let req_id = quoted(&format!("req_bench_{:012x}", self.rng.next() >> 16));
-        let tool_id = format!("toolu_bench_{n:08}_{:08x}", self.rng.next() >> 32);
-        let (tool, output, result) = self.tool_call(n, &tool_id);
+        let (tool, output, result) = self.tool_call(n, TOOL_USE_ID);
         let text = quoted("Let me look at that next.");
         for (template, body) in [
             (&self.templates.reply_text, &text),
@@ -307,7 +306,7 @@ impl TranscriptWriter {
             "PARENT" => quoted(&self.last_uuid),
             "TIME" => quoted(&time),
             "CWD" => cwd.clone(),
-            "TOOLID" => quoted(&tool_id),
+            "TOOLID" => quoted(TOOL_USE_ID),
             "OUTPUT" => output.clone(),
             "RESULT" => result.clone(),
             "PROMPTID" => prompt_id.clone(),
@@ -421,6 +420,12 @@ pub struct Generated {
 }
 
 /// Writes a transcript of at least `bytes` bytes.
+/// The id of every generated tool call, and of the hook payloads'. Claude
+/// Code writes the reply that asks for a tool before it runs the tool's
+/// hooks, and hookd waits (up to 300 ms) for that reply to show in the
+/// transcript: one id for all keeps a fixed payload file true to any turn.
+pub const TOOL_USE_ID: &str = "toolu_bench_01HookdBenchLiveCall";
+
 pub fn transcript(
     path: &Path,
     session_id: &str,
@@ -490,6 +495,9 @@ pub fn hook_payload(
     p["session_id"] = Value::from(session_id);
     p["transcript_path"] = Value::from(transcript.display().to_string());
     p["cwd"] = Value::from(cwd.display().to_string());
+    if p.get("tool_use_id").is_some() {
+        p["tool_use_id"] = Value::from(TOOL_USE_ID);
+    }
     if p.get("tool_response").is_some() {
         p["tool_input"]["command"] = Value::from("cargo test -p store 2>&1 | tail -60");
         p["tool_response"]["stdout"] = Value::from(output);

@@ -9,6 +9,7 @@
 
 mod compaction;
 mod fail_open;
+mod memory;
 mod pending;
 mod sessions;
 mod thresholds;

@@ -144,8 +144,16 @@ fn serve(
     options: DaemonOptions,
     notifier: Option<daemonize::Notifier>,
 ) -> anyhow::Result<ExitCode> {
+    // Hooks read transcripts on blocking threads: under a burst from many
+    // sessions, more threads (each with its own malloc arena) only add memory.
+    // SAFETY: glibc's mallopt only tunes the allocator, under its own lock.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(16)
         .enable_all()
         .build()?;
     runtime.block_on(async move {

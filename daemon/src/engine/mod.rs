@@ -469,7 +469,7 @@ impl Engine {
             .registry()
             .get(key)
             .and_then(|s| s.cursor.as_ref())
-            .map_or(0, |c| c.offset);
+            .map(|c| c.offset);
         let needle = format!("\"{tool_use_id}\"").into_bytes();
         let deadline = Instant::now() + REPLY_WAIT;
         loop {

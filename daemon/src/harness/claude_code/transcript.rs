@@ -505,12 +505,16 @@ impl<'f> ReverseLines<'f> {
 /// How far back from the end [`holds`] also looks, for when the caller's
 /// cursor has already passed the place (the watcher read it first).
 const HOLDS_TAIL: u64 = 1024 * 1024;
+/// What [`holds`] reads first: the reply a hook is about is nearly always
+/// among the last lines.
+const HOLDS_FIRST_LOOK: u64 = 64 * 1024;
 
 /// Whether the transcript's complete lines hold `needle` after byte `from`
-/// or within the last MiB (never more than [`FORWARD_LIMIT`] bytes are
-/// read). Lets a hook wait until Claude Code, which writes its transcript
-/// in batches, has written the reply the hook is about.
-pub fn holds(path: &Path, from: u64, needle: &[u8]) -> io::Result<bool> {
+/// (the session's cursor; `None` for a session not read yet) or within the
+/// last MiB, never reading more than [`FORWARD_LIMIT`] bytes. Lets a hook
+/// wait until Claude Code, which writes its transcript in batches, has
+/// written the reply the hook is about.
+pub fn holds(path: &Path, from: Option<u64>, needle: &[u8]) -> io::Result<bool> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
@@ -520,13 +524,25 @@ pub fn holds(path: &Path, from: u64, needle: &[u8]) -> io::Result<bool> {
         return Ok(false);
     }
     let len = meta.len();
+    let tail = len.saturating_sub(HOLDS_TAIL);
     let start = from
-        .min(len.saturating_sub(HOLDS_TAIL))
+        .map_or(tail, |from| from.min(tail))
         .max(len.saturating_sub(FORWARD_LIMIT));
-    let mut buf = vec![0u8; (len - start) as usize];
-    file.read_exact_at(&mut buf, start)?;
-    let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
-    Ok(memchr::memmem::find(&buf[..complete], needle).is_some())
+    // The last 64 KiB, then (rarely) the whole span: both end at the same
+    // complete line, so the first look never finds what the second would not.
+    let first = start.max(len.saturating_sub(HOLDS_FIRST_LOOK));
+    for begin in [first, start] {
+        let mut buf = vec![0u8; (len - begin) as usize];
+        file.read_exact_at(&mut buf, begin)?;
+        let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
+        if memchr::memmem::find(&buf[..complete], needle).is_some() {
+            return Ok(true);
+        }
+        if begin == start {
+            break;
+        }
+    }
+    Ok(false)
 }
 
 #[cfg(test)]
@@ -718,11 +734,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
         std::fs::write(&path, b"{\"id\":\"toolu_1\"}\n{\"id\":\"toolu_2\"}").unwrap();
-        assert!(holds(&path, 0, b"\"toolu_1\"").unwrap());
-        assert!(!holds(&path, 0, b"\"toolu_2\"").unwrap(), "a partial line");
+        assert!(holds(&path, None, b"\"toolu_1\"").unwrap());
+        assert!(!holds(&path, None, b"\"toolu_2\"").unwrap(), "a partial line");
         // Behind the cursor, but within the tail: still found.
-        assert!(holds(&path, 18, b"\"toolu_1\"").unwrap());
-        assert!(holds(&dir.path().join("missing"), 0, b"x").is_err());
+        assert!(holds(&path, Some(18), b"\"toolu_1\"").unwrap());
+        assert!(holds(&dir.path().join("missing"), None, b"x").is_err());
+    }
+
+    #[test]
+    fn holds_looks_past_the_last_64_kib_and_no_further_than_the_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let filler = format!("{{\"pad\":\"{}\"}}\n", "x".repeat(1000));
+        let mut text = String::from("{\"id\":\"toolu_old\"}\n");
+        text.push_str(&filler.repeat(1100)); // ~1.1 MB: toolu_old is past the tail
+        text.push_str("{\"id\":\"toolu_mid\"}\n");
+        text.push_str(&filler.repeat(100)); // ~100 KB: toolu_mid is past the first look
+        text.push_str("{\"id\":\"toolu_new\"}\n");
+        std::fs::write(&path, &text).unwrap();
+        assert!(holds(&path, None, b"\"toolu_new\"").unwrap());
+        assert!(holds(&path, None, b"\"toolu_mid\"").unwrap());
+        assert!(!holds(&path, None, b"\"toolu_old\"").unwrap());
+        assert!(holds(&path, Some(0), b"\"toolu_old\"").unwrap(), "after the cursor");
     }
 
     #[test]

@@ -313,29 +313,80 @@ struct Sizer<'a> {
     made: usize,
 }
 
+/// One file's size at a level, and whether a summary was made for it.
+struct Sized {
+    level: Level,
+    tokens: usize,
+    summary: Option<bool>,
+}
+
 impl Sizer<'_> {
     /// Tokens of `rel` at `level`; a shorter level that would not be
     /// smaller than the whole file is the whole file.
     fn tokens(&mut self, rel: &str, level: Level) -> (Level, usize) {
+        let sized = self.measure(rel, level);
+        self.count(&sized);
+        (sized.level, sized.tokens)
+    }
+
+    fn count(&mut self, sized: &Sized) {
+        match sized.summary {
+            Some(true) => self.cached += 1,
+            Some(false) => self.made += 1,
+            None => {}
+        }
+    }
+
+    fn measure(&self, rel: &str, level: Level) -> Sized {
         let full = summary::full_tokens(self.project, rel);
+        let whole = |summary| Sized {
+            level: Level::Full,
+            tokens: full,
+            summary,
+        };
         if level == Level::Full {
-            return (Level::Full, full);
+            return whole(None);
         }
         match summary::summarize(self.project, rel, level, self.cache_dir) {
-            Ok(s) => {
-                if s.cached {
-                    self.cached += 1;
-                } else {
-                    self.made += 1;
-                }
-                if s.tokens >= full {
-                    (Level::Full, full)
-                } else {
-                    (level, s.tokens)
-                }
-            }
-            Err(_) => (Level::Full, full),
+            Ok(s) if s.tokens >= full => whole(Some(s.cached)),
+            Ok(s) => Sized {
+                level,
+                tokens: s.tokens,
+                summary: Some(s.cached),
+            },
+            Err(_) => whole(None),
         }
+    }
+
+    /// Sizes of many files, on every core: making the summaries of a few
+    /// hundred files is the slowest part of a plan.
+    fn tokens_of_all(&mut self, files: &[(&str, Level)]) -> Vec<(Level, usize)> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        let chunk = files.len().div_ceil(threads).max(1);
+        let this = &*self;
+        let sized: Vec<Sized> = std::thread::scope(|scope| {
+            let parts: Vec<_> = files
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|(rel, level)| this.measure(rel, *level))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            parts
+                .into_iter()
+                .flat_map(|p| p.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        sized
+            .iter()
+            .map(|s| {
+                self.count(s);
+                (s.level, s.tokens)
+            })
+            .collect()
     }
 }
 
@@ -382,14 +433,23 @@ pub fn plan(input: &PlanInput) -> Result<BudgetPlan, PlanError> {
         cached: 0,
         made: 0,
     };
+    let starting: Vec<(&str, Level)> = included
+        .iter()
+        .map(|s| (s.path.as_str(), s.tier.map_or(Level::Summary, level_for)))
+        .collect();
+    let first_sizes = sizer.tokens_of_all(&starting);
     let mut overflow = Overflow::default();
     for tier in Tier::FILES {
         let allocated = allocation.tier(tier).allocated_tokens as usize;
         let mut used = 0usize;
         let mut files = Vec::new();
         let mut needed = 0usize;
-        for s in included.iter().filter(|s| s.tier == Some(tier)) {
-            let (level, tokens) = sizer.tokens(&s.path, level_for(tier));
+        for (i, s) in included
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.tier == Some(tier))
+        {
+            let (level, tokens) = first_sizes[i];
             needed += tokens;
             let room = allocated.saturating_sub(used);
             let placed = if tokens <= room {

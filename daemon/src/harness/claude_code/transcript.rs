@@ -735,7 +735,10 @@ mod tests {
         let path = dir.path().join("t.jsonl");
         std::fs::write(&path, b"{\"id\":\"toolu_1\"}\n{\"id\":\"toolu_2\"}").unwrap();
         assert!(holds(&path, None, b"\"toolu_1\"").unwrap());
-        assert!(!holds(&path, None, b"\"toolu_2\"").unwrap(), "a partial line");
+        assert!(
+            !holds(&path, None, b"\"toolu_2\"").unwrap(),
+            "a partial line"
+        );
         // Behind the cursor, but within the tail: still found.
         assert!(holds(&path, Some(18), b"\"toolu_1\"").unwrap());
         assert!(holds(&dir.path().join("missing"), None, b"x").is_err());
@@ -755,7 +758,10 @@ mod tests {
         assert!(holds(&path, None, b"\"toolu_new\"").unwrap());
         assert!(holds(&path, None, b"\"toolu_mid\"").unwrap());
         assert!(!holds(&path, None, b"\"toolu_old\"").unwrap());
-        assert!(holds(&path, Some(0), b"\"toolu_old\"").unwrap(), "after the cursor");
+        assert!(
+            holds(&path, Some(0), b"\"toolu_old\"").unwrap(),
+            "after the cursor"
+        );
     }
 
     #[test]

@@ -51,7 +51,8 @@ pub fn file_type(rel: &str) -> FileType {
     let lower = rel.to_ascii_lowercase();
     let name = lower.rsplit('/').next().unwrap_or(&lower);
     let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
-    let in_dir = |d: &str| lower.starts_with(&format!("{d}/")) || lower.contains(&format!("/{d}/"));
+    let dirs = lower.rsplit_once('/').map_or("", |(dirs, _)| dirs);
+    let in_dir = |d: &str| dirs.split('/').any(|c| c == d);
     if lower.contains("requirement") || in_dir("specs") || in_dir("requirements") {
         return FileType::Requirements;
     }

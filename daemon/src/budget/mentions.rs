@@ -2,7 +2,7 @@
 //! an Aho-Corasick automaton over the transcript's end, whatever the
 //! number of files.
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -36,8 +36,10 @@ fn is_path_byte(b: u8) -> bool {
 pub fn count_in(text: &[u8], project: &Path, files: &[String]) -> HashMap<String, u32> {
     let mut counts = HashMap::new();
     let patterns: Vec<&String> = files.iter().filter(|f| f.len() >= 3).collect();
+    // A DFA over thousands of paths takes longer to build than to run.
     let Ok(automaton) = AhoCorasick::builder()
         .match_kind(MatchKind::LeftmostLongest)
+        .kind(Some(AhoCorasickKind::ContiguousNFA))
         .build(&patterns)
     else {
         return counts;

@@ -1093,7 +1093,7 @@ fn pipeline(bins: &Path, s: &Scale, report: &mut Report) {
          {} rounds, each from a repository hookd never checkpointed (a restarted daemon; its \
          private index, ref and `.workflow/` removed). The pipeline is the whole PreCompact hook: capture (workflow file, \
          records, transcript, git status with line counts), progress summary, checkpoint commit, \
-         resume prompt, files written. Git plumbing: `GIT_INDEX_FILE=tmp git add -A && git write-tree \
+         context budget (the changed files scored and summarized), resume prompt, files written. Git plumbing: `GIT_INDEX_FILE=tmp git add -A && git write-tree \
          && git commit-tree` (three processes, fresh index). The checkpoint's tree is checked \
          against git's.",
         made.as_secs_f64(),

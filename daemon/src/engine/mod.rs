@@ -368,19 +368,23 @@ impl Engine {
                 .check_on
                 .iter()
                 .any(|e| *e == event.kind.kebab());
+        let mut read_ahead = None;
         if let Some(path) = &event.transcript_path {
             self.follow(&key, path);
             // Only a threshold check needs the latest figure (and a subagent's
             // tool calls are in its own transcript).
             if let Some(id) = event.tool_use_id.as_deref().filter(|_| checks) {
-                self.wait_for_reply(&key, path, id).await;
+                read_ahead = self.wait_for_reply(&key, path, id).await;
             }
         }
         let mut project_events = Vec::new();
         // A compaction shows up in the transcript, or through its hooks (Claude
         // Code writes the boundary after SessionStart(compact)); either may be
         // the first word of one that no PreCompact announced.
-        let mut unannounced = self.refresh(&key, &config.config).await;
+        let mut unannounced = match read_ahead {
+            Some(reading) => self.apply_reading(&key, &config.config, Ok(reading)),
+            None => self.refresh(&key, &config.config).await,
+        };
         match &event.kind {
             EventKind::SessionStart if event.source.as_deref() == Some("compact") => {
                 unannounced |=
@@ -463,28 +467,49 @@ impl Engine {
 
     /// Waits (at most [`REPLY_WAIT`]) until the transcript holds the reply
     /// that asked for tool call `tool_use_id`, so that the figure read next
-    /// is that reply's and not the one before.
-    async fn wait_for_reply(&self, key: &SessionKey, path: &Path, tool_use_id: &str) {
-        let from = self
-            .registry()
-            .get(key)
-            .and_then(|s| s.cursor.as_ref())
-            .map(|c| c.offset);
+    /// is that reply's and not the one before. Once it is there, the same
+    /// trip to a blocking thread reads what is new, for `apply_reading`:
+    /// every hook would otherwise pay a second one.
+    async fn wait_for_reply(
+        &self,
+        key: &SessionKey,
+        path: &Path,
+        tool_use_id: &str,
+    ) -> Option<Result<transcript::Reading, transcript::TranscriptError>> {
+        let (cursor, usage, followed) = {
+            let registry = self.registry();
+            let s = registry.get(key)?;
+            (s.cursor.clone(), s.usage.clone(), s.transcript_path.clone())
+        };
+        let from = cursor.as_ref().map(|c| c.offset);
         let needle = format!("\"{tool_use_id}\"").into_bytes();
         let deadline = Instant::now() + REPLY_WAIT;
         loop {
-            let (path, needle_now) = (path.to_path_buf(), needle.clone());
-            let found =
-                tokio::task::spawn_blocking(move || transcript::holds(&path, from, &needle_now))
-                    .await;
+            let (path, needle, cursor, usage, followed) = (
+                path.to_path_buf(),
+                needle.clone(),
+                cursor.clone(),
+                usage.clone(),
+                followed.clone(),
+            );
+            let found = tokio::task::spawn_blocking(move || {
+                let found = transcript::holds(&path, from, &needle)?;
+                Ok::<_, std::io::Error>(found.then(|| {
+                    followed
+                        .filter(|f| *f == path)
+                        .map(|f| transcript::read(&f, cursor.as_ref(), usage.as_ref()))
+                }))
+            })
+            .await;
             match found {
-                Ok(Ok(false)) if Instant::now() < deadline => tokio::time::sleep(REPLY_POLL).await,
-                Ok(Ok(false)) => {
+                Ok(Ok(None)) if Instant::now() < deadline => tokio::time::sleep(REPLY_POLL).await,
+                Ok(Ok(None)) => {
                     tracing::debug!(session = %key, tool_use_id, "the reply for this tool call is not in the transcript yet; reading what is there");
-                    return;
+                    return None;
                 }
-                // Found, or the transcript cannot be read: `refresh` reports that.
-                _ => return,
+                Ok(Ok(Some(reading))) => return reading,
+                // The transcript cannot be read: `refresh` reports that.
+                _ => return None,
             }
         }
     }
@@ -510,7 +535,19 @@ impl Engine {
         let reading = tokio::task::spawn_blocking(move || {
             transcript::read(&path, cursor.as_ref(), usage.as_ref())
         })
-        .await;
+        .await
+        .map_err(|e| e.to_string());
+        self.apply_reading(key, config, reading)
+    }
+
+    /// Applies a reading of the session's transcript. Returns whether it
+    /// showed a compaction no PreCompact hook announced.
+    fn apply_reading(
+        self: &Arc<Self>,
+        key: &SessionKey,
+        config: &Config,
+        reading: Result<Result<transcript::Reading, transcript::TranscriptError>, String>,
+    ) -> bool {
         let now = now_ms();
         let mut project_events = Vec::new();
         let mut unannounced = false;

@@ -1,8 +1,7 @@
-//! How often a session's transcript names each project file: one pass of
-//! an Aho-Corasick automaton over the transcript's end, whatever the
-//! number of files.
+//! How often a session's transcript names each project file: one pass over
+//! the transcript's end, each path-like word looked up among the project's
+//! files, whatever their number.
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -34,38 +33,39 @@ fn is_path_byte(b: u8) -> bool {
 
 /// Mentions of `files` in `text`.
 pub fn count_in(text: &[u8], project: &Path, files: &[String]) -> HashMap<String, u32> {
-    let mut counts = HashMap::new();
-    let patterns: Vec<&String> = files.iter().filter(|f| f.len() >= 3).collect();
-    // A DFA over thousands of paths takes longer to build than to run.
-    let Ok(automaton) = AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostLongest)
-        .kind(Some(AhoCorasickKind::ContiguousNFA))
-        .build(&patterns)
-    else {
-        return counts;
-    };
+    let known: HashMap<&[u8], &String> = files
+        .iter()
+        .filter(|f| f.len() >= 3)
+        .map(|f| (f.as_bytes(), f))
+        .collect();
     let root = format!("{}/", project.display());
     let root = root.as_bytes();
-    for m in automaton.find_iter(text) {
-        let before = &text[..m.start()];
-        let after = text.get(m.end()).copied();
-        let starts_clean = match before.last() {
-            None => true,
-            Some(b'/') => before.ends_with(root),
-            Some(b) => !is_path_byte(*b),
-        };
+    let mut counts: HashMap<String, u32> = HashMap::new();
+    let mut i = 0;
+    while i < text.len() {
+        if !is_path_byte(text[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < text.len() && is_path_byte(text[i]) {
+            i += 1;
+        }
+        let mut word = &text[start..i];
         // A trailing dot ends a sentence, not a path.
-        let ends_clean = match after {
-            None => true,
-            Some(b'.') => !text
-                .get(m.end() + 1)
-                .is_some_and(|b| b.is_ascii_alphanumeric()),
-            Some(b) => !is_path_byte(b),
-        };
-        if starts_clean && ends_clean {
-            *counts
-                .entry(patterns[m.pattern().as_usize()].clone())
-                .or_insert(0) += 1;
+        while let Some(shorter) = word.strip_suffix(b".") {
+            word = shorter;
+        }
+        // The word is a file, or ends in one under the project's own directory
+        // (tool calls use absolute paths); the longest such file counts.
+        let found = known.get(word).or_else(|| {
+            memchr::memchr_iter(b'/', word).find_map(|slash| {
+                let file = known.get(&word[slash + 1..])?;
+                text[..start + slash + 1].ends_with(root).then_some(file)
+            })
+        });
+        if let Some(file) = found {
+            *counts.entry((*file).clone()).or_insert(0) += 1;
         }
     }
     counts
@@ -85,6 +85,15 @@ mod tests {
         assert_eq!(counts.get("src/lib.rs"), Some(&2), "{counts:?}");
         assert_eq!(counts.get("daemon/src/lib.rs"), Some(&1));
         assert_eq!(counts.get("README.md"), Some(&1));
+    }
+
+    #[test]
+    fn a_project_directory_with_a_space_still_counts() {
+        let files = vec!["src/lib.rs".to_string(), "lib.rs".to_string()];
+        let text = br#"{"file_path":"/home/u/my proj/src/lib.rs"} and /home/u/other proj/src/lib.rs"#;
+        let counts = count_in(text, Path::new("/home/u/my proj"), &files);
+        assert_eq!(counts.get("src/lib.rs"), Some(&1), "{counts:?}");
+        assert_eq!(counts.get("lib.rs"), None, "the longest file under the project");
     }
 
     #[test]

@@ -90,10 +90,15 @@ mod tests {
     #[test]
     fn a_project_directory_with_a_space_still_counts() {
         let files = vec!["src/lib.rs".to_string(), "lib.rs".to_string()];
-        let text = br#"{"file_path":"/home/u/my proj/src/lib.rs"} and /home/u/other proj/src/lib.rs"#;
+        let text =
+            br#"{"file_path":"/home/u/my proj/src/lib.rs"} and /home/u/other proj/src/lib.rs"#;
         let counts = count_in(text, Path::new("/home/u/my proj"), &files);
         assert_eq!(counts.get("src/lib.rs"), Some(&1), "{counts:?}");
-        assert_eq!(counts.get("lib.rs"), None, "the longest file under the project");
+        assert_eq!(
+            counts.get("lib.rs"),
+            None,
+            "the longest file under the project"
+        );
     }
 
     #[test]

@@ -522,10 +522,12 @@ pub fn commit_checkpoint(
             .map_err(git("write the checkpoint commit"))?;
         crate::fault::pause("before the ref moves");
         clear_stale_lock(&repo.path().join(format!("{reference}.lock")));
-        let moved = match &previous {
-            Some(p) => repo.reference_matching(&reference, oid, true, p.id(), "hookd: checkpoint"),
-            None => repo.reference(&reference, oid, false, "hookd: checkpoint"),
-        };
+        // Compare-and-swap, creation included: the zero id means "must not exist yet".
+        // (libgit2 checks `force = false` before it takes the lock, so two
+        // first checkpoints could both pass that check; the comparison is made
+        // under the lock.)
+        let expected = previous.as_ref().map_or(git2::Oid::ZERO_SHA1, |p| p.id());
+        let moved = repo.reference_matching(&reference, oid, true, expected, "hookd: checkpoint");
         match moved {
             Ok(_) => {
                 return Ok(CommitOutcome::Created {

@@ -391,13 +391,20 @@ fn newest_in(store: &Store, project: &Path, pick: impl Fn(&Entry) -> bool) -> Op
         .map(|e| e.task_id.clone())
 }
 
-/// A task declared for the project that still waits for a session.
-fn waiting_task(store: &mut Store, project: &Path) -> Option<TaskRecord> {
+/// A task declared for the project that still waits for a session, taken
+/// up by `session`.
+fn take_waiting_task(
+    store: &mut Store,
+    project: &Path,
+    session: &SessionKey,
+) -> Option<TaskRecord> {
     let now = now_ms();
     let id = newest_in(store, project, |e| {
         e.session.is_none() && !e.closed && now.saturating_sub(e.updated_ms) <= WAITING_TASK_MS
     })?;
-    store.load(&id)
+    let mut task = store.load(&id)?;
+    task.session = Some(session.to_string());
+    Some(task)
 }
 
 /// The session's task; with `create`, one is made (taking up a waiting one first).
@@ -413,8 +420,7 @@ fn task_for(
     if !create {
         return None;
     }
-    if let Some(mut task) = waiting_task(store, project) {
-        task.session = Some(session.to_string());
+    if let Some(task) = take_waiting_task(store, project, session) {
         return Some(task);
     }
     Some(new_task(Some(project), Some(session), now_ms()))
@@ -435,11 +441,8 @@ pub fn session_started(
     let mut store = lock(&shared);
     let mut task = match task_of(&mut store, session) {
         Some(task) => task,
-        None => match waiting_task(&mut store, project) {
-            Some(mut task) => {
-                task.session = Some(session.to_string());
-                task
-            }
+        None => match take_waiting_task(&mut store, project, session) {
+            Some(task) => task,
             None => {
                 let Some(text) = workflow_task(project) else {
                     // Nothing says what the task is yet: its first prompt will.
@@ -487,13 +490,7 @@ pub fn prompted(
     {
         return Ok(None);
     }
-    let waiting = || {
-        waiting_task(&mut store, project).map(|mut t| {
-            t.session = Some(session.to_string());
-            t
-        })
-    };
-    let mut task = match existing.or_else(waiting) {
+    let mut task = match existing.or_else(|| take_waiting_task(&mut store, project, session)) {
         Some(task) => task,
         None if usable_description(prompt).is_some() => {
             new_task(Some(project), Some(session), now_ms())

@@ -180,6 +180,30 @@ pub struct Report {
     pub diff: Option<String>,
 }
 
+impl Report {
+    fn new(
+        action: &'static str,
+        harness: Harness,
+        scope: &Scope,
+        file: &Path,
+        dry_run: bool,
+    ) -> Report {
+        Report {
+            action,
+            harness,
+            scope: scope.name(),
+            file: file.to_path_buf(),
+            dry_run,
+            changed: false,
+            backup: None,
+            events: Vec::new(),
+            done: Vec::new(),
+            notes: Vec::new(),
+            diff: None,
+        }
+    }
+}
+
 pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     let scope = args.scope.resolve()?;
     let wiring = wiring(args.harness);
@@ -187,19 +211,7 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     let file = JsonFile::load(&path)?;
     let exe = hookctl_exe()?;
     let mut value = file.value.clone();
-    let mut report = Report {
-        action: "install",
-        harness: args.harness,
-        scope: scope.name(),
-        file: path.clone(),
-        dry_run: args.dry_run,
-        changed: false,
-        backup: None,
-        events: Vec::new(),
-        done: Vec::new(),
-        notes: Vec::new(),
-        diff: None,
-    };
+    let mut report = Report::new("install", args.harness, &scope, &path, args.dry_run);
     put_hooks(&mut value, wiring, &exe, &path)?;
     report.events = changed_events(&file.value, &value);
     if args.harness == Harness::ClaudeCode {
@@ -229,19 +241,7 @@ pub fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     let path = (wiring.file)(&scope)?;
     let file = JsonFile::load(&path)?;
     let mut value = file.value.clone();
-    let mut report = Report {
-        action: "uninstall",
-        harness: args.harness,
-        scope: scope.name(),
-        file: path.clone(),
-        dry_run: args.dry_run,
-        changed: false,
-        backup: None,
-        events: Vec::new(),
-        done: Vec::new(),
-        notes: Vec::new(),
-        diff: None,
-    };
+    let mut report = Report::new("uninstall", args.harness, &scope, &path, args.dry_run);
     take_hooks(&mut value);
     report.events = changed_events(&file.value, &value);
     if args.harness == Harness::ClaudeCode {

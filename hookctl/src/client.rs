@@ -219,8 +219,9 @@ pub fn start_daemon(socket: &SocketPath, deadline: Instant) -> Result<(), Client
             .map_err(|e| ClientError::Autostart(format!("cannot create {}: {e}", dir.display())))?;
     }
     let _start_lock = lock_for_start(&socket.start_lock_file(), deadline)?;
-    // Whoever held the lock before us may have started it already.
-    if Client::connect(&socket.path, deadline).is_ok() {
+    // Whoever held the lock before us may have started it already (of
+    // whatever version: a handshake would only say more).
+    if Client::open(&socket.path, deadline).is_ok() {
         return Ok(());
     }
     let hookd = find_hookd().ok_or_else(|| {

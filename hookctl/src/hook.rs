@@ -38,14 +38,14 @@ struct Peek {
 }
 
 pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
-    let payload = match read_payload() {
+    let payload = match read_payload(args.event.is_none()) {
         Ok(p) => p,
         Err(message) => {
             eprintln!("hookctl: {message}");
             return ExitCode::FAILURE;
         }
     };
-    let event = args.event.clone().or_else(|| payload.event.clone());
+    let event = args.event.clone().or(payload.event);
     let client_config = ctx.client_config();
     let budget = Duration::from_millis(
         args.timeout_ms
@@ -58,9 +58,7 @@ pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
         harness: args.harness,
         event: args.event,
         payload: payload.raw,
-        env: std::env::vars()
-            .filter(|(k, _)| protocol::wire::is_forwarded_env(k))
-            .collect(),
+        env: protocol::env_vars(protocol::wire::is_forwarded_env),
         cwd: std::env::current_dir().ok(),
     });
     let reply = Client::one_request(&ctx.socket, deadline, client_config.autostart, &request);
@@ -98,7 +96,8 @@ struct Payload {
     event: Option<String>,
 }
 
-fn read_payload() -> Result<Payload, String> {
+/// The payload, and its `hook_event_name` when `want_event`.
+fn read_payload(want_event: bool) -> Result<Payload, String> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return Err("`hookctl hook` reads the harness's hook JSON on stdin; pipe it in".into());
@@ -141,15 +140,18 @@ fn read_payload() -> Result<Payload, String> {
             "the hook payload on stdin is not a JSON object (it is {kind}); nothing was sent"
         ));
     }
-    let peek: Peek = serde_json::from_str(text).map_err(|e| {
+    let raw = RawValue::from_string(text.to_owned()).map_err(|e| {
         format!("the hook payload on stdin is not valid JSON: {e}; nothing was sent")
     })?;
-    let event = match peek.hook_event_name {
-        Some(serde_json::Value::String(name)) => Some(name),
-        _ => None,
+    // A second pass over the payload only when the command line has no event.
+    let event = if want_event {
+        match serde_json::from_str::<Peek>(raw.get()).map(|p| p.hook_event_name) {
+            Ok(Some(serde_json::Value::String(name))) => Some(name),
+            _ => None,
+        }
+    } else {
+        None
     };
-    let raw = RawValue::from_string(text.to_owned())
-        .map_err(|e| format!("the hook payload is not valid JSON: {e}"))?;
     Ok(Payload { raw, event })
 }
 

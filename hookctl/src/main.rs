@@ -411,11 +411,17 @@ fn parse_hot_path(args: &[std::ffi::OsString]) -> Option<Cli> {
             harness: Harness::ClaudeCode,
             timeout_ms: None,
         },
-        (3, "hook") => {
-            let event = word(2).filter(|e| !e.is_empty() && !e.starts_with('-'))?;
+        // `hook EVENT`, and `hook --harness NAME EVENT` as `hookctl install` wires other harnesses.
+        (3, "hook") | (5, "hook") => {
+            let harness = match args.len() {
+                3 => Harness::ClaudeCode,
+                _ if word(2)? == "--harness" => Harness::parse(word(3)?)?,
+                _ => return None,
+            };
+            let event = word(args.len() - 1).filter(|e| !e.is_empty() && !e.starts_with('-'))?;
             Command::Hook {
                 event: Some(event.to_owned()),
-                harness: Harness::ClaudeCode,
+                harness,
                 timeout_ms: None,
             }
         }
@@ -624,7 +630,12 @@ mod tests {
         same(&["hookctl", "hook", "PreCompact"]);
         same(&["hookctl", "hook"]);
         same(&["hookctl", "statusline"]);
+        same(&["hookctl", "hook", "--harness", "codex", "post-tool-use"]);
+        same(&["hookctl", "hook", "--harness", "gemini-cli", "AfterTool"]);
         for other in [
+            &["hookctl", "hook", "--harness", "nonesuch", "post-tool-use"][..],
+            &["hookctl", "hook", "--timeout-ms", "5", "post-tool-use"],
+            &["hookctl", "hook", "--harness", "codex", "-v"],
             &["hookctl", "hook", "-v"][..],
             &["hookctl", "hook", "--help"],
             &["hookctl", "hook", "post-tool-use", "--timeout-ms", "5"],

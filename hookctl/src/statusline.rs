@@ -20,13 +20,11 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     std::io::stdin()
         .take(crate::hook::MAX_STDIN_BYTES as u64)
         .read_to_string(&mut text)?;
-    let input: Value = serde_json::from_str(text.trim()).unwrap_or(Value::Null);
+    let text = text.trim();
     let config = ctx.config();
     let deadline = Instant::now() + Duration::from_millis(config.client.statusline_timeout_ms);
-    let env = std::env::vars()
-        .filter(|(k, _)| protocol::wire::is_forwarded_env(k))
-        .collect();
-    let from_daemon = RawValue::from_string(text.trim().to_owned())
+    let env = protocol::env_vars(protocol::wire::is_forwarded_env);
+    let from_daemon = RawValue::from_string(text.to_owned())
         .ok()
         .and_then(|payload| {
             let request = Request::StatusLine(StatusLineRequest { payload, env });
@@ -37,7 +35,11 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
                 _ => None,
             }
         });
-    let context = from_daemon.or_else(|| from_input(&input, &config));
+    // The statusLine input alone, only when hookd did not answer.
+    let context = from_daemon.or_else(|| {
+        let input: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        from_input(&input, &config)
+    });
     println!("{}", line(context.as_ref()));
     Ok(ExitCode::SUCCESS)
 }

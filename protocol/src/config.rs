@@ -692,7 +692,7 @@ impl Layers {
         Layers {
             user_file: crate::paths::config_dir().map(|d| d.join(USER_FILE)),
             project_root,
-            env: std::env::vars().filter(|(k, _)| is_config_env(k)).collect(),
+            env: crate::env_vars(is_config_env),
             flags: Vec::new(),
         }
     }

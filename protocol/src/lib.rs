@@ -17,3 +17,13 @@ pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Version of this crate (and of hookd and hookctl, which share it).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// This process's environment variables whose name passes `keep`. Names or
+/// values that are not UTF-8 are skipped (`std::env::vars` would panic on
+/// them, and any variable of the user's may be one).
+pub fn env_vars<C: FromIterator<(String, String)>>(keep: impl Fn(&str) -> bool) -> C {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| keep(k))
+        .collect()
+}

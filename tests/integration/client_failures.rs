@@ -42,6 +42,30 @@ fn absent_and_not_startable() {
 }
 
 #[test]
+fn a_non_utf8_environment_variable_is_no_problem() {
+    use std::os::unix::ffi::OsStrExt;
+    let sb = Sandbox::new();
+    let weird = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    let mut cmd = sb.command("hookctl");
+    cmd.env("HOOKD_BIN", "/nonexistent/hookd")
+        .env("SOME_LATIN1_VAR", weird)
+        .env("HOOKD_NOTE", weird)
+        .args(["hook", "post-tool-use"]);
+    let out = run_with_stdin(cmd, &post_tool_use());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(stderr(&out), "");
+
+    let mut cmd = sb.command("hookctl");
+    cmd.env("HOOKD_BIN", "/nonexistent/hookd")
+        .env("SOME_LATIN1_VAR", weird)
+        .arg("statusline");
+    let out = run_with_stdin(cmd, b"{}");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stdout(&out).is_empty(), "a status line is printed");
+}
+
+#[test]
 fn autostart_disabled_by_config() {
     let sb = Sandbox::new();
     let mut cmd = sb.command("hookctl");

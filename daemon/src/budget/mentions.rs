@@ -2,6 +2,7 @@
 //! the transcript's end, each path-like word looked up among the project's
 //! files, whatever their number.
 
+use crate::harness::claude_code::transcript::open_regular;
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -18,8 +19,10 @@ pub fn count(
     project: &Path,
     files: &[String],
 ) -> std::io::Result<HashMap<String, u32>> {
-    let mut file = std::fs::File::open(transcript)?;
-    let len = file.metadata()?.len();
+    let Some((mut file, meta)) = open_regular(transcript)? else {
+        return Ok(HashMap::new());
+    };
+    let len = meta.len();
     let start = len.saturating_sub(SCAN_BYTES);
     file.seek(SeekFrom::Start(start))?;
     let mut text = Vec::with_capacity((len - start) as usize);

@@ -551,7 +551,7 @@ pub fn plan(input: &PlanInput) -> Result<BudgetPlan, PlanError> {
     })
 }
 
-fn round3(x: f64) -> f64 {
+pub(super) fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 

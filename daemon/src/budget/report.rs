@@ -3,6 +3,7 @@
 //! its size before and after and the compression ratio; the context report
 //! totals them.
 
+use super::plan::round3;
 use protocol::budget::TransitionTotals;
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -25,10 +26,6 @@ pub fn transition(event_type: &str, action: &str, before: u64, after: u64, extra
         fields.extend(extra);
     }
     fields
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 /// Totals of the events in `events_file` (of `session`, when given). Bad

@@ -372,8 +372,15 @@ impl Engine {
         if let Some(path) = &event.transcript_path {
             self.follow(&key, path);
             // Only a threshold check needs the latest figure (and a subagent's
-            // tool calls are in its own transcript).
-            if let Some(id) = event.tool_use_id.as_deref().filter(|_| checks) {
+            // tool calls are in its own transcript). Only Claude Code's
+            // transcript is read this way; other harnesses' records are
+            // read by `refresh`.
+            let claude_code = key.harness == Harness::ClaudeCode;
+            if let Some(id) = event
+                .tool_use_id
+                .as_deref()
+                .filter(|_| checks && claude_code)
+            {
                 read_ahead = self.wait_for_reply(&key, path, id).await;
             }
         }
@@ -831,11 +838,10 @@ impl Engine {
 
     /// Writes gathered events into the projects' `events.jsonl`.
     fn record(&self, events: Vec<ProjectEvent>, config: &Config) {
-        let _ = config;
         for e in events {
             let workflow = Workflow::new(&e.project);
             if let Err(err) = workflow
-                .ensure(true)
+                .ensure(config.capture.exclude_workflow_dir)
                 .and_then(|_| workflow.append_event(e.kind, Some(&e.session), e.fields))
             {
                 tracing::debug!(project = %e.project.display(), error = %err, "cannot append to events.jsonl");

@@ -31,7 +31,6 @@ use protocol::pressure::Knobs;
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::Value;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Codex's own compaction point: `model_context_window * 9 / 10`.
@@ -125,24 +124,17 @@ pub struct RolloutUsage {
 /// compaction came after it, and the latest model. Malformed lines and
 /// unknown record types are skipped.
 pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
-    // O_NONBLOCK: a FIFO in the file's place must not hang the reader.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
+    let (file, meta) = super::claude_code::transcript::open_regular(path)
         .map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => format!("Codex rollout file {} is missing", path.display()),
             _ => format!("cannot read Codex rollout file {}: {e}", path.display()),
+        })?
+        .ok_or_else(|| {
+            format!(
+                "Codex rollout file {} is not a regular file",
+                path.display()
+            )
         })?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read Codex rollout file {}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "Codex rollout file {} is not a regular file",
-            path.display()
-        ));
-    }
     let mut lines = ReverseLines::new(&file, meta.len());
     let mut usage = RolloutUsage::default();
     let mut compacted_since = false;

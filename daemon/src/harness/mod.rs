@@ -160,10 +160,6 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn is_empty(&self) -> bool {
-        self == &Outcome::default()
-    }
-
     /// Adds text for the model after whatever is there already.
     pub fn add_context(&mut self, text: String) {
         self.additional_context = Some(match self.additional_context.take() {

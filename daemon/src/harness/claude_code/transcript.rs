@@ -94,6 +94,18 @@ pub enum TranscriptError {
 }
 
 /// Brings a session's view of its transcript up to date.
+/// Opens a transcript (or any harness record) for reading, with its
+/// metadata; `None` when it is not a regular file. O_NONBLOCK: a FIFO
+/// someone put in its place must not hang the reader.
+pub fn open_regular(path: &Path) -> io::Result<Option<(File, std::fs::Metadata)>> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    Ok(meta.is_file().then_some((file, meta)))
+}
+
 pub fn read(
     path: &Path,
     cursor: Option<&Cursor>,
@@ -104,22 +116,14 @@ pub fn read(
         path: shown(),
         source,
     };
-    // O_NONBLOCK: opening a FIFO someone put in the transcript's place must not hang.
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
+    let (file, meta) = match open_regular(path) {
+        Ok(Some(opened)) => opened,
+        Ok(None) => return Err(TranscriptError::NotAFile { path: shown() }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(TranscriptError::Missing { path: shown() });
         }
         Err(e) => return Err(io_err(e)),
     };
-    let meta = file.metadata().map_err(io_err)?;
-    if !meta.is_file() {
-        return Err(TranscriptError::NotAFile { path: shown() });
-    }
     let (len, dev, ino) = (meta.len(), meta.dev(), meta.ino());
     let same_file = cursor.filter(|c| c.dev == dev && c.ino == ino && c.offset <= len);
     match same_file {
@@ -247,8 +251,10 @@ fn scan_backward(file: &File, len: u64, floor: u64, dev: u64, ino: u64) -> io::R
 /// written since the latest compaction: how we know injected text reached
 /// the model. Searches back from the end, at most [`SEARCH_LIMIT`] bytes.
 pub fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
-    let file = File::open(path)?;
-    let len = file.metadata()?.len();
+    let Some((file, meta)) = open_regular(path)? else {
+        return Ok(false);
+    };
+    let len = meta.len();
     let mut lines = ReverseLines::new(&file, len);
     lines.stop_below(len.saturating_sub(SEARCH_LIMIT));
     while let Some(line) = lines.next_line()? {
@@ -515,14 +521,9 @@ const HOLDS_FIRST_LOOK: u64 = 64 * 1024;
 /// wait until Claude Code, which writes its transcript in batches, has
 /// written the reply the hook is about.
 pub fn holds(path: &Path, from: Option<u64>, needle: &[u8]) -> io::Result<bool> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
+    let Some((file, meta)) = open_regular(path)? else {
         return Ok(false);
-    }
+    };
     let len = meta.len();
     let tail = len.saturating_sub(HOLDS_TAIL);
     let start = from

@@ -51,8 +51,9 @@ impl WorkFacts {
 
 /// Reads the last `max_bytes` of the transcript.
 pub fn read(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
-    let mut file = std::fs::File::open(path)?;
-    let len = file.metadata()?.len();
+    let (mut file, meta) = super::transcript::open_regular(path)?
+        .ok_or_else(|| io::Error::other(format!("{} is not a regular file", path.display())))?;
+    let len = meta.len();
     let start = len.saturating_sub(max_bytes);
     file.seek(SeekFrom::Start(start))?;
     let mut bytes = Vec::with_capacity((len - start) as usize);

@@ -2,14 +2,14 @@
 //! by the usage the mock reports). Every compaction hook must reach hookd
 //! and succeed, hookd must start a new epoch, the user's git state must stay
 //! as it was, and the first request after the compaction is Claude Code's
-//! continuation. What the pipeline writes and injects is checked in
-//! [`pending`] once those features land.
+//! continuation. What the pipeline writes and injects is checked by
+//! [`workflow_checks`].
 //!
 //! The task list comes in both generations: scenario 2 plans with TodoWrite
 //! (`CLAUDE_CODE_ENABLE_TASKS=false`), scenario 3 with TaskCreate/TaskUpdate
 //! loaded through ToolSearch (2.1.330's default).
 
-use crate::{CONTINUATION, hook_reported_success, pending, tool_result, tool_uses};
+use crate::{CONTINUATION, hook_reported_success, tool_result, tool_uses, workflow_checks};
 use hookd_tests::e2e::{COMPACTS_AT, HookRun, Reply, Run, Scenario};
 use hookd_tests::wait_until;
 use serde_json::{Value, json};
@@ -158,24 +158,22 @@ fn manual_compact_with_todowrite() {
         git_before,
         "the compaction left HEAD, index, stash and working tree as they were"
     );
-    if pending::PRE_COMPACT_PIPELINE {
-        // Manual compaction shows PreCompact's output after "completed successfully: ".
-        let transcript = sc.transcript(&sid);
-        let shown = transcript
-            .iter()
-            .filter_map(|e| e["message"]["content"].as_str())
-            .find(|t| t.contains("<local-command-stdout>Compacted"))
-            .and_then(|t| t.split("completed successfully: ").nth(1))
-            .map(|t| t.lines().next().unwrap_or("").to_owned());
-        pending::pre_compact_pipeline(
-            &sc,
-            &git_before,
-            "src/parser.rs",
-            summaries[0],
-            Some(shown.as_deref().unwrap_or("")),
-            &task_names(),
-        );
-    }
+    // Manual compaction shows PreCompact's output after "completed successfully: ".
+    let transcript = sc.transcript(&sid);
+    let shown = transcript
+        .iter()
+        .filter_map(|e| e["message"]["content"].as_str())
+        .find(|t| t.contains("<local-command-stdout>Compacted"))
+        .and_then(|t| t.split("completed successfully: ").nth(1))
+        .map(|t| t.lines().next().unwrap_or("").to_owned());
+    workflow_checks::pre_compact_pipeline(
+        &sc,
+        &git_before,
+        "src/parser.rs",
+        summaries[0],
+        Some(shown.as_deref().unwrap_or("")),
+        &task_names(),
+    );
 
     sc.resume(&sid, "TURN 3: carry on with the tests");
     let log = sc.log();
@@ -193,9 +191,7 @@ fn manual_compact_with_todowrite() {
         );
     }
     assert_tokens(&sc, &sid, 6_000);
-    if pending::RESUME_INJECTION {
-        pending::resume_prompt_reached_model(&sc, after, &task_names());
-    }
+    workflow_checks::resume_prompt_reached_model(&sc, after, &task_names());
 }
 
 #[test]
@@ -340,17 +336,13 @@ fn auto_compaction_with_tasks() {
     );
     assert!(after.contains("E2E_AUTO_SUMMARY"));
     assert_tokens(&sc, &sid, 6_000);
-    if pending::PRE_COMPACT_PIPELINE {
-        pending::pre_compact_pipeline(
-            &sc,
-            &git_before,
-            "src/parser.rs",
-            summaries[0],
-            None,
-            &task_names(),
-        );
-    }
-    if pending::RESUME_INJECTION {
-        pending::resume_prompt_reached_model(&sc, after, &task_names());
-    }
+    workflow_checks::pre_compact_pipeline(
+        &sc,
+        &git_before,
+        "src/parser.rs",
+        summaries[0],
+        None,
+        &task_names(),
+    );
+    workflow_checks::resume_prompt_reached_model(&sc, after, &task_names());
 }

@@ -10,9 +10,9 @@
 mod compaction;
 mod fail_open;
 mod memory;
-mod pending;
 mod sessions;
 mod thresholds;
+mod workflow_checks;
 
 use serde_json::Value;
 

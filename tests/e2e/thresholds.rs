@@ -3,7 +3,7 @@
 //! in the request right after the tool call whose reply crossed it; state is
 //! saved from 80% and checkpointed at 95%.
 
-use crate::{attachments, pending};
+use crate::{attachments, workflow_checks};
 use hookd_tests::e2e::{COMPACTS_AT, Reply, SONNET, Scenario};
 use hookd_tests::wait_until;
 use serde_json::{Value, json};
@@ -89,8 +89,8 @@ fn thresholds_reach_the_model_once_at_the_right_turn() {
             "turn {turn}: saves {:?}",
             saves(&sc)
         );
-        if turn == 3 && pending::PRE_COMPACT_PIPELINE {
-            pending::state_saved(&sc, tokens(83));
+        if turn == 3 {
+            workflow_checks::state_saved(&sc, tokens(83));
         }
     }
 
@@ -185,9 +185,7 @@ fn thresholds_reach_the_model_once_at_the_right_turn() {
         ),
         "HEAD, index and stash untouched"
     );
-    if pending::PRE_COMPACT_PIPELINE {
-        pending::checkpoint_made(&sc, &git_before, "notes.txt");
-    }
+    workflow_checks::checkpoint_made(&sc, &git_before, "notes.txt");
 }
 
 /// The saves hookd ran: one `capture` step of the pipeline each.

@@ -10,7 +10,7 @@ use hookd_tests::{
 use serde_json::{Value, json};
 use std::path::Path;
 
-const SONNET: &str = "claude-sonnet-4-5-20250929";
+use hookd_tests::SONNET;
 
 fn json_of(out: &std::process::Output) -> Value {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(out));

@@ -676,19 +676,21 @@ fn install_sh_sets_up_twice_without_change_and_uninstalls_cleanly() {
             .unwrap()
             .starts_with("# hookd configuration")
     );
+    let mut templates = 0;
     for t in std::fs::read_dir(repo().join("templates"))
-        .into_iter()
-        .flatten()
+        .unwrap()
         .flatten()
     {
         let name = t.file_name();
         if Path::new(&name).extension().is_some_and(|x| x == "hbs") {
+            templates += 1;
             assert!(
                 sb.config_dir().join("templates").join(&name).is_file(),
                 "{name:?}"
             );
         }
     }
+    assert!(templates > 0, "the repository's templates were found");
     let status = sb.hookctl(&["daemon", "status"]);
     assert!(
         stdout(&status).contains("is running"),

@@ -2,13 +2,10 @@
 //! second daemon, stale sockets, signals, autostart.
 
 use hookd_tests::{Sandbox, process_alive, stderr, stdout, wait_until};
-use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::Duration;
 
-fn mode(path: &std::path::Path) -> u32 {
-    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
-}
+use hookd_tests::file_mode as mode;
 
 fn daemon_pid(sb: &Sandbox) -> i32 {
     let text = std::fs::read_to_string(sb.socket().with_file_name("hookd.sock.pid")).unwrap();

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-const SONNET: &str = "claude-sonnet-4-5-20250929";
+use hookd_tests::SONNET;
 const LESSONS: &str = "## Lessons From Similar Past Tasks";
 
 struct Env {
@@ -172,12 +172,7 @@ impl Env {
     }
 }
 
-fn context(out: &Value) -> String {
-    out["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned()
-}
+use hookd_tests::additional_context as context;
 
 fn todos(t: &mut Transcript, items: &[(&str, &str)]) {
     let todos: Vec<Value> = items

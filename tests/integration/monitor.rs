@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
 
-const SONNET: &str = "claude-sonnet-4-5-20250929";
+use hookd_tests::SONNET;
 /// Where Claude Code compacts a 200k window: 200,000 − 20,000 − 13,000.
 const COMPACTS_AT: u64 = 167_000;
 

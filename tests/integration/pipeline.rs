@@ -8,7 +8,7 @@ use hookd_tests::{
 };
 use serde_json::{Value, json};
 
-const SONNET: &str = "claude-sonnet-4-5-20250929";
+use hookd_tests::SONNET;
 
 struct Project {
     sb: Sandbox,

@@ -15,11 +15,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const SONNET: &str = "claude-sonnet-4-5-20250929";
+use hookd_tests::SONNET;
 
-fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
-}
+use hookd_tests::file_mode as mode;
 
 /// Every JSON file of `.workflow/` parses, the state is schema-valid, and
 /// every line of the logs is whole.
@@ -150,6 +148,9 @@ fn kill_9_during_pipelines_never_leaves_a_torn_file() {
         survived > kills / 2,
         "most iterations really killed a daemon ({survived} of {kills})"
     );
+    // A file may be missing after one kill, but the pipelines did write.
+    assert!(landed > 0, "no iteration left a checkpoint ref");
+    assert!(repo.dir.join(".workflow/context_state.json").is_file());
     eprintln!(
         "kill -9: {survived} daemons killed in {kills} pipelines, {landed} iterations with a valid checkpoint ref, {:?}",
         started.elapsed()
@@ -331,14 +332,7 @@ fn another_user_is_refused() {
         "{}",
         stderr(&out)
     );
-    assert_eq!(
-        daemon
-            .engine()
-            .status(&Default::default())
-            .daemon
-            .events_handled,
-        0
-    );
+    assert_eq!(daemon.events_handled(), 0);
 }
 
 #[test]
@@ -447,14 +441,7 @@ fn oversized_frames_are_refused_without_allocating() {
         &serde_json::to_vec(&payload("PostToolUse")).unwrap(),
     );
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(
-        daemon
-            .engine()
-            .status(&Default::default())
-            .daemon
-            .events_handled,
-        1
-    );
+    assert_eq!(daemon.events_handled(), 1);
 }
 
 #[test]
@@ -467,27 +454,11 @@ fn the_connection_limit_queues_rather_than_fails() {
     cmd.args(["hook", "post-tool-use", "--timeout-ms", "5000"]);
     let waiting = std::thread::spawn(move || run_with_stdin(cmd, &input));
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(
-        daemon
-            .engine()
-            .status(&Default::default())
-            .daemon
-            .events_handled,
-        0,
-        "the only slot is taken"
-    );
+    assert_eq!(daemon.events_handled(), 0, "the only slot is taken");
     drop(stalled);
     let out = waiting.join().unwrap();
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(
-        daemon
-            .engine()
-            .status(&Default::default())
-            .daemon
-            .events_handled,
-        1,
-        "served once the slot freed"
-    );
+    assert_eq!(daemon.events_handled(), 1, "served once the slot freed");
 }
 
 #[test]
@@ -613,14 +584,7 @@ fn hostile_stdin_is_refused_quickly() {
             started.elapsed()
         );
     }
-    assert_eq!(
-        daemon
-            .engine()
-            .status(&Default::default())
-            .daemon
-            .events_handled,
-        0
-    );
+    assert_eq!(daemon.events_handled(), 0);
 }
 
 #[test]
@@ -664,14 +628,7 @@ fn wrong_types_for_every_field_never_break_the_agent() {
             }
         }
     }
-    assert_eq!(
-        daemon
-            .engine()
-            .status(&Default::default())
-            .daemon
-            .events_handled,
-        sent
-    );
+    assert_eq!(daemon.events_handled(), sent);
     eprintln!("{sent} payloads with a wrong-typed field");
 }
 

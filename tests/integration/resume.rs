@@ -6,7 +6,7 @@ use hookd_tests::{
 };
 use serde_json::{Value, json};
 
-const SONNET: &str = "claude-sonnet-4-5-20250929";
+use hookd_tests::SONNET;
 
 struct Session {
     sb: Sandbox,
@@ -73,12 +73,7 @@ impl Session {
     }
 }
 
-fn context(out: &Value) -> String {
-    out["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned()
-}
+use hookd_tests::additional_context as context;
 
 fn marker_of(prompt: &str) -> String {
     let start = prompt.rfind("[hookd-resume ").expect("a marker");

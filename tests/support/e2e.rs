@@ -32,7 +32,7 @@ pub const REQUIRE_ENV: &str = "HOOKD_E2E";
 /// The Claude Code release whose behaviour the scenarios encode.
 pub const PINNED_VERSION: &str = "2.1.330";
 /// A 200k-window model.
-pub const SONNET: &str = "claude-sonnet-4-5-20250929";
+pub use crate::SONNET;
 /// Where Claude Code compacts that model: 200,000 − 20,000 − 13,000.
 pub const COMPACTS_AT: u64 = 167_000;
 /// A claude run that takes longer than this is killed and fails the test

@@ -165,6 +165,23 @@ pub fn run_with_stdin(mut cmd: Command, stdin: &[u8]) -> Output {
     out
 }
 
+/// The model the tests' transcripts and sessions use.
+pub const SONNET: &str = "claude-sonnet-4-5-20250929";
+
+/// The permission bits of `path`.
+pub fn file_mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// The `additionalContext` of a hook's JSON output, or "".
+pub fn additional_context(out: &Value) -> String {
+    out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -208,6 +225,14 @@ impl TestDaemon {
             shutdown,
             thread: Some(thread),
         }
+    }
+
+    /// How many hook events the daemon has handled.
+    pub fn events_handled(&self) -> u64 {
+        self.engine
+            .status(&Default::default())
+            .daemon
+            .events_handled
     }
 
     pub fn engine(&self) -> &Arc<Engine> {

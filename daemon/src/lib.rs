@@ -17,6 +17,7 @@ pub mod memory;
 pub mod monitor;
 pub mod pidlock;
 pub mod pipeline;
+pub mod project_fs;
 pub mod prompt;
 pub mod render;
 pub mod resume;

@@ -10,6 +10,7 @@
 use crate::budget;
 use crate::capture::{self, state::Checkpoint, state::STATE_FILE};
 use crate::git::{self, CheckpointMeta, CommitOutcome};
+use crate::project_fs::Dir;
 use crate::prompt;
 use crate::render::{self, Renderer};
 use crate::sessions::SessionKey;
@@ -100,17 +101,20 @@ fn project_lock(project: &Path) -> Arc<Mutex<()>> {
 pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     let mut report = SaveReport::default();
     let workflow = Workflow::new(&request.project);
-    if let Err(e) = workflow.ensure(config.capture.exclude_workflow_dir) {
-        report
-            .problems
-            .push(format!("cannot create {}: {e}", workflow.dir().display()));
-        return report;
-    }
+    let dir = match workflow.ensure(config.capture.exclude_workflow_dir) {
+        Ok(dir) => dir,
+        Err(e) => {
+            report.problems.push(format!("cannot use {e}"));
+            return report;
+        }
+    };
     let lock = project_lock(&request.project);
     let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
     // A daemon killed mid-write leaves its temp files behind; the real files are whole.
-    crate::fsutil::sweep_temp_files(workflow.dir(), STALE_TEMP_AGE);
-    crate::fsutil::sweep_temp_files(&workflow.path(HISTORY_DIR), STALE_TEMP_AGE);
+    dir.sweep_temp_files(STALE_TEMP_AGE);
+    if let Ok(history) = dir.open_dir(HISTORY_DIR) {
+        history.sweep_temp_files(STALE_TEMP_AGE);
+    }
     let session = request.session.as_ref();
     let step = |name: &str, started: Instant, ok: bool, detail: Option<String>| {
         let fields = json!({
@@ -157,7 +161,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
 
     // 2. generate_progress_summary
     let started = Instant::now();
-    let mut renderer = Renderer::load(&Renderer::dirs_for(Some(&request.project)));
+    let mut renderer = Renderer::for_project(Some(&request.project), config);
     state.progress_summary =
         renderer.render(render::PROGRESS_SUMMARY, &prompt::progress_view(&state));
     step("progress_summary", started, true, None);
@@ -243,7 +247,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     // 4. context_budget: which files the agent should read again.
     if config.budget.enabled {
         let started = Instant::now();
-        let (ok, detail) = match context_budget(request, config, &state, &captured.changes) {
+        let (ok, detail) = match context_budget(request, config, &dir, &state, &captured.changes) {
             Ok((plan, record)) => {
                 state.context_to_reload =
                     Some(budget::reload_section(&plan, config.budget.prompt_files));
@@ -272,7 +276,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
 
     // The state itself, the changed files, and the history.
     let state_path = workflow.path(STATE_FILE);
-    match workflow.write_atomic(STATE_FILE, &state.to_json()) {
+    match dir.write_atomic(STATE_FILE, &state.to_json()) {
         Ok(()) => report.state_file = Some(state_path),
         Err(e) => report
             .problems
@@ -284,12 +288,12 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         "files": captured.changes,
     }))
     .expect("file changes serialize");
-    if let Err(e) = workflow.write_atomic(MODIFIED_FILES_FILE, &modified) {
+    if let Err(e) = dir.write_atomic(MODIFIED_FILES_FILE, &modified) {
         report
             .problems
             .push(format!("cannot write {MODIFIED_FILES_FILE}: {e}"));
     }
-    if let Err(e) = keep_history(&workflow, &state, config.capture.history_keep) {
+    if let Err(e) = keep_history(&dir, &state, config.capture.history_keep) {
         report.problems.push(format!("cannot keep history: {e}"));
     }
 
@@ -305,17 +309,18 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     )
     .text;
     let prompt_path = workflow.path(RESUME_PROMPT_FILE);
-    match workflow.write_atomic(RESUME_PROMPT_FILE, text.as_bytes()) {
+    match dir.write_atomic(RESUME_PROMPT_FILE, text.as_bytes()) {
         Ok(()) => report.resume_prompt_file = Some(prompt_path),
         Err(e) => report
             .problems
             .push(format!("cannot write {}: {e}", prompt_path.display())),
     }
     if config.capture.precompact_instructions {
-        report.instructions = Some(renderer.render(
+        let list = renderer.render(
             render::PRECOMPACT_INSTRUCTIONS,
             &prompt::instructions_view(&state),
-        ));
+        );
+        report.instructions = Some(instructions(state.checkpoint.as_ref(), &list));
     }
     report.problems.extend(renderer.problems.iter().cloned());
     step(
@@ -327,12 +332,27 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     report
 }
 
+/// PreCompact's answer: its first line is hookd's own, so that no template
+/// can make the text parse as a hook decision; the template only adds the
+/// list of what to keep.
+fn instructions(checkpoint: Option<&Checkpoint>, list: &str) -> String {
+    let checkpointed = checkpoint
+        .and_then(|c| c.sha.as_deref())
+        .map(|sha| format!(" and checkpointed the working tree as {sha}"))
+        .unwrap_or_default();
+    format!(
+        "hookd saved the workflow state to .workflow/context_state.json{checkpointed}. \
+         In your summary, keep what the work needs to continue:\n{list}"
+    )
+}
+
 /// Plans the context budget for the captured state's task and saves the
 /// budget record. Files come from git's index and the captured changes, so
 /// the working tree is not walked a second time.
 fn context_budget(
     request: &SaveRequest,
     config: &Config,
+    workflow: &Dir,
     state: &capture::state::ContextState,
     changes: &[protocol::wire::FileChange],
 ) -> Result<(BudgetPlan, Option<PathBuf>), String> {
@@ -351,7 +371,6 @@ fn context_budget(
         None,
         request.context.as_ref().map(|c| c.tokens_max),
     );
-    let workflow = Workflow::new(&request.project);
     let now = crate::time::now_ms();
     let input = budget::plan::PlanInput {
         project: &request.project,
@@ -367,11 +386,13 @@ fn context_budget(
         cache_dir: config
             .budget
             .cache_summaries
-            .then(|| workflow.path(budget::summary::CACHE_DIR)),
+            .then(|| workflow.create_dir(budget::summary::CACHE_DIR).ok())
+            .flatten()
+            .map(|(dir, _)| dir),
         now_ms: now,
     };
     let plan = budget::plan::plan(&input).map_err(|e| format!("context budget: {e}"))?;
-    let record = budget::plan::save_record(workflow.dir(), &plan, now, config.budget.records_keep)
+    let record = budget::plan::save_record(workflow, &plan, now, config.budget.records_keep)
         .map_err(|e| tracing::debug!(error = %e, "cannot save the budget record"))
         .ok();
     Ok((plan, record))
@@ -379,15 +400,14 @@ fn context_budget(
 
 /// Keeps a copy of each capture in `.workflow/history/`, the newest `keep`.
 fn keep_history(
-    workflow: &Workflow,
+    workflow: &Dir,
     state: &capture::state::ContextState,
     keep: usize,
 ) -> std::io::Result<()> {
     if keep == 0 {
         return Ok(());
     }
-    let dir = workflow.path(HISTORY_DIR);
-    std::fs::create_dir_all(&dir)?;
+    let (dir, _) = workflow.create_dir(HISTORY_DIR)?;
     let who: String = state
         .harness_session_id
         .as_deref()
@@ -402,16 +422,16 @@ fn keep_history(
         })
         .collect();
     let name = format!("{}_{who}.json", state.session_id);
-    crate::fsutil::write_atomic(&dir.join(&name), &state.to_json())?;
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+    dir.write_atomic(&name, &state.to_json())?;
+    let mut files: Vec<String> = dir
+        .names()?
+        .into_iter()
+        .filter(|n| n.ends_with(".json") && dir.is_file(n))
         .collect();
     files.sort();
     let excess = files.len().saturating_sub(keep);
     for old in &files[..excess] {
-        std::fs::remove_file(old)?;
+        dir.remove(old)?;
     }
     Ok(())
 }

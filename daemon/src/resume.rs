@@ -7,6 +7,7 @@ use crate::capture::workflow_file;
 use crate::git::{self, GitError, SnapshotOptions};
 use crate::harness::claude_code::work;
 use crate::pipeline::HISTORY_DIR;
+use crate::project_fs::Dir;
 use crate::prompt;
 use crate::render::Renderer;
 use crate::workflow::Workflow;
@@ -34,7 +35,12 @@ pub enum Loaded {
 /// history.
 pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
     let path = workflow.path(STATE_FILE);
-    let latest = match read_state(&path) {
+    let dir = match workflow.open() {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::Missing,
+        Err(e) => return Loaded::Unusable(format!("cannot use {e}")),
+    };
+    let latest = match read_state(&dir, STATE_FILE) {
         Ok(Some(state)) => state,
         Ok(None) => return Loaded::Missing,
         Err(why) => return Loaded::Unusable(why),
@@ -59,18 +65,18 @@ pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
         };
     }
     // Another session saved since: look for this session's own last capture.
-    let mut history: Vec<PathBuf> = std::fs::read_dir(workflow.path(HISTORY_DIR))
-        .map(|dir| dir.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    history.sort();
-    for file in history.into_iter().rev() {
-        if let Ok(Some(state)) = read_state(&file)
-            && state.harness_session_id.as_deref() == Some(id)
-        {
-            return Loaded::Found {
-                state: Box::new(state),
-                path: file,
-            };
+    if let Ok(history) = dir.open_dir(HISTORY_DIR) {
+        let mut names = history.names().unwrap_or_default();
+        names.sort();
+        for name in names.into_iter().rev() {
+            if let Ok(Some(state)) = read_state(&history, &name)
+                && state.harness_session_id.as_deref() == Some(id)
+            {
+                return Loaded::Found {
+                    state: Box::new(state),
+                    path: history.path().join(name),
+                };
+            }
         }
     }
     Loaded::Unusable(format!(
@@ -80,18 +86,12 @@ pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
     ))
 }
 
-fn read_state(path: &Path) -> Result<Option<ContextState>, String> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-            ) =>
-        {
-            return Ok(None);
-        }
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+fn read_state(dir: &Dir, name: &str) -> Result<Option<ContextState>, String> {
+    let path = dir.path().join(name);
+    let bytes = match dir.read(name, crate::workflow::MAX_FILE_BYTES) {
+        Ok(Some(b)) => b,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(format!("cannot read {e}")),
     };
     serde_json::from_slice(&bytes).map(Some).map_err(|e| {
         format!(
@@ -248,7 +248,7 @@ fn workflow_exists(project: &Path, state: &ContextState) -> Check {
             "no workflow file was in use; .workflow/ is in place",
         );
     }
-    match workflow_file::load(workflow.dir()) {
+    match workflow_file::load(&workflow) {
         Ok(None) => check(
             NAME,
             CheckStatus::Fail,
@@ -289,7 +289,7 @@ fn task_valid(
     let from_file = saved.is_some_and(|t| t.source == workflow_file::WORKFLOW_FILE);
     // (id, title, status) of the tasks as they stand now.
     let current: Option<Vec<(String, String, String)>> = if from_file {
-        workflow_file::load(&project.join(crate::workflow::WORKFLOW_DIR))
+        workflow_file::load(&Workflow::new(project))
             .ok()
             .flatten()
             .map(|f| {
@@ -349,7 +349,7 @@ pub fn render(
     marker: Option<&str>,
     config: &Config,
 ) -> (prompt::Fitted, Vec<String>) {
-    let mut renderer = Renderer::load(&Renderer::dirs_for(Some(project)));
+    let mut renderer = Renderer::for_project(Some(project), config);
     let mut view = prompt::resume_view(state, checks, marker);
     // Cross-task memory: the Ω window and similar tasks' lessons (counted when injected).
     crate::memory::fill_section(&mut view, &mut renderer, config, state, marker.is_some());

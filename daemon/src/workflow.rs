@@ -1,7 +1,11 @@
 //! A project's `.workflow/` directory: the saved state, the resume prompt,
 //! and `events.jsonl`, the append-only record of what hookd did and saw.
+//!
+//! Every write goes through [`project_fs::Dir`] handles: `.workflow/` (and
+//! anything in it) that is a symlink, belongs to another user or is
+//! writable by others is refused, never followed or written into.
 
-use crate::fsutil;
+use crate::project_fs::Dir;
 use crate::sessions::SessionKey;
 use serde_json::{Map, Value};
 use std::io;
@@ -9,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 pub const WORKFLOW_DIR: &str = ".workflow";
 pub const EVENTS_FILE: &str = "events.jsonl";
+/// The most hookd reads of one file it keeps in `.workflow/`.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct Workflow {
@@ -28,6 +34,7 @@ impl Workflow {
         &self.project
     }
 
+    /// The directory's path, for messages; open it with [`Workflow::open`].
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -36,27 +43,50 @@ impl Workflow {
         self.dir.join(name)
     }
 
-    /// Creates the directory (never the project itself); the first time,
-    /// also keeps it out of git (`.git/info/exclude`) when asked to.
-    pub fn ensure(&self, exclude_from_git: bool) -> io::Result<()> {
-        if self.dir.is_dir() {
-            return Ok(());
+    /// The directory, when it exists and is safe to use.
+    pub fn open(&self) -> io::Result<Dir> {
+        let dir = Dir::open(&self.project)?.open_dir(WORKFLOW_DIR)?;
+        dir.check_private()?;
+        Ok(dir)
+    }
+
+    /// Creates the directory (never the project itself, never inside a git
+    /// directory); the first time, also keeps it out of git
+    /// (`.git/info/exclude`) when asked to.
+    pub fn ensure(&self, exclude_from_git: bool) -> io::Result<Dir> {
+        if inside_git_dir(&self.project) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is inside a git directory; hookd keeps no state there",
+                    self.project.display()
+                ),
+            ));
         }
-        match std::fs::create_dir(&self.dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
-            Err(e) => return Err(e),
-        }
-        if exclude_from_git
+        let (dir, created) = Dir::open(&self.project)?.create_dir(WORKFLOW_DIR)?;
+        dir.check_private()?;
+        if created
+            && exclude_from_git
             && let Err(e) = crate::git::exclude(&self.project, &format!("{WORKFLOW_DIR}/"))
         {
             tracing::debug!(project = %self.project.display(), error = %e, "could not add .workflow/ to git's exclude file");
         }
-        Ok(())
+        Ok(dir)
     }
 
+    /// Replaces the file `name` in the existing directory.
     pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        fsutil::write_atomic(&self.path(name), bytes)
+        self.open()?.write_atomic(name, bytes)
+    }
+
+    /// The file `name`, read without following links; `None` when absent
+    /// (or when `.workflow/` is).
+    pub fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        match self.open() {
+            Ok(dir) => dir.read(name, MAX_FILE_BYTES),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Appends one event: `{"ts", "kind", "harness", "session", ...fields}`.
@@ -79,8 +109,20 @@ impl Workflow {
         if let Value::Object(extra) = fields {
             event.extend(extra);
         }
-        fsutil::append_line(&self.path(EVENTS_FILE), &Value::Object(event).to_string())
+        self.open()?
+            .append_line(EVENTS_FILE, &Value::Object(event).to_string())
     }
+}
+
+/// Whether `path` is a git directory or inside one (`.git/`, a bare
+/// repository): hookd's state never goes there.
+pub fn inside_git_dir(path: &Path) -> bool {
+    if path.components().any(|c| c.as_os_str() == ".git") {
+        return true;
+    }
+    path.ancestors().any(|dir| {
+        dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
+    })
 }
 
 #[cfg(test)]
@@ -111,5 +153,29 @@ mod tests {
         assert_eq!(events[1]["session"], "s1");
         assert_eq!(events[1]["kind"], "threshold");
         assert!(events[1]["ts"].as_str().unwrap().ends_with('Z'));
+    }
+
+    #[test]
+    fn a_symlinked_workflow_dir_is_refused() {
+        let project = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), project.path().join(WORKFLOW_DIR)).unwrap();
+        let wf = Workflow::new(project.path());
+        assert!(wf.ensure(false).is_err());
+        assert!(wf.append_event("x", None, Value::Null).is_err());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn nothing_is_created_in_a_git_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        git2::Repository::init_bare(dir.path()).unwrap();
+        assert!(inside_git_dir(dir.path()));
+        assert!(Workflow::new(dir.path()).ensure(false).is_err());
+        assert!(!dir.path().join(WORKFLOW_DIR).exists());
+        let work = tempfile::tempdir().unwrap();
+        git2::Repository::init(work.path()).unwrap();
+        assert!(!inside_git_dir(work.path()));
+        assert!(inside_git_dir(&work.path().join(".git")));
     }
 }

@@ -15,6 +15,8 @@ use super::score::{self, Evidence};
 use super::summary::{self, Level};
 use super::tokens::{self, TextKind};
 use crate::capture::state::ContextState;
+use crate::project_fs::Dir;
+use crate::workflow::Workflow;
 use protocol::budget::{Allocation, BudgetPlan, FileScore, Metrics, Overflow, PlannedFile, Tier};
 use protocol::config::{BudgetConfig, OverflowStrategy};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -49,7 +51,7 @@ pub struct PlanInput<'a> {
     pub session: Option<String>,
     pub config: &'a BudgetConfig,
     /// Where summaries are cached, if they are.
-    pub cache_dir: Option<PathBuf>,
+    pub cache_dir: Option<crate::project_fs::Dir>,
     pub now_ms: u64,
 }
 
@@ -308,7 +310,7 @@ fn level_for(tier: Tier) -> Level {
 
 struct Sizer<'a> {
     project: &'a Path,
-    cache_dir: Option<&'a Path>,
+    cache_dir: Option<&'a crate::project_fs::Dir>,
     cached: usize,
     made: usize,
 }
@@ -429,7 +431,7 @@ pub fn plan(input: &PlanInput) -> Result<BudgetPlan, PlanError> {
     }
     let mut sizer = Sizer {
         project: input.project,
-        cache_dir: input.cache_dir.as_deref(),
+        cache_dir: input.cache_dir.as_ref(),
         cached: 0,
         made: 0,
     };
@@ -602,15 +604,14 @@ pub fn score_one(input: &PlanInput, rel: &str) -> FileScore {
 /// Where budget records live, inside `.workflow/`.
 pub const RECORDS_DIR: &str = "budget-records";
 
-/// Saves `plan` as a budget record and keeps the newest `keep`.
+/// Saves `plan` as a budget record in `workflow` and keeps the newest `keep`.
 pub fn save_record(
-    workflow_dir: &Path,
+    workflow: &Dir,
     plan: &BudgetPlan,
     now_ms: u64,
     keep: usize,
 ) -> std::io::Result<PathBuf> {
-    let dir = workflow_dir.join(RECORDS_DIR);
-    std::fs::create_dir_all(&dir)?;
+    let (dir, _) = workflow.create_dir(RECORDS_DIR)?;
     let who: String = plan
         .session
         .as_deref()
@@ -626,43 +627,48 @@ pub fn save_record(
         .collect();
     // Milliseconds too: two plans in one second are two records.
     let stamp = crate::time::compact_stamp(now_ms);
-    let path = dir.join(format!("{stamp}_{:03}_{who}.json", now_ms % 1000));
+    let name = format!("{stamp}_{:03}_{who}.json", now_ms % 1000);
     let bytes = serde_json::to_vec_pretty(plan).expect("a plan serializes");
-    crate::fsutil::write_atomic(&path, &bytes)?;
-    let mut all = record_files(workflow_dir);
+    dir.write_atomic(&name, &bytes)?;
+    let mut all = record_names(&dir);
     let excess = all.len().saturating_sub(keep.max(1));
     for old in all.drain(..excess) {
-        let _ = std::fs::remove_file(old);
+        let _ = dir.remove(&old);
     }
-    Ok(path)
+    Ok(dir.path().join(name))
 }
 
-/// Budget record files, oldest first.
-pub fn record_files(workflow_dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(workflow_dir.join(RECORDS_DIR)) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+/// Budget record files in `dir`, oldest first.
+fn record_names(dir: &Dir) -> Vec<String> {
+    let mut names: Vec<String> = dir
+        .names()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| n.ends_with(".json") && dir.is_file(n))
         .collect();
-    files.sort();
-    files
+    names.sort();
+    names
+}
+
+/// How many budget records `.workflow/` holds.
+pub fn record_count(workflow: &Workflow) -> usize {
+    workflow
+        .open()
+        .and_then(|w| w.open_dir(RECORDS_DIR))
+        .map_or(0, |dir| record_names(&dir).len())
 }
 
 /// The newest readable record (of `session`, when given).
-pub fn latest_record(workflow_dir: &Path, session: Option<&str>) -> Option<(PathBuf, BudgetPlan)> {
-    record_files(workflow_dir)
-        .into_iter()
-        .rev()
-        .find_map(|path| {
-            let plan: BudgetPlan = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
-            match session {
-                Some(id) if plan.session.as_deref().is_none_or(|s| !s.starts_with(id)) => None,
-                _ => Some((path, plan)),
-            }
-        })
+pub fn latest_record(workflow: &Workflow, session: Option<&str>) -> Option<(PathBuf, BudgetPlan)> {
+    let dir = workflow.open().ok()?.open_dir(RECORDS_DIR).ok()?;
+    record_names(&dir).into_iter().rev().find_map(|name| {
+        let bytes = dir.read(&name, crate::workflow::MAX_FILE_BYTES).ok()??;
+        let plan: BudgetPlan = serde_json::from_slice(&bytes).ok()?;
+        match session {
+            Some(id) if plan.session.as_deref().is_none_or(|s| !s.starts_with(id)) => None,
+            _ => Some((dir.path().join(&name), plan)),
+        }
+    })
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 use super::files::{self, FileType};
 use super::outline::{self, Lang};
 use super::tokens::{self, TextKind};
+use crate::project_fs::Dir;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::UNIX_EPOCH;
@@ -97,15 +98,15 @@ pub fn summarize(
     project: &Path,
     rel: &str,
     level: Level,
-    cache_dir: Option<&Path>,
+    cache_dir: Option<&Dir>,
 ) -> std::io::Result<FileSummary> {
     let path = project.join(rel);
     let meta = std::fs::metadata(&path)?;
     let (len, mtime_ns) = stamp(&meta);
     let cache_file =
-        cache_dir.map(|d| d.join(format!("{}.{}.json", files::hash(rel), level.as_str())));
-    if let Some(file) = &cache_file
-        && let Ok(bytes) = std::fs::read(file)
+        cache_dir.map(|d| (d, format!("{}.{}.json", files::hash(rel), level.as_str())));
+    if let Some((dir, file)) = &cache_file
+        && let Ok(Some(bytes)) = dir.read(file, crate::workflow::MAX_FILE_BYTES)
         && let Ok(entry) = serde_json::from_slice::<Cached>(&bytes)
         && entry.len == len
         && entry.mtime_ns == mtime_ns
@@ -117,16 +118,13 @@ pub fn summarize(
         });
     }
     let summary = make(&path, rel, level, &meta)?;
-    if let Some(file) = &cache_file {
+    if let Some((dir, file)) = &cache_file {
         let entry = Cached {
             len,
             mtime_ns,
             summary: summary.clone(),
         };
-        if let Some(dir) = file.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let _ = crate::fsutil::write_cache(file, &serde_json::to_vec(&entry).unwrap_or_default());
+        let _ = dir.write_cache(file, &serde_json::to_vec(&entry).unwrap_or_default());
     }
     Ok(summary)
 }
@@ -382,7 +380,11 @@ mod tests {
     #[test]
     fn the_cache_is_used_until_the_file_changes() {
         let p = project();
-        let cache = p.path().join(".workflow/summaries");
+        let (cache, _) = crate::workflow::Workflow::new(p.path())
+            .ensure(false)
+            .unwrap()
+            .create_dir(CACHE_DIR)
+            .unwrap();
         let first = summarize(p.path(), "src/token.rs", Level::Detailed, Some(&cache)).unwrap();
         assert!(!first.cached);
         let second = summarize(p.path(), "src/token.rs", Level::Detailed, Some(&cache)).unwrap();

@@ -67,14 +67,14 @@ pub fn capture(input: &Input) -> Captured {
         state.context_usage.threshold_triggered = input.threshold;
     }
 
-    let workflow_file = match workflow_file::load(workflow.dir()) {
+    let workflow_file = match workflow_file::load(&workflow) {
         Ok(file) => file,
         Err(problem) => {
             state.problems.push(problem);
             None
         }
     };
-    let records = match records::load(workflow.dir()) {
+    let records = match records::load(&workflow) {
         Ok(r) => r,
         Err(e) => {
             state.problems.push(format!(

@@ -3,11 +3,11 @@
 //! one JSON line per record, folded into the current picture at capture time.
 
 use crate::capture::state::{Blocker, Decision, NextAction};
-use crate::fsutil;
+use crate::project_fs::Dir;
+use crate::workflow::Workflow;
 use protocol::wire::Record;
 use serde::{Deserialize, Serialize};
 use std::io;
-use std::path::Path;
 
 pub const RECORDS_FILE: &str = "records.jsonl";
 
@@ -21,14 +21,14 @@ struct Line {
 }
 
 /// Appends one record.
-pub fn append(workflow_dir: &Path, record: &Record, session: Option<&str>) -> io::Result<()> {
+pub fn append(workflow: &Dir, record: &Record, session: Option<&str>) -> io::Result<()> {
     let line = Line {
         ts: crate::time::rfc3339(crate::time::now_ms()),
         session: session.map(str::to_owned),
         record: record.clone(),
     };
     let text = serde_json::to_string(&line).map_err(io::Error::other)?;
-    fsutil::append_line(&workflow_dir.join(RECORDS_FILE), &text)
+    workflow.append_line(RECORDS_FILE, &text)
 }
 
 /// The records folded into what holds now.
@@ -45,12 +45,11 @@ pub struct Records {
     pub problems: Vec<String>,
 }
 
-pub fn load(workflow_dir: &Path) -> io::Result<Records> {
-    let path = workflow_dir.join(RECORDS_FILE);
-    let text = match std::fs::read(&path) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Records::default()),
-        Err(e) => return Err(e),
+pub fn load(workflow: &Workflow) -> io::Result<Records> {
+    let path = workflow.path(RECORDS_FILE);
+    let text = match workflow.read(RECORDS_FILE)? {
+        Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        None => return Ok(Records::default()),
     };
     let mut out = Records::default();
     for (n, line) in text
@@ -119,9 +118,10 @@ mod tests {
 
     #[test]
     fn records_fold_into_the_current_picture() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let rec = |r: Record| append(d, &r, Some("s1")).unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let wf = Workflow::new(project.path());
+        let d = wf.ensure(false).unwrap();
+        let rec = |r: Record| append(&d, &r, Some("s1")).unwrap();
         rec(Record::Decision {
             topic: "auth".into(),
             decision: "JWT in cookies".into(),
@@ -163,13 +163,13 @@ mod tests {
         });
         std::fs::OpenOptions::new()
             .append(true)
-            .open(d.join(RECORDS_FILE))
+            .open(wf.path(RECORDS_FILE))
             .map(|mut f| {
                 use std::io::Write;
                 writeln!(f, "{{broken").unwrap();
             })
             .unwrap();
-        let r = load(d).unwrap();
+        let r = load(&wf).unwrap();
         assert_eq!(r.decisions.len(), 1);
         assert_eq!(r.decisions[0].reasoning.as_deref(), Some("SSR"));
         assert_eq!(r.blockers.len(), 1);
@@ -192,15 +192,16 @@ mod fuzz {
         /// Torn and foreign lines are reported by number; good ones still count.
         #[test]
         fn any_lines_fold_without_panicking(lines in proptest::collection::vec("\\PC{0,80}", 0..30)) {
-            let dir = tempfile::tempdir().unwrap();
-            append(dir.path(), &Record::Phase { name: "KNOWN".into() }, None).unwrap();
-            let mut text = std::fs::read_to_string(dir.path().join(RECORDS_FILE)).unwrap();
+            let project = tempfile::tempdir().unwrap();
+            let wf = Workflow::new(project.path());
+            append(&wf.ensure(false).unwrap(), &Record::Phase { name: "KNOWN".into() }, None).unwrap();
+            let mut text = std::fs::read_to_string(wf.path(RECORDS_FILE)).unwrap();
             for l in &lines {
                 text.push_str(l);
                 text.push('\n');
             }
-            std::fs::write(dir.path().join(RECORDS_FILE), &text).unwrap();
-            let r = load(dir.path()).unwrap();
+            std::fs::write(wf.path(RECORDS_FILE), &text).unwrap();
+            let r = load(&wf).unwrap();
             let blank = lines.iter().filter(|l| l.trim().is_empty()).count();
             prop_assert!(r.problems.len() <= lines.len() - blank);
         }

@@ -21,8 +21,8 @@
 //! Unknown keys are ignored (other tools may write more); a key of the
 //! wrong type is an error naming the key and the line.
 
+use crate::workflow::Workflow;
 use serde::Deserialize;
-use std::path::Path;
 
 pub const WORKFLOW_FILE: &str = "workflow_state.yml";
 
@@ -70,11 +70,11 @@ pub struct WorkflowBlocker {
 
 /// The project's workflow file: `Ok(None)` when there is none, `Err` with a
 /// message naming the file, key and line when it cannot be read.
-pub fn load(workflow_dir: &Path) -> Result<Option<WorkflowFile>, String> {
-    let path = workflow_dir.join(WORKFLOW_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+pub fn load(workflow: &Workflow) -> Result<Option<WorkflowFile>, String> {
+    let path = workflow.path(WORKFLOW_FILE);
+    let text = match workflow.read(WORKFLOW_FILE) {
+        Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(None) => return Ok(None),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
     if text.trim().is_empty() {
@@ -89,9 +89,17 @@ pub fn load(workflow_dir: &Path) -> Result<Option<WorkflowFile>, String> {
 mod tests {
     use super::*;
 
+    /// A project with an empty `.workflow/`.
+    pub(super) fn workflow() -> (tempfile::TempDir, Workflow) {
+        let project = tempfile::tempdir().unwrap();
+        let wf = Workflow::new(project.path());
+        wf.ensure(false).unwrap();
+        (project, wf)
+    }
+
     #[test]
     fn the_documented_example_reads() {
-        let dir = tempfile::tempdir().unwrap();
+        let (_project, wf) = workflow();
         let doc: String = include_str!("workflow_file.rs")
             .lines()
             .skip_while(|l| !l.contains("```yaml"))
@@ -105,8 +113,8 @@ mod tests {
                     + "\n"
             })
             .collect();
-        std::fs::write(dir.path().join(WORKFLOW_FILE), doc).unwrap();
-        let w = load(dir.path()).unwrap().unwrap();
+        std::fs::write(wf.path(WORKFLOW_FILE), doc).unwrap();
+        let w = load(&wf).unwrap().unwrap();
         assert_eq!(w.phase.as_deref(), Some("IMPLEMENTING"));
         assert_eq!(w.layer, Some(2));
         assert_eq!(w.active_task.as_deref(), Some("task_api_login"));
@@ -117,19 +125,21 @@ mod tests {
 
     #[test]
     fn errors_name_the_key_and_line() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(WORKFLOW_FILE), "phase: X\nlayer: two\n").unwrap();
-        let err = load(dir.path()).unwrap_err();
+        let (_project, wf) = workflow();
+        std::fs::write(wf.path(WORKFLOW_FILE), "phase: X\nlayer: two\n").unwrap();
+        let err = load(&wf).unwrap_err();
         assert!(
             err.contains("layer") && err.contains("line 2") && err.contains(WORKFLOW_FILE),
             "{err}"
         );
-        assert_eq!(load(&dir.path().join("none")).unwrap(), None);
+        std::fs::remove_file(wf.path(WORKFLOW_FILE)).unwrap();
+        assert_eq!(load(&wf).unwrap(), None);
     }
 }
 
 #[cfg(test)]
 mod fuzz {
+    use super::tests::workflow;
     use super::*;
     use proptest::prelude::*;
 
@@ -137,9 +147,9 @@ mod fuzz {
         /// Any text at all: a workflow file or an error that names it, never a panic.
         #[test]
         fn any_text_loads_or_says_why(text in "(\\PC|\n|:|-| ){0,300}") {
-            let dir = tempfile::tempdir().unwrap();
-            std::fs::write(dir.path().join(WORKFLOW_FILE), &text).unwrap();
-            if let Err(e) = load(dir.path()) {
+            let (_project, wf) = workflow();
+            std::fs::write(wf.path(WORKFLOW_FILE), &text).unwrap();
+            if let Err(e) = load(&wf) {
                 prop_assert!(e.contains(WORKFLOW_FILE), "{e}");
             }
         }

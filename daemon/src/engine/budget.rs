@@ -4,6 +4,7 @@
 
 use super::{Engine, empty_context};
 use crate::budget::{self, plan, summary};
+use crate::project_fs::Dir;
 use crate::resume::{self, Loaded};
 use crate::sessions::SessionKey;
 use crate::time::now_ms;
@@ -60,10 +61,17 @@ fn saved_state(project: &Path) -> Option<crate::capture::state::ContextState> {
     }
 }
 
-fn cache_dir(project: &Path, config: &Config) -> Option<PathBuf> {
-    let workflow = Workflow::new(project);
-    (config.budget.cache_summaries && workflow.ensure(config.capture.exclude_workflow_dir).is_ok())
-        .then(|| workflow.path(summary::CACHE_DIR))
+fn cache_dir(project: &Path, config: &Config) -> Option<Dir> {
+    if !config.budget.cache_summaries {
+        return None;
+    }
+    let workflow = Workflow::new(project)
+        .ensure(config.capture.exclude_workflow_dir)
+        .ok()?;
+    workflow
+        .create_dir(summary::CACHE_DIR)
+        .ok()
+        .map(|(dir, _)| dir)
 }
 
 impl Engine {
@@ -152,8 +160,10 @@ impl Engine {
             match plan::plan(&input) {
                 Ok(result) => {
                     if query.record {
-                        let workflow = Workflow::new(&query.project);
-                        if let Err(e) = plan::save_record(workflow.dir(), &result, now, config.budget.records_keep) {
+                        let saved = Workflow::new(&query.project)
+                            .ensure(config.capture.exclude_workflow_dir)
+                            .and_then(|dir| plan::save_record(&dir, &result, now, config.budget.records_keep));
+                        if let Err(e) = saved {
                             tracing::warn!(error = %e, "cannot save the budget record");
                         }
                     }
@@ -227,7 +237,7 @@ impl Engine {
             } else {
                 None
             };
-            match summary::summarize(&query.project, &rel, level, cache.as_deref()) {
+            match summary::summarize(&query.project, &rel, level, cache.as_ref()) {
                 Ok(s) => Response::Summary(Box::new(SummaryReply {
                     full_tokens: summary::full_tokens(&query.project, &rel) as u64,
                     path: s.path,
@@ -270,13 +280,13 @@ impl Engine {
                         );
                     }
                 };
-            let latest = plan::latest_record(workflow.dir(), only);
+            let latest = plan::latest_record(&workflow, only);
             Response::Report(Box::new(ContextReport {
                 session,
                 tokens_used: facts.tokens_used,
                 tokens_max: facts.window.filter(|_| facts.tokens_used.is_some()),
                 pressure: facts.pressure,
-                records: plan::record_files(workflow.dir()).len(),
+                records: plan::record_count(&workflow),
                 record_file: latest.as_ref().map(|(p, _)| p.clone()),
                 record: latest.map(|(_, r)| r),
                 transitions,

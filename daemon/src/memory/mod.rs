@@ -149,11 +149,11 @@ fn new_id() -> String {
 /// shared by every session of the project).
 fn baseline(project: &Path) -> Vec<String> {
     let workflow = Workflow::new(project);
-    let file = workflow_file::load(workflow.dir())
+    let file = workflow_file::load(&workflow)
         .ok()
         .flatten()
         .unwrap_or_default();
-    let records = crate::capture::records::load(workflow.dir()).unwrap_or_default();
+    let records = crate::capture::records::load(&workflow).unwrap_or_default();
     let mut decisions: Vec<Decision> = file
         .decisions
         .into_iter()
@@ -289,7 +289,7 @@ fn usable_description(text: &str) -> Option<String> {
 /// The workflow file's active task title, if the project keeps one.
 fn workflow_task(project: &Path) -> Option<String> {
     let workflow = Workflow::new(project);
-    let file = workflow_file::load(workflow.dir()).ok().flatten()?;
+    let file = workflow_file::load(&workflow).ok().flatten()?;
     let id = file.active_task.as_ref()?;
     let task = file.tasks.iter().find(|t| &t.id == id)?;
     usable_description(&task.title)
@@ -599,7 +599,7 @@ pub fn after_capture(config: &Config, state: &ContextState) -> Option<String> {
 /// The statuses of the task list as it stands: the workflow file's, else
 /// the agent's todo list in the transcript.
 fn task_list(config: &Config, project: &Path, transcript: Option<&Path>) -> Vec<String> {
-    if let Ok(Some(file)) = workflow_file::load(Workflow::new(project).dir())
+    if let Ok(Some(file)) = workflow_file::load(&Workflow::new(project))
         && !file.tasks.is_empty()
     {
         return file

@@ -4,12 +4,23 @@
 //! The built-in templates (`templates/*.hbs`) are compiled into the
 //! binary. A file of the same name in the user's config directory
 //! (`templates/`) or the project's `.workflow/templates/` overrides one (the
-//! project's wins). A broken override is reported with its name and line,
-//! and the built-in one is used instead.
+//! project's wins). A project's template is repository content: it is used
+//! only once the user trusts that exact file (`hookctl trust`), and it is
+//! read without following links. Every override is data: at most 64 KiB,
+//! no partials or decorators (a partial can recurse until the stack
+//! overflows), blocks nested at most [`MAX_BLOCK_DEPTH`] deep. A broken or
+//! refused override is reported with its name (and line), and the built-in
+//! one is used instead.
 
+use crate::workflow::Workflow;
 use handlebars::{Handlebars, handlebars_helper, no_escape};
+use protocol::config::Config;
+use protocol::trust::{MAX_FILE_BYTES, ProjectTrust, TEMPLATES_DIR};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+
+/// Deepest nesting of blocks (`{{#if}}`, `{{#each}}`, …) an override may use.
+pub const MAX_BLOCK_DEPTH: usize = 16;
 
 pub const RESUME_PROMPT: &str = "resume_prompt";
 /// The resume prompt in seed 004's compressed, token-optimized YAML.
@@ -102,14 +113,118 @@ fn engine() -> Handlebars<'static> {
     hb
 }
 
+/// Where overrides come from, in order of precedence.
+pub enum Overrides {
+    /// A project's `.workflow/templates/`, with what the user trusts of it.
+    Project {
+        root: PathBuf,
+        trust: Option<ProjectTrust>,
+    },
+    /// A directory of the user's own.
+    User(PathBuf),
+}
+
+impl Overrides {
+    /// The text of override `file`, or why it cannot be used; `None` when
+    /// there is no such override.
+    fn read(&self, file: &str) -> Option<(PathBuf, Result<String, String>)> {
+        match self {
+            Overrides::Project { root, trust } => {
+                let workflow = Workflow::new(root);
+                let path = workflow.path("templates").join(file);
+                let bytes = workflow
+                    .open()
+                    .and_then(|dir| dir.open_dir("templates"))
+                    .and_then(|dir| dir.read(file, MAX_FILE_BYTES));
+                let text = match bytes {
+                    Ok(None) => return None,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+                    Err(e) => Err(format!("cannot be read ({e})")),
+                    Ok(Some(bytes)) => {
+                        let rel = format!("{TEMPLATES_DIR}/{file}");
+                        if trust.as_ref().is_some_and(|t| t.allows(&rel, &bytes)) {
+                            String::from_utf8(bytes).map_err(|_| "is not UTF-8".to_owned())
+                        } else {
+                            Err(format!(
+                                "is not used until you trust this project (`hookctl trust {}`)",
+                                root.display()
+                            ))
+                        }
+                    }
+                };
+                Some((path, text))
+            }
+            Overrides::User(dir) => {
+                let path = dir.join(file);
+                let text = match std::fs::metadata(&path) {
+                    Err(_) => return None,
+                    Ok(m) if m.len() > MAX_FILE_BYTES => {
+                        Err(format!("is larger than {} KiB", MAX_FILE_BYTES / 1024))
+                    }
+                    Ok(_) => {
+                        std::fs::read_to_string(&path).map_err(|e| format!("cannot be read ({e})"))
+                    }
+                };
+                Some((path, text))
+            }
+        }
+    }
+}
+
+/// Refuses what handlebars could recurse on without bound: partials and
+/// decorators, and blocks nested deeper than [`MAX_BLOCK_DEPTH`].
+fn check_structure(text: &str) -> Result<(), String> {
+    let mut depth = 0usize;
+    for (i, _) in text.match_indices("{{") {
+        let tag = text[i + 2..].trim_start_matches(['{', '~']).trim_start();
+        if tag.starts_with('>')
+            || tag.starts_with("#>")
+            || tag.starts_with("#*")
+            || tag.starts_with('*')
+        {
+            let line = text[..i].lines().count().max(1);
+            return Err(format!(
+                "uses a partial or decorator at line {line}, which hookd does not allow"
+            ));
+        }
+        if tag.starts_with('#') {
+            depth += 1;
+            if depth > MAX_BLOCK_DEPTH {
+                let line = text[..i].lines().count().max(1);
+                return Err(format!(
+                    "nests blocks deeper than {MAX_BLOCK_DEPTH} at line {line}"
+                ));
+            }
+        } else if tag.starts_with('/') {
+            depth = depth.saturating_sub(1);
+        }
+    }
+    Ok(())
+}
+
 impl Renderer {
     /// The built-in templates only.
     pub fn built_in() -> Renderer {
         Renderer::load(&[])
     }
 
-    /// Built-ins, overridden by files in `dirs` (earlier directories win).
-    pub fn load(dirs: &[PathBuf]) -> Renderer {
+    /// Built-ins, overridden by the project's trusted templates and the user's.
+    pub fn for_project(project: Option<&Path>, config: &Config) -> Renderer {
+        let mut sources = Vec::new();
+        if let Some(root) = project {
+            sources.push(Overrides::Project {
+                root: root.to_path_buf(),
+                trust: config.trust.clone(),
+            });
+        }
+        if let Some(c) = protocol::paths::config_dir() {
+            sources.push(Overrides::User(c.join("templates")));
+        }
+        Renderer::load(&sources)
+    }
+
+    /// Built-ins, overridden by files from `sources` (earlier sources win).
+    pub fn load(sources: &[Overrides]) -> Renderer {
         let mut hb = engine();
         let mut overridden = Vec::new();
         let mut problems = Vec::new();
@@ -117,10 +232,19 @@ impl Renderer {
             hb.register_template_string(&format!("builtin/{name}"), text)
                 .expect("built-in templates compile");
             let mut chosen = false;
-            for dir in dirs {
-                let path = dir.join(file_name(name));
-                let Ok(text) = std::fs::read_to_string(&path) else {
+            for source in sources {
+                let Some((path, text)) = source.read(&file_name(name)) else {
                     continue;
+                };
+                let text = match text.and_then(|t| check_structure(&t).map(|()| t)) {
+                    Ok(text) => text,
+                    Err(why) => {
+                        problems.push(format!(
+                            "template {} {why}; using the built-in one",
+                            path.display()
+                        ));
+                        continue;
+                    }
                 };
                 match hb.register_template_string(name, &text) {
                     Ok(()) => {
@@ -149,18 +273,6 @@ impl Renderer {
             overridden,
             problems,
         }
-    }
-
-    /// Where a project's templates may live, in order of precedence.
-    pub fn dirs_for(project: Option<&Path>) -> Vec<PathBuf> {
-        let mut dirs = Vec::new();
-        if let Some(p) = project {
-            dirs.push(p.join(crate::workflow::WORKFLOW_DIR).join("templates"));
-        }
-        if let Some(c) = protocol::paths::config_dir() {
-            dirs.push(c.join("templates"));
-        }
-        dirs
     }
 
     /// Renders `name`; if an override fails on this data, the built-in one
@@ -224,7 +336,7 @@ mod tests {
             "ok\n{{#if x}}\nnever closed\n",
         )
         .unwrap();
-        let mut r = Renderer::load(&[dir.path().to_path_buf()]);
+        let mut r = Renderer::load(&[Overrides::User(dir.path().to_path_buf())]);
         assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
         assert!(
             r.problems[0].contains("progress_summary.md.hbs")
@@ -250,7 +362,7 @@ mod tests {
             "{{no_such_field}}\n",
         )
         .unwrap();
-        let mut r = Renderer::load(&[dir.path().to_path_buf()]);
+        let mut r = Renderer::load(&[Overrides::User(dir.path().to_path_buf())]);
         assert!(r.problems.is_empty());
         let data = json!({"tasks": {"all": [], "done": [], "current": [], "pending": [], "done_count": 0, "all_count": 0}, "notes": [], "open_blockers": []});
         assert_eq!(r.render(PROGRESS_SUMMARY, &data), "");
@@ -261,14 +373,60 @@ mod tests {
     fn project_templates_win_over_user_templates() {
         let project = tempfile::tempdir().unwrap();
         let user = tempfile::tempdir().unwrap();
+        let templates = project.path().join(TEMPLATES_DIR);
+        std::fs::create_dir_all(&templates).unwrap();
         std::fs::write(
-            project.path().join("precompact_instructions.md.hbs"),
+            templates.join("precompact_instructions.md.hbs"),
             "project\n",
         )
         .unwrap();
         std::fs::write(user.path().join("precompact_instructions.md.hbs"), "user\n").unwrap();
-        let mut r = Renderer::load(&[project.path().to_path_buf(), user.path().to_path_buf()]);
+        let sources = |trust| {
+            [
+                Overrides::Project {
+                    root: project.path().to_path_buf(),
+                    trust,
+                },
+                Overrides::User(user.path().to_path_buf()),
+            ]
+        };
+        // Not trusted: the user's stands, and the project's is named.
+        let mut r = Renderer::load(&sources(None));
+        assert_eq!(r.render(PRECOMPACT_INSTRUCTIONS, &json!({})), "user\n");
+        assert!(r.problems[0].contains("trust"), "{:?}", r.problems);
+        let (trust, _) = protocol::trust::survey(project.path());
+        let mut r = Renderer::load(&sources(Some(trust.clone())));
         assert_eq!(r.render(PRECOMPACT_INSTRUCTIONS, &json!({})), "project\n");
+        // Changed since it was trusted: not used.
+        std::fs::write(
+            templates.join("precompact_instructions.md.hbs"),
+            "changed\n",
+        )
+        .unwrap();
+        let mut r = Renderer::load(&sources(Some(trust)));
+        assert_eq!(r.render(PRECOMPACT_INSTRUCTIONS, &json!({})), "user\n");
+    }
+
+    #[test]
+    fn partials_and_deep_nesting_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let recursive = "{{#*inline \"p\"}}{{> p}}{{/inline}}{{> p}}";
+        std::fs::write(dir.path().join("precompact_instructions.md.hbs"), recursive).unwrap();
+        let deep = "{{#if a}}".repeat(MAX_BLOCK_DEPTH + 1) + &"{{/if}}".repeat(MAX_BLOCK_DEPTH + 1);
+        std::fs::write(dir.path().join("progress_summary.md.hbs"), deep).unwrap();
+        let mut r = Renderer::load(&[Overrides::User(dir.path().to_path_buf())]);
+        assert_eq!(r.problems.len(), 2, "{:?}", r.problems);
+        assert!(
+            r.problems.iter().any(|p| p.contains("partial")),
+            "{:?}",
+            r.problems
+        );
+        assert!(
+            r.problems.iter().any(|p| p.contains("deeper")),
+            "{:?}",
+            r.problems
+        );
+        assert_eq!(r.render(PRECOMPACT_INSTRUCTIONS, &json!({})), "");
     }
 
     #[test]

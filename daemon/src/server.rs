@@ -112,7 +112,8 @@ impl Daemon {
             log_dir: opts.log_dir.clone(),
         };
         let (config, config_problem) = crate::load_daemon_config(&opts.layers);
-        let settings = crate::settings::Settings::new(opts.layers, config);
+        let trust_store = opts.state_dir.join(protocol::trust::STORE_FILE);
+        let settings = crate::settings::Settings::new(opts.layers, config, Some(trust_store));
         let engine = Arc::new(Engine::new(identity, settings, shutdown.clone()));
         if let Some(problem) = config_problem {
             tracing::error!("{problem}");

@@ -1,8 +1,10 @@
 //! The configuration that applies to one request: the daemon's layers (user
-//! file, flags) plus the project's `.hookd.yaml` and the hook's `HOOKD_*`
-//! environment. Parsed configurations are cached until a file changes.
+//! file, flags) plus the project's `.hookd.yaml`, what the user trusts of
+//! that project, and the hook's `HOOKD_*` environment. Parsed
+//! configurations are cached until a file changes.
 
 use protocol::config::{Effective, Layers, PROJECT_FILE, is_config_env};
+use protocol::trust::TrustStore;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -11,13 +13,15 @@ use std::time::SystemTime;
 /// Cached configurations kept at most (one per project and environment).
 const CACHE_LIMIT: usize = 256;
 
-/// Modification time and length of the user file and the project file.
-type Stamp = (Option<(SystemTime, u64)>, Option<(SystemTime, u64)>);
+/// Modification time and length of the user file, the project file and the trust store.
+type Stamp = [Option<(SystemTime, u64)>; 3];
 /// A project and the `HOOKD_*` variables of a request.
 type CacheKey = (Option<PathBuf>, Vec<(String, String)>);
 
 pub struct Settings {
     base: Layers,
+    /// The user's record of trusted projects.
+    trust_store: Option<PathBuf>,
     fallback: Arc<Effective>,
     cache: Mutex<HashMap<CacheKey, (Stamp, Arc<Effective>)>>,
 }
@@ -25,9 +29,10 @@ pub struct Settings {
 impl Settings {
     /// `base` holds the user file and daemon flags; `fallback` is used when a
     /// project's layers are broken.
-    pub fn new(base: Layers, fallback: Effective) -> Self {
+    pub fn new(base: Layers, fallback: Effective, trust_store: Option<PathBuf>) -> Self {
         Settings {
             base,
+            trust_store,
             fallback: Arc::new(fallback),
             cache: Mutex::new(HashMap::new()),
         }
@@ -51,10 +56,11 @@ impl Settings {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let project = project.map(Path::to_path_buf);
-        let stamp = (
+        let stamp = [
             stamp_of(self.base.user_file.as_deref()),
             stamp_of(project.as_ref().map(|p| p.join(PROJECT_FILE)).as_deref()),
-        );
+            stamp_of(self.trust_store.as_deref()),
+        ];
         let key = (project.clone(), env.clone());
         if let Some((cached_stamp, effective)) = self
             .cache
@@ -66,6 +72,10 @@ impl Settings {
             return (effective.clone(), None);
         }
         let mut layers = self.base.clone();
+        layers.trust = project
+            .as_deref()
+            .zip(self.trust_store.as_deref())
+            .and_then(|(root, store)| TrustStore::load(store).lookup(root).cloned());
         layers.project_root = project;
         layers.env.extend(env);
         match protocol::config::load(&layers) {
@@ -87,7 +97,7 @@ impl Settings {
 }
 
 fn stamp_of(path: Option<&Path>) -> Option<(SystemTime, u64)> {
-    let meta = std::fs::metadata(path?).ok()?;
+    let meta = std::fs::symlink_metadata(path?).ok()?;
     Some((meta.modified().ok()?, meta.len()))
 }
 
@@ -98,7 +108,7 @@ mod tests {
     #[test]
     fn project_files_apply_and_changes_are_seen() {
         let dir = tempfile::tempdir().unwrap();
-        let settings = Settings::new(Layers::default(), Effective::defaults());
+        let settings = Settings::new(Layers::default(), Effective::defaults(), None);
         let env = BTreeMap::new();
         let (c, problem) = settings.for_request(Some(dir.path()), &env);
         assert!(problem.is_none());

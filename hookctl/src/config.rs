@@ -11,6 +11,9 @@ pub fn run(ctx: &Context, project: Option<PathBuf>, json: bool) -> anyhow::Resul
     let effective = load(&layers)?;
     let entries = effective.entries();
     if json {
+        for warning in &effective.warnings {
+            eprintln!("hookctl: warning: {warning}");
+        }
         let items: Vec<_> = entries
             .iter()
             .map(|(key, value, source)| serde_json::json!({ "key": key, "value": value, "source": source }))
@@ -22,6 +25,9 @@ pub fn run(ctx: &Context, project: Option<PathBuf>, json: bool) -> anyhow::Resul
     for file in files.iter().flatten() {
         let state = if file.exists() { "read" } else { "absent" };
         println!("# {} ({state})", file.display());
+    }
+    for warning in &effective.warnings {
+        println!("# warning: {warning}");
     }
     for (key, value, source) in entries {
         let text = serde_yaml::to_string(&value)?;

@@ -317,6 +317,8 @@ fn config(ctx: &Context) -> Check {
         Ok(_) if files.is_empty() => {
             Check::new("config", Status::Ok, "no config files; the defaults apply")
         }
+        Ok(e) if !e.warnings.is_empty() => Check::new("config", Status::Warn, e.warnings.join("; "))
+            .fix("keep those settings in your own config.yaml, or trust the project with `hookctl trust`"),
         Ok(_) => Check::new("config", Status::Ok, format!("valid: {}", files.join(", "))),
         Err(e) => Check::new("config", Status::Fail, e.to_string())
             .fix("edit the file it names; `hookctl config` shows each value and its source"),
@@ -440,6 +442,33 @@ fn workflow_dir(project: Option<&Path>) -> Check {
         );
     };
     let dir = project.join(".workflow");
+    if let Ok(meta) = std::fs::symlink_metadata(&dir) {
+        use std::os::unix::fs::MetadataExt;
+        let problem = if meta.file_type().is_symlink() {
+            Some("is a symlink; hookd never follows links inside a project".to_owned())
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        } else if meta.uid() != unsafe { libc::geteuid() } {
+            Some("is owned by another user".to_owned())
+        } else if meta.mode() & 0o022 != 0 {
+            Some(format!(
+                "is writable by other users (mode {:o})",
+                meta.mode() & 0o7777
+            ))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Check::new(
+                "workflow",
+                Status::Fail,
+                format!("{} {problem}: hookd keeps no state there", dir.display()),
+            )
+            .fix(format!(
+                "if you did not make it, remove it (rm -r {0}); if it is yours: chmod go-w {0}",
+                dir.display()
+            ));
+        }
+    }
     let (target, what) = if dir.exists() {
         (dir.clone(), format!("{} is writable", dir.display()))
     } else {

@@ -23,6 +23,7 @@ mod service;
 mod status;
 mod statusline;
 mod task;
+mod trust;
 mod watch;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -228,6 +229,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Trust a project's own templates and threshold messages (its .hookd.yaml
+    /// and .workflow/templates/ as they are now); a file that changes needs trusting again.
+    Trust {
+        /// The project (default: $CLAUDE_PROJECT_DIR, else the current directory).
+        dir: Option<PathBuf>,
+    },
+    /// Stop trusting a project's templates and threshold messages.
+    Untrust {
+        /// The project (default: $CLAUDE_PROJECT_DIR, else the current directory).
+        dir: Option<PathBuf>,
+    },
     /// Wire hookd into a harness's hook settings (Claude Code, Codex, Gemini CLI).
     Install(install::InstallArgs),
     /// Take hookd's entries out of a harness's hook settings.
@@ -315,7 +327,16 @@ impl Context {
     /// The configuration; a broken config file must not break a hook, so
     /// errors fall back to the defaults (and are shown with -v).
     pub fn config(&self) -> Config {
-        let layers = Layers::from_process(self.project_root.clone());
+        Self::load(Layers::from_process(self.project_root.clone()), self)
+    }
+
+    /// The client's settings: the user's alone (a project file may not set
+    /// them), so the project's files are not even read.
+    pub fn client_config(&self) -> ClientConfig {
+        Self::load(Layers::from_process(None), self).client
+    }
+
+    fn load(layers: Layers, ctx: &Context) -> Config {
         if nothing_configured(&layers) {
             // What `load` would return, without its YAML round trip (it
             // tracks where every value came from, which a hook never shows).
@@ -324,14 +345,10 @@ impl Context {
         match protocol::config::load(&layers) {
             Ok(effective) => effective.config,
             Err(e) => {
-                self.note(&format!("{e}; using the default settings"));
+                ctx.note(&format!("{e}; using the default settings"));
                 Config::default()
             }
         }
-    }
-
-    pub fn client_config(&self) -> ClientConfig {
-        self.config().client
     }
 
     /// One line on stderr, only with -v.
@@ -567,6 +584,8 @@ fn main() -> ExitCode {
         Command::ContextReport { session, json } => budget::report(&ctx, session, json),
         Command::Daemon { action } => daemon::run(&ctx, action),
         Command::Config { project, json } => config::run(&ctx, project, json),
+        Command::Trust { dir } => trust::trust(&ctx, dir),
+        Command::Untrust { dir } => trust::untrust(&ctx, dir),
         Command::Install(args) => install::install(args),
         Command::Uninstall(args) => install::uninstall(args),
         Command::Doctor { json } => doctor::run(&ctx, json),

@@ -254,12 +254,12 @@ impl Engine {
             .or_else(|| self.latest_session(&request.project).map(|k| k.id));
         let result = workflow
             .ensure(config.config.capture.exclude_workflow_dir)
-            .and_then(|_| records::append(workflow.dir(), &request.record, session.as_deref()));
+            .and_then(|dir| records::append(&dir, &request.record, session.as_deref()));
         match result {
             Ok(()) => Response::Ok,
             Err(e) => Response::Error(ErrorReply::new(
                 ErrorKind::Internal,
-                format!("cannot record in {}: {e}", workflow.dir().display()),
+                format!("nothing recorded: {e}"),
             )),
         }
     }
@@ -461,6 +461,15 @@ impl Engine {
             self.check_arrival(&key, &mut outcome, &mut project_events)
                 .await;
             self.check_thresholds(&key, &config.config, &mut outcome, &mut project_events);
+        }
+        if event.kind == EventKind::SessionStart
+            && let Some(project) = &event.project_dir
+        {
+            // What keeps hookd from this project, said once per session.
+            for warning in project_problems(project, &config) {
+                self.add_warning(warning.clone());
+                outcome.say(format!("hookd: {warning}"));
+            }
         }
         self.record(project_events, &config.config);
         self.touch();
@@ -1074,4 +1083,16 @@ fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus
         advice: Advice::for_pressure(pressure),
         updated_at_ms: session.usage_at_ms,
     }
+}
+/// Why hookd cannot keep this project's state, and which of its settings
+/// it ignored.
+fn project_problems(project: &Path, config: &Effective) -> Vec<String> {
+    let mut out = config.warnings.clone();
+    match Workflow::new(project).open() {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => out.push(format!(
+            "{e}; hookd keeps no state for this project until that is fixed"
+        )),
+        _ => {}
+    }
+    out
 }

@@ -160,6 +160,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Adds a line for the person after whatever is there already.
+    pub fn say(&mut self, text: String) {
+        self.system_message = Some(match self.system_message.take() {
+            Some(before) => format!("{before}\n{text}"),
+            None => text,
+        });
+    }
+
     /// Adds text for the model after whatever is there already.
     pub fn add_context(&mut self, text: String) {
         self.additional_context = Some(match self.additional_context.take() {

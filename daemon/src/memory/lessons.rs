@@ -188,7 +188,7 @@ pub(super) fn hand_over(
     if found.tasks.is_empty() {
         return None;
     }
-    let mut renderer = Renderer::load(&Renderer::dirs_for(task.project.as_deref()));
+    let mut renderer = Renderer::for_project(task.project.as_deref(), config);
     let view = json!({
         "startup": true,
         "description": task.task_description,

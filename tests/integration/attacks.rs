@@ -6,8 +6,8 @@
 //! index and HEAD untouched, no secret in any output or object.
 
 use hookd_tests::{
-    GitRepo, SONNET, Sandbox, Transcript, hook_json, process_alive, run_with_stdin, stderr,
-    stdout, wait_until,
+    GitRepo, SONNET, Sandbox, Transcript, hook_json, process_alive, run_with_stdin, stderr, stdout,
+    wait_until,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -166,7 +166,10 @@ fn objects_containing(dir: &Path, revs: &[&str], needle: &str) -> Vec<String> {
     let mut found = Vec::new();
     for line in listing.lines() {
         let oid = line.split(' ').next().unwrap();
-        let body = plain_git(dir).args(["cat-file", "-p", oid]).output().unwrap();
+        let body = plain_git(dir)
+            .args(["cat-file", "-p", oid])
+            .output()
+            .unwrap();
         if String::from_utf8_lossy(&body.stdout).contains(needle) {
             found.push(line.to_owned());
         }
@@ -354,7 +357,12 @@ fn control_a_plain_project_changes_nothing_outside() {
     let user = user_repo(&repo.dir, &repo.git_dir());
     let mut t = lab.transcript("ctl");
     assert_ok(
-        &lab.hook(&repo.dir, &t, "SessionStart(source=startup)", "session-start"),
+        &lab.hook(
+            &repo.dir,
+            &t,
+            "SessionStart(source=startup)",
+            "session-start",
+        ),
         "session-start",
     );
     t.reply(140_000);
@@ -398,7 +406,12 @@ fn events_log_symlink_cannot_write_outside_the_project() {
 
     let mut t = lab.transcript("ev1");
     assert_ok(
-        &lab.hook(&repo.dir, &t, "SessionStart(source=startup)", "session-start"),
+        &lab.hook(
+            &repo.dir,
+            &t,
+            "SessionStart(source=startup)",
+            "session-start",
+        ),
         "session-start",
     );
     // 84% of the compaction point: a threshold event and a save.
@@ -424,7 +437,12 @@ fn world_writable_workflow_dir_is_refused_and_named() {
     let before = Tree::take(std::slice::from_ref(&workflow), &[]);
 
     let mut t = lab.transcript("ww1");
-    let start = lab.hook(&repo.dir, &t, "SessionStart(source=startup)", "session-start");
+    let start = lab.hook(
+        &repo.dir,
+        &t,
+        "SessionStart(source=startup)",
+        "session-start",
+    );
     assert_ok(&start, "session-start");
     t.reply(140_000);
     assert_ok(
@@ -446,10 +464,9 @@ fn world_writable_workflow_dir_is_refused_and_named() {
         .as_str()
         .unwrap_or("")
         .to_lowercase();
-    let doctor: Value = serde_json::from_slice(
-        &lab.hookctl_in(&repo.dir, &["doctor", "--json"]).stdout,
-    )
-    .unwrap_or(Value::Null);
+    let doctor: Value =
+        serde_json::from_slice(&lab.hookctl_in(&repo.dir, &["doctor", "--json"]).stdout)
+            .unwrap_or(Value::Null);
     let doctor_says = doctor["checks"]
         .as_array()
         .into_iter()
@@ -492,7 +509,12 @@ fn workflow_dir_symlink_cannot_write_outside_the_project() {
     let outside = lab.outside(&repo.dir, std::slice::from_ref(&target));
 
     let mut t = lab.transcript("wd1");
-    let _ = lab.hook(&repo.dir, &t, "SessionStart(source=startup)", "session-start");
+    let _ = lab.hook(
+        &repo.dir,
+        &t,
+        "SessionStart(source=startup)",
+        "session-start",
+    );
     t.reply(140_000);
     let _ = lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use");
     let _ = lab.hookctl_in(&repo.dir, &["decision", "Storage", "SQLite"]);
@@ -530,7 +552,8 @@ fn ref_prefix_cannot_point_checkpoints_at_the_users_branches() {
     let _ = lab.hookctl_in(&repo.dir, &["save"]);
     let after = user_repo(&repo.dir, &repo.git_dir());
     assert_eq!(
-        after.head, user.head,
+        after.head,
+        user.head,
         "HEAD moved: {}",
         repo.git(&["log", "--oneline", "-3"])
     );
@@ -576,7 +599,9 @@ fn core_worktree_cannot_pull_the_home_into_a_checkpoint() {
     let secret = unique_secret("ssh");
     std::fs::write(
         lab.home().join(".ssh/id_rsa"),
-        format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{secret}\n-----END OPENSSH PRIVATE KEY-----\n"),
+        format!(
+            "-----BEGIN OPENSSH PRIVATE KEY-----\n{secret}\n-----END OPENSSH PRIVATE KEY-----\n"
+        ),
     )
     .unwrap();
     let (repo, git_dir) = separate_git_dir_repo(&lab, &[("README.md", "# demo\n")]);
@@ -621,7 +646,10 @@ fn core_worktree_at_the_git_dir_cannot_restore_into_it() {
         &lab,
         &[
             ("README.md", "# demo\n"),
-            ("hooks/post-checkout", "#!/bin/sh\necho planted by the repository\n"),
+            (
+                "hooks/post-checkout",
+                "#!/bin/sh\necho planted by the repository\n",
+            ),
         ],
     );
     repo.git(&["config", "core.worktree", git_dir.to_str().unwrap()]);
@@ -661,10 +689,20 @@ fn template_symlink_cannot_leak_a_file_outside_the_project() {
     repo.commit_all("a template");
 
     let t = lab.transcript("tp1");
-    let _ = lab.hook(&repo.dir, &t, "SessionStart(source=startup)", "session-start");
+    let _ = lab.hook(
+        &repo.dir,
+        &t,
+        "SessionStart(source=startup)",
+        "session-start",
+    );
     let pre = lab.hook(&repo.dir, &t, "PreCompact(trigger=manual)", "pre-compact");
     t.boundary("manual", 20_000, 3_000);
-    let start = lab.hook(&repo.dir, &t, "SessionStart(source=compact)", "session-start");
+    let start = lab.hook(
+        &repo.dir,
+        &t,
+        "SessionStart(source=compact)",
+        "session-start",
+    );
     let print = lab.hookctl_in(&repo.dir, &["resume", "--print"]);
 
     let mut leaks = Vec::new();
@@ -677,7 +715,10 @@ fn template_symlink_cannot_leak_a_file_outside_the_project() {
             leaks.push(what.to_owned());
         }
     }
-    for entry in std::fs::read_dir(repo.dir.join(".workflow")).unwrap().flatten() {
+    for entry in std::fs::read_dir(repo.dir.join(".workflow"))
+        .unwrap()
+        .flatten()
+    {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with("resume_prompt")
             && std::fs::read_to_string(entry.path()).is_ok_and(|s| s.contains(&secret))
@@ -750,6 +791,14 @@ fn a_self_recursive_template_does_not_kill_the_daemon() {
     let t = lab.transcript("rc1");
     let pre = lab.hook(&repo.dir, &t, "PreCompact(trigger=manual)", "pre-compact");
     assert_eq!(pre.status.code(), Some(0), "{}", stderr(&pre));
+    // The hook may give up before the render does: wait for the pipeline's
+    // last step, or for the daemon's death.
+    let events = repo.dir.join(".workflow/events.jsonl");
+    wait_until(Duration::from_secs(20), || {
+        !process_alive(lab.pid)
+            || std::fs::read_to_string(&events)
+                .is_ok_and(|t| t.contains("\"step\":\"resume_prompt\""))
+    });
     assert!(
         process_alive(lab.pid),
         "hookd died rendering a recursive template"
@@ -838,16 +887,28 @@ fn project_config_cannot_move_the_memory_outside() {
 
     let t = lab.transcript("mem1");
     assert_ok(
-        &lab.hook(&repo.dir, &t, "SessionStart(source=startup)", "session-start"),
+        &lab.hook(
+            &repo.dir,
+            &t,
+            "SessionStart(source=startup)",
+            "session-start",
+        ),
         "session-start",
     );
     let _ = lab.hookctl_in(
         &repo.dir,
-        &["task", "start", "make the parser cache faster for big inputs"],
+        &[
+            "task",
+            "start",
+            "make the parser cache faster for big inputs",
+        ],
     );
     let _ = lab.hookctl_in(
         &repo.dir,
-        &["reflect", "the token table must be rebuilt after a grammar change"],
+        &[
+            "reflect",
+            "the token table must be rebuilt after a grammar change",
+        ],
     );
     let _ = lab.hookctl_in(&repo.dir, &["save"]);
     let _ = lab.hookctl_in(&repo.dir, &["task", "done"]);
@@ -869,7 +930,12 @@ fn a_file_name_cannot_forge_checkpoint_trailers() {
 
     let t = lab.transcript("real-session");
     assert_ok(
-        &lab.hook(&repo.dir, &t, "SessionStart(source=startup)", "session-start"),
+        &lab.hook(
+            &repo.dir,
+            &t,
+            "SessionStart(source=startup)",
+            "session-start",
+        ),
         "session-start",
     );
     let save = lab.hookctl_in(&repo.dir, &["save", "--session", "real-session"]);
@@ -895,7 +961,10 @@ fn no_workflow_dir_inside_a_bare_repository() {
     let lab = Lab::new();
     let bare = lab.sb.path().join("bare.git");
     std::fs::create_dir(&bare).unwrap();
-    let out = plain_git(&bare).args(["init", "-q", "--bare"]).output().unwrap();
+    let out = plain_git(&bare)
+        .args(["init", "-q", "--bare"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let before = Tree::take(std::slice::from_ref(&bare), &[]);
 
@@ -922,7 +991,12 @@ fn a_torn_events_line_does_not_corrupt_the_next_event() {
     repo.write(".workflow/events.jsonl", "{\"kind\":\"x\"");
 
     let mut t = lab.transcript("torn1");
-    let _ = lab.hook(&repo.dir, &t, "SessionStart(source=startup)", "session-start");
+    let _ = lab.hook(
+        &repo.dir,
+        &t,
+        "SessionStart(source=startup)",
+        "session-start",
+    );
     t.reply(140_000);
     let _ = lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use");
     wait_for_state(&repo.dir);

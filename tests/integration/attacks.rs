@@ -434,7 +434,6 @@ fn world_writable_workflow_dir_is_refused_and_named() {
     let workflow = repo.dir.join(".workflow");
     std::fs::create_dir(&workflow).unwrap();
     std::fs::set_permissions(&workflow, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let before = Tree::take(std::slice::from_ref(&workflow), &[]);
 
     let mut t = lab.transcript("ww1");
     let start = lab.hook(
@@ -452,11 +451,15 @@ fn world_writable_workflow_dir_is_refused_and_named() {
     let _ = lab.hookctl_in(&repo.dir, &["save"]);
     let _ = lab.hook(&repo.dir, &t, "PreCompact(trigger=manual)", "pre-compact");
 
-    let changes = before.changes(&Tree::take(std::slice::from_ref(&workflow), &[]));
+    // Its mode is the user's to fix; its contents are what hookd must not add to.
+    let written: Vec<String> = std::fs::read_dir(&workflow)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     assert!(
-        changes.is_empty(),
-        "hookd wrote into a world-writable .workflow: {}",
-        changes.join("; ")
+        written.is_empty(),
+        "hookd wrote into a world-writable .workflow: {written:?}"
     );
     // Said either in the SessionStart reply or by doctor's .workflow check;
     // doctor always names the directory, so only a check that is not ok counts.
@@ -787,6 +790,14 @@ fn a_self_recursive_template_does_not_kill_the_daemon() {
     );
     repo.write(".workflow/templates/resume_prompt.md.hbs", recursive);
     repo.commit_all("recursive templates");
+    // The user's own templates too: they stay in use even where a project's are not trusted.
+    let user_templates = lab.sb.config_dir().join("templates");
+    std::fs::create_dir_all(&user_templates).unwrap();
+    std::fs::write(
+        user_templates.join("precompact_instructions.md.hbs"),
+        recursive,
+    )
+    .unwrap();
 
     let t = lab.transcript("rc1");
     let pre = lab.hook(&repo.dir, &t, "PreCompact(trigger=manual)", "pre-compact");

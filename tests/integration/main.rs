@@ -1,6 +1,7 @@
 //! Integration tests: the real daemon (in-process or as the real binary) on a
 //! temporary socket, driven through the real hookctl.
 
+mod attacks;
 mod budget;
 mod client_failures;
 mod config;

@@ -58,7 +58,10 @@ fn explain(path: &Path, e: io::Error) -> io::Error {
             path,
             "is a symlink; hookd never follows links inside a project",
         ),
-        Some(libc::ENOTDIR) => refused(path, "is not a directory"),
+        Some(libc::ENOTDIR) => io::Error::new(
+            io::ErrorKind::NotADirectory,
+            format!("{}: is not a directory", path.display()),
+        ),
         Some(libc::ENXIO) => refused(path, "is not a regular file"),
         _ => io::Error::new(e.kind(), format!("{}: {e}", path.display())),
     }

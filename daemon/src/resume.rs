@@ -37,7 +37,14 @@ pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
     let path = workflow.path(STATE_FILE);
     let dir = match workflow.open() {
         Ok(dir) => dir,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::Missing,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Loaded::Missing;
+        }
         Err(e) => return Loaded::Unusable(format!("cannot use {e}")),
     };
     let latest = match read_state(&dir, STATE_FILE) {

@@ -13,7 +13,7 @@ fn config_shows_each_value_and_its_source() {
     .unwrap();
     std::fs::write(
         sb.path().join(".hookd.yaml"),
-        "daemon:\n  idle_timeout_secs: 60\n",
+        "resume:\n  max_chars: 600\ndaemon:\n  idle_timeout_secs: 60\n",
     )
     .unwrap();
     let out = sb
@@ -29,7 +29,16 @@ fn config_shows_each_value_and_its_source() {
         "{text}"
     );
     assert!(
-        text.contains("daemon.idle_timeout_secs: 60  # project file"),
+        text.contains("resume.max_chars: 600  # project file"),
+        "{text}"
+    );
+    // The daemon's settings are the user's alone: named, and not applied.
+    assert!(
+        text.contains("# warning: daemon in ") && text.contains(".hookd.yaml is ignored"),
+        "{text}"
+    );
+    assert!(
+        text.contains("daemon.idle_timeout_secs: 0  # default"),
         "{text}"
     );
     assert!(

@@ -655,6 +655,9 @@ fn a_broken_user_template_is_reported_and_the_built_in_used() {
         ".workflow/templates/resume_prompt.md.hbs",
         "{{#each next_actions}}\nunclosed\n",
     );
+    // A project's template counts only once the user trusts it.
+    let trusted = p.sb.hookctl(&["trust", p.repo.dir.to_str().unwrap()]);
+    assert!(trusted.status.success(), "{}", stderr(&trusted));
     p.hook("PreCompact(trigger=auto)", "pre-compact");
     assert!(p.resume_prompt().starts_with("## Context Recovery"));
     let problem = workflow_events(&p.repo.dir)

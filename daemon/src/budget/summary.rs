@@ -101,7 +101,7 @@ pub fn summarize(
     cache_dir: Option<&Dir>,
 ) -> std::io::Result<FileSummary> {
     let path = project.join(rel);
-    let meta = std::fs::metadata(&path)?;
+    let meta = regular_file(project, &path)?;
     let (len, mtime_ns) = stamp(&meta);
     let cache_file =
         cache_dir.map(|d| (d, format!("{}.{}.json", files::hash(rel), level.as_str())));
@@ -131,8 +131,32 @@ pub fn summarize(
 
 /// Estimated tokens of `rel` in full, from its size alone (no read).
 pub fn full_tokens(project: &Path, rel: &str) -> usize {
-    let len = std::fs::metadata(project.join(rel)).map_or(0, |m| m.len());
+    let len = regular_file(project, &project.join(rel)).map_or(0, |m| m.len());
     tokens::estimate_bytes(len as usize, TextKind::of_path(rel))
+}
+
+/// A repository may commit a symlink to any file of the user's: only a
+/// regular file that really lies inside the project is ever read.
+fn regular_file(project: &Path, path: &Path) -> std::io::Result<std::fs::Metadata> {
+    let meta = std::fs::symlink_metadata(path)?;
+    let inside = || -> Option<bool> {
+        Some(
+            path.canonicalize()
+                .ok()?
+                .starts_with(project.canonicalize().ok()?),
+        )
+    };
+    if meta.is_file() && inside() == Some(true) {
+        Ok(meta)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file inside the project",
+                path.display()
+            ),
+        ))
+    }
 }
 
 fn read_text(path: &Path) -> std::io::Result<String> {
@@ -375,6 +399,20 @@ mod tests {
             "{}",
             detailed.text
         );
+    }
+
+    #[test]
+    fn a_symlink_out_of_the_project_is_never_read() {
+        let p = project();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("id_rsa.rs"), "pub fn secret_key() {}\n").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("id_rsa.rs"),
+            p.path().join("src/key.rs"),
+        )
+        .unwrap();
+        assert!(summarize(p.path(), "src/key.rs", Level::Full, None).is_err());
+        assert_eq!(full_tokens(p.path(), "src/key.rs"), 0);
     }
 
     #[test]

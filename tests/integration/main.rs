@@ -14,4 +14,5 @@ mod monitor;
 mod pipeline;
 mod reliability;
 mod resume;
+mod untrusted;
 mod wire;

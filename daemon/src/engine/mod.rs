@@ -19,7 +19,7 @@ use crate::time::now_ms;
 use crate::watch::TranscriptWatcher;
 use crate::workflow::Workflow;
 use protocol::config::{Config, Effective};
-use protocol::pressure::Advice;
+use protocol::pressure::{Advice, CONTEXT_COUNTS, token_count, token_sum};
 use protocol::wire::{
     ContextStatus, DaemonInfo, ErrorKind, ErrorReply, Harness, HookRequest, Mark, RecordRequest,
     Request, Response, RestoreSummary, SaveQuery, SaveSummary, StatusLineRequest, StatusQuery,
@@ -714,7 +714,8 @@ impl Engine {
             let Some(s) = registry.get_mut(key) else {
                 return;
             };
-            let Some(context) = context_of(s, config) else {
+            // A figure that cannot be right fires nothing, and moves no epoch.
+            let Some(context) = context_of(s, config).filter(|c| c.invalid.is_none()) else {
                 return;
             };
             if monitor::dropped_enough(s.peak_pressure, context.pressure, config.monitor.reset_drop)
@@ -857,19 +858,18 @@ impl Engine {
                 "the statusLine input is not JSON",
             ));
         };
-        let window = input["context_window"]["context_window_size"]
-            .as_u64()
-            .filter(|w| *w > 0);
+        let window = token_count(
+            "context_window_size",
+            input["context_window"].get("context_window_size"),
+        )
+        .ok()
+        .flatten()
+        .filter(|w| *w > 0);
+        // Null before the first reply; anything else must be believable.
         let usage = &input["context_window"]["current_usage"];
-        let tokens = usage.is_object().then(|| {
-            [
-                "input_tokens",
-                "cache_creation_input_tokens",
-                "cache_read_input_tokens",
-            ]
-            .iter()
-            .map(|k| usage[*k].as_u64().unwrap_or(0))
-            .sum::<u64>()
+        let tokens = (!usage.is_null()).then(|| {
+            token_sum(usage, &CONTEXT_COUNTS)
+                .map_err(|why| format!("invalid usage in the statusLine input: {why}"))
         });
         let model = input["model"]["id"].as_str().map(str::to_owned);
         let project = input["workspace"]["project_dir"]
@@ -897,9 +897,12 @@ impl Engine {
                 );
                 scratch.statusline_window = window;
                 scratch.model = model;
-                scratch.usage = tokens.map(|t| transcript::Usage {
-                    tokens: t,
-                    ..Default::default()
+                scratch.usage = tokens.map(|t| match t {
+                    Ok(tokens) => transcript::Usage {
+                        tokens,
+                        ..Default::default()
+                    },
+                    Err(why) => transcript::Usage::invalidated(None, why),
                 });
                 let context = context_of(&scratch, &config.config)
                     .unwrap_or_else(|| empty_context(&scratch, &config.config));
@@ -921,12 +924,19 @@ impl Engine {
                 .get_or_insert_with(|| PathBuf::from(path));
         }
         session.knobs = protocol::pressure::Knobs::from_env(|name| request.env.get(name).cloned());
-        if let Some(tokens) = tokens {
-            let usage = session.usage.get_or_insert_with(Default::default);
-            usage.tokens = tokens;
-            usage.from_boundary = false;
-            session.usage_source = "statusline".into();
-            session.usage_at_ms = now;
+        match tokens {
+            Some(Ok(tokens)) => {
+                let usage = session.usage.get_or_insert_with(Default::default);
+                usage.tokens = tokens;
+                usage.from_boundary = false;
+                usage.invalid = None;
+                session.usage_source = "statusline".into();
+                session.usage_at_ms = now;
+            }
+            Some(Err(why)) => {
+                session.usage = Some(transcript::Usage::invalidated(session.usage.take(), why));
+            }
+            None => {}
         }
         let context = context_of(session, &config.config)
             .unwrap_or_else(|| empty_context(session, &config.config));
@@ -1073,5 +1083,6 @@ fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus
         },
         advice: Advice::for_pressure(pressure),
         updated_at_ms: session.usage_at_ms,
+        invalid: session.usage.as_ref().and_then(|u| u.invalid.clone()),
     }
 }

@@ -140,3 +140,41 @@ fn invalid_usage_in_a_transcript_is_shown_and_fires_nothing() {
     );
     assert_eq!(s.status()["context"]["invalid"], Value::Null);
 }
+
+/// `hookctl hook` with a stdin that stays open and silent: the budget still
+/// holds, from the process start, whether or not the command line names the event.
+#[test]
+fn a_stdin_that_never_closes_costs_at_most_the_budget() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let sb = Sandbox::new();
+    for args in [&["hook", "post-tool-use"][..], &["hook"]] {
+        let mut child = sb
+            .command("hookctl")
+            .args(args)
+            .env("HOOKD_CLIENT__HOOK_TIMEOUT_MS", "300")
+            .env("HOOKD_CLIENT__AUTOSTART", "false")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Held open, never written.
+        let _stdin = child.stdin.take();
+        let started = Instant::now();
+        let exited = hookd_tests::wait_until(Duration::from_secs(2), || {
+            child.try_wait().unwrap().is_some()
+        });
+        if !exited {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            exited,
+            "{args:?} still running after {:?}",
+            started.elapsed()
+        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -178,3 +178,56 @@ fn a_stdin_that_never_closes_costs_at_most_the_budget() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// Relative paths in a payload or the forwarded environment would resolve
+/// against the daemon's own directory: they are refused, and said so.
+#[test]
+fn relative_paths_from_a_hook_never_reach_the_daemons_directory() {
+    use std::process::Stdio;
+    use std::time::Duration;
+    let sb = Sandbox::new();
+    let daemon_cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(daemon_cwd.path().join("claude")).unwrap();
+    std::fs::write(daemon_cwd.path().join("claude/s1.jsonl"), b"").unwrap();
+    let mut daemon = sb
+        .command("hookd")
+        .arg("run")
+        .current_dir(daemon_cwd.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        hookd_tests::wait_until(Duration::from_secs(10), || sb.socket().exists()),
+        "daemon never listened"
+    );
+    let mut payload = hookd_tests::payload("PreCompact(trigger=manual)");
+    payload["session_id"] = json!("rel-session");
+    payload["cwd"] = json!(".");
+    payload["transcript_path"] = json!("claude/s1.jsonl");
+    let mut cmd = sb.command("hookctl");
+    cmd.env("CLAUDE_PROJECT_DIR", ".")
+        .args(["hook", "pre-compact"]);
+    let out = hookd_tests::run_with_stdin(cmd, &serde_json::to_vec(&payload).unwrap());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let status = sb.hookctl(&["status", "--json"]);
+    let report: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let _ = sb.hookd(&["stop"]);
+    let _ = daemon.wait();
+
+    let left: Vec<_> = std::fs::read_dir(daemon_cwd.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["claude"], "the daemon's directory is untouched");
+    let session = &report["sessions"][0];
+    assert_eq!(session["transcript_path"], Value::Null, "{session:#}");
+    assert_ne!(session["project_dir"], json!("."), "{session:#}");
+    for what in ["cwd", "transcript_path", "CLAUDE_PROJECT_DIR"] {
+        assert!(
+            stderr(&out).contains(&format!("`{what}` is not an absolute path")),
+            "{what}: {}",
+            stderr(&out)
+        );
+    }
+}

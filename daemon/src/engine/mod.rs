@@ -872,10 +872,12 @@ impl Engine {
                 .map_err(|why| format!("invalid usage in the statusLine input: {why}"))
         });
         let model = input["model"]["id"].as_str().map(str::to_owned);
+        // Relative paths would resolve against the daemon's own directory.
         let project = input["workspace"]["project_dir"]
             .as_str()
             .or(input["cwd"].as_str())
-            .map(PathBuf::from);
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute());
         let (config, _) = self.settings.for_request(project.as_deref(), &request.env);
         let now = now_ms();
         let mut registry = self.registry();
@@ -918,10 +920,12 @@ impl Engine {
         if project.is_some() && session.project_dir.is_none() {
             session.project_dir = project;
         }
-        if let Some(path) = input["transcript_path"].as_str().filter(|p| !p.is_empty()) {
-            session
-                .transcript_path
-                .get_or_insert_with(|| PathBuf::from(path));
+        if let Some(path) = input["transcript_path"]
+            .as_str()
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+        {
+            session.transcript_path.get_or_insert(path);
         }
         session.knobs = protocol::pressure::Knobs::from_env(|name| request.env.get(name).cloned());
         match tokens {

@@ -49,9 +49,10 @@ pub fn parse(req: &HookRequest, fields: Fields) -> HookEvent {
     let mut event = claude_code::parse(req, fields);
     event.project_dir = event.cwd.clone();
     if event.transcript_path.is_none()
-        && let Some(id) = &event.session_id
+        && let Some(id) = event.session_id.clone()
     {
-        event.transcript_path = codex_home(&req.env).and_then(|home| find_rollout(&home, id));
+        event.transcript_path =
+            codex_home(&req.env, &mut event.problems).and_then(|home| find_rollout(&home, &id));
     }
     event
 }
@@ -69,10 +70,11 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
 }
 
 /// `$CODEX_HOME` from the hook's environment, else `~/.codex`.
-fn codex_home(env: &std::collections::BTreeMap<String, String>) -> Option<PathBuf> {
-    env.get("CODEX_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+fn codex_home(
+    env: &std::collections::BTreeMap<String, String>,
+    problems: &mut Vec<String>,
+) -> Option<PathBuf> {
+    super::env_path(env, "CODEX_HOME", problems)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
 }
 

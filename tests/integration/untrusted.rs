@@ -231,3 +231,41 @@ fn relative_paths_from_a_hook_never_reach_the_daemons_directory() {
         );
     }
 }
+
+/// `hookctl save` asks for a checkpoint unless told not to: when none could
+/// be made, it says why and exits 1, and still reports the state it saved.
+#[test]
+fn hookctl_save_fails_when_the_checkpoint_it_asked_for_fails() {
+    let sb = Sandbox::new();
+    let project = sb.path().join("not-a-repo");
+    std::fs::create_dir_all(&project).unwrap();
+    let _daemon = TestDaemon::start(sb.daemon_options());
+    let save = |args: &[&str]| {
+        sb.command("hookctl")
+            .current_dir(&project)
+            .arg("save")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = save(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no checkpoint") && stderr(&out).contains("not in a git repository"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        hookd_tests::stdout(&out).contains("state saved to"),
+        "{}",
+        hookd_tests::stdout(&out)
+    );
+    let out = save(&["--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(summary["state_file"].is_string(), "{summary}");
+
+    // Not asked for: nothing failed.
+    let out = save(&["--no-checkpoint"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

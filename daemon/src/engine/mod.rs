@@ -290,7 +290,18 @@ impl Engine {
                 trigger: SaveTrigger::Manual,
                 checkpoint: query.checkpoint,
             });
-        let report = self.run_pipeline(request, config.config.clone()).await;
+        let mut report = self.run_pipeline(request, config.config.clone()).await;
+        // The checkpoint was asked for (and not switched off in the
+        // configuration): not getting one is a failure, with its reason.
+        if query.checkpoint && config.config.checkpoint.enabled && report.checkpoint.is_none() {
+            let why = report
+                .checkpoint_note
+                .clone()
+                .unwrap_or_else(|| "no reason was given".into());
+            if !report.problems.contains(&why) {
+                report.problems.push(format!("no checkpoint: {why}"));
+            }
+        }
         Response::Saved(Box::new(SaveSummary {
             session: key.map(|k| k.id),
             state_file: report.state_file,

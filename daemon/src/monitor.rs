@@ -98,6 +98,7 @@ mod tests {
     #[test]
     fn messages_carry_the_figures() {
         let ctx = ContextStatus {
+            invalid: None,
             tokens_used: 120_240,
             tokens_max: 167_000,
             window_tokens: 200_000,

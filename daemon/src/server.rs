@@ -10,7 +10,7 @@ use interprocess::local_socket::{GenericFilePath, ListenerOptions};
 use interprocess::os::unix::local_socket::ListenerOptionsExt;
 use protocol::config::Layers;
 use protocol::frame::{FrameError, decode, read_frame_async, write_frame_async};
-use protocol::paths::{SocketPath, effective_uid, ensure_private_dir};
+use protocol::paths::{SocketPath, effective_uid, ensure_private_dir, ensure_socket_dir};
 use protocol::wire::{ErrorKind, ErrorReply, Hello, Request, Response, StatusQuery};
 use std::io;
 use std::os::unix::fs::FileTypeExt;
@@ -81,9 +81,7 @@ impl Daemon {
         let dir = socket.parent().unwrap_or(Path::new("/"));
         // Our own directory is made private; a directory the user named is
         // used as it is, and created private only if missing.
-        if opts.socket.dir_is_ours() || !dir.exists() {
-            ensure_private_dir(dir).map_err(io_error("create the socket directory", dir))?;
-        }
+        ensure_socket_dir(&opts.socket).map_err(io_error("create the socket directory", dir))?;
         if effective_uid() == 0 && !opts.allow_shared_dir && writable_by_others(dir) {
             return Err(StartError::SharedDirectory(dir.to_path_buf()));
         }

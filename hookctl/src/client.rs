@@ -6,7 +6,7 @@ use interprocess::ConnectWaitMode;
 use interprocess::local_socket::traits::Stream as _;
 use interprocess::local_socket::{ConnectOptions, GenericFilePath, Stream, ToFsName};
 use protocol::frame::{self, FrameError};
-use protocol::paths::{SocketPath, ensure_private_dir};
+use protocol::paths::{SocketPath, ensure_socket_dir};
 use protocol::wire::{ErrorKind, ErrorReply, Hello, Request, Response};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
@@ -214,10 +214,8 @@ fn remaining(deadline: Instant) -> Result<Duration, ClientError> {
 /// hook's time budget); `hookd start` itself waits at most 10 s.
 pub fn start_daemon(socket: &SocketPath, deadline: Instant) -> Result<(), ClientError> {
     let dir = socket.path.parent().unwrap_or(Path::new("/"));
-    if socket.dir_is_ours() || !dir.exists() {
-        ensure_private_dir(dir)
-            .map_err(|e| ClientError::Autostart(format!("cannot create {}: {e}", dir.display())))?;
-    }
+    ensure_socket_dir(socket)
+        .map_err(|e| ClientError::Autostart(format!("cannot create {}: {e}", dir.display())))?;
     let _start_lock = lock_for_start(&socket.start_lock_file(), deadline)?;
     // Whoever held the lock before us may have started it already (of
     // whatever version: a handshake would only say more).

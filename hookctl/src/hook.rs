@@ -28,6 +28,8 @@ pub struct HookArgs {
     pub event: Option<String>,
     pub harness: Harness,
     pub timeout_ms: Option<u64>,
+    /// When the process started: the budget counts from here.
+    pub started: Instant,
 }
 
 /// The one field hookctl itself reads from a payload.
@@ -38,21 +40,30 @@ struct Peek {
 }
 
 pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
+    let client_config = ctx.client_config();
+    let deadline_for = |event: Option<&str>| {
+        let budget = args
+            .timeout_ms
+            .unwrap_or_else(|| budget_ms(&client_config, event));
+        args.started + Duration::from_millis(budget)
+    };
+    // Armed before stdin is read: a stdin that never closes is bounded too.
+    let mut deadline = deadline_for(args.event.as_deref());
+    start_watchdog(deadline, ctx.verbose);
     let payload = match read_payload(args.event.is_none()) {
         Ok(p) => p,
         Err(message) => {
-            eprintln!("hookctl: {message}");
-            return ExitCode::FAILURE;
+            return answer(|| {
+                eprintln!("hookctl: {message}");
+                ExitCode::FAILURE
+            });
         }
     };
-    let event = args.event.clone().or(payload.event);
-    let client_config = ctx.client_config();
-    let budget = Duration::from_millis(
-        args.timeout_ms
-            .unwrap_or_else(|| budget_ms(&client_config, event.as_deref())),
-    );
-    let deadline = Instant::now() + budget;
-    start_watchdog(deadline, ctx.verbose);
+    if args.event.is_none() && payload.event.is_some() {
+        // Only now is the event known, and with it its own budget.
+        deadline = deadline_for(payload.event.as_deref());
+        start_watchdog(deadline, ctx.verbose);
+    }
 
     let request = Request::Hook(HookRequest {
         harness: args.harness,

@@ -453,6 +453,7 @@ fn parse_hot_path(args: &[std::ffi::OsString]) -> Option<Cli> {
 }
 
 fn main() -> ExitCode {
+    let started = Instant::now();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let parsed = match parse_hot_path(&args) {
         Some(cli) => Ok(cli),
@@ -501,6 +502,7 @@ fn main() -> ExitCode {
                     event,
                     harness,
                     timeout_ms,
+                    started,
                 },
             );
         }

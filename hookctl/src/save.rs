@@ -36,7 +36,12 @@ pub fn run(
                 summary.checkpoint_ref.as_deref().unwrap_or("?")
             ),
             (Some(sha), Some(note)) => println!("checkpoint {sha}: {note}"),
-            (None, Some(note)) if checkpoint => println!("no checkpoint: {note}"),
+            // A failed checkpoint is among the problems, printed below.
+            (None, Some(note))
+                if checkpoint && !summary.problems.iter().any(|p| p.contains(note)) =>
+            {
+                println!("no checkpoint: {note}")
+            }
             _ => {}
         }
         if summary.session.is_none() {

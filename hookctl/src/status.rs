@@ -88,7 +88,12 @@ fn session(s: &SessionStatus) -> String {
         s.model.as_deref().unwrap_or("model unknown"),
     );
     match &s.context {
-        Some(c) => out += &context_lines(c),
+        Some(c) => {
+            if let Some(why) = &c.invalid {
+                out += &format!("    context  INVALID: {why}; the last good figure follows\n");
+            }
+            out += &context_lines(c);
+        }
         None => out += "    context  unknown until the first reply\n",
     }
     let fired = if s.fired.is_empty() {

@@ -7,7 +7,7 @@ use crate::Context;
 use crate::client::Client;
 use crate::display::{bar, percent, short_tokens};
 use protocol::config::Config;
-use protocol::pressure::{Advice, Knobs, compaction_point};
+use protocol::pressure::{Advice, CONTEXT_COUNTS, Knobs, compaction_point, token_count, token_sum};
 use protocol::wire::{ContextStatus, Request, Response, StatusLineRequest};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -46,21 +46,19 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
 
 /// The figures from the statusLine input alone.
 fn from_input(input: &Value, config: &Config) -> Option<ContextStatus> {
-    let window = input["context_window"]["context_window_size"]
-        .as_u64()
-        .filter(|w| *w > 0)?;
+    let window = token_count(
+        "context_window_size",
+        input["context_window"].get("context_window_size"),
+    )
+    .ok()
+    .flatten()
+    .filter(|w| *w > 0)?;
     let usage = &input["context_window"]["current_usage"];
     if !usage.is_object() {
         return None;
     }
-    let tokens: u64 = [
-        "input_tokens",
-        "cache_creation_input_tokens",
-        "cache_read_input_tokens",
-    ]
-    .iter()
-    .map(|k| usage[*k].as_u64().unwrap_or(0))
-    .sum();
+    // Figures that cannot be right show as unknown, not as a full context.
+    let tokens = token_sum(usage, &CONTEXT_COUNTS).ok()?;
     let knobs = Knobs::from_env(|name| std::env::var(name).ok());
     let point = compaction_point(
         window,
@@ -80,12 +78,14 @@ fn from_input(input: &Value, config: &Config) -> Option<ContextStatus> {
         source: "statusline".into(),
         advice: Advice::for_pressure(pressure),
         updated_at_ms: 0,
+        invalid: None,
     })
 }
 
 /// `ctx 72% ▓▓▓▓▓▓▓░░░ selective · 60% of 200k`; `ctx –` before the first reply.
 pub fn line(context: Option<&ContextStatus>) -> String {
     match context {
+        Some(c) if c.invalid.is_some() => "ctx ? (invalid usage)".to_owned(),
         Some(c) if c.tokens_used > 0 => format!(
             "ctx {} {} {} · {} of {}",
             percent(c.pressure),
@@ -118,5 +118,20 @@ mod tests {
             line(from_input(&before_first_reply, &Config::default()).as_ref()),
             "ctx –"
         );
+        // Figures that cannot be right are not a full context.
+        for usage in [
+            format!(
+                r#"{{"input_tokens":{},"cache_read_input_tokens":5}}"#,
+                u64::MAX
+            ),
+            r#"{"input_tokens":1e12}"#.to_owned(),
+            "[150000]".to_owned(),
+        ] {
+            let input: Value = serde_json::from_str(&format!(
+                r#"{{"context_window":{{"context_window_size":200000,"current_usage":{usage}}}}}"#
+            ))
+            .unwrap();
+            assert_eq!(from_input(&input, &Config::default()), None, "{usage}");
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! 3. `$XDG_RUNTIME_DIR/hookd/hookd.sock`;
 //! 4. `<state dir>/run/hookd.sock` (`~/.local/state/hookd/run/` on Linux),
 //!    or `/tmp/hookd-<uid>/hookd.sock` when that path would be too long for a
-//!    Unix socket.
+//!    Unix socket (used only when it is a real directory of ours, mode 0700).
 //!
 //! The daemon's lock file and autostart lock sit next to the socket, so every
 //! socket has exactly one daemon.
@@ -155,7 +155,71 @@ pub fn resolve_socket_path(
 }
 
 fn short_fallback_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("hookd-{}", effective_uid()))
+    fallback_dir_in(&std::env::temp_dir())
+}
+
+/// `<tmp>/hookd-<uid>`: the short fallback directory under `tmp`.
+fn fallback_dir_in(tmp: &Path) -> PathBuf {
+    tmp.join(format!("hookd-{}", effective_uid()))
+}
+
+/// Makes the socket's directory ready: one hookd chose is created or made
+/// private; one the user named is used as it is, and created only if missing.
+pub fn ensure_socket_dir(socket: &SocketPath) -> io::Result<()> {
+    prepare_socket_dir(socket, &std::env::temp_dir())
+}
+
+/// [`ensure_socket_dir`] with the shared temporary directory given, so that
+/// tests need not touch the real `/tmp`.
+fn prepare_socket_dir(socket: &SocketPath, tmp: &Path) -> io::Result<()> {
+    let dir = socket.path.parent().unwrap_or(Path::new("/"));
+    if dir == fallback_dir_in(tmp) {
+        ensure_private_dir_in_shared(dir)
+    } else if socket.dir_is_ours() || !dir.exists() {
+        ensure_private_dir(dir)
+    } else {
+        Ok(())
+    }
+}
+
+/// Creates `dir` (mode 0700) in a directory everyone can write, where anyone
+/// may have put a link or a directory of their own first. Only a real
+/// directory (not a link) of ours that no one else can read or write is
+/// accepted; its mode is never changed, so no link is ever followed.
+fn ensure_private_dir_in_shared(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    let problem = if meta.file_type().is_symlink() {
+        "is a symbolic link, not a directory".to_owned()
+    } else if !meta.is_dir() {
+        "is not a directory".to_owned()
+    } else if meta.uid() != effective_uid() {
+        format!(
+            "belongs to uid {}, not to you (uid {})",
+            meta.uid(),
+            effective_uid()
+        )
+    } else if meta.mode() & 0o077 != 0 {
+        format!(
+            "is mode {:o}: others could reach or replace hookd's socket",
+            meta.mode() & 0o777
+        )
+    } else {
+        return Ok(());
+    };
+    Err(io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{} {problem}; hookd will not use it. Remove it if it is yours (rm -r {}), \
+             or choose another socket directory with {SOCKET_ENV} or XDG_RUNTIME_DIR",
+            dir.display(),
+            dir.display()
+        ),
+    ))
 }
 
 /// The effective user id of this process.
@@ -220,6 +284,18 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
         ));
     }
     if meta.mode() & 0o077 != 0 {
+        // chmod follows links: tighten only a real directory.
+        if std::fs::symlink_metadata(dir)?.file_type().is_symlink() {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is a symbolic link to a directory of mode {:o}; hookd does not \
+                     change modes through a link: chmod 700 its target yourself",
+                    dir.display(),
+                    meta.mode() & 0o777
+                ),
+            ));
+        }
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
@@ -315,6 +391,83 @@ mod tests {
             p.start_lock_file(),
             PathBuf::from("/run/user/1/hookd/hookd.sock.start")
         );
+    }
+
+    #[test]
+    fn the_tmp_fallback_must_be_a_private_directory_of_ours() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let set_mode = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        // Stands in for /tmp.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = fallback_dir_in(tmp.path());
+        let socket = SocketPath {
+            path: dir.join(SOCKET_NAME),
+            source: SocketSource::Fallback,
+        };
+
+        // A link planted in its place: refused, and its target left alone.
+        let target = tmp.path().join("someone-elses");
+        std::fs::create_dir(&target).unwrap();
+        set_mode(&target, 0o755);
+        std::os::unix::fs::symlink(&target, &dir).unwrap();
+        let err = prepare_socket_dir(&socket, tmp.path()).unwrap_err();
+        assert!(err.to_string().contains("is a symbolic link"), "{err}");
+        assert!(
+            err.to_string().contains("HOOKD_SOCKET"),
+            "says what to do: {err}"
+        );
+        assert_eq!(mode(&target), 0o755, "never chmod-ed through the link");
+        std::fs::remove_file(&dir).unwrap();
+
+        // A directory others can write: refused, not tightened.
+        std::fs::create_dir(&dir).unwrap();
+        set_mode(&dir, 0o777);
+        let err = prepare_socket_dir(&socket, tmp.path()).unwrap_err();
+        assert!(err.to_string().contains("mode 777"), "{err}");
+        assert_eq!(mode(&dir), 0o777);
+        std::fs::remove_dir(&dir).unwrap();
+
+        // A file in its place.
+        std::fs::write(&dir, b"").unwrap();
+        let err = prepare_socket_dir(&socket, tmp.path()).unwrap_err();
+        assert!(err.to_string().contains("not a directory"), "{err}");
+        std::fs::remove_file(&dir).unwrap();
+
+        // Someone else's directory (only root can make one to test with).
+        if effective_uid() == 0 {
+            std::fs::create_dir(&dir).unwrap();
+            set_mode(&dir, 0o700);
+            std::os::unix::fs::chown(&dir, Some(4242), None).unwrap();
+            let err = prepare_socket_dir(&socket, tmp.path()).unwrap_err();
+            assert!(err.to_string().contains("belongs to uid 4242"), "{err}");
+            std::fs::remove_dir(&dir).unwrap();
+        }
+
+        // Absent: created private, and accepted again as it is.
+        prepare_socket_dir(&socket, tmp.path()).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+        prepare_socket_dir(&socket, tmp.path()).unwrap();
+    }
+
+    #[test]
+    fn private_dirs_are_never_chmod_ed_through_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("target");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = ensure_private_dir(&link).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755);
+        // A link to a directory that is private already is fine.
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o700)).unwrap();
+        ensure_private_dir(&link).unwrap();
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!   and no prefetch at all above 95%).
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Claude Code keeps room for the reply: `min(max output, 20k)` tokens.
 pub const DEFAULT_OUTPUT_RESERVE_TOKENS: u64 = 20_000;
@@ -122,6 +123,71 @@ pub fn compaction_point(
         window,
         tokens,
         basis,
+    }
+}
+
+/// Above this a token count is corrupt, not large. The biggest windows are a
+/// few million tokens, so 100M leaves room for any model to come. A fixed
+/// bound, not a multiple of the window: the window of an unknown model is a
+/// guess, and a wrong guess must not turn a true figure into a refused one.
+pub const MAX_PLAUSIBLE_TOKENS: u64 = 100_000_000;
+
+/// The counts of a Claude reply's usage that make up its context.
+pub const CONTEXT_COUNTS: [&str; 3] = [
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+];
+
+/// One token count from a harness's record: a JSON integer, not negative,
+/// not absurd. Absent or null is `None`; anything else is the reason it is
+/// refused.
+pub fn token_count(name: &str, value: Option<&Value>) -> Result<Option<u64>, String> {
+    let n = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n,
+        Some(Value::Bool(_)) => return Err(format!("{name} is a boolean")),
+        Some(Value::String(_)) => return Err(format!("{name} is a string")),
+        Some(Value::Array(_)) => return Err(format!("{name} is an array")),
+        Some(Value::Object(_)) => return Err(format!("{name} is an object")),
+    };
+    match n.as_u64() {
+        Some(count) if count > MAX_PLAUSIBLE_TOKENS => Err(format!(
+            "{name} is {count}, above the {MAX_PLAUSIBLE_TOKENS} tokens no context holds"
+        )),
+        Some(count) => Ok(Some(count)),
+        None if n.is_i64() => Err(format!("{name} is negative ({n})")),
+        None => Err(format!("{name} is not a whole number ({n})")),
+    }
+}
+
+/// The sum of the named counts of a usage object (absent ones count 0),
+/// refused like a single count when it is not believable.
+pub fn token_sum(usage: &Value, names: &[&str]) -> Result<u64, String> {
+    let Value::Object(fields) = usage else {
+        return Err(format!("usage is {}", json_kind(usage)));
+    };
+    let mut total: u64 = 0;
+    for name in names {
+        total = total.saturating_add(token_count(name, fields.get(*name))?.unwrap_or(0));
+    }
+    if total > MAX_PLAUSIBLE_TOKENS {
+        return Err(format!(
+            "{} add up to {total}, above the {MAX_PLAUSIBLE_TOKENS} tokens no context holds",
+            names.join(" + ")
+        ));
+    }
+    Ok(total)
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -281,6 +347,33 @@ mod tests {
         assert_eq!(k.max_context_tokens, None);
         assert!(k.auto_compact_disabled);
         assert_eq!(Knobs::from_env(|_| Some("0".into())).autocompact_pct, None);
+    }
+
+    #[test]
+    fn token_counts_are_whole_believable_numbers() {
+        use serde_json::json;
+        let count = |v: Value| token_count("n", Some(&v));
+        assert_eq!(count(json!(150_000)), Ok(Some(150_000)));
+        assert_eq!(count(Value::Null), Ok(None));
+        assert_eq!(token_count("n", None), Ok(None));
+        for (v, why) in [
+            (json!(1e12), "n is not a whole number"),
+            (json!(5.0), "n is not a whole number"),
+            (json!(-5), "n is negative"),
+            (json!("5"), "n is a string"),
+            (json!([5]), "n is an array"),
+            (json!(u64::MAX), "above the 100000000 tokens"),
+        ] {
+            let err = count(v.clone()).unwrap_err();
+            assert!(err.contains(why), "{v}: {err}");
+        }
+        let names = ["a", "b", "c"];
+        assert_eq!(token_sum(&json!({"a": 1, "c": 2}), &names), Ok(3));
+        // A sum near u64::MAX saturates and is refused; it never wraps.
+        let err = token_sum(&json!({"a": 99_999_999, "b": 99_999_999}), &names).unwrap_err();
+        assert!(err.contains("a + b + c add up to 199999998"), "{err}");
+        let err = token_sum(&json!([150_000]), &names).unwrap_err();
+        assert_eq!(err, "usage is an array");
     }
 
     #[test]

@@ -536,6 +536,10 @@ pub struct ContextStatus {
     pub source: String,
     pub advice: crate::pressure::Advice,
     pub updated_at_ms: u64,
+    /// The latest figure could not be used (why); the others are then the
+    /// last good figure's, and no threshold fires until a good one comes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
 }
 
 /// Something that happened at a time: a save, a checkpoint, a resume.

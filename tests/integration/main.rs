@@ -15,4 +15,5 @@ mod monitor;
 mod pipeline;
 mod reliability;
 mod resume;
+mod untrusted;
 mod wire;

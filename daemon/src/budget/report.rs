@@ -62,6 +62,7 @@ pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<Tran
         ) else {
             continue;
         };
+        // events.jsonl is a file anyone may edit: totals saturate, never wrap.
         match event["event_type"].as_str() {
             Some("compaction") => {
                 // A transcript read again from its start names old boundaries again.
@@ -71,13 +72,13 @@ pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<Tran
                     continue;
                 }
                 t.compactions += 1;
-                t.compacted_before_tokens += before;
-                t.compacted_after_tokens += after;
+                t.compacted_before_tokens = t.compacted_before_tokens.saturating_add(before);
+                t.compacted_after_tokens = t.compacted_after_tokens.saturating_add(after);
             }
             Some("resume") => {
                 t.resumes += 1;
-                t.resume_markdown_tokens += before;
-                t.resume_tokens += after;
+                t.resume_markdown_tokens = t.resume_markdown_tokens.saturating_add(before);
+                t.resume_tokens = t.resume_tokens.saturating_add(after);
             }
             _ => {}
         }

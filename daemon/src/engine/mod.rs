@@ -19,7 +19,7 @@ use crate::time::now_ms;
 use crate::watch::TranscriptWatcher;
 use crate::workflow::Workflow;
 use protocol::config::{Config, Effective};
-use protocol::pressure::Advice;
+use protocol::pressure::{Advice, CONTEXT_COUNTS, token_count, token_sum};
 use protocol::wire::{
     ContextStatus, DaemonInfo, ErrorKind, ErrorReply, Harness, HookRequest, Mark, RecordRequest,
     Request, Response, RestoreSummary, SaveQuery, SaveSummary, StatusLineRequest, StatusQuery,
@@ -290,7 +290,18 @@ impl Engine {
                 trigger: SaveTrigger::Manual,
                 checkpoint: query.checkpoint,
             });
-        let report = self.run_pipeline(request, config.config.clone()).await;
+        let mut report = self.run_pipeline(request, config.config.clone()).await;
+        // The checkpoint was asked for (and not switched off in the
+        // configuration): not getting one is a failure, with its reason.
+        if query.checkpoint && config.config.checkpoint.enabled && report.checkpoint.is_none() {
+            let why = report
+                .checkpoint_note
+                .clone()
+                .unwrap_or_else(|| "no reason was given".into());
+            if !report.problems.contains(&why) {
+                report.problems.push(format!("no checkpoint: {why}"));
+            }
+        }
         Response::Saved(Box::new(SaveSummary {
             session: key.map(|k| k.id),
             state_file: report.state_file,
@@ -723,7 +734,8 @@ impl Engine {
             let Some(s) = registry.get_mut(key) else {
                 return;
             };
-            let Some(context) = context_of(s, config) else {
+            // A figure that cannot be right fires nothing, and moves no epoch.
+            let Some(context) = context_of(s, config).filter(|c| c.invalid.is_none()) else {
                 return;
             };
             if monitor::dropped_enough(s.peak_pressure, context.pressure, config.monitor.reset_drop)
@@ -866,25 +878,26 @@ impl Engine {
                 "the statusLine input is not JSON",
             ));
         };
-        let window = input["context_window"]["context_window_size"]
-            .as_u64()
-            .filter(|w| *w > 0);
+        let window = token_count(
+            "context_window_size",
+            input["context_window"].get("context_window_size"),
+        )
+        .ok()
+        .flatten()
+        .filter(|w| *w > 0);
+        // Null before the first reply; anything else must be believable.
         let usage = &input["context_window"]["current_usage"];
-        let tokens = usage.is_object().then(|| {
-            [
-                "input_tokens",
-                "cache_creation_input_tokens",
-                "cache_read_input_tokens",
-            ]
-            .iter()
-            .map(|k| usage[*k].as_u64().unwrap_or(0))
-            .sum::<u64>()
+        let tokens = (!usage.is_null()).then(|| {
+            token_sum(usage, &CONTEXT_COUNTS)
+                .map_err(|why| format!("invalid usage in the statusLine input: {why}"))
         });
         let model = input["model"]["id"].as_str().map(str::to_owned);
+        // Relative paths would resolve against the daemon's own directory.
         let project = input["workspace"]["project_dir"]
             .as_str()
             .or(input["cwd"].as_str())
-            .map(PathBuf::from);
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute());
         let (config, _) = self.settings.for_request(project.as_deref(), &request.env);
         let now = now_ms();
         let mut registry = self.registry();
@@ -906,9 +919,12 @@ impl Engine {
                 );
                 scratch.statusline_window = window;
                 scratch.model = model;
-                scratch.usage = tokens.map(|t| transcript::Usage {
-                    tokens: t,
-                    ..Default::default()
+                scratch.usage = tokens.map(|t| match t {
+                    Ok(tokens) => transcript::Usage {
+                        tokens,
+                        ..Default::default()
+                    },
+                    Err(why) => transcript::Usage::invalidated(None, why),
                 });
                 let context = context_of(&scratch, &config.config)
                     .unwrap_or_else(|| empty_context(&scratch, &config.config));
@@ -924,18 +940,27 @@ impl Engine {
         if project.is_some() && session.project_dir.is_none() {
             session.project_dir = project;
         }
-        if let Some(path) = input["transcript_path"].as_str().filter(|p| !p.is_empty()) {
-            session
-                .transcript_path
-                .get_or_insert_with(|| PathBuf::from(path));
+        if let Some(path) = input["transcript_path"]
+            .as_str()
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+        {
+            session.transcript_path.get_or_insert(path);
         }
         session.knobs = protocol::pressure::Knobs::from_env(|name| request.env.get(name).cloned());
-        if let Some(tokens) = tokens {
-            let usage = session.usage.get_or_insert_with(Default::default);
-            usage.tokens = tokens;
-            usage.from_boundary = false;
-            session.usage_source = "statusline".into();
-            session.usage_at_ms = now;
+        match tokens {
+            Some(Ok(tokens)) => {
+                let usage = session.usage.get_or_insert_with(Default::default);
+                usage.tokens = tokens;
+                usage.from_boundary = false;
+                usage.invalid = None;
+                session.usage_source = "statusline".into();
+                session.usage_at_ms = now;
+            }
+            Some(Err(why)) => {
+                session.usage = Some(transcript::Usage::invalidated(session.usage.take(), why));
+            }
+            None => {}
         }
         let context = context_of(session, &config.config)
             .unwrap_or_else(|| empty_context(session, &config.config));
@@ -1082,6 +1107,7 @@ fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus
         },
         advice: Advice::for_pressure(pressure),
         updated_at_ms: session.usage_at_ms,
+        invalid: session.usage.as_ref().and_then(|u| u.invalid.clone()),
     }
 }
 /// Why hookd cannot keep this project's state, and which of its settings

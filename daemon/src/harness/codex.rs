@@ -27,7 +27,7 @@
 use super::{Fields, HookEvent, Outcome, claude_code};
 use crate::harness::claude_code::transcript::{ReverseLines, Usage};
 use crate::sessions::Session;
-use protocol::pressure::Knobs;
+use protocol::pressure::{Knobs, token_count, token_sum};
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::Value;
 use std::io;
@@ -49,9 +49,10 @@ pub fn parse(req: &HookRequest, fields: Fields) -> HookEvent {
     let mut event = claude_code::parse(req, fields);
     event.project_dir = event.cwd.clone();
     if event.transcript_path.is_none()
-        && let Some(id) = &event.session_id
+        && let Some(id) = event.session_id.clone()
     {
-        event.transcript_path = codex_home(&req.env).and_then(|home| find_rollout(&home, id));
+        event.transcript_path =
+            codex_home(&req.env, &mut event.problems).and_then(|home| find_rollout(&home, &id));
     }
     event
 }
@@ -69,10 +70,11 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
 }
 
 /// `$CODEX_HOME` from the hook's environment, else `~/.codex`.
-fn codex_home(env: &std::collections::BTreeMap<String, String>) -> Option<PathBuf> {
-    env.get("CODEX_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+fn codex_home(
+    env: &std::collections::BTreeMap<String, String>,
+    problems: &mut Vec<String>,
+) -> Option<PathBuf> {
+    super::env_path(env, "CODEX_HOME", problems)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
 }
 
@@ -118,6 +120,8 @@ pub struct RolloutUsage {
     pub tokens: Option<u64>,
     pub window: Option<u64>,
     pub model: Option<String>,
+    /// Why the latest `token_count` cannot be used, when it cannot.
+    pub invalid: Option<String>,
 }
 
 /// Reads a rollout file from its end: the latest `token_count`, whether a
@@ -167,11 +171,18 @@ pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
                     continue;
                 }
                 counted = true;
-                usage.window = info["model_context_window"].as_u64().filter(|w| *w > 0);
-                let total = last["total_tokens"].as_u64().or_else(|| {
-                    Some(last["input_tokens"].as_u64()? + last["output_tokens"].as_u64()?)
-                });
-                usage.tokens = total.filter(|_| !compacted_since);
+                match rollout_counts(info) {
+                    Ok((window, total)) => {
+                        usage.window = window.filter(|w| *w > 0);
+                        usage.tokens = total.filter(|_| !compacted_since);
+                    }
+                    Err(why) => {
+                        usage.invalid = Some(format!(
+                            "invalid usage in transcript line at byte {}: {why}",
+                            lines.position()
+                        ));
+                    }
+                }
             }
             (Some("turn_context"), _) if usage.model.is_none() => {
                 usage.model = payload["model"].as_str().map(str::to_owned);
@@ -180,6 +191,21 @@ pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
         }
     }
     Ok(usage)
+}
+
+/// A `token_count`'s window and context figure (`total_tokens`, else
+/// input + output), or why they cannot be right.
+fn rollout_counts(info: &Value) -> Result<(Option<u64>, Option<u64>), String> {
+    let window = token_count("model_context_window", info.get("model_context_window"))?;
+    let last = &info["last_token_usage"];
+    let total = match token_count("total_tokens", last.get("total_tokens"))? {
+        Some(total) => Some(total),
+        None if last.get("input_tokens").is_some() && last.get("output_tokens").is_some() => {
+            Some(token_sum(last, &["input_tokens", "output_tokens"])?)
+        }
+        None => None,
+    };
+    Ok((window, total))
 }
 
 /// Applies a rollout reading to the session: the figure, the window Codex
@@ -198,6 +224,11 @@ pub fn apply(session: &mut Session, reading: Result<RolloutUsage, String>, now_m
         }
     };
     session.transcript_problem = None;
+    if let Some(why) = reading.invalid {
+        // The figure stands; the reading is shown as what it is.
+        session.usage = Some(Usage::invalidated(session.usage.take(), why));
+        return;
+    }
     if reading.window.is_some() {
         session.statusline_window = reading.window;
     }
@@ -209,6 +240,7 @@ pub fn apply(session: &mut Session, reading: Result<RolloutUsage, String>, now_m
         model: session.model.clone(),
         from_boundary: false,
         message_id: None,
+        invalid: None,
     });
     if usage != session.usage {
         session.usage_source = "rollout".into();
@@ -351,8 +383,68 @@ mod tests {
                 tokens: Some(120_500),
                 window: Some(272_000),
                 model: Some("gpt-5.5-codex".into()),
+                invalid: None,
             }
         );
+    }
+
+    #[test]
+    fn a_token_count_that_cannot_be_right_is_invalid_and_the_figure_stands() {
+        let good = token_count(120_500, 272_000);
+        for (bad, why) in [
+            (
+                good.replace("\"total_tokens\":120500", "\"total_tokens\":1e12"),
+                "total_tokens is not a whole number",
+            ),
+            (
+                good.replace("\"total_tokens\":120500", "\"total_tokens\":[120500]"),
+                "total_tokens is an array",
+            ),
+            (
+                good.replace(
+                    "\"total_tokens\":120500}",
+                    &format!("\"total_tokens\":{}}}", u64::MAX),
+                ),
+                "above the 100000000 tokens",
+            ),
+            (
+                good.replace(
+                    "\"model_context_window\":272000",
+                    "\"model_context_window\":-1",
+                ),
+                "model_context_window is negative",
+            ),
+        ] {
+            assert_ne!(bad, good);
+            let f = rollout(&[TURN_CONTEXT, &good, &bad]);
+            let reading = read_rollout(f.path()).unwrap();
+            let shown = reading.invalid.clone().unwrap_or_default();
+            assert!(
+                shown.starts_with("invalid usage in transcript line at byte ")
+                    && shown.contains(why),
+                "{bad}: {shown}"
+            );
+            let key = crate::sessions::SessionKey {
+                harness: Harness::Codex,
+                id: "s".into(),
+            };
+            let mut s = Session::new(key, 0);
+            apply(
+                &mut s,
+                read_rollout(rollout(&[TURN_CONTEXT, &good]).path()),
+                1,
+            );
+            apply(&mut s, Ok(reading), 2);
+            let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
+            assert_eq!(c.tokens_used, 120_500, "{bad}");
+            assert_eq!(c.invalid.as_deref(), Some(shown.as_str()));
+        }
+        // Input plus output, when there is no total, saturates rather than wraps.
+        let f = rollout(&[&good.replace(
+            "\"total_tokens\":120500",
+            &format!("\"output_tokens\":{}", u64::MAX),
+        )]);
+        assert!(read_rollout(f.path()).unwrap().invalid.is_some());
     }
 
     #[test]
@@ -398,6 +490,7 @@ mod tests {
                 tokens: Some(122_400),
                 window: Some(272_000),
                 model: Some("gpt-5.5-codex".into()),
+                invalid: None,
             }),
             5,
         );

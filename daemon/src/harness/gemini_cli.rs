@@ -70,13 +70,9 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         (None, Some(name)) => kind_of(name),
         (None, None) => EventKind::Other("unknown".into()),
     };
-    let cwd = f.path("cwd").or_else(|| req.cwd.clone());
-    let project_dir = req
-        .env
-        .get("GEMINI_PROJECT_DIR")
-        .filter(|s| !s.is_empty())
-        .map(Into::into)
-        .or_else(|| cwd.clone());
+    let cwd = f.path("cwd").or_else(|| super::request_cwd(req));
+    let project_dir =
+        super::env_path(&req.env, "GEMINI_PROJECT_DIR", &mut f.problems).or_else(|| cwd.clone());
     let mut event = HookEvent {
         harness: req.harness,
         kind,

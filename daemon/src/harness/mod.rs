@@ -241,6 +241,38 @@ pub fn apply_foreign_usage(session: &mut Session, usage: ForeignUsage, now_ms: u
     }
 }
 
+/// A path from the hook's forwarded environment, under the same rule as
+/// [`Fields::path`]: absolute, or noted and treated as absent.
+pub fn env_path(
+    env: &BTreeMap<String, String>,
+    name: &str,
+    problems: &mut Vec<String>,
+) -> Option<PathBuf> {
+    let value = env.get(name).filter(|s| !s.is_empty())?;
+    absolute(
+        value.clone(),
+        &format!("environment variable `{name}`"),
+        problems,
+    )
+}
+
+/// The directory hookctl ran in, as it reported it: absolute, or nothing.
+pub fn request_cwd(req: &HookRequest) -> Option<PathBuf> {
+    req.cwd.clone().filter(|p| p.is_absolute())
+}
+
+fn absolute(path: String, what: &str, problems: &mut Vec<String>) -> Option<PathBuf> {
+    let path = PathBuf::from(path);
+    if path.is_absolute() {
+        return Some(path);
+    }
+    problems.push(format!(
+        "{what} is not an absolute path ({:?}); ignored",
+        path.display().to_string()
+    ));
+    None
+}
+
 fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -274,10 +306,11 @@ impl Fields {
         }
     }
 
+    /// An absolute path; a relative one would resolve against the daemon's
+    /// own directory, so it is noted and treated as absent.
     pub fn path(&mut self, name: &str) -> Option<PathBuf> {
-        self.string(name)
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
+        let path = self.string(name).filter(|s| !s.is_empty())?;
+        absolute(path, &format!("field `{name}`"), &mut self.problems)
     }
 
     pub fn value(&self, name: &str) -> Option<&Value> {
@@ -310,6 +343,55 @@ mod tests {
             "MessageDisplay"
         );
         assert_eq!(EventKind::PreCompact.pascal(), "PreCompact");
+    }
+
+    #[test]
+    fn relative_paths_are_refused_and_noted_by_every_harness() {
+        use serde_json::value::RawValue;
+        for harness in Harness::ALL {
+            let req = HookRequest {
+                harness,
+                event: Some("stop".into()),
+                payload: RawValue::from_string(
+                    r#"{"session_id":"s","cwd":".","transcript_path":"../t.jsonl"}"#.into(),
+                )
+                .unwrap(),
+                env: BTreeMap::from([
+                    ("CLAUDE_PROJECT_DIR".to_owned(), "proj".to_owned()),
+                    ("GEMINI_PROJECT_DIR".to_owned(), "proj".to_owned()),
+                    ("CODEX_HOME".to_owned(), "codex".to_owned()),
+                ]),
+                cwd: Some("/hook/cwd".into()),
+            };
+            let ev = parse(&req).unwrap();
+            let hook_cwd = Some(std::path::Path::new("/hook/cwd"));
+            assert_eq!(ev.cwd.as_deref(), hook_cwd, "{harness}");
+            assert_eq!(ev.project_dir.as_deref(), hook_cwd, "{harness}");
+            assert!(
+                ev.transcript_path.as_ref().is_none_or(|p| p.is_absolute()),
+                "{harness}: {:?}",
+                ev.transcript_path
+            );
+            for what in ["field `cwd`", "field `transcript_path`"] {
+                assert!(
+                    ev.problems
+                        .iter()
+                        .any(|p| p.starts_with(&format!("{what} is not an absolute path"))),
+                    "{harness}: {what}: {:?}",
+                    ev.problems
+                );
+            }
+            let variable = match harness {
+                Harness::ClaudeCode => "CLAUDE_PROJECT_DIR",
+                Harness::GeminiCli => "GEMINI_PROJECT_DIR",
+                Harness::Codex => "CODEX_HOME",
+            };
+            assert!(
+                ev.problems.iter().any(|p| p.contains(variable)),
+                "{harness}: {:?}",
+                ev.problems
+            );
+        }
     }
 }
 

@@ -16,13 +16,9 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         (None, Some(name)) => EventKind::from_name(name),
         (None, None) => EventKind::Other("unknown".into()),
     };
-    let cwd = f.path("cwd").or_else(|| req.cwd.clone());
-    let project_dir = req
-        .env
-        .get("CLAUDE_PROJECT_DIR")
-        .filter(|s| !s.is_empty())
-        .map(Into::into)
-        .or_else(|| cwd.clone());
+    let cwd = f.path("cwd").or_else(|| super::request_cwd(req));
+    let project_dir =
+        super::env_path(&req.env, "CLAUDE_PROJECT_DIR", &mut f.problems).or_else(|| cwd.clone());
     // SessionStart(compact) names the model as a string; the statusLine input as an object.
     let model = match f.value("model") {
         Some(Value::String(s)) => Some(s.clone()),

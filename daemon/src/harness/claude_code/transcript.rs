@@ -11,8 +11,13 @@
 //!   the file's size.
 //! - Partial last lines, malformed lines, unknown entry types, huge lines
 //!   and non-UTF-8 bytes are skipped, never fatal.
+//! - A reply or compaction whose token counts are not believable (not whole
+//!   non-negative JSON integers, or absurdly large) leaves the figure as it
+//!   was and marks the reading invalid, with why.
 
+use protocol::pressure::{CONTEXT_COUNTS, token_count, token_sum};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::borrow::Cow;
 use std::fs::File;
 use std::io;
@@ -54,6 +59,20 @@ pub struct Usage {
     pub from_boundary: bool,
     /// The reply the figure comes from.
     pub message_id: Option<String>,
+    /// Why the latest figure the transcript gave cannot be used; `tokens`
+    /// is then the last good one (0 when there was none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
+}
+
+impl Usage {
+    /// `current` marked invalid: the figure stands, the reading does not.
+    pub fn invalidated(current: Option<Usage>, why: String) -> Usage {
+        Usage {
+            invalid: Some(why),
+            ..current.unwrap_or_default()
+        }
+    }
 }
 
 /// Where a session's reading stopped: the byte after the last complete line.
@@ -158,6 +177,7 @@ fn read_forward(file: &File, start: u64, end: u64, current: Option<&Usage>) -> i
     let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
     let mut usage = current.cloned();
     let mut boundaries = Vec::new();
+    let mut at = start;
     for line in buf[..complete].split(|b| *b == b'\n') {
         match classify(line) {
             Some(Entry::Reply(u)) => usage = Some(u),
@@ -168,8 +188,10 @@ fn read_forward(file: &File, start: u64, end: u64, current: Option<&Usage>) -> i
                 ));
                 boundaries.push(b);
             }
+            Some(Entry::Invalid(why)) => usage = Some(Usage::invalidated(usage, invalid(at, &why))),
             None => {}
         }
+        at += line.len() as u64 + 1;
     }
     Ok(Reading {
         usage,
@@ -190,7 +212,13 @@ fn boundary_usage(b: &Boundary, model: Option<String>) -> Usage {
         model,
         from_boundary: true,
         message_id: None,
+        invalid: None,
     }
+}
+
+/// Where and why a line's figures were refused, for `hookctl status`.
+fn invalid(offset: u64, why: &str) -> String {
+    format!("invalid usage in transcript line at byte {offset}: {why}")
 }
 
 /// Scans from the end for the latest figure; keeps looking back to `floor`
@@ -202,9 +230,19 @@ fn scan_backward(file: &File, len: u64, floor: u64, dev: u64, ino: u64) -> io::R
     let mut boundaries = Vec::new();
     // After a boundary, the model comes from the reply before it, if near.
     let mut model_floor: Option<u64> = None;
+    // The latest entry was refused: the figure is the good one before it.
+    let mut refused: Option<String> = None;
+    let mut seen_any = false;
     while let Some(line) = lines.next_line()? {
         let pos = lines.position();
-        match classify(&line) {
+        let entry = classify(&line);
+        if entry.is_some() && !seen_any {
+            seen_any = true;
+            if let Some(Entry::Invalid(why)) = &entry {
+                refused = Some(invalid(pos, why));
+            }
+        }
+        match entry {
             Some(Entry::Reply(reply)) => match usage.as_mut() {
                 None => usage = Some(reply),
                 Some(u) if model_floor.is_some() => {
@@ -222,7 +260,7 @@ fn scan_backward(file: &File, len: u64, floor: u64, dev: u64, ino: u64) -> io::R
                     boundaries.push(b);
                 }
             }
-            None => {}
+            Some(Entry::Invalid(_)) | None => {}
         }
         if usage.is_some() {
             // Found: now only compactions above `floor`, or the model, are of interest.
@@ -234,6 +272,9 @@ fn scan_backward(file: &File, len: u64, floor: u64, dev: u64, ino: u64) -> io::R
         }
     }
     boundaries.reverse();
+    if let Some(why) = refused {
+        usage = Some(Usage::invalidated(usage, why));
+    }
     Ok(Reading {
         usage,
         boundaries,
@@ -283,6 +324,8 @@ pub fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
 enum Entry {
     Reply(Usage),
     Boundary(Boundary),
+    /// A reply or compaction whose token counts cannot be right: why.
+    Invalid(String),
 }
 
 #[derive(Deserialize)]
@@ -297,8 +340,9 @@ struct Line<'a> {
     api_error: Option<bool>,
     #[serde(borrow, default)]
     message: Option<Message<'a>>,
+    /// Figures are checked by hand: a wrong type must be seen, not skip the line.
     #[serde(rename = "compactMetadata", default)]
-    compact: Option<CompactMetadata>,
+    compact: Option<Value>,
     #[serde(default)]
     uuid: Option<String>,
     #[serde(default)]
@@ -312,27 +356,7 @@ struct Message<'a> {
     #[serde(borrow, default)]
     model: Option<Cow<'a, str>>,
     #[serde(default)]
-    usage: Option<Counts>,
-}
-
-#[derive(Deserialize)]
-struct Counts {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct CompactMetadata {
-    #[serde(default)]
-    trigger: Option<String>,
-    #[serde(rename = "preTokens", default)]
-    pre_tokens: Option<u64>,
-    #[serde(rename = "postTokens", default)]
-    post_tokens: Option<u64>,
+    usage: Option<Value>,
 }
 
 /// The usage figure or compaction a line records, if any. Cheap substring
@@ -348,12 +372,18 @@ fn classify(line: &[u8]) -> Option<Entry> {
     let entry: Line = serde_json::from_slice(line).ok()?;
     match (entry.kind.as_deref(), entry.subtype.as_deref()) {
         (Some("system"), Some("compact_boundary")) => {
-            let meta = entry.compact;
+            let meta = entry.compact.unwrap_or(Value::Null);
+            let counts = token_count("preTokens", meta.get("preTokens"))
+                .and_then(|pre| Ok((pre, token_count("postTokens", meta.get("postTokens"))?)));
+            let (pre_tokens, post_tokens) = match counts {
+                Ok(counts) => counts,
+                Err(why) => return Some(Entry::Invalid(why)),
+            };
             Some(Entry::Boundary(Boundary {
                 uuid: entry.uuid,
-                trigger: meta.as_ref().and_then(|m| m.trigger.clone()),
-                pre_tokens: meta.as_ref().and_then(|m| m.pre_tokens),
-                post_tokens: meta.as_ref().and_then(|m| m.post_tokens),
+                trigger: meta["trigger"].as_str().map(str::to_owned),
+                pre_tokens,
+                post_tokens,
                 timestamp: entry.timestamp,
             }))
         }
@@ -363,14 +393,16 @@ fn classify(line: &[u8]) -> Option<Entry> {
             let message = entry.message?;
             let counts = message.usage?;
             let model = message.model.filter(|m| m != "<synthetic>")?;
-            let tokens = counts.input_tokens.unwrap_or(0)
-                + counts.cache_creation_input_tokens.unwrap_or(0)
-                + counts.cache_read_input_tokens.unwrap_or(0);
+            let tokens = match token_sum(&counts, &CONTEXT_COUNTS) {
+                Ok(tokens) => tokens,
+                Err(why) => return Some(Entry::Invalid(why)),
+            };
             Some(Entry::Reply(Usage {
                 tokens,
                 model: Some(model.into_owned()),
                 from_boundary: false,
                 message_id: message.id.map(Cow::into_owned),
+                invalid: None,
             }))
         }
         _ => None,
@@ -564,43 +596,146 @@ mod tests {
         read(path, None, None).unwrap()
     }
 
-    /// The rules written the slow, obvious way: parse every line, keep the last figure.
+    /// The rules written the slow, obvious way: parse every line, keep the
+    /// last good figure, and whether the last figure given was good.
     fn reference(text: &[u8]) -> Option<Usage> {
         let complete = memchr::memrchr(b'\n', text).map_or(0, |i| i + 1);
         let mut usage: Option<Usage> = None;
+        let mut at = 0;
         for line in text[..complete].split(|b| *b == b'\n') {
+            let offset = at;
+            at += line.len() + 1;
             let Ok(v) = serde_json::from_slice::<Value>(line) else {
                 continue;
             };
+            let refuse = |usage: Option<Usage>, why: String| {
+                Some(Usage::invalidated(usage, invalid(offset as u64, &why)))
+            };
             if v["type"] == "system" && v["subtype"] == "compact_boundary" {
-                let model = usage.as_ref().and_then(|u| u.model.clone());
-                let tokens = v["compactMetadata"]["postTokens"].as_u64().unwrap_or(0);
-                usage = Some(Usage {
-                    tokens,
-                    model,
-                    from_boundary: true,
-                    message_id: None,
-                });
+                let meta = &v["compactMetadata"];
+                let figures = token_count("preTokens", meta.get("preTokens"))
+                    .and_then(|_| token_count("postTokens", meta.get("postTokens")));
+                usage = match figures {
+                    Ok(post) => Some(Usage {
+                        tokens: post.unwrap_or(0),
+                        model: usage.and_then(|u| u.model),
+                        from_boundary: true,
+                        message_id: None,
+                        invalid: None,
+                    }),
+                    Err(why) => refuse(usage, why),
+                };
             } else if v["type"] == "assistant"
                 && v["isSidechain"] != true
                 && v["isApiErrorMessage"] != true
-                && v["message"]["usage"].is_object()
+                && !v["message"]["usage"].is_null()
                 && v["message"]["model"].is_string()
                 && v["message"]["model"] != "<synthetic>"
             {
-                let u = &v["message"]["usage"];
-                let n = |k: &str| u[k].as_u64().unwrap_or(0);
-                usage = Some(Usage {
-                    tokens: n("input_tokens")
-                        + n("cache_creation_input_tokens")
-                        + n("cache_read_input_tokens"),
-                    model: v["message"]["model"].as_str().map(str::to_owned),
-                    from_boundary: false,
-                    message_id: v["message"]["id"].as_str().map(str::to_owned),
-                });
+                usage = match token_sum(&v["message"]["usage"], &CONTEXT_COUNTS) {
+                    Ok(tokens) => Some(Usage {
+                        tokens,
+                        model: v["message"]["model"].as_str().map(str::to_owned),
+                        from_boundary: false,
+                        message_id: v["message"]["id"].as_str().map(str::to_owned),
+                        invalid: None,
+                    }),
+                    Err(why) => refuse(usage, why),
+                };
             }
         }
         usage
+    }
+
+    /// A main-chain reply with `usage` as given.
+    fn reply_with(usage: &str) -> String {
+        format!(
+            r#"{{"type":"assistant","uuid":"r","message":{{"id":"msg_x","model":"claude-opus-5-5","usage":{usage}}}}}"#
+        )
+    }
+
+    #[test]
+    fn figures_that_cannot_be_right_are_refused_not_wrapped_or_guessed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let good = std::fs::read(fixture("basic.90fcfea3.jsonl")).unwrap();
+        let boundary = |meta: &str| {
+            format!(
+                r#"{{"type":"system","subtype":"compact_boundary","uuid":"b","compactMetadata":{meta}}}"#
+            )
+        };
+        for (line, why) in [
+            (
+                reply_with(&format!(
+                    r#"{{"input_tokens":{},"cache_creation_input_tokens":5}}"#,
+                    u64::MAX
+                )),
+                "input_tokens is 18446744073709551615, above",
+            ),
+            (
+                reply_with(r#"{"input_tokens":60000000,"cache_read_input_tokens":60000000}"#),
+                "add up to 120000000",
+            ),
+            (
+                reply_with(r#"{"input_tokens":1e12}"#),
+                "input_tokens is not a whole number (1000000000000.0)",
+            ),
+            (reply_with("[100,200,300]"), "usage is an array"),
+            (
+                reply_with(r#"{"input_tokens":"150000"}"#),
+                "input_tokens is a string",
+            ),
+            (
+                reply_with(r#"{"cache_read_input_tokens":-1}"#),
+                "cache_read_input_tokens is negative (-1)",
+            ),
+            (
+                boundary(r#"{"trigger":"auto","preTokens":-5,"postTokens":3000}"#),
+                "preTokens is negative",
+            ),
+            (
+                boundary(r#"{"trigger":"auto","preTokens":160000,"postTokens":"3000"}"#),
+                "postTokens is a string",
+            ),
+        ] {
+            let mut text = good.clone();
+            let offset = text.len();
+            text.extend_from_slice(line.as_bytes());
+            text.push(b'\n');
+            std::fs::write(&path, &text).unwrap();
+            let expected = format!("invalid usage in transcript line at byte {offset}: ");
+            // Read from scratch (backwards) and following the file (forwards).
+            let behind = read(&path, None, None).unwrap();
+            let before = Cursor {
+                offset: offset as u64,
+                ..behind.cursor.clone()
+            };
+            let forward = read(&path, Some(&before), Some(&cold_usage(&good))).unwrap();
+            for r in [behind, forward] {
+                let u = r.usage.unwrap();
+                let shown = u.invalid.unwrap_or_default();
+                assert!(
+                    shown.starts_with(&expected) && shown.contains(why),
+                    "{line}: {shown}"
+                );
+                assert_eq!(u.tokens, 154_500, "the good figure stands: {line}");
+                assert!(r.boundaries.is_empty(), "not a compaction: {line}");
+            }
+            assert_eq!(reference(&text), cold(&path).usage, "{line}");
+        }
+        // The next good figure makes the reading valid again.
+        let mut text = good.clone();
+        text.extend_from_slice(reply_with(r#"{"input_tokens":"x"}"#).as_bytes());
+        text.push(b'\n');
+        text.extend_from_slice(reply_with(r#"{"input_tokens":1000}"#).as_bytes());
+        text.push(b'\n');
+        std::fs::write(&path, &text).unwrap();
+        let u = cold(&path).usage.unwrap();
+        assert_eq!((u.tokens, u.invalid), (1000, None));
+    }
+
+    fn cold_usage(text: &[u8]) -> Usage {
+        reference(text).unwrap()
     }
 
     #[test]

@@ -1,0 +1,271 @@
+//! Untrusted input at the edges: figures in transcripts, hook payloads,
+//! stdin, the socket directory, and what `hookctl save` reports.
+
+use hookd_tests::{SONNET, Sandbox, TestDaemon, Transcript, hook_json, stderr, workflow_events};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+/// Where Claude Code compacts a 200k window.
+const COMPACTS_AT: u64 = 167_000;
+
+struct Session {
+    sb: Sandbox,
+    _daemon: TestDaemon,
+    project: PathBuf,
+    transcript: Transcript,
+}
+
+impl Session {
+    fn new() -> Session {
+        let sb = Sandbox::new();
+        let project = sb.path().join("proj");
+        std::fs::create_dir_all(&project).unwrap();
+        let transcript =
+            Transcript::create(sb.path().join("claude/s1.jsonl"), "s1-session", SONNET);
+        let daemon = TestDaemon::start(sb.daemon_options());
+        Session {
+            sb,
+            _daemon: daemon,
+            project,
+            transcript,
+        }
+    }
+
+    fn post_tool_use(&self) -> Value {
+        let out = self.sb.hook(
+            "post-tool-use",
+            &self.transcript.payload("PostToolUse", &self.project),
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        hook_json(&out)
+    }
+
+    fn status(&self) -> Value {
+        let out = self.sb.hookctl(&["status", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["sessions"][0].clone()
+    }
+}
+
+#[test]
+fn invalid_usage_in_a_transcript_is_shown_and_fires_nothing() {
+    let mut s = Session::new();
+    let half = COMPACTS_AT / 2;
+    s.transcript.reply(half);
+    assert_eq!(s.post_tool_use(), Value::Null);
+    assert_eq!(s.status()["context"]["tokens_used"], half);
+
+    type Edit = fn(&mut Value);
+    let replies: [(&str, Edit); 6] = [
+        ("above", |u| {
+            // Wrapped, this sum was 4 tokens.
+            u["input_tokens"] = json!(u64::MAX);
+            u["cache_creation_input_tokens"] = json!(5);
+        }),
+        ("above", |u| u["input_tokens"] = json!(900_000_000)),
+        ("input_tokens is not a whole number", |u| {
+            u["input_tokens"] = json!(1e12)
+        }),
+        ("usage is an array", |u| {
+            *u = json!([150_000, 10_000, 5_000])
+        }),
+        ("cache_read_input_tokens is a string", |u| {
+            u["cache_read_input_tokens"] = json!("150000")
+        }),
+        ("input_tokens is negative", |u| {
+            u["input_tokens"] = json!(-5)
+        }),
+    ];
+    for (why, edit) in replies {
+        let mut entry = s.transcript.reply_entry(COMPACTS_AT);
+        edit(&mut entry["message"]["usage"]);
+        s.transcript.append(&entry);
+        assert_eq!(s.post_tool_use(), Value::Null, "{why}: nothing fires");
+        let status = s.status();
+        let context = &status["context"];
+        let invalid = context["invalid"].as_str().unwrap_or_default();
+        assert!(
+            invalid.contains("invalid usage in transcript") && invalid.contains(why),
+            "{why}: {status:#}"
+        );
+        assert_eq!(context["tokens_used"], half, "the figure stands: {why}");
+        let text = String::from_utf8(s.sb.hookctl(&["status"]).stdout).unwrap();
+        assert!(text.contains(invalid), "{text}");
+    }
+
+    // A compaction whose figures are not counts.
+    for (pre, post, why) in [
+        (json!(-5), json!(3000), "preTokens is negative"),
+        (json!(160_000), json!("3000"), "postTokens is a string"),
+    ] {
+        s.transcript.boundary("auto", 160_000, 3_000);
+        let text = std::fs::read_to_string(&s.transcript.path).unwrap();
+        let mut lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let last = lines.last_mut().unwrap();
+        last["compactMetadata"]["preTokens"] = pre;
+        last["compactMetadata"]["postTokens"] = post;
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&s.transcript.path, text).unwrap();
+        assert_eq!(s.post_tool_use(), Value::Null);
+        let status = s.status();
+        let invalid = status["context"]["invalid"].as_str().unwrap_or_default();
+        assert!(invalid.contains(why), "{why}: {status:#}");
+        assert_eq!(status["epoch"], 1, "not a compaction: {status:#}");
+    }
+
+    assert!(
+        workflow_events(&s.project)
+            .iter()
+            .all(|e| e["kind"] != "threshold"),
+        "{:#?}",
+        workflow_events(&s.project)
+    );
+    let status = s.status();
+    assert_eq!(status["fired"], json!([]), "{status:#}");
+    assert_eq!(status["last_save"], Value::Null, "{status:#}");
+    assert!(!s.project.join(".workflow/context_state.json").exists());
+
+    // A good figure again: valid, and the levels work.
+    s.transcript.reply(COMPACTS_AT * 72 / 100);
+    let out = s.post_tool_use();
+    assert!(
+        out["systemMessage"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("Context at 70%")),
+        "{out}"
+    );
+    assert_eq!(s.status()["context"]["invalid"], Value::Null);
+}
+
+/// `hookctl hook` with a stdin that stays open and silent: the budget still
+/// holds, from the process start, whether or not the command line names the event.
+#[test]
+fn a_stdin_that_never_closes_costs_at_most_the_budget() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let sb = Sandbox::new();
+    for args in [&["hook", "post-tool-use"][..], &["hook"]] {
+        let mut child = sb
+            .command("hookctl")
+            .args(args)
+            .env("HOOKD_CLIENT__HOOK_TIMEOUT_MS", "300")
+            .env("HOOKD_CLIENT__AUTOSTART", "false")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Held open, never written.
+        let _stdin = child.stdin.take();
+        let started = Instant::now();
+        let exited = hookd_tests::wait_until(Duration::from_secs(2), || {
+            child.try_wait().unwrap().is_some()
+        });
+        if !exited {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            exited,
+            "{args:?} still running after {:?}",
+            started.elapsed()
+        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// Relative paths in a payload or the forwarded environment would resolve
+/// against the daemon's own directory: they are refused, and said so.
+#[test]
+fn relative_paths_from_a_hook_never_reach_the_daemons_directory() {
+    use std::process::Stdio;
+    use std::time::Duration;
+    let sb = Sandbox::new();
+    let daemon_cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(daemon_cwd.path().join("claude")).unwrap();
+    std::fs::write(daemon_cwd.path().join("claude/s1.jsonl"), b"").unwrap();
+    let mut daemon = sb
+        .command("hookd")
+        .arg("run")
+        .current_dir(daemon_cwd.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        hookd_tests::wait_until(Duration::from_secs(10), || sb.socket().exists()),
+        "daemon never listened"
+    );
+    let mut payload = hookd_tests::payload("PreCompact(trigger=manual)");
+    payload["session_id"] = json!("rel-session");
+    payload["cwd"] = json!(".");
+    payload["transcript_path"] = json!("claude/s1.jsonl");
+    let mut cmd = sb.command("hookctl");
+    cmd.env("CLAUDE_PROJECT_DIR", ".")
+        .args(["hook", "pre-compact"]);
+    let out = hookd_tests::run_with_stdin(cmd, &serde_json::to_vec(&payload).unwrap());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let status = sb.hookctl(&["status", "--json"]);
+    let report: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let _ = sb.hookd(&["stop"]);
+    let _ = daemon.wait();
+
+    let left: Vec<_> = std::fs::read_dir(daemon_cwd.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["claude"], "the daemon's directory is untouched");
+    let session = &report["sessions"][0];
+    assert_eq!(session["transcript_path"], Value::Null, "{session:#}");
+    assert_ne!(session["project_dir"], json!("."), "{session:#}");
+    for what in ["cwd", "transcript_path", "CLAUDE_PROJECT_DIR"] {
+        assert!(
+            stderr(&out).contains(&format!("`{what}` is not an absolute path")),
+            "{what}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+/// `hookctl save` asks for a checkpoint unless told not to: when none could
+/// be made, it says why and exits 1, and still reports the state it saved.
+#[test]
+fn hookctl_save_fails_when_the_checkpoint_it_asked_for_fails() {
+    let sb = Sandbox::new();
+    let project = sb.path().join("not-a-repo");
+    std::fs::create_dir_all(&project).unwrap();
+    let _daemon = TestDaemon::start(sb.daemon_options());
+    let save = |args: &[&str]| {
+        sb.command("hookctl")
+            .current_dir(&project)
+            .arg("save")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = save(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no checkpoint") && stderr(&out).contains("not in a git repository"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        hookd_tests::stdout(&out).contains("state saved to"),
+        "{}",
+        hookd_tests::stdout(&out)
+    );
+    let out = save(&["--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(summary["state_file"].is_string(), "{summary}");
+
+    // Not asked for: nothing failed.
+    let out = save(&["--no-checkpoint"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -2,8 +2,7 @@
 //! file in the state directory (written atomically, so a restarted daemon
 //! picks up where it stopped).
 
-use crate::harness::HookEvent;
-use crate::harness::claude_code::transcript::{Boundary, Cursor, Usage};
+use crate::harness::{Boundary, Cursor, HarnessPoint, HookEvent, Method, SessionReading, Usage};
 use protocol::pressure::Knobs;
 use protocol::wire::{ContextStatus, Harness, Mark, SessionStatus};
 use serde::{Deserialize, Serialize};
@@ -56,6 +55,17 @@ pub struct Session {
     /// The window the statusLine reported (it beats any estimate).
     #[serde(default)]
     pub statusline_window: Option<u64>,
+    /// The window the harness's own session file reported.
+    #[serde(default)]
+    pub reported_window: Option<u64>,
+    /// Where the harness's own settings say it compacts.
+    #[serde(default)]
+    pub harness_point: Option<HarnessPoint>,
+    /// A compaction the session's file showed, whose resume prompt goes in
+    /// at the next prompt or tool call (harnesses with no SessionStart after
+    /// compacting).
+    #[serde(default)]
+    pub resume_due: bool,
     /// The harness's compaction settings, from the latest hook's environment.
     #[serde(default)]
     pub knobs: Knobs,
@@ -130,6 +140,9 @@ impl Session {
             usage_at_ms: 0,
             cursor: None,
             statusline_window: None,
+            reported_window: None,
+            harness_point: None,
+            resume_due: false,
             knobs: Knobs::default(),
             epoch: 1,
             epoch_started_ms: now_ms,
@@ -144,6 +157,60 @@ impl Session {
             transcript_problem: None,
             resume_pending: None,
         }
+    }
+
+    /// Takes in a reading of the session's own file: the figure, the model,
+    /// and the window and compaction point the harness reported. Returns
+    /// the compactions it showed that began an epoch, each with whether a
+    /// hook had announced it; `None` when the reading is older than what the
+    /// session has already seen.
+    pub fn take_reading(
+        &mut self,
+        taken: SessionReading,
+        now_ms: u64,
+    ) -> Option<Vec<(Boundary, bool)>> {
+        let reading = taken.reading;
+        let stale = self.cursor.as_ref().is_some_and(|c| {
+            c.dev == reading.cursor.dev
+                && c.ino == reading.cursor.ino
+                && c.offset > reading.cursor.offset
+        });
+        if stale {
+            return None;
+        }
+        self.transcript_problem = None;
+        if taken.window.is_some() {
+            self.reported_window = taken.window;
+        }
+        if taken.compaction_point.is_some() {
+            self.harness_point = taken.compaction_point;
+        }
+        let mut began = Vec::new();
+        for boundary in reading.boundaries {
+            let announced = self.compaction_announced_ms.is_some();
+            // A boundary the hooks already opened an epoch for only names it.
+            if self.begin_epoch(&EpochStart::Boundary(boundary.clone()), now_ms) {
+                self.compaction_announced_ms = None;
+                self.announced_trigger = None;
+                began.push((boundary, announced));
+            }
+        }
+        if reading.method != Method::Unchanged {
+            if let Some(model) = reading.usage.as_ref().and_then(|u| u.model.clone()) {
+                self.model = Some(model);
+            }
+            if reading.usage.is_some() && reading.usage != self.usage {
+                self.usage_source = match &reading.usage {
+                    Some(u) if u.from_boundary => "compaction",
+                    _ => "reply",
+                }
+                .into();
+                self.usage_at_ms = now_ms;
+            }
+            self.usage = reading.usage;
+        }
+        self.cursor = Some(reading.cursor);
+        Some(began)
     }
 
     /// Starts a new epoch unless this compaction already started one.

@@ -354,6 +354,18 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
             }
         }
     }
+    if harness == Harness::Codex && found.len() > 1 {
+        let files: Vec<String> = found.iter().map(|(p, _)| p.display().to_string()).collect();
+        return Check::new(
+            name,
+            Status::Fail,
+            format!(
+                "hookd is wired in both {}: Codex runs both, so every event reaches hookd twice",
+                files.join(" and ")
+            ),
+        )
+        .fix("keep one: hookctl uninstall codex --user, or hookctl uninstall codex --project DIR");
+    }
     let Some((path, ours)) = found.into_iter().next() else {
         return if harness_present(harness) {
             let status = if harness == Harness::ClaudeCode {
@@ -406,10 +418,23 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
         )
         .fix(install_fix);
     }
-    let mut detail = format!("{} events wired in {}", wiring.hooks.len(), path.display());
     if harness == Harness::Codex {
-        detail += " (Codex runs them once trusted in /hooks)";
+        let events: Vec<&str> = wiring.hooks.iter().map(|s| s.event).collect();
+        let untrusted = install::codex::untrusted_events(&path, &events);
+        if !untrusted.is_empty() {
+            return Check::new(
+                name,
+                Status::Warn,
+                format!(
+                    "{}: Codex has not trusted hookd's hooks for {}, and `codex exec` skips untrusted hooks without a word",
+                    path.display(),
+                    untrusted.join(", ")
+                ),
+            )
+            .fix("run `codex` in a terminal once and choose \"Trust all\" at the hook review (or trust hookd's hooks in /hooks)");
+        }
     }
+    let detail = format!("{} events wired in {}", wiring.hooks.len(), path.display());
     Check::new(name, Status::Ok, detail)
 }
 
@@ -419,7 +444,10 @@ fn harness_present(harness: Harness) -> bool {
     let (dir, program) = match harness {
         Harness::ClaudeCode => (home.map(|h| h.join(".claude")), "claude"),
         Harness::Codex => (install::codex::codex_home().ok(), "codex"),
-        Harness::GeminiCli => (home.map(|h| h.join(".gemini")), "gemini"),
+        Harness::GeminiCli => (
+            install::gemini_cli::gemini_home().ok().map(|h| h.join(".gemini")),
+            "gemini",
+        ),
     };
     dir.is_some_and(|d| d.is_dir()) || client::find_on_path(program).is_some()
 }

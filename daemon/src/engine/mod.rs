@@ -8,8 +8,8 @@ mod resume;
 
 use crate::capture::records;
 use crate::git::{self, GitError};
-use crate::harness::claude_code::{transcript, window};
-use crate::harness::{self, EventKind, Outcome};
+use crate::harness::claude_code::transcript;
+use crate::harness::{self, EventKind, Outcome, SessionReading};
 use crate::monitor;
 use crate::pipeline::{self, SaveReport, SaveRequest, SaveTrigger};
 use crate::sessions::{EpochStart, Registry, Session, SessionKey};
@@ -383,14 +383,12 @@ impl Engine {
         if let Some(path) = &event.transcript_path {
             self.follow(&key, path);
             // Only a threshold check needs the latest figure (and a subagent's
-            // tool calls are in its own transcript). Only Claude Code's
-            // transcript is read this way; other harnesses' records are
-            // read by `refresh`.
-            let claude_code = key.harness == Harness::ClaudeCode;
+            // tool calls are in its own transcript).
+            let may_lag = harness::reply_may_lag_tool_hooks(key.harness);
             if let Some(id) = event
                 .tool_use_id
                 .as_deref()
-                .filter(|_| checks && claude_code)
+                .filter(|_| checks && may_lag)
             {
                 read_ahead = self.wait_for_reply(&key, path, id).await;
             }
@@ -400,7 +398,7 @@ impl Engine {
         // Code writes the boundary after SessionStart(compact)); either may be
         // the first word of one that no PreCompact announced.
         let mut unannounced = match read_ahead {
-            Some(reading) => self.apply_reading(&key, &config.config, Ok(reading)),
+            Some(reading) => self.apply_reading(&key, &config.config, reading),
             None => self.refresh(&key, &config.config).await,
         };
         match &event.kind {
@@ -441,7 +439,11 @@ impl Engine {
                 }
             }
         }
-        if event.kind == EventKind::PreCompact {
+        let due = self
+            .registry()
+            .get(&key)
+            .is_some_and(|s| harness::compaction_is_due(s, &config.config.window));
+        if event.kind == EventKind::PreCompact && due {
             let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
             if let Some(request) =
                 self.save_request(&key, &config.config, SaveTrigger::PreCompact(trigger), true)
@@ -453,6 +455,25 @@ impl Engine {
                 s.compaction_announced_ms = Some(now);
                 s.announced_trigger = event.trigger.clone();
             }
+        }
+        // A compaction only the session's file showed: its resume prompt
+        // goes in with the first prompt or tool call after it.
+        let resume_due = matches!(
+            event.kind,
+            EventKind::UserPromptSubmit | EventKind::PostToolUse
+        ) && self
+            .registry()
+            .get_mut(&key)
+            .is_some_and(|s| std::mem::take(&mut s.resume_due));
+        if resume_due {
+            self.resume_on_start(
+                &key,
+                "compact",
+                &config.config,
+                &mut outcome,
+                &mut project_events,
+            )
+            .await;
         }
         if resuming {
             let source = event.source.clone().unwrap_or_default();
@@ -468,9 +489,12 @@ impl Engine {
         // Cross-task memory (issue 11): tasks begin, get lessons, and close.
         self.memory_on_hook(&key, &event, &config.config, &mut outcome)
             .await;
-        if checks {
+        // An injection is looked for from the next hook on, not this one's.
+        if checks && !resume_due {
             self.check_arrival(&key, &mut outcome, &mut project_events)
                 .await;
+        }
+        if checks {
             self.check_thresholds(&key, &config.config, &mut outcome, &mut project_events);
         }
         if event.kind == EventKind::SessionStart
@@ -502,7 +526,7 @@ impl Engine {
         key: &SessionKey,
         path: &Path,
         tool_use_id: &str,
-    ) -> Option<Result<transcript::Reading, transcript::TranscriptError>> {
+    ) -> Option<Result<SessionReading, String>> {
         let (cursor, usage, followed) = {
             let registry = self.registry();
             let s = registry.get(key)?;
@@ -534,20 +558,26 @@ impl Engine {
                     tracing::debug!(session = %key, tool_use_id, "the reply for this tool call is not in the transcript yet; reading what is there");
                     return None;
                 }
-                Ok(Ok(Some(reading))) => return reading,
+                Ok(Ok(Some(reading))) => {
+                    return reading.map(|r| {
+                        r.map(|reading| SessionReading {
+                            reading,
+                            window: None,
+                            compaction_point: None,
+                        })
+                        .map_err(|e| e.to_string())
+                    });
+                }
                 // The transcript cannot be read: `refresh` reports that.
                 _ => return None,
             }
         }
     }
 
-    /// Reads what is new in the session's transcript and applies it.
-    /// Returns whether it showed a compaction no PreCompact hook announced.
+    /// Reads what is new in the session's file (its harness knows the
+    /// format) and applies it. Returns whether it showed a compaction no
+    /// PreCompact hook announced.
     async fn refresh(self: &Arc<Self>, key: &SessionKey, config: &Config) -> bool {
-        if key.harness != Harness::ClaudeCode {
-            self.refresh_foreign(key).await;
-            return false;
-        }
         let snapshot = {
             let registry = self.registry();
             let Some(s) = registry.get(key) else {
@@ -559,21 +589,23 @@ impl Engine {
             (path, s.cursor.clone(), s.usage.clone())
         };
         let (path, cursor, usage) = snapshot;
+        let harness = key.harness;
         let reading = tokio::task::spawn_blocking(move || {
-            transcript::read(&path, cursor.as_ref(), usage.as_ref())
+            harness::read_session_file(harness, &path, cursor.as_ref(), usage.as_ref())
         })
         .await
-        .map_err(|e| e.to_string());
+        .map_err(|e| format!("session file reader failed: {e}"))
+        .and_then(|r| r);
         self.apply_reading(key, config, reading)
     }
 
-    /// Applies a reading of the session's transcript. Returns whether it
-    /// showed a compaction no PreCompact hook announced.
+    /// Applies a reading of the session's file. Returns whether it showed a
+    /// compaction no PreCompact hook announced.
     fn apply_reading(
         self: &Arc<Self>,
         key: &SessionKey,
         config: &Config,
-        reading: Result<Result<transcript::Reading, transcript::TranscriptError>, String>,
+        reading: Result<SessionReading, String>,
     ) -> bool {
         let now = now_ms();
         let mut project_events = Vec::new();
@@ -583,71 +615,53 @@ impl Engine {
             let Some(s) = registry.get_mut(key) else {
                 return false;
             };
-            match reading {
-                Ok(Ok(reading)) => {
-                    let stale = s.cursor.as_ref().is_some_and(|c| {
-                        c.dev == reading.cursor.dev
-                            && c.ino == reading.cursor.ino
-                            && c.offset > reading.cursor.offset
-                    });
-                    if stale {
-                        return false;
-                    }
-                    s.transcript_problem = None;
-                    for boundary in &reading.boundaries {
-                        if let (Some(project), Some(before), Some(after)) =
-                            (&s.project_dir, boundary.pre_tokens, boundary.post_tokens)
-                        {
-                            project_events.push(ProjectEvent {
-                                project: project.clone(),
-                                kind: crate::budget::report::TRANSITION,
-                                session: key.clone(),
-                                fields: crate::budget::report::transition(
-                                    "compaction",
-                                    boundary.trigger.as_deref().unwrap_or("unknown"),
-                                    before,
-                                    after,
-                                    json!({ "boundary": boundary.uuid }),
-                                ),
-                            });
-                        }
-                        let announced = s.compaction_announced_ms.is_some();
-                        // A boundary the hooks already opened an epoch for only names it.
-                        if s.begin_epoch(&EpochStart::Boundary(boundary.clone()), now) {
-                            s.compaction_announced_ms = None;
-                            s.announced_trigger = None;
-                            unannounced |= !announced;
-                            project_events.extend(s.project_dir.clone().map(|project| {
-                                ProjectEvent {
-                                    project,
-                                    kind: "compaction",
-                                    session: key.clone(),
-                                    fields: json!({
-                                        "trigger": boundary.trigger,
-                                        "pre_tokens": boundary.pre_tokens,
-                                        "post_tokens": boundary.post_tokens,
-                                        "announced": announced,
-                                        "epoch": s.epoch,
-                                        "source": "transcript",
-                                    }),
-                                }
-                            }));
-                        }
-                    }
-                    if reading.method != transcript::Method::Unchanged {
-                        if let Some(model) = reading.usage.as_ref().and_then(|u| u.model.clone()) {
-                            s.model = Some(model);
-                        }
-                        if reading.usage.is_some() && reading.usage != s.usage {
-                            s.usage_source = source_of(reading.usage.as_ref()).into();
-                            s.usage_at_ms = now;
-                        }
-                        s.usage = reading.usage;
-                    }
-                    s.cursor = Some(reading.cursor);
+            let reading = match reading {
+                Ok(reading) => reading,
+                Err(e) => {
+                    s.transcript_problem = Some(e);
+                    return false;
                 }
-                Ok(Err(e)) => s.transcript_problem = Some(e.to_string()),
-                Err(e) => s.transcript_problem = Some(format!("transcript reader failed: {e}")),
+            };
+            let boundaries = reading.reading.boundaries.clone();
+            let Some(began) = s.take_reading(reading, now) else {
+                return false;
+            };
+            if let Some(project) = &s.project_dir {
+                for boundary in &boundaries {
+                    if let (Some(before), Some(after)) = (boundary.pre_tokens, boundary.post_tokens) {
+                        project_events.push(ProjectEvent {
+                            project: project.clone(),
+                            kind: crate::budget::report::TRANSITION,
+                            session: key.clone(),
+                            fields: crate::budget::report::transition(
+                                "compaction",
+                                boundary.trigger.as_deref().unwrap_or("unknown"),
+                                before,
+                                after,
+                                json!({ "boundary": boundary.uuid }),
+                            ),
+                        });
+                    }
+                }
+            }
+            for (boundary, announced) in began {
+                unannounced |= !announced;
+                if harness::resumes_at_next_turn(key.harness) {
+                    s.resume_due = true;
+                }
+                project_events.extend(s.project_dir.clone().map(|project| ProjectEvent {
+                    project,
+                    kind: "compaction",
+                    session: key.clone(),
+                    fields: json!({
+                        "trigger": boundary.trigger,
+                        "pre_tokens": boundary.pre_tokens,
+                        "post_tokens": boundary.post_tokens,
+                        "announced": announced,
+                        "epoch": s.epoch,
+                        "source": "transcript",
+                    }),
+                }));
             }
         }
         self.record(project_events, config);
@@ -672,23 +686,6 @@ impl Engine {
             trigger,
             checkpoint,
         })
-    }
-
-    /// Usage for harnesses other than Claude Code: their module reads their
-    /// own records (Codex: the rollout file) and applies them.
-    async fn refresh_foreign(&self, key: &SessionKey) {
-        let transcript = self
-            .registry()
-            .get(key)
-            .and_then(|s| s.transcript_path.clone());
-        let harness = key.harness;
-        let reading = tokio::task::spawn_blocking(move || {
-            harness::read_foreign_usage(harness, transcript.as_deref())
-        })
-        .await;
-        if let (Ok(Some(usage)), Some(s)) = (reading, self.registry().get_mut(key)) {
-            harness::apply_foreign_usage(s, usage, now_ms());
-        }
     }
 
     /// A SessionStart(compact) or PostCompact hook: a compaction happened.
@@ -1064,13 +1061,6 @@ async fn blocking(work: impl FnOnce() -> Result<Response, GitError> + Send + 'st
     }
 }
 
-fn source_of(usage: Option<&transcript::Usage>) -> &'static str {
-    match usage {
-        Some(u) if u.from_boundary => "compaction",
-        _ => "reply",
-    }
-}
-
 /// How full a session's context is, by the rules of its harness.
 pub fn context_of(session: &Session, config: &Config) -> Option<ContextStatus> {
     let usage = session.usage.as_ref()?;
@@ -1082,16 +1072,7 @@ fn empty_context(session: &Session, config: &Config) -> ContextStatus {
 }
 
 fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus {
-    let model = session
-        .model
-        .as_deref()
-        .or_else(|| session.usage.as_ref()?.model.as_deref());
-    let point = window::compaction_point_for(
-        model,
-        session.statusline_window,
-        &session.knobs,
-        &config.window,
-    );
+    let point = harness::compaction_point(session, &config.window);
     let pressure = tokens as f64 / point.tokens.max(1) as f64;
     ContextStatus {
         tokens_used: tokens,

@@ -9,7 +9,6 @@
 
 use super::{Engine, ProjectEvent};
 use crate::budget;
-use crate::harness::claude_code::transcript;
 use crate::harness::{HookEvent, Outcome};
 use crate::resume::{self, Loaded};
 use crate::sessions::{PendingResume, SessionKey};
@@ -236,12 +235,13 @@ impl Engine {
         }) else {
             return;
         };
-        // Claude Code writes its transcript in batches (every 100 ms): give
-        // the injection time to land before calling it lost.
+        // Harnesses write their session files in batches (Claude Code every
+        // 100 ms): give the injection time to land before calling it lost.
+        let harness = key.harness;
         let arrived = loop {
             let (path, marker) = (transcript.clone(), pending.marker.clone());
             let found = tokio::task::spawn_blocking(move || {
-                transcript::injected_context_arrived(&path, &marker)
+                crate::harness::injected_context_arrived(harness, &path, &marker)
             })
             .await
             .ok()

@@ -24,17 +24,21 @@
 //!   `info.model_context_window` the window; Codex compacts at 90% of the
 //!   window unless `model_auto_compact_token_limit` is lower.
 
-use super::{Fields, HookEvent, Outcome, claude_code};
-use crate::harness::claude_code::transcript::{ReverseLines, Usage};
+use super::{
+    Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionReading, Usage,
+    claude_code,
+};
+use crate::harness::claude_code::transcript::ReverseLines;
 use crate::sessions::Session;
-use protocol::pressure::{Knobs, token_count, token_sum};
+use protocol::config::WindowConfig;
+use protocol::pressure::{CompactionPoint, token_count, token_sum};
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::Value;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Codex's own compaction point: `model_context_window * 9 / 10`.
-pub const COMPACT_FRACTION: f64 = 0.9;
+/// Codex's compaction point when `config.toml` sets none: `model_context_window * 9 / 10`.
+const DEFAULT_COMPACT_FRACTION: f64 = 0.9;
 /// A backward scan of a rollout file gives up after this many bytes.
 const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
 /// Day directories searched for a session's rollout file when the payload
@@ -208,45 +212,146 @@ fn rollout_counts(info: &Value) -> Result<(Option<u64>, Option<u64>), String> {
     Ok((window, total))
 }
 
-/// Applies a rollout reading to the session: the figure, the window Codex
-/// reported and its 90% compaction point.
-pub fn apply(session: &mut Session, reading: Result<RolloutUsage, String>, now_ms: u64) {
-    // Claude Code's knobs mean nothing here; Codex compacts at its own point.
-    session.knobs = Knobs {
-        compact_fraction: Some(COMPACT_FRACTION),
-        ..Knobs::default()
+/// Reads the rollout as a [`SessionReading`]: the latest figure, the window
+/// Codex reported, and where Codex's `config.toml` says it compacts.
+pub fn read(
+    path: &Path,
+    cursor: Option<&Cursor>,
+    current: Option<&Usage>,
+) -> Result<SessionReading, String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read Codex rollout file {}: {e}", path.display()))?;
+    let now = Cursor {
+        offset: meta.len(),
+        dev: meta.dev(),
+        ino: meta.ino(),
     };
-    let reading = match reading {
-        Ok(reading) => reading,
-        Err(problem) => {
-            session.transcript_problem = Some(problem);
-            return;
-        }
-    };
-    session.transcript_problem = None;
-    if let Some(why) = reading.invalid {
+    let compaction_point = codex_home_of(path).and_then(|home| configured_point(&home));
+    if cursor == Some(&now) {
+        return Ok(SessionReading {
+            reading: Reading {
+                usage: current.cloned(),
+                boundaries: Vec::new(),
+                cursor: now,
+                method: Method::Unchanged,
+                bytes_read: 0,
+            },
+            window: None,
+            compaction_point,
+        });
+    }
+    let rollout = read_rollout(path)?;
+    let usage = match rollout.invalid {
         // The figure stands; the reading is shown as what it is.
-        session.usage = Some(Usage::invalidated(session.usage.take(), why));
-        return;
+        Some(why) => Some(Usage::invalidated(current.cloned(), why)),
+        None => rollout.tokens.map(|tokens| Usage {
+            tokens,
+            model: rollout.model.clone(),
+            from_boundary: false,
+            message_id: None,
+            invalid: None,
+        }),
+    };
+    Ok(SessionReading {
+        reading: Reading {
+            usage,
+            boundaries: Vec::new(),
+            cursor: now,
+            method: Method::Backward,
+            bytes_read: meta.len().min(SEARCH_LIMIT),
+        },
+        window: rollout.window,
+        compaction_point,
+    })
+}
+
+/// `<CODEX_HOME>` of a rollout at `<CODEX_HOME>/sessions/YYYY/MM/DD/rollout-*.jsonl`.
+fn codex_home_of(rollout: &Path) -> Option<PathBuf> {
+    let sessions = rollout.ancestors().nth(4)?;
+    (sessions.file_name()? == "sessions").then(|| sessions.parent().map(Path::to_path_buf))?
+}
+
+/// `model_auto_compact_token_limit` from `config.toml`, if set.
+fn configured_point(codex_home: &Path) -> Option<HarnessPoint> {
+    let text = std::fs::read_to_string(codex_home.join("config.toml")).ok()?;
+    let tokens = top_level_integer(&text, "model_auto_compact_token_limit")?;
+    Some(HarnessPoint {
+        tokens: Some(tokens),
+        fraction: None,
+        basis: format!("{tokens} (model_auto_compact_token_limit in config.toml)"),
+    })
+}
+
+/// A top-level integer key of a TOML file (they come before the first table).
+fn top_level_integer(text: &str, key: &str) -> Option<u64> {
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            return None;
+        }
+        if let Some((k, v)) = line.split_once('=')
+            && k.trim() == key
+        {
+            return v.split('#').next()?.trim().replace('_', "").parse().ok();
+        }
     }
-    if reading.window.is_some() {
-        session.statusline_window = reading.window;
+    None
+}
+
+/// Codex compacts at `model_auto_compact_token_limit`, else at 90% of the
+/// window its rollout reports.
+pub fn compaction_point(
+    model: Option<&str>,
+    session: &Session,
+    config: &WindowConfig,
+) -> CompactionPoint {
+    let window = session
+        .reported_window
+        .unwrap_or_else(|| claude_code::window::model_window(model, None, config));
+    if let Some(forced) = config.tokens_max.filter(|t| *t > 0) {
+        return CompactionPoint {
+            window,
+            tokens: forced,
+            basis: format!("{forced} (window.tokens_max)"),
+        };
     }
-    if reading.model.is_some() {
-        session.model = reading.model;
+    match session.harness_point.as_ref().and_then(|p| Some((p.tokens?, p))) {
+        Some((tokens, p)) => CompactionPoint {
+            window,
+            tokens,
+            basis: p.basis.clone(),
+        },
+        None => CompactionPoint {
+            window,
+            tokens: (window as f64 * DEFAULT_COMPACT_FRACTION) as u64,
+            basis: format!("90% of the {window}-token window (Codex's default)"),
+        },
     }
-    let usage = reading.tokens.map(|tokens| Usage {
-        tokens,
-        model: session.model.clone(),
-        from_boundary: false,
-        message_id: None,
-        invalid: None,
-    });
-    if usage != session.usage {
-        session.usage_source = "rollout".into();
-        session.usage_at_ms = now_ms;
+}
+
+/// Whether a developer message (how Codex hands hook context to the model)
+/// holding `marker` is in the rollout since its latest compaction.
+pub fn developer_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
+    let Some((file, meta)) = claude_code::transcript::open_regular(path)? else {
+        return Ok(false);
+    };
+    let mut lines = ReverseLines::new(&file, meta.len());
+    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
+    while let Some(line) = lines.next_line()? {
+        if memchr::memmem::find(&line, marker.as_bytes()).is_some()
+            && let Ok(record) = serde_json::from_slice::<Value>(&line)
+            && record["type"] == "response_item"
+            && record["payload"]["role"] == "developer"
+        {
+            return Ok(true);
+        }
+        if memchr::memmem::find(&line, b"compacted").is_some()
+            && serde_json::from_slice::<Value>(&line).is_ok_and(|r| r["type"] == "compacted")
+        {
+            return Ok(false);
+        }
     }
-    session.usage = usage;
+    Ok(false)
 }
 
 #[cfg(test)]
@@ -429,12 +534,11 @@ mod tests {
                 id: "s".into(),
             };
             let mut s = Session::new(key, 0);
-            apply(
-                &mut s,
-                read_rollout(rollout(&[TURN_CONTEXT, &good]).path()),
-                1,
-            );
-            apply(&mut s, Ok(reading), 2);
+            let first = rollout(&[TURN_CONTEXT, &good]);
+            s.take_reading(read(first.path(), None, None).unwrap(), 1);
+            let second = rollout(&[TURN_CONTEXT, &good, &bad]);
+            let taken = read(second.path(), s.cursor.as_ref(), s.usage.as_ref()).unwrap();
+            s.take_reading(taken, 2);
             let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
             assert_eq!(c.tokens_used, 120_500, "{bad}");
             assert_eq!(c.invalid.as_deref(), Some(shown.as_str()));
@@ -478,30 +582,50 @@ mod tests {
     }
 
     #[test]
-    fn applying_a_reading_sets_codexs_compaction_point() {
+    fn codexs_compaction_point_is_its_config_or_90_percent_of_the_window() {
+        let home = tempfile::tempdir().unwrap();
+        let day = home.path().join("sessions/2026/05/01");
+        std::fs::create_dir_all(&day).unwrap();
+        let path = day.join("rollout-2026-05-01T09-00-00-s.jsonl");
+        std::fs::write(&path, format!("{TURN_CONTEXT}\n{}\n", token_count(122_400, 272_000))).unwrap();
         let key = crate::sessions::SessionKey {
             harness: Harness::Codex,
             id: "s".into(),
         };
         let mut s = Session::new(key, 0);
-        apply(
-            &mut s,
-            Ok(RolloutUsage {
-                tokens: Some(122_400),
-                window: Some(272_000),
-                model: Some("gpt-5.5-codex".into()),
-                invalid: None,
-            }),
-            5,
-        );
+        s.take_reading(read(&path, None, None).unwrap(), 5);
         let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!((c.tokens_used, c.tokens_max), (122_400, 244_800));
         assert_eq!(c.window_tokens, 272_000);
         assert!((c.pressure - 0.5).abs() < 1e-9);
-        assert_eq!(c.source, "rollout");
+        assert!(c.basis.contains("Codex's default"), "{}", c.basis);
 
-        apply(&mut s, Err("gone".into()), 6);
-        assert_eq!(s.transcript_problem.as_deref(), Some("gone"));
-        assert_eq!(s.usage.as_ref().map(|u| u.tokens), Some(122_400));
+        std::fs::write(
+            home.path().join("config.toml"),
+            "model = \"gpt-5.5-codex\"\nmodel_auto_compact_token_limit = 150_000 # low\n[projects.\"/p\"]\nmodel_auto_compact_token_limit = 9\n",
+        )
+        .unwrap();
+        s.take_reading(read(&path, None, s.usage.as_ref()).unwrap(), 6);
+        let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
+        assert_eq!(c.tokens_max, 150_000);
+        assert!(c.basis.contains("config.toml"), "{}", c.basis);
+
+        let gone = read(Path::new("/nonexistent/rollout.jsonl"), None, None).unwrap_err();
+        assert!(gone.contains("rollout"), "{gone}");
+    }
+
+    #[test]
+    fn the_arrival_check_looks_for_a_developer_message() {
+        let marker = "[hookd-resume 0123456789ab]";
+        let developer = format!(
+            r#"{{"type":"response_item","payload":{{"type":"message","role":"developer","content":[{{"type":"input_text","text":"{marker} resume"}}]}}}}"#
+        );
+        let echoed = format!(r#"{{"type":"event_msg","payload":{{"type":"hook_output","text":"{marker}"}}}}"#);
+        let f = rollout(&[TURN_CONTEXT, &echoed]);
+        assert!(!developer_message_holds(f.path(), marker).unwrap());
+        let f = rollout(&[TURN_CONTEXT, &developer]);
+        assert!(developer_message_holds(f.path(), marker).unwrap());
+        let f = rollout(&[&developer, r#"{"type":"compacted","payload":{"message":"s"}}"#]);
+        assert!(!developer_message_holds(f.path(), marker).unwrap(), "before the compaction");
     }
 }

@@ -17,15 +17,246 @@
 //!   `hookSpecificOutput.additionalContext` (with `hookEventName`) for the
 //!   model on SessionStart, BeforeAgent and AfterTool.
 //!
+//! - the session file (`~/.gemini/tmp/<project>/chats/session-*.jsonl`,
+//!   `transcript_path`) has a line per message; each reply (`type`
+//!   `gemini`) carries `tokens.input` (the context now) and `model`.
+//!
 //! What Gemini CLI cannot do for hookd: no hook fires after compression, so
-//! a resume prompt cannot be injected at that moment (only at the next
-//! prompt or tool); PreCompress cannot add instructions to the summary; and
-//! no hook carries token counts, so thresholds do not fire for Gemini CLI
-//! sessions.
+//! the resume prompt goes in at the next prompt or tool call after the
+//! session file shows one (a reply whose `tokens.input` fell);
+//! PreCompress fires before every model call, compression or not, so it
+//! means a compression only near the compression point
+//! (`model.compressionThreshold` of the window, 0.5 by default); and it
+//! cannot add instructions to the summary.
 
-use super::{EventKind, Fields, HookEvent, Outcome};
+use super::{
+    Boundary, Cursor, EventKind, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading,
+    SessionReading, Usage,
+};
+use crate::harness::claude_code::transcript::{ReverseLines, open_regular};
+use crate::sessions::Session;
+use protocol::config::WindowConfig;
+use protocol::pressure::{CompactionPoint, token_count};
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::{Map, Value, json};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Gemini CLI compresses at this fraction of the window unless its
+/// settings say otherwise.
+const DEFAULT_COMPRESSION_THRESHOLD: f64 = 0.5;
+/// A reply whose input fell below this share of the one before shows a
+/// compression (nothing else makes a conversation's input shrink).
+const COMPRESSED_BELOW: f64 = 0.7;
+/// How close to the compression point a PreCompress has to come to count.
+const DUE_AT: f64 = 0.9;
+/// Gemini models' windows.
+const MODEL_WINDOWS: &[(&str, u64)] = &[("gemini-", 1_048_576)];
+/// A backward scan of a session file gives up after this many bytes.
+const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
+
+/// One reply's figure.
+struct Reply {
+    id: Option<String>,
+    tokens: Result<u64, String>,
+    model: Option<String>,
+}
+
+fn reply_of(line: &[u8]) -> Option<Reply> {
+    if memchr::memmem::find(line, b"\"gemini\"").is_none() {
+        return None;
+    }
+    let entry: Value = serde_json::from_slice(line).ok()?;
+    if entry["type"] != "gemini" {
+        return None;
+    }
+    let tokens = entry.get("tokens")?;
+    Some(Reply {
+        id: entry["id"].as_str().map(str::to_owned),
+        tokens: token_count("tokens.input", tokens.get("input"))
+            .and_then(|t| t.ok_or_else(|| "tokens.input is missing".to_owned())),
+        model: entry["model"].as_str().map(str::to_owned),
+    })
+}
+
+/// Reads the session file from its end: the latest reply's figure, and a
+/// compression when it fell well below the reply before it.
+pub fn read(
+    path: &Path,
+    cursor: Option<&Cursor>,
+    current: Option<&Usage>,
+) -> Result<SessionReading, String> {
+    use std::os::unix::fs::MetadataExt;
+    let shown = || path.display().to_string();
+    let (file, meta) = match open_regular(path) {
+        Ok(Some(opened)) => opened,
+        Ok(None) => return Err(format!("Gemini CLI session file {} is not a regular file", shown())),
+        Err(e) => return Err(format!("cannot read Gemini CLI session file {}: {e}", shown())),
+    };
+    let now = Cursor {
+        offset: meta.len(),
+        dev: meta.dev(),
+        ino: meta.ino(),
+    };
+    let compaction_point = gemini_dir_of(path).and_then(|dir| configured_threshold(&dir)).map(
+        |threshold| HarnessPoint {
+            tokens: None,
+            fraction: Some(threshold),
+            basis: format!("model.compressionThreshold {threshold} of the window (settings.json)"),
+        },
+    );
+    let unchanged = cursor == Some(&now);
+    let mut latest: Option<Reply> = None;
+    let mut before: Option<Reply> = None;
+    if !unchanged {
+        let mut lines = ReverseLines::new(&file, meta.len());
+        lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
+        while let Some(line) = lines
+            .next_line()
+            .map_err(|e| format!("cannot read Gemini CLI session file {}: {e}", shown()))?
+        {
+            let Some(reply) = reply_of(&line) else { continue };
+            match &latest {
+                None => latest = Some(reply),
+                // A reply is written again when its tool calls finish.
+                Some(l) if l.id.is_some() && l.id == reply.id => {}
+                Some(_) => {
+                    before = Some(reply);
+                    break;
+                }
+            }
+        }
+    }
+    let mut boundaries = Vec::new();
+    let usage = match &latest {
+        None => current.cloned(),
+        Some(Reply { tokens: Err(why), .. }) => Some(Usage::invalidated(
+            current.cloned(),
+            format!("invalid usage in session file {}: {why}", shown()),
+        )),
+        Some(Reply { tokens: Ok(tokens), id, model }) => {
+            if let Some(Reply { tokens: Ok(prior), id: prior_id, .. }) = &before
+                && (*tokens as f64) < *prior as f64 * COMPRESSED_BELOW
+            {
+                boundaries.push(Boundary {
+                    // The reply after the compression names it.
+                    uuid: id.clone().or_else(|| prior_id.clone()),
+                    trigger: Some("auto".into()),
+                    pre_tokens: Some(*prior),
+                    post_tokens: Some(*tokens),
+                    timestamp: None,
+                });
+            }
+            Some(Usage {
+                tokens: *tokens,
+                model: model.clone(),
+                from_boundary: false,
+                message_id: id.clone(),
+                invalid: None,
+            })
+        }
+    };
+    Ok(SessionReading {
+        reading: Reading {
+            usage,
+            boundaries,
+            cursor: now,
+            method: if unchanged { Method::Unchanged } else { Method::Backward },
+            bytes_read: 0,
+        },
+        window: None,
+        compaction_point,
+    })
+}
+
+/// `~/.gemini` of a session file at `~/.gemini/tmp/<project>/chats/session-*.jsonl`.
+fn gemini_dir_of(session_file: &Path) -> Option<PathBuf> {
+    let tmp = session_file.ancestors().nth(3)?;
+    (tmp.file_name()? == "tmp").then(|| tmp.parent().map(Path::to_path_buf))?
+}
+
+/// `model.compressionThreshold` from Gemini CLI's user settings, if set.
+fn configured_threshold(gemini_dir: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(gemini_dir.join("settings.json")).ok()?;
+    let settings: Value = serde_json::from_str(&text).ok()?;
+    settings["model"]["compressionThreshold"]
+        .as_f64()
+        .filter(|t| *t > 0.0 && *t <= 1.0)
+}
+
+/// The threshold the session's settings gave, else Gemini CLI's default.
+fn threshold(session: &Session) -> f64 {
+    session
+        .harness_point
+        .as_ref()
+        .and_then(|p| p.fraction)
+        .unwrap_or(DEFAULT_COMPRESSION_THRESHOLD)
+}
+
+/// Gemini CLI compresses at `model.compressionThreshold` of the model's window.
+pub fn compaction_point(
+    model: Option<&str>,
+    session: &Session,
+    config: &WindowConfig,
+) -> CompactionPoint {
+    let configured = model.and_then(|m| {
+        config
+            .models
+            .iter()
+            .filter(|(prefix, _)| m.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, w)| *w)
+    });
+    let known = model.and_then(|m| {
+        MODEL_WINDOWS
+            .iter()
+            .find(|(prefix, _)| m.starts_with(prefix))
+            .map(|(_, w)| *w)
+    });
+    let window = configured.or(known).unwrap_or(config.default_window_tokens);
+    if let Some(forced) = config.tokens_max.filter(|t| *t > 0) {
+        return CompactionPoint {
+            window,
+            tokens: forced,
+            basis: format!("{forced} (window.tokens_max)"),
+        };
+    }
+    let threshold = threshold(session);
+    CompactionPoint {
+        window,
+        tokens: (window as f64 * threshold) as u64,
+        basis: match &session.harness_point {
+            Some(p) => p.basis.clone(),
+            None => format!("{threshold} of the {window}-token window (Gemini CLI's default compression threshold)"),
+        },
+    }
+}
+
+/// Whether the session stands at (or near) its compression point.
+pub fn compression_is_due(session: &Session, config: &WindowConfig) -> bool {
+    let Some(usage) = session.usage.as_ref().filter(|u| u.invalid.is_none()) else {
+        return false;
+    };
+    let model = session.model.as_deref().or(usage.model.as_deref());
+    let point = compaction_point(model, session, config);
+    usage.tokens as f64 >= point.tokens as f64 * DUE_AT
+}
+
+/// Whether the session file holds `marker` since its latest compression
+/// (hook context goes to the model inside the prompt Gemini CLI records).
+pub fn user_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
+    let Some((file, meta)) = open_regular(path)? else {
+        return Ok(false);
+    };
+    let mut lines = ReverseLines::new(&file, meta.len());
+    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
+    while let Some(line) = lines.next_line()? {
+        if memchr::memmem::find(&line, marker.as_bytes()).is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
 
 /// Gemini CLI's event names and hookd's, both ways.
 const EVENTS: [(&str, EventKind); 7] = [
@@ -127,14 +358,13 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
             json!({ "hookEventName": name, "additionalContext": ctx }),
         );
     }
-    // Plain text for a summarizer has no place: Gemini CLI reads stdout as JSON only.
-    let stdout = if out.is_empty() {
-        String::new()
-    } else {
-        Value::Object(out).to_string() + "\n"
-    };
+    // Plain text for a summarizer has no place: Gemini CLI reads stdout as
+    // JSON only, and shows stderr as a message when stdout is empty.
+    if out.is_empty() {
+        return HookReply::silent();
+    }
     HookReply {
-        stdout,
+        stdout: Value::Object(out).to_string() + "\n",
         stderr,
         exit_code: 0,
     }
@@ -220,5 +450,91 @@ mod tests {
             HookReply::silent(),
             "nothing to say is no output"
         );
+    }
+
+    /// A reply line as Gemini CLI 0.61.0 writes it.
+    fn reply(id: &str, input: u64) -> String {
+        format!(
+            r#"{{"id":"{id}","timestamp":"2026-11-23T11:16:44.575Z","type":"gemini","content":"","thoughts":[],"tokens":{{"input":{input},"output":20,"cached":0,"thoughts":0,"tool":0,"total":{t}}},"model":"gemini-2.5-flash"}}"#,
+            t = input + 20
+        )
+    }
+
+    fn session_file(home: &Path, lines: &[String]) -> std::path::PathBuf {
+        let dir = home.join(".gemini/tmp/proj/chats");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("session-2026-11-23T11-16-da8bfe61.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        path
+    }
+
+    fn session() -> Session {
+        let key = crate::sessions::SessionKey {
+            harness: protocol::wire::Harness::GeminiCli,
+            id: "g".into(),
+        };
+        Session::new(key, 0)
+    }
+
+    #[test]
+    fn usage_and_model_come_from_the_session_file() {
+        let home = tempfile::tempdir().unwrap();
+        let user = r#"{"id":"u1","type":"user","content":[{"text":"TURN 1"}]}"#.to_owned();
+        let path = session_file(home.path(), &[user, reply("a", 5000), reply("a", 5000), reply("b", 6000)]);
+        let mut s = session();
+        let began = s.take_reading(read(&path, None, None).unwrap(), 1).unwrap();
+        assert!(began.is_empty());
+        assert_eq!(s.model.as_deref(), Some("gemini-2.5-flash"));
+        let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
+        assert_eq!((c.tokens_used, c.window_tokens, c.tokens_max), (6000, 1_048_576, 524_288));
+        assert!(!compression_is_due(&s, &WindowConfig::default()));
+    }
+
+    #[test]
+    fn a_compression_is_a_fall_in_input_and_only_near_the_point_is_one_due() {
+        let home = tempfile::tempdir().unwrap();
+        let mut lines = vec![reply("a", 5000), reply("b", 600_000)];
+        let path = session_file(home.path(), &lines);
+        let mut s = session();
+        s.take_reading(read(&path, None, None).unwrap(), 1);
+        assert!(compression_is_due(&s, &WindowConfig::default()));
+        lines.push(reply("c", 2100));
+        let path = session_file(home.path(), &lines);
+        let taken = read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap();
+        let began = s.take_reading(taken, 200_000).unwrap();
+        assert_eq!(began.len(), 1, "one compression");
+        assert_eq!(began[0].0.pre_tokens, Some(600_000));
+        assert_eq!(began[0].0.post_tokens, Some(2100));
+        assert_eq!(s.epoch, 2);
+        // Read again: the same compression, not a second one.
+        let again = read(&path, None, s.usage.as_ref()).unwrap();
+        assert!(s.take_reading(again, 200_001).unwrap().is_empty());
+        assert_eq!(s.epoch, 2);
+
+        // A threshold in the user's settings moves the point.
+        std::fs::write(
+            home.path().join(".gemini/settings.json"),
+            r#"{"model": {"compressionThreshold": 0.2}}"#,
+        )
+        .unwrap();
+        s.take_reading(read(&path, None, s.usage.as_ref()).unwrap(), 200_002);
+        let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
+        assert_eq!(c.tokens_max, 209_715);
+        assert!(c.basis.contains("compressionThreshold"), "{}", c.basis);
+    }
+
+    #[test]
+    fn nothing_on_stderr_when_stdout_is_empty() {
+        let ev = crate::harness::parse(&request(Some("after-tool"), r#"{"session_id":"g","cwd":7}"#))
+            .unwrap();
+        assert!(!ev.problems.is_empty());
+        let reply = render(
+            &ev,
+            Outcome {
+                notes: ev.problems.clone(),
+                ..Outcome::default()
+            },
+        );
+        assert_eq!(reply, HookReply::silent());
     }
 }

@@ -6,12 +6,15 @@ pub mod claude_code;
 pub mod codex;
 pub mod gemini_cli;
 
+pub use claude_code::transcript::{Boundary, Cursor, Method, Reading, Usage};
+
 use crate::sessions::Session;
 use protocol::wire::{Harness, HookReply, HookRequest};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 
 /// hookd's names for hook events. Harness-specific names map onto these.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -211,34 +214,100 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     }
 }
 
-/// How full the context is, for harnesses whose figures are not in a Claude
-/// Code transcript, as their module read it.
-pub enum ForeignUsage {
-    Codex(Result<codex::RolloutUsage, String>),
+/// One look at a session's own file (Claude Code's transcript, Codex's
+/// rollout, Gemini CLI's chat file), in terms every harness shares.
+#[derive(Debug, Clone)]
+pub struct SessionReading {
+    /// The figure, the compactions seen, and where reading stopped.
+    pub reading: Reading,
+    /// The window the harness itself reported, if its file says.
+    pub window: Option<u64>,
+    /// Where the harness's own settings say it compacts, if they say.
+    pub compaction_point: Option<HarnessPoint>,
 }
 
-/// Reads the session's usage records, where its harness keeps any (Codex:
-/// its rollout file). `None`: this harness has no figures to read.
+/// A compaction point a harness's settings give: a number of tokens or a
+/// share of the window, and where it was set.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HarnessPoint {
+    pub tokens: Option<u64>,
+    pub fraction: Option<f64>,
+    pub basis: String,
+}
+
+/// Reads what is new in a session's file, by its harness's format.
 /// Blocking: run it off the async runtime.
-pub fn read_foreign_usage(
+pub fn read_session_file(
     harness: Harness,
-    transcript: Option<&std::path::Path>,
-) -> Option<ForeignUsage> {
+    path: &Path,
+    cursor: Option<&Cursor>,
+    current: Option<&Usage>,
+) -> Result<SessionReading, String> {
     match harness {
-        Harness::Codex => Some(ForeignUsage::Codex(match transcript {
-            Some(path) => codex::read_rollout(path),
-            None => Err("Codex named no rollout file for this session".into()),
-        })),
-        // Claude Code's reader lives in the engine; Gemini CLI records no usage hookd can read.
-        Harness::ClaudeCode | Harness::GeminiCli => None,
+        Harness::ClaudeCode => claude_code::transcript::read(path, cursor, current)
+            .map(|reading| SessionReading {
+                reading,
+                window: None,
+                compaction_point: None,
+            })
+            .map_err(|e| e.to_string()),
+        Harness::Codex => codex::read(path, cursor, current),
+        Harness::GeminiCli => gemini_cli::read(path, cursor, current),
     }
 }
 
-/// Applies what [`read_foreign_usage`] found to the session.
-pub fn apply_foreign_usage(session: &mut Session, usage: ForeignUsage, now_ms: u64) {
-    match usage {
-        ForeignUsage::Codex(reading) => codex::apply(session, reading, now_ms),
+/// Where the session's harness compacts (or compresses) its context.
+pub fn compaction_point(
+    session: &Session,
+    config: &protocol::config::WindowConfig,
+) -> protocol::pressure::CompactionPoint {
+    let model = session
+        .model
+        .as_deref()
+        .or_else(|| session.usage.as_ref()?.model.as_deref());
+    match session.key.harness {
+        Harness::ClaudeCode => claude_code::window::compaction_point_for(
+            model,
+            session.statusline_window,
+            &session.knobs,
+            config,
+        ),
+        Harness::Codex => codex::compaction_point(model, session, config),
+        Harness::GeminiCli => gemini_cli::compaction_point(model, session, config),
     }
+}
+
+/// Whether injected text holding `marker` reached the model since the
+/// latest compaction, by what the session's file recorded.
+pub fn injected_context_arrived(harness: Harness, path: &Path, marker: &str) -> io::Result<bool> {
+    match harness {
+        Harness::ClaudeCode => claude_code::transcript::injected_context_arrived(path, marker),
+        Harness::Codex => codex::developer_message_holds(path, marker),
+        Harness::GeminiCli => gemini_cli::user_message_holds(path, marker),
+    }
+}
+
+/// Whether a PreCompact-like hook means a compaction now. Gemini CLI fires
+/// PreCompress before every model call; only near its compression point
+/// does one follow.
+pub fn compaction_is_due(session: &Session, config: &protocol::config::WindowConfig) -> bool {
+    match session.key.harness {
+        Harness::GeminiCli => gemini_cli::compression_is_due(session, config),
+        Harness::ClaudeCode | Harness::Codex => true,
+    }
+}
+
+/// Whether the resume prompt goes in at the first prompt or tool call after
+/// a compaction the session's file showed (the harness has no SessionStart
+/// after compacting).
+pub fn resumes_at_next_turn(harness: Harness) -> bool {
+    harness == Harness::GeminiCli
+}
+
+/// Whether a tool hook can arrive before the harness has written the reply
+/// that asked for the tool (Claude Code writes its transcript in batches).
+pub fn reply_may_lag_tool_hooks(harness: Harness) -> bool {
+    harness == Harness::ClaudeCode
 }
 
 /// A path from the hook's forwarded environment, under the same rule as

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 const HOOKS: &[HookSpec] = &[
     HookSpec {
         event: "SessionStart",
-        matcher: Some("startup|resume|clear|compact"),
+        matcher: Some("startup|resume|clear|compact|fork"),
         arg: "session-start",
         timeout: 30,
     },
@@ -50,6 +50,13 @@ const HOOKS: &[HookSpec] = &[
         arg: "stop",
         timeout: 10,
     },
+    // Codex clamps SessionEnd hooks to 3 seconds.
+    HookSpec {
+        event: "SessionEnd",
+        matcher: None,
+        arg: "session-end",
+        timeout: 3,
+    },
 ];
 
 pub const WIRING: Wiring = Wiring {
@@ -57,10 +64,44 @@ pub const WIRING: Wiring = Wiring {
     hooks: HOOKS,
     file: hooks_file,
     handler,
-    after_install: "Codex runs new or changed hooks only once you trust them: start codex and \
-                    accept the hook review, or open /hooks and trust each hookd hook. \
-                    Project hooks also need the project to be trusted.",
+    after_install: "Codex skips new or changed hooks, silently, until you trust them: open `codex` \
+                    in a terminal once and choose \"Trust all\" at its hook review (or trust each \
+                    hookd hook in /hooks). Project hooks also need the project to be trusted. \
+                    `hookctl doctor` checks that Codex has trusted them.",
 };
+
+/// Events (in Codex's snake case) of hookd's hooks in `hooks_json` that
+/// Codex has not trusted, by the `[hooks.state."<file>:<event>:<group>:<i>"]`
+/// tables its hook review writes into `config.toml`.
+pub fn untrusted_events(hooks_json: &std::path::Path, events: &[&str]) -> Vec<String> {
+    let config = codex_home()
+        .map(|h| std::fs::read_to_string(h.join("config.toml")).unwrap_or_default())
+        .unwrap_or_default();
+    events
+        .iter()
+        .map(|e| snake_case(e))
+        .filter(|event| {
+            let key = format!("[hooks.state.\"{}:{event}:", hooks_json.display());
+            !config.lines().any(|l| l.trim_start().starts_with(&key))
+        })
+        .collect()
+}
+
+/// `PostToolUse` → `post_tool_use`.
+fn snake_case(event: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in event.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
 
 fn handler(spec: &HookSpec, command: String) -> Value {
     json!({ "type": "command", "command": command, "timeout": spec.timeout })

@@ -75,8 +75,15 @@ fn handler(spec: &HookSpec, command: String) -> Value {
 pub fn settings_file(scope: &Scope) -> anyhow::Result<PathBuf> {
     match scope {
         Scope::Project(dir) => Ok(dir.join(".gemini/settings.json")),
-        Scope::User => std::env::var_os("HOME")
-            .map(|h| PathBuf::from(h).join(".gemini/settings.json"))
-            .context("cannot find Gemini CLI's settings: HOME is not set"),
+        Scope::User => Ok(gemini_home()?.join(".gemini/settings.json")),
     }
+}
+
+/// Gemini CLI's home: `$GEMINI_CLI_HOME`, else the user's home.
+pub fn gemini_home() -> anyhow::Result<PathBuf> {
+    std::env::var_os("GEMINI_CLI_HOME")
+        .filter(|v| !v.is_empty())
+        .or_else(|| std::env::var_os("HOME"))
+        .map(PathBuf::from)
+        .context("cannot find Gemini CLI's settings: neither GEMINI_CLI_HOME nor HOME is set")
 }

@@ -212,6 +212,21 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     let exe = hookctl_exe()?;
     let mut value = file.value.clone();
     let mut report = Report::new("install", args.harness, &scope, &path, args.dry_run);
+    if args.harness == Harness::Codex
+        && let Some(other) = wired_elsewhere(wiring, &scope)
+    {
+        let twice = format!(
+            "hookd is already wired into Codex in {}; Codex runs the hooks of the user's file and \
+             the project's both, so every event would reach hookd twice",
+            other.display()
+        );
+        if !args.force {
+            bail!(
+                "{twice}. Keep one: `hookctl uninstall codex` with the other scope, or pass --force to install anyway"
+            );
+        }
+        report.notes.push(twice);
+    }
     put_hooks(&mut value, wiring, &exe, &path)?;
     report.events = changed_events(&file.value, &value);
     if args.harness == Harness::ClaudeCode {
@@ -233,6 +248,18 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     report.notes.push(wiring.after_install.to_owned());
     print(&report, args.json);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The other settings file (the user's for a project install; the current
+/// directory's project for a user install) when it already runs hookd.
+pub fn wired_elsewhere(wiring: &Wiring, scope: &Scope) -> Option<PathBuf> {
+    let other = match scope {
+        Scope::User => Scope::Project(std::env::current_dir().ok()?),
+        Scope::Project(_) => Scope::User,
+    };
+    let path = (wiring.file)(&other).ok()?;
+    let file = JsonFile::load(&path).ok()?;
+    (!our_commands(&file.value).is_empty()).then_some(path)
 }
 
 pub fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {

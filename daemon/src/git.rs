@@ -29,6 +29,10 @@ pub enum GitError {
     NotARepository { path: String },
     #[error("{path} is a bare repository: there is no working tree to checkpoint")]
     Bare { path: String },
+    #[error(
+        "the git repository of {path} has its work tree elsewhere ({workdir}): hookd leaves it alone; no checkpoint was made"
+    )]
+    WorkTreeElsewhere { path: String, workdir: String },
     #[error("cannot {op}: {source}")]
     Git {
         op: &'static str,
@@ -68,17 +72,80 @@ fn setup_libgit2() {
     ONCE.call_once(|| git2::opts::strict_object_creation(false));
 }
 
+/// The repository of `project`, provided its work tree is the project's
+/// own: the directory holding the `.git` that `project` lies under. A
+/// repository's config (`core.worktree`) or a `.git` file can point its
+/// work tree anywhere, the home directory included; hookd snapshots and
+/// writes only the tree the project path names.
 fn open(project: &Path) -> Result<git2::Repository, GitError> {
     setup_libgit2();
-    let repo = git2::Repository::discover(project).map_err(|_| GitError::NotARepository {
-        path: project.display().to_string(),
-    })?;
+    let shown = || project.display().to_string();
+    // Not `Repository::discover`: it opens the git dir it found as if by
+    // path, forgetting the `.git` file that led there, and takes the git
+    // dir's parent for the work tree.
+    let repo = git2::Repository::open_ext(
+        project,
+        git2::RepositoryOpenFlags::CROSS_FS,
+        std::iter::empty::<&OsStr>(),
+    )
+    .map_err(|_| GitError::NotARepository { path: shown() })?;
     if repo.is_bare() {
-        return Err(GitError::Bare {
-            path: project.display().to_string(),
+        return Err(GitError::Bare { path: shown() });
+    }
+    // hookd keeps its index and refs in the git dir: never from a path inside one.
+    if project_is_inside_git_dir(project) {
+        return Err(GitError::NotARepository { path: shown() });
+    }
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| GitError::Bare { path: shown() })?;
+    let actual = workdir.canonicalize().ok();
+    if actual.is_none() || actual != work_tree_root(project) {
+        return Err(GitError::WorkTreeElsewhere {
+            path: shown(),
+            workdir: workdir.display().to_string(),
         });
     }
     Ok(repo)
+}
+
+/// The nearest ancestor of `project` (itself included) holding a `.git`
+/// entry, file or directory.
+fn work_tree_root(project: &Path) -> Option<PathBuf> {
+    let project = project.canonicalize().ok()?;
+    project
+        .ancestors()
+        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+        .map(Path::to_path_buf)
+}
+
+/// Whether `path` is, or lies inside, a git directory: a `.git` (any case)
+/// or a directory git would take for one (a bare repository, a separate
+/// git dir). Nothing of hookd's belongs there.
+pub fn project_is_inside_git_dir(path: &Path) -> bool {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    if path
+        .components()
+        .any(|c| c.as_os_str().as_bytes().eq_ignore_ascii_case(b".git"))
+    {
+        return true;
+    }
+    // Up to the work tree the path is in (a directory holding `.git`):
+    // a work tree's own files may look like a git dir's.
+    for dir in path.ancestors() {
+        if dir.join(".git").symlink_metadata().is_ok() {
+            return false;
+        }
+        if is_git_dir(dir) {
+            return true;
+        }
+    }
+    false
+}
+
+/// What git itself looks for in a git directory.
+fn is_git_dir(dir: &Path) -> bool {
+    dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
 }
 
 /// One lock per repository: our private index is not for two writers.
@@ -977,5 +1044,42 @@ mod tests {
             exclude(outside.path(), ".workflow/"),
             Err(GitError::NotARepository { .. })
         ));
+    }
+
+    #[test]
+    fn paths_inside_a_git_dir_are_recognized() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        git2::Repository::init(&work).unwrap();
+        std::fs::create_dir_all(work.join("src")).unwrap();
+        assert!(!project_is_inside_git_dir(dir.path()));
+        assert!(!project_is_inside_git_dir(&work));
+        assert!(!project_is_inside_git_dir(&work.join("src")));
+        assert!(project_is_inside_git_dir(&work.join(".git")));
+        assert!(project_is_inside_git_dir(&work.join(".git/refs/heads")));
+        assert!(project_is_inside_git_dir(&work.join(".GIT/not-there")));
+        std::os::unix::fs::symlink(work.join(".git/refs"), dir.path().join("link")).unwrap();
+        assert!(project_is_inside_git_dir(&dir.path().join("link")));
+
+        let bare = dir.path().join("bare.git");
+        git2::Repository::init_bare(&bare).unwrap();
+        assert!(project_is_inside_git_dir(&bare));
+        assert!(project_is_inside_git_dir(&bare.join("objects")));
+
+        // A separate git dir, wherever it is, whatever its name.
+        let separate = dir.path().join("separate");
+        let mut opts = git2::RepositoryInitOptions::new();
+        opts.workdir_path(&dir.path().join("project"))
+            .no_dotgit_dir(true);
+        git2::Repository::init_opts(&separate, &opts).unwrap();
+        assert!(project_is_inside_git_dir(&separate));
+        assert!(!project_is_inside_git_dir(&dir.path().join("project")));
+
+        // A work tree whose own files look like a git dir's is a work tree.
+        std::fs::write(work.join("HEAD"), "not git's\n").unwrap();
+        std::fs::create_dir_all(work.join("objects")).unwrap();
+        std::fs::create_dir_all(work.join("refs")).unwrap();
+        assert!(!project_is_inside_git_dir(&work));
+        assert!(!project_is_inside_git_dir(&work.join("refs")));
     }
 }

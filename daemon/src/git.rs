@@ -18,6 +18,8 @@ use std::sync::{Arc, LazyLock, Mutex};
 pub const CHECKPOINT_TITLE: &str = "WIP: Pre-compaction checkpoint";
 /// Files whose line counts are computed (the rest get a plain summary).
 const MAX_LINE_STATS: usize = 500;
+/// Where every ref hookd moves lives.
+const OWN_REFS: &str = "refs/hookd/";
 /// Attempts at moving the checkpoint ref when others move it too, and the
 /// pause between them (a lock left by a crash goes stale meanwhile).
 const REF_ATTEMPTS: usize = 40;
@@ -33,6 +35,8 @@ pub enum GitError {
         "the git repository of {path} has its work tree elsewhere ({workdir}): hookd leaves it alone; no checkpoint was made"
     )]
     WorkTreeElsewhere { path: String, workdir: String },
+    #[error("`{0}` is not under refs/hookd/: hookd moves only refs of its own")]
+    ForeignRef(String),
     #[error("cannot {op}: {source}")]
     Git {
         op: &'static str,
@@ -546,6 +550,10 @@ pub fn commit_checkpoint(
             op: "name the checkpoint ref",
             source: git2::Error::from_str(&format!("`{reference}` is not a valid ref name")),
         });
+    }
+    // Whatever the config says, never a branch, a tag or HEAD.
+    if !reference.starts_with(OWN_REFS) {
+        return Err(GitError::ForeignRef(reference));
     }
     let tree = repo
         .find_tree(snapshot.tree)

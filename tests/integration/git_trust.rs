@@ -179,3 +179,20 @@ fn a_bare_repository_gets_no_hookd_dir() {
     }
     assert!(!bare.join("hookd").exists());
 }
+
+// ---- refs ----
+
+#[test]
+fn a_checkpoint_ref_outside_refs_hookd_is_refused() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.write("a.txt", "changed\n");
+    let before = repo.fingerprint();
+    let snapshot = git::snapshot(&repo.dir, &options()).unwrap();
+    for prefix in ["refs/heads", "refs/tags", "refs/hookd/../heads", "HEAD"] {
+        let err = git::commit_checkpoint(&repo.dir, &snapshot, &meta("s"), prefix).unwrap_err();
+        assert!(err.to_string().contains(prefix), "{prefix}: {err}");
+    }
+    assert_eq!(repo.fingerprint(), before);
+    assert_eq!(repo.git(&["for-each-ref", "refs/hookd"]), "");
+}

@@ -635,7 +635,9 @@ fn checkpoint_message(meta: &CheckpointMeta, snapshot: &Snapshot) -> String {
     let mut text = format!(
         "{CHECKPOINT_TITLE}\n\nThe working tree as it was when hookd saved the agent's state. Your branch,\nindex and working tree were not touched.\n\n"
     );
-    let mut trailer = |key: &str, value: &str| text.push_str(&format!("Hookd-{key}: {value}\n"));
+    let mut trailer = |key: &str, value: &str| {
+        text.push_str(&format!("Hookd-{key}: {}\n", trailer_value(value)));
+    };
     if let Some(session) = &meta.session {
         trailer("Session", session);
     }
@@ -663,13 +665,39 @@ fn checkpoint_message(meta: &CheckpointMeta, snapshot: &Snapshot) -> String {
     text
 }
 
+/// A value as one trailer line holds it: control characters (a newline
+/// above all, which would start a trailer of its own) and Unicode line
+/// separators escaped. File names, branches and session ids come from
+/// outside.
+fn trailer_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The trailers of a checkpoint message: read from its last paragraph only,
+/// the block hookd writes, and the first of each key.
 fn trailers(message: &str) -> HashMap<String, String> {
-    message
+    let block = message
+        .trim_end()
+        .rsplit_once("\n\n")
+        .map_or("", |(_, block)| block);
+    let mut out = HashMap::new();
+    for (key, value) in block
         .lines()
         .filter_map(|l| l.strip_prefix("Hookd-"))
         .filter_map(|l| l.split_once(": "))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
+    {
+        out.entry(key.to_owned())
+            .or_insert_with(|| value.to_owned());
+    }
+    out
 }
 
 fn summarize(repo: &git2::Repository, commit: &git2::Commit, reference: &str) -> CheckpointSummary {
@@ -1052,6 +1080,37 @@ mod tests {
             exclude(outside.path(), ".workflow/"),
             Err(GitError::NotARepository { .. })
         ));
+    }
+
+    #[test]
+    fn trailer_values_hold_no_line_breaks() {
+        assert_eq!(trailer_value("plain ünïcode"), "plain ünïcode");
+        assert_eq!(
+            trailer_value("a\nHookd-Session: x\r\t\u{1b}[0m\u{2028}"),
+            "a\\nHookd-Session: x\\r\\t\\u{1b}[0m\\u{2028}"
+        );
+        let snapshot = Snapshot {
+            tree: git2::Oid::ZERO_SHA1,
+            head: None,
+            branch: "main\nHookd-Base: forged".into(),
+            state: "clean".into(),
+            skipped: vec![("big\nHookd-Session: forged".into(), 9)],
+            workdir: PathBuf::new(),
+        };
+        let meta = CheckpointMeta {
+            session: Some("real\nHookd-Trigger: forged".into()),
+            trigger: "manual".into(),
+            tokens: None,
+        };
+        let message = checkpoint_message(&meta, &snapshot);
+        let t = trailers(&message);
+        assert_eq!(t["Trigger"], "manual");
+        assert_eq!(t["Base"], "unborn");
+        assert_eq!(t["Session"], "real\\nHookd-Trigger: forged");
+        // Only hookd's own trailer block counts, first key first.
+        let t =
+            trailers("Title\n\nHookd-Session: in the body\n\nHookd-Session: a\nHookd-Session: b\n");
+        assert_eq!(t["Session"], "a");
     }
 
     #[test]

@@ -180,6 +180,56 @@ fn a_bare_repository_gets_no_hookd_dir() {
     assert!(!bare.join("hookd").exists());
 }
 
+// ---- trailers ----
+
+#[test]
+fn a_file_name_cannot_forge_a_trailer() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    let name = "a\nHookd-Session: forged\nHookd-Base: unborn";
+    std::fs::write(repo.dir.join(name), "x".repeat(100)).unwrap();
+    let small = SnapshotOptions {
+        include_untracked: true,
+        max_file_bytes: 10,
+    };
+    let sha = checkpoint_with(&repo, &small, &meta("real-session"));
+    let list = git::list_checkpoints(&repo.dir, REF_PREFIX, 10).unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].sha, sha);
+    assert_eq!(list[0].session.as_deref(), Some("real-session"));
+    assert_ne!(list[0].base.as_deref(), Some("unborn"));
+    let detail = git::show(&repo.dir, &sha, REF_PREFIX).unwrap();
+    assert_eq!(detail.summary.session.as_deref(), Some("real-session"));
+    assert!(
+        !detail
+            .message
+            .lines()
+            .any(|l| l.starts_with("Hookd-Session: forged")),
+        "{}",
+        detail.message
+    );
+}
+
+#[test]
+fn a_session_id_cannot_forge_a_trailer() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.write("a.txt", "changed\n");
+    let forged = CheckpointMeta {
+        session: Some("s1\r\nHookd-Trigger: forged".into()),
+        trigger: "manual".into(),
+        tokens: Some("1/2\nHookd-Session: other".into()),
+    };
+    checkpoint_with(&repo, &options(), &forged);
+    let list = git::list_checkpoints(&repo.dir, REF_PREFIX, 10).unwrap();
+    assert_eq!(list[0].trigger.as_deref(), Some("manual"));
+    let session = list[0].session.as_deref().unwrap();
+    assert!(
+        session.starts_with("s1") && !session.contains('\n') && !session.contains('\r'),
+        "{session:?}"
+    );
+}
+
 // ---- refs ----
 
 #[test]

@@ -197,9 +197,42 @@ pub struct Snapshot {
     pub branch: String,
     /// `clean`, `merge`, `rebase`, ...
     pub state: String,
-    /// Untracked files left out for their size: path and bytes.
-    pub skipped: Vec<(String, u64)>,
+    /// Files of the working tree left out, and why.
+    pub skipped: Vec<Skipped>,
     pub workdir: PathBuf,
+}
+
+/// A file of the working tree a snapshot leaves out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: SkipReason,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Untracked and over `max_file_bytes`: its size.
+    TooLarge(u64),
+    /// Its `filter` attribute names a driver (git-crypt, git-lfs): git
+    /// stores what the driver makes of the file, which hookd cannot run,
+    /// so the working tree's bytes (a secret in clear) are never stored.
+    /// A tracked file keeps the blob of the user's index.
+    Filter(String),
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.reason {
+            SkipReason::TooLarge(bytes) => {
+                write!(f, "{} ({bytes} bytes, over the size limit)", self.path)
+            }
+            SkipReason::Filter(driver) => write!(
+                f,
+                "{} (filter {driver}: its working-tree bytes are not stored)",
+                self.path
+            ),
+        }
+    }
 }
 
 /// Writes the working tree (tracked files, and untracked ones that are not
@@ -238,17 +271,37 @@ pub fn snapshot(project: &Path, opts: &SnapshotOptions) -> Result<Snapshot, GitE
     }
 
     let mut skipped = Vec::new();
+    // Paths whose filter driver keeps them out, and the drivers there are
+    // (read once, when the first path to add shows up).
+    let mut filtered = Vec::new();
+    let mut drivers = None;
     // How many paths the index takes in or lets go of.
     let mut applied = stale.len();
     let mut decide = |path: &Path, _spec: &[u8]| -> i32 {
-        let take = if tracked.contains(path.as_os_str().as_bytes()) {
-            true
-        } else if !opts.include_untracked {
+        let is_tracked = tracked.contains(path.as_os_str().as_bytes());
+        let take = if !is_tracked && !opts.include_untracked {
             false
+        } else if let Some(driver) = filter_driver(
+            &repo,
+            drivers.get_or_insert_with(|| configured_filters(&repo)),
+            &workdir,
+            path,
+        ) {
+            skipped.push(Skipped {
+                path: path.to_string_lossy().into_owned(),
+                reason: SkipReason::Filter(driver),
+            });
+            filtered.push(path.to_path_buf());
+            false
+        } else if is_tracked {
+            true
         } else {
             match file_len(&workdir.join(path)) {
                 Some(len) if len > opts.max_file_bytes => {
-                    skipped.push((path.to_string_lossy().into_owned(), len));
+                    skipped.push(Skipped {
+                        path: path.to_string_lossy().into_owned(),
+                        reason: SkipReason::TooLarge(len),
+                    });
                     false
                 }
                 _ => true,
@@ -264,6 +317,9 @@ pub fn snapshot(project: &Path, opts: &SnapshotOptions) -> Result<Snapshot, GitE
     index
         .add_all(["*"], git2::IndexAddOption::DEFAULT, Some(&mut decide))
         .map_err(git("add the working tree to hookd's index"))?;
+    if !filtered.is_empty() {
+        applied += keep_users_blobs(&repo, &mut index, &filtered)?;
+    }
     // The submodule machinery reads .gitmodules and the config: only when
     // there is a submodule.
     if index.iter().any(|e| e.mode == GITLINK_MODE) {
@@ -287,6 +343,87 @@ pub fn snapshot(project: &Path, opts: &SnapshotOptions) -> Result<Snapshot, GitE
         skipped,
         workdir,
     })
+}
+
+/// The filter drivers `git add` runs: those with a `clean` or `process`
+/// command configured. Without one git stores a file's bytes as they are,
+/// and so may hookd.
+fn configured_filters(repo: &git2::Repository) -> HashSet<Vec<u8>> {
+    let mut names = HashSet::new();
+    let Ok(config) = repo.config() else {
+        return names;
+    };
+    if let Ok(entries) = config.entries(Some(r"^filter\..+\.(clean|process)$")) {
+        let _ = entries.for_each(|entry| {
+            // filter.<driver>.clean
+            let name = entry.name_bytes();
+            if let Some(rest) = name.strip_prefix(b"filter.")
+                && let Some(dot) = rest.iter().rposition(|&b| b == b'.')
+            {
+                names.insert(rest[..dot].to_vec());
+            }
+        });
+    }
+    names
+}
+
+/// The filter driver git would run on `path` (relative to the work tree)
+/// when adding it, if any of `drivers`. Only the paths add_all is about to
+/// add are asked, and none when no driver is configured, which keeps the
+/// snapshot as cheap as before. Built-in text and eol conversions are not
+/// drivers; a symlink or a deleted file has no bytes to keep out.
+fn filter_driver(
+    repo: &git2::Repository,
+    drivers: &HashSet<Vec<u8>>,
+    workdir: &Path,
+    path: &Path,
+) -> Option<String> {
+    if drivers.is_empty() {
+        return None;
+    }
+    let value = repo
+        .get_attr_bytes(path, "filter", git2::AttrCheckFlags::FILE_THEN_INDEX)
+        .ok()??;
+    let driver = match git2::AttrValue::from_bytes(Some(value)) {
+        git2::AttrValue::String(name) => name.as_bytes(),
+        git2::AttrValue::Bytes(name) => name,
+        _ => return None,
+    };
+    (drivers.contains(driver) && file_len(&workdir.join(path)).is_some())
+        .then(|| String::from_utf8_lossy(driver).into_owned())
+}
+
+/// Puts back, for each of `paths`, the entry of the user's index (the blob
+/// git made through the filter), or takes the path out when the user does
+/// not track it: an earlier snapshot may have taken its bytes. Returns how
+/// many entries changed.
+fn keep_users_blobs(
+    repo: &git2::Repository,
+    index: &mut git2::Index,
+    paths: &[PathBuf],
+) -> Result<usize, GitError> {
+    let users = git2::Index::open(&repo.path().join("index")).ok();
+    let mut changed = 0;
+    for path in paths {
+        let theirs = users.as_ref().and_then(|u| u.get_path(path, 0));
+        let ours = index.get_path(path, 0).map(|e| e.id);
+        match theirs {
+            Some(entry) if ours != Some(entry.id) => {
+                index
+                    .add(&entry)
+                    .map_err(git("keep a filtered file's blob"))?;
+                changed += 1;
+            }
+            None if ours.is_some() => {
+                index
+                    .remove_path(path)
+                    .map_err(git("drop a filtered file from hookd's index"))?;
+                changed += 1;
+            }
+            _ => {}
+        }
+    }
+    Ok(changed)
 }
 
 /// hookd's own index for this working tree, seeded from the user's index the
@@ -656,11 +793,8 @@ fn checkpoint_message(meta: &CheckpointMeta, snapshot: &Snapshot) -> String {
     if snapshot.state != "clean" {
         trailer("Repo-State", &format!("{} in progress", snapshot.state));
     }
-    for (path, bytes) in &snapshot.skipped {
-        trailer(
-            "Skipped",
-            &format!("{path} ({bytes} bytes, over the size limit)"),
-        );
+    for skipped in &snapshot.skipped {
+        trailer("Skipped", &skipped.to_string());
     }
     text
 }
@@ -1094,7 +1228,10 @@ mod tests {
             head: None,
             branch: "main\nHookd-Base: forged".into(),
             state: "clean".into(),
-            skipped: vec![("big\nHookd-Session: forged".into(), 9)],
+            skipped: vec![Skipped {
+                path: "big\nHookd-Session: forged".into(),
+                reason: SkipReason::TooLarge(9),
+            }],
             workdir: PathBuf::new(),
         };
         let meta = CheckpointMeta {

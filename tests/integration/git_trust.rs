@@ -4,7 +4,7 @@
 //! a checkpoint says about itself.
 
 use hookd::git::{self, CheckpointMeta, CommitOutcome, GitError, SnapshotOptions};
-use hookd_tests::{GitRepo, Sandbox, run_with_stdin};
+use hookd_tests::{GitRepo, Sandbox, TestDaemon, run_with_stdin, stderr};
 use std::path::{Path, PathBuf};
 
 const REF_PREFIX: &str = "refs/hookd/checkpoints";
@@ -178,6 +178,98 @@ fn a_bare_repository_gets_no_hookd_dir() {
         ));
     }
     assert!(!bare.join("hookd").exists());
+}
+
+// ---- filter drivers ----
+
+/// A repository whose `.gitattributes` sends secret files through a clean
+/// filter (rot13 here; git-crypt in real life).
+fn filtered_repo(sb: &Sandbox) -> GitRepo {
+    let repo = base_repo(sb);
+    repo.git(&["config", "filter.crypt.clean", "tr a-zA-Z n-za-mN-ZA-M"]);
+    repo.git(&["config", "filter.crypt.smudge", "tr a-zA-Z n-za-mN-ZA-M"]);
+    repo.write(
+        ".gitattributes",
+        "secret.txt filter=crypt\nkeys/* filter=crypt\n*.txt text eol=lf\nloose.txt filter=none-configured\n",
+    );
+    repo.write("secret.txt", "password=swordfish\n");
+    repo.commit_all("secrets, filtered");
+    repo
+}
+
+#[test]
+fn files_with_a_filter_driver_are_never_stored_in_clear() {
+    let sb = Sandbox::new();
+    let repo = filtered_repo(&sb);
+    let committed = repo.git(&["rev-parse", ":secret.txt"]).trim().to_owned();
+    repo.write("secret.txt", "password=hunter2\n");
+    repo.write("keys/new.key", "token=correcthorse\n");
+    repo.write("plain.txt", "text attributes are fine\n");
+    // No clean command for this driver: git stores the bytes as they are.
+    repo.write("loose.txt", "stored as git would\n");
+    let sha = checkpoint_with(&repo, &options(), &meta("s"));
+
+    let listing = repo.git(&["ls-tree", "-r", &sha]);
+    assert!(
+        listing.contains(&format!("{committed}\tsecret.txt")),
+        "the tracked secret keeps the blob git filtered: {listing}"
+    );
+    assert!(!listing.contains("keys/new.key"), "{listing}");
+    assert!(
+        listing.contains("plain.txt") && listing.contains("loose.txt"),
+        "{listing}"
+    );
+    let objects = run_with_stdin(
+        {
+            let mut cmd = repo.command();
+            cmd.args(["cat-file", "--batch-all-objects", "--batch"]);
+            cmd
+        },
+        b"",
+    );
+    let all = String::from_utf8_lossy(&objects.stdout);
+    assert!(
+        !all.contains("hunter2") && !all.contains("correcthorse") && !all.contains("swordfish"),
+        "no object holds a secret in clear"
+    );
+
+    let message = repo.git(&["log", "-1", "--format=%B", &sha]);
+    assert!(
+        message.contains("Hookd-Skipped: secret.txt (filter crypt")
+            && message.contains("Hookd-Skipped: keys/new.key (filter crypt"),
+        "{message}"
+    );
+
+    // Still left out when nothing changed since, and after the next change.
+    repo.write("secret.txt", "password=hunter3\n");
+    let again = checkpoint_with(&repo, &options(), &meta("s"));
+    assert!(
+        repo.git(&["ls-tree", "-r", &again])
+            .contains(&format!("{committed}\tsecret.txt"))
+    );
+}
+
+#[test]
+fn a_filtered_file_is_named_in_the_saved_state() {
+    let sb = Sandbox::new();
+    let repo = filtered_repo(&sb);
+    repo.write("secret.txt", "password=hunter2\n");
+    let _daemon = TestDaemon::start(sb.daemon_options());
+    let out = sb
+        .command("hookctl")
+        .current_dir(&repo.dir)
+        .args(["save", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.dir.join(".workflow/context_state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        state["checkpoint"]["skipped"],
+        serde_json::json!(["secret.txt (filter crypt, not stored)"])
+    );
 }
 
 // ---- trailers ----

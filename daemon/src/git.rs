@@ -8,8 +8,11 @@
 //! `refs/hookd/checkpoints/<branch>` to it with a compare-and-swap.
 
 use protocol::wire::{CheckpointDetail, CheckpointSummary, FileChange};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -54,6 +57,10 @@ pub enum GitError {
         .0.join(", ")
     )]
     WouldOverwrite(Vec<String>),
+    #[error("refusing to restore `{path}`: {why}")]
+    UnsafePath { path: String, why: String },
+    #[error("`{path}` is not in checkpoint {rev}")]
+    NotInCheckpoint { path: String, rev: String },
 }
 
 fn git(op: &'static str) -> impl FnOnce(git2::Error) -> GitError {
@@ -937,8 +944,18 @@ pub fn show(project: &Path, rev: &str, ref_prefix: &str) -> Result<CheckpointDet
     })
 }
 
-/// Writes files from a checkpoint into the working tree, refusing to
-/// overwrite uncommitted changes unless `force`. The index is not touched.
+/// Writes files from a checkpoint into the working tree (all of them, or
+/// those at or under `paths`, relative to the work tree's root), refusing
+/// to overwrite uncommitted changes unless `force`. Returns the paths
+/// written. Files the checkpoint lacks are left alone.
+///
+/// A checkpoint tree is untrusted (anyone can write a commit under
+/// refs/hookd/), so nothing is written unless every path is a plain one
+/// inside the work tree: no `.git`, `..` or empty component, nothing in a
+/// git dir, never through a symlink (each directory is opened without
+/// following one, from the work tree's root down). A symlink in the tree
+/// is made a symlink; files get the tree's mode, 0644 or 0755. The index
+/// is never touched.
 pub fn restore(
     project: &Path,
     rev: &str,
@@ -948,50 +965,373 @@ pub fn restore(
     let repo = open(project)?;
     let commit = resolve(&repo, rev)?;
     let tree = commit.tree().map_err(git("read the checkpoint"))?;
-    let conflicts = std::cell::RefCell::new(Vec::new());
-    let updated = std::cell::RefCell::new(Vec::new());
-    {
-        let mut checkout = git2::build::CheckoutBuilder::new();
-        checkout.update_index(false).recreate_missing(true);
-        if force {
-            checkout.force();
-        } else {
-            checkout.safe();
-        }
-        for p in paths {
-            checkout.path(p);
-        }
-        checkout.notify_on(
-            git2::CheckoutNotificationType::CONFLICT | git2::CheckoutNotificationType::UPDATED,
-        );
-        checkout.notify(|kind, path, _, _, _| {
-            let path = path
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if kind.contains(git2::CheckoutNotificationType::CONFLICT) {
-                conflicts.borrow_mut().push(path);
-            } else {
-                updated.borrow_mut().push(path);
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| GitError::Bare {
+            path: project.display().to_string(),
+        })?
+        .canonicalize()
+        .map_err(io("find the work tree"))?;
+    // A git dir may lie inside the work tree under any name.
+    let git_dirs: Vec<PathBuf> = [repo.path(), repo.commondir()]
+        .iter()
+        .filter_map(|d| d.canonicalize().ok())
+        .collect();
+
+    let wanted = paths
+        .iter()
+        .map(|p| requested_path(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut files = checkpoint_files(&repo, &tree)?;
+    if !wanted.is_empty() {
+        for w in &wanted {
+            if !files.iter().any(|f| f.path.starts_with(w)) {
+                return Err(GitError::NotInCheckpoint {
+                    path: shown_path(w),
+                    rev: rev.to_owned(),
+                });
             }
-            true
-        });
-        let result = repo.checkout_tree(tree.as_object(), Some(&mut checkout));
-        if let Err(e) = result
-            && conflicts.borrow().is_empty()
-        {
-            return Err(GitError::Git {
-                op: "restore files",
-                source: e,
+        }
+        files.retain(|f| wanted.iter().any(|w| f.path.starts_with(w)));
+    }
+    for file in &files {
+        let full = file
+            .path
+            .iter()
+            .fold(workdir.clone(), |p, c| p.join(OsStr::from_bytes(c)));
+        if git_dirs.iter().any(|d| full.starts_with(d)) {
+            return Err(GitError::UnsafePath {
+                path: file.shown(),
+                why: "it is in the repository's git dir".into(),
             });
         }
     }
-    let (mut conflicts, mut updated) = (conflicts.into_inner(), updated.into_inner());
+
+    let root = rustix::fs::open(
+        &workdir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| GitError::Io {
+        op: "open the work tree",
+        source: e.into(),
+    })?;
+    let head = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+
+    // Everything is checked before anything is written.
+    let mut todo = Vec::new();
+    let mut conflicts = Vec::new();
+    for file in files {
+        let (dirs, name) = file.path.split_at(file.path.len() - 1);
+        let present = match open_dirs(&root, dirs, false)? {
+            Some(dir) => present(&dir, &name[0]).map_err(|e| GitError::Io {
+                op: "read the work tree",
+                source: e,
+            })?,
+            None => Present::Missing,
+        };
+        let wanted = file.state();
+        if present == wanted {
+            continue;
+        }
+        if present == Present::Other {
+            return Err(GitError::UnsafePath {
+                path: file.shown(),
+                why: "a directory or special file stands there in the work tree".into(),
+            });
+        }
+        let committed = head
+            .as_ref()
+            .and_then(|t| {
+                t.get_path(Path::new(OsStr::from_bytes(&file.joined())))
+                    .ok()
+            })
+            .map(|e| TreeFile::state_of(e.filemode(), e.id()));
+        let clean = present == Present::Missing || committed == Some(present);
+        if !clean && !force {
+            conflicts.push(file.shown());
+        } else {
+            todo.push(file);
+        }
+    }
     if !conflicts.is_empty() {
         conflicts.sort();
         return Err(GitError::WouldOverwrite(conflicts));
     }
-    updated.sort();
-    Ok(updated)
+
+    let mut restored = Vec::new();
+    for file in todo {
+        let (dirs, name) = file.path.split_at(file.path.len() - 1);
+        let dir = open_dirs(&root, dirs, true)?.ok_or_else(|| GitError::UnsafePath {
+            path: file.shown(),
+            why: "its directory vanished".into(),
+        })?;
+        let blob = repo
+            .find_blob(file.id)
+            .map_err(git("read a file of the checkpoint"))?;
+        place(&dir, &name[0], file.mode, blob.content()).map_err(|e| GitError::Io {
+            op: "write a restored file",
+            source: e,
+        })?;
+        restored.push(file.shown());
+    }
+    restored.sort();
+    Ok(restored)
+}
+
+/// Most files one restore writes: a hostile tree can name the same
+/// subtree many times over.
+const MAX_RESTORE_FILES: usize = 1_000_000;
+const TREE_MODE: i32 = 0o040000;
+const LINK_MODE: i32 = 0o120000;
+
+/// A file or symlink of a checkpoint: its path's components, mode and blob.
+struct TreeFile {
+    path: Vec<Vec<u8>>,
+    mode: i32,
+    id: git2::Oid,
+}
+
+/// What stands at a path, as far as restoring goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Present {
+    Missing,
+    File {
+        id: git2::Oid,
+        exec: bool,
+    },
+    Link(git2::Oid),
+    /// A directory, fifo, socket or device.
+    Other,
+}
+
+impl TreeFile {
+    fn joined(&self) -> Vec<u8> {
+        self.path.join(&b'/')
+    }
+
+    fn shown(&self) -> String {
+        shown_path(&self.path)
+    }
+
+    fn state(&self) -> Present {
+        Self::state_of(self.mode, self.id)
+    }
+
+    fn state_of(mode: i32, id: git2::Oid) -> Present {
+        match mode {
+            LINK_MODE => Present::Link(id),
+            TREE_MODE => Present::Other,
+            _ => Present::File {
+                id,
+                exec: mode & 0o111 != 0,
+            },
+        }
+    }
+}
+
+fn shown_path(components: &[Vec<u8>]) -> String {
+    String::from_utf8_lossy(&components.join(&b'/')).into_owned()
+}
+
+/// Why a name cannot be written into the work tree, if it cannot: empty,
+/// `.` or `..`, holding a slash or NUL, or `.git` as a case-insensitive
+/// or NTFS file system would read it (`.GIT`, `.git.`, `git~1`).
+fn unsafe_component(name: &[u8]) -> Option<&'static str> {
+    let mut trimmed = name;
+    while let [rest @ .., b'.' | b' '] = trimmed {
+        trimmed = rest;
+    }
+    if name.is_empty() {
+        Some("an empty name")
+    } else if name == b"." || name == b".." {
+        Some("a `.` or `..` component")
+    } else if name.contains(&b'/') || name.contains(&0) {
+        Some("a slash or NUL in a name")
+    } else if trimmed.eq_ignore_ascii_case(b".git") || name.eq_ignore_ascii_case(b"git~1") {
+        Some("a `.git` component")
+    } else {
+        None
+    }
+}
+
+/// A `--path` as components, each a plain name.
+fn requested_path(path: &Path) -> Result<Vec<Vec<u8>>, GitError> {
+    use std::path::Component;
+    let refuse = |why: &str| GitError::UnsafePath {
+        path: path.display().to_string(),
+        why: why.to_owned(),
+    };
+    let mut out = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::Normal(name) => {
+                let name = name.as_bytes();
+                if let Some(why) = unsafe_component(name) {
+                    return Err(refuse(why));
+                }
+                out.push(name.to_vec());
+            }
+            Component::CurDir => {}
+            _ => return Err(refuse("not a path relative to the work tree's root")),
+        }
+    }
+    if out.is_empty() {
+        return Err(refuse("an empty path"));
+    }
+    Ok(out)
+}
+
+/// The files and symlinks of a checkpoint tree; an error when any name in
+/// it cannot be written safely. Submodules (commits) are left out.
+fn checkpoint_files(repo: &git2::Repository, tree: &git2::Tree) -> Result<Vec<TreeFile>, GitError> {
+    let mut files = Vec::new();
+    let mut pending = vec![(Vec::new(), tree.id())];
+    while let Some((prefix, id)) = pending.pop() {
+        let tree = repo.find_tree(id).map_err(git("read the checkpoint"))?;
+        for entry in tree.iter() {
+            let mut path: Vec<Vec<u8>> = prefix.clone();
+            path.push(entry.name_bytes().to_vec());
+            if let Some(why) = unsafe_component(entry.name_bytes()) {
+                return Err(GitError::UnsafePath {
+                    path: shown_path(&path),
+                    why: why.into(),
+                });
+            }
+            match entry.filemode() {
+                TREE_MODE => pending.push((path, entry.id())),
+                mode @ (0o100644 | 0o100755 | 0o100664 | LINK_MODE) => files.push(TreeFile {
+                    path,
+                    mode,
+                    id: entry.id(),
+                }),
+                _ => {}
+            }
+            if files.len() + pending.len() > MAX_RESTORE_FILES {
+                return Err(GitError::UnsafePath {
+                    path: shown_path(&prefix),
+                    why: format!("the checkpoint holds over {MAX_RESTORE_FILES} files"),
+                });
+            }
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(files)
+}
+
+/// Opens the directory `dirs` below `root` one component at a time, never
+/// following a symlink. None when one is missing, unless `create`, which
+/// makes them (0755).
+fn open_dirs(root: &OwnedFd, dirs: &[Vec<u8>], create: bool) -> Result<Option<OwnedFd>, GitError> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let failed = |op, e: rustix::io::Errno| GitError::Io {
+        op,
+        source: e.into(),
+    };
+    let mut current = rustix::fs::openat(root, c".", flags, Mode::empty())
+        .map_err(|e| failed("open the work tree", e))?;
+    for (i, name) in dirs.iter().enumerate() {
+        let name = name.as_slice();
+        let next = match rustix::fs::openat(&current, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) if create => {
+                match rustix::fs::mkdirat(&current, name, Mode::from_raw_mode(0o700)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(failed("make a directory", e)),
+                }
+                let fd = rustix::fs::openat(&current, name, flags, Mode::empty())
+                    .map_err(|e| blocked(&current, &dirs[..=i], name, e))?;
+                // The tree records no mode for directories; git's usual one.
+                rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o755))
+                    .map_err(|e| failed("make a directory", e))?;
+                fd
+            }
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(blocked(&current, &dirs[..=i], name, e)),
+        };
+        current = next;
+    }
+    Ok(Some(current))
+}
+
+/// The error for a directory of the path that cannot be opened.
+fn blocked(parent: &OwnedFd, path: &[Vec<u8>], name: &[u8], e: Errno) -> GitError {
+    let is_link = rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink);
+    match e {
+        _ if is_link => GitError::UnsafePath {
+            path: shown_path(path),
+            why: "it is a symlink in the work tree, and hookd never writes through one".into(),
+        },
+        Errno::NOTDIR | Errno::LOOP => GitError::UnsafePath {
+            path: shown_path(path),
+            why: "it is not a directory in the work tree".into(),
+        },
+        e => GitError::Io {
+            op: "open a directory of the work tree",
+            source: e.into(),
+        },
+    }
+}
+
+/// What stands at `name` in `dir`, read without following a symlink.
+fn present(dir: &OwnedFd, name: &[u8]) -> std::io::Result<Present> {
+    use std::io::Read;
+    let stat = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => stat,
+        Err(Errno::NOENT) => return Ok(Present::Missing),
+        Err(e) => return Err(e.into()),
+    };
+    let hash = |bytes: &[u8]| {
+        git2::Oid::hash_object(git2::ObjectType::Blob, bytes).map_err(std::io::Error::other)
+    };
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => {
+            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+            let fd = rustix::fs::openat(dir, name, flags, Mode::empty())?;
+            let mut bytes = Vec::new();
+            std::fs::File::from(fd).read_to_end(&mut bytes)?;
+            Ok(Present::File {
+                id: hash(&bytes)?,
+                exec: stat.st_mode & 0o111 != 0,
+            })
+        }
+        FileType::Symlink => {
+            let target = rustix::fs::readlinkat(dir, name, Vec::new())?;
+            Ok(Present::Link(hash(target.as_bytes())?))
+        }
+        _ => Ok(Present::Other),
+    }
+}
+
+/// Writes `content` as `name` in `dir`: a new file or symlink under a
+/// temporary name, renamed over whatever stood there (a symlink is
+/// replaced, never written through).
+fn place(dir: &OwnedFd, name: &[u8], mode: i32, content: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = format!(".hookd-restore.{}.{n}", std::process::id());
+    if mode == LINK_MODE {
+        rustix::fs::symlinkat(content, dir, temp.as_str())?;
+    } else {
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir, temp.as_str(), flags, Mode::from_raw_mode(0o600))?;
+        let mut file = std::fs::File::from(fd);
+        let bits = if mode & 0o111 != 0 { 0o755 } else { 0o644 };
+        let written = file
+            .write_all(content)
+            .and_then(|()| Ok(rustix::fs::fchmod(&file, Mode::from_raw_mode(bits))?));
+        if let Err(e) = written {
+            let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+            return Err(e);
+        }
+    }
+    rustix::fs::renameat(dir, temp.as_str(), dir, name).map_err(|e| {
+        let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+        e.into()
+    })
 }
 
 /// Paths whose content differs between the working tree now and `rev`'s
@@ -1248,6 +1588,47 @@ mod tests {
         let t =
             trailers("Title\n\nHookd-Session: in the body\n\nHookd-Session: a\nHookd-Session: b\n");
         assert_eq!(t["Session"], "a");
+    }
+
+    #[test]
+    fn only_plain_names_are_restored() {
+        for bad in [
+            &b""[..],
+            b".",
+            b"..",
+            b".git",
+            b".GIT",
+            b".Git. ",
+            b"GIT~1",
+            b"a/b",
+            b"a\0b",
+        ] {
+            assert!(unsafe_component(bad).is_some(), "{bad:?}");
+        }
+        for good in [
+            &b"a.txt"[..],
+            b".gitignore",
+            b".github",
+            b"git",
+            b"...",
+            b".git2",
+        ] {
+            assert!(unsafe_component(good).is_none(), "{good:?}");
+        }
+        assert_eq!(
+            requested_path(Path::new("./src/lib.rs")).unwrap(),
+            [b"src".to_vec(), b"lib.rs".to_vec()]
+        );
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            ".git/config",
+            "a/.GIT",
+        ] {
+            assert!(requested_path(Path::new(bad)).is_err(), "{bad}");
+        }
     }
 
     #[test]

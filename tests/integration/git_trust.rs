@@ -5,6 +5,8 @@
 
 use hookd::git::{self, CheckpointMeta, CommitOutcome, GitError, SnapshotOptions};
 use hookd_tests::{GitRepo, Sandbox, TestDaemon, run_with_stdin, stderr};
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 const REF_PREFIX: &str = "refs/hookd/checkpoints";
@@ -40,6 +42,31 @@ fn base_repo(sb: &Sandbox) -> GitRepo {
     repo.write("a.txt", "one\n");
     repo.commit_all("base");
     repo
+}
+
+/// Every file under `dir` (symlinks as their targets), by path.
+fn contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                out.insert(path.clone(), b"<dir>".to_vec());
+                walk(&path, out);
+            } else if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                out.insert(path, target.as_os_str().as_bytes().to_vec());
+            } else {
+                out.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, &mut out);
+    out
 }
 
 // ---- the work tree is the project's ----
@@ -337,4 +364,270 @@ fn a_checkpoint_ref_outside_refs_hookd_is_refused() {
     }
     assert_eq!(repo.fingerprint(), before);
     assert_eq!(repo.git(&["for-each-ref", "refs/hookd"]), "");
+}
+
+// ---- restore ----
+
+/// Writes a blob and returns its id.
+fn blob(repo: &GitRepo, content: &[u8]) -> String {
+    let mut cmd = repo.command();
+    cmd.args(["hash-object", "-w", "--stdin"]);
+    String::from_utf8(run_with_stdin(cmd, content).stdout)
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// Writes a tree object byte by byte, so it can hold names git refuses:
+/// entries are (mode, name, id).
+fn raw_tree(repo: &GitRepo, entries: &[(&str, &str, &str)]) -> String {
+    let mut entries = entries.to_vec();
+    entries.sort_by_key(|e| e.1);
+    let mut bytes = Vec::new();
+    for (mode, name, id) in entries {
+        bytes.extend_from_slice(format!("{mode} {name}\0").as_bytes());
+        let id = git2_oid(id);
+        bytes.extend_from_slice(&id);
+    }
+    let mut cmd = repo.command();
+    cmd.args(["hash-object", "-w", "-t", "tree", "--literally", "--stdin"]);
+    let out = run_with_stdin(cmd, &bytes);
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+fn git2_oid(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn commit_tree(repo: &GitRepo, tree: &str) -> String {
+    repo.git(&["commit-tree", tree, "-m", "WIP: Pre-compaction checkpoint"])
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn restore_refuses_paths_into_a_git_dir_or_out_of_the_work_tree() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    let outside = sb.path().join("escape.txt");
+    let evil = blob(&repo, b"evil\n");
+    let ok = blob(&repo, b"fine\n");
+    let index_dir = raw_tree(&repo, &[("100644", "index", &evil)]);
+    let escape = raw_tree(&repo, &[("100644", "escape.txt", &evil)]);
+    let hostile = [
+        raw_tree(
+            &repo,
+            &[("40000", ".git", &index_dir), ("100644", "ok.txt", &ok)],
+        ),
+        raw_tree(
+            &repo,
+            &[("40000", ".GIT", &index_dir), ("100644", "ok.txt", &ok)],
+        ),
+        raw_tree(
+            &repo,
+            &[("40000", "..", &escape), ("100644", "ok.txt", &ok)],
+        ),
+        raw_tree(&repo, &[("100644", "", &evil), ("100644", "ok.txt", &ok)]),
+    ];
+    for tree in hostile {
+        let sha = commit_tree(&repo, &tree);
+        let before = repo.fingerprint();
+        let git_dir = contents(&repo.dir.join(".git"));
+        let result = git::restore(&repo.dir, &sha, &[], true);
+        assert!(result.is_err(), "{tree}: {result:?}");
+        assert!(
+            contents(&repo.dir.join(".git")) == git_dir,
+            "{tree}: the git dir changed"
+        );
+        assert_eq!(repo.fingerprint(), before, "{tree}: nothing written");
+        assert!(!outside.exists());
+    }
+}
+
+#[test]
+fn restore_never_writes_into_a_git_dir_inside_the_work_tree() {
+    let sb = Sandbox::new();
+    let project = sb.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let repo = GitRepo {
+        dir: project.clone(),
+    };
+    // The git dir is a plain directory of the work tree, named `gd`.
+    repo.git(&[
+        "init",
+        "-q",
+        "-b",
+        "main",
+        "--separate-git-dir",
+        project.join("gd").to_str().unwrap(),
+    ]);
+    repo.git(&["config", "user.name", "Test User"]);
+    repo.git(&["config", "user.email", "test@example.invalid"]);
+    repo.write("a.txt", "one\n");
+    repo.git(&["add", "a.txt"]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    let evil = blob(&repo, b"evil\n");
+    let gd = raw_tree(
+        &repo,
+        &[("100644", "index", &evil), ("100644", "HEAD", &evil)],
+    );
+    let sha = commit_tree(&repo, &raw_tree(&repo, &[("40000", "gd", &gd)]));
+    let git_dir = contents(&project.join("gd"));
+    let result = git::restore(&project, &sha, &[], true);
+    assert!(result.is_err(), "{result:?}");
+    assert_eq!(
+        contents(&project.join("gd")),
+        git_dir,
+        "the git dir as it was"
+    );
+}
+
+#[test]
+fn restore_never_follows_a_planted_symlink() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    let outside = sb.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("file"), "outside\n").unwrap();
+    std::os::unix::fs::symlink(&outside, repo.dir.join("link")).unwrap();
+    std::os::unix::fs::symlink(outside.join("file"), repo.dir.join("target.txt")).unwrap();
+
+    let evil = blob(&repo, b"evil\n");
+    // A file under a directory that is a symlink in the work tree.
+    let under = raw_tree(&repo, &[("100644", "pwned.txt", &evil)]);
+    let through_dir = commit_tree(&repo, &raw_tree(&repo, &[("40000", "link", &under)]));
+    // A file where the work tree has a symlink.
+    let over_link = commit_tree(&repo, &raw_tree(&repo, &[("100644", "target.txt", &evil)]));
+    // A symlink in the tree, and a file after it.
+    let link = blob(&repo, outside.join("file").to_str().unwrap().as_bytes());
+    let makes_link = commit_tree(
+        &repo,
+        &raw_tree(
+            &repo,
+            &[
+                ("120000", "made-link", &link),
+                ("100644", "after.txt", &evil),
+            ],
+        ),
+    );
+
+    let before_outside = contents(&outside);
+    let before_git = contents(&repo.dir.join(".git"));
+    let before_index = repo.fingerprint().index;
+
+    let result = git::restore(&repo.dir, &through_dir, &[], true);
+    assert!(
+        matches!(&result, Err(e) if e.to_string().contains("symlink")),
+        "{result:?}"
+    );
+
+    let restored =
+        git::restore(&repo.dir, &over_link, &[PathBuf::from("target.txt")], true).unwrap();
+    assert_eq!(restored, vec!["target.txt".to_owned()]);
+    let meta = std::fs::symlink_metadata(repo.dir.join("target.txt")).unwrap();
+    assert!(
+        meta.is_file(),
+        "the symlink is replaced, not written through"
+    );
+    assert_eq!(
+        std::fs::read(repo.dir.join("target.txt")).unwrap(),
+        b"evil\n"
+    );
+
+    git::restore(&repo.dir, &makes_link, &[], true).unwrap();
+    assert_eq!(
+        std::fs::read_link(repo.dir.join("made-link")).unwrap(),
+        outside.join("file")
+    );
+
+    assert!(
+        contents(&outside) == before_outside,
+        "nothing outside changed"
+    );
+    assert!(
+        contents(&repo.dir.join(".git")) == before_git,
+        "the git dir as it was"
+    );
+    assert!(
+        repo.fingerprint().index == before_index,
+        "index byte-identical"
+    );
+}
+
+#[test]
+fn restore_writes_the_recorded_modes() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.write("run.sh", "#!/bin/sh\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        repo.dir.join("run.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    repo.write("dir/plain.txt", "plain\n");
+    std::os::unix::fs::symlink("dir/plain.txt", repo.dir.join("link")).unwrap();
+    let sha = checkpoint_with(&repo, &options(), &meta("s"));
+    for path in ["run.sh", "dir/plain.txt", "link"] {
+        std::fs::remove_file(repo.dir.join(path)).unwrap();
+    }
+    // The daemon runs with umask 077; the recorded mode still wins.
+    // (nextest runs each test in its own process.)
+    unsafe { libc::umask(0o077) };
+    let before_index = repo.fingerprint().index;
+    let mut restored = git::restore(&repo.dir, &sha, &[], false).unwrap();
+    restored.sort();
+    assert_eq!(restored, ["dir/plain.txt", "link", "run.sh"]);
+    assert_eq!(hookd_tests::file_mode(&repo.dir.join("run.sh")), 0o755);
+    assert_eq!(
+        hookd_tests::file_mode(&repo.dir.join("dir/plain.txt")),
+        0o644
+    );
+    assert_eq!(
+        std::fs::read_link(repo.dir.join("link")).unwrap(),
+        Path::new("dir/plain.txt")
+    );
+    assert_eq!(repo.fingerprint().index, before_index);
+}
+
+#[test]
+fn restore_still_refuses_to_overwrite_uncommitted_changes() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.write("a.txt", "checkpointed\n");
+    repo.write("new.txt", "new\n");
+    let sha = checkpoint_with(&repo, &options(), &meta("s"));
+    repo.write("a.txt", "edited since\n");
+    repo.write("new.txt", "edited since\n");
+    let err = git::restore(&repo.dir, &sha, &[], false).unwrap_err();
+    match err {
+        GitError::WouldOverwrite(paths) => assert_eq!(paths, ["a.txt", "new.txt"]),
+        other => panic!("{other}"),
+    }
+    assert_eq!(
+        std::fs::read_to_string(repo.dir.join("a.txt")).unwrap(),
+        "edited since\n"
+    );
+    // An unchanged tracked file is overwritten without --force.
+    repo.git(&["checkout", "a.txt"]);
+    let restored = git::restore(&repo.dir, &sha, &[PathBuf::from("a.txt")], false).unwrap();
+    assert_eq!(restored, ["a.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(repo.dir.join("a.txt")).unwrap(),
+        "checkpointed\n"
+    );
+    // Already as in the checkpoint: nothing to do.
+    let restored = git::restore(&repo.dir, &sha, &[PathBuf::from("a.txt")], false).unwrap();
+    assert!(restored.is_empty());
+    // A path given must be a relative path inside the work tree.
+    for bad in ["../a.txt", "/etc/passwd", ".git/config"] {
+        assert!(
+            git::restore(&repo.dir, &sha, &[PathBuf::from(bad)], true).is_err(),
+            "{bad}"
+        );
+    }
 }

@@ -8,8 +8,11 @@
 //! `refs/hookd/checkpoints/<branch>` to it with a compare-and-swap.
 
 use protocol::wire::{CheckpointDetail, CheckpointSummary, FileChange};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -18,6 +21,8 @@ use std::sync::{Arc, LazyLock, Mutex};
 pub const CHECKPOINT_TITLE: &str = "WIP: Pre-compaction checkpoint";
 /// Files whose line counts are computed (the rest get a plain summary).
 const MAX_LINE_STATS: usize = 500;
+/// Where every ref hookd moves lives.
+const OWN_REFS: &str = "refs/hookd/";
 /// Attempts at moving the checkpoint ref when others move it too, and the
 /// pause between them (a lock left by a crash goes stale meanwhile).
 const REF_ATTEMPTS: usize = 40;
@@ -29,6 +34,12 @@ pub enum GitError {
     NotARepository { path: String },
     #[error("{path} is a bare repository: there is no working tree to checkpoint")]
     Bare { path: String },
+    #[error(
+        "the git repository of {path} has its work tree elsewhere ({workdir}): hookd leaves it alone; no checkpoint was made"
+    )]
+    WorkTreeElsewhere { path: String, workdir: String },
+    #[error("`{0}` is not under refs/hookd/: hookd moves only refs of its own")]
+    ForeignRef(String),
     #[error("cannot {op}: {source}")]
     Git {
         op: &'static str,
@@ -46,6 +57,10 @@ pub enum GitError {
         .0.join(", ")
     )]
     WouldOverwrite(Vec<String>),
+    #[error("refusing to restore `{path}`: {why}")]
+    UnsafePath { path: String, why: String },
+    #[error("`{path}` is not in checkpoint {rev}")]
+    NotInCheckpoint { path: String, rev: String },
 }
 
 fn git(op: &'static str) -> impl FnOnce(git2::Error) -> GitError {
@@ -68,17 +83,80 @@ fn setup_libgit2() {
     ONCE.call_once(|| git2::opts::strict_object_creation(false));
 }
 
+/// The repository of `project`, provided its work tree is the project's
+/// own: the directory holding the `.git` that `project` lies under. A
+/// repository's config (`core.worktree`) or a `.git` file can point its
+/// work tree anywhere, the home directory included; hookd snapshots and
+/// writes only the tree the project path names.
 fn open(project: &Path) -> Result<git2::Repository, GitError> {
     setup_libgit2();
-    let repo = git2::Repository::discover(project).map_err(|_| GitError::NotARepository {
-        path: project.display().to_string(),
-    })?;
+    let shown = || project.display().to_string();
+    // Not `Repository::discover`: it opens the git dir it found as if by
+    // path, forgetting the `.git` file that led there, and takes the git
+    // dir's parent for the work tree.
+    let repo = git2::Repository::open_ext(
+        project,
+        git2::RepositoryOpenFlags::CROSS_FS,
+        std::iter::empty::<&OsStr>(),
+    )
+    .map_err(|_| GitError::NotARepository { path: shown() })?;
     if repo.is_bare() {
-        return Err(GitError::Bare {
-            path: project.display().to_string(),
+        return Err(GitError::Bare { path: shown() });
+    }
+    // hookd keeps its index and refs in the git dir: never from a path inside one.
+    if project_is_inside_git_dir(project) {
+        return Err(GitError::NotARepository { path: shown() });
+    }
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| GitError::Bare { path: shown() })?;
+    let actual = workdir.canonicalize().ok();
+    if actual.is_none() || actual != work_tree_root(project) {
+        return Err(GitError::WorkTreeElsewhere {
+            path: shown(),
+            workdir: workdir.display().to_string(),
         });
     }
     Ok(repo)
+}
+
+/// The nearest ancestor of `project` (itself included) holding a `.git`
+/// entry, file or directory.
+fn work_tree_root(project: &Path) -> Option<PathBuf> {
+    let project = project.canonicalize().ok()?;
+    project
+        .ancestors()
+        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+        .map(Path::to_path_buf)
+}
+
+/// Whether `path` is, or lies inside, a git directory: a `.git` (any case)
+/// or a directory git would take for one (a bare repository, a separate
+/// git dir). Nothing of hookd's belongs there.
+pub fn project_is_inside_git_dir(path: &Path) -> bool {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    if path
+        .components()
+        .any(|c| c.as_os_str().as_bytes().eq_ignore_ascii_case(b".git"))
+    {
+        return true;
+    }
+    // Up to the work tree the path is in (a directory holding `.git`):
+    // a work tree's own files may look like a git dir's.
+    for dir in path.ancestors() {
+        if dir.join(".git").symlink_metadata().is_ok() {
+            return false;
+        }
+        if is_git_dir(dir) {
+            return true;
+        }
+    }
+    false
+}
+
+/// What git itself looks for in a git directory.
+fn is_git_dir(dir: &Path) -> bool {
+    dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
 }
 
 /// One lock per repository: our private index is not for two writers.
@@ -93,14 +171,19 @@ fn repository_lock(repo: &git2::Repository) -> Arc<Mutex<()>> {
 /// Returns whether the file changed.
 pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
     let repo = open(project)?;
-    // Worktrees share the main repository's info/exclude.
-    let info = repo.commondir().join("info");
-    let file = info.join("exclude");
-    let current = std::fs::read_to_string(&file).unwrap_or_default();
+    // Worktrees share the main repository's info/exclude. Its `info/` may be
+    // a planted symlink like anything else: reached without following links.
+    let (info, _) = crate::project_fs::Dir::open(repo.commondir())
+        .and_then(|git_dir| git_dir.create_dir("info"))
+        .map_err(io("open .git/info"))?;
+    let current = info
+        .read("exclude", 1024 * 1024)
+        .map_err(io("read .git/info/exclude"))?
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     if current.lines().any(|l| l.trim() == pattern) {
         return Ok(false);
     }
-    std::fs::create_dir_all(&info).map_err(io("create .git/info"))?;
     let mut text = current;
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
@@ -108,7 +191,8 @@ pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
     text.push_str(&format!(
         "# hookd keeps its per-project state here\n{pattern}\n"
     ));
-    crate::fsutil::write_atomic(&file, text.as_bytes()).map_err(io("write .git/info/exclude"))?;
+    info.write_atomic("exclude", text.as_bytes())
+        .map_err(io("write .git/info/exclude"))?;
     Ok(true)
 }
 
@@ -126,9 +210,42 @@ pub struct Snapshot {
     pub branch: String,
     /// `clean`, `merge`, `rebase`, ...
     pub state: String,
-    /// Untracked files left out for their size: path and bytes.
-    pub skipped: Vec<(String, u64)>,
+    /// Files of the working tree left out, and why.
+    pub skipped: Vec<Skipped>,
     pub workdir: PathBuf,
+}
+
+/// A file of the working tree a snapshot leaves out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: SkipReason,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Untracked and over `max_file_bytes`: its size.
+    TooLarge(u64),
+    /// Its `filter` attribute names a driver (git-crypt, git-lfs): git
+    /// stores what the driver makes of the file, which hookd cannot run,
+    /// so the working tree's bytes (a secret in clear) are never stored.
+    /// A tracked file keeps the blob of the user's index.
+    Filter(String),
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.reason {
+            SkipReason::TooLarge(bytes) => {
+                write!(f, "{} ({bytes} bytes, over the size limit)", self.path)
+            }
+            SkipReason::Filter(driver) => write!(
+                f,
+                "{} (filter {driver}: its working-tree bytes are not stored)",
+                self.path
+            ),
+        }
+    }
 }
 
 /// Writes the working tree (tracked files, and untracked ones that are not
@@ -167,17 +284,37 @@ pub fn snapshot(project: &Path, opts: &SnapshotOptions) -> Result<Snapshot, GitE
     }
 
     let mut skipped = Vec::new();
+    // Paths whose filter driver keeps them out, and the drivers there are
+    // (read once, when the first path to add shows up).
+    let mut filtered = Vec::new();
+    let mut drivers = None;
     // How many paths the index takes in or lets go of.
     let mut applied = stale.len();
     let mut decide = |path: &Path, _spec: &[u8]| -> i32 {
-        let take = if tracked.contains(path.as_os_str().as_bytes()) {
-            true
-        } else if !opts.include_untracked {
+        let is_tracked = tracked.contains(path.as_os_str().as_bytes());
+        let take = if !is_tracked && !opts.include_untracked {
             false
+        } else if let Some(driver) = filter_driver(
+            &repo,
+            drivers.get_or_insert_with(|| configured_filters(&repo)),
+            &workdir,
+            path,
+        ) {
+            skipped.push(Skipped {
+                path: path.to_string_lossy().into_owned(),
+                reason: SkipReason::Filter(driver),
+            });
+            filtered.push(path.to_path_buf());
+            false
+        } else if is_tracked {
+            true
         } else {
             match file_len(&workdir.join(path)) {
                 Some(len) if len > opts.max_file_bytes => {
-                    skipped.push((path.to_string_lossy().into_owned(), len));
+                    skipped.push(Skipped {
+                        path: path.to_string_lossy().into_owned(),
+                        reason: SkipReason::TooLarge(len),
+                    });
                     false
                 }
                 _ => true,
@@ -193,6 +330,9 @@ pub fn snapshot(project: &Path, opts: &SnapshotOptions) -> Result<Snapshot, GitE
     index
         .add_all(["*"], git2::IndexAddOption::DEFAULT, Some(&mut decide))
         .map_err(git("add the working tree to hookd's index"))?;
+    if !filtered.is_empty() {
+        applied += keep_users_blobs(&repo, &mut index, &filtered)?;
+    }
     // The submodule machinery reads .gitmodules and the config: only when
     // there is a submodule.
     if index.iter().any(|e| e.mode == GITLINK_MODE) {
@@ -216,6 +356,87 @@ pub fn snapshot(project: &Path, opts: &SnapshotOptions) -> Result<Snapshot, GitE
         skipped,
         workdir,
     })
+}
+
+/// The filter drivers `git add` runs: those with a `clean` or `process`
+/// command configured. Without one git stores a file's bytes as they are,
+/// and so may hookd.
+fn configured_filters(repo: &git2::Repository) -> HashSet<Vec<u8>> {
+    let mut names = HashSet::new();
+    let Ok(config) = repo.config() else {
+        return names;
+    };
+    if let Ok(entries) = config.entries(Some(r"^filter\..+\.(clean|process)$")) {
+        let _ = entries.for_each(|entry| {
+            // filter.<driver>.clean
+            let name = entry.name_bytes();
+            if let Some(rest) = name.strip_prefix(b"filter.")
+                && let Some(dot) = rest.iter().rposition(|&b| b == b'.')
+            {
+                names.insert(rest[..dot].to_vec());
+            }
+        });
+    }
+    names
+}
+
+/// The filter driver git would run on `path` (relative to the work tree)
+/// when adding it, if any of `drivers`. Only the paths add_all is about to
+/// add are asked, and none when no driver is configured, which keeps the
+/// snapshot as cheap as before. Built-in text and eol conversions are not
+/// drivers; a symlink or a deleted file has no bytes to keep out.
+fn filter_driver(
+    repo: &git2::Repository,
+    drivers: &HashSet<Vec<u8>>,
+    workdir: &Path,
+    path: &Path,
+) -> Option<String> {
+    if drivers.is_empty() {
+        return None;
+    }
+    let value = repo
+        .get_attr_bytes(path, "filter", git2::AttrCheckFlags::FILE_THEN_INDEX)
+        .ok()??;
+    let driver = match git2::AttrValue::from_bytes(Some(value)) {
+        git2::AttrValue::String(name) => name.as_bytes(),
+        git2::AttrValue::Bytes(name) => name,
+        _ => return None,
+    };
+    (drivers.contains(driver) && file_len(&workdir.join(path)).is_some())
+        .then(|| String::from_utf8_lossy(driver).into_owned())
+}
+
+/// Puts back, for each of `paths`, the entry of the user's index (the blob
+/// git made through the filter), or takes the path out when the user does
+/// not track it: an earlier snapshot may have taken its bytes. Returns how
+/// many entries changed.
+fn keep_users_blobs(
+    repo: &git2::Repository,
+    index: &mut git2::Index,
+    paths: &[PathBuf],
+) -> Result<usize, GitError> {
+    let users = git2::Index::open(&repo.path().join("index")).ok();
+    let mut changed = 0;
+    for path in paths {
+        let theirs = users.as_ref().and_then(|u| u.get_path(path, 0));
+        let ours = index.get_path(path, 0).map(|e| e.id);
+        match theirs {
+            Some(entry) if ours != Some(entry.id) => {
+                index
+                    .add(&entry)
+                    .map_err(git("keep a filtered file's blob"))?;
+                changed += 1;
+            }
+            None if ours.is_some() => {
+                index
+                    .remove_path(path)
+                    .map_err(git("drop a filtered file from hookd's index"))?;
+                changed += 1;
+            }
+            _ => {}
+        }
+    }
+    Ok(changed)
 }
 
 /// hookd's own index for this working tree, seeded from the user's index the
@@ -480,6 +701,10 @@ pub fn commit_checkpoint(
             source: git2::Error::from_str(&format!("`{reference}` is not a valid ref name")),
         });
     }
+    // Whatever the config says, never a branch, a tag or HEAD.
+    if !reference.starts_with(OWN_REFS) {
+        return Err(GitError::ForeignRef(reference));
+    }
     let tree = repo
         .find_tree(snapshot.tree)
         .map_err(git("read the snapshot"))?;
@@ -560,7 +785,9 @@ fn checkpoint_message(meta: &CheckpointMeta, snapshot: &Snapshot) -> String {
     let mut text = format!(
         "{CHECKPOINT_TITLE}\n\nThe working tree as it was when hookd saved the agent's state. Your branch,\nindex and working tree were not touched.\n\n"
     );
-    let mut trailer = |key: &str, value: &str| text.push_str(&format!("Hookd-{key}: {value}\n"));
+    let mut trailer = |key: &str, value: &str| {
+        text.push_str(&format!("Hookd-{key}: {}\n", trailer_value(value)));
+    };
     if let Some(session) = &meta.session {
         trailer("Session", session);
     }
@@ -579,22 +806,45 @@ fn checkpoint_message(meta: &CheckpointMeta, snapshot: &Snapshot) -> String {
     if snapshot.state != "clean" {
         trailer("Repo-State", &format!("{} in progress", snapshot.state));
     }
-    for (path, bytes) in &snapshot.skipped {
-        trailer(
-            "Skipped",
-            &format!("{path} ({bytes} bytes, over the size limit)"),
-        );
+    for skipped in &snapshot.skipped {
+        trailer("Skipped", &skipped.to_string());
     }
     text
 }
 
+/// A value as one trailer line holds it: control characters (a newline
+/// above all, which would start a trailer of its own) and Unicode line
+/// separators escaped. File names, branches and session ids come from
+/// outside.
+fn trailer_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The trailers of a checkpoint message: read from its last paragraph only,
+/// the block hookd writes, and the first of each key.
 fn trailers(message: &str) -> HashMap<String, String> {
-    message
+    let block = message
+        .trim_end()
+        .rsplit_once("\n\n")
+        .map_or("", |(_, block)| block);
+    let mut out = HashMap::new();
+    for (key, value) in block
         .lines()
         .filter_map(|l| l.strip_prefix("Hookd-"))
         .filter_map(|l| l.split_once(": "))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
+    {
+        out.entry(key.to_owned())
+            .or_insert_with(|| value.to_owned());
+    }
+    out
 }
 
 fn summarize(repo: &git2::Repository, commit: &git2::Commit, reference: &str) -> CheckpointSummary {
@@ -700,8 +950,18 @@ pub fn show(project: &Path, rev: &str, ref_prefix: &str) -> Result<CheckpointDet
     })
 }
 
-/// Writes files from a checkpoint into the working tree, refusing to
-/// overwrite uncommitted changes unless `force`. The index is not touched.
+/// Writes files from a checkpoint into the working tree (all of them, or
+/// those at or under `paths`, relative to the work tree's root), refusing
+/// to overwrite uncommitted changes unless `force`. Returns the paths
+/// written. Files the checkpoint lacks are left alone.
+///
+/// A checkpoint tree is untrusted (anyone can write a commit under
+/// refs/hookd/), so nothing is written unless every path is a plain one
+/// inside the work tree: no `.git`, `..` or empty component, nothing in a
+/// git dir, never through a symlink (each directory is opened without
+/// following one, from the work tree's root down). A symlink in the tree
+/// is made a symlink; files get the tree's mode, 0644 or 0755. The index
+/// is never touched.
 pub fn restore(
     project: &Path,
     rev: &str,
@@ -711,50 +971,373 @@ pub fn restore(
     let repo = open(project)?;
     let commit = resolve(&repo, rev)?;
     let tree = commit.tree().map_err(git("read the checkpoint"))?;
-    let conflicts = std::cell::RefCell::new(Vec::new());
-    let updated = std::cell::RefCell::new(Vec::new());
-    {
-        let mut checkout = git2::build::CheckoutBuilder::new();
-        checkout.update_index(false).recreate_missing(true);
-        if force {
-            checkout.force();
-        } else {
-            checkout.safe();
-        }
-        for p in paths {
-            checkout.path(p);
-        }
-        checkout.notify_on(
-            git2::CheckoutNotificationType::CONFLICT | git2::CheckoutNotificationType::UPDATED,
-        );
-        checkout.notify(|kind, path, _, _, _| {
-            let path = path
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if kind.contains(git2::CheckoutNotificationType::CONFLICT) {
-                conflicts.borrow_mut().push(path);
-            } else {
-                updated.borrow_mut().push(path);
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| GitError::Bare {
+            path: project.display().to_string(),
+        })?
+        .canonicalize()
+        .map_err(io("find the work tree"))?;
+    // A git dir may lie inside the work tree under any name.
+    let git_dirs: Vec<PathBuf> = [repo.path(), repo.commondir()]
+        .iter()
+        .filter_map(|d| d.canonicalize().ok())
+        .collect();
+
+    let wanted = paths
+        .iter()
+        .map(|p| requested_path(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut files = checkpoint_files(&repo, &tree)?;
+    if !wanted.is_empty() {
+        for w in &wanted {
+            if !files.iter().any(|f| f.path.starts_with(w)) {
+                return Err(GitError::NotInCheckpoint {
+                    path: shown_path(w),
+                    rev: rev.to_owned(),
+                });
             }
-            true
-        });
-        let result = repo.checkout_tree(tree.as_object(), Some(&mut checkout));
-        if let Err(e) = result
-            && conflicts.borrow().is_empty()
-        {
-            return Err(GitError::Git {
-                op: "restore files",
-                source: e,
+        }
+        files.retain(|f| wanted.iter().any(|w| f.path.starts_with(w)));
+    }
+    for file in &files {
+        let full = file
+            .path
+            .iter()
+            .fold(workdir.clone(), |p, c| p.join(OsStr::from_bytes(c)));
+        if git_dirs.iter().any(|d| full.starts_with(d)) {
+            return Err(GitError::UnsafePath {
+                path: file.shown(),
+                why: "it is in the repository's git dir".into(),
             });
         }
     }
-    let (mut conflicts, mut updated) = (conflicts.into_inner(), updated.into_inner());
+
+    let root = rustix::fs::open(
+        &workdir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| GitError::Io {
+        op: "open the work tree",
+        source: e.into(),
+    })?;
+    let head = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+
+    // Everything is checked before anything is written.
+    let mut todo = Vec::new();
+    let mut conflicts = Vec::new();
+    for file in files {
+        let (dirs, name) = file.path.split_at(file.path.len() - 1);
+        let present = match open_dirs(&root, dirs, false)? {
+            Some(dir) => present(&dir, &name[0]).map_err(|e| GitError::Io {
+                op: "read the work tree",
+                source: e,
+            })?,
+            None => Present::Missing,
+        };
+        let wanted = file.state();
+        if present == wanted {
+            continue;
+        }
+        if present == Present::Other {
+            return Err(GitError::UnsafePath {
+                path: file.shown(),
+                why: "a directory or special file stands there in the work tree".into(),
+            });
+        }
+        let committed = head
+            .as_ref()
+            .and_then(|t| {
+                t.get_path(Path::new(OsStr::from_bytes(&file.joined())))
+                    .ok()
+            })
+            .map(|e| TreeFile::state_of(e.filemode(), e.id()));
+        let clean = present == Present::Missing || committed == Some(present);
+        if !clean && !force {
+            conflicts.push(file.shown());
+        } else {
+            todo.push(file);
+        }
+    }
     if !conflicts.is_empty() {
         conflicts.sort();
         return Err(GitError::WouldOverwrite(conflicts));
     }
-    updated.sort();
-    Ok(updated)
+
+    let mut restored = Vec::new();
+    for file in todo {
+        let (dirs, name) = file.path.split_at(file.path.len() - 1);
+        let dir = open_dirs(&root, dirs, true)?.ok_or_else(|| GitError::UnsafePath {
+            path: file.shown(),
+            why: "its directory vanished".into(),
+        })?;
+        let blob = repo
+            .find_blob(file.id)
+            .map_err(git("read a file of the checkpoint"))?;
+        place(&dir, &name[0], file.mode, blob.content()).map_err(|e| GitError::Io {
+            op: "write a restored file",
+            source: e,
+        })?;
+        restored.push(file.shown());
+    }
+    restored.sort();
+    Ok(restored)
+}
+
+/// Most files one restore writes: a hostile tree can name the same
+/// subtree many times over.
+const MAX_RESTORE_FILES: usize = 1_000_000;
+const TREE_MODE: i32 = 0o040000;
+const LINK_MODE: i32 = 0o120000;
+
+/// A file or symlink of a checkpoint: its path's components, mode and blob.
+struct TreeFile {
+    path: Vec<Vec<u8>>,
+    mode: i32,
+    id: git2::Oid,
+}
+
+/// What stands at a path, as far as restoring goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Present {
+    Missing,
+    File {
+        id: git2::Oid,
+        exec: bool,
+    },
+    Link(git2::Oid),
+    /// A directory, fifo, socket or device.
+    Other,
+}
+
+impl TreeFile {
+    fn joined(&self) -> Vec<u8> {
+        self.path.join(&b'/')
+    }
+
+    fn shown(&self) -> String {
+        shown_path(&self.path)
+    }
+
+    fn state(&self) -> Present {
+        Self::state_of(self.mode, self.id)
+    }
+
+    fn state_of(mode: i32, id: git2::Oid) -> Present {
+        match mode {
+            LINK_MODE => Present::Link(id),
+            TREE_MODE => Present::Other,
+            _ => Present::File {
+                id,
+                exec: mode & 0o111 != 0,
+            },
+        }
+    }
+}
+
+fn shown_path(components: &[Vec<u8>]) -> String {
+    String::from_utf8_lossy(&components.join(&b'/')).into_owned()
+}
+
+/// Why a name cannot be written into the work tree, if it cannot: empty,
+/// `.` or `..`, holding a slash or NUL, or `.git` as a case-insensitive
+/// or NTFS file system would read it (`.GIT`, `.git.`, `git~1`).
+fn unsafe_component(name: &[u8]) -> Option<&'static str> {
+    let mut trimmed = name;
+    while let [rest @ .., b'.' | b' '] = trimmed {
+        trimmed = rest;
+    }
+    if name.is_empty() {
+        Some("an empty name")
+    } else if name == b"." || name == b".." {
+        Some("a `.` or `..` component")
+    } else if name.contains(&b'/') || name.contains(&0) {
+        Some("a slash or NUL in a name")
+    } else if trimmed.eq_ignore_ascii_case(b".git") || name.eq_ignore_ascii_case(b"git~1") {
+        Some("a `.git` component")
+    } else {
+        None
+    }
+}
+
+/// A `--path` as components, each a plain name.
+fn requested_path(path: &Path) -> Result<Vec<Vec<u8>>, GitError> {
+    use std::path::Component;
+    let refuse = |why: &str| GitError::UnsafePath {
+        path: path.display().to_string(),
+        why: why.to_owned(),
+    };
+    let mut out = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::Normal(name) => {
+                let name = name.as_bytes();
+                if let Some(why) = unsafe_component(name) {
+                    return Err(refuse(why));
+                }
+                out.push(name.to_vec());
+            }
+            Component::CurDir => {}
+            _ => return Err(refuse("not a path relative to the work tree's root")),
+        }
+    }
+    if out.is_empty() {
+        return Err(refuse("an empty path"));
+    }
+    Ok(out)
+}
+
+/// The files and symlinks of a checkpoint tree; an error when any name in
+/// it cannot be written safely. Submodules (commits) are left out.
+fn checkpoint_files(repo: &git2::Repository, tree: &git2::Tree) -> Result<Vec<TreeFile>, GitError> {
+    let mut files = Vec::new();
+    let mut pending = vec![(Vec::new(), tree.id())];
+    while let Some((prefix, id)) = pending.pop() {
+        let tree = repo.find_tree(id).map_err(git("read the checkpoint"))?;
+        for entry in tree.iter() {
+            let mut path: Vec<Vec<u8>> = prefix.clone();
+            path.push(entry.name_bytes().to_vec());
+            if let Some(why) = unsafe_component(entry.name_bytes()) {
+                return Err(GitError::UnsafePath {
+                    path: shown_path(&path),
+                    why: why.into(),
+                });
+            }
+            match entry.filemode() {
+                TREE_MODE => pending.push((path, entry.id())),
+                mode @ (0o100644 | 0o100755 | 0o100664 | LINK_MODE) => files.push(TreeFile {
+                    path,
+                    mode,
+                    id: entry.id(),
+                }),
+                _ => {}
+            }
+            if files.len() + pending.len() > MAX_RESTORE_FILES {
+                return Err(GitError::UnsafePath {
+                    path: shown_path(&prefix),
+                    why: format!("the checkpoint holds over {MAX_RESTORE_FILES} files"),
+                });
+            }
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(files)
+}
+
+/// Opens the directory `dirs` below `root` one component at a time, never
+/// following a symlink. None when one is missing, unless `create`, which
+/// makes them (0755).
+fn open_dirs(root: &OwnedFd, dirs: &[Vec<u8>], create: bool) -> Result<Option<OwnedFd>, GitError> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let failed = |op, e: rustix::io::Errno| GitError::Io {
+        op,
+        source: e.into(),
+    };
+    let mut current = rustix::fs::openat(root, c".", flags, Mode::empty())
+        .map_err(|e| failed("open the work tree", e))?;
+    for (i, name) in dirs.iter().enumerate() {
+        let name = name.as_slice();
+        let next = match rustix::fs::openat(&current, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) if create => {
+                match rustix::fs::mkdirat(&current, name, Mode::from_raw_mode(0o700)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(failed("make a directory", e)),
+                }
+                let fd = rustix::fs::openat(&current, name, flags, Mode::empty())
+                    .map_err(|e| blocked(&current, &dirs[..=i], name, e))?;
+                // The tree records no mode for directories; git's usual one.
+                rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o755))
+                    .map_err(|e| failed("make a directory", e))?;
+                fd
+            }
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(blocked(&current, &dirs[..=i], name, e)),
+        };
+        current = next;
+    }
+    Ok(Some(current))
+}
+
+/// The error for a directory of the path that cannot be opened.
+fn blocked(parent: &OwnedFd, path: &[Vec<u8>], name: &[u8], e: Errno) -> GitError {
+    let is_link = rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink);
+    match e {
+        _ if is_link => GitError::UnsafePath {
+            path: shown_path(path),
+            why: "it is a symlink in the work tree, and hookd never writes through one".into(),
+        },
+        Errno::NOTDIR | Errno::LOOP => GitError::UnsafePath {
+            path: shown_path(path),
+            why: "it is not a directory in the work tree".into(),
+        },
+        e => GitError::Io {
+            op: "open a directory of the work tree",
+            source: e.into(),
+        },
+    }
+}
+
+/// What stands at `name` in `dir`, read without following a symlink.
+fn present(dir: &OwnedFd, name: &[u8]) -> std::io::Result<Present> {
+    use std::io::Read;
+    let stat = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => stat,
+        Err(Errno::NOENT) => return Ok(Present::Missing),
+        Err(e) => return Err(e.into()),
+    };
+    let hash = |bytes: &[u8]| {
+        git2::Oid::hash_object(git2::ObjectType::Blob, bytes).map_err(std::io::Error::other)
+    };
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => {
+            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+            let fd = rustix::fs::openat(dir, name, flags, Mode::empty())?;
+            let mut bytes = Vec::new();
+            std::fs::File::from(fd).read_to_end(&mut bytes)?;
+            Ok(Present::File {
+                id: hash(&bytes)?,
+                exec: stat.st_mode & 0o111 != 0,
+            })
+        }
+        FileType::Symlink => {
+            let target = rustix::fs::readlinkat(dir, name, Vec::new())?;
+            Ok(Present::Link(hash(target.as_bytes())?))
+        }
+        _ => Ok(Present::Other),
+    }
+}
+
+/// Writes `content` as `name` in `dir`: a new file or symlink under a
+/// temporary name, renamed over whatever stood there (a symlink is
+/// replaced, never written through).
+fn place(dir: &OwnedFd, name: &[u8], mode: i32, content: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = format!(".hookd-restore.{}.{n}", std::process::id());
+    if mode == LINK_MODE {
+        rustix::fs::symlinkat(content, dir, temp.as_str())?;
+    } else {
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir, temp.as_str(), flags, Mode::from_raw_mode(0o600))?;
+        let mut file = std::fs::File::from(fd);
+        let bits = if mode & 0o111 != 0 { 0o755 } else { 0o644 };
+        let written = file
+            .write_all(content)
+            .and_then(|()| Ok(rustix::fs::fchmod(&file, Mode::from_raw_mode(bits))?));
+        if let Err(e) = written {
+            let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+            return Err(e);
+        }
+    }
+    rustix::fs::renameat(dir, temp.as_str(), dir, name).map_err(|e| {
+        let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+        e.into()
+    })
 }
 
 /// Paths whose content differs between the working tree now and `rev`'s
@@ -977,5 +1560,117 @@ mod tests {
             exclude(outside.path(), ".workflow/"),
             Err(GitError::NotARepository { .. })
         ));
+    }
+
+    #[test]
+    fn trailer_values_hold_no_line_breaks() {
+        assert_eq!(trailer_value("plain ünïcode"), "plain ünïcode");
+        assert_eq!(
+            trailer_value("a\nHookd-Session: x\r\t\u{1b}[0m\u{2028}"),
+            "a\\nHookd-Session: x\\r\\t\\u{1b}[0m\\u{2028}"
+        );
+        let snapshot = Snapshot {
+            tree: git2::Oid::ZERO_SHA1,
+            head: None,
+            branch: "main\nHookd-Base: forged".into(),
+            state: "clean".into(),
+            skipped: vec![Skipped {
+                path: "big\nHookd-Session: forged".into(),
+                reason: SkipReason::TooLarge(9),
+            }],
+            workdir: PathBuf::new(),
+        };
+        let meta = CheckpointMeta {
+            session: Some("real\nHookd-Trigger: forged".into()),
+            trigger: "manual".into(),
+            tokens: None,
+        };
+        let message = checkpoint_message(&meta, &snapshot);
+        let t = trailers(&message);
+        assert_eq!(t["Trigger"], "manual");
+        assert_eq!(t["Base"], "unborn");
+        assert_eq!(t["Session"], "real\\nHookd-Trigger: forged");
+        // Only hookd's own trailer block counts, first key first.
+        let t =
+            trailers("Title\n\nHookd-Session: in the body\n\nHookd-Session: a\nHookd-Session: b\n");
+        assert_eq!(t["Session"], "a");
+    }
+
+    #[test]
+    fn only_plain_names_are_restored() {
+        for bad in [
+            &b""[..],
+            b".",
+            b"..",
+            b".git",
+            b".GIT",
+            b".Git. ",
+            b"GIT~1",
+            b"a/b",
+            b"a\0b",
+        ] {
+            assert!(unsafe_component(bad).is_some(), "{bad:?}");
+        }
+        for good in [
+            &b"a.txt"[..],
+            b".gitignore",
+            b".github",
+            b"git",
+            b"...",
+            b".git2",
+        ] {
+            assert!(unsafe_component(good).is_none(), "{good:?}");
+        }
+        assert_eq!(
+            requested_path(Path::new("./src/lib.rs")).unwrap(),
+            [b"src".to_vec(), b"lib.rs".to_vec()]
+        );
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            ".git/config",
+            "a/.GIT",
+        ] {
+            assert!(requested_path(Path::new(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn paths_inside_a_git_dir_are_recognized() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        git2::Repository::init(&work).unwrap();
+        std::fs::create_dir_all(work.join("src")).unwrap();
+        assert!(!project_is_inside_git_dir(dir.path()));
+        assert!(!project_is_inside_git_dir(&work));
+        assert!(!project_is_inside_git_dir(&work.join("src")));
+        assert!(project_is_inside_git_dir(&work.join(".git")));
+        assert!(project_is_inside_git_dir(&work.join(".git/refs/heads")));
+        assert!(project_is_inside_git_dir(&work.join(".GIT/not-there")));
+        std::os::unix::fs::symlink(work.join(".git/refs"), dir.path().join("link")).unwrap();
+        assert!(project_is_inside_git_dir(&dir.path().join("link")));
+
+        let bare = dir.path().join("bare.git");
+        git2::Repository::init_bare(&bare).unwrap();
+        assert!(project_is_inside_git_dir(&bare));
+        assert!(project_is_inside_git_dir(&bare.join("objects")));
+
+        // A separate git dir, wherever it is, whatever its name.
+        let separate = dir.path().join("separate");
+        let mut opts = git2::RepositoryInitOptions::new();
+        opts.workdir_path(&dir.path().join("project"))
+            .no_dotgit_dir(true);
+        git2::Repository::init_opts(&separate, &opts).unwrap();
+        assert!(project_is_inside_git_dir(&separate));
+        assert!(!project_is_inside_git_dir(&dir.path().join("project")));
+
+        // A work tree whose own files look like a git dir's is a work tree.
+        std::fs::write(work.join("HEAD"), "not git's\n").unwrap();
+        std::fs::create_dir_all(work.join("objects")).unwrap();
+        std::fs::create_dir_all(work.join("refs")).unwrap();
+        assert!(!project_is_inside_git_dir(&work));
+        assert!(!project_is_inside_git_dir(&work.join("refs")));
     }
 }

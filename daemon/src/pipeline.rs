@@ -9,7 +9,7 @@
 
 use crate::budget;
 use crate::capture::{self, state::Checkpoint, state::STATE_FILE};
-use crate::git::{self, CheckpointMeta, CommitOutcome};
+use crate::git::{self, CheckpointMeta, CommitOutcome, SkipReason};
 use crate::project_fs::Dir;
 use crate::prompt;
 use crate::render::{self, Renderer};
@@ -199,7 +199,12 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
             let skipped = snapshot
                 .skipped
                 .iter()
-                .map(|(p, bytes)| format!("{p} ({bytes} bytes)"))
+                .map(|s| match &s.reason {
+                    SkipReason::TooLarge(bytes) => format!("{} ({bytes} bytes)", s.path),
+                    SkipReason::Filter(driver) => {
+                        format!("{} (filter {driver}, not stored)", s.path)
+                    }
+                })
                 .collect();
             match git::commit_checkpoint(
                 &request.project,

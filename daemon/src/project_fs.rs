@@ -242,6 +242,12 @@ impl Dir {
         );
         let result = (|| {
             let mut file = self.open_file(&tmp, OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL)?;
+            // A file replaced keeps its mode (new ones are private).
+            if let Some(old) = self.lstat(name).filter(|s| {
+                rustix::fs::FileType::from_raw_mode(s.st_mode) == rustix::fs::FileType::RegularFile
+            }) {
+                rustix::fs::fchmod(&file, Mode::from_raw_mode(old.st_mode & 0o777))?;
+            }
             file.write_all(bytes)?;
             if durable {
                 file.sync_all()?;

@@ -54,7 +54,7 @@ impl Workflow {
     /// directory); the first time, also keeps it out of git
     /// (`.git/info/exclude`) when asked to.
     pub fn ensure(&self, exclude_from_git: bool) -> io::Result<Dir> {
-        if inside_git_dir(&self.project) {
+        if crate::git::project_is_inside_git_dir(&self.project) {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 format!(
@@ -114,17 +114,6 @@ impl Workflow {
     }
 }
 
-/// Whether `path` is a git directory or inside one (`.git/`, a bare
-/// repository): hookd's state never goes there.
-pub fn inside_git_dir(path: &Path) -> bool {
-    if path.components().any(|c| c.as_os_str() == ".git") {
-        return true;
-    }
-    path.ancestors().any(|dir| {
-        dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,12 +159,11 @@ mod tests {
     fn nothing_is_created_in_a_git_dir() {
         let dir = tempfile::tempdir().unwrap();
         git2::Repository::init_bare(dir.path()).unwrap();
-        assert!(inside_git_dir(dir.path()));
+        assert!(crate::git::project_is_inside_git_dir(dir.path()));
         assert!(Workflow::new(dir.path()).ensure(false).is_err());
         assert!(!dir.path().join(WORKFLOW_DIR).exists());
         let work = tempfile::tempdir().unwrap();
         git2::Repository::init(work.path()).unwrap();
-        assert!(!inside_git_dir(work.path()));
-        assert!(inside_git_dir(&work.path().join(".git")));
+        assert!(!crate::git::project_is_inside_git_dir(work.path()));
     }
 }

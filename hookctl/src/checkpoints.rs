@@ -17,10 +17,13 @@ pub enum Action {
         #[arg(long)]
         json: bool,
     },
-    /// Write files from a checkpoint into the working tree (never the index).
+    /// Write files from a checkpoint into the working tree: never the index,
+    /// never a git dir, never through a symlink; files the checkpoint lacks
+    /// stay.
     Restore {
         sha: String,
-        /// Only this path (relative to the repository root); repeatable.
+        /// Only this file, or the files under this directory (relative to
+        /// the repository root); repeatable.
         #[arg(long = "path", value_name = "PATH")]
         paths: Vec<PathBuf>,
         /// Overwrite files with uncommitted changes.

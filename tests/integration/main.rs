@@ -6,6 +6,7 @@ mod budget;
 mod client_failures;
 mod config;
 mod git_edges;
+mod git_trust;
 mod harnesses;
 mod hooks;
 mod install;

@@ -166,7 +166,8 @@ pub struct Checkpoint {
     pub reference: Option<String>,
     /// Why there is no new commit (nothing changed, disabled, not a repository).
     pub note: Option<String>,
-    /// Untracked files left out for their size.
+    /// Files left out: untracked ones for their size, and those with a
+    /// filter driver (their bytes in the working tree are never stored).
     pub skipped: Vec<String>,
 }
 

@@ -1046,10 +1046,14 @@ async fn blocking(work: impl FnOnce() -> Result<Response, GitError> + Send + 'st
         Ok(Ok(response)) => response,
         Ok(Err(e)) => {
             let kind = match e {
-                GitError::UnknownRevision(_) | GitError::NotARepository { .. } => {
-                    ErrorKind::NotFound
-                }
-                GitError::WouldOverwrite(_) | GitError::Bare { .. } => ErrorKind::BadRequest,
+                GitError::UnknownRevision(_)
+                | GitError::NotARepository { .. }
+                | GitError::NotInCheckpoint { .. } => ErrorKind::NotFound,
+                GitError::WouldOverwrite(_)
+                | GitError::Bare { .. }
+                | GitError::WorkTreeElsewhere { .. }
+                | GitError::UnsafePath { .. }
+                | GitError::ForeignRef(_) => ErrorKind::BadRequest,
                 _ => ErrorKind::Internal,
             };
             Response::Error(ErrorReply::new(kind, e.to_string()))

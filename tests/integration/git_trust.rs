@@ -1,0 +1,633 @@
+//! A repository is untrusted input: its config, attributes, file names and
+//! the checkpoint trees restored from it must never make hookd read or write
+//! outside the project's work tree, store a secret in clear, or forge what
+//! a checkpoint says about itself.
+
+use hookd::git::{self, CheckpointMeta, CommitOutcome, GitError, SnapshotOptions};
+use hookd_tests::{GitRepo, Sandbox, TestDaemon, run_with_stdin, stderr};
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+const REF_PREFIX: &str = "refs/hookd/checkpoints";
+
+fn options() -> SnapshotOptions {
+    SnapshotOptions {
+        include_untracked: true,
+        max_file_bytes: 50 * 1024 * 1024,
+    }
+}
+
+fn meta(session: &str) -> CheckpointMeta {
+    CheckpointMeta {
+        session: Some(session.into()),
+        trigger: "test".into(),
+        tokens: None,
+    }
+}
+
+fn checkpoint_with(repo: &GitRepo, opts: &SnapshotOptions, meta: &CheckpointMeta) -> String {
+    let before = repo.fingerprint();
+    let snapshot = git::snapshot(&repo.dir, opts).expect("snapshot");
+    let sha = match git::commit_checkpoint(&repo.dir, &snapshot, meta, REF_PREFIX).expect("commit")
+    {
+        CommitOutcome::Created { sha, .. } | CommitOutcome::Unchanged { sha, .. } => sha,
+    };
+    assert_eq!(repo.fingerprint(), before, "the user's repository changed");
+    sha
+}
+
+fn base_repo(sb: &Sandbox) -> GitRepo {
+    let repo = GitRepo::init(&sb.path().join("r"));
+    repo.write("a.txt", "one\n");
+    repo.commit_all("base");
+    repo
+}
+
+/// Every file under `dir` (symlinks as their targets), by path.
+fn contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                out.insert(path.clone(), b"<dir>".to_vec());
+                walk(&path, out);
+            } else if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                out.insert(path, target.as_os_str().as_bytes().to_vec());
+            } else {
+                out.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, &mut out);
+    out
+}
+
+// ---- the work tree is the project's ----
+
+/// A home directory with a private key in it, beside the project.
+fn home_with_a_key(sb: &Sandbox) -> PathBuf {
+    let home = sb.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY\n").unwrap();
+    home
+}
+
+fn assert_refused_as_elsewhere(project: &Path, git_dir: &Path) {
+    let err = git::snapshot(project, &options()).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("work tree") && text.contains("no checkpoint"),
+        "{text}"
+    );
+    assert!(
+        !git_dir.join("hookd").exists(),
+        "nothing written into the git dir"
+    );
+    let out = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(["for-each-ref", "refs/hookd"])
+        .output()
+        .unwrap();
+    assert!(out.stdout.is_empty(), "no checkpoint ref");
+}
+
+#[test]
+fn a_core_worktree_pointing_elsewhere_is_refused() {
+    let sb = Sandbox::new();
+    let home = home_with_a_key(&sb);
+    let repo = base_repo(&sb);
+    repo.git(&["config", "core.worktree", home.to_str().unwrap()]);
+    assert_refused_as_elsewhere(&repo.dir, &repo.dir.join(".git"));
+}
+
+/// `git init --separate-git-dir` with the git dir in the home directory:
+/// the work tree is the project, not the git dir's parent.
+fn separate_git_dir_in_home(sb: &Sandbox) -> (GitRepo, PathBuf) {
+    let home = home_with_a_key(sb);
+    let project = sb.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let git_dir = home.join("gd");
+    let repo = GitRepo { dir: project };
+    repo.git(&[
+        "init",
+        "-q",
+        "-b",
+        "main",
+        "--separate-git-dir",
+        git_dir.to_str().unwrap(),
+    ]);
+    repo.git(&["config", "user.name", "Test User"]);
+    repo.git(&["config", "user.email", "test@example.invalid"]);
+    repo.write("a.txt", "one\n");
+    repo.commit_all("base");
+    (repo, git_dir)
+}
+
+#[test]
+fn a_separate_git_dir_snapshots_the_project_not_the_git_dirs_parent() {
+    let sb = Sandbox::new();
+    let (repo, _) = separate_git_dir_in_home(&sb);
+    repo.write("a.txt", "two\n");
+    repo.write("sub/new.txt", "new\n");
+    let sha = checkpoint_with(&repo, &options(), &meta("s"));
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{sha}^{{tree}}")]).trim(),
+        repo.expected_tree()
+    );
+    let objects = run_with_stdin(
+        {
+            let mut cmd = repo.command();
+            cmd.args(["cat-file", "--batch-all-objects", "--batch"]);
+            cmd
+        },
+        b"",
+    );
+    assert!(!String::from_utf8_lossy(&objects.stdout).contains("PRIVATE KEY"));
+    // From a subdirectory of the project too.
+    let snapshot = git::snapshot(&repo.dir.join("sub"), &options()).expect("snapshot");
+    assert_eq!(snapshot.tree.to_string(), repo.expected_tree());
+}
+
+#[test]
+fn a_separate_git_dir_whose_work_tree_is_elsewhere_is_refused() {
+    let sb = Sandbox::new();
+    let (repo, git_dir) = separate_git_dir_in_home(&sb);
+    // The git dir says its work tree is the home directory.
+    repo.git(&["config", "core.worktree", ".."]);
+    assert_refused_as_elsewhere(&repo.dir, &git_dir);
+}
+
+// ---- nothing created inside a git dir ----
+
+#[test]
+fn a_project_inside_a_git_dir_is_not_a_repository() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    let git_dir = repo.dir.join(".git");
+    for project in [git_dir.clone(), git_dir.join("refs")] {
+        let err = git::snapshot(&project, &options()).unwrap_err();
+        assert!(
+            matches!(err, GitError::NotARepository { .. } | GitError::Bare { .. }),
+            "{project:?}: {err}"
+        );
+        assert!(git::head_info(&project).is_err());
+        assert!(!git_dir.join("hookd").exists(), "{project:?}");
+        assert!(!git_dir.join("refs/hookd").exists(), "{project:?}");
+    }
+}
+
+#[test]
+fn a_bare_repository_gets_no_hookd_dir() {
+    let sb = Sandbox::new();
+    let bare = sb.path().join("bare.git");
+    let out = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&bare)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    for project in [bare.clone(), bare.join("objects")] {
+        assert!(matches!(
+            git::snapshot(&project, &options()),
+            Err(GitError::Bare { .. } | GitError::NotARepository { .. })
+        ));
+        assert!(matches!(
+            git::exclude(&project, ".workflow/"),
+            Err(GitError::Bare { .. } | GitError::NotARepository { .. })
+        ));
+    }
+    assert!(!bare.join("hookd").exists());
+}
+
+// ---- filter drivers ----
+
+/// A repository whose `.gitattributes` sends secret files through a clean
+/// filter (rot13 here; git-crypt in real life).
+fn filtered_repo(sb: &Sandbox) -> GitRepo {
+    let repo = base_repo(sb);
+    repo.git(&["config", "filter.crypt.clean", "tr a-zA-Z n-za-mN-ZA-M"]);
+    repo.git(&["config", "filter.crypt.smudge", "tr a-zA-Z n-za-mN-ZA-M"]);
+    repo.write(
+        ".gitattributes",
+        "secret.txt filter=crypt\nkeys/* filter=crypt\n*.txt text eol=lf\nloose.txt filter=none-configured\n",
+    );
+    repo.write("secret.txt", "password=swordfish\n");
+    repo.commit_all("secrets, filtered");
+    repo
+}
+
+#[test]
+fn files_with_a_filter_driver_are_never_stored_in_clear() {
+    let sb = Sandbox::new();
+    let repo = filtered_repo(&sb);
+    let committed = repo.git(&["rev-parse", ":secret.txt"]).trim().to_owned();
+    repo.write("secret.txt", "password=hunter2\n");
+    repo.write("keys/new.key", "token=correcthorse\n");
+    repo.write("plain.txt", "text attributes are fine\n");
+    // No clean command for this driver: git stores the bytes as they are.
+    repo.write("loose.txt", "stored as git would\n");
+    let sha = checkpoint_with(&repo, &options(), &meta("s"));
+
+    let listing = repo.git(&["ls-tree", "-r", &sha]);
+    assert!(
+        listing.contains(&format!("{committed}\tsecret.txt")),
+        "the tracked secret keeps the blob git filtered: {listing}"
+    );
+    assert!(!listing.contains("keys/new.key"), "{listing}");
+    assert!(
+        listing.contains("plain.txt") && listing.contains("loose.txt"),
+        "{listing}"
+    );
+    let objects = run_with_stdin(
+        {
+            let mut cmd = repo.command();
+            cmd.args(["cat-file", "--batch-all-objects", "--batch"]);
+            cmd
+        },
+        b"",
+    );
+    let all = String::from_utf8_lossy(&objects.stdout);
+    assert!(
+        !all.contains("hunter2") && !all.contains("correcthorse") && !all.contains("swordfish"),
+        "no object holds a secret in clear"
+    );
+
+    let message = repo.git(&["log", "-1", "--format=%B", &sha]);
+    assert!(
+        message.contains("Hookd-Skipped: secret.txt (filter crypt")
+            && message.contains("Hookd-Skipped: keys/new.key (filter crypt"),
+        "{message}"
+    );
+
+    // Still left out when nothing changed since, and after the next change.
+    repo.write("secret.txt", "password=hunter3\n");
+    let again = checkpoint_with(&repo, &options(), &meta("s"));
+    assert!(
+        repo.git(&["ls-tree", "-r", &again])
+            .contains(&format!("{committed}\tsecret.txt"))
+    );
+}
+
+#[test]
+fn a_filtered_file_is_named_in_the_saved_state() {
+    let sb = Sandbox::new();
+    let repo = filtered_repo(&sb);
+    repo.write("secret.txt", "password=hunter2\n");
+    let _daemon = TestDaemon::start(sb.daemon_options());
+    let out = sb
+        .command("hookctl")
+        .current_dir(&repo.dir)
+        .args(["save", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.dir.join(".workflow/context_state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        state["checkpoint"]["skipped"],
+        serde_json::json!(["secret.txt (filter crypt, not stored)"])
+    );
+}
+
+// ---- trailers ----
+
+#[test]
+fn a_file_name_cannot_forge_a_trailer() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    let name = "a\nHookd-Session: forged\nHookd-Base: unborn";
+    std::fs::write(repo.dir.join(name), "x".repeat(100)).unwrap();
+    let small = SnapshotOptions {
+        include_untracked: true,
+        max_file_bytes: 10,
+    };
+    let sha = checkpoint_with(&repo, &small, &meta("real-session"));
+    let list = git::list_checkpoints(&repo.dir, REF_PREFIX, 10).unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].sha, sha);
+    assert_eq!(list[0].session.as_deref(), Some("real-session"));
+    assert_ne!(list[0].base.as_deref(), Some("unborn"));
+    let detail = git::show(&repo.dir, &sha, REF_PREFIX).unwrap();
+    assert_eq!(detail.summary.session.as_deref(), Some("real-session"));
+    assert!(
+        !detail
+            .message
+            .lines()
+            .any(|l| l.starts_with("Hookd-Session: forged")),
+        "{}",
+        detail.message
+    );
+}
+
+#[test]
+fn a_session_id_cannot_forge_a_trailer() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.write("a.txt", "changed\n");
+    let forged = CheckpointMeta {
+        session: Some("s1\r\nHookd-Trigger: forged".into()),
+        trigger: "manual".into(),
+        tokens: Some("1/2\nHookd-Session: other".into()),
+    };
+    checkpoint_with(&repo, &options(), &forged);
+    let list = git::list_checkpoints(&repo.dir, REF_PREFIX, 10).unwrap();
+    assert_eq!(list[0].trigger.as_deref(), Some("manual"));
+    let session = list[0].session.as_deref().unwrap();
+    assert!(
+        session.starts_with("s1") && !session.contains('\n') && !session.contains('\r'),
+        "{session:?}"
+    );
+}
+
+// ---- refs ----
+
+#[test]
+fn a_checkpoint_ref_outside_refs_hookd_is_refused() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.write("a.txt", "changed\n");
+    let before = repo.fingerprint();
+    let snapshot = git::snapshot(&repo.dir, &options()).unwrap();
+    for prefix in ["refs/heads", "refs/tags", "refs/hookd/../heads", "HEAD"] {
+        let err = git::commit_checkpoint(&repo.dir, &snapshot, &meta("s"), prefix).unwrap_err();
+        assert!(err.to_string().contains(prefix), "{prefix}: {err}");
+    }
+    assert_eq!(repo.fingerprint(), before);
+    assert_eq!(repo.git(&["for-each-ref", "refs/hookd"]), "");
+}
+
+// ---- restore ----
+
+/// Writes a blob and returns its id.
+fn blob(repo: &GitRepo, content: &[u8]) -> String {
+    let mut cmd = repo.command();
+    cmd.args(["hash-object", "-w", "--stdin"]);
+    String::from_utf8(run_with_stdin(cmd, content).stdout)
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// Writes a tree object byte by byte, so it can hold names git refuses:
+/// entries are (mode, name, id).
+fn raw_tree(repo: &GitRepo, entries: &[(&str, &str, &str)]) -> String {
+    let mut entries = entries.to_vec();
+    entries.sort_by_key(|e| e.1);
+    let mut bytes = Vec::new();
+    for (mode, name, id) in entries {
+        bytes.extend_from_slice(format!("{mode} {name}\0").as_bytes());
+        let id = git2_oid(id);
+        bytes.extend_from_slice(&id);
+    }
+    let mut cmd = repo.command();
+    cmd.args(["hash-object", "-w", "-t", "tree", "--literally", "--stdin"]);
+    let out = run_with_stdin(cmd, &bytes);
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+fn git2_oid(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn commit_tree(repo: &GitRepo, tree: &str) -> String {
+    repo.git(&["commit-tree", tree, "-m", "WIP: Pre-compaction checkpoint"])
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn restore_refuses_paths_into_a_git_dir_or_out_of_the_work_tree() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    let outside = sb.path().join("escape.txt");
+    let evil = blob(&repo, b"evil\n");
+    let ok = blob(&repo, b"fine\n");
+    let index_dir = raw_tree(&repo, &[("100644", "index", &evil)]);
+    let escape = raw_tree(&repo, &[("100644", "escape.txt", &evil)]);
+    let hostile = [
+        raw_tree(
+            &repo,
+            &[("40000", ".git", &index_dir), ("100644", "ok.txt", &ok)],
+        ),
+        raw_tree(
+            &repo,
+            &[("40000", ".GIT", &index_dir), ("100644", "ok.txt", &ok)],
+        ),
+        raw_tree(
+            &repo,
+            &[("40000", "..", &escape), ("100644", "ok.txt", &ok)],
+        ),
+        raw_tree(&repo, &[("100644", "", &evil), ("100644", "ok.txt", &ok)]),
+    ];
+    for tree in hostile {
+        let sha = commit_tree(&repo, &tree);
+        let before = repo.fingerprint();
+        let git_dir = contents(&repo.dir.join(".git"));
+        let result = git::restore(&repo.dir, &sha, &[], true);
+        assert!(result.is_err(), "{tree}: {result:?}");
+        assert!(
+            contents(&repo.dir.join(".git")) == git_dir,
+            "{tree}: the git dir changed"
+        );
+        assert_eq!(repo.fingerprint(), before, "{tree}: nothing written");
+        assert!(!outside.exists());
+    }
+}
+
+#[test]
+fn restore_never_writes_into_a_git_dir_inside_the_work_tree() {
+    let sb = Sandbox::new();
+    let project = sb.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let repo = GitRepo {
+        dir: project.clone(),
+    };
+    // The git dir is a plain directory of the work tree, named `gd`.
+    repo.git(&[
+        "init",
+        "-q",
+        "-b",
+        "main",
+        "--separate-git-dir",
+        project.join("gd").to_str().unwrap(),
+    ]);
+    repo.git(&["config", "user.name", "Test User"]);
+    repo.git(&["config", "user.email", "test@example.invalid"]);
+    repo.write("a.txt", "one\n");
+    repo.git(&["add", "a.txt"]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    let evil = blob(&repo, b"evil\n");
+    let gd = raw_tree(
+        &repo,
+        &[("100644", "index", &evil), ("100644", "HEAD", &evil)],
+    );
+    let sha = commit_tree(&repo, &raw_tree(&repo, &[("40000", "gd", &gd)]));
+    let git_dir = contents(&project.join("gd"));
+    let result = git::restore(&project, &sha, &[], true);
+    assert!(result.is_err(), "{result:?}");
+    assert_eq!(
+        contents(&project.join("gd")),
+        git_dir,
+        "the git dir as it was"
+    );
+}
+
+#[test]
+fn restore_never_follows_a_planted_symlink() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    let outside = sb.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("file"), "outside\n").unwrap();
+    std::os::unix::fs::symlink(&outside, repo.dir.join("link")).unwrap();
+    std::os::unix::fs::symlink(outside.join("file"), repo.dir.join("target.txt")).unwrap();
+
+    let evil = blob(&repo, b"evil\n");
+    // A file under a directory that is a symlink in the work tree.
+    let under = raw_tree(&repo, &[("100644", "pwned.txt", &evil)]);
+    let through_dir = commit_tree(&repo, &raw_tree(&repo, &[("40000", "link", &under)]));
+    // A file where the work tree has a symlink.
+    let over_link = commit_tree(&repo, &raw_tree(&repo, &[("100644", "target.txt", &evil)]));
+    // A symlink in the tree, and a file after it.
+    let link = blob(&repo, outside.join("file").to_str().unwrap().as_bytes());
+    let makes_link = commit_tree(
+        &repo,
+        &raw_tree(
+            &repo,
+            &[
+                ("120000", "made-link", &link),
+                ("100644", "after.txt", &evil),
+            ],
+        ),
+    );
+
+    let before_outside = contents(&outside);
+    let before_git = contents(&repo.dir.join(".git"));
+    let before_index = repo.fingerprint().index;
+
+    let result = git::restore(&repo.dir, &through_dir, &[], true);
+    assert!(
+        matches!(&result, Err(e) if e.to_string().contains("symlink")),
+        "{result:?}"
+    );
+
+    let restored =
+        git::restore(&repo.dir, &over_link, &[PathBuf::from("target.txt")], true).unwrap();
+    assert_eq!(restored, vec!["target.txt".to_owned()]);
+    let meta = std::fs::symlink_metadata(repo.dir.join("target.txt")).unwrap();
+    assert!(
+        meta.is_file(),
+        "the symlink is replaced, not written through"
+    );
+    assert_eq!(
+        std::fs::read(repo.dir.join("target.txt")).unwrap(),
+        b"evil\n"
+    );
+
+    git::restore(&repo.dir, &makes_link, &[], true).unwrap();
+    assert_eq!(
+        std::fs::read_link(repo.dir.join("made-link")).unwrap(),
+        outside.join("file")
+    );
+
+    assert!(
+        contents(&outside) == before_outside,
+        "nothing outside changed"
+    );
+    assert!(
+        contents(&repo.dir.join(".git")) == before_git,
+        "the git dir as it was"
+    );
+    assert!(
+        repo.fingerprint().index == before_index,
+        "index byte-identical"
+    );
+}
+
+#[test]
+fn restore_writes_the_recorded_modes() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.write("run.sh", "#!/bin/sh\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        repo.dir.join("run.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    repo.write("dir/plain.txt", "plain\n");
+    std::os::unix::fs::symlink("dir/plain.txt", repo.dir.join("link")).unwrap();
+    let sha = checkpoint_with(&repo, &options(), &meta("s"));
+    for path in ["run.sh", "dir/plain.txt", "link"] {
+        std::fs::remove_file(repo.dir.join(path)).unwrap();
+    }
+    // The daemon runs with umask 077; the recorded mode still wins.
+    // (nextest runs each test in its own process.)
+    unsafe { libc::umask(0o077) };
+    let before_index = repo.fingerprint().index;
+    let mut restored = git::restore(&repo.dir, &sha, &[], false).unwrap();
+    restored.sort();
+    assert_eq!(restored, ["dir/plain.txt", "link", "run.sh"]);
+    assert_eq!(hookd_tests::file_mode(&repo.dir.join("run.sh")), 0o755);
+    assert_eq!(
+        hookd_tests::file_mode(&repo.dir.join("dir/plain.txt")),
+        0o644
+    );
+    assert_eq!(
+        std::fs::read_link(repo.dir.join("link")).unwrap(),
+        Path::new("dir/plain.txt")
+    );
+    assert_eq!(repo.fingerprint().index, before_index);
+}
+
+#[test]
+fn restore_still_refuses_to_overwrite_uncommitted_changes() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    repo.write("a.txt", "checkpointed\n");
+    repo.write("new.txt", "new\n");
+    let sha = checkpoint_with(&repo, &options(), &meta("s"));
+    repo.write("a.txt", "edited since\n");
+    repo.write("new.txt", "edited since\n");
+    let err = git::restore(&repo.dir, &sha, &[], false).unwrap_err();
+    match err {
+        GitError::WouldOverwrite(paths) => assert_eq!(paths, ["a.txt", "new.txt"]),
+        other => panic!("{other}"),
+    }
+    assert_eq!(
+        std::fs::read_to_string(repo.dir.join("a.txt")).unwrap(),
+        "edited since\n"
+    );
+    // An unchanged tracked file is overwritten without --force.
+    repo.git(&["checkout", "a.txt"]);
+    let restored = git::restore(&repo.dir, &sha, &[PathBuf::from("a.txt")], false).unwrap();
+    assert_eq!(restored, ["a.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(repo.dir.join("a.txt")).unwrap(),
+        "checkpointed\n"
+    );
+    // Already as in the checkpoint: nothing to do.
+    let restored = git::restore(&repo.dir, &sha, &[PathBuf::from("a.txt")], false).unwrap();
+    assert!(restored.is_empty());
+    // A path given must be a relative path inside the work tree.
+    for bad in ["../a.txt", "/etc/passwd", ".git/config"] {
+        assert!(
+            git::restore(&repo.dir, &sha, &[PathBuf::from(bad)], true).is_err(),
+            "{bad}"
+        );
+    }
+}

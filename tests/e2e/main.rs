@@ -7,8 +7,11 @@
 //! Without `$HOOKD_E2E_CLAUDE` every scenario skips (and says so), unless
 //! `HOOKD_E2E=require`.
 
+mod agents;
+mod codex;
 mod compaction;
 mod fail_open;
+mod gemini;
 mod memory;
 mod sessions;
 mod thresholds;

@@ -125,7 +125,6 @@ fn gemini_precompress_without_compression_runs_no_pipeline() {
 }
 
 #[test]
-#[ignore = "fails today: hookctl's stderr with an empty stdout is shown as a message"]
 fn gemini_without_hookd_runs_as_without_hooks() {
     agents::fail_open(
         Client::Gemini,

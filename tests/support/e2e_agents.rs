@@ -742,7 +742,7 @@ impl Agent {
     /// (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`), Gemini's chat
     /// file (`~/.gemini/tmp/<project>/chats/session-….jsonl`, the newest).
     pub fn session_file(&self) -> Option<PathBuf> {
-        let (root, wanted): (PathBuf, Box<dyn Fn(&Path) -> bool>) = match self.client {
+        let (root, wanted): (PathBuf, PathFilter) = match self.client {
             Client::Codex => {
                 let id = self.session_id.clone();
                 (
@@ -840,7 +840,13 @@ impl Agent {
     pub fn diagnostics(&self) -> String {
         let log = self.log();
         let daemon_log = self.daemon_log();
-        let tail: Vec<&str> = daemon_log.lines().rev().take(30).collect();
+        // Template rendering and inotify chatter drown what happened.
+        let tail: Vec<&str> = daemon_log
+            .lines()
+            .rev()
+            .filter(|l| !l.contains("handlebars::") && !l.contains("notify::"))
+            .take(30)
+            .collect();
         let events: Vec<String> = crate::workflow_events(&self.project)
             .iter()
             .map(|e| {
@@ -876,6 +882,9 @@ impl Drop for Agent {
         }
     }
 }
+
+/// Which files of a directory tree are wanted.
+type PathFilter = Box<dyn Fn(&Path) -> bool>;
 
 fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {

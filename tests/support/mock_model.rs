@@ -503,3 +503,86 @@ impl ModelLog {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_survive_the_script_file() {
+        for reply in [
+            Reply::text("t1.text", 1_234, "Done."),
+            Reply::shell("t1.tool", 99, "echo hi > notes.txt"),
+        ] {
+            assert_eq!(Reply::from_json(&reply.to_json()), reply);
+        }
+    }
+
+    #[test]
+    fn codex_compaction_requests_get_the_summary() {
+        let turn = json!({"input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "TURN 1"}]},
+        ]});
+        let compaction = json!({"input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "TURN 1"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text",
+                "text": "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary"}]},
+        ]});
+        assert_eq!(
+            crate::mock_codex::classify("/v1/responses", &turn),
+            Kind::Main
+        );
+        assert_eq!(
+            crate::mock_codex::classify("/v1/responses", &compaction),
+            Kind::Summary
+        );
+        assert_eq!(
+            crate::mock_codex::classify("/v1/models", &turn),
+            Kind::Other
+        );
+    }
+
+    #[test]
+    fn codex_shell_calls_and_usage() {
+        let body = json!({"tools": [{"type": "function", "name": "exec_command"}], "input": []});
+        let sse =
+            crate::mock_codex::respond(7, &Kind::Main, &Reply::shell("t", 5_000, "ls"), &body);
+        let text = String::from_utf8(sse.body).unwrap();
+        assert!(text.contains(r#""name":"exec_command""#), "{text}");
+        assert!(text.contains(r#"\"cmd\":\"ls\""#), "{text}");
+        assert!(text.contains(r#""total_tokens":5000"#), "{text}");
+        assert!(text.ends_with("\n\n") && text.contains("event: response.completed"));
+    }
+
+    #[test]
+    fn gemini_requests_by_kind() {
+        let path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+        let user = |text: &str| json!({"contents": [{"role": "user", "parts": [{"text": text}]}]});
+        assert_eq!(
+            crate::mock_gemini::classify(path, &user("TURN 1")),
+            Kind::Main
+        );
+        assert_eq!(
+            crate::mock_gemini::classify(
+                "/v1beta/models/gemini-2.5-flash:generateContent",
+                &user("Generate a new <state_snapshot> based on the provided history.")
+            ),
+            Kind::Summary
+        );
+        let mut utility = user("who speaks next?");
+        utility["generationConfig"] = json!({"responseMimeType": "application/json"});
+        assert_eq!(crate::mock_gemini::classify(path, &utility), Kind::Utility);
+        let reply = crate::mock_gemini::respond(
+            1,
+            &Kind::Main,
+            &Reply::text("r", 42, "ok"),
+            path,
+            &utility,
+        );
+        let text = String::from_utf8(reply.body).unwrap();
+        let data: Value =
+            serde_json::from_str(text.strip_prefix("data: ").unwrap().trim()).unwrap();
+        assert_eq!(data["usageMetadata"]["promptTokenCount"], 42);
+        assert_eq!(data["modelVersion"], "gemini-2.5-flash");
+    }
+}

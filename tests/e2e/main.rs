@@ -1,14 +1,21 @@
-//! End-to-end scenarios: the real Claude Code client (`$HOOKD_E2E_CLAUDE`,
-//! version 2.1.330) runs headless against `mock_api.py`, a scripted mock of
-//! the Anthropic Messages API, with the real hookctl and hookd wired into a
-//! real git project. Only the model is mocked. See `hookd_tests::e2e` for
-//! the harness and its network isolation.
+//! End-to-end scenarios: the real agent clients run headless against
+//! scripted mocks of their model APIs, with the real hookctl and hookd wired
+//! into a real git project. Only the model is mocked.
 //!
-//! Without `$HOOKD_E2E_CLAUDE` every scenario skips (and says so), unless
-//! `HOOKD_E2E=require`.
+//! - Claude Code 2.1.330 (`$HOOKD_E2E_CLAUDE`) against `mock_api.py`, a mock
+//!   of the Anthropic Messages API: see `hookd_tests::e2e`.
+//! - Codex CLI 0.169.0 (`$HOOKD_E2E_CODEX`, `codex.rs`) and Gemini CLI 0.61.0
+//!   (`$HOOKD_E2E_GEMINI`, `gemini.rs`) against `hookd-mock-model`: see
+//!   `hookd_tests::e2e_agents`; what they check alike is in `agents.rs`.
+//!
+//! A scenario whose client is not named skips (and says so), unless
+//! `HOOKD_E2E=require`. `tests/tools/install-clients` installs all three.
 
+mod agents;
+mod codex;
 mod compaction;
 mod fail_open;
+mod gemini;
 mod memory;
 mod sessions;
 mod thresholds;

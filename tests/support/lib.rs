@@ -6,6 +6,10 @@
 //! executable; `tests/run` builds them before running the tests.
 
 pub mod e2e;
+pub mod e2e_agents;
+pub mod mock_codex;
+pub mod mock_gemini;
+pub mod mock_model;
 
 use hookd::engine::Engine;
 use hookd::{Daemon, DaemonOptions, Shutdown};

@@ -1,0 +1,313 @@
+//! What the Codex CLI and Gemini CLI scenarios check alike: the threshold
+//! climb, the compaction's pipeline, checkpoint and resume prompt, no
+//! pipeline without a compaction, and a client unaffected by an absent
+//! hookd. `codex.rs` and `gemini.rs` set each client up and call these.
+
+use hookd_tests::e2e_agents::{
+    Agent, AgentBuilder, AgentRun, Client, RESUME_MARKER, SETTLE, Wiring,
+};
+use hookd_tests::mock_model::{ModelLog, Reply};
+use hookd_tests::wait_until;
+use serde_json::Value;
+
+/// Each step of the climb as a percentage of the compaction point, and the
+/// level it crosses with the start of that level's message.
+pub const CLIMB: [(u64, Option<(f64, &str)>); 5] = [
+    (50, None),
+    (72, Some((0.70, "Context at 70%."))),
+    (83, Some((0.80, "Context at 80%."))),
+    (92, Some((0.90, "Context at 90%."))),
+    (96, Some((0.95, "CRITICAL: Context at 95%."))),
+];
+
+/// One prompt, five shell calls whose replies report the climb, then a
+/// closing text 100 tokens later.
+pub fn climb_script(compacts_at: u64) -> Vec<Reply> {
+    let mut replies: Vec<Reply> = CLIMB
+        .iter()
+        .map(|(percent, _)| {
+            Reply::shell(
+                &format!("at{percent}"),
+                compacts_at * percent / 100,
+                &format!("echo 'step at {percent}%' >> notes.txt"),
+            )
+        })
+        .collect();
+    let last = compacts_at * CLIMB[CLIMB.len() - 1].0 / 100;
+    replies.push(Reply::text("closing", last + 100, "All steps noted."));
+    replies
+}
+
+/// The threshold scenario: every level fires once, on the reply that crossed
+/// it (its `tokens_used` is that reply's figure), and its message reaches the
+/// model once, first in the request that follows that reply's tool call.
+pub fn thresholds(builder: AgentBuilder, compacts_at: u64) {
+    let script = climb_script(compacts_at);
+    let Some(mut agent) = builder.replies(script.clone()).start() else {
+        return;
+    };
+    let run = agent.run("CLIMB: add five steps to notes.txt, one command each");
+    let expected: Vec<f64> = CLIMB.iter().filter_map(|c| Some(c.1?.0)).collect();
+    let settled = wait_until(SETTLE, || agent.events("threshold").len() >= expected.len());
+    let fired = agent.events("threshold");
+    let levels: Vec<f64> = fired.iter().filter_map(|e| e["level"].as_f64()).collect();
+    let figures: Vec<u64> = fired
+        .iter()
+        .filter_map(|e| e["tokens_used"].as_u64())
+        .collect();
+    eprintln!(
+        "{}: thresholds fired {levels:?} at {figures:?} (run {:.2} s)",
+        agent.name,
+        run.elapsed.as_secs_f64()
+    );
+    assert!(
+        settled && levels == expected,
+        "{}: levels fired {levels:?}, expected {expected:?}\n{}",
+        agent.name,
+        agent.diagnostics()
+    );
+    let log = agent.log();
+    for (i, (percent, crossing)) in CLIMB.iter().enumerate() {
+        let Some((level, message)) = crossing else {
+            continue;
+        };
+        let event = fired
+            .iter()
+            .find(|e| e["level"].as_f64() == Some(*level))
+            .unwrap();
+        assert_eq!(
+            event["tokens_used"].as_u64(),
+            Some(compacts_at * percent / 100),
+            "{}: {level} fired on the reply that crossed it: {event}",
+            agent.name
+        );
+        let next = &script[i + 1].label;
+        let first = log.first_containing(message).unwrap_or_else(|| {
+            panic!(
+                "{}: {message:?} never reached the model\n{}",
+                agent.name,
+                agent.diagnostics()
+            )
+        });
+        assert_eq!(
+            &first.label, next,
+            "{}: {message:?} first reaches the model right after the tool call at {percent}%",
+            agent.name
+        );
+    }
+    let last = log.answered_with("closing");
+    for (_, crossing) in CLIMB {
+        if let Some((_, message)) = crossing {
+            assert_eq!(
+                last.count(message),
+                1,
+                "{}: {message:?} reached the model once",
+                agent.name
+            );
+        }
+    }
+    assert!(
+        log.first_containing(RESUME_MARKER).is_none(),
+        "{}: no resume prompt without a compaction",
+        agent.name
+    );
+}
+
+/// Pipeline runs started by a compaction (not by a threshold).
+pub fn compaction_pipelines(agent: &Agent) -> Vec<Value> {
+    let mut runs = agent.pipeline_runs(Some("pre-compact"));
+    runs.extend(agent.pipeline_runs(Some("unannounced")));
+    runs
+}
+
+/// After one compaction: one compaction event, one pipeline run for it, the
+/// state captured, a checkpoint on `refs/hookd/checkpoints/main` holding
+/// `untracked` (a file the agent wrote), the user's HEAD untouched; and the
+/// resume prompt first in the request answered with `first_after`, then
+/// once in every later request and never before the compaction.
+pub fn compaction_handled(agent: &Agent, head_before: &str, untracked: &str, first_after: &str) {
+    let settled = wait_until(SETTLE, || {
+        !agent.events("compaction").is_empty() && !compaction_pipelines(agent).is_empty()
+    });
+    let log = agent.log();
+    let summaries = log.of_kind("summary");
+    let injections: Vec<(String, usize)> = log
+        .requests
+        .iter()
+        .filter(|r| r.kind == "main")
+        .map(|r| (r.label.clone(), r.count(RESUME_MARKER)))
+        .collect();
+    eprintln!(
+        "{}: summary requests {}, compaction events {}, pipeline runs {} ({} for the compaction), \
+         refs {:?}, resume prompt per request {injections:?}",
+        agent.name,
+        summaries.len(),
+        agent.events("compaction").len(),
+        agent.pipeline_runs(None).len(),
+        compaction_pipelines(agent).len(),
+        agent.hookd_refs(),
+    );
+    assert!(
+        !summaries.is_empty(),
+        "{}: the client compacted: {:?}",
+        agent.name,
+        log.labels()
+    );
+    assert!(
+        settled,
+        "{}: hookd saw the compaction and ran the pipeline\n{}",
+        agent.name,
+        agent.diagnostics()
+    );
+    assert_eq!(
+        agent.events("compaction").len(),
+        1,
+        "{}: one compaction, one event",
+        agent.name
+    );
+    assert_eq!(
+        compaction_pipelines(agent).len(),
+        1,
+        "{}: one pipeline run for the compaction: {:?}",
+        agent.name,
+        agent.pipeline_runs(None)
+    );
+    assert!(
+        agent.project.join(".workflow/context_state.json").is_file(),
+        "{}: the state was captured",
+        agent.name
+    );
+    let reference = "refs/hookd/checkpoints/main";
+    assert!(
+        agent.hookd_refs().iter().any(|r| r == reference),
+        "{}: a checkpoint on {reference}: {:?}",
+        agent.name,
+        agent.hookd_refs()
+    );
+    let files = agent.git(&["ls-tree", "-r", "--name-only", reference]);
+    assert!(
+        files.lines().any(|f| f == untracked),
+        "{}: {untracked} in the checkpoint: {files}",
+        agent.name
+    );
+    assert_eq!(
+        agent.git(&["rev-parse", "HEAD"]),
+        head_before,
+        "HEAD untouched"
+    );
+
+    let first_summary = summaries[0].n;
+    for r in log.requests.iter().filter(|r| r.n < first_summary) {
+        assert_eq!(
+            r.count(RESUME_MARKER),
+            0,
+            "{}: no resume prompt before the compaction ({})",
+            agent.name,
+            r.label
+        );
+    }
+    let first = log.first_containing(RESUME_MARKER).unwrap_or_else(|| {
+        panic!(
+            "{}: the resume prompt never reached the model: {injections:?}\n{}",
+            agent.name,
+            agent.diagnostics()
+        )
+    });
+    assert_eq!(
+        first.label, first_after,
+        "{}: the resume prompt reaches the model in the first request it can",
+        agent.name
+    );
+    for r in log.main_after(first.n - 1) {
+        assert_eq!(
+            r.count(RESUME_MARKER),
+            1,
+            "{}: the resume prompt reached the model once (request {})",
+            agent.name,
+            r.label
+        );
+    }
+}
+
+/// Nothing of hookd's compaction machinery ran: no pipeline, no compaction
+/// event, no checkpoint ref, no resume prompt.
+pub fn no_pipeline(agent: &Agent) {
+    // hookd acts after the hook has answered: give it the time it would take.
+    wait_until(std::time::Duration::from_millis(1500), || {
+        !agent.pipeline_runs(None).is_empty()
+    });
+    let runs = agent.pipeline_runs(None);
+    eprintln!(
+        "{}: pipeline runs {}, compaction events {}, refs {:?}",
+        agent.name,
+        runs.len(),
+        agent.events("compaction").len(),
+        agent.hookd_refs()
+    );
+    assert!(
+        runs.is_empty(),
+        "{}: the pipeline ran {} times without a compaction: {runs:?}",
+        agent.name,
+        runs.len()
+    );
+    assert!(agent.events("compaction").is_empty(), "{}", agent.name);
+    assert!(agent.hookd_refs().is_empty(), "{}", agent.name);
+    assert!(
+        agent.log().first_containing(RESUME_MARKER).is_none(),
+        "{}: no resume prompt",
+        agent.name
+    );
+}
+
+/// The same script with no hooks and with hookd's hooks but no daemon: the
+/// same exit codes and answers, nothing of ours in the output or requests.
+pub fn fail_open(client: Client, replies: Vec<Reply>, prompts: &[&str]) {
+    let runs = |wiring: Wiring, name: &str| -> Option<(Vec<AgentRun>, ModelLog, bool)> {
+        let mut agent = Agent::builder(client, name)
+            .wiring(wiring)
+            .replies(replies.clone())
+            .start()?;
+        let runs: Vec<AgentRun> = prompts.iter().map(|p| agent.run(p)).collect();
+        let socket =
+            agent.sandbox().socket().exists() || agent.sandbox().path().join("nowhere").exists();
+        Some((runs, agent.log(), socket))
+    };
+    let Some((plain, plain_log, _)) = runs(Wiring::NoHooks, &format!("{client:?}-no-hooks")) else {
+        return;
+    };
+    let (absent, absent_log, socket) =
+        runs(Wiring::DaemonAbsent, &format!("{client:?}-hookd-absent")).unwrap();
+    for (p, a) in plain.iter().zip(&absent) {
+        eprintln!(
+            "{client:?}: run {}: without hooks {:?} in {:.2} s; with hooks, hookd absent {:?} in {:.2} s",
+            p.index,
+            p.code,
+            p.elapsed.as_secs_f64(),
+            a.code,
+            a.elapsed.as_secs_f64()
+        );
+        assert_eq!(a.code, p.code, "run {}: the same exit code", p.index);
+        assert_eq!(a.answer(), p.answer(), "run {}: the same answer", p.index);
+        for (stream, text) in [("stdout", &a.stdout), ("stderr", &a.stderr)] {
+            assert!(
+                !text.to_lowercase().contains("hookd"),
+                "run {}: nothing of ours on {stream}:\n{text}",
+                a.index
+            );
+        }
+    }
+    assert_eq!(
+        absent_log.labels(),
+        plain_log.labels(),
+        "the model was asked the same"
+    );
+    for r in &absent_log.requests {
+        assert!(
+            !r.text().contains("hookd") && !r.contains("[hookd"),
+            "nothing of ours reached the model ({}): {}",
+            r.label,
+            r.text()
+        );
+    }
+    assert!(!socket, "no daemon was started");
+}

@@ -1,0 +1,912 @@
+//! End-to-end support for the other two harnesses: the real Codex CLI
+//! (`$HOOKD_E2E_CODEX`, 0.169.0) and Gemini CLI (`$HOOKD_E2E_GEMINI`, 0.61.0)
+//! run headless against `hookd-mock-model` ([`mock_model`](crate::mock_model)),
+//! with hookd wired by `hookctl install codex` / `hookctl install gemini-cli`
+//! into a temporary HOME, and a real git project.
+//!
+//! - **Which client**: unset, a scenario skips with a message, unless
+//!   `HOOKD_E2E=require` (CI), which makes a missing or wrong client a failure,
+//!   as for Claude Code ([`e2e`](crate::e2e)).
+//! - **Isolation**: the mock runs under `unshare -rn`; every client run and
+//!   every hookctl command joins that namespace with `nsenter`, so hookd
+//!   (autostarted by the first hook) lives there too and nothing can reach
+//!   past 127.0.0.1.
+//! - **Evidence**: the mock's request log ([`ModelLog`]), each run's exit
+//!   status, stdout, stderr and duration ([`AgentRun`]), the client's own
+//!   session file (Codex's rollout, Gemini's chat file), `hookctl status
+//!   --json`, `.workflow/events.jsonl` and git.
+//!
+//! Codex skips hooks it has not been told to trust, silently, so every run
+//! passes `--dangerously-bypass-hook-trust` (what a person does once in the
+//! TUI's hook review). Gemini runs with `GEMINI_CLI_TRUST_WORKSPACE=true`
+//! (headless refuses an untrusted folder) and `-m gemini-2.5-flash` (without
+//! it, 0.61.0 picks a preview model and adds routing calls).
+
+use crate::mock_model::{Api, ModelLog, Reply};
+use crate::{Sandbox, bin, stderr, stdout, wait_until};
+use serde_json::{Value, json};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub use crate::e2e::REQUIRE_ENV;
+
+/// The first line of hookd's resume prompt (`templates/resume_prompt.md.hbs`):
+/// counting it in a request counts the resume prompts the model got.
+pub const RESUME_MARKER: &str = "Context Recovery - Resuming Previous Session";
+/// The Gemini model every run asks for, and its window.
+pub const GEMINI_MODEL: &str = "gemini-2.5-flash";
+pub const GEMINI_WINDOW: u64 = 1_048_576;
+/// Where Gemini CLI compresses: `model.compressionThreshold` (0.5 by
+/// default) of the window.
+pub const GEMINI_COMPRESSES_AT: u64 = GEMINI_WINDOW / 2;
+/// The model name Codex is configured with (the mock answers any).
+pub const CODEX_MODEL: &str = "mock-model";
+/// A client run that takes longer than this is killed and fails the test
+/// (a run takes one to five seconds).
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+/// How long the mock may take to start listening.
+const MOCK_START_LIMIT: Duration = Duration::from_secs(10);
+/// How long hookd may take to act on what a run left (status, events, git).
+pub const SETTLE: Duration = Duration::from_secs(10);
+
+/// One of the two clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    Codex,
+    Gemini,
+}
+
+impl Client {
+    pub fn env_var(self) -> &'static str {
+        match self {
+            Client::Codex => "HOOKD_E2E_CODEX",
+            Client::Gemini => "HOOKD_E2E_GEMINI",
+        }
+    }
+
+    pub fn pinned_version(self) -> &'static str {
+        match self {
+            Client::Codex => "0.169.0",
+            Client::Gemini => "0.61.0",
+        }
+    }
+
+    /// hookd's name for the harness (`hookctl install <name>`, status's `harness`).
+    pub fn harness(self) -> &'static str {
+        match self {
+            Client::Codex => "codex",
+            Client::Gemini => "gemini-cli",
+        }
+    }
+
+    fn api(self) -> Api {
+        match self {
+            Client::Codex => Api::Codex,
+            Client::Gemini => Api::Gemini,
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Client::Codex => "Codex CLI",
+            Client::Gemini => "Gemini CLI",
+        }
+    }
+
+    /// The client binary, or `None` (with a message) when its scenarios skip.
+    fn binary(self) -> Option<PathBuf> {
+        static CODEX: OnceLock<Option<PathBuf>> = OnceLock::new();
+        static GEMINI: OnceLock<Option<PathBuf>> = OnceLock::new();
+        let cell = match self {
+            Client::Codex => &CODEX,
+            Client::Gemini => &GEMINI,
+        };
+        cell.get_or_init(|| self.find_binary()).clone()
+    }
+
+    fn find_binary(self) -> Option<PathBuf> {
+        let (var, version, title) = (self.env_var(), self.pinned_version(), self.title());
+        let required = std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "require");
+        let Some(path) = std::env::var_os(var).filter(|p| !p.is_empty()) else {
+            assert!(
+                !required,
+                "{REQUIRE_ENV}=require but {var} is not set: install {title} {version} \
+                 (tests/tools/install-clients does) and point {var} at it"
+            );
+            eprintln!(
+                "\n*** SKIPPED: end-to-end test without {title}. Set {var} to a {title} \
+                 {version} binary to run it (tests/tools/install-clients prints it). ***\n"
+            );
+            return None;
+        };
+        let path = PathBuf::from(path);
+        let out = Command::new(&path)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {var}={}: {e}", path.display()));
+        // `codex-cli 0.169.0`, `0.61.0`.
+        let said = stdout(&out);
+        assert!(
+            said.split_whitespace().any(|w| w == version),
+            "{var}={} is `{}`; the scenarios encode {title} {version}",
+            path.display(),
+            said.trim()
+        );
+        Some(path)
+    }
+}
+
+/// Whether this machine lets us make a user + network namespace.
+fn namespaces_available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        let works = |program: &str, args: &[&str]| {
+            Command::new(program)
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let ok = works("unshare", &["-rn", "true"]) && works("nsenter", &["--version"]);
+        if !ok {
+            eprintln!(
+                "\n*** WARNING: `unshare -rn` is not available here: the end-to-end scenarios \
+                 run WITHOUT network isolation. ***\n"
+            );
+        }
+        ok
+    })
+}
+
+/// The mock model server: a child process, in its own network namespace
+/// when possible.
+struct Mock {
+    child: std::process::Child,
+    port: u16,
+    log: PathBuf,
+    isolated: bool,
+}
+
+impl Mock {
+    fn start(dir: &Path, api: Api, script: &Value) -> Mock {
+        let script_file = dir.join("mock_script.json");
+        std::fs::write(&script_file, script.to_string()).unwrap();
+        let log = dir.join("mock_requests.jsonl");
+        let port_file = dir.join("mock_port");
+        let server = bin("hookd-mock-model");
+        let isolated = namespaces_available();
+        let mut cmd = if isolated {
+            let mut c = Command::new("unshare");
+            c.arg("-rn").arg(&server).arg("--loopback-up");
+            c
+        } else {
+            Command::new(&server)
+        };
+        let err = std::fs::File::create(dir.join("mock_stderr.txt")).unwrap();
+        let child = cmd
+            .args(["--api", if api == Api::Codex { "codex" } else { "gemini" }])
+            .arg("--script")
+            .arg(&script_file)
+            .arg("--log")
+            .arg(&log)
+            .arg("--port-file")
+            .arg(&port_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .expect("start hookd-mock-model");
+        let mut mock = Mock {
+            child,
+            port: 0,
+            log,
+            isolated,
+        };
+        let up = wait_until(MOCK_START_LIMIT, || {
+            port_file.exists() || mock.child.try_wait().ok().flatten().is_some()
+        });
+        let port = std::fs::read_to_string(&port_file).ok();
+        mock.port = port.and_then(|p| p.trim().parse().ok()).unwrap_or_else(|| {
+            panic!(
+                "the mock model did not start (up: {up}): {}",
+                std::fs::read_to_string(dir.join("mock_stderr.txt")).unwrap_or_default()
+            )
+        });
+        mock
+    }
+
+    /// A command for `program` inside the mock's namespace.
+    fn enter(&self, program: &Path) -> Command {
+        if !self.isolated {
+            return Command::new(program);
+        }
+        let mut cmd = Command::new("nsenter");
+        cmd.arg("--target")
+            .arg(self.child.id().to_string())
+            .args(["--user", "--net", "--preserve-credentials", "--"])
+            .arg(program);
+        cmd
+    }
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// How hookd is wired for a scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wiring {
+    /// Installed, with a daemon the first hook starts on the sandbox's socket.
+    Hookd,
+    /// Installed, but the socket leads nowhere and autostart is off.
+    DaemonAbsent,
+    /// Not installed at all: the client as it is without hookd.
+    NoHooks,
+}
+
+/// Sets up an [`Agent`].
+pub struct AgentBuilder {
+    client: Client,
+    name: String,
+    replies: Vec<Reply>,
+    summary: (String, u64),
+    wiring: Wiring,
+    codex_window: u64,
+    codex_compact_limit: Option<u64>,
+}
+
+impl AgentBuilder {
+    /// The model's replies to the main requests, in order.
+    pub fn replies(mut self, replies: Vec<Reply>) -> Self {
+        self.replies = replies;
+        self
+    }
+
+    /// The answer to the compaction (Codex) or compression (Gemini) request,
+    /// and the tokens it reports.
+    pub fn summary(mut self, text: &str, tokens: u64) -> Self {
+        self.summary = (text.into(), tokens);
+        self
+    }
+
+    pub fn wiring(mut self, wiring: Wiring) -> Self {
+        self.wiring = wiring;
+        self
+    }
+
+    /// Codex's `model_context_window` and `model_auto_compact_token_limit`.
+    pub fn codex_limits(mut self, window: u64, compact_limit: Option<u64>) -> Self {
+        self.codex_window = window;
+        self.codex_compact_limit = compact_limit;
+        self
+    }
+
+    /// Starts the mock and prepares HOME and the project, or `None` when the
+    /// scenario skips (no client).
+    pub fn start(self) -> Option<Agent> {
+        let binary = self.client.binary()?;
+        let sb = Sandbox::new();
+        for dir in [sb.home(), sb.path().join("tmp")] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(
+            sb.home().join(".gitconfig"),
+            "[user]\n\tname = hookd e2e\n\temail = e2e@hookd.invalid\n[init]\n\tdefaultBranch = main\n",
+        )
+        .unwrap();
+        let script = json!({
+            "replies": self.replies.iter().map(Reply::to_json).collect::<Vec<_>>(),
+            "summary": {"text": self.summary.0, "tokens": self.summary.1},
+        });
+        let mock = Mock::start(sb.path(), self.client.api(), &script);
+        let project = sb.path().join("proj");
+        let agent = Agent {
+            name: self.name,
+            client: self.client,
+            project,
+            binary,
+            mock,
+            wiring: self.wiring,
+            runs: Vec::new(),
+            session_id: None,
+            sb: Some(sb),
+        };
+        agent.make_project();
+        match self.client {
+            Client::Codex => agent.configure_codex(self.codex_window, self.codex_compact_limit),
+            Client::Gemini => agent.configure_gemini(),
+        }
+        if self.wiring != Wiring::NoHooks {
+            agent.install_hooks();
+        }
+        Some(agent)
+    }
+}
+
+/// One client run.
+#[derive(Debug, Clone)]
+pub struct AgentRun {
+    pub index: usize,
+    pub prompt: String,
+    /// The exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl AgentRun {
+    /// The final answer as the client printed it.
+    pub fn answer(&self) -> &str {
+        self.stdout.trim()
+    }
+}
+
+/// One scenario: a temporary HOME (with the client's home in it) and git
+/// project, its own hookd socket, state and config, and the mock model.
+pub struct Agent {
+    pub name: String,
+    pub client: Client,
+    pub project: PathBuf,
+    binary: PathBuf,
+    mock: Mock,
+    wiring: Wiring,
+    pub runs: Vec<AgentRun>,
+    session_id: Option<String>,
+    /// `None` only while being dropped.
+    sb: Option<Sandbox>,
+}
+
+impl Agent {
+    pub fn builder(client: Client, name: &str) -> AgentBuilder {
+        AgentBuilder {
+            client,
+            name: name.into(),
+            replies: Vec::new(),
+            summary: ("E2E_SUMMARY of the work so far".into(), 2_000),
+            wiring: Wiring::Hookd,
+            codex_window: 200_000,
+            codex_compact_limit: None,
+        }
+    }
+
+    pub fn sandbox(&self) -> &Sandbox {
+        self.sb.as_ref().expect("sandbox")
+    }
+
+    fn codex_home(&self) -> PathBuf {
+        self.sandbox().home().join(".codex")
+    }
+
+    fn gemini_dir(&self) -> PathBuf {
+        self.sandbox().home().join(".gemini")
+    }
+
+    /// `PATH` for everything the scenario runs, without any directory
+    /// holding a hookd or hookctl (hooks run hookctl by its full path).
+    fn path_var(&self) -> std::ffi::OsString {
+        let inherited = std::env::var_os("PATH").unwrap_or_default();
+        let dirs = std::env::split_paths(&inherited)
+            .filter(|d| !d.join("hookd").exists() && !d.join("hookctl").exists());
+        std::env::join_paths(dirs).unwrap()
+    }
+
+    /// The environment of hookctl and of the client (whose hooks inherit it):
+    /// the sandbox's HOME, socket, state and config, nothing from this process.
+    fn hookd_env(&self, cmd: &mut Command) {
+        let sb = self.sandbox();
+        cmd.env_clear()
+            .env("PATH", self.path_var())
+            .env("HOME", sb.home())
+            .env("TMPDIR", sb.path().join("tmp"))
+            .env("HOOKD_STATE_DIR", sb.state_dir())
+            .env("HOOKD_CONFIG_DIR", sb.config_dir())
+            .env("HOOKD_DATA_DIR", sb.path().join("data"))
+            .env("HOOKD_LOG", "debug")
+            .env("CODEX_HOME", self.codex_home())
+            .env("GEMINI_CLI_HOME", sb.home());
+        if self.wiring == Wiring::DaemonAbsent {
+            cmd.env("HOOKD_SOCKET", sb.path().join("nowhere/hookd.sock"))
+                .env("HOOKD_CLIENT__AUTOSTART", "false");
+        } else {
+            cmd.env("HOOKD_SOCKET", sb.socket());
+        }
+    }
+
+    fn make_project(&self) {
+        std::fs::create_dir_all(self.project.join("src")).unwrap();
+        std::fs::write(
+            self.project.join("README.md"),
+            "# parser\n\nA small config parser.\n",
+        )
+        .unwrap();
+        std::fs::write(
+            self.project.join("src/lib.rs"),
+            "pub fn parse(_: &str) {}\n",
+        )
+        .unwrap();
+        std::fs::write(self.project.join(".gitignore"), "target/\n").unwrap();
+        self.git(&["init", "-q", "-b", "main"]);
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", "initial"]);
+    }
+
+    /// `$CODEX_HOME/config.toml`: the mock as the provider, the project
+    /// trusted, the window and compaction point, no analytics (whose upload
+    /// attempt costs every run five seconds without a network).
+    fn configure_codex(&self, window: u64, compact_limit: Option<u64>) {
+        let home = self.codex_home();
+        std::fs::create_dir_all(&home).unwrap();
+        let limit = compact_limit
+            .map(|l| format!("model_auto_compact_token_limit = {l}\n"))
+            .unwrap_or_default();
+        let config = format!(
+            "model = \"{CODEX_MODEL}\"\nmodel_provider = \"mock\"\ncheck_for_update_on_startup = false\n\
+             model_context_window = {window}\n{limit}\n\
+             [analytics]\nenabled = false\n\n\
+             [model_providers.mock]\nname = \"Mock\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n\
+             wire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\n\
+             [projects.\"{project}\"]\ntrust_level = \"trusted\"\n",
+            port = self.mock.port,
+            project = self.project.display(),
+        );
+        std::fs::write(home.join("config.toml"), config).unwrap();
+    }
+
+    /// `~/.gemini/settings.json`: API-key auth (the key and base URL come
+    /// from the environment), no update checks, no usage statistics.
+    fn configure_gemini(&self) {
+        std::fs::create_dir_all(self.gemini_dir()).unwrap();
+        let settings = json!({
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+            "privacy": {"usageStatisticsEnabled": false},
+        });
+        std::fs::write(
+            self.gemini_dir().join("settings.json"),
+            serde_json::to_string_pretty(&settings).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// `hookctl install <harness>` into the user settings under the sandbox's
+    /// HOME, then a check that every event hookd handles is wired.
+    fn install_hooks(&self) {
+        let out = self.hookctl(&["install", self.client.harness()]);
+        assert!(
+            out.status.success(),
+            "hookctl install {}: {}{}",
+            self.client.harness(),
+            stdout(&out),
+            stderr(&out)
+        );
+        let (file, events): (PathBuf, &[&str]) = match self.client {
+            Client::Codex => (
+                self.codex_home().join("hooks.json"),
+                &[
+                    "SessionStart",
+                    "UserPromptSubmit",
+                    "PostToolUse",
+                    "PreCompact",
+                    "PostCompact",
+                    "Stop",
+                ],
+            ),
+            Client::Gemini => (
+                self.gemini_dir().join("settings.json"),
+                &[
+                    "SessionStart",
+                    "BeforeAgent",
+                    "AfterTool",
+                    "PreCompress",
+                    "AfterAgent",
+                    "SessionEnd",
+                ],
+            ),
+        };
+        let settings: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        for event in events {
+            assert!(
+                settings["hooks"][event]
+                    .to_string()
+                    .contains("hookctl hook"),
+                "{event} is not wired to hookctl in {}: {settings}",
+                file.display()
+            );
+        }
+        if self.client == Client::Gemini {
+            assert_eq!(
+                settings["security"]["auth"]["selectedType"], "gemini-api-key",
+                "install kept the rest of settings.json"
+            );
+        }
+    }
+
+    /// Runs git in the project, with the scenario's HOME and fixed dates;
+    /// returns its stdout.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&self.project)
+            .env("HOME", self.sandbox().home())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .output()
+            .expect("run git");
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+        stdout(&out)
+    }
+
+    /// The refs under `refs/hookd/`, with their commits.
+    pub fn hookd_refs(&self) -> Vec<String> {
+        self.git(&["for-each-ref", "--format=%(refname)", "refs/hookd/"])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Runs `hookctl <args>` inside the scenario's namespace.
+    pub fn hookctl(&self, args: &[&str]) -> Output {
+        let mut cmd = self.mock.enter(&bin("hookctl"));
+        self.hookd_env(&mut cmd);
+        cmd.args(args)
+            .current_dir(&self.project)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run hookctl")
+    }
+
+    /// `hookctl status --json`.
+    pub fn status(&self) -> Value {
+        let out = self.hookctl(&["status", "--json"]);
+        assert!(out.status.success(), "hookctl status: {}", stderr(&out));
+        serde_json::from_slice(&out.stdout).expect("status JSON")
+    }
+
+    /// The session from `hookctl status --json`, if hookd knows it.
+    pub fn session(&self, id: &str) -> Option<Value> {
+        self.status()["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["session_id"] == id)
+            .cloned()
+    }
+
+    /// Waits (bounded) until hookd's view of the session satisfies `check`;
+    /// returns the last view either way, and whether it did.
+    pub fn session_until(&self, id: &str, check: impl Fn(&Value) -> bool) -> (Value, bool) {
+        let mut last = Value::Null;
+        let ok = wait_until(SETTLE, || {
+            last = self.session(id).unwrap_or(Value::Null);
+            check(&last)
+        });
+        (last, ok)
+    }
+
+    /// The project's `.workflow/events.jsonl` entries of one kind.
+    pub fn events(&self, kind: &str) -> Vec<Value> {
+        crate::workflow_events(&self.project)
+            .into_iter()
+            .filter(|e| e["kind"] == kind)
+            .collect()
+    }
+
+    /// Pipeline runs so far: each starts with its `capture` step. With
+    /// `trigger_prefix`, only the runs whose trigger starts with it
+    /// (`threshold`, `pre-compact`, `unannounced`).
+    pub fn pipeline_runs(&self, trigger_prefix: Option<&str>) -> Vec<Value> {
+        self.events("pipeline")
+            .into_iter()
+            .filter(|e| e["step"] == "capture")
+            .filter(|e| {
+                trigger_prefix.is_none_or(|p| e["trigger"].as_str().unwrap_or("").starts_with(p))
+            })
+            .collect()
+    }
+
+    /// Every request the mock has received so far.
+    pub fn log(&self) -> ModelLog {
+        ModelLog::read(&self.mock.log, self.client.api())
+    }
+
+    /// The session the runs continue (Codex's session id, Gemini's `sessionId`).
+    pub fn session_id(&self) -> &str {
+        self.session_id
+            .as_deref()
+            .expect("no session yet: run the client first")
+    }
+
+    /// One headless run in the project: a new session the first time, the
+    /// same session resumed after that. It must exit 0 without having asked
+    /// the model more than the script holds.
+    pub fn run(&mut self, prompt: &str) -> AgentRun {
+        let run = self.run_unchecked(prompt);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "{}: run {} ({prompt:?}) failed\nstdout: {}\nstderr: {}\n{}",
+            self.name,
+            run.index,
+            run.stdout,
+            run.stderr,
+            self.diagnostics()
+        );
+        assert!(
+            !self.log().exhausted(),
+            "{}: run {} asked the model more than the script holds: {:?}",
+            self.name,
+            run.index,
+            self.log().labels()
+        );
+        run
+    }
+
+    /// [`run`](Self::run) without the checks: for comparing runs.
+    pub fn run_unchecked(&mut self, prompt: &str) -> AgentRun {
+        let index = self.runs.len() + 1;
+        let mut cmd = self.mock.enter(&self.binary);
+        self.hookd_env(&mut cmd);
+        let base_url = format!("http://127.0.0.1:{}", self.mock.port);
+        match self.client {
+            Client::Codex => {
+                cmd.env("MOCK_API_KEY", "e2e-not-a-key")
+                    .env("NO_COLOR", "1")
+                    .args(["exec", "--dangerously-bypass-hook-trust"]);
+                if let Some(id) = &self.session_id {
+                    cmd.args(["resume", id]);
+                }
+                cmd.arg(prompt);
+            }
+            Client::Gemini => {
+                cmd.env("GEMINI_API_KEY", "e2e-not-a-key")
+                    .env("GOOGLE_GEMINI_BASE_URL", &base_url)
+                    .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+                    .env("NO_COLOR", "1")
+                    .args(["-m", GEMINI_MODEL, "--yolo", "-p", prompt]);
+                if self.session_id.is_some() {
+                    cmd.args(["--resume", "latest"]);
+                }
+            }
+        }
+        let dir = self.sandbox().path().to_path_buf();
+        let out_file = dir.join(format!("run{index}.stdout.txt"));
+        let err_file = dir.join(format!("run{index}.stderr.txt"));
+        cmd.current_dir(&self.project)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out_file).unwrap())
+            .stderr(std::fs::File::create(&err_file).unwrap())
+            .process_group(0);
+        let started = Instant::now();
+        let mut child = cmd.spawn().expect("start the client");
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > RUN_LIMIT {
+                // SAFETY: kill(2) on the process group we created for this run.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                let _ = child.wait();
+                panic!(
+                    "{}: run {index} ({prompt:?}) took over {RUN_LIMIT:?} and was killed\n{}",
+                    self.name,
+                    self.diagnostics()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let run = AgentRun {
+            index,
+            prompt: prompt.into(),
+            code: status.code(),
+            stdout: std::fs::read_to_string(&out_file).unwrap_or_default(),
+            stderr: std::fs::read_to_string(&err_file).unwrap_or_default(),
+            elapsed: started.elapsed(),
+        };
+        eprintln!(
+            "{}: run {index} ({}) exited {:?} in {:.2} s",
+            self.name,
+            self.client.harness(),
+            run.code,
+            run.elapsed.as_secs_f64()
+        );
+        if self.session_id.is_none() {
+            self.session_id = self.find_session_id(&run);
+        }
+        self.runs.push(run.clone());
+        run
+    }
+
+    fn find_session_id(&self, run: &AgentRun) -> Option<String> {
+        match self.client {
+            // `session id: 01a2…` in the run's header on stderr.
+            Client::Codex => run
+                .stderr
+                .lines()
+                .find_map(|l| l.strip_prefix("session id: "))
+                .map(|s| s.trim().to_owned()),
+            Client::Gemini => gemini_session_id(&self.session_file()?),
+        }
+    }
+
+    /// The client's own session file: Codex's rollout
+    /// (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`), Gemini's chat
+    /// file (`~/.gemini/tmp/<project>/chats/session-….jsonl`, the newest).
+    pub fn session_file(&self) -> Option<PathBuf> {
+        let (root, wanted): (PathBuf, PathFilter) = match self.client {
+            Client::Codex => {
+                let id = self.session_id.clone();
+                (
+                    self.codex_home().join("sessions"),
+                    Box::new(move |p: &Path| {
+                        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                        name.starts_with("rollout-")
+                            && name.ends_with(".jsonl")
+                            && id.as_deref().is_none_or(|id| name.contains(id))
+                    }),
+                )
+            }
+            Client::Gemini => (
+                self.gemini_dir().join("tmp"),
+                Box::new(|p: &Path| {
+                    let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                    p.parent().is_some_and(|d| d.ends_with("chats"))
+                        && name.starts_with("session-")
+                        && name.ends_with(".jsonl")
+                }),
+            ),
+        };
+        let mut found = Vec::new();
+        walk(&root, &mut |p| {
+            if wanted(p) {
+                found.push(p.to_path_buf());
+            }
+        });
+        found.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+        found.pop()
+    }
+
+    /// Codex: the `token_count` records of the rollout, as
+    /// `(last_token_usage.total_tokens, model_context_window)`.
+    pub fn codex_token_counts(&self) -> Vec<(u64, Option<u64>)> {
+        let file = self.session_file().expect("the rollout file");
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["type"] == "event_msg" && e["payload"]["type"] == "token_count")
+            .filter_map(|e| {
+                let info = &e["payload"]["info"];
+                Some((
+                    info["last_token_usage"]["total_tokens"].as_u64()?,
+                    info["model_context_window"].as_u64(),
+                ))
+            })
+            .collect()
+    }
+
+    /// Gemini: the replies in the chat file as it stands (its `$set`
+    /// records replace the message list, e.g. when compressing), as
+    /// `(tokens.input, tokens.cached, model)`.
+    pub fn gemini_replies(&self) -> Vec<(u64, u64, String)> {
+        let file = self.session_file().expect("the chat file");
+        let mut messages: Vec<Value> = Vec::new();
+        for line in std::fs::read_to_string(file).unwrap().lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if let Some(list) = v["$set"]["messages"].as_array() {
+                messages = list.clone();
+            } else if v["id"].is_string() && v["type"].is_string() {
+                match messages.iter_mut().find(|m| m["id"] == v["id"]) {
+                    Some(m) => *m = v,
+                    None => messages.push(v),
+                }
+            }
+        }
+        messages
+            .iter()
+            .filter(|m| m["type"] == "gemini")
+            .map(|m| {
+                (
+                    m["tokens"]["input"].as_u64().unwrap_or(0),
+                    m["tokens"]["cached"].as_u64().unwrap_or(0),
+                    m["model"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// The daemon's log, if it wrote one.
+    pub fn daemon_log(&self) -> String {
+        std::fs::read_dir(self.sandbox().state_dir().join("logs"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+            .unwrap_or_default()
+    }
+
+    /// What helps when a scenario fails: the requests answered, the events
+    /// hookd recorded and the daemon log's tail.
+    pub fn diagnostics(&self) -> String {
+        let log = self.log();
+        let daemon_log = self.daemon_log();
+        // Template rendering and inotify chatter drown what happened.
+        let tail: Vec<&str> = daemon_log
+            .lines()
+            .rev()
+            .filter(|l| !l.contains("handlebars::") && !l.contains("notify::"))
+            .take(30)
+            .collect();
+        let events: Vec<String> = crate::workflow_events(&self.project)
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {} {}",
+                    e["kind"].as_str().unwrap_or(""),
+                    e["step"].as_str().or(e["source"].as_str()).unwrap_or(""),
+                    e["trigger"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        format!(
+            "mock requests: {:?}\nevents.jsonl: {events:?}\nhookd log (last lines, newest first):\n{}",
+            log.labels(),
+            tail.join("\n")
+        )
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if self.wiring == Wiring::Hookd {
+            // Stop the daemon the hooks started, if any.
+            let _ = self.hookctl(&["daemon", "stop"]);
+        }
+        let sb = self.sb.take().expect("sandbox");
+        if std::thread::panicking() {
+            eprintln!(
+                "{}: kept for inspection: {}",
+                self.name,
+                sb.dir.keep().display()
+            );
+        }
+    }
+}
+
+/// Which files of a directory tree are wanted.
+type PathFilter = Box<dyn Fn(&Path) -> bool>;
+
+fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            walk(&path, f);
+        } else {
+            f(&path);
+        }
+    }
+}
+
+/// The `sessionId` a Gemini chat file names (first line, or a `$set`).
+fn gemini_session_id(file: &Path) -> Option<String> {
+    std::fs::read_to_string(file)
+        .ok()?
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| {
+            v["sessionId"]
+                .as_str()
+                .or(v["$set"]["sessionId"].as_str())
+                .map(str::to_owned)
+        })
+}

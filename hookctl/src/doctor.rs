@@ -445,7 +445,9 @@ fn harness_present(harness: Harness) -> bool {
         Harness::ClaudeCode => (home.map(|h| h.join(".claude")), "claude"),
         Harness::Codex => (install::codex::codex_home().ok(), "codex"),
         Harness::GeminiCli => (
-            install::gemini_cli::gemini_home().ok().map(|h| h.join(".gemini")),
+            install::gemini_cli::gemini_home()
+                .ok()
+                .map(|h| h.join(".gemini")),
             "gemini",
         ),
     };

@@ -22,7 +22,6 @@ fn gemini(name: &str) -> AgentBuilder {
 /// hookd's figure is the latest reply's `tokens.input`, its model the chat
 /// file's, and its compaction point where Gemini compresses.
 #[test]
-#[ignore = "fails today: hookd ignores Gemini CLI's usage (status says context unknown)"]
 fn gemini_context_figure_is_the_chat_files() {
     let Some(mut agent) = gemini("gemini-figure")
         .replies(vec![
@@ -57,7 +56,6 @@ fn gemini_context_figure_is_the_chat_files() {
 }
 
 #[test]
-#[ignore = "fails today: hookd ignores Gemini CLI's usage, so no threshold fires"]
 fn gemini_thresholds_fire_once_on_the_crossing_reply() {
     agents::thresholds(gemini("gemini-thresholds"), GEMINI_COMPRESSES_AT);
 }
@@ -68,7 +66,6 @@ fn gemini_thresholds_fire_once_on_the_crossing_reply() {
 /// 2,100; run 3 is the first prompt after it, where the resume prompt
 /// belongs; run 4 must not get it again.
 #[test]
-#[ignore = "fails today: no resume prompt for Gemini CLI, and PreCompress runs the pipeline on every model call"]
 fn gemini_compression_saves_checkpoints_and_resumes_once() {
     let Some(mut agent) = gemini("gemini-compression")
         .replies(vec![
@@ -101,7 +98,6 @@ fn gemini_compression_saves_checkpoints_and_resumes_once() {
 /// PreCompress fires before every model call: an ordinary two-prompt session
 /// (five model calls) must not run the pipeline.
 #[test]
-#[ignore = "fails today: PreCompress runs the pipeline on every model call"]
 fn gemini_precompress_without_compression_runs_no_pipeline() {
     let Some(mut agent) = gemini("gemini-quiet")
         .replies(vec![

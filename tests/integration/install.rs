@@ -430,6 +430,115 @@ fn gemini_settings_keep_their_other_keys_and_codex_honours_codex_home() {
     );
 }
 
+#[test]
+fn codex_is_wired_once_and_doctor_knows_whether_codex_trusts_the_hooks() {
+    let sb = Sandbox::new();
+    let codex_home = sb.path().join("codex-home");
+    let project = sb.path().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let codex = |args: &[&str]| {
+        sb.command("hookctl")
+            .env("CODEX_HOME", &codex_home)
+            .current_dir(&project)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    ok(&codex(&["install", "codex"]));
+    let user_file = codex_home.join("hooks.json");
+    let v = read_json(&user_file);
+    assert_eq!(
+        commands(&v, "SessionEnd"),
+        [format!("{} hook --harness codex session-end", hookctl())]
+    );
+    assert_eq!(
+        v["hooks"]["SessionStart"][0]["matcher"],
+        "startup|resume|clear|compact|fork"
+    );
+    // Codex runs both files' hooks: a second level is refused by default.
+    let project_arg = project.display().to_string();
+    let twice = codex(&["install", "codex", "--project", &project_arg]);
+    assert_eq!(twice.status.code(), Some(1), "{}", stdout(&twice));
+    assert!(
+        stderr(&twice).contains("twice")
+            && stderr(&twice).contains(&user_file.display().to_string()),
+        "{}",
+        stderr(&twice)
+    );
+    assert!(!project.join(".codex/hooks.json").exists());
+
+    // Not trusted yet: doctor says so, with the fix.
+    let doctor = |sb: &Sandbox| {
+        let out = sb
+            .command("hookctl")
+            .env("CODEX_HOME", &codex_home)
+            .current_dir(&project)
+            .args(["doctor", "--json"])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let report = doctor(&sb);
+    let c = check(&report, "codex");
+    assert_eq!(c["status"], "warn", "{c}");
+    assert!(c["detail"].as_str().unwrap().contains("not trusted"), "{c}");
+    assert!(c["fix"].as_str().unwrap().contains("Trust all"), "{c}");
+    // Codex's hook review records each hook's trust in config.toml.
+    let mut trusted = String::from("model = \"m\"\n");
+    for event in [
+        "session_start",
+        "user_prompt_submit",
+        "post_tool_use",
+        "pre_compact",
+        "post_compact",
+        "stop",
+        "session_end",
+    ] {
+        trusted += &format!(
+            "[hooks.state.\"{}:{event}:0:0\"]\ntrusted_hash = \"sha256:00\"\n",
+            user_file.display()
+        );
+    }
+    write(&codex_home.join("config.toml"), &trusted);
+    let report = doctor(&sb);
+    assert_eq!(check(&report, "codex")["status"], "ok", "{report}");
+
+    // Both levels wired anyway (--force): doctor flags the duplicate.
+    ok(&codex(&[
+        "install",
+        "codex",
+        "--project",
+        &project_arg,
+        "--force",
+    ]));
+    let report = doctor(&sb);
+    let c = check(&report, "codex");
+    assert_eq!(c["status"], "fail", "{c}");
+    assert!(c["detail"].as_str().unwrap().contains("twice"), "{c}");
+}
+
+#[test]
+fn gemini_cli_honours_gemini_cli_home() {
+    let sb = Sandbox::new();
+    let home = sb.path().join("gemini-home");
+    let out = sb
+        .command("hookctl")
+        .env("GEMINI_CLI_HOME", &home)
+        .args(["install", "gemini-cli"])
+        .output()
+        .unwrap();
+    ok(&out);
+    let v = read_json(&home.join(".gemini/settings.json"));
+    assert_eq!(
+        commands(&v, "PreCompress"),
+        [format!(
+            "{} hook --harness gemini-cli pre-compress",
+            hookctl()
+        )]
+    );
+    assert!(!sb.home().join(".gemini/settings.json").exists());
+}
+
 /// doctor with this hookctl's directory first on PATH.
 fn doctor(sb: &Sandbox) -> (Option<i32>, Value) {
     let dir = bin("hookctl").parent().unwrap().display().to_string();

@@ -385,11 +385,7 @@ impl Engine {
             // Only a threshold check needs the latest figure (and a subagent's
             // tool calls are in its own transcript).
             let may_lag = harness::reply_may_lag_tool_hooks(key.harness);
-            if let Some(id) = event
-                .tool_use_id
-                .as_deref()
-                .filter(|_| checks && may_lag)
-            {
+            if let Some(id) = event.tool_use_id.as_deref().filter(|_| checks && may_lag) {
                 read_ahead = self.wait_for_reply(&key, path, id).await;
             }
         }
@@ -533,22 +529,23 @@ impl Engine {
             (s.cursor.clone(), s.usage.clone(), s.transcript_path.clone())
         };
         let from = cursor.as_ref().map(|c| c.offset);
-        let needle = format!("\"{tool_use_id}\"").into_bytes();
+        let harness = key.harness;
+        let id = tool_use_id.to_owned();
         let deadline = Instant::now() + REPLY_WAIT;
         loop {
-            let (path, needle, cursor, usage, followed) = (
+            let (path, id, cursor, usage, followed) = (
                 path.to_path_buf(),
-                needle.clone(),
+                id.clone(),
                 cursor.clone(),
                 usage.clone(),
                 followed.clone(),
             );
             let found = tokio::task::spawn_blocking(move || {
-                let found = transcript::holds(&path, from, &needle)?;
+                let found = harness::reply_written(harness, &path, from, &id)?;
                 Ok::<_, std::io::Error>(found.then(|| {
-                    followed
-                        .filter(|f| *f == path)
-                        .map(|f| transcript::read(&f, cursor.as_ref(), usage.as_ref()))
+                    followed.filter(|f| *f == path).map(|f| {
+                        harness::read_session_file(harness, &f, cursor.as_ref(), usage.as_ref())
+                    })
                 }))
             })
             .await;
@@ -558,16 +555,7 @@ impl Engine {
                     tracing::debug!(session = %key, tool_use_id, "the reply for this tool call is not in the transcript yet; reading what is there");
                     return None;
                 }
-                Ok(Ok(Some(reading))) => {
-                    return reading.map(|r| {
-                        r.map(|reading| SessionReading {
-                            reading,
-                            window: None,
-                            compaction_point: None,
-                        })
-                        .map_err(|e| e.to_string())
-                    });
-                }
+                Ok(Ok(Some(reading))) => return reading,
                 // The transcript cannot be read: `refresh` reports that.
                 _ => return None,
             }
@@ -628,7 +616,8 @@ impl Engine {
             };
             if let Some(project) = &s.project_dir {
                 for boundary in &boundaries {
-                    if let (Some(before), Some(after)) = (boundary.pre_tokens, boundary.post_tokens) {
+                    if let (Some(before), Some(after)) = (boundary.pre_tokens, boundary.post_tokens)
+                    {
                         project_events.push(ProjectEvent {
                             project: project.clone(),
                             kind: crate::budget::report::TRANSITION,

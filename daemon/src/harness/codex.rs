@@ -151,12 +151,19 @@ pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
         .next_line()
         .map_err(|e| format!("cannot read Codex rollout file {}: {e}", path.display()))?
     {
-        if counted && usage.model.is_some() || lines.bytes_read() > SEARCH_LIMIT {
+        if counted && usage.window.is_some() && usage.model.is_some()
+            || lines.bytes_read() > SEARCH_LIMIT
+        {
             break;
         }
-        let interesting = [&b"token_count"[..], b"turn_context", b"compacted"]
-            .iter()
-            .any(|needle| memchr::memmem::find(&line, needle).is_some());
+        let interesting = [
+            &b"token_count"[..],
+            b"token_usage_record",
+            b"turn_context",
+            b"compacted",
+        ]
+        .iter()
+        .any(|needle| memchr::memmem::find(&line, needle).is_some());
         if !interesting {
             continue;
         }
@@ -167,6 +174,25 @@ pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
         match (record["type"].as_str(), payload["type"].as_str()) {
             (Some("compacted"), _) | (Some("event_msg"), Some("context_compacted")) if !counted => {
                 compacted_since = true;
+            }
+            // Written right after the reply, before its tool runs: the
+            // freshest figure a tool hook can see.
+            (Some("token_usage_record"), _) if !counted && payload["usage"].is_object() => {
+                counted = true;
+                match reply_total(&payload["usage"]) {
+                    Ok(total) => usage.tokens = total.filter(|_| !compacted_since),
+                    Err(why) => {
+                        usage.invalid = Some(format!(
+                            "invalid usage in transcript line at byte {}: {why}",
+                            lines.position()
+                        ));
+                    }
+                }
+            }
+            (Some("event_msg"), Some("token_count")) if counted && usage.window.is_none() => {
+                if let Ok((window, _)) = rollout_counts(&payload["info"]) {
+                    usage.window = window.filter(|w| *w > 0);
+                }
             }
             (Some("event_msg"), Some("token_count")) if !counted => {
                 let info = &payload["info"];
@@ -201,7 +227,11 @@ pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
 /// input + output), or why they cannot be right.
 fn rollout_counts(info: &Value) -> Result<(Option<u64>, Option<u64>), String> {
     let window = token_count("model_context_window", info.get("model_context_window"))?;
-    let last = &info["last_token_usage"];
+    Ok((window, reply_total(&info["last_token_usage"])?))
+}
+
+/// One reply's context figure: `total_tokens`, else input + output.
+fn reply_total(last: &Value) -> Result<Option<u64>, String> {
     let total = match token_count("total_tokens", last.get("total_tokens"))? {
         Some(total) => Some(total),
         None if last.get("input_tokens").is_some() && last.get("output_tokens").is_some() => {
@@ -209,7 +239,7 @@ fn rollout_counts(info: &Value) -> Result<(Option<u64>, Option<u64>), String> {
         }
         None => None,
     };
-    Ok((window, total))
+    Ok(total)
 }
 
 /// Reads the rollout as a [`SessionReading`]: the latest figure, the window
@@ -315,7 +345,11 @@ pub fn compaction_point(
             basis: format!("{forced} (window.tokens_max)"),
         };
     }
-    match session.harness_point.as_ref().and_then(|p| Some((p.tokens?, p))) {
+    match session
+        .harness_point
+        .as_ref()
+        .and_then(|p| Some((p.tokens?, p)))
+    {
         Some((tokens, p)) => CompactionPoint {
             window,
             tokens,
@@ -587,7 +621,11 @@ mod tests {
         let day = home.path().join("sessions/2026/05/01");
         std::fs::create_dir_all(&day).unwrap();
         let path = day.join("rollout-2026-05-01T09-00-00-s.jsonl");
-        std::fs::write(&path, format!("{TURN_CONTEXT}\n{}\n", token_count(122_400, 272_000))).unwrap();
+        std::fs::write(
+            &path,
+            format!("{TURN_CONTEXT}\n{}\n", token_count(122_400, 272_000)),
+        )
+        .unwrap();
         let key = crate::sessions::SessionKey {
             harness: Harness::Codex,
             id: "s".into(),
@@ -615,17 +653,38 @@ mod tests {
     }
 
     #[test]
+    fn a_token_usage_record_is_the_freshest_figure() {
+        // Codex writes it right after the reply, before the tool runs; the
+        // token_count comes after the tool's output.
+        let record = r#"{"type":"token_usage_record","payload":{"response_id":"r5","usage":{"input_tokens":95950,"cached_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":0,"total_tokens":96000}}}"#;
+        let f = rollout(&[TURN_CONTEXT, &token_count(92_000, 272_000), record]);
+        let usage = read_rollout(f.path()).unwrap();
+        assert_eq!((usage.tokens, usage.window), (Some(96_000), Some(272_000)));
+        let bad = record.replace("96000", "-1");
+        let f = rollout(&[TURN_CONTEXT, &token_count(92_000, 272_000), &bad]);
+        assert!(read_rollout(f.path()).unwrap().invalid.is_some());
+    }
+
+    #[test]
     fn the_arrival_check_looks_for_a_developer_message() {
         let marker = "[hookd-resume 0123456789ab]";
         let developer = format!(
             r#"{{"type":"response_item","payload":{{"type":"message","role":"developer","content":[{{"type":"input_text","text":"{marker} resume"}}]}}}}"#
         );
-        let echoed = format!(r#"{{"type":"event_msg","payload":{{"type":"hook_output","text":"{marker}"}}}}"#);
+        let echoed = format!(
+            r#"{{"type":"event_msg","payload":{{"type":"hook_output","text":"{marker}"}}}}"#
+        );
         let f = rollout(&[TURN_CONTEXT, &echoed]);
         assert!(!developer_message_holds(f.path(), marker).unwrap());
         let f = rollout(&[TURN_CONTEXT, &developer]);
         assert!(developer_message_holds(f.path(), marker).unwrap());
-        let f = rollout(&[&developer, r#"{"type":"compacted","payload":{"message":"s"}}"#]);
-        assert!(!developer_message_holds(f.path(), marker).unwrap(), "before the compaction");
+        let f = rollout(&[
+            &developer,
+            r#"{"type":"compacted","payload":{"message":"s"}}"#,
+        ]);
+        assert!(
+            !developer_message_holds(f.path(), marker).unwrap(),
+            "before the compaction"
+        );
     }
 }

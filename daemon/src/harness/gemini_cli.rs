@@ -63,9 +63,7 @@ struct Reply {
 }
 
 fn reply_of(line: &[u8]) -> Option<Reply> {
-    if memchr::memmem::find(line, b"\"gemini\"").is_none() {
-        return None;
-    }
+    memchr::memmem::find(line, b"\"gemini\"")?;
     let entry: Value = serde_json::from_slice(line).ok()?;
     if entry["type"] != "gemini" {
         return None;
@@ -90,21 +88,31 @@ pub fn read(
     let shown = || path.display().to_string();
     let (file, meta) = match open_regular(path) {
         Ok(Some(opened)) => opened,
-        Ok(None) => return Err(format!("Gemini CLI session file {} is not a regular file", shown())),
-        Err(e) => return Err(format!("cannot read Gemini CLI session file {}: {e}", shown())),
+        Ok(None) => {
+            return Err(format!(
+                "Gemini CLI session file {} is not a regular file",
+                shown()
+            ));
+        }
+        Err(e) => {
+            return Err(format!(
+                "cannot read Gemini CLI session file {}: {e}",
+                shown()
+            ));
+        }
     };
     let now = Cursor {
         offset: meta.len(),
         dev: meta.dev(),
         ino: meta.ino(),
     };
-    let compaction_point = gemini_dir_of(path).and_then(|dir| configured_threshold(&dir)).map(
-        |threshold| HarnessPoint {
+    let compaction_point = gemini_dir_of(path)
+        .and_then(|dir| configured_threshold(&dir))
+        .map(|threshold| HarnessPoint {
             tokens: None,
             fraction: Some(threshold),
             basis: format!("model.compressionThreshold {threshold} of the window (settings.json)"),
-        },
-    );
+        });
     let unchanged = cursor == Some(&now);
     let mut latest: Option<Reply> = None;
     let mut before: Option<Reply> = None;
@@ -115,7 +123,9 @@ pub fn read(
             .next_line()
             .map_err(|e| format!("cannot read Gemini CLI session file {}: {e}", shown()))?
         {
-            let Some(reply) = reply_of(&line) else { continue };
+            let Some(reply) = reply_of(&line) else {
+                continue;
+            };
             match &latest {
                 None => latest = Some(reply),
                 // A reply is written again when its tool calls finish.
@@ -130,12 +140,22 @@ pub fn read(
     let mut boundaries = Vec::new();
     let usage = match &latest {
         None => current.cloned(),
-        Some(Reply { tokens: Err(why), .. }) => Some(Usage::invalidated(
+        Some(Reply {
+            tokens: Err(why), ..
+        }) => Some(Usage::invalidated(
             current.cloned(),
             format!("invalid usage in session file {}: {why}", shown()),
         )),
-        Some(Reply { tokens: Ok(tokens), id, model }) => {
-            if let Some(Reply { tokens: Ok(prior), id: prior_id, .. }) = &before
+        Some(Reply {
+            tokens: Ok(tokens),
+            id,
+            model,
+        }) => {
+            if let Some(Reply {
+                tokens: Ok(prior),
+                id: prior_id,
+                ..
+            }) = &before
                 && (*tokens as f64) < *prior as f64 * COMPRESSED_BELOW
             {
                 boundaries.push(Boundary {
@@ -161,7 +181,11 @@ pub fn read(
             usage,
             boundaries,
             cursor: now,
-            method: if unchanged { Method::Unchanged } else { Method::Backward },
+            method: if unchanged {
+                Method::Unchanged
+            } else {
+                Method::Backward
+            },
             bytes_read: 0,
         },
         window: None,
@@ -227,7 +251,9 @@ pub fn compaction_point(
         tokens: (window as f64 * threshold) as u64,
         basis: match &session.harness_point {
             Some(p) => p.basis.clone(),
-            None => format!("{threshold} of the {window}-token window (Gemini CLI's default compression threshold)"),
+            None => format!(
+                "{threshold} of the {window}-token window (Gemini CLI's default compression threshold)"
+            ),
         },
     }
 }
@@ -480,13 +506,19 @@ mod tests {
     fn usage_and_model_come_from_the_session_file() {
         let home = tempfile::tempdir().unwrap();
         let user = r#"{"id":"u1","type":"user","content":[{"text":"TURN 1"}]}"#.to_owned();
-        let path = session_file(home.path(), &[user, reply("a", 5000), reply("a", 5000), reply("b", 6000)]);
+        let path = session_file(
+            home.path(),
+            &[user, reply("a", 5000), reply("a", 5000), reply("b", 6000)],
+        );
         let mut s = session();
         let began = s.take_reading(read(&path, None, None).unwrap(), 1).unwrap();
         assert!(began.is_empty());
         assert_eq!(s.model.as_deref(), Some("gemini-2.5-flash"));
         let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
-        assert_eq!((c.tokens_used, c.window_tokens, c.tokens_max), (6000, 1_048_576, 524_288));
+        assert_eq!(
+            (c.tokens_used, c.window_tokens, c.tokens_max),
+            (6000, 1_048_576, 524_288)
+        );
         assert!(!compression_is_due(&s, &WindowConfig::default()));
     }
 
@@ -525,8 +557,11 @@ mod tests {
 
     #[test]
     fn nothing_on_stderr_when_stdout_is_empty() {
-        let ev = crate::harness::parse(&request(Some("after-tool"), r#"{"session_id":"g","cwd":7}"#))
-            .unwrap();
+        let ev = crate::harness::parse(&request(
+            Some("after-tool"),
+            r#"{"session_id":"g","cwd":7}"#,
+        ))
+        .unwrap();
         assert!(!ev.problems.is_empty());
         let reply = render(
             &ev,

@@ -551,8 +551,14 @@ const HOLDS_FIRST_LOOK: u64 = 64 * 1024;
 /// (the session's cursor; `None` for a session not read yet) or within the
 /// last MiB, never reading more than [`FORWARD_LIMIT`] bytes. Lets a hook
 /// wait until Claude Code, which writes its transcript in batches, has
-/// written the reply the hook is about.
-pub fn holds(path: &Path, from: Option<u64>, needle: &[u8]) -> io::Result<bool> {
+/// written the reply the hook is about. With `then`, that must follow the
+/// needle too (a harness that writes a reply's figure after its tool call).
+pub fn holds(
+    path: &Path,
+    from: Option<u64>,
+    needle: &[u8],
+    then: Option<&[u8]>,
+) -> io::Result<bool> {
     let Some((file, meta)) = open_regular(path)? else {
         return Ok(false);
     };
@@ -567,9 +573,12 @@ pub fn holds(path: &Path, from: Option<u64>, needle: &[u8]) -> io::Result<bool> 
     for begin in [first, start] {
         let mut buf = vec![0u8; (len - begin) as usize];
         file.read_exact_at(&mut buf, begin)?;
-        let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
-        if memchr::memmem::find(&buf[..complete], needle).is_some() {
-            return Ok(true);
+        let complete = &buf[..memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1)];
+        if let Some(at) = memchr::memmem::find(complete, needle) {
+            let after = &complete[at + needle.len()..];
+            if then.is_none_or(|t| memchr::memmem::find(after, t).is_some()) {
+                return Ok(true);
+            }
         }
         if begin == start {
             break;
@@ -870,14 +879,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
         std::fs::write(&path, b"{\"id\":\"toolu_1\"}\n{\"id\":\"toolu_2\"}").unwrap();
-        assert!(holds(&path, None, b"\"toolu_1\"").unwrap());
+        assert!(holds(&path, None, b"\"toolu_1\"", None).unwrap());
         assert!(
-            !holds(&path, None, b"\"toolu_2\"").unwrap(),
+            !holds(&path, None, b"\"toolu_2\"", None).unwrap(),
             "a partial line"
         );
         // Behind the cursor, but within the tail: still found.
-        assert!(holds(&path, Some(18), b"\"toolu_1\"").unwrap());
-        assert!(holds(&dir.path().join("missing"), None, b"x").is_err());
+        assert!(holds(&path, Some(18), b"\"toolu_1\"", None).unwrap());
+        assert!(holds(&dir.path().join("missing"), None, b"x", None).is_err());
     }
 
     #[test]
@@ -891,11 +900,11 @@ mod tests {
         text.push_str(&filler.repeat(100)); // ~100 KB: toolu_mid is past the first look
         text.push_str("{\"id\":\"toolu_new\"}\n");
         std::fs::write(&path, &text).unwrap();
-        assert!(holds(&path, None, b"\"toolu_new\"").unwrap());
-        assert!(holds(&path, None, b"\"toolu_mid\"").unwrap());
-        assert!(!holds(&path, None, b"\"toolu_old\"").unwrap());
+        assert!(holds(&path, None, b"\"toolu_new\"", None).unwrap());
+        assert!(holds(&path, None, b"\"toolu_mid\"", None).unwrap());
+        assert!(!holds(&path, None, b"\"toolu_old\"", None).unwrap());
         assert!(
-            holds(&path, Some(0), b"\"toolu_old\"").unwrap(),
+            holds(&path, Some(0), b"\"toolu_old\"", None).unwrap(),
             "after the cursor"
         );
     }

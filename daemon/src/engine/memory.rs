@@ -11,11 +11,11 @@
 //! Subagents' hooks are left alone: their work is part of the session's task.
 
 use super::Engine;
-use crate::harness::{EventKind, HookEvent, Outcome};
+use crate::harness::{self, EventKind, HookEvent, Outcome};
 use crate::memory;
 use crate::sessions::SessionKey;
 use protocol::config::Config;
-use protocol::wire::{ErrorKind, ErrorReply, Harness, Request, Response};
+use protocol::wire::{ErrorKind, ErrorReply, Request, Response};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,7 +116,7 @@ impl Engine {
                     .first()
                     .map(|s| s.key.clone())
                     .unwrap_or_else(|| SessionKey {
-                        harness: Harness::ClaudeCode,
+                        harness: harness::FIRST,
                         id: id.to_owned(),
                     }),
             );

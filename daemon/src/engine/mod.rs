@@ -8,7 +8,7 @@ mod resume;
 
 use crate::capture::records;
 use crate::git::{self, GitError};
-use crate::harness::claude_code::transcript;
+use crate::harness::statusline;
 use crate::harness::{self, EventKind, Outcome, SessionReading};
 use crate::monitor;
 use crate::pipeline::{self, SaveReport, SaveRequest, SaveTrigger};
@@ -19,11 +19,10 @@ use crate::time::now_ms;
 use crate::watch::TranscriptWatcher;
 use crate::workflow::Workflow;
 use protocol::config::{Config, Effective};
-use protocol::pressure::{Advice, CONTEXT_COUNTS, token_count, token_sum};
+use protocol::pressure::Advice;
 use protocol::wire::{
-    ContextStatus, DaemonInfo, ErrorKind, ErrorReply, Harness, HookRequest, Mark, RecordRequest,
-    Request, Response, RestoreSummary, SaveQuery, SaveSummary, StatusLineRequest, StatusQuery,
-    StatusReport,
+    ContextStatus, DaemonInfo, ErrorKind, ErrorReply, HookRequest, Mark, RecordRequest, Request,
+    Response, RestoreSummary, SaveQuery, SaveSummary, StatusLineRequest, StatusQuery, StatusReport,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -864,41 +863,29 @@ impl Engine {
                 "the statusLine input is not JSON",
             ));
         };
-        let window = token_count(
-            "context_window_size",
-            input["context_window"].get("context_window_size"),
-        )
-        .ok()
-        .flatten()
-        .filter(|w| *w > 0);
-        // Null before the first reply; anything else must be believable.
-        let usage = &input["context_window"]["current_usage"];
-        let tokens = (!usage.is_null()).then(|| {
-            token_sum(usage, &CONTEXT_COUNTS)
-                .map_err(|why| format!("invalid usage in the statusLine input: {why}"))
-        });
-        let model = input["model"]["id"].as_str().map(str::to_owned);
-        // Relative paths would resolve against the daemon's own directory.
-        let project = input["workspace"]["project_dir"]
-            .as_str()
-            .or(input["cwd"].as_str())
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute());
+        let statusline::Input {
+            session_id,
+            window,
+            tokens,
+            model,
+            project,
+            transcript,
+        } = statusline::parse(&input);
         let (config, _) = self.settings.for_request(project.as_deref(), &request.env);
         let now = now_ms();
         let mut registry = self.registry();
-        let session = match input["session_id"].as_str().filter(|s| !s.is_empty()) {
+        let session = match session_id {
             Some(id) => registry.entry(
                 SessionKey {
-                    harness: Harness::ClaudeCode,
-                    id: id.to_owned(),
+                    harness: statusline::HARNESS,
+                    id,
                 },
                 now,
             ),
             None => {
                 let mut scratch = Session::new(
                     SessionKey {
-                        harness: Harness::ClaudeCode,
+                        harness: statusline::HARNESS,
                         id: String::new(),
                     },
                     now,
@@ -906,11 +893,11 @@ impl Engine {
                 scratch.statusline_window = window;
                 scratch.model = model;
                 scratch.usage = tokens.map(|t| match t {
-                    Ok(tokens) => transcript::Usage {
+                    Ok(tokens) => harness::Usage {
                         tokens,
                         ..Default::default()
                     },
-                    Err(why) => transcript::Usage::invalidated(None, why),
+                    Err(why) => harness::Usage::invalidated(None, why),
                 });
                 let context = context_of(&scratch, &config.config)
                     .unwrap_or_else(|| empty_context(&scratch, &config.config));
@@ -926,11 +913,7 @@ impl Engine {
         if project.is_some() && session.project_dir.is_none() {
             session.project_dir = project;
         }
-        if let Some(path) = input["transcript_path"]
-            .as_str()
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-        {
+        if let Some(path) = transcript {
             session.transcript_path.get_or_insert(path);
         }
         session.knobs = protocol::pressure::Knobs::from_env(|name| request.env.get(name).cloned());
@@ -944,7 +927,7 @@ impl Engine {
                 session.usage_at_ms = now;
             }
             Some(Err(why)) => {
-                session.usage = Some(transcript::Usage::invalidated(session.usage.take(), why));
+                session.usage = Some(harness::Usage::invalidated(session.usage.take(), why));
             }
             None => {}
         }

@@ -1,9 +1,8 @@
 //! Codex CLI: hook payloads in, hook output out, and how full the context is
 //! from its rollout files.
 //!
-//! What this relies on (openai/codex `codex-rs/hooks`, its generated hook
-//! schemas and `docs/hooks` on developers.openai.com; no Codex binary was run
-//! here):
+//! What this relies on (measured with the real Codex CLI 0.169.0, which the
+//! end-to-end tests drive):
 //! - hooks live in `~/.codex/hooks.json` (or `$CODEX_HOME`) and
 //!   `<project>/.codex/hooks.json`, in Claude Code's layout;
 //! - the events hookd uses are `SessionStart` (source `startup`, `resume`,
@@ -21,8 +20,12 @@
 //! - token counts are `event_msg` records of type `token_count` in the
 //!   session's rollout file (`~/.codex/sessions/YYYY/MM/DD/rollout-*-<id>.jsonl`):
 //!   `info.last_token_usage.total_tokens` is the context now,
-//!   `info.model_context_window` the window; Codex compacts at 90% of the
-//!   window unless `model_auto_compact_token_limit` is lower.
+//!   `info.model_context_window` the window; a `token_usage_record` written
+//!   right after each reply (before its tool runs) carries the same figure
+//!   sooner. Codex compacts at `model_auto_compact_token_limit` from
+//!   `config.toml`, else at 90% of the window;
+//! - injected context reaches the model as a `developer` message, which the
+//!   rollout records: that is where the arrival check looks.
 
 use super::{
     Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionReading, Usage,

@@ -1,8 +1,7 @@
 //! Gemini CLI: hook payloads in, hook output out.
 //!
-//! What this relies on (google-gemini/gemini-cli `docs/hooks/reference.md`
-//! and `packages/core/src/hooks/types.ts`; no Gemini CLI binary was run
-//! here):
+//! What this relies on (measured with the real Gemini CLI 0.61.0, which the
+//! end-to-end tests drive):
 //! - hooks live under `hooks` in `~/.gemini/settings.json` and
 //!   `<project>/.gemini/settings.json`, in Claude Code's layout with the
 //!   timeout in milliseconds;

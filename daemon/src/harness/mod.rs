@@ -8,6 +8,12 @@ pub mod gemini_cli;
 
 pub use claude_code::transcript::{Boundary, Cursor, Method, Reading, Usage};
 
+pub use claude_code::statusline;
+
+/// The harness of a session hookd knows only by its id (one a person named
+/// to hookctl before any hook of it arrived).
+pub const FIRST: Harness = Harness::ClaudeCode;
+
 use crate::sessions::Session;
 use protocol::wire::{Harness, HookReply, HookRequest};
 use serde_json::{Map, Value};

@@ -1,6 +1,7 @@
 //! Claude Code: hook payloads in, hook output out. What each event carries
 //! and what reaches the model is described in `../shared/claude-code.md`.
 
+pub mod statusline;
 pub mod transcript;
 pub mod window;
 pub mod work;

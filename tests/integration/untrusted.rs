@@ -189,14 +189,13 @@ fn relative_paths_from_a_hook_never_reach_the_daemons_directory() {
     let daemon_cwd = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(daemon_cwd.path().join("claude")).unwrap();
     std::fs::write(daemon_cwd.path().join("claude/s1.jsonl"), b"").unwrap();
-    let mut daemon = sb
-        .command("hookd")
-        .arg("run")
-        .current_dir(daemon_cwd.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut daemon = hookd_tests::ChildGuard::spawn(
+        sb.command("hookd")
+            .arg("run")
+            .current_dir(daemon_cwd.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     assert!(
         hookd_tests::wait_until(Duration::from_secs(10), || sb.socket().exists()),
         "daemon never listened"

@@ -140,9 +140,17 @@ fn a_second_signal_exits_without_waiting_for_the_drain() {
     );
     assert!(wait_until(Duration::from_secs(10), || sb.socket().exists()));
     // A request in flight: a frame header promising bytes that never come.
+    // The handshake first, so the daemon has surely accepted the connection
+    // (under load, one still waiting to be accepted is not drained).
     let mut conn = std::os::unix::net::UnixStream::connect(sb.socket()).unwrap();
+    protocol::frame::write_frame(&mut conn, &protocol::wire::Hello::current()).unwrap();
+    let hello: protocol::wire::Response = protocol::frame::read_message(&mut conn).unwrap();
+    assert!(
+        matches!(hello, protocol::wire::Response::Hello(_)),
+        "{hello:?}"
+    );
     conn.write_all(&100u32.to_be_bytes()).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(200));
     let pid = child.id() as i32;
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid, libc::SIGTERM) };

@@ -16,6 +16,7 @@ use hookd::{Daemon, DaemonOptions, Shutdown};
 use protocol::paths::{SocketPath, SocketSource};
 use serde_json::Value;
 use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
@@ -164,6 +165,12 @@ impl Sandbox {
             .prefix("hk")
             .tempdir_in("/tmp")
             .expect("temp dir");
+        // The socket's directory, as a person who sets HOOKD_SOCKET has it:
+        // hookctl never creates a directory it was told to use.
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(dir.path().join("run"))
+            .expect("socket dir");
         Sandbox {
             _reaper: Reaper {
                 root: dir.path().to_path_buf(),

@@ -16,5 +16,6 @@ mod monitor;
 mod pipeline;
 mod reliability;
 mod resume;
+mod test_command;
 mod untrusted;
 mod wire;

@@ -142,8 +142,7 @@ pub struct Fitted {
 }
 
 /// Renders the resume prompt in `format` within `max_chars`, trimming
-/// detail as needed. `auto` picks by the Markdown rendering's size, as
-/// seed 004 does: under 500 tokens the compressed YAML, under 2,000 the
+/// detail as needed. `auto` picks by the Markdown rendering's size: under 500 tokens the compressed YAML, under 2,000 the
 /// XML message, else the YAML again (the most compact).
 pub fn fit(renderer: &mut Renderer, view: Value, max_chars: usize, format: ResumeFormat) -> Fitted {
     let kind = TextKind::Prose;

@@ -7,7 +7,7 @@ use interprocess::local_socket::traits::Stream as _;
 use interprocess::local_socket::{ConnectOptions, GenericFilePath, Stream, ToFsName};
 use protocol::frame::{self, FrameError};
 use protocol::paths::{SocketPath, ensure_socket_dir};
-use protocol::wire::{ErrorKind, ErrorReply, Hello, Request, Response};
+use protocol::wire::{Call, ErrorKind, ErrorReply, Hello, Request, Response};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
@@ -33,12 +33,17 @@ pub enum ClientError {
     Mismatch(String),
     #[error("hookd answered: {0}")]
     Daemon(ErrorReply),
-    #[error("unexpected reply from hookd: {0}")]
+    #[error("{0}")]
     Unexpected(String),
     #[error(transparent)]
     Frame(FrameError),
     #[error("cannot reach hookd: {0}")]
     Io(io::Error),
+}
+
+/// hookd answered `what` with something that does not answer it.
+pub fn unexpected(what: &str, got: &Response) -> ClientError {
+    ClientError::Unexpected(format!("hookd answered {what} with {}", got.describe()))
 }
 
 impl From<FrameError> for ClientError {
@@ -150,7 +155,7 @@ impl Client {
                 Err(ClientError::Mismatch(e.message))
             }
             Response::Error(e) => Err(ClientError::Daemon(e)),
-            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+            other => Err(unexpected("the handshake", &other)),
         }
     }
 
@@ -160,6 +165,13 @@ impl Client {
             Response::Error(e) => Err(ClientError::Daemon(e)),
             response => Ok(response),
         }
+    }
+
+    /// Asks `call` and returns its answer; any other answer is an error
+    /// that says what came back.
+    pub fn call<C: Call>(&mut self, call: C) -> Result<C::Reply, ClientError> {
+        let response = self.request(&call.request())?;
+        C::reply(response).map_err(|other| unexpected(C::WHAT, &other))
     }
 
     /// Sends one request and returns its reply; an `Error` reply becomes `Err`.

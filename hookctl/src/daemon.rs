@@ -92,10 +92,7 @@ pub fn stop(ctx: &Context) -> anyhow::Result<ExitCode> {
 fn status(ctx: &Context) -> anyhow::Result<ExitCode> {
     match client::Client::connect(&ctx.socket.path, Instant::now() + WAIT) {
         Ok(mut c) => {
-            let Response::Status(report) = c.request(&Request::Status(StatusQuery::default()))?
-            else {
-                anyhow::bail!("hookd answered a status request with something else");
-            };
+            let report = c.call(StatusQuery::default())?;
             let d = report.daemon;
             println!(
                 "hookd {} is running (pid {}, up {}s) on {}",

@@ -3,9 +3,7 @@
 use crate::Context;
 use crate::client::ClientError;
 use crate::display::{ago, bar, duration, percent, short_id, thousands};
-use protocol::wire::{
-    ContextStatus, Mark, Request, Response, SessionStatus, StatusQuery, StatusReport,
-};
+use protocol::wire::{ContextStatus, Mark, SessionStatus, StatusQuery, StatusReport};
 use std::process::ExitCode;
 
 pub fn run(ctx: &Context, session: Option<String>, json: bool) -> anyhow::Result<ExitCode> {
@@ -27,12 +25,9 @@ pub fn run(ctx: &Context, session: Option<String>, json: bool) -> anyhow::Result
         }
         Err(e) => return Err(e.into()),
     };
-    let Response::Status(report) = client.request(&Request::Status(StatusQuery {
+    let report = client.call(StatusQuery {
         session: session.clone(),
-    }))?
-    else {
-        anyhow::bail!("hookd answered a status request with something else");
-    };
+    })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

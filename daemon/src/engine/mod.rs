@@ -235,7 +235,7 @@ impl Engine {
                 })
                 .await
             }
-            // Cross-task memory (issue 11).
+            // Cross-task memory.
             request @ (Request::Reflect(_) | Request::Task(_) | Request::Memory(_)) => {
                 self.memory_request(request).await
             }
@@ -481,7 +481,7 @@ impl Engine {
             )
             .await;
         }
-        // Cross-task memory (issue 11): tasks begin, get lessons, and close.
+        // Cross-task memory: tasks begin, get lessons, and close.
         self.memory_on_hook(&key, &event, &config.config, &mut outcome)
             .await;
         // An injection is looked for from the next hook on, not this one's.

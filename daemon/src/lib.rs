@@ -22,6 +22,7 @@ pub mod prompt;
 pub mod render;
 pub mod resume;
 pub mod server;
+pub mod session_machine;
 pub mod sessions;
 pub mod settings;
 pub mod shutdown;

@@ -26,6 +26,7 @@ pub mod session_machine;
 pub mod sessions;
 pub mod settings;
 pub mod shutdown;
+pub mod tail;
 pub mod time;
 pub mod watch;
 pub mod workflow;

@@ -8,6 +8,7 @@
 //! written atomically; each step's outcome goes to `events.jsonl`.
 
 use crate::budget;
+pub use crate::capture::state::SaveTrigger;
 use crate::capture::{self, state::Checkpoint, state::STATE_FILE};
 use crate::git::{self, CheckpointMeta, CommitOutcome, SkipReason};
 use crate::project_fs::Dir;
@@ -29,27 +30,6 @@ pub const MODIFIED_FILES_FILE: &str = "modified_files.json";
 pub const HISTORY_DIR: &str = "history";
 /// Temp files older than this were left by a crash, not by a writer at work.
 const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// What asked for a save.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SaveTrigger {
-    Threshold(f64),
-    PreCompact(String),
-    Manual,
-    /// The transcript shows a compaction no PreCompact hook announced.
-    UnannouncedCompaction,
-}
-
-impl std::fmt::Display for SaveTrigger {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SaveTrigger::Threshold(level) => write!(f, "threshold {level:.2}"),
-            SaveTrigger::PreCompact(trigger) => write!(f, "pre-compact {trigger}"),
-            SaveTrigger::Manual => f.write_str("manual"),
-            SaveTrigger::UnannouncedCompaction => f.write_str("unannounced compaction"),
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct SaveRequest {
@@ -141,7 +121,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         harness_session: session.map(|k| k.id.as_str()),
         transcript: request.transcript.as_deref(),
         context: request.context.as_ref(),
-        trigger: request.trigger.to_string(),
+        trigger: request.trigger.clone(),
         threshold,
         config,
         now_ms: crate::time::now_ms(),

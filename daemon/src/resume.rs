@@ -420,7 +420,7 @@ mod tests {
     fn the_summary_names_progress_next_action_and_problems() {
         let state = ContextState {
             captured_at: "2026-11-21T20:00:00Z".into(),
-            trigger: "pre-compact auto".into(),
+            trigger: crate::capture::state::SaveTrigger::PreCompact("auto".into()),
             tasks: vec![
                 Task {
                     id: "1".into(),

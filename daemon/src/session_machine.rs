@@ -91,7 +91,8 @@ pub fn on_hook(
             first: resuming,
         });
     }
-    if event.kind == EventKind::PreCompact && harness::compaction_is_due(s, &config.window) {
+    if event.kind == EventKind::PreCompact && harness::compaction_is_due(&s.facts(), &config.window)
+    {
         let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
         effects.push(Effect::Save {
             trigger: SaveTrigger::PreCompact(trigger),

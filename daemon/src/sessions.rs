@@ -2,7 +2,9 @@
 //! file in the state directory (written atomically, so a restarted daemon
 //! picks up where it stopped).
 
-use crate::harness::{Boundary, Cursor, HarnessPoint, HookEvent, Method, SessionReading, Usage};
+use crate::harness::{
+    Boundary, Cursor, HarnessPoint, HookEvent, Method, SessionFacts, SessionReading, Usage,
+};
 use protocol::pressure::Knobs;
 use protocol::wire::{ContextStatus, Harness, Mark, SessionStatus};
 use serde::{Deserialize, Serialize};
@@ -156,6 +158,22 @@ impl Session {
             resume: None,
             transcript_problem: None,
             resume_pending: None,
+        }
+    }
+
+    /// What the session's harness needs to place its compaction point.
+    pub fn facts(&self) -> SessionFacts<'_> {
+        SessionFacts {
+            harness: self.key.harness,
+            model: self
+                .model
+                .as_deref()
+                .or_else(|| self.usage.as_ref()?.model.as_deref()),
+            usage: self.usage.as_ref(),
+            statusline_window: self.statusline_window,
+            reported_window: self.reported_window,
+            harness_point: self.harness_point.as_ref(),
+            knobs: &self.knobs,
         }
     }
 

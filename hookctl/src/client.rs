@@ -317,3 +317,32 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
 }
+
+/// Asks the daemon on `socket` to stop and waits (at most `wait`) until it
+/// is gone. Returns its pid, or `None` when none was running.
+pub fn stop_daemon(socket: &SocketPath, wait: Duration) -> anyhow::Result<Option<u32>> {
+    let deadline = Instant::now() + wait;
+    let mut c = match Client::connect(&socket.path, deadline) {
+        Ok(c) => c,
+        Err(ClientError::NotRunning(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let pid = c
+        .call(protocol::wire::StatusQuery::default())
+        .map(|report| report.daemon.pid)
+        .unwrap_or_default();
+    c.request(&Request::Shutdown)?;
+    drop(c);
+    // The daemon removes its socket first and releases its lock last.
+    let lock = socket.lock_file();
+    while lock.exists() || socket.path.exists() {
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "hookd (pid {pid}) is still shutting down after {}s",
+                wait.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(Some(pid))
+}

@@ -59,7 +59,7 @@ pub(super) fn empty_context(session: &Session, config: &Config) -> ContextStatus
 }
 
 fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus {
-    let point = harness::compaction_point(session, &config.window);
+    let point = harness::compaction_point(&session.facts(), &config.window);
     let pressure = tokens as f64 / point.tokens.max(1) as f64;
     ContextStatus {
         tokens_used: tokens,

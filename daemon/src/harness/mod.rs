@@ -14,7 +14,6 @@ pub use claude_code::statusline;
 /// to hookctl before any hook of it arrived).
 pub const FIRST: Harness = Harness::ClaudeCode;
 
-use crate::sessions::Session;
 use protocol::wire::{Harness, HookReply, HookRequest};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -262,24 +261,35 @@ pub fn read_session_file(
     }
 }
 
+/// What a harness needs to know of a session to place its compaction point.
+pub struct SessionFacts<'a> {
+    pub harness: Harness,
+    pub model: Option<&'a str>,
+    pub usage: Option<&'a Usage>,
+    /// The window Claude Code's statusLine reported.
+    pub statusline_window: Option<u64>,
+    /// The window the harness's own session file reported.
+    pub reported_window: Option<u64>,
+    /// Where the harness's own settings say it compacts.
+    pub harness_point: Option<&'a HarnessPoint>,
+    /// Claude Code's compaction settings from the hook's environment.
+    pub knobs: &'a protocol::pressure::Knobs,
+}
+
 /// Where the session's harness compacts (or compresses) its context.
 pub fn compaction_point(
-    session: &Session,
+    session: &SessionFacts,
     config: &protocol::config::WindowConfig,
 ) -> protocol::pressure::CompactionPoint {
-    let model = session
-        .model
-        .as_deref()
-        .or_else(|| session.usage.as_ref()?.model.as_deref());
-    match session.key.harness {
+    match session.harness {
         Harness::ClaudeCode => claude_code::window::compaction_point_for(
-            model,
+            session.model,
             session.statusline_window,
-            &session.knobs,
+            session.knobs,
             config,
         ),
-        Harness::Codex => codex::compaction_point(model, session, config),
-        Harness::GeminiCli => gemini_cli::compaction_point(model, session, config),
+        Harness::Codex => codex::compaction_point(session, config),
+        Harness::GeminiCli => gemini_cli::compaction_point(session, config),
     }
 }
 
@@ -296,8 +306,8 @@ pub fn injected_context_arrived(harness: Harness, path: &Path, marker: &str) -> 
 /// Whether a PreCompact-like hook means a compaction now. Gemini CLI fires
 /// PreCompress before every model call; only near its compression point
 /// does one follow.
-pub fn compaction_is_due(session: &Session, config: &protocol::config::WindowConfig) -> bool {
-    match session.key.harness {
+pub fn compaction_is_due(session: &SessionFacts, config: &protocol::config::WindowConfig) -> bool {
+    match session.harness {
         Harness::GeminiCli => gemini_cli::compression_is_due(session, config),
         Harness::ClaudeCode | Harness::Codex => true,
     }

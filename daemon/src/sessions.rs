@@ -49,7 +49,7 @@ pub struct Session {
     #[serde(default)]
     pub usage: Option<Usage>,
     #[serde(default)]
-    pub usage_source: String,
+    pub usage_source: UsageSource,
     #[serde(default)]
     pub usage_at_ms: u64,
     #[serde(default)]
@@ -103,6 +103,33 @@ pub struct Session {
     pub resume_pending: Option<PendingResume>,
 }
 
+/// Where a session's figure came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageSource {
+    /// The latest reply in the session's file.
+    Reply,
+    /// A compaction's own estimate, until the next reply.
+    Compaction,
+    /// Claude Code's statusLine input.
+    Statusline,
+    /// No figure yet (and anything another version wrote that this one does not know).
+    #[default]
+    #[serde(other)]
+    None,
+}
+
+impl UsageSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UsageSource::None => "none",
+            UsageSource::Reply => "reply",
+            UsageSource::Compaction => "compaction",
+            UsageSource::Statusline => "statusline",
+        }
+    }
+}
+
 /// A resume prompt on its way to the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingResume {
@@ -138,7 +165,7 @@ impl Session {
             events_seen: 0,
             ended: false,
             usage: None,
-            usage_source: String::new(),
+            usage_source: UsageSource::None,
             usage_at_ms: 0,
             cursor: None,
             statusline_window: None,
@@ -219,10 +246,9 @@ impl Session {
             }
             if reading.usage.is_some() && reading.usage != self.usage {
                 self.usage_source = match &reading.usage {
-                    Some(u) if u.from_boundary => "compaction",
-                    _ => "reply",
-                }
-                .into();
+                    Some(u) if u.from_boundary => UsageSource::Compaction,
+                    _ => UsageSource::Reply,
+                };
                 self.usage_at_ms = now_ms;
             }
             self.usage = reading.usage;

@@ -68,11 +68,7 @@ fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus
         pressure,
         window_fraction: tokens as f64 / point.window.max(1) as f64,
         basis: point.basis,
-        source: if session.usage_source.is_empty() {
-            "none".into()
-        } else {
-            session.usage_source.clone()
-        },
+        source: session.usage_source.as_str().to_owned(),
         advice: Advice::for_pressure(pressure),
         updated_at_ms: session.usage_at_ms,
         invalid: session.usage.as_ref().and_then(|u| u.invalid.clone()),

@@ -77,7 +77,7 @@ impl Engine {
                 usage.tokens = tokens;
                 usage.from_boundary = false;
                 usage.invalid = None;
-                session.usage_source = "statusline".into();
+                session.usage_source = crate::sessions::UsageSource::Statusline;
                 session.usage_at_ms = now;
             }
             Some(Err(why)) => {

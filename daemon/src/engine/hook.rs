@@ -147,11 +147,7 @@ impl Engine {
                     trigger,
                     checkpoint,
                     ..
-                } => {
-                    if let Some(request) = self.save_request(key, config, trigger, checkpoint) {
-                        self.spawn_save(request, config.clone());
-                    }
-                }
+                } => self.save_in_background(key, config, trigger, checkpoint),
                 _ => {}
             }
         }
@@ -264,11 +260,7 @@ impl Engine {
                     trigger,
                     checkpoint,
                     ..
-                } => {
-                    if let Some(request) = self.save_request(key, config, trigger, checkpoint) {
-                        self.spawn_save(request, config.clone());
-                    }
-                }
+                } => self.save_in_background(key, config, trigger, checkpoint),
                 Effect::Record { .. } | Effect::Resume { .. } => {}
             }
         }
@@ -354,6 +346,18 @@ impl Engine {
                 // The file cannot be read: the plain read reports that.
                 _ => return None,
             }
+        }
+    }
+
+    fn save_in_background(
+        self: &Arc<Self>,
+        key: &SessionKey,
+        config: &Config,
+        trigger: SaveTrigger,
+        checkpoint: bool,
+    ) {
+        if let Some(request) = self.save_request(key, config, trigger, checkpoint) {
+            self.spawn_save(request, config.clone());
         }
     }
 

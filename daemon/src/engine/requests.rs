@@ -34,14 +34,7 @@ impl Engine {
 
     /// `hookctl save`: the whole pipeline, now.
     pub(super) async fn save_now(self: &Arc<Self>, query: SaveQuery) -> Response {
-        let key = match &query.session {
-            Some(id) => self
-                .registry()
-                .matching(Some(id))
-                .first()
-                .map(|s| s.key.clone()),
-            None => self.latest_session(&query.project),
-        };
+        let key = self.session_for(&query.project, query.session.as_deref());
         let (config, _) = self
             .settings
             .for_request(Some(&query.project), &Default::default());
@@ -79,6 +72,19 @@ impl Engine {
             checkpoint_note: report.checkpoint_note,
             problems: report.problems,
         }))
+    }
+
+    /// The session a person named (an id or a unique prefix), else the
+    /// most recent one working in `project`.
+    pub(super) fn session_for(&self, project: &Path, named: Option<&str>) -> Option<SessionKey> {
+        match named {
+            Some(id) => self
+                .registry()
+                .matching(Some(id))
+                .first()
+                .map(|s| s.key.clone()),
+            None => self.latest_session(project),
+        }
     }
 
     /// The most recent session working in `project` (or a directory above it).

@@ -225,14 +225,7 @@ impl Engine {
         let (config, _) = self
             .settings
             .for_request(Some(&query.project), &Default::default());
-        let session = match &query.session {
-            Some(id) => self
-                .registry()
-                .matching(Some(id))
-                .first()
-                .map(|s| s.key.clone()),
-            None => self.latest_session(&query.project),
-        };
+        let session = self.session_for(&query.project, query.session.as_deref());
         let transcript = session.as_ref().and_then(|k| {
             self.registry()
                 .get(k)

@@ -197,7 +197,9 @@ pub enum PayloadError {
 pub fn parse(req: &HookRequest) -> Result<HookEvent, PayloadError> {
     let value: Value = serde_json::from_str(req.payload.get()).map_err(PayloadError::NotJson)?;
     let Value::Object(fields) = value else {
-        return Err(PayloadError::NotObject(json_type(&value)));
+        return Err(PayloadError::NotObject(protocol::pressure::json_kind(
+            &value,
+        )));
     };
     let fields = Fields {
         map: fields,
@@ -376,17 +378,6 @@ fn absolute(path: String, what: &str, problems: &mut Vec<String>) -> Option<Path
     None
 }
 
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Lenient field access: a field of the wrong type is treated as absent and
 /// noted, never an error that could disturb the agent.
 pub struct Fields {
@@ -402,7 +393,7 @@ impl Fields {
             other => {
                 self.problems.push(format!(
                     "field `{name}` is {}, expected a string",
-                    json_type(other)
+                    protocol::pressure::json_kind(other)
                 ));
                 None
             }

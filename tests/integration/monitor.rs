@@ -456,7 +456,8 @@ fn statusline_with_and_without_the_daemon() {
             .lines()
             .map(str::to_owned)
             .collect();
-    // The third line reports 20,000 tokens of a 200k window: 12% of the 167k compaction point.
+    // The third line reports 20,000 tokens of a 200k window: Claude Code's own
+    // `used_percentage` of 10, with compaction at 167k (83%).
     let input = lines[2].as_bytes();
     let mut alone = sb.command("hookctl");
     alone
@@ -466,7 +467,7 @@ fn statusline_with_and_without_the_daemon() {
     assert!(out.status.success());
     assert_eq!(
         stdout(&out).trim(),
-        "ctx 12% ▓░░░░░░░░░ stuff · 10% of 200k"
+        "ctx 10% · compacts at 83%"
     );
 
     let daemon = TestDaemon::start(sb.daemon_options());
@@ -475,7 +476,7 @@ fn statusline_with_and_without_the_daemon() {
     let out = run_with_stdin(cmd, input);
     assert_eq!(
         stdout(&out).trim(),
-        "ctx 12% ▓░░░░░░░░░ stuff · 10% of 200k"
+        "ctx 10% · compacts at 83%"
     );
     let report = daemon.engine().status(&Default::default());
     let s = &report.sessions[0];
@@ -501,14 +502,22 @@ fn status_text_shows_the_figures() {
     s.turn(0.72);
     let out = s.sb.hookctl(&["status"]);
     let text = stdout(&out);
-    assert!(text.contains("120,240 / 167,000 tokens"), "{text}");
     assert!(
-        text.contains("72% of the compaction point")
-            && text.contains("60% of the 200,000-token window"),
+        text.contains("60% of the window (120,240 of 200,000 tokens) · compacts at 83%"),
         "{text}"
     );
-    assert!(text.contains("selective"), "{text}");
-    assert!(text.contains("fired 70%"), "{text}");
+    assert!(text.contains("72% of the way to compaction"), "{text}");
+    assert!(text.contains("passed 70% of the way"), "{text}");
+    assert!(text.contains("recent   ▆  the latest reply"), "{text}");
+    // The retrieval strategy is for those who ask.
+    assert!(!text.contains("selective") && !text.contains("epoch"), "{text}");
+    let verbose = stdout(&s.sb.hookctl(&["status", "-v"]));
+    assert!(
+        verbose.contains("120,240 / 167,000 tokens of the compaction point")
+            && verbose.contains("retrieval strategy selective (prefetch ≤2, trust ≥0.5)")
+            && verbose.contains("epoch 1 · levels fired 70%"),
+        "{verbose}"
+    );
     let out = s.sb.hookctl(&["status", "--session", "nope"]);
     assert_eq!(out.status.code(), Some(1));
 }

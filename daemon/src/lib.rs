@@ -26,6 +26,7 @@ pub mod sessions;
 pub mod settings;
 pub mod shutdown;
 pub mod time;
+pub mod trigger;
 pub mod watch;
 pub mod workflow;
 

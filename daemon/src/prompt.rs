@@ -5,6 +5,7 @@
 use crate::budget::tokens::{self, TextKind};
 use crate::capture::state::ContextState;
 use crate::render::{self, Renderer};
+use crate::trigger::SaveTrigger;
 use protocol::config::ResumeFormat;
 use protocol::wire::{Check, CheckStatus};
 use serde_json::{Value, json};
@@ -73,6 +74,14 @@ pub fn resume_view(state: &ContextState, checks: &[Check], marker: Option<&str>)
         .map(|c| json!({"check": c.check, "status": c.status, "detail": c.detail, "mark": mark(c)}))
         .collect();
     view["validation"] = json!(validation);
+    // Only a save for a compaction may say the context was compacted.
+    view["after_compaction"] = json!(
+        state
+            .trigger
+            .parse::<SaveTrigger>()
+            .is_ok_and(|t| t.is_compaction())
+    );
+    view["trigger_words"] = json!(crate::trigger::describe(&state.trigger));
     view["marker"] = json!(marker);
     view["dropped"] = json!([]);
     let titles = |status: &str| -> Vec<&str> {

@@ -74,7 +74,7 @@ pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
     // Another session saved since: look for this session's own last capture.
     if let Ok(history) = dir.open_dir(HISTORY_DIR) {
         let mut names = history.names().unwrap_or_default();
-        names.sort();
+        crate::pipeline::sort_history(&mut names);
         for name in names.into_iter().rev() {
             if let Ok(Some(state)) = read_state(&history, &name)
                 && state.harness_session_id.as_deref() == Some(id)
@@ -372,8 +372,9 @@ pub fn render(
 /// display_summary: progress, the next action, files to read, warnings.
 pub fn summary(state: &ContextState, checks: &[Check]) -> String {
     let mut parts = vec![format!(
-        "hookd restored the work saved at {} ({})",
-        state.captured_at, state.trigger
+        "Saved state from {} ({})",
+        state.captured_at,
+        crate::trigger::describe(&state.trigger)
     )];
     if !state.tasks.is_empty() {
         let done = state
@@ -453,9 +454,7 @@ mod tests {
         ];
         let text = summary(&state, &checks);
         assert!(
-            text.starts_with(
-                "hookd restored the work saved at 2026-11-21T20:00:00Z (pre-compact auto)"
-            ),
+            text.starts_with("Saved state from 2026-11-21T20:00:00Z (before automatic compaction)"),
             "{text}"
         );
         assert!(

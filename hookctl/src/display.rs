@@ -52,27 +52,8 @@ mod tests {
     }
 }
 
-pub use protocol::figures::{percent, thousands};
+pub use protocol::figures::{compaction_percent, percent, thousands, window_percent};
 use protocol::wire::{ContextPoint, PointMark};
-
-/// The share of the window as Claude Code shows it (its statusLine's
-/// `used_percentage`): whole percent, half rounded up, at most 100.
-pub fn window_percent(tokens: u64, window: u64) -> u64 {
-    if window == 0 {
-        return 0;
-    }
-    let (tokens, window) = (u128::from(tokens), u128::from(window));
-    ((tokens * 200 + window) / (window * 2)).min(100) as u64
-}
-
-/// Where compaction happens, in whole percent of the window, rounded down:
-/// a figure shown as under it has not reached it.
-pub fn compaction_percent(point: u64, window: u64) -> u64 {
-    if window == 0 {
-        return 100;
-    }
-    (u128::from(point) * 100 / u128::from(window)).min(100) as u64
-}
 
 /// `▓▓▓▓▓░░│░░`: the window filled to `used`, with `│` where compaction
 /// happens (none when it only happens at the very end).

@@ -465,19 +465,13 @@ fn statusline_with_and_without_the_daemon() {
         .arg("statusline");
     let out = run_with_stdin(alone, input);
     assert!(out.status.success());
-    assert_eq!(
-        stdout(&out).trim(),
-        "ctx 10% · compacts at 83%"
-    );
+    assert_eq!(stdout(&out).trim(), "ctx 10% · compacts at 83%");
 
     let daemon = TestDaemon::start(sb.daemon_options());
     let mut cmd = sb.command("hookctl");
     cmd.arg("statusline");
     let out = run_with_stdin(cmd, input);
-    assert_eq!(
-        stdout(&out).trim(),
-        "ctx 10% · compacts at 83%"
-    );
+    assert_eq!(stdout(&out).trim(), "ctx 10% · compacts at 83%");
     let report = daemon.engine().status(&Default::default());
     let s = &report.sessions[0];
     assert_eq!(s.session_id, "4d7453d0-1db5-4325-aa8c-30d671da3857");
@@ -510,7 +504,10 @@ fn status_text_shows_the_figures() {
     assert!(text.contains("passed 70% of the way"), "{text}");
     assert!(text.contains("recent   ▆  the latest reply"), "{text}");
     // The retrieval strategy is for those who ask.
-    assert!(!text.contains("selective") && !text.contains("epoch"), "{text}");
+    assert!(
+        !text.contains("selective") && !text.contains("epoch"),
+        "{text}"
+    );
     let verbose = stdout(&s.sb.hookctl(&["status", "-v"]));
     assert!(
         verbose.contains("120,240 / 167,000 tokens of the compaction point")

@@ -11,7 +11,8 @@ pub const STATE_FILE: &str = "context_state.json";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContextState {
-    /// `compact_<YYYYMMDD_HHMMSS>` of the capture.
+    /// `<what>_<YYYYMMDD_HHMMSS>` of the capture: `compact` (for a
+    /// compaction), `threshold` or `save` (`hookctl save`).
     pub session_id: String,
     /// The harness's own session id.
     pub harness_session_id: Option<String>,
@@ -156,7 +157,8 @@ pub struct GitInfo {
     pub branch: String,
     /// None on an unborn branch.
     pub head: Option<String>,
-    /// clean, merge, rebase, cherry-pick, ...
+    /// An operation in progress (merge, rebase, cherry-pick, ...), else
+    /// `clean` when nothing changed against HEAD and `modified` when something did.
     pub state: String,
 }
 

@@ -570,8 +570,10 @@ pub fn after_capture(config: &Config, state: &ContextState) -> Option<String> {
                 source: n.source.to_owned(),
             });
         }
-        let compaction = state.trigger.starts_with("pre-compact")
-            || state.trigger == crate::pipeline::SaveTrigger::UnannouncedCompaction.to_string();
+        let compaction = state
+            .trigger
+            .parse::<crate::trigger::SaveTrigger>()
+            .is_ok_and(|t| t.is_compaction());
         if compaction {
             task.iterations += 1;
         }

@@ -137,3 +137,27 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoint_files_line_up() {
+        let file = |action: &str, path: &str, summary: &str| FileChange {
+            path: path.into(),
+            action: action.into(),
+            added: None,
+            removed: None,
+            summary: summary.into(),
+        };
+        let table = file_table(&[
+            file("modified", "src/main.rs", "+12 −3 lines"),
+            file("created", "src/auth/login_route.rs", "+80 −0 lines"),
+            file("deleted", "old.txt", "−4 lines"),
+            file("type changed", "run.sh", ""),
+        ]);
+        insta::assert_snapshot!(table);
+        assert_eq!(file_table(&[]), "");
+    }
+}

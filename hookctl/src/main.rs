@@ -726,6 +726,24 @@ mod tests {
         assert!(missing.is_empty(), "undescribed in --help: {missing:#?}");
     }
 
+    /// The help of the commands whose words changed most.
+    #[test]
+    fn help_texts() {
+        let mut cmd = Cli::command().term_width(100);
+        cmd.build();
+        let mut help = |path: &[&str]| {
+            let mut c = &mut cmd;
+            for name in path {
+                c = c.find_subcommand_mut(name).unwrap();
+            }
+            c.render_help().to_string()
+        };
+        insta::assert_snapshot!("help_save", help(&["save"]));
+        insta::assert_snapshot!("help_checkpoint_restore", help(&["checkpoint", "restore"]));
+        insta::assert_snapshot!("help_status", help(&["status"]));
+        insta::assert_snapshot!("help_install", help(&["install"]));
+    }
+
     #[test]
     fn without_any_layer_the_defaults_are_what_load_gives() {
         let dir = tempfile::tempdir().unwrap();

@@ -139,11 +139,11 @@ fn session(s: &SessionStatus, detail: Detail, now: u64) -> String {
     }
     out += &format!(
         "    last save {} · last checkpoint {}\n",
-        mark(s.last_save.as_ref(), now),
-        mark(s.last_checkpoint.as_ref(), now)
+        mark(s.last_save.as_ref(), now, false),
+        mark(s.last_checkpoint.as_ref(), now, true)
     );
     if let Some(resume) = &s.resume {
-        out += &format!("    resume prompt {}\n", mark(Some(resume), now));
+        out += &format!("    resume prompt {}\n", mark(Some(resume), now, false));
     }
     out += &format!(
         "    last event {} {} · {} events{}\n",
@@ -248,7 +248,9 @@ fn compactions(s: &SessionStatus) -> String {
     format!("{head} · passed {} of the way{since}", levels.join(", "))
 }
 
-fn mark(m: Option<&Mark>, now: u64) -> String {
+/// `5m ago (before /compact)`; the detail (a file, a commit, what went
+/// wrong) when it failed or `detail` asks for it.
+fn mark(m: Option<&Mark>, now: u64, detail: bool) -> String {
     match m {
         None => "never".into(),
         Some(m) => {
@@ -256,6 +258,7 @@ fn mark(m: Option<&Mark>, now: u64) -> String {
             let detail = m
                 .detail
                 .as_deref()
+                .filter(|_| detail || !m.ok)
                 .map(|d| format!(": {d}"))
                 .unwrap_or_default();
             format!(
@@ -282,5 +285,147 @@ pub fn trigger_words(what: &str) -> String {
         "pre-compact manual" => "before /compact".to_owned(),
         "unannounced compaction" => "after a compaction no hook announced".to_owned(),
         other => other.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::pressure::Advice;
+    use protocol::wire::{ContextPoint, DaemonInfo, PointMark};
+
+    /// 2026-11-21T20:00:00Z: every time in the report is relative to it.
+    const NOW: u64 = 1_795_291_200_000;
+
+    fn report(sessions: Vec<SessionStatus>) -> StatusReport {
+        StatusReport {
+            daemon: DaemonInfo {
+                version: "0.1.0".into(),
+                protocol: 1,
+                pid: 4242,
+                started_at_ms: NOW - 3_723_000,
+                uptime_secs: 3_723,
+                socket: "/run/user/1000/hookd/hookd.sock".into(),
+                state_dir: "/home/dev/.local/state/hookd".into(),
+                log_dir: None,
+                events_handled: 318,
+                warnings: Vec::new(),
+            },
+            sessions,
+        }
+    }
+
+    fn context(tokens: u64) -> ContextStatus {
+        let pressure = tokens as f64 / 167_000.0;
+        ContextStatus {
+            tokens_used: tokens,
+            tokens_max: 167_000,
+            window_tokens: 200_000,
+            pressure,
+            window_fraction: tokens as f64 / 200_000.0,
+            basis: "200000 window − 20000 output reserve − 13000 buffer".into(),
+            source: "reply".into(),
+            advice: Advice::for_pressure(pressure),
+            updated_at_ms: NOW - 5_000,
+            invalid: None,
+        }
+    }
+
+    /// A session that climbed, saved with a checkpoint at 95%, compacted,
+    /// and is climbing again.
+    fn session() -> SessionStatus {
+        let climb = [
+            (20_000, None),
+            (45_000, None),
+            (80_000, None),
+            (118_000, None),
+            (135_000, Some(PointMark::Save)),
+            (152_000, None),
+            (160_000, Some(PointMark::Checkpoint)),
+            (3_000, Some(PointMark::Compaction)),
+            (31_000, None),
+            (64_000, None),
+            (98_000, None),
+            (120_240, None),
+        ];
+        let history = climb
+            .iter()
+            .enumerate()
+            .map(|(i, (tokens, mark))| ContextPoint {
+                at_ms: NOW - 60_000 * (climb.len() - i) as u64,
+                tokens: *tokens,
+                mark: *mark,
+            })
+            .collect();
+        SessionStatus {
+            harness: "claude-code".into(),
+            session_id: "4d7453d0-1db5-4325-aa8c-30d671da3857".into(),
+            project_dir: Some("/home/dev/proj".into()),
+            transcript_path: Some(
+                "/home/dev/.claude/projects/-home-dev-proj/4d7453d0.jsonl".into(),
+            ),
+            last_event: Some("post-tool-use".into()),
+            last_event_at_ms: NOW - 5_000,
+            events_seen: 87,
+            ended: false,
+            model: Some("claude-sonnet-4-5-20250929".into()),
+            context: Some(context(120_240)),
+            epoch: 2,
+            fired: vec![0.7],
+            last_save: Some(Mark {
+                at_ms: NOW - 300_000,
+                what: "pre-compact auto".into(),
+                ok: true,
+                detail: Some("/home/dev/proj/.workflow/context_state.json".into()),
+            }),
+            last_checkpoint: Some(Mark {
+                at_ms: NOW - 360_000,
+                what: "threshold 0.95".into(),
+                ok: true,
+                detail: Some("3f2a9c1e".into()),
+            }),
+            resume: None,
+            notes: Vec::new(),
+            history,
+        }
+    }
+
+    #[test]
+    fn status_with_a_session() {
+        let report = report(vec![session()]);
+        insta::assert_snapshot!("status_plain", render(&report, Detail::Plain, NOW));
+        insta::assert_snapshot!("status_verbose", render(&report, Detail::Verbose, NOW));
+    }
+
+    #[test]
+    fn status_before_the_first_session_and_reply() {
+        insta::assert_snapshot!(
+            "status_empty",
+            render(&report(Vec::new()), Detail::Plain, NOW)
+        );
+        let fresh = SessionStatus {
+            context: None,
+            epoch: 1,
+            fired: Vec::new(),
+            last_save: None,
+            last_checkpoint: None,
+            history: Vec::new(),
+            ..session()
+        };
+        let text = render(&report(vec![fresh]), Detail::Plain, NOW);
+        insta::assert_snapshot!("status_first_reply_pending", text);
+    }
+
+    #[test]
+    fn the_plain_status_names_no_internal_figure() {
+        let text = render(&report(vec![session()]), Detail::Plain, NOW);
+        for jargon in ["prefetch", "trust", "selective", "epoch", "fired"] {
+            assert!(!text.contains(jargon), "{jargon}: {text}");
+        }
+        assert_eq!(
+            trigger_words("threshold 0.80"),
+            "at 80% of the way to compaction"
+        );
+        assert_eq!(trigger_words("something new"), "something new");
     }
 }

@@ -207,4 +207,51 @@ mod tests {
         assert_eq!(line(None, None), "ctx –");
         assert_eq!(line(None, Some(12)), "ctx 12%");
     }
+
+    /// The line for fixed inputs: a climb through one 200k session, a 1M
+    /// window, no automatic compaction, the moment after /compact, before
+    /// the first reply, and an input that cannot be right.
+    #[test]
+    fn lines_for_fixed_inputs() {
+        let config = Config::default();
+        let with_knobs = |size: u64, tokens: u64, used: &str| -> String {
+            let input: Value = serde_json::from_str(&format!(
+                r#"{{"context_window":{{"context_window_size":{size},"used_percentage":{used},
+                "current_usage":{{"input_tokens":{tokens}}}}}}}"#
+            ))
+            .unwrap();
+            line(from_input(&input, &config).as_ref(), used_percent(&input))
+        };
+        let mut out = String::new();
+        for (what, size, tokens, used) in [
+            ("early", 200_000, 21_000, "11"),
+            ("mid", 200_000, 84_000, "42"),
+            ("near compaction", 200_000, 160_000, "80"),
+            ("1M window", 1_000_000, 500_000, "50"),
+            ("right after /compact", 200_000, 0, "0"),
+            ("no used_percentage", 200_000, 120_240, "null"),
+        ] {
+            out += &format!("{what}: {}\n", with_knobs(size, tokens, used));
+        }
+        let disabled = ContextStatus {
+            tokens_max: 200_000,
+            ..from_input(
+                &serde_json::json!({"context_window": {"context_window_size": 200_000,
+                    "current_usage": {"input_tokens": 90_000}}}),
+                &config,
+            )
+            .unwrap()
+        };
+        out += &format!(
+            "automatic compaction off: {}\n",
+            line(Some(&disabled), None)
+        );
+        let invalid = ContextStatus {
+            invalid: Some("input_tokens is negative (-5)".into()),
+            ..disabled
+        };
+        out += &format!("invalid usage: {}\n", line(Some(&invalid), Some(40)));
+        out += &format!("before the first reply: {}\n", line(None, None));
+        insta::assert_snapshot!(out);
+    }
 }

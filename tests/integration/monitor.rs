@@ -87,12 +87,16 @@ fn each_threshold_fires_once_at_the_right_call() {
     let at_72 = s.turn(0.72);
     let text = message(&at_72).expect("70% fires");
     assert!(
-        text.starts_with("Context at 70%. Consider saving state soon."),
+        text.starts_with("Context at 70% of the way to compaction. Read only what the task needs"),
         "{text}"
     );
     assert!(
-        text.contains("selective (prefetch ≤2, trust ≥0.5)"),
-        "the 70% message names the strategy: {text}"
+        text.ends_with("[120,240 tokens: 60% of the window, compaction at 167,000]"),
+        "the figures in the person's basis: {text}"
+    );
+    assert!(
+        !text.contains("prefetch") && !text.contains("strategy"),
+        "{text}"
     );
     assert_eq!(at_72["hookSpecificOutput"]["hookEventName"], "PostToolUse");
     assert_eq!(
@@ -105,17 +109,17 @@ fn each_threshold_fires_once_at_the_right_call() {
     assert!(
         message(&s.turn(0.83))
             .unwrap()
-            .starts_with("Context at 80%. Auto-saving workflow state...")
+            .starts_with("Context at 80% of the way to compaction. hookd is saving")
     );
     assert!(
         message(&s.turn(0.92))
             .unwrap()
-            .starts_with("Context at 90%. Compaction recommended.")
+            .starts_with("Context at 90% of the way to compaction. Finish the current step")
     );
     assert!(
         message(&s.turn(0.96))
             .unwrap()
-            .starts_with("CRITICAL: Context at 95%.")
+            .starts_with("CRITICAL: Context at 95% of the way to compaction.")
     );
     assert_eq!(s.turn(0.97), Value::Null, "every level fired once");
     assert_eq!(
@@ -186,7 +190,10 @@ fn a_tool_hook_waits_for_its_reply_to_be_written() {
     writer.join().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = message(&hook_json(&out)).expect("70% fires on the reply written late");
-    assert!(text.starts_with("Context at 70%."), "{text}");
+    assert!(
+        text.starts_with("Context at 70% of the way to compaction."),
+        "{text}"
+    );
 
     // A tool call whose reply never shows: the hook carries on with what is there.
     let mut payload: Value = serde_json::from_slice(&payload).unwrap();

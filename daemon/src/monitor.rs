@@ -123,4 +123,38 @@ mod tests {
             );
         }
     }
+
+    /// What the person and the model read at each level, with the figures
+    /// of a 200k window; and with automatic compaction off.
+    #[test]
+    fn the_message_at_each_level() {
+        let ctx = |tokens: u64, max: u64| {
+            let pressure = tokens as f64 / max as f64;
+            ContextStatus {
+                invalid: None,
+                tokens_used: tokens,
+                tokens_max: max,
+                window_tokens: 200_000,
+                pressure,
+                window_fraction: tokens as f64 / 200_000.0,
+                basis: String::new(),
+                source: "reply".into(),
+                advice: Advice::for_pressure(pressure),
+                updated_at_ms: 0,
+            }
+        };
+        let mut out = String::new();
+        for (t, tokens) in levels().iter().zip([120_240, 138_610, 153_640, 160_320]) {
+            out += &format!(
+                "{:.0}%: {}\n\n",
+                t.level * 100.0,
+                message(t, &ctx(tokens, 167_000))
+            );
+        }
+        out += &format!(
+            "no automatic compaction: {}\n",
+            message(&levels()[0], &ctx(140_000, 200_000))
+        );
+        insta::assert_snapshot!(out);
+    }
 }

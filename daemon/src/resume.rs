@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 /// Unexpected changes named in a check before "and N more".
 const CHANGES_SHOWN: usize = 8;
 
-pub const NO_STATE: &str = "No previous state found. Starting fresh.";
+/// What a person reads when nothing was saved, with how to save.
+pub const NO_STATE: &str = "No saved state for this project yet: hookd saves one before each compaction, and `hookctl save` saves one now.";
 
 pub enum Loaded {
     Missing,
@@ -467,5 +468,65 @@ mod tests {
             text.contains("⚠ git_status_matches: HEAD moved") && !text.contains("task_valid"),
             "{text}"
         );
+    }
+
+    /// The summary a person reads after `hookctl resume` or `validate`, and
+    /// at the start of the session after a compaction.
+    #[test]
+    fn summaries() {
+        let saved = ContextState {
+            captured_at: "2026-11-21T20:00:00Z".into(),
+            trigger: "manual".into(),
+            ..ContextState::default()
+        };
+        let compacted = ContextState {
+            trigger: "pre-compact auto".into(),
+            tasks: vec![
+                Task {
+                    id: "1".into(),
+                    title: "Add the login route".into(),
+                    status: "completed".into(),
+                    ..Task::default()
+                },
+                Task {
+                    id: "2".into(),
+                    title: "Test the login route".into(),
+                    status: "in_progress".into(),
+                    ..Task::default()
+                },
+            ],
+            next_actions: vec![NextAction {
+                action: "write".into(),
+                target: "the login tests".into(),
+                priority: 1,
+                context_needed: vec!["app/api/auth/login/route.ts".into()],
+            }],
+            ..saved.clone()
+        };
+        let checks = vec![
+            check(
+                "git_status_matches",
+                CheckStatus::Warn,
+                "HEAD moved from 1a2b3c4d5e to 5e4d3c2b1a",
+            ),
+            check(
+                "workflow_exists",
+                CheckStatus::Pass,
+                "no workflow file to check",
+            ),
+            check(
+                "task_valid",
+                CheckStatus::Fail,
+                "\"Test the login route\" is no longer in the task list",
+            ),
+        ];
+        let text = format!(
+            "after hookctl save, all checks passed:\n{}\n\nafter a compaction, with problems:\n{}\n\nnothing saved:\n{}\n",
+            summary(&saved, &[]),
+            summary(&compacted, &checks),
+            NO_STATE
+        );
+        assert!(!text.contains("restored"), "nothing was restored: {text}");
+        insta::assert_snapshot!(text);
     }
 }

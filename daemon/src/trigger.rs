@@ -80,7 +80,7 @@ impl SaveTrigger {
             SaveTrigger::PreCompact(how) if how == "auto" => "before automatic compaction".into(),
             SaveTrigger::PreCompact(how) if how == "manual" => "before /compact".into(),
             SaveTrigger::PreCompact(how) => format!("before compaction ({how})"),
-            SaveTrigger::Manual => "saved by hand (hookctl save)".into(),
+            SaveTrigger::Manual => "with hookctl save".into(),
             SaveTrigger::UnannouncedCompaction => "after a compaction no hook announced".into(),
         }
     }
@@ -121,7 +121,7 @@ mod tests {
         );
         assert_eq!(describe("pre-compact auto"), "before automatic compaction");
         assert_eq!(describe("pre-compact manual"), "before /compact");
-        assert_eq!(describe("manual"), "saved by hand (hookctl save)");
+        assert_eq!(describe("manual"), "with hookctl save");
         assert_eq!(describe("from a script"), "from a script");
         assert!(SaveTrigger::UnannouncedCompaction.is_compaction());
         assert!(!SaveTrigger::Manual.is_compaction());

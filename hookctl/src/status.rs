@@ -280,7 +280,7 @@ pub fn trigger_words(what: &str) -> String {
         return format!("at {} of the way to compaction", percent(level));
     }
     match what {
-        "manual" => "hookctl save".to_owned(),
+        "manual" => "with hookctl save".to_owned(),
         "pre-compact auto" => "before automatic compaction".to_owned(),
         "pre-compact manual" => "before /compact".to_owned(),
         "unannounced compaction" => "after a compaction no hook announced".to_owned(),

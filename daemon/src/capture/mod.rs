@@ -436,7 +436,10 @@ mod tests {
             summary: "+1 −0 lines".into(),
         };
         assert_eq!(git_state("clean", &[]), "clean");
-        assert_eq!(git_state("clean", &[change.clone()]), "modified");
+        assert_eq!(
+            git_state("clean", std::slice::from_ref(&change)),
+            "modified"
+        );
         assert_eq!(git_state("rebase", &[change]), "rebase");
     }
 

@@ -541,7 +541,7 @@ fn watch_redraws_when_usage_changes() {
     let mut seen = String::new();
     let mut line = String::new();
     // The first frame, then a change made only in the transcript.
-    while !seen.contains("66,800 / 167,000") {
+    while !seen.contains("(66,800 of 200,000 tokens)") {
         line.clear();
         assert!(
             reader.read_line(&mut line).unwrap() > 0,
@@ -550,7 +550,7 @@ fn watch_redraws_when_usage_changes() {
         seen += &line;
     }
     s.transcript.reply(100_200);
-    while !seen.contains("100,200 / 167,000") {
+    while !seen.contains("(100,200 of 200,000 tokens)") {
         line.clear();
         assert!(
             reader.read_line(&mut line).unwrap() > 0,
@@ -558,6 +558,8 @@ fn watch_redraws_when_usage_changes() {
         );
         seen += &line;
     }
+    // The sparkline follows the readings.
+    assert!(seen.contains("█ = compaction"), "{seen}");
     child.kill().unwrap();
     let _ = child.wait();
 }

@@ -196,7 +196,8 @@ fn a_compaction_without_pre_compact_is_captured_before_the_resume() {
     let out = s.hook("SessionStart(source=compact)", "session-start");
     let prompt = context(&out);
     assert!(
-        prompt.contains("(unannounced compaction)") && prompt.contains("Cache the token table"),
+        prompt.contains("(after a compaction no hook announced)")
+            && prompt.contains("Cache the token table"),
         "{prompt}"
     );
     let compactions = s.events("compaction");

@@ -55,7 +55,7 @@ pub fn message(threshold: &Threshold, context: &ContextStatus) -> String {
         format!("compaction at {}", thousands(context.tokens_max))
     };
     format!(
-        "{} [{} tokens: {}% of the window, {compaction}]",
+        "{} [hookd: {} tokens, {}% of the window; {compaction}]",
         threshold.message,
         thousands(context.tokens_used),
         window_percent(context.tokens_used, context.window_tokens),
@@ -111,8 +111,8 @@ mod tests {
         assert_eq!(
             warn,
             "Context at 70% of the way to compaction. Read only what the task needs: \
-             search first, then open line ranges. [120,240 tokens: 60% of the window, \
-             compaction at 167,000]"
+             search first, then open line ranges. [hookd: 120,240 tokens, 60% of the \
+             window; compaction at 167,000]"
         );
         // No jargon reaches the model or the person.
         for t in levels() {

@@ -91,7 +91,7 @@ fn each_threshold_fires_once_at_the_right_call() {
         "{text}"
     );
     assert!(
-        text.ends_with("[120,240 tokens: 60% of the window, compaction at 167,000]"),
+        text.ends_with("[hookd: 120,240 tokens, 60% of the window; compaction at 167,000]"),
         "the figures in the person's basis: {text}"
     );
     assert!(

@@ -22,11 +22,12 @@ pub mod prompt;
 pub mod render;
 pub mod resume;
 pub mod server;
+pub mod session_machine;
 pub mod sessions;
 pub mod settings;
 pub mod shutdown;
+pub mod tail;
 pub mod time;
-pub mod trigger;
 pub mod watch;
 pub mod workflow;
 

@@ -8,6 +8,7 @@
 //! written atomically; each step's outcome goes to `events.jsonl`.
 
 use crate::budget;
+pub use crate::capture::state::SaveTrigger;
 use crate::capture::{self, state::Checkpoint, state::STATE_FILE};
 use crate::git::{self, CheckpointMeta, CommitOutcome, SkipReason};
 use crate::project_fs::Dir;
@@ -29,8 +30,6 @@ pub const MODIFIED_FILES_FILE: &str = "modified_files.json";
 pub const HISTORY_DIR: &str = "history";
 /// Temp files older than this were left by a crash, not by a writer at work.
 const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
-
-pub use crate::trigger::SaveTrigger;
 
 #[derive(Debug, Clone)]
 pub struct SaveRequest {
@@ -123,7 +122,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         harness_session: session.map(|k| k.id.as_str()),
         transcript: request.transcript.as_deref(),
         context: request.context.as_ref(),
-        trigger: request.trigger.to_string(),
+        trigger: request.trigger.clone(),
         threshold,
         config,
         now_ms: crate::time::now_ms(),

@@ -5,7 +5,6 @@
 use crate::budget::tokens::{self, TextKind};
 use crate::capture::state::ContextState;
 use crate::render::{self, Renderer};
-use crate::trigger::SaveTrigger;
 use protocol::config::ResumeFormat;
 use protocol::wire::{Check, CheckStatus};
 use serde_json::{Value, json};
@@ -75,13 +74,8 @@ pub fn resume_view(state: &ContextState, checks: &[Check], marker: Option<&str>)
         .collect();
     view["validation"] = json!(validation);
     // Only a save for a compaction may say the context was compacted.
-    view["after_compaction"] = json!(
-        state
-            .trigger
-            .parse::<SaveTrigger>()
-            .is_ok_and(|t| t.is_compaction())
-    );
-    view["trigger_words"] = json!(crate::trigger::describe(&state.trigger));
+    view["after_compaction"] = json!(state.trigger.is_compaction());
+    view["trigger_words"] = json!(state.trigger.describe());
     view["marker"] = json!(marker);
     view["dropped"] = json!([]);
     let titles = |status: &str| -> Vec<&str> {
@@ -151,8 +145,7 @@ pub struct Fitted {
 }
 
 /// Renders the resume prompt in `format` within `max_chars`, trimming
-/// detail as needed. `auto` picks by the Markdown rendering's size, as
-/// seed 004 does: under 500 tokens the compressed YAML, under 2,000 the
+/// detail as needed. `auto` picks by the Markdown rendering's size: under 500 tokens the compressed YAML, under 2,000 the
 /// XML message, else the YAML again (the most compact).
 pub fn fit(renderer: &mut Renderer, view: Value, max_chars: usize, format: ResumeFormat) -> Fitted {
     let kind = TextKind::Prose;
@@ -260,7 +253,7 @@ fn shorten_text(view: &mut Value, key: &str, max: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::state::{Decision, ModifiedFile, NextAction};
+    use crate::capture::state::{Decision, ModifiedFile, NextAction, SaveTrigger};
 
     fn big_state() -> ContextState {
         let mut s = ContextState {
@@ -453,7 +446,7 @@ mod tests {
             harness_session_id: Some("4d7453d0-1db5-4325-aa8c-30d671da3857".into()),
             harness: Some("claude-code".into()),
             captured_at: "2026-11-21T20:00:00Z".into(),
-            trigger: "pre-compact auto".into(),
+            trigger: SaveTrigger::PreCompact("auto".into()),
             project_dir: "/home/dev/proj".into(),
             objective: Some("Add a login route with JWT cookies".into()),
             tasks: vec![
@@ -519,7 +512,7 @@ mod tests {
         }];
         let saved = ContextState {
             session_id: "save_20261121_200000".into(),
-            trigger: "manual".into(),
+            trigger: SaveTrigger::Manual,
             tasks: Vec::new(),
             next_actions: Vec::new(),
             checkpoint: None,

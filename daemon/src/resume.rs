@@ -375,7 +375,7 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
     let mut parts = vec![format!(
         "Saved state from {} ({})",
         state.captured_at,
-        crate::trigger::describe(&state.trigger)
+        state.trigger.describe()
     )];
     if !state.tasks.is_empty() {
         let done = state
@@ -416,13 +416,13 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::state::{NextAction, Task};
+    use crate::capture::state::{NextAction, SaveTrigger, Task};
 
     #[test]
     fn the_summary_names_progress_next_action_and_problems() {
         let state = ContextState {
             captured_at: "2026-11-21T20:00:00Z".into(),
-            trigger: "pre-compact auto".into(),
+            trigger: crate::capture::state::SaveTrigger::PreCompact("auto".into()),
             tasks: vec![
                 Task {
                     id: "1".into(),
@@ -476,11 +476,11 @@ mod tests {
     fn summaries() {
         let saved = ContextState {
             captured_at: "2026-11-21T20:00:00Z".into(),
-            trigger: "manual".into(),
+            trigger: SaveTrigger::Manual,
             ..ContextState::default()
         };
         let compacted = ContextState {
-            trigger: "pre-compact auto".into(),
+            trigger: SaveTrigger::PreCompact("auto".into()),
             tasks: vec![
                 Task {
                     id: "1".into(),

@@ -2,7 +2,9 @@
 //! file in the state directory (written atomically, so a restarted daemon
 //! picks up where it stopped).
 
-use crate::harness::{Boundary, Cursor, HarnessPoint, HookEvent, Method, SessionReading, Usage};
+use crate::harness::{
+    Boundary, Cursor, HarnessPoint, HookEvent, Method, SessionFacts, SessionReading, Usage,
+};
 use protocol::pressure::Knobs;
 use protocol::wire::{ContextPoint, ContextStatus, Harness, Mark, PointMark, SessionStatus};
 use serde::{Deserialize, Serialize};
@@ -50,7 +52,7 @@ pub struct Session {
     #[serde(default)]
     pub usage: Option<Usage>,
     #[serde(default)]
-    pub usage_source: String,
+    pub usage_source: UsageSource,
     #[serde(default)]
     pub usage_at_ms: u64,
     #[serde(default)]
@@ -110,6 +112,33 @@ pub struct Session {
     pub mark_next: Option<PointMark>,
 }
 
+/// Where a session's figure came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageSource {
+    /// The latest reply in the session's file.
+    Reply,
+    /// A compaction's own estimate, until the next reply.
+    Compaction,
+    /// Claude Code's statusLine input.
+    Statusline,
+    /// No figure yet (and anything another version wrote that this one does not know).
+    #[default]
+    #[serde(other)]
+    None,
+}
+
+impl UsageSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UsageSource::None => "none",
+            UsageSource::Reply => "reply",
+            UsageSource::Compaction => "compaction",
+            UsageSource::Statusline => "statusline",
+        }
+    }
+}
+
 /// A resume prompt on its way to the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingResume {
@@ -145,7 +174,7 @@ impl Session {
             events_seen: 0,
             ended: false,
             usage: None,
-            usage_source: String::new(),
+            usage_source: UsageSource::None,
             usage_at_ms: 0,
             cursor: None,
             statusline_window: None,
@@ -167,6 +196,22 @@ impl Session {
             resume_pending: None,
             history: Vec::new(),
             mark_next: None,
+        }
+    }
+
+    /// What the session's harness needs to place its compaction point.
+    pub fn facts(&self) -> SessionFacts<'_> {
+        SessionFacts {
+            harness: self.key.harness,
+            model: self
+                .model
+                .as_deref()
+                .or_else(|| self.usage.as_ref()?.model.as_deref()),
+            usage: self.usage.as_ref(),
+            statusline_window: self.statusline_window,
+            reported_window: self.reported_window,
+            harness_point: self.harness_point.as_ref(),
+            knobs: &self.knobs,
         }
     }
 
@@ -212,10 +257,9 @@ impl Session {
             }
             if reading.usage.is_some() && reading.usage != self.usage {
                 self.usage_source = match &reading.usage {
-                    Some(u) if u.from_boundary => "compaction",
-                    _ => "reply",
-                }
-                .into();
+                    Some(u) if u.from_boundary => UsageSource::Compaction,
+                    _ => UsageSource::Reply,
+                };
                 self.usage_at_ms = now_ms;
                 if let Some(u) = reading.usage.as_ref().filter(|u| u.invalid.is_none()) {
                     self.add_point(u.tokens, now_ms, None);

@@ -4,7 +4,7 @@
 use crate::Context;
 use crate::display::{ago, short_id};
 use clap::Subcommand;
-use protocol::wire::{CheckpointQuery, CheckpointRev, FileChange, Request, Response, RestoreQuery};
+use protocol::wire::{CheckpointQuery, CheckpointRev, FileChange, RestoreQuery};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -62,11 +62,7 @@ and at 95% of the way to it; `hookctl save` makes one now";
 pub fn list(ctx: &Context, limit: Option<usize>, json: bool) -> anyhow::Result<ExitCode> {
     let project = ctx.project()?;
     let mut client = ctx.connect(true)?;
-    let Response::Checkpoints(list) =
-        client.request(&Request::Checkpoints(CheckpointQuery { project, limit }))?
-    else {
-        anyhow::bail!("hookd answered with something else");
-    };
+    let list = client.call(CheckpointQuery { project, limit })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(ExitCode::SUCCESS);
@@ -93,14 +89,7 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
     let mut client = ctx.connect(true)?;
     match action {
         Action::Show { sha, json } => {
-            let Response::Checkpoint(detail) =
-                client.request(&Request::CheckpointShow(CheckpointRev {
-                    project,
-                    rev: sha,
-                }))?
-            else {
-                anyhow::bail!("hookd answered with something else");
-            };
+            let detail = client.call(CheckpointRev { project, rev: sha })?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&detail)?);
                 return Ok(ExitCode::SUCCESS);
@@ -114,16 +103,12 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
             print!("{}", file_table(&detail.files));
         }
         Action::Restore { sha, paths, force } => {
-            let Response::Restored(done) =
-                client.request(&Request::CheckpointRestore(RestoreQuery {
-                    project,
-                    rev: sha.clone(),
-                    paths,
-                    force,
-                }))?
-            else {
-                anyhow::bail!("hookd answered with something else");
-            };
+            let done = client.call(RestoreQuery {
+                project,
+                rev: sha.clone(),
+                paths,
+                force,
+            })?;
             if done.restored.is_empty() {
                 println!(
                     "nothing to restore: the files already match {}",

@@ -78,7 +78,7 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
         Response::MemoryList(list) => print_list(&list),
         Response::Task(report) => crate::task::print_task(&report),
         Response::MemoryStats(stats) => print_stats(&stats),
-        other => anyhow::bail!("hookd answered a memory request with {other:?}"),
+        other => return Err(crate::client::unexpected("a memory request", &other).into()),
     }
     Ok(ExitCode::SUCCESS)
 }

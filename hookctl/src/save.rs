@@ -2,7 +2,7 @@
 //! tree now (what `/save-state` runs).
 
 use crate::Context;
-use protocol::wire::{Request, Response, SaveQuery};
+use protocol::wire::SaveQuery;
 use std::process::ExitCode;
 
 pub fn run(
@@ -13,14 +13,11 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     let project = ctx.project()?;
     let mut client = ctx.connect_for(true, crate::SLOW_COMMAND_TIMEOUT)?;
-    let Response::Saved(summary) = client.request(&Request::Save(SaveQuery {
+    let summary = client.call(SaveQuery {
         project,
         session,
         checkpoint,
-    }))?
-    else {
-        anyhow::bail!("hookd answered a save with something else");
-    };
+    })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {

@@ -6,9 +6,7 @@ use crate::display::{
     ago_at, bar, compaction_percent, duration, now_ms, percent, short_id, sparkline,
     sparkline_legend, thousands, window_bar, window_percent,
 };
-use protocol::wire::{
-    ContextStatus, Mark, Request, Response, SessionStatus, StatusQuery, StatusReport,
-};
+use protocol::wire::{ContextStatus, Mark, SessionStatus, StatusQuery, StatusReport};
 use std::process::ExitCode;
 
 /// What a person sees when no session has reached hookd yet.
@@ -44,12 +42,9 @@ pub fn run(ctx: &Context, session: Option<String>, json: bool) -> anyhow::Result
         }
         Err(e) => return Err(e.into()),
     };
-    let Response::Status(report) = client.request(&Request::Status(StatusQuery {
+    let report = client.call(StatusQuery {
         session: session.clone(),
-    }))?
-    else {
-        anyhow::bail!("hookd answered a status request with something else");
-    };
+    })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -6,7 +6,6 @@
 use crate::Context;
 use clap::Subcommand;
 use protocol::memory::{Capacity, TaskAction, TaskOutcome, TaskRecord, TaskReport, TaskRequest};
-use protocol::wire::{Request, Response};
 use std::process::ExitCode;
 
 #[derive(Subcommand)]
@@ -114,14 +113,11 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
         TaskAction::Show => "show",
     };
     let mut client = ctx.connect(true)?;
-    let Response::Task(report) = client.request(&Request::Task(TaskRequest {
+    let report = client.call(TaskRequest {
         project: project.clone(),
         session: session_or_env(common.session),
         action,
-    }))?
-    else {
-        anyhow::bail!("hookd answered a task request with something else");
-    };
+    })?;
     if common.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);

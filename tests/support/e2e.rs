@@ -41,8 +41,8 @@ const RUN_LIMIT: Duration = Duration::from_secs(60);
 /// How long the mock may take to start listening.
 const MOCK_START_LIMIT: Duration = Duration::from_secs(10);
 
-/// Issue 6: flip to `true` once `hookctl install claude-code --project DIR`
-/// exists; until then [`write_settings`] wires the hooks the same way.
+/// Wire the hooks with `hookctl install claude-code --project DIR` (else
+/// [`write_settings`] writes the same entries).
 pub const USE_HOOKCTL_INSTALL: bool = true;
 
 /// The hook events hookd is wired to, in Claude Code's spelling.

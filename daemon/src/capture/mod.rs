@@ -31,7 +31,7 @@ pub struct Input<'a> {
     pub harness_session: Option<&'a str>,
     pub transcript: Option<&'a Path>,
     pub context: Option<&'a ContextStatus>,
-    pub trigger: String,
+    pub trigger: state::SaveTrigger,
     /// The threshold level that asked for this save, if one did.
     pub threshold: Option<f64>,
     pub config: &'a Config,

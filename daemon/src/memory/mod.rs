@@ -570,10 +570,7 @@ pub fn after_capture(config: &Config, state: &ContextState) -> Option<String> {
                 source: n.source.to_owned(),
             });
         }
-        let compaction = state
-            .trigger
-            .parse::<crate::trigger::SaveTrigger>()
-            .is_ok_and(|t| t.is_compaction());
+        let compaction = state.trigger.is_compaction();
         if compaction {
             task.iterations += 1;
         }

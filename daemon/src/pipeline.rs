@@ -116,6 +116,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         _ => None,
     };
     let captured = capture::capture(&capture::Input {
+        name: request.trigger.capture_name(),
         project: &request.project,
         harness: session.map(|k| k.harness.as_str()),
         harness_session: session.map(|k| k.id.as_str()),
@@ -383,6 +384,16 @@ fn context_budget(
     Ok((plan, record))
 }
 
+/// History files oldest first: by the time stamp after the capture's first
+/// word (`save_20260118_143022_<session>.json`), whatever that word is.
+pub fn sort_history(names: &mut [String]) {
+    fn stamp(name: &str) -> &str {
+        name.split_once('_')
+            .map_or(name, |(_, rest)| rest.get(..15).unwrap_or(rest))
+    }
+    names.sort_by(|a, b| stamp(a).cmp(stamp(b)).then_with(|| a.cmp(b)));
+}
+
 /// Keeps a copy of each capture in `.workflow/history/`, the newest `keep`.
 fn keep_history(
     workflow: &Dir,
@@ -413,10 +424,37 @@ fn keep_history(
         .into_iter()
         .filter(|n| n.ends_with(".json") && dir.is_file(n))
         .collect();
-    files.sort();
+    sort_history(&mut files);
     let excess = files.len().saturating_sub(keep);
     for old in &files[..excess] {
         dir.remove(old)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_is_ordered_by_time_whatever_the_capture_was_for() {
+        let mut names: Vec<String> = [
+            "threshold_20260118_143022_s1.json",
+            "compact_20260118_143500_s1.json",
+            "save_20260118_120000_s1.json",
+            "compact_20250101_000000_nosession.json",
+        ]
+        .map(String::from)
+        .to_vec();
+        sort_history(&mut names);
+        assert_eq!(
+            names,
+            [
+                "compact_20250101_000000_nosession.json",
+                "save_20260118_120000_s1.json",
+                "threshold_20260118_143022_s1.json",
+                "compact_20260118_143500_s1.json",
+            ]
+        );
+    }
 }

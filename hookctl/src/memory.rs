@@ -11,8 +11,10 @@ use std::process::ExitCode;
 pub enum Action {
     /// Stored tasks, most recently changed first.
     List {
+        /// At most this many tasks.
         #[arg(long, short = 'n')]
         limit: Option<usize>,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
@@ -20,14 +22,18 @@ pub enum Action {
     Show {
         /// A task id, or a unique prefix of one.
         id: String,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
     /// Stored tasks ranked by similarity to TEXT (those at or above the threshold are marked).
     Search {
+        /// Words describing the task to compare with.
         text: String,
+        /// At most this many tasks.
         #[arg(long, short = 'n')]
         limit: Option<usize>,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
@@ -38,6 +44,7 @@ pub enum Action {
     },
     /// Retrievals, what they handed over, and how tasks ended with and without lessons.
     Stats {
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },

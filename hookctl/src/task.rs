@@ -12,6 +12,7 @@ use std::process::ExitCode;
 pub enum Action {
     /// Describe the current task (with no live session: the project's next one).
     Start {
+        /// What the task is, in a sentence (similar past tasks are found by it).
         description: String,
         /// Ω for this task: how many of its reflections each resume prompt keeps
         /// (a number, or simple 1, moderate 3, complex 5, maximum 10).
@@ -41,6 +42,7 @@ pub struct Common {
     /// The agent session (default: $CLAUDE_CODE_SESSION_ID, else the project's live session).
     #[arg(long)]
     session: Option<String>,
+    /// Machine-readable output.
     #[arg(long)]
     json: bool,
 }

@@ -516,6 +516,32 @@ pub struct SessionStatus {
     /// Things a person should know (a missing transcript, say).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The context over the session's recent replies, oldest first.
+    #[serde(default)]
+    pub history: Vec<ContextPoint>,
+}
+
+/// One reading of a session's context, for the picture of its recent turns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextPoint {
+    pub at_ms: u64,
+    pub tokens: u64,
+    /// What happened at this reading, if anything worth marking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<PointMark>,
+}
+
+/// What happened at a reading. Ordered by how much it says: a point keeps
+/// the strongest of its marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointMark {
+    /// The workflow state was saved.
+    Save,
+    /// The state was saved and the working tree checkpointed.
+    Checkpoint,
+    /// The context was compacted just before this reading.
+    Compaction,
 }
 
 /// How full one session's context is.
@@ -608,6 +634,21 @@ mod tests {
                 format!("\"{}\"", h.as_str())
             );
         }
+    }
+
+    #[test]
+    fn a_status_without_history_still_reads() {
+        // What a daemon from before the history sent.
+        let old = r#"{"harness":"claude-code","session_id":"s"}"#;
+        let status: SessionStatus = serde_json::from_str(old).unwrap();
+        assert!(status.history.is_empty());
+        let point: ContextPoint =
+            serde_json::from_str(r#"{"at_ms":1,"tokens":2,"mark":"checkpoint"}"#).unwrap();
+        assert_eq!(point.mark, Some(PointMark::Checkpoint));
+        assert!(
+            PointMark::Compaction > PointMark::Checkpoint
+                && PointMark::Checkpoint > PointMark::Save
+        );
     }
 
     #[test]

@@ -16,5 +16,6 @@ mod monitor;
 mod pipeline;
 mod reliability;
 mod resume;
+mod snapshots;
 mod untrusted;
 mod wire;

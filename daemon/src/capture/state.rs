@@ -30,6 +30,29 @@ impl SaveTrigger {
             SaveTrigger::PreCompact(_) | SaveTrigger::UnannouncedCompaction
         )
     }
+
+    /// The first word of the capture's name: what it was for.
+    pub fn capture_name(&self) -> &'static str {
+        match self {
+            SaveTrigger::Threshold(_) => "threshold",
+            SaveTrigger::PreCompact(_) | SaveTrigger::UnannouncedCompaction => "compact",
+            SaveTrigger::Manual => "save",
+        }
+    }
+
+    /// In words a person reads: `before automatic compaction`.
+    pub fn describe(&self) -> String {
+        match self {
+            SaveTrigger::Threshold(level) => {
+                format!("at {:.0}% of the way to compaction", level * 100.0)
+            }
+            SaveTrigger::PreCompact(how) if how == "auto" => "before automatic compaction".into(),
+            SaveTrigger::PreCompact(how) if how == "manual" => "before /compact".into(),
+            SaveTrigger::PreCompact(how) => format!("before compaction ({how})"),
+            SaveTrigger::Manual => "with hookctl save".into(),
+            SaveTrigger::UnannouncedCompaction => "after a compaction no hook announced".into(),
+        }
+    }
 }
 
 impl std::fmt::Display for SaveTrigger {
@@ -71,7 +94,8 @@ impl TryFrom<String> for SaveTrigger {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContextState {
-    /// `compact_<YYYYMMDD_HHMMSS>` of the capture.
+    /// `<what>_<YYYYMMDD_HHMMSS>` of the capture: `compact` (for a
+    /// compaction), `threshold` or `save` (`hookctl save`).
     pub session_id: String,
     /// The harness's own session id.
     pub harness_session_id: Option<String>,
@@ -216,7 +240,8 @@ pub struct GitInfo {
     pub branch: String,
     /// None on an unborn branch.
     pub head: Option<String>,
-    /// clean, merge, rebase, cherry-pick, ...
+    /// An operation in progress (merge, rebase, cherry-pick, ...), else
+    /// `clean` when nothing changed against HEAD and `modified` when something did.
     pub state: String,
 }
 
@@ -236,5 +261,34 @@ impl ContextState {
         let mut bytes = serde_json::to_vec_pretty(self).expect("the state serializes");
         bytes.push(b'\n');
         bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triggers_in_words_and_names() {
+        let words: Vec<String> = [
+            SaveTrigger::Threshold(0.8),
+            SaveTrigger::PreCompact("auto".into()),
+            SaveTrigger::PreCompact("manual".into()),
+            SaveTrigger::Manual,
+            SaveTrigger::UnannouncedCompaction,
+        ]
+        .iter()
+        .map(|t| format!("{}: {}", t.capture_name(), t.describe()))
+        .collect();
+        assert_eq!(
+            words,
+            [
+                "threshold: at 80% of the way to compaction",
+                "compact: before automatic compaction",
+                "compact: before /compact",
+                "save: with hookctl save",
+                "compact: after a compaction no hook announced",
+            ]
+        );
     }
 }

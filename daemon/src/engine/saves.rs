@@ -62,6 +62,7 @@ impl Engine {
                             .or_else(|| report.checkpoint_note.clone()),
                     });
                 }
+                s.mark_save_in_history();
             }
         }
         self.touch();

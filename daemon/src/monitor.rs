@@ -2,7 +2,7 @@
 //! and what it says. Pure functions; the engine applies them to sessions.
 
 use protocol::config::{Action, Threshold};
-use protocol::figures::thousands;
+use protocol::figures::{thousands, window_percent};
 use protocol::wire::ContextStatus;
 
 /// A threshold to fire now, and every level crossed with it.
@@ -45,23 +45,21 @@ pub fn saves(action: Action) -> Option<bool> {
     }
 }
 
-/// The configured message with the figures behind it; the warning level
-/// also carries the retrieval strategy.
+/// The configured message with the figures behind it, in the basis the
+/// person sees: the share of the window (Claude Code's own figure) and where
+/// compaction comes.
 pub fn message(threshold: &Threshold, context: &ContextStatus) -> String {
-    let mut text = format!(
-        "{} [hookd: {:.0}% of the compaction point, {} of {} tokens; {:.0}% of the {}-token window",
+    let compaction = if context.tokens_max >= context.window_tokens {
+        "no automatic compaction".to_owned()
+    } else {
+        format!("compaction at {}", thousands(context.tokens_max))
+    };
+    format!(
+        "{} [hookd: {} tokens, {}% of the window; {compaction}]",
         threshold.message,
-        context.pressure * 100.0,
         thousands(context.tokens_used),
-        thousands(context.tokens_max),
-        context.window_fraction * 100.0,
-        thousands(context.window_tokens),
-    );
-    if threshold.action == Action::LogWarning {
-        text += &format!("; retrieval strategy {}", context.advice.summary());
-    }
-    text.push(']');
-    text
+        window_percent(context.tokens_used, context.window_tokens),
+    )
 }
 
 #[cfg(test)]
@@ -110,16 +108,53 @@ mod tests {
             updated_at_ms: 0,
         };
         let warn = message(&levels()[0], &ctx);
-        assert!(
-            warn.starts_with(
-                "Context at 70%. Consider saving state soon. [hookd: 72% of the compaction point"
-            ),
-            "{warn}"
+        assert_eq!(
+            warn,
+            "Context at 70% of the way to compaction. Read only what the task needs: \
+             search first, then open line ranges. [hookd: 120,240 tokens, 60% of the \
+             window; compaction at 167,000]"
         );
-        assert!(
-            warn.contains("120,240 of 167,000 tokens") && warn.contains("selective"),
-            "{warn}"
+        // No jargon reaches the model or the person.
+        for t in levels() {
+            let text = message(&t, &ctx);
+            assert!(
+                !text.contains("strategy") && !text.contains("prefetch") && !text.contains("trust"),
+                "{text}"
+            );
+        }
+    }
+
+    /// What the person and the model read at each level, with the figures
+    /// of a 200k window; and with automatic compaction off.
+    #[test]
+    fn the_message_at_each_level() {
+        let ctx = |tokens: u64, max: u64| {
+            let pressure = tokens as f64 / max as f64;
+            ContextStatus {
+                invalid: None,
+                tokens_used: tokens,
+                tokens_max: max,
+                window_tokens: 200_000,
+                pressure,
+                window_fraction: tokens as f64 / 200_000.0,
+                basis: String::new(),
+                source: "reply".into(),
+                advice: Advice::for_pressure(pressure),
+                updated_at_ms: 0,
+            }
+        };
+        let mut out = String::new();
+        for (t, tokens) in levels().iter().zip([120_240, 138_610, 153_640, 160_320]) {
+            out += &format!(
+                "{:.0}%: {}\n\n",
+                t.level * 100.0,
+                message(t, &ctx(tokens, 167_000))
+            );
+        }
+        out += &format!(
+            "no automatic compaction: {}\n",
+            message(&levels()[0], &ctx(140_000, 200_000))
         );
-        assert!(!message(&levels()[1], &ctx).contains("strategy"));
+        insta::assert_snapshot!(out);
     }
 }

@@ -8,6 +8,7 @@
 //! written atomically; each step's outcome goes to `events.jsonl`.
 
 use crate::budget;
+pub use crate::capture::state::SaveTrigger;
 use crate::capture::{self, state::Checkpoint, state::STATE_FILE};
 use crate::git::{self, CheckpointMeta, CommitOutcome, SkipReason};
 use crate::project_fs::Dir;
@@ -29,27 +30,6 @@ pub const MODIFIED_FILES_FILE: &str = "modified_files.json";
 pub const HISTORY_DIR: &str = "history";
 /// Temp files older than this were left by a crash, not by a writer at work.
 const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// What asked for a save.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SaveTrigger {
-    Threshold(f64),
-    PreCompact(String),
-    Manual,
-    /// The transcript shows a compaction no PreCompact hook announced.
-    UnannouncedCompaction,
-}
-
-impl std::fmt::Display for SaveTrigger {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SaveTrigger::Threshold(level) => write!(f, "threshold {level:.2}"),
-            SaveTrigger::PreCompact(trigger) => write!(f, "pre-compact {trigger}"),
-            SaveTrigger::Manual => f.write_str("manual"),
-            SaveTrigger::UnannouncedCompaction => f.write_str("unannounced compaction"),
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct SaveRequest {
@@ -146,12 +126,13 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         _ => None,
     };
     let captured = capture::capture(&capture::Input {
+        name: request.trigger.capture_name(),
         project: &request.project,
         harness: session.map(|k| k.harness.as_str()),
         harness_session: session.map(|k| k.id.as_str()),
         transcript: request.transcript.as_deref(),
         context: request.context.as_ref(),
-        trigger: request.trigger.to_string(),
+        trigger: request.trigger.clone(),
         threshold,
         config,
         now_ms: crate::time::now_ms(),
@@ -413,6 +394,16 @@ fn context_budget(
     Ok((plan, record))
 }
 
+/// History files oldest first: by the time stamp after the capture's first
+/// word (`save_20260118_143022_<session>.json`), whatever that word is.
+pub fn sort_history(names: &mut [String]) {
+    fn stamp(name: &str) -> &str {
+        name.split_once('_')
+            .map_or(name, |(_, rest)| rest.get(..15).unwrap_or(rest))
+    }
+    names.sort_by(|a, b| stamp(a).cmp(stamp(b)).then_with(|| a.cmp(b)));
+}
+
 /// Keeps a copy of each capture in `.workflow/history/`, the newest `keep`.
 fn keep_history(
     workflow: &Dir,
@@ -443,10 +434,37 @@ fn keep_history(
         .into_iter()
         .filter(|n| n.ends_with(".json") && dir.is_file(n))
         .collect();
-    files.sort();
+    sort_history(&mut files);
     let excess = files.len().saturating_sub(keep);
     for old in &files[..excess] {
         dir.remove(old)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_is_ordered_by_time_whatever_the_capture_was_for() {
+        let mut names: Vec<String> = [
+            "threshold_20260118_143022_s1.json",
+            "compact_20260118_143500_s1.json",
+            "save_20260118_120000_s1.json",
+            "compact_20250101_000000_nosession.json",
+        ]
+        .map(String::from)
+        .to_vec();
+        sort_history(&mut names);
+        assert_eq!(
+            names,
+            [
+                "compact_20250101_000000_nosession.json",
+                "save_20260118_120000_s1.json",
+                "threshold_20260118_143022_s1.json",
+                "compact_20260118_143500_s1.json",
+            ]
+        );
+    }
 }

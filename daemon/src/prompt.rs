@@ -73,6 +73,9 @@ pub fn resume_view(state: &ContextState, checks: &[Check], marker: Option<&str>)
         .map(|c| json!({"check": c.check, "status": c.status, "detail": c.detail, "mark": mark(c)}))
         .collect();
     view["validation"] = json!(validation);
+    // Only a save for a compaction may say the context was compacted.
+    view["after_compaction"] = json!(state.trigger.is_compaction());
+    view["trigger_words"] = json!(state.trigger.describe());
     view["marker"] = json!(marker);
     view["dropped"] = json!([]);
     let titles = |status: &str| -> Vec<&str> {
@@ -142,8 +145,7 @@ pub struct Fitted {
 }
 
 /// Renders the resume prompt in `format` within `max_chars`, trimming
-/// detail as needed. `auto` picks by the Markdown rendering's size, as
-/// seed 004 does: under 500 tokens the compressed YAML, under 2,000 the
+/// detail as needed. `auto` picks by the Markdown rendering's size: under 500 tokens the compressed YAML, under 2,000 the
 /// XML message, else the YAML again (the most compact).
 pub fn fit(renderer: &mut Renderer, view: Value, max_chars: usize, format: ResumeFormat) -> Fitted {
     let kind = TextKind::Prose;
@@ -251,7 +253,7 @@ fn shorten_text(view: &mut Value, key: &str, max: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::state::{Decision, ModifiedFile, NextAction};
+    use crate::capture::state::{Decision, ModifiedFile, NextAction, SaveTrigger};
 
     fn big_state() -> ContextState {
         let mut s = ContextState {
@@ -433,5 +435,106 @@ mod tests {
         .text;
         assert!(text.chars().count() <= 1200);
         assert!(text.trim_end().ends_with("[hookd-resume m]"), "{text}");
+    }
+
+    /// A state saved before an automatic compaction, with a task list, next
+    /// actions, decisions, a blocker, changed files and a checkpoint.
+    fn compacted_state() -> ContextState {
+        use crate::capture::state::{Blocker, Checkpoint, GitInfo, Task};
+        ContextState {
+            session_id: "compact_20261121_200000".into(),
+            harness_session_id: Some("4d7453d0-1db5-4325-aa8c-30d671da3857".into()),
+            harness: Some("claude-code".into()),
+            captured_at: "2026-11-21T20:00:00Z".into(),
+            trigger: SaveTrigger::PreCompact("auto".into()),
+            project_dir: "/home/dev/proj".into(),
+            objective: Some("Add a login route with JWT cookies".into()),
+            tasks: vec![
+                Task {
+                    id: "1".into(),
+                    title: "Add the login route".into(),
+                    status: "completed".into(),
+                    source: "todos".into(),
+                    ..Task::default()
+                },
+                Task {
+                    id: "2".into(),
+                    title: "Test the login route".into(),
+                    status: "in_progress".into(),
+                    source: "todos".into(),
+                    ..Task::default()
+                },
+            ],
+            next_actions: vec![NextAction {
+                action: "write".into(),
+                target: "the login tests".into(),
+                priority: 1,
+                context_needed: vec!["app/api/auth/login/route.ts".into()],
+            }],
+            modified_files: vec![ModifiedFile {
+                path: "app/api/auth/login/route.ts".into(),
+                action: "created".into(),
+                summary: "+42 −0 lines".into(),
+            }],
+            decisions: vec![Decision {
+                topic: "Auth".into(),
+                decision: "JWT in httpOnly cookies".into(),
+                reasoning: Some("works with SSR".into()),
+                timestamp: None,
+            }],
+            blockers: vec![Blocker {
+                issue: "Rate limiter missing".into(),
+                status: "unresolved".into(),
+                notes: Some("ask ops".into()),
+            }],
+            git: Some(GitInfo {
+                branch: "main".into(),
+                head: Some("1a2b3c4d5e6f".into()),
+                state: "modified".into(),
+            }),
+            checkpoint: Some(Checkpoint {
+                sha: Some("3f2a9c1e".into()),
+                reference: Some("refs/hookd/checkpoints/main".into()),
+                ..Checkpoint::default()
+            }),
+            ..ContextState::default()
+        }
+    }
+
+    /// The resume prompt in each format, after a compaction and after a
+    /// `hookctl save` that recorded no next step.
+    #[test]
+    fn resume_prompts_for_a_fixed_state() {
+        let checks = [Check {
+            check: "git_status_matches".into(),
+            status: CheckStatus::Warn,
+            detail: "HEAD moved from 1a2b3c4d5e to 5e4d3c2b1a".into(),
+        }];
+        let saved = ContextState {
+            session_id: "save_20261121_200000".into(),
+            trigger: SaveTrigger::Manual,
+            tasks: Vec::new(),
+            next_actions: Vec::new(),
+            checkpoint: None,
+            ..compacted_state()
+        };
+        for (name, state) in [("compacted", compacted_state()), ("saved", saved)] {
+            for (format, kind) in [
+                ("markdown", ResumeFormat::Markdown),
+                ("yaml", ResumeFormat::Yaml),
+                ("xml", ResumeFormat::Xml),
+            ] {
+                let view = resume_view(&state, &checks, Some("[hookd-resume 000000000000]"));
+                let text = fit(&mut Renderer::built_in(), view, 9000, kind).text;
+                if name == "saved" {
+                    assert!(!text.contains("compacted"), "{format}: {text}");
+                    assert!(
+                        !text.contains("next action listed above"),
+                        "{format}: {text}"
+                    );
+                }
+                insta::assert_snapshot!(format!("resume_{name}_{format}"), text);
+            }
+        }
     }
 }

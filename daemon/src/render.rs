@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 pub const MAX_BLOCK_DEPTH: usize = 16;
 
 pub const RESUME_PROMPT: &str = "resume_prompt";
-/// The resume prompt in seed 004's compressed, token-optimized YAML.
+/// The resume prompt as compressed, token-saving YAML.
 pub const RESUME_PROMPT_YAML: &str = "resume_prompt.yaml";
 /// The resume prompt as one `<workflow_context>` XML message.
 pub const RESUME_PROMPT_XML: &str = "resume_prompt.xml";

@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 /// Unexpected changes named in a check before "and N more".
 const CHANGES_SHOWN: usize = 8;
 
-pub const NO_STATE: &str = "No previous state found. Starting fresh.";
+/// What a person reads when nothing was saved, with how to save.
+pub const NO_STATE: &str = "No saved state for this project yet: hookd saves one before each compaction, and `hookctl save` saves one now.";
 
 pub enum Loaded {
     Missing,
@@ -74,7 +75,7 @@ pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
     // Another session saved since: look for this session's own last capture.
     if let Ok(history) = dir.open_dir(HISTORY_DIR) {
         let mut names = history.names().unwrap_or_default();
-        names.sort();
+        crate::pipeline::sort_history(&mut names);
         for name in names.into_iter().rev() {
             if let Ok(Some(state)) = read_state(&history, &name)
                 && state.harness_session_id.as_deref() == Some(id)
@@ -372,8 +373,9 @@ pub fn render(
 /// display_summary: progress, the next action, files to read, warnings.
 pub fn summary(state: &ContextState, checks: &[Check]) -> String {
     let mut parts = vec![format!(
-        "hookd restored the work saved at {} ({})",
-        state.captured_at, state.trigger
+        "Saved state from {} ({})",
+        state.captured_at,
+        state.trigger.describe()
     )];
     if !state.tasks.is_empty() {
         let done = state
@@ -414,13 +416,13 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::state::{NextAction, Task};
+    use crate::capture::state::{NextAction, SaveTrigger, Task};
 
     #[test]
     fn the_summary_names_progress_next_action_and_problems() {
         let state = ContextState {
             captured_at: "2026-11-21T20:00:00Z".into(),
-            trigger: "pre-compact auto".into(),
+            trigger: crate::capture::state::SaveTrigger::PreCompact("auto".into()),
             tasks: vec![
                 Task {
                     id: "1".into(),
@@ -453,9 +455,7 @@ mod tests {
         ];
         let text = summary(&state, &checks);
         assert!(
-            text.starts_with(
-                "hookd restored the work saved at 2026-11-21T20:00:00Z (pre-compact auto)"
-            ),
+            text.starts_with("Saved state from 2026-11-21T20:00:00Z (before automatic compaction)"),
             "{text}"
         );
         assert!(
@@ -468,5 +468,65 @@ mod tests {
             text.contains("⚠ git_status_matches: HEAD moved") && !text.contains("task_valid"),
             "{text}"
         );
+    }
+
+    /// The summary a person reads after `hookctl resume` or `validate`, and
+    /// at the start of the session after a compaction.
+    #[test]
+    fn summaries() {
+        let saved = ContextState {
+            captured_at: "2026-11-21T20:00:00Z".into(),
+            trigger: SaveTrigger::Manual,
+            ..ContextState::default()
+        };
+        let compacted = ContextState {
+            trigger: SaveTrigger::PreCompact("auto".into()),
+            tasks: vec![
+                Task {
+                    id: "1".into(),
+                    title: "Add the login route".into(),
+                    status: "completed".into(),
+                    ..Task::default()
+                },
+                Task {
+                    id: "2".into(),
+                    title: "Test the login route".into(),
+                    status: "in_progress".into(),
+                    ..Task::default()
+                },
+            ],
+            next_actions: vec![NextAction {
+                action: "write".into(),
+                target: "the login tests".into(),
+                priority: 1,
+                context_needed: vec!["app/api/auth/login/route.ts".into()],
+            }],
+            ..saved.clone()
+        };
+        let checks = vec![
+            check(
+                "git_status_matches",
+                CheckStatus::Warn,
+                "HEAD moved from 1a2b3c4d5e to 5e4d3c2b1a",
+            ),
+            check(
+                "workflow_exists",
+                CheckStatus::Pass,
+                "no workflow file to check",
+            ),
+            check(
+                "task_valid",
+                CheckStatus::Fail,
+                "\"Test the login route\" is no longer in the task list",
+            ),
+        ];
+        let text = format!(
+            "after hookctl save, all checks passed:\n{}\n\nafter a compaction, with problems:\n{}\n\nnothing saved:\n{}\n",
+            summary(&saved, &[]),
+            summary(&compacted, &checks),
+            NO_STATE
+        );
+        assert!(!text.contains("restored"), "nothing was restored: {text}");
+        insta::assert_snapshot!(text);
     }
 }

@@ -2,9 +2,11 @@
 //! file in the state directory (written atomically, so a restarted daemon
 //! picks up where it stopped).
 
-use crate::harness::{Boundary, Cursor, HarnessPoint, HookEvent, Method, SessionReading, Usage};
+use crate::harness::{
+    Boundary, Cursor, HarnessPoint, HookEvent, Method, SessionFacts, SessionReading, Usage,
+};
 use protocol::pressure::Knobs;
-use protocol::wire::{ContextStatus, Harness, Mark, SessionStatus};
+use protocol::wire::{ContextPoint, ContextStatus, Harness, Mark, PointMark, SessionStatus};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -15,6 +17,9 @@ const REGISTRY_VERSION: u32 = 1;
 /// A compaction announced by hooks and one seen in the transcript are the
 /// same compaction when they are this close together.
 const SAME_COMPACTION_MS: u64 = 120_000;
+/// Readings kept per session for the picture of its recent turns: enough
+/// to see a climb and a compaction, small enough for every status.
+pub const HISTORY_POINTS: usize = 24;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SessionKey {
@@ -47,7 +52,7 @@ pub struct Session {
     #[serde(default)]
     pub usage: Option<Usage>,
     #[serde(default)]
-    pub usage_source: String,
+    pub usage_source: UsageSource,
     #[serde(default)]
     pub usage_at_ms: u64,
     #[serde(default)]
@@ -99,6 +104,39 @@ pub struct Session {
     /// A resume prompt injected but not yet seen in the transcript.
     #[serde(default)]
     pub resume_pending: Option<PendingResume>,
+    /// The latest readings, oldest first, at most [`HISTORY_POINTS`].
+    #[serde(default)]
+    pub history: Vec<ContextPoint>,
+    /// A compaction happened: the next reading is the first after it.
+    #[serde(default)]
+    pub mark_next: Option<PointMark>,
+}
+
+/// Where a session's figure came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageSource {
+    /// The latest reply in the session's file.
+    Reply,
+    /// A compaction's own estimate, until the next reply.
+    Compaction,
+    /// Claude Code's statusLine input.
+    Statusline,
+    /// No figure yet (and anything another version wrote that this one does not know).
+    #[default]
+    #[serde(other)]
+    None,
+}
+
+impl UsageSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UsageSource::None => "none",
+            UsageSource::Reply => "reply",
+            UsageSource::Compaction => "compaction",
+            UsageSource::Statusline => "statusline",
+        }
+    }
 }
 
 /// A resume prompt on its way to the model.
@@ -136,7 +174,7 @@ impl Session {
             events_seen: 0,
             ended: false,
             usage: None,
-            usage_source: String::new(),
+            usage_source: UsageSource::None,
             usage_at_ms: 0,
             cursor: None,
             statusline_window: None,
@@ -156,6 +194,24 @@ impl Session {
             resume: None,
             transcript_problem: None,
             resume_pending: None,
+            history: Vec::new(),
+            mark_next: None,
+        }
+    }
+
+    /// What the session's harness needs to place its compaction point.
+    pub fn facts(&self) -> SessionFacts<'_> {
+        SessionFacts {
+            harness: self.key.harness,
+            model: self
+                .model
+                .as_deref()
+                .or_else(|| self.usage.as_ref()?.model.as_deref()),
+            usage: self.usage.as_ref(),
+            statusline_window: self.statusline_window,
+            reported_window: self.reported_window,
+            harness_point: self.harness_point.as_ref(),
+            knobs: &self.knobs,
         }
     }
 
@@ -201,11 +257,13 @@ impl Session {
             }
             if reading.usage.is_some() && reading.usage != self.usage {
                 self.usage_source = match &reading.usage {
-                    Some(u) if u.from_boundary => "compaction",
-                    _ => "reply",
-                }
-                .into();
+                    Some(u) if u.from_boundary => UsageSource::Compaction,
+                    _ => UsageSource::Reply,
+                };
                 self.usage_at_ms = now_ms;
+                if let Some(u) = reading.usage.as_ref().filter(|u| u.invalid.is_none()) {
+                    self.add_point(u.tokens, now_ms, None);
+                }
             }
             self.usage = reading.usage;
         }
@@ -238,11 +296,61 @@ impl Session {
             }
             EpochStart::Drop { .. } => self.epoch_boundary = None,
         }
+        if !matches!(start, EpochStart::Drop { .. }) {
+            self.mark_next = Some(PointMark::Compaction);
+        }
         self.epoch += 1;
         self.epoch_started_ms = now_ms;
         self.fired.clear();
         self.peak_pressure = 0.0;
         true
+    }
+
+    /// Adds a reading to the history, with the compaction before it if
+    /// there was one, dropping the oldest beyond [`HISTORY_POINTS`].
+    fn add_point(&mut self, tokens: u64, at_ms: u64, mark: Option<PointMark>) {
+        let mark = mark.max(self.mark_next.take());
+        self.history.push(ContextPoint {
+            at_ms,
+            tokens,
+            mark,
+        });
+        let excess = self.history.len().saturating_sub(HISTORY_POINTS);
+        self.history.drain(..excess);
+    }
+
+    /// Marks the save just recorded in `last_save` (and `last_checkpoint`,
+    /// when it was made with it) on the latest reading; on a new one when
+    /// the figure moved since, as a statusLine update does.
+    pub fn mark_save_in_history(&mut self) {
+        let Some(save) = self.last_save.as_ref().filter(|m| m.ok) else {
+            return;
+        };
+        let checkpointed = self
+            .last_checkpoint
+            .as_ref()
+            .is_some_and(|c| c.ok && c.at_ms == save.at_ms);
+        let mark = if checkpointed {
+            PointMark::Checkpoint
+        } else {
+            PointMark::Save
+        };
+        let at_ms = save.at_ms;
+        let tokens = self
+            .usage
+            .as_ref()
+            .filter(|u| u.invalid.is_none())
+            .map(|u| u.tokens);
+        match self.history.last_mut() {
+            Some(last) if tokens.is_none_or(|t| t == last.tokens) => {
+                last.mark = last.mark.max(Some(mark));
+            }
+            _ => {
+                if let Some(tokens) = tokens {
+                    self.add_point(tokens, at_ms, Some(mark));
+                }
+            }
+        }
     }
 
     pub fn status(&self, context: Option<ContextStatus>) -> SessionStatus {
@@ -263,6 +371,7 @@ impl Session {
             last_checkpoint: self.last_checkpoint.clone(),
             resume: self.resume.clone(),
             notes: self.transcript_problem.iter().cloned().collect(),
+            history: self.history.clone(),
         }
     }
 }
@@ -518,6 +627,89 @@ mod tests {
             900_000
         ));
         assert_eq!(s.epoch, 3);
+    }
+
+    fn reading(tokens: u64, offset: u64, boundary: Option<&str>) -> SessionReading {
+        use crate::harness::{Reading, Usage};
+        SessionReading {
+            reading: Reading {
+                usage: Some(Usage {
+                    tokens,
+                    from_boundary: boundary.is_some(),
+                    message_id: Some(format!("m{offset}")),
+                    ..Usage::default()
+                }),
+                boundaries: boundary
+                    .map(|uuid| Boundary {
+                        uuid: Some(uuid.into()),
+                        ..Boundary::default()
+                    })
+                    .into_iter()
+                    .collect(),
+                cursor: Cursor {
+                    offset,
+                    ..Cursor::default()
+                },
+                method: Method::Forward,
+                bytes_read: 0,
+            },
+            window: None,
+            compaction_point: None,
+        }
+    }
+
+    fn marks(s: &Session) -> Vec<(u64, Option<PointMark>)> {
+        s.history.iter().map(|p| (p.tokens, p.mark)).collect()
+    }
+
+    #[test]
+    fn the_history_keeps_the_recent_readings_with_compactions_and_saves() {
+        let mut s = Session::new(key("h"), 0);
+        s.take_reading(reading(50_000, 10, None), 1_000);
+        s.take_reading(reading(90_000, 20, None), 2_000);
+        // A save after the figure: marked on it.
+        s.last_save = Some(Mark {
+            at_ms: 2_500,
+            what: "manual".into(),
+            ok: true,
+            detail: None,
+        });
+        s.mark_save_in_history();
+        // A threshold save with its checkpoint.
+        s.last_checkpoint = Some(Mark {
+            at_ms: 2_600,
+            what: "threshold 0.95".into(),
+            ok: true,
+            detail: None,
+        });
+        s.last_save = Some(Mark {
+            at_ms: 2_600,
+            ..s.last_checkpoint.clone().unwrap()
+        });
+        s.mark_save_in_history();
+        // The compaction marks the first reading after it.
+        s.take_reading(reading(3_000, 30, Some("b1")), 200_000);
+        s.take_reading(reading(8_000, 40, None), 201_000);
+        assert_eq!(
+            marks(&s),
+            vec![
+                (50_000, None),
+                (90_000, Some(PointMark::Checkpoint)),
+                (3_000, Some(PointMark::Compaction)),
+                (8_000, None),
+            ]
+        );
+        // A failed save marks nothing.
+        s.last_save.as_mut().unwrap().ok = false;
+        s.mark_save_in_history();
+        assert_eq!(s.history.last().unwrap().mark, None);
+        // Bounded: the oldest go.
+        for i in 0..40 {
+            s.take_reading(reading(10_000 + i, 50 + i, None), 300_000 + i);
+        }
+        assert_eq!(s.history.len(), HISTORY_POINTS);
+        assert_eq!(s.history.last().unwrap().tokens, 10_039);
+        assert_eq!(s.status(None).history, s.history);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use protocol::budget::{
     BudgetPlan, BudgetQuery, ContextReport, FileScore, ReportQuery, ScoreQuery, SummaryQuery, Tier,
 };
 use protocol::figures::thousands;
-use protocol::wire::{Request, Response};
+use protocol::wire::Call;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,9 +14,9 @@ use std::process::ExitCode;
 const RULE: &str =
     "================================================================================";
 
-fn ask(ctx: &Context, request: &Request) -> anyhow::Result<Response> {
+fn ask<C: Call>(ctx: &Context, call: C) -> anyhow::Result<C::Reply> {
     let mut client = ctx.connect_for(true, crate::SLOW_COMMAND_TIMEOUT)?;
-    Ok(client.request(request)?)
+    Ok(client.call(call)?)
 }
 
 /// A file named on the command line, as an absolute path (relative to
@@ -44,9 +44,7 @@ pub fn budget(
         session,
         record: true,
     };
-    let Response::Budget(plan) = ask(ctx, &Request::ContextBudget(query))? else {
-        anyhow::bail!("hookd answered with something else");
-    };
+    let plan = ask(ctx, query)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
     } else {
@@ -55,7 +53,7 @@ pub fn budget(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The plan as seed 000 prints it; with `detailed`, every file and its factors.
+/// The plan as a table of tiers; with `detailed`, every file and its factors.
 pub fn allocation_table(plan: &BudgetPlan, detailed: bool) -> String {
     let mut out = String::new();
     let task = plan.task.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -215,9 +213,7 @@ pub fn score(
         task,
         session: None,
     };
-    let Response::Score(score) = ask(ctx, &Request::ContextScore(query))? else {
-        anyhow::bail!("hookd answered with something else");
-    };
+    let score = ask(ctx, query)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&score)?);
     } else {
@@ -307,9 +303,7 @@ pub fn summarize(
         level,
         cache,
     };
-    let Response::Summary(summary) = ask(ctx, &Request::Summarize(query))? else {
-        anyhow::bail!("hookd answered with something else");
-    };
+    let summary = ask(ctx, query)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
@@ -334,9 +328,7 @@ pub fn report(ctx: &Context, session: Option<String>, json: bool) -> anyhow::Res
         project: ctx.project()?,
         session,
     };
-    let Response::Report(report) = ask(ctx, &Request::ContextReport(query))? else {
-        anyhow::bail!("hookd answered with something else");
-    };
+    let report = ask(ctx, query)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

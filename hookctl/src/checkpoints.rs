@@ -4,16 +4,38 @@
 use crate::Context;
 use crate::display::{ago, short_id};
 use clap::Subcommand;
-use protocol::wire::{CheckpointQuery, CheckpointRev, Request, Response, RestoreQuery};
+use protocol::wire::{CheckpointQuery, CheckpointRev, FileChange, RestoreQuery};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// One line per file, the action and path columns as wide as their widest.
+pub fn file_table(files: &[FileChange]) -> String {
+    let width = |text: &str| text.chars().count();
+    let actions = files.iter().map(|f| width(&f.action)).max().unwrap_or(0);
+    let paths = files.iter().map(|f| width(&f.path)).max().unwrap_or(0);
+    files
+        .iter()
+        .map(|f| {
+            let line = format!(
+                "  {}{}  {}{}  {}",
+                f.action,
+                " ".repeat(actions - width(&f.action)),
+                f.path,
+                " ".repeat(paths - width(&f.path)),
+                f.summary
+            );
+            line.trim_end().to_owned() + "\n"
+        })
+        .collect()
+}
 
 #[derive(Subcommand)]
 pub enum Action {
     /// A checkpoint's message and the files it changed against its base.
     Show {
-        /// Commit id (or unique prefix) of the checkpoint.
+        /// Commit id (or unique prefix) of the checkpoint, as `hookctl checkpoints` lists it.
         sha: String,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
@@ -21,6 +43,7 @@ pub enum Action {
     /// never a git dir, never through a symlink; files the checkpoint lacks
     /// stay.
     Restore {
+        /// Commit id (or unique prefix) of the checkpoint, as `hookctl checkpoints` lists it.
         sha: String,
         /// Only this file, or the files under this directory (relative to
         /// the repository root); repeatable.
@@ -32,20 +55,20 @@ pub enum Action {
     },
 }
 
+/// What a person sees before the first checkpoint, with how to make one.
+pub const NO_CHECKPOINTS: &str = "no checkpoints yet: hookd makes one before each compaction \
+and at 95% of the way to it; `hookctl save` makes one now";
+
 pub fn list(ctx: &Context, limit: Option<usize>, json: bool) -> anyhow::Result<ExitCode> {
     let project = ctx.project()?;
     let mut client = ctx.connect(true)?;
-    let Response::Checkpoints(list) =
-        client.request(&Request::Checkpoints(CheckpointQuery { project, limit }))?
-    else {
-        anyhow::bail!("hookd answered with something else");
-    };
+    let list = client.call(CheckpointQuery { project, limit })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(ExitCode::SUCCESS);
     }
     if list.is_empty() {
-        println!("no checkpoints yet");
+        println!("{NO_CHECKPOINTS}");
     }
     for c in &list {
         println!(
@@ -66,14 +89,7 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
     let mut client = ctx.connect(true)?;
     match action {
         Action::Show { sha, json } => {
-            let Response::Checkpoint(detail) =
-                client.request(&Request::CheckpointShow(CheckpointRev {
-                    project,
-                    rev: sha,
-                }))?
-            else {
-                anyhow::bail!("hookd answered with something else");
-            };
+            let detail = client.call(CheckpointRev { project, rev: sha })?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&detail)?);
                 return Ok(ExitCode::SUCCESS);
@@ -84,21 +100,15 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
             );
             println!("{}", detail.message.trim_end());
             println!();
-            for f in &detail.files {
-                println!("  {:<12} {}  {}", f.action, f.path, f.summary);
-            }
+            print!("{}", file_table(&detail.files));
         }
         Action::Restore { sha, paths, force } => {
-            let Response::Restored(done) =
-                client.request(&Request::CheckpointRestore(RestoreQuery {
-                    project,
-                    rev: sha.clone(),
-                    paths,
-                    force,
-                }))?
-            else {
-                anyhow::bail!("hookd answered with something else");
-            };
+            let done = client.call(RestoreQuery {
+                project,
+                rev: sha.clone(),
+                paths,
+                force,
+            })?;
             if done.restored.is_empty() {
                 println!(
                     "nothing to restore: the files already match {}",
@@ -111,4 +121,28 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoint_files_line_up() {
+        let file = |action: &str, path: &str, summary: &str| FileChange {
+            path: path.into(),
+            action: action.into(),
+            added: None,
+            removed: None,
+            summary: summary.into(),
+        };
+        let table = file_table(&[
+            file("modified", "src/main.rs", "+12 −3 lines"),
+            file("created", "src/auth/login_route.rs", "+80 −0 lines"),
+            file("deleted", "old.txt", "−4 lines"),
+            file("type changed", "run.sh", ""),
+        ]);
+        insta::assert_snapshot!(table);
+        assert_eq!(file_table(&[]), "");
+    }
 }

@@ -7,7 +7,7 @@ use interprocess::local_socket::traits::Stream as _;
 use interprocess::local_socket::{ConnectOptions, GenericFilePath, Stream, ToFsName};
 use protocol::frame::{self, FrameError};
 use protocol::paths::{SocketPath, ensure_socket_dir};
-use protocol::wire::{ErrorKind, ErrorReply, Hello, Request, Response};
+use protocol::wire::{Call, ErrorKind, ErrorReply, Hello, Request, Response};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
@@ -33,12 +33,17 @@ pub enum ClientError {
     Mismatch(String),
     #[error("hookd answered: {0}")]
     Daemon(ErrorReply),
-    #[error("unexpected reply from hookd: {0}")]
+    #[error("{0}")]
     Unexpected(String),
     #[error(transparent)]
     Frame(FrameError),
     #[error("cannot reach hookd: {0}")]
     Io(io::Error),
+}
+
+/// hookd answered `what` with something that does not answer it.
+pub fn unexpected(what: &str, got: &Response) -> ClientError {
+    ClientError::Unexpected(format!("hookd answered {what} with {}", got.describe()))
 }
 
 impl From<FrameError> for ClientError {
@@ -150,7 +155,7 @@ impl Client {
                 Err(ClientError::Mismatch(e.message))
             }
             Response::Error(e) => Err(ClientError::Daemon(e)),
-            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+            other => Err(unexpected("the handshake", &other)),
         }
     }
 
@@ -160,6 +165,13 @@ impl Client {
             Response::Error(e) => Err(ClientError::Daemon(e)),
             response => Ok(response),
         }
+    }
+
+    /// Asks `call` and returns its answer; any other answer is an error
+    /// that says what came back.
+    pub fn call<C: Call>(&mut self, call: C) -> Result<C::Reply, ClientError> {
+        let response = self.request(&call.request())?;
+        C::reply(response).map_err(|other| unexpected(C::WHAT, &other))
     }
 
     /// Sends one request and returns its reply; an `Error` reply becomes `Err`.
@@ -321,4 +333,33 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
             p.metadata()
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
+}
+
+/// Asks the daemon on `socket` to stop and waits (at most `wait`) until it
+/// is gone. Returns its pid, or `None` when none was running.
+pub fn stop_daemon(socket: &SocketPath, wait: Duration) -> anyhow::Result<Option<u32>> {
+    let deadline = Instant::now() + wait;
+    let mut c = match Client::connect(&socket.path, deadline) {
+        Ok(c) => c,
+        Err(ClientError::NotRunning(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let pid = c
+        .call(protocol::wire::StatusQuery::default())
+        .map(|report| report.daemon.pid)
+        .unwrap_or_default();
+    c.request(&Request::Shutdown)?;
+    drop(c);
+    // The daemon removes its socket first and releases its lock last.
+    let lock = socket.lock_file();
+    while lock.exists() || socket.path.exists() {
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "hookd (pid {pid}) is still shutting down after {}s",
+                wait.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(Some(pid))
 }

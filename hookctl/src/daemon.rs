@@ -3,7 +3,7 @@
 use crate::Context;
 use crate::client::{self, ClientError};
 use clap::Subcommand;
-use protocol::wire::{Request, Response, StatusQuery};
+use protocol::wire::StatusQuery;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -44,7 +44,7 @@ fn start(ctx: &Context) -> anyhow::Result<ExitCode> {
     let deadline = Instant::now() + WAIT;
     match client::Client::connect(&ctx.socket.path, deadline) {
         Ok(mut c) => {
-            let pid = daemon_pid(&mut c).unwrap_or_default();
+            let pid = c.call(StatusQuery::default()).map_or(0, |r| r.daemon.pid);
             println!(
                 "hookd is already running (pid {pid}) on {}",
                 ctx.socket.path.display()
@@ -56,46 +56,23 @@ fn start(ctx: &Context) -> anyhow::Result<ExitCode> {
     }
     client::start_daemon(&ctx.socket, deadline)?;
     let mut c = client::Client::connect(&ctx.socket.path, deadline)?;
-    let pid = daemon_pid(&mut c).unwrap_or_default();
+    let pid = c.call(StatusQuery::default()).map_or(0, |r| r.daemon.pid);
     println!("hookd started (pid {pid}) on {}", ctx.socket.path.display());
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn stop(ctx: &Context) -> anyhow::Result<ExitCode> {
-    let deadline = Instant::now() + WAIT;
-    let mut c = match client::Client::connect(&ctx.socket.path, deadline) {
-        Ok(c) => c,
-        Err(ClientError::NotRunning(_)) => {
-            println!("hookd is not running on {}", ctx.socket.path.display());
-            return Ok(ExitCode::SUCCESS);
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let pid = daemon_pid(&mut c).unwrap_or_default();
-    c.request(&Request::Shutdown)?;
-    drop(c);
-    // The daemon removes its socket first and releases its lock last.
-    let lock = ctx.socket.lock_file();
-    while lock.exists() || ctx.socket.path.exists() {
-        if Instant::now() > deadline {
-            anyhow::bail!(
-                "hookd (pid {pid}) is still shutting down after {}s",
-                WAIT.as_secs()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(5));
+fn stop(ctx: &Context) -> anyhow::Result<ExitCode> {
+    match client::stop_daemon(&ctx.socket, WAIT)? {
+        None => println!("hookd is not running on {}", ctx.socket.path.display()),
+        Some(pid) => println!("hookd stopped (pid {pid})"),
     }
-    println!("hookd stopped (pid {pid})");
     Ok(ExitCode::SUCCESS)
 }
 
 fn status(ctx: &Context) -> anyhow::Result<ExitCode> {
     match client::Client::connect(&ctx.socket.path, Instant::now() + WAIT) {
         Ok(mut c) => {
-            let Response::Status(report) = c.request(&Request::Status(StatusQuery::default()))?
-            else {
-                anyhow::bail!("hookd answered a status request with something else");
-            };
+            let report = c.call(StatusQuery::default())?;
             let d = report.daemon;
             println!(
                 "hookd {} is running (pid {}, up {}s) on {}",
@@ -111,12 +88,5 @@ fn status(ctx: &Context) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(3))
         }
         Err(e) => Err(e.into()),
-    }
-}
-
-fn daemon_pid(c: &mut client::Client) -> Option<u32> {
-    match c.request(&Request::Status(StatusQuery::default())).ok()? {
-        Response::Status(report) => Some(report.daemon.pid),
-        _ => None,
     }
 }

@@ -21,10 +21,15 @@ pub fn duration(secs: u64) -> String {
 
 /// `5s ago` for a Unix-millisecond time; `never` for 0.
 pub fn ago(ms: u64) -> String {
+    ago_at(ms, now_ms())
+}
+
+/// [`ago`] as seen at `now` (Unix milliseconds).
+pub fn ago_at(ms: u64, now: u64) -> String {
     if ms == 0 {
         return "never".into();
     }
-    format!("{} ago", duration(now_ms().saturating_sub(ms) / 1000))
+    format!("{} ago", duration(now.saturating_sub(ms) / 1000))
 }
 
 /// The first 8 characters of an id, as git shortens hashes.
@@ -47,28 +52,73 @@ mod tests {
     }
 }
 
-pub use protocol::figures::{percent, thousands};
+pub use protocol::figures::{compaction_percent, percent, thousands, window_percent};
+use protocol::wire::{ContextPoint, PointMark};
+
+/// `▓▓▓▓▓░░│░░`: the window filled to `used`, with `│` where compaction
+/// happens (none when it only happens at the very end).
+pub fn window_bar(used: f64, compaction: f64, cells: usize) -> String {
+    let mut out: Vec<char> = bar(used, cells).chars().collect();
+    let tick = (compaction.clamp(0.0, 1.0) * cells as f64).round() as usize;
+    if let Some(cell) = out.get_mut(tick) {
+        *cell = '│';
+    }
+    out.into_iter().collect()
+}
+
+const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// The mark shown under a point of a [`sparkline`].
+pub fn mark_char(mark: PointMark) -> char {
+    match mark {
+        PointMark::Save => 's',
+        PointMark::Checkpoint => '✓',
+        PointMark::Compaction => '↓',
+    }
+}
+
+/// The readings as `▂▃▅▇█▁▂` (`█` at or past `full` tokens), and under each
+/// the mark of what happened there (blank for nothing; trailing blanks cut).
+pub fn sparkline(points: &[ContextPoint], full: u64) -> (String, String) {
+    let full = full.max(1) as f64;
+    let line = points
+        .iter()
+        .map(|p| {
+            let eighths = (p.tokens as f64 / full * 8.0).ceil() as usize;
+            LEVELS[eighths.clamp(1, 8) - 1]
+        })
+        .collect();
+    let marks: String = points
+        .iter()
+        .map(|p| p.mark.map_or(' ', mark_char))
+        .collect();
+    (line, marks.trim_end().to_owned())
+}
+
+/// What the marks under a sparkline mean, for those present.
+pub fn sparkline_legend(points: &[ContextPoint]) -> String {
+    let mut present: Vec<PointMark> = points.iter().filter_map(|p| p.mark).collect();
+    present.sort();
+    present.dedup();
+    present
+        .iter()
+        .rev()
+        .map(|m| {
+            let what = match m {
+                PointMark::Save => "state saved",
+                PointMark::Checkpoint => "saved with a git checkpoint",
+                PointMark::Compaction => "compacted",
+            };
+            format!("{} {what}", mark_char(*m))
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
 
 /// `▓▓▓▓▓▓▓░░░` for 0.72 in 10 cells (clamped to full).
 pub fn bar(fraction: f64, cells: usize) -> String {
     let filled = ((fraction.clamp(0.0, 1.0) * cells as f64).round() as usize).min(cells);
     "▓".repeat(filled) + &"░".repeat(cells - filled)
-}
-
-/// `200k`, `1M`, `1.5M`.
-pub fn short_tokens(n: u64) -> String {
-    if n >= 1_000_000 && n.is_multiple_of(100_000) {
-        let m = n as f64 / 1_000_000.0;
-        if m.fract() == 0.0 {
-            format!("{m:.0}M")
-        } else {
-            format!("{m:.1}M")
-        }
-    } else if n >= 1000 {
-        format!("{}k", n / 1000)
-    } else {
-        n.to_string()
-    }
 }
 
 #[cfg(test)]
@@ -79,8 +129,48 @@ mod more_tests {
     fn figures_read_naturally() {
         assert_eq!(bar(0.72, 10), "▓▓▓▓▓▓▓░░░");
         assert_eq!(bar(1.4, 4), "▓▓▓▓");
-        assert_eq!(short_tokens(200_000), "200k");
-        assert_eq!(short_tokens(1_000_000), "1M");
-        assert_eq!(short_tokens(1_500_000), "1.5M");
+        assert_eq!(window_bar(0.5, 0.835, 10), "▓▓▓▓▓░░░│░");
+        assert_eq!(window_bar(0.5, 1.0, 10), "▓▓▓▓▓░░░░░");
+    }
+
+    #[test]
+    fn the_window_share_is_claude_codes_own() {
+        // round(100 * sum / window), .5 up, clamped to 0..100.
+        assert_eq!(window_percent(120_240, 200_000), 60);
+        assert_eq!(window_percent(85_000, 200_000), 43);
+        assert_eq!(window_percent(84_999, 200_000), 42);
+        assert_eq!(window_percent(0, 200_000), 0);
+        assert_eq!(window_percent(300_000, 200_000), 100);
+        assert_eq!(window_percent(u64::MAX, 1), 100);
+        assert_eq!(window_percent(5, 0), 0);
+        assert_eq!(compaction_percent(167_000, 200_000), 83);
+        assert_eq!(compaction_percent(967_000, 1_000_000), 96);
+        assert_eq!(compaction_percent(5, 0), 100);
+    }
+
+    #[test]
+    fn a_sparkline_marks_what_happened() {
+        let point = |tokens, mark| ContextPoint {
+            at_ms: 0,
+            tokens,
+            mark,
+        };
+        let points = [
+            point(0, None),
+            point(40, None),
+            point(80, Some(PointMark::Checkpoint)),
+            point(100, None),
+            point(250, None),
+            point(10, Some(PointMark::Compaction)),
+            point(30, None),
+        ];
+        let (line, marks) = sparkline(&points, 100);
+        assert_eq!(line, "▁▄▇██▁▃");
+        assert_eq!(marks, "  ✓  ↓");
+        assert_eq!(
+            sparkline_legend(&points),
+            "↓ compacted · ✓ saved with a git checkpoint"
+        );
+        assert_eq!(sparkline(&[], 100), (String::new(), String::new()));
     }
 }

@@ -86,7 +86,7 @@ pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
             ExitCode::from(code.clamp(0, 255) as u8)
         }),
         Ok(other) => answer(|| {
-            ctx.note(&format!("unexpected reply from hookd: {other:?}"));
+            ctx.note(&crate::client::unexpected("a hook", &other).to_string());
             ExitCode::SUCCESS
         }),
         // The payload itself is at fault (too deeply nested, say): say so, never block.

@@ -49,7 +49,9 @@ struct Cli {
     /// Socket path (default: $HOOKD_SOCKET, else $XDG_RUNTIME_DIR/hookd/hookd.sock, else a per-user directory).
     #[arg(long, global = true, value_name = "PATH")]
     socket: Option<PathBuf>,
-    /// Explain failures on stderr (hooks are otherwise silent when hookd is unreachable).
+    /// Explain failures on stderr (hooks are otherwise silent when hookd is
+    /// unreachable); with `status` and `watch`, also the figures behind each
+    /// context (compaction point, epochs, retrieval strategy).
     #[arg(short, long, global = true)]
     verbose: bool,
     /// The project a command is about (default: $CLAUDE_PROJECT_DIR, else the
@@ -73,7 +75,7 @@ enum Command {
         #[arg(long, value_name = "MS")]
         timeout_ms: Option<u64>,
     },
-    /// Show the daemon and the sessions it follows.
+    /// Show the daemon and the sessions it follows (-v: the figures behind them).
     Status {
         /// Only this session (id or unique prefix).
         #[arg(long)]
@@ -82,7 +84,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Live view of the sessions, redrawn as they change.
+    /// Live view of the sessions, redrawn as they change (q or Ctrl-C leaves).
     Watch {
         /// Only this session (id or unique prefix).
         #[arg(long)]
@@ -92,7 +94,9 @@ enum Command {
     Statusline,
     /// Record a decision for the next state capture.
     Decision {
+        /// What the decision is about (`Auth`, `Storage`).
         topic: String,
+        /// What was decided.
         decision: String,
         /// Why it was decided.
         #[arg(long)]
@@ -100,17 +104,23 @@ enum Command {
     },
     /// Record a blocker, or a new status of one.
     Blocker {
+        /// What blocks the work.
         issue: String,
         /// unresolved (default), workaround or resolved.
         #[arg(long)]
         status: Option<String>,
+        /// More about it: what was tried, who can help.
         #[arg(long)]
         notes: Option<String>,
     },
     /// Record the workflow phase (DESIGNING, IMPLEMENTING, ...).
-    Phase { name: String },
+    Phase {
+        /// The phase's name.
+        name: String,
+    },
     /// Record a next action; `--done ACTION` or `--clear` take them off.
     Next {
+        /// What to do next (`write the login tests`).
         #[arg(required_unless_present_any = ["done", "clear"])]
         action: Option<String>,
         /// What it acts on.
@@ -130,7 +140,10 @@ enum Command {
         clear: bool,
     },
     /// Record a progress note.
-    Note { text: String },
+    Note {
+        /// The note.
+        text: String,
+    },
     /// Capture the workflow state and checkpoint the working tree now.
     Save {
         /// The session to capture (default: the project's most recent).
@@ -139,6 +152,7 @@ enum Command {
         /// Capture the state only.
         #[arg(long)]
         no_checkpoint: bool,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
@@ -150,20 +164,25 @@ enum Command {
         /// Print the resume prompt itself.
         #[arg(long)]
         print: bool,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
     /// Check the saved state against the repository: HEAD, changed files, workflow, active task.
     Validate {
+        /// Whose saved state (default: the project's latest).
         #[arg(long)]
         session: Option<String>,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
     /// The git checkpoints hookd made, newest first.
     Checkpoints {
+        /// At most this many, newest first.
         #[arg(long)]
         limit: Option<usize>,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
@@ -185,33 +204,41 @@ enum Command {
         /// Every file with its level, tokens and relevance factors.
         #[arg(long)]
         show_allocation: bool,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
     /// One file's relevance to a task, factor by factor.
     ContextScore {
+        /// The file, relative to the project or absolute.
         file: PathBuf,
         /// The task (default: the saved state's).
         #[arg(long)]
         task: Option<String>,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
     /// A file at a summary level: full, detailed (structure), summary or stub.
     Summarize {
+        /// The file, relative to the project or absolute.
         file: PathBuf,
+        /// How much of it: full, detailed (its structure), summary or stub.
         #[arg(long, default_value = "summary", value_parser = ["full", "detailed", "summary", "stub"])]
         level: String,
         /// Read from and keep in .workflow/summaries/.
         #[arg(long)]
         cache: bool,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
     /// Context usage, the latest budget record, and the compactions and resumes so far.
     ContextReport {
+        /// Whose context (default: the project's latest session).
         #[arg(long)]
         session: Option<String>,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
@@ -274,6 +301,7 @@ enum Command {
     },
     /// Record a reflection on the current task for the cross-task memory (an agent can run this from Bash).
     Reflect {
+        /// The reflection: what went wrong or right, and what to do differently.
         text: String,
         /// error_analysis, strategy_change, success_pattern or constraint_discovery (default: classified from the text).
         #[arg(long = "type", value_name = "TYPE", value_parser = parse_reflection_type)]
@@ -281,6 +309,7 @@ enum Command {
         /// The agent session (default: $CLAUDE_CODE_SESSION_ID, else the project's live session).
         #[arg(long)]
         session: Option<String>,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
@@ -667,6 +696,52 @@ mod tests {
         ] {
             assert!(parse_hot_path(&args(other)).is_none(), "{other:?}");
         }
+    }
+
+    /// `--help` describes every flag, argument and subcommand.
+    #[test]
+    fn every_flag_and_argument_is_described() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if arg.is_hide_set() || matches!(id, "help" | "version") {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                let path = format!("{path} {}", sub.get_name());
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(path.clone());
+                }
+                walk(sub, &path, missing);
+            }
+        }
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut missing = Vec::new();
+        walk(&cmd, "hookctl", &mut missing);
+        assert!(missing.is_empty(), "undescribed in --help: {missing:#?}");
+    }
+
+    /// The help of the commands whose words changed most.
+    #[test]
+    fn help_texts() {
+        let mut cmd = Cli::command().term_width(100);
+        cmd.build();
+        let mut help = |path: &[&str]| {
+            let mut c = &mut cmd;
+            for name in path {
+                c = c.find_subcommand_mut(name).unwrap();
+            }
+            c.render_help().to_string()
+        };
+        insta::assert_snapshot!("help_save", help(&["save"]));
+        insta::assert_snapshot!("help_checkpoint_restore", help(&["checkpoint", "restore"]));
+        insta::assert_snapshot!("help_status", help(&["status"]));
+        insta::assert_snapshot!("help_install", help(&["install"]));
     }
 
     #[test]

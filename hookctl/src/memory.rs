@@ -11,8 +11,10 @@ use std::process::ExitCode;
 pub enum Action {
     /// Stored tasks, most recently changed first.
     List {
+        /// At most this many tasks.
         #[arg(long, short = 'n')]
         limit: Option<usize>,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
@@ -20,14 +22,18 @@ pub enum Action {
     Show {
         /// A task id, or a unique prefix of one.
         id: String,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
     /// Stored tasks ranked by similarity to TEXT (those at or above the threshold are marked).
     Search {
+        /// Words describing the task to compare with.
         text: String,
+        /// At most this many tasks.
         #[arg(long, short = 'n')]
         limit: Option<usize>,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
@@ -38,6 +44,7 @@ pub enum Action {
     },
     /// Retrievals, what they handed over, and how tasks ended with and without lessons.
     Stats {
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
@@ -71,7 +78,7 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
         Response::MemoryList(list) => print_list(&list),
         Response::Task(report) => crate::task::print_task(&report),
         Response::MemoryStats(stats) => print_stats(&stats),
-        other => anyhow::bail!("hookd answered a memory request with {other:?}"),
+        other => return Err(crate::client::unexpected("a memory request", &other).into()),
     }
     Ok(ExitCode::SUCCESS)
 }

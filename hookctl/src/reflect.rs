@@ -3,7 +3,6 @@
 
 use crate::Context;
 use protocol::memory::{ReflectRequest, ReflectionType};
-use protocol::wire::{Request, Response};
 use std::process::ExitCode;
 
 pub fn run(
@@ -15,15 +14,12 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     let project = ctx.project()?;
     let mut client = ctx.connect(true)?;
-    let Response::Task(report) = client.request(&Request::Reflect(ReflectRequest {
+    let report = client.call(ReflectRequest {
         project,
         session: crate::task::session_or_env(session),
         content: text,
         kind,
-    }))?
-    else {
-        anyhow::bail!("hookd answered a reflection with something else");
-    };
+    })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);

@@ -3,7 +3,7 @@
 //! runs).
 
 use crate::Context;
-use protocol::wire::{CheckStatus, Request, Response, ResumeQuery};
+use protocol::wire::{CheckStatus, ResumeQuery, Validate};
 use std::process::ExitCode;
 
 pub fn run(
@@ -16,13 +16,10 @@ pub fn run(
     let project = ctx.project()?;
     let mut client = ctx.connect_for(true, crate::SLOW_COMMAND_TIMEOUT)?;
     let query = ResumeQuery { project, session };
-    let request = if render {
-        Request::Resume(query)
+    let report = if render {
+        client.call(query)?
     } else {
-        Request::Validate(query)
-    };
-    let Response::Resume(report) = client.request(&request)? else {
-        anyhow::bail!("hookd answered with something else");
+        client.call(Validate(query))?
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);

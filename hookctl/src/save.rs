@@ -2,7 +2,7 @@
 //! tree now (what `/save-state` runs).
 
 use crate::Context;
-use protocol::wire::{Request, Response, SaveQuery};
+use protocol::wire::SaveQuery;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -25,14 +25,11 @@ pub fn run(
         return Ok(ExitCode::FAILURE);
     }
     let mut client = ctx.connect_for(true, crate::SLOW_COMMAND_TIMEOUT)?;
-    let Response::Saved(summary) = client.request(&Request::Save(SaveQuery {
+    let summary = client.call(SaveQuery {
         project,
         session,
         checkpoint,
-    }))?
-    else {
-        anyhow::bail!("hookd answered a save with something else");
-    };
+    })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {

@@ -152,7 +152,11 @@ pub fn install(ctx: &Context, args: ServiceArgs) -> anyhow::Result<ExitCode> {
         write_atomic(&file, contents.as_bytes(), 0o644)?;
         if !args.no_start {
             // An autostarted daemon holds the socket; the service's own would fail to bind.
-            crate::daemon::stop(ctx)?;
+            if let Some(pid) =
+                crate::client::stop_daemon(&ctx.socket, std::time::Duration::from_secs(10))?
+            {
+                println!("hookd stopped (pid {pid})");
+            }
             for command in &commands {
                 run(command)?;
             }

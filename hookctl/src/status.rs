@@ -2,11 +2,26 @@
 
 use crate::Context;
 use crate::client::ClientError;
-use crate::display::{ago, bar, duration, percent, short_id, thousands};
-use protocol::wire::{
-    ContextStatus, Mark, Request, Response, SessionStatus, StatusQuery, StatusReport,
+use crate::display::{
+    ago_at, bar, compaction_percent, duration, now_ms, percent, short_id, sparkline,
+    sparkline_legend, thousands, window_bar, window_percent,
 };
+use protocol::wire::{ContextStatus, Mark, SessionStatus, StatusQuery, StatusReport};
 use std::process::ExitCode;
+
+/// What a person sees when no session has reached hookd yet.
+pub const NO_SESSIONS: &str = "no sessions yet: start Claude Code, Codex or Gemini CLI in a project \
+(after `hookctl install <harness>`); a session shows here from its first hook";
+
+/// How much `render` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// What a person needs: the context in words and a picture.
+    Plain,
+    /// Also the figures behind it: the compaction point's basis, the
+    /// epoch, the levels fired and the retrieval strategy.
+    Verbose,
+}
 
 pub fn run(ctx: &Context, session: Option<String>, json: bool) -> anyhow::Result<ExitCode> {
     let mut client = match ctx.connect(false) {
@@ -27,16 +42,18 @@ pub fn run(ctx: &Context, session: Option<String>, json: bool) -> anyhow::Result
         }
         Err(e) => return Err(e.into()),
     };
-    let Response::Status(report) = client.request(&Request::Status(StatusQuery {
+    let report = client.call(StatusQuery {
         session: session.clone(),
-    }))?
-    else {
-        anyhow::bail!("hookd answered a status request with something else");
-    };
+    })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", render(&report));
+        let detail = if ctx.verbose {
+            Detail::Verbose
+        } else {
+            Detail::Plain
+        };
+        print!("{}", render(&report, detail, now_ms()));
     }
     if session.is_some() && report.sessions.is_empty() {
         eprintln!(
@@ -48,7 +65,8 @@ pub fn run(ctx: &Context, session: Option<String>, json: bool) -> anyhow::Result
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn render(report: &StatusReport) -> String {
+/// The report for a person, with times as seen at `now` (Unix ms).
+pub fn render(report: &StatusReport, detail: Detail, now: u64) -> String {
     let d = &report.daemon;
     let mut out = format!(
         "hookd {} (protocol {}) · pid {} · up {} · {} events\nsocket {}\n",
@@ -63,17 +81,19 @@ pub fn render(report: &StatusReport) -> String {
         out += &format!("warning: {w}\n");
     }
     if report.sessions.is_empty() {
-        out += "no sessions yet\n";
+        out += NO_SESSIONS;
+        out.push('\n');
         return out;
     }
-    out += &format!("{} session(s)\n", report.sessions.len());
+    let n = report.sessions.len();
+    out += &format!("{n} {}\n", if n == 1 { "session" } else { "sessions" });
     for s in &report.sessions {
-        out += &session(s);
+        out += &session(s, detail, now);
     }
     out
 }
 
-fn session(s: &SessionStatus) -> String {
+fn session(s: &SessionStatus, detail: Detail, now: u64) -> String {
     let project = s
         .project_dir
         .as_ref()
@@ -90,35 +110,40 @@ fn session(s: &SessionStatus) -> String {
     match &s.context {
         Some(c) => {
             if let Some(why) = &c.invalid {
-                out += &format!("    context  INVALID: {why}; the last good figure follows\n");
+                out += &format!(
+                    "    context  the latest figure cannot be right ({why}); showing the last good one\n"
+                );
             }
-            out += &context_lines(c);
+            out += &context_lines(c, detail);
+            out += &history_lines(s, c);
         }
         None => out += "    context  unknown until the first reply\n",
     }
-    let fired = if s.fired.is_empty() {
-        "none".to_owned()
-    } else {
-        s.fired
-            .iter()
-            .map(|l| format!("{:.0}%", l * 100.0))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    out += &format!("    {}\n", compactions(s));
+    if detail == Detail::Verbose {
+        let fired: Vec<String> = s.fired.iter().map(|l| percent(*l)).collect();
+        out += &format!(
+            "    epoch {} · levels fired {}\n",
+            s.epoch,
+            if fired.is_empty() {
+                "none".to_owned()
+            } else {
+                fired.join(" ")
+            }
+        );
+    }
     out += &format!(
-        "    epoch {} · fired {} · last save {} · checkpoint {}\n",
-        s.epoch,
-        fired,
-        mark(s.last_save.as_ref()),
-        mark(s.last_checkpoint.as_ref())
+        "    last save {} · last checkpoint {}\n",
+        mark(s.last_save.as_ref(), now, false),
+        mark(s.last_checkpoint.as_ref(), now, true)
     );
     if let Some(resume) = &s.resume {
-        out += &format!("    resume {}\n", mark(Some(resume)));
+        out += &format!("    resume prompt {}\n", mark(Some(resume), now, false));
     }
     out += &format!(
         "    last event {} {} · {} events{}\n",
         s.last_event.as_deref().unwrap_or("-"),
-        ago(s.last_event_at_ms),
+        ago_at(s.last_event_at_ms, now),
         s.events_seen,
         if s.ended { " · ended" } else { "" }
     );
@@ -131,32 +156,271 @@ fn session(s: &SessionStatus) -> String {
     out
 }
 
-fn context_lines(c: &ContextStatus) -> String {
-    format!(
-        "    context  {} / {} tokens  {} of the compaction point · {} of the {}-token window\n             {} {}  ({}, {})\n",
+/// `60% of the window (120,240 of 200,000 tokens) · compacts at 83%`, a
+/// bar of the window with compaction marked, and with `Verbose` the figures
+/// against the compaction point and the retrieval strategy.
+fn context_lines(c: &ContextStatus, detail: Detail) -> String {
+    let used = window_percent(c.tokens_used, c.window_tokens);
+    let at = compaction_percent(c.tokens_max, c.window_tokens);
+    let mut out = format!(
+        "    context  {used}% of the window ({} of {} tokens) · {}\n",
         thousands(c.tokens_used),
-        thousands(c.tokens_max),
-        percent(c.pressure),
-        percent(c.window_fraction),
         thousands(c.window_tokens),
-        bar(c.pressure, 20),
-        c.advice.summary(),
-        c.source,
-        c.basis,
-    )
+        compaction_words(c),
+    );
+    out += &format!(
+        "             {}  {} of the way to compaction\n",
+        window_bar(c.window_fraction, at as f64 / 100.0, 20),
+        percent(c.pressure),
+    );
+    if detail == Detail::Verbose {
+        out += &format!(
+            "             {} / {} tokens of the compaction point {}  ({}, {})\n             retrieval strategy {}\n",
+            thousands(c.tokens_used),
+            thousands(c.tokens_max),
+            bar(c.pressure, 20),
+            c.source,
+            c.basis,
+            c.advice.summary(),
+        );
+    }
+    out
 }
 
-fn mark(m: Option<&Mark>) -> String {
+/// `compacts at 83%`, or that it does not compact by itself.
+pub fn compaction_words(c: &ContextStatus) -> String {
+    if c.tokens_max >= c.window_tokens {
+        "no automatic compaction".to_owned()
+    } else {
+        format!(
+            "compacts at {}%",
+            compaction_percent(c.tokens_max, c.window_tokens)
+        )
+    }
+}
+
+/// The sparkline of the recent readings, `█` at the compaction point, with
+/// what happened marked under it.
+fn history_lines(s: &SessionStatus, c: &ContextStatus) -> String {
+    if s.history.is_empty() {
+        return String::new();
+    }
+    let (line, marks) = sparkline(&s.history, c.tokens_max);
+    let n = s.history.len();
+    let mut out = format!(
+        "    recent   {line}  {}, █ = compaction\n",
+        if n == 1 {
+            "the latest reply".to_owned()
+        } else {
+            format!("the last {n} replies")
+        }
+    );
+    if !marks.is_empty() {
+        let pad = " ".repeat(n.saturating_sub(marks.chars().count()));
+        out += &format!(
+            "             {marks}{pad}  {}\n",
+            sparkline_legend(&s.history)
+        );
+    }
+    out
+}
+
+/// `not compacted yet · passed 70% of the way` in words a person reads.
+fn compactions(s: &SessionStatus) -> String {
+    let times = s.epoch.saturating_sub(1);
+    let head = match times {
+        0 => "not compacted yet".to_owned(),
+        1 => "compacted once".to_owned(),
+        n => format!("compacted {n} times"),
+    };
+    if s.fired.is_empty() {
+        return head;
+    }
+    let mut levels: Vec<f64> = s.fired.clone();
+    levels.sort_by(f64::total_cmp);
+    let levels: Vec<String> = levels.iter().map(|l| percent(*l)).collect();
+    let since = if times == 0 { "" } else { " since then" };
+    format!("{head} · passed {} of the way{since}", levels.join(", "))
+}
+
+/// `5m ago (before /compact)`; the detail (a file, a commit, what went
+/// wrong) when it failed or `detail` asks for it.
+fn mark(m: Option<&Mark>, now: u64, detail: bool) -> String {
     match m {
         None => "never".into(),
         Some(m) => {
-            let status = if m.ok { "" } else { " FAILED" };
+            let status = if m.ok { "" } else { ", FAILED" };
             let detail = m
                 .detail
                 .as_deref()
+                .filter(|_| detail || !m.ok)
                 .map(|d| format!(": {d}"))
                 .unwrap_or_default();
-            format!("{} ({}{status}{detail})", ago(m.at_ms), m.what)
+            format!(
+                "{} ({}{status}{detail})",
+                ago_at(m.at_ms, now),
+                trigger_words(&m.what)
+            )
         }
+    }
+}
+
+/// What caused a save, in words: `threshold 0.80` → `at 80% of the way`.
+/// Unknown causes are shown as they are.
+pub fn trigger_words(what: &str) -> String {
+    if let Some(level) = what
+        .strip_prefix("threshold ")
+        .and_then(|l| l.parse::<f64>().ok())
+    {
+        return format!("at {} of the way to compaction", percent(level));
+    }
+    match what {
+        "manual" => "with hookctl save".to_owned(),
+        "pre-compact auto" => "before automatic compaction".to_owned(),
+        "pre-compact manual" => "before /compact".to_owned(),
+        "unannounced compaction" => "after a compaction no hook announced".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::pressure::Advice;
+    use protocol::wire::{ContextPoint, DaemonInfo, PointMark};
+
+    /// 2026-11-21T20:00:00Z: every time in the report is relative to it.
+    const NOW: u64 = 1_795_291_200_000;
+
+    fn report(sessions: Vec<SessionStatus>) -> StatusReport {
+        StatusReport {
+            daemon: DaemonInfo {
+                version: "0.1.0".into(),
+                protocol: 1,
+                pid: 4242,
+                started_at_ms: NOW - 3_723_000,
+                uptime_secs: 3_723,
+                socket: "/run/user/1000/hookd/hookd.sock".into(),
+                state_dir: "/home/dev/.local/state/hookd".into(),
+                log_dir: None,
+                events_handled: 318,
+                warnings: Vec::new(),
+            },
+            sessions,
+        }
+    }
+
+    fn context(tokens: u64) -> ContextStatus {
+        let pressure = tokens as f64 / 167_000.0;
+        ContextStatus {
+            tokens_used: tokens,
+            tokens_max: 167_000,
+            window_tokens: 200_000,
+            pressure,
+            window_fraction: tokens as f64 / 200_000.0,
+            basis: "200000 window − 20000 output reserve − 13000 buffer".into(),
+            source: "reply".into(),
+            advice: Advice::for_pressure(pressure),
+            updated_at_ms: NOW - 5_000,
+            invalid: None,
+        }
+    }
+
+    /// A session that climbed, saved with a checkpoint at 95%, compacted,
+    /// and is climbing again.
+    fn session() -> SessionStatus {
+        let climb = [
+            (20_000, None),
+            (45_000, None),
+            (80_000, None),
+            (118_000, None),
+            (135_000, Some(PointMark::Save)),
+            (152_000, None),
+            (160_000, Some(PointMark::Checkpoint)),
+            (3_000, Some(PointMark::Compaction)),
+            (31_000, None),
+            (64_000, None),
+            (98_000, None),
+            (120_240, None),
+        ];
+        let history = climb
+            .iter()
+            .enumerate()
+            .map(|(i, (tokens, mark))| ContextPoint {
+                at_ms: NOW - 60_000 * (climb.len() - i) as u64,
+                tokens: *tokens,
+                mark: *mark,
+            })
+            .collect();
+        SessionStatus {
+            harness: "claude-code".into(),
+            session_id: "4d7453d0-1db5-4325-aa8c-30d671da3857".into(),
+            project_dir: Some("/home/dev/proj".into()),
+            transcript_path: Some(
+                "/home/dev/.claude/projects/-home-dev-proj/4d7453d0.jsonl".into(),
+            ),
+            last_event: Some("post-tool-use".into()),
+            last_event_at_ms: NOW - 5_000,
+            events_seen: 87,
+            ended: false,
+            model: Some("claude-sonnet-4-5-20250929".into()),
+            context: Some(context(120_240)),
+            epoch: 2,
+            fired: vec![0.7],
+            last_save: Some(Mark {
+                at_ms: NOW - 300_000,
+                what: "pre-compact auto".into(),
+                ok: true,
+                detail: Some("/home/dev/proj/.workflow/context_state.json".into()),
+            }),
+            last_checkpoint: Some(Mark {
+                at_ms: NOW - 360_000,
+                what: "threshold 0.95".into(),
+                ok: true,
+                detail: Some("3f2a9c1e".into()),
+            }),
+            resume: None,
+            notes: Vec::new(),
+            history,
+        }
+    }
+
+    #[test]
+    fn status_with_a_session() {
+        let report = report(vec![session()]);
+        insta::assert_snapshot!("status_plain", render(&report, Detail::Plain, NOW));
+        insta::assert_snapshot!("status_verbose", render(&report, Detail::Verbose, NOW));
+    }
+
+    #[test]
+    fn status_before_the_first_session_and_reply() {
+        insta::assert_snapshot!(
+            "status_empty",
+            render(&report(Vec::new()), Detail::Plain, NOW)
+        );
+        let fresh = SessionStatus {
+            context: None,
+            epoch: 1,
+            fired: Vec::new(),
+            last_save: None,
+            last_checkpoint: None,
+            history: Vec::new(),
+            ..session()
+        };
+        let text = render(&report(vec![fresh]), Detail::Plain, NOW);
+        insta::assert_snapshot!("status_first_reply_pending", text);
+    }
+
+    #[test]
+    fn the_plain_status_names_no_internal_figure() {
+        let text = render(&report(vec![session()]), Detail::Plain, NOW);
+        for jargon in ["prefetch", "trust", "selective", "epoch", "fired"] {
+            assert!(!text.contains(jargon), "{jargon}: {text}");
+        }
+        assert_eq!(
+            trigger_words("threshold 0.80"),
+            "at 80% of the way to compaction"
+        );
+        assert_eq!(trigger_words("something new"), "something new");
     }
 }

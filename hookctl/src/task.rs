@@ -6,13 +6,13 @@
 use crate::Context;
 use clap::Subcommand;
 use protocol::memory::{Capacity, TaskAction, TaskOutcome, TaskRecord, TaskReport, TaskRequest};
-use protocol::wire::{Request, Response};
 use std::process::ExitCode;
 
 #[derive(Subcommand)]
 pub enum Action {
     /// Describe the current task (with no live session: the project's next one).
     Start {
+        /// What the task is, in a sentence (similar past tasks are found by it).
         description: String,
         /// Ω for this task: how many of its reflections each resume prompt keeps
         /// (a number, or simple 1, moderate 3, complex 5, maximum 10).
@@ -42,6 +42,7 @@ pub struct Common {
     /// The agent session (default: $CLAUDE_CODE_SESSION_ID, else the project's live session).
     #[arg(long)]
     session: Option<String>,
+    /// Machine-readable output.
     #[arg(long)]
     json: bool,
 }
@@ -112,14 +113,11 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
         TaskAction::Show => "show",
     };
     let mut client = ctx.connect(true)?;
-    let Response::Task(report) = client.request(&Request::Task(TaskRequest {
+    let report = client.call(TaskRequest {
         project: project.clone(),
         session: session_or_env(common.session),
         action,
-    }))?
-    else {
-        anyhow::bail!("hookd answered a task request with something else");
-    };
+    })?;
     if common.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);

@@ -2,8 +2,7 @@
 //! reload after compaction, how much of each, and why.
 //!
 //! [`BudgetPlan`] is also the budget record saved under
-//! `.workflow/budget-records/`; its field names follow seed 000's
-//! `context_budget_record`.
+//! `.workflow/budget-records/`.
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

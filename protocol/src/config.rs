@@ -145,22 +145,22 @@ impl Default for MonitorConfig {
             thresholds: vec![
                 t(
                     0.70,
-                    "Context at 70%. Consider saving state soon.",
+                    "Context at 70% of the way to compaction. Read only what the task needs: search first, then open line ranges.",
                     Action::LogWarning,
                 ),
                 t(
                     0.80,
-                    "Context at 80%. Auto-saving workflow state...",
+                    "Context at 80% of the way to compaction. hookd is saving the work state; record any decision worth keeping with `hookctl decision TOPIC DECISION`.",
                     Action::AutoSaveState,
                 ),
                 t(
                     0.90,
-                    "Context at 90%. Compaction recommended. Run /compact to save state and clear context.",
+                    "Context at 90% of the way to compaction. Finish the current step, then suggest /compact to the person: the state is saved.",
                     Action::RecommendCompact,
                 ),
                 t(
                     0.95,
-                    "CRITICAL: Context at 95%. Forcing state save before potential truncation.",
+                    "CRITICAL: Context at 95% of the way to compaction. hookd is saving the state with a git checkpoint; note where you are now with `hookctl note TEXT`.",
                     Action::ForceSaveState,
                 ),
             ],
@@ -961,7 +961,10 @@ fn restrict_project_layer(
         {
             t.insert(
                 Value::from("message"),
-                Value::from(format!("Context at {:.0}%.", level * 100.0)),
+                Value::from(format!(
+                    "Context at {:.0}% of the way to compaction.",
+                    level * 100.0
+                )),
             );
             replaced = true;
         }
@@ -1225,7 +1228,10 @@ mod tests {
         assert_eq!(c.checkpoint.ref_prefix, "refs/hookd/checkpoints");
         assert!(!c.checkpoint.include_untracked, "a project key applies");
         assert_eq!(c.monitor.thresholds[0].level, 0.5);
-        assert_eq!(c.monitor.thresholds[0].message, "Context at 50%.");
+        assert_eq!(
+            c.monitor.thresholds[0].message,
+            "Context at 50% of the way to compaction."
+        );
         let said = eff.warnings.join("\n");
         for key in [
             "client",
@@ -1251,7 +1257,10 @@ mod tests {
         // A changed file is no longer the trusted one.
         write(tmp.path(), PROJECT_FILE, &text.replace("evil", "evil2"));
         let eff = load(&layers(Some(trust))).unwrap();
-        assert_eq!(eff.config.monitor.thresholds[0].message, "Context at 50%.");
+        assert_eq!(
+            eff.config.monitor.thresholds[0].message,
+            "Context at 50% of the way to compaction."
+        );
     }
 
     #[test]

@@ -19,6 +19,25 @@ pub fn percent(fraction: f64) -> String {
     format!("{:.0}%", fraction * 100.0)
 }
 
+/// The share of the window as Claude Code shows it (its statusLine's
+/// `used_percentage`): whole percent, half rounded up, at most 100.
+pub fn window_percent(tokens: u64, window: u64) -> u64 {
+    if window == 0 {
+        return 0;
+    }
+    let (tokens, window) = (u128::from(tokens), u128::from(window));
+    ((tokens * 200 + window) / (window * 2)).min(100) as u64
+}
+
+/// Where compaction happens, in whole percent of the window, rounded down:
+/// a figure shown as under it has not reached it.
+pub fn compaction_percent(point: u64, window: u64) -> u64 {
+    if window == 0 {
+        return 100;
+    }
+    (u128::from(point) * 100 / u128::from(window)).min(100) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -180,7 +180,8 @@ pub fn token_sum(usage: &Value, names: &[&str]) -> Result<u64, String> {
     Ok(total)
 }
 
-fn json_kind(v: &Value) -> &'static str {
+/// What kind of JSON value `v` is, for messages: "a string", "an array".
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -516,6 +516,32 @@ pub struct SessionStatus {
     /// Things a person should know (a missing transcript, say).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The context over the session's recent replies, oldest first.
+    #[serde(default)]
+    pub history: Vec<ContextPoint>,
+}
+
+/// One reading of a session's context, for the picture of its recent turns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextPoint {
+    pub at_ms: u64,
+    pub tokens: u64,
+    /// What happened at this reading, if anything worth marking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<PointMark>,
+}
+
+/// What happened at a reading. Ordered by how much it says: a point keeps
+/// the strongest of its marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointMark {
+    /// The workflow state was saved.
+    Save,
+    /// The state was saved and the working tree checkpointed.
+    Checkpoint,
+    /// The context was compacted just before this reading.
+    Compaction,
 }
 
 /// How full one session's context is.
@@ -557,6 +583,28 @@ pub struct Mark {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_takes_only_its_own_answer_and_says_what_came_instead() {
+        let error = Response::Error(ErrorReply::new(ErrorKind::NotFound, "no such checkpoint"));
+        assert!(matches!(
+            SaveQuery::reply(Response::Pong),
+            Err(Response::Pong)
+        ));
+        let Err(other) = StatusQuery::reply(error) else {
+            panic!("an error is not a status");
+        };
+        assert_eq!(other.describe(), "an error: no such checkpoint");
+        assert!(matches!(
+            Validate(ResumeQuery {
+                project: "/p".into(),
+                session: None
+            })
+            .request(),
+            Request::Validate(_)
+        ));
+        assert!(Validate::reply(Response::Resume(Box::default())).is_ok());
+    }
     use crate::frame::{decode, encode};
 
     #[test]
@@ -589,10 +637,113 @@ mod tests {
     }
 
     #[test]
+    fn a_status_without_history_still_reads() {
+        // What a daemon from before the history sent.
+        let old = r#"{"harness":"claude-code","session_id":"s"}"#;
+        let status: SessionStatus = serde_json::from_str(old).unwrap();
+        assert!(status.history.is_empty());
+        let point: ContextPoint =
+            serde_json::from_str(r#"{"at_ms":1,"tokens":2,"mark":"checkpoint"}"#).unwrap();
+        assert_eq!(point.mark, Some(PointMark::Checkpoint));
+        assert!(
+            PointMark::Compaction > PointMark::Checkpoint
+                && PointMark::Checkpoint > PointMark::Save
+        );
+    }
+
+    #[test]
     fn forwarded_env_is_an_allow_list() {
         assert!(is_forwarded_env("CLAUDE_PROJECT_DIR"));
         assert!(is_forwarded_env("HOOKD_CLIENT__HOOK_TIMEOUT_MS"));
         assert!(!is_forwarded_env("ANTHROPIC_API_KEY"));
         assert!(!is_forwarded_env("PATH"));
+    }
+}
+
+/// A request whose answer is one kind of [`Response`]: a hookctl command
+/// asks with [`Call::request`] and gets [`Call::Reply`] or an error that
+/// says what came back instead.
+pub trait Call {
+    type Reply;
+    /// What was asked, for messages: "a save", "a status request".
+    const WHAT: &'static str;
+    fn request(self) -> Request;
+    /// The answer, or the response that came instead of it.
+    fn reply(response: Response) -> Result<Self::Reply, Response>;
+}
+
+/// `Call` for requests with one query type and one answer.
+macro_rules! calls {
+    ($($query:ty => $request:ident, $response:ident($reply:ty), $what:literal;)*) => {$(
+        impl Call for $query {
+            type Reply = $reply;
+            const WHAT: &'static str = $what;
+            fn request(self) -> Request {
+                Request::$request(self)
+            }
+            fn reply(response: Response) -> Result<$reply, Response> {
+                match response {
+                    Response::$response(reply) => Ok(reply),
+                    other => Err(other),
+                }
+            }
+        }
+    )*};
+}
+
+calls! {
+    StatusQuery => Status, Status(Box<StatusReport>), "a status request";
+    SaveQuery => Save, Saved(Box<SaveSummary>), "a save";
+    CheckpointQuery => Checkpoints, Checkpoints(Vec<CheckpointSummary>), "a checkpoint list";
+    CheckpointRev => CheckpointShow, Checkpoint(Box<CheckpointDetail>), "a checkpoint request";
+    RestoreQuery => CheckpointRestore, Restored(RestoreSummary), "a restore";
+    ResumeQuery => Resume, Resume(Box<ResumeReport>), "a resume";
+    crate::budget::BudgetQuery => ContextBudget, Budget(Box<crate::budget::BudgetPlan>), "a context budget request";
+    crate::budget::ScoreQuery => ContextScore, Score(Box<crate::budget::FileScore>), "a score request";
+    crate::budget::SummaryQuery => Summarize, Summary(Box<crate::budget::SummaryReply>), "a summary request";
+    crate::budget::ReportQuery => ContextReport, Report(Box<crate::budget::ContextReport>), "a context report request";
+    crate::memory::ReflectRequest => Reflect, Task(Box<crate::memory::TaskReport>), "a reflection";
+    crate::memory::TaskRequest => Task, Task(Box<crate::memory::TaskReport>), "a task request";
+}
+
+/// `hookctl validate`: the checks of a resume, without its prompt.
+pub struct Validate(pub ResumeQuery);
+
+impl Call for Validate {
+    type Reply = Box<ResumeReport>;
+    const WHAT: &'static str = "a validation";
+    fn request(self) -> Request {
+        Request::Validate(self.0)
+    }
+    fn reply(response: Response) -> Result<Self::Reply, Response> {
+        ResumeQuery::reply(response)
+    }
+}
+
+impl Response {
+    /// What kind of answer this is, for messages about an unexpected one.
+    pub fn describe(&self) -> String {
+        let name = match self {
+            Response::Hello(_) => "a handshake",
+            Response::Hook(_) => "a hook answer",
+            Response::Status(_) => "a status report",
+            Response::Pong => "a pong",
+            Response::Context(_) => "a context figure",
+            Response::Saved(_) => "a save summary",
+            Response::Checkpoints(_) => "a checkpoint list",
+            Response::Checkpoint(_) => "a checkpoint",
+            Response::Restored(_) => "a restore summary",
+            Response::Resume(_) => "a resume report",
+            Response::Budget(_) => "a context budget",
+            Response::Score(_) => "a file score",
+            Response::Summary(_) => "a file summary",
+            Response::Report(_) => "a context report",
+            Response::Ok => "a plain OK",
+            Response::Error(e) => return format!("an error: {}", e.message),
+            Response::Task(_) => "a task",
+            Response::MemoryList(_) => "a memory list",
+            Response::MemoryStats(_) => "memory statistics",
+        };
+        name.to_owned()
     }
 }

@@ -14,10 +14,13 @@ use serde_json::Value;
 /// level it crosses with the start of that level's message.
 pub const CLIMB: [(u64, Option<(f64, &str)>); 5] = [
     (50, None),
-    (72, Some((0.70, "Context at 70%."))),
-    (83, Some((0.80, "Context at 80%."))),
-    (92, Some((0.90, "Context at 90%."))),
-    (96, Some((0.95, "CRITICAL: Context at 95%."))),
+    (72, Some((0.70, "Context at 70% of the way to compaction."))),
+    (83, Some((0.80, "Context at 80% of the way to compaction."))),
+    (92, Some((0.90, "Context at 90% of the way to compaction."))),
+    (
+        96,
+        Some((0.95, "CRITICAL: Context at 95% of the way to compaction.")),
+    ),
 ];
 
 /// One prompt, five shell calls whose replies report the climb, then a

@@ -299,10 +299,13 @@ fn auto_compaction_with_tasks() {
     );
     // The 95% warning reached the model before the compaction, once.
     let critical = log
-        .first_containing("CRITICAL: Context at 95%.")
+        .first_containing("CRITICAL: Context at 95% of the way to compaction.")
         .expect("95% fired");
     assert_eq!(critical.label, "t2.more");
-    assert_eq!(critical.count("CRITICAL: Context at 95%."), 1);
+    assert_eq!(
+        critical.count("CRITICAL: Context at 95% of the way to compaction."),
+        1
+    );
 
     let hooks = second.hooks();
     let compaction_hooks: Vec<(String, String)> = hook_sequence(&second)

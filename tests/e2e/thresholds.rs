@@ -13,10 +13,13 @@ use std::time::Duration;
 /// crosses and the start of that level's message.
 const CLIMB: [(u64, Option<(f64, &str)>); 5] = [
     (50, None),
-    (72, Some((0.70, "Context at 70%."))),
-    (83, Some((0.80, "Context at 80%."))),
-    (92, Some((0.90, "Context at 90%."))),
-    (96, Some((0.95, "CRITICAL: Context at 95%."))),
+    (72, Some((0.70, "Context at 70% of the way to compaction."))),
+    (83, Some((0.80, "Context at 80% of the way to compaction."))),
+    (92, Some((0.90, "Context at 90% of the way to compaction."))),
+    (
+        96,
+        Some((0.95, "CRITICAL: Context at 95% of the way to compaction.")),
+    ),
 ];
 
 fn tokens(percent: u64) -> u64 {

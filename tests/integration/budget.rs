@@ -1,4 +1,4 @@
-//! The context budget (seed 000) and the resume formats (seed 004): scores
+//! The context budget and the resume formats: scores
 //! and allocations on real repositories (this project's own tree among
 //! them), summaries read with the real parsers, the budgeted section of the
 //! resume prompt, and the context report.

@@ -136,6 +136,11 @@ fn install_keeps_every_foreign_hook_and_key_and_uninstall_restores_the_file() {
         stdout(&out)
     );
     let v = read_json(&file);
+    // The statusLine is hookd's by default when the person had none.
+    assert_eq!(
+        v["statusLine"]["command"],
+        format!("{} statusline", hookctl())
+    );
     for event in CLAUDE_EVENTS {
         assert_eq!(
             commands(&v, event)
@@ -204,10 +209,11 @@ fn installing_twice_adds_nothing_and_writes_nothing() {
     let sb = Sandbox::new();
     let file = settings_file(&sb);
     write(&file, FOREIGN_SETTINGS);
-    ok(&sb.hookctl(&["install", "claude-code", "--statusline"]));
+    ok(&sb.hookctl(&["install", "claude-code"]));
     let first = std::fs::read_to_string(&file).unwrap();
     let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
 
+    // `--statusline`, what older scripts pass, is still accepted and changes nothing.
     let out = sb.hookctl(&["install", "claude-code", "--statusline", "--json"]);
     ok(&out);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -300,12 +306,19 @@ fn a_statusline_of_the_users_own_is_replaced_only_with_force() {
         &file,
         "{\n  \"statusLine\": {\n    \"type\": \"command\",\n    \"command\": \"~/my-line.sh\"\n  }\n}\n",
     );
-    let out = sb.hookctl(&["install", "claude-code", "--statusline"]);
+    let out = sb.hookctl(&["install", "claude-code"]);
     ok(&out);
-    assert!(stdout(&out).contains("kept yours"), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains("kept yours (`~/my-line.sh`)"), "{text}");
+    // It says how to add ours.
+    assert!(
+        text.contains(&format!("run `{} statusline` from your script", hookctl()))
+            && text.contains("hookctl install claude-code --force"),
+        "{text}"
+    );
     assert_eq!(read_json(&file)["statusLine"]["command"], "~/my-line.sh");
 
-    let out = sb.hookctl(&["install", "claude-code", "--statusline", "--force"]);
+    let out = sb.hookctl(&["install", "claude-code", "--force"]);
     ok(&out);
     assert_eq!(
         read_json(&file)["statusLine"]["command"],
@@ -320,6 +333,18 @@ fn a_statusline_of_the_users_own_is_replaced_only_with_force() {
             .unwrap()
             .contains("my-line.sh")
     );
+}
+
+#[test]
+fn no_statusline_leaves_the_statusline_alone() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home()).unwrap();
+    let file = settings_file(&sb);
+    let out = sb.hookctl(&["install", "claude-code", "--no-statusline"]);
+    ok(&out);
+    assert!(!stdout(&out).contains("statusLine"), "{}", stdout(&out));
+    assert!(read_json(&file).get("statusLine").is_none());
+    assert!(!read_json(&file)["hooks"].as_object().unwrap().is_empty());
 }
 
 #[test]
@@ -357,7 +382,7 @@ fn project_scope_wires_the_projects_own_files() {
 fn the_shipped_fragments_are_what_install_writes() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.home()).unwrap();
-    ok(&sb.hookctl(&["install", "claude-code", "--statusline"]));
+    ok(&sb.hookctl(&["install", "claude-code"]));
     ok(&sb.hookctl(&["install", "codex"]));
     ok(&sb.hookctl(&["install", "gemini-cli"]));
     let as_shipped = |path: PathBuf| -> Value {

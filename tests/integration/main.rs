@@ -16,6 +16,7 @@ mod monitor;
 mod pipeline;
 mod reliability;
 mod resume;
+mod snapshots;
 mod test_command;
 mod untrusted;
 mod wire;

@@ -87,12 +87,16 @@ fn each_threshold_fires_once_at_the_right_call() {
     let at_72 = s.turn(0.72);
     let text = message(&at_72).expect("70% fires");
     assert!(
-        text.starts_with("Context at 70%. Consider saving state soon."),
+        text.starts_with("Context at 70% of the way to compaction. Read only what the task needs"),
         "{text}"
     );
     assert!(
-        text.contains("selective (prefetch ≤2, trust ≥0.5)"),
-        "the 70% message names the strategy: {text}"
+        text.ends_with("[hookd: 120,240 tokens, 60% of the window; compaction at 167,000]"),
+        "the figures in the person's basis: {text}"
+    );
+    assert!(
+        !text.contains("prefetch") && !text.contains("strategy"),
+        "{text}"
     );
     assert_eq!(at_72["hookSpecificOutput"]["hookEventName"], "PostToolUse");
     assert_eq!(
@@ -105,17 +109,17 @@ fn each_threshold_fires_once_at_the_right_call() {
     assert!(
         message(&s.turn(0.83))
             .unwrap()
-            .starts_with("Context at 80%. Auto-saving workflow state...")
+            .starts_with("Context at 80% of the way to compaction. hookd is saving")
     );
     assert!(
         message(&s.turn(0.92))
             .unwrap()
-            .starts_with("Context at 90%. Compaction recommended.")
+            .starts_with("Context at 90% of the way to compaction. Finish the current step")
     );
     assert!(
         message(&s.turn(0.96))
             .unwrap()
-            .starts_with("CRITICAL: Context at 95%.")
+            .starts_with("CRITICAL: Context at 95% of the way to compaction.")
     );
     assert_eq!(s.turn(0.97), Value::Null, "every level fired once");
     assert_eq!(
@@ -186,7 +190,10 @@ fn a_tool_hook_waits_for_its_reply_to_be_written() {
     writer.join().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = message(&hook_json(&out)).expect("70% fires on the reply written late");
-    assert!(text.starts_with("Context at 70%."), "{text}");
+    assert!(
+        text.starts_with("Context at 70% of the way to compaction."),
+        "{text}"
+    );
 
     // A tool call whose reply never shows: the hook carries on with what is there.
     let mut payload: Value = serde_json::from_slice(&payload).unwrap();
@@ -456,7 +463,8 @@ fn statusline_with_and_without_the_daemon() {
             .lines()
             .map(str::to_owned)
             .collect();
-    // The third line reports 20,000 tokens of a 200k window: 12% of the 167k compaction point.
+    // The third line reports 20,000 tokens of a 200k window: Claude Code's own
+    // `used_percentage` of 10, with compaction at 167k (83%).
     let input = lines[2].as_bytes();
     let mut alone = sb.command("hookctl");
     alone
@@ -464,19 +472,13 @@ fn statusline_with_and_without_the_daemon() {
         .arg("statusline");
     let out = run_with_stdin(alone, input);
     assert!(out.status.success());
-    assert_eq!(
-        stdout(&out).trim(),
-        "ctx 12% ▓░░░░░░░░░ stuff · 10% of 200k"
-    );
+    assert_eq!(stdout(&out).trim(), "ctx 10% · compacts at 83%");
 
     let daemon = TestDaemon::start(sb.daemon_options());
     let mut cmd = sb.command("hookctl");
     cmd.arg("statusline");
     let out = run_with_stdin(cmd, input);
-    assert_eq!(
-        stdout(&out).trim(),
-        "ctx 12% ▓░░░░░░░░░ stuff · 10% of 200k"
-    );
+    assert_eq!(stdout(&out).trim(), "ctx 10% · compacts at 83%");
     let report = daemon.engine().status(&Default::default());
     let s = &report.sessions[0];
     assert_eq!(s.session_id, "4d7453d0-1db5-4325-aa8c-30d671da3857");
@@ -501,14 +503,25 @@ fn status_text_shows_the_figures() {
     s.turn(0.72);
     let out = s.sb.hookctl(&["status"]);
     let text = stdout(&out);
-    assert!(text.contains("120,240 / 167,000 tokens"), "{text}");
     assert!(
-        text.contains("72% of the compaction point")
-            && text.contains("60% of the 200,000-token window"),
+        text.contains("60% of the window (120,240 of 200,000 tokens) · compacts at 83%"),
         "{text}"
     );
-    assert!(text.contains("selective"), "{text}");
-    assert!(text.contains("fired 70%"), "{text}");
+    assert!(text.contains("72% of the way to compaction"), "{text}");
+    assert!(text.contains("passed 70% of the way"), "{text}");
+    assert!(text.contains("recent   ▆  the latest reply"), "{text}");
+    // The retrieval strategy is for those who ask.
+    assert!(
+        !text.contains("selective") && !text.contains("epoch"),
+        "{text}"
+    );
+    let verbose = stdout(&s.sb.hookctl(&["status", "-v"]));
+    assert!(
+        verbose.contains("120,240 / 167,000 tokens of the compaction point")
+            && verbose.contains("retrieval strategy selective (prefetch ≤2, trust ≥0.5)")
+            && verbose.contains("epoch 1 · levels fired 70%"),
+        "{verbose}"
+    );
     let out = s.sb.hookctl(&["status", "--session", "nope"]);
     assert_eq!(out.status.code(), Some(1));
 }
@@ -528,7 +541,7 @@ fn watch_redraws_when_usage_changes() {
     let mut seen = String::new();
     let mut line = String::new();
     // The first frame, then a change made only in the transcript.
-    while !seen.contains("66,800 / 167,000") {
+    while !seen.contains("(66,800 of 200,000 tokens)") {
         line.clear();
         assert!(
             reader.read_line(&mut line).unwrap() > 0,
@@ -537,7 +550,7 @@ fn watch_redraws_when_usage_changes() {
         seen += &line;
     }
     s.transcript.reply(100_200);
-    while !seen.contains("100,200 / 167,000") {
+    while !seen.contains("(100,200 of 200,000 tokens)") {
         line.clear();
         assert!(
             reader.read_line(&mut line).unwrap() > 0,
@@ -545,6 +558,8 @@ fn watch_redraws_when_usage_changes() {
         );
         seen += &line;
     }
+    // The sparkline follows the readings.
+    assert!(seen.contains("█ = compaction"), "{seen}");
     child.kill().unwrap();
     let _ = child.wait();
 }

@@ -196,7 +196,8 @@ fn a_compaction_without_pre_compact_is_captured_before_the_resume() {
     let out = s.hook("SessionStart(source=compact)", "session-start");
     let prompt = context(&out);
     assert!(
-        prompt.contains("(unannounced compaction)") && prompt.contains("Cache the token table"),
+        prompt.contains("(after a compaction no hook announced)")
+            && prompt.contains("Cache the token table"),
         "{prompt}"
     );
     let compactions = s.events("compaction");
@@ -224,10 +225,7 @@ fn no_state_no_injection() {
         "session-start",
         &t.payload("SessionStart(source=compact)", &repo.dir),
     ));
-    assert_eq!(
-        out["systemMessage"],
-        "No previous state found. Starting fresh."
-    );
+    assert_eq!(out["systemMessage"], hookd::resume::NO_STATE);
     assert!(
         out.get("hookSpecificOutput").is_none(),
         "nothing injected: {out}"
@@ -368,7 +366,7 @@ fn hookctl_resume_and_validate() {
             .unwrap();
     assert_eq!(out.status.code(), Some(1), "nothing saved yet");
     assert!(
-        stdout(&out).contains("No previous state found"),
+        stdout(&out).contains("No saved state for this project yet"),
         "{}",
         stdout(&out)
     );

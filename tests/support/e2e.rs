@@ -41,8 +41,8 @@ const RUN_LIMIT: Duration = Duration::from_secs(60);
 /// How long the mock may take to start listening.
 const MOCK_START_LIMIT: Duration = Duration::from_secs(10);
 
-/// Issue 6: flip to `true` once `hookctl install claude-code --project DIR`
-/// exists; until then [`write_settings`] wires the hooks the same way.
+/// Wire the hooks with `hookctl install claude-code --project DIR` (else
+/// [`write_settings`] writes the same entries).
 pub const USE_HOOKCTL_INSTALL: bool = true;
 
 /// The hook events hookd is wired to, in Claude Code's spelling.
@@ -156,29 +156,31 @@ impl Reply {
     }
 }
 
-/// The mock API: a child process, in its own network namespace when possible.
-struct MockApi {
+/// A mock model server: a child process, in its own network namespace
+/// when possible, serving a script and logging every request it gets.
+pub struct MockServer {
     child: std::process::Child,
-    port: u16,
-    log: PathBuf,
+    pub port: u16,
+    pub log: PathBuf,
     isolated: bool,
 }
 
-impl MockApi {
-    fn start(dir: &Path, script: &Value) -> MockApi {
+impl MockServer {
+    /// Starts `program` with `args`, then the script, log and port-file
+    /// arguments every mock takes; waits until it says its port.
+    pub fn start(dir: &Path, program: &Path, args: &[&str], script: &Value) -> MockServer {
         let script_file = dir.join("mock_script.json");
         std::fs::write(&script_file, script.to_string()).unwrap();
         let log = dir.join("mock_requests.jsonl");
         let port_file = dir.join("mock_port");
-        let mock = Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e/mock_api.py");
         let isolated = namespaces_available();
         let mut cmd = if isolated {
             let mut c = Command::new("unshare");
-            c.args(["-rn", "python3"]).arg(&mock).arg("--loopback-up");
+            c.arg("-rn").arg(program).args(args).arg("--loopback-up");
             c
         } else {
-            let mut c = Command::new("python3");
-            c.arg(&mock);
+            let mut c = Command::new(program);
+            c.args(args);
             c
         };
         let err = std::fs::File::create(dir.join("mock_stderr.txt")).unwrap();
@@ -193,8 +195,8 @@ impl MockApi {
             .stdout(Stdio::null())
             .stderr(err)
             .spawn()
-            .expect("start the mock API (python3 tests/e2e/mock_api.py)");
-        let mut mock = MockApi {
+            .unwrap_or_else(|e| panic!("start the mock model server {}: {e}", program.display()));
+        let mut mock = MockServer {
             child,
             port: 0,
             log,
@@ -206,7 +208,7 @@ impl MockApi {
         let port = std::fs::read_to_string(&port_file).ok();
         mock.port = port.and_then(|p| p.trim().parse().ok()).unwrap_or_else(|| {
             panic!(
-                "the mock API did not start (up: {up}): {}",
+                "the mock model server did not start (up: {up}): {}",
                 std::fs::read_to_string(dir.join("mock_stderr.txt")).unwrap_or_default()
             )
         });
@@ -214,7 +216,7 @@ impl MockApi {
     }
 
     /// A command for `program` inside the mock's namespace.
-    fn enter(&self, program: &Path) -> Command {
+    pub fn enter(&self, program: &Path) -> Command {
         if !self.isolated {
             return Command::new(program);
         }
@@ -227,7 +229,7 @@ impl MockApi {
     }
 }
 
-impl Drop for MockApi {
+impl Drop for MockServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -294,7 +296,12 @@ impl ScenarioBuilder {
             "replies": self.replies.iter().map(Reply::to_json).collect::<Vec<_>>(),
             "summary": {"text": self.summary.0, "tokens": self.summary.1},
         });
-        let mock = MockApi::start(sb.path(), &script);
+        let mock = MockServer::start(
+            sb.path(),
+            Path::new("python3"),
+            &[concat!(env!("CARGO_MANIFEST_DIR"), "/e2e/mock_api.py")],
+            &script,
+        );
         let project = sb.path().join("proj");
         let scenario = Scenario {
             name: self.name,
@@ -318,7 +325,7 @@ pub struct Scenario {
     pub name: String,
     pub project: PathBuf,
     claude: PathBuf,
-    mock: MockApi,
+    mock: MockServer,
     env: Vec<(String, String)>,
     bin_dir: PathBuf,
     runs: usize,

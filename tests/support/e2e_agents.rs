@@ -22,6 +22,7 @@
 //! (headless refuses an untrusted folder) and `-m gemini-2.5-flash` (without
 //! it, 0.61.0 picks a preview model and adds routing calls).
 
+use crate::e2e::MockServer;
 use crate::mock_model::{Api, ModelLog, Reply};
 use crate::{Sandbox, bin, stderr, stdout, wait_until};
 use serde_json::{Value, json};
@@ -47,8 +48,6 @@ pub const CODEX_MODEL: &str = "mock-model";
 /// A client run that takes longer than this is killed and fails the test
 /// (a run takes one to five seconds).
 const RUN_LIMIT: Duration = Duration::from_secs(60);
-/// How long the mock may take to start listening.
-const MOCK_START_LIMIT: Duration = Duration::from_secs(10);
 /// How long hookd may take to act on what a run left (status, events, git).
 pub const SETTLE: Duration = Duration::from_secs(10);
 
@@ -140,107 +139,6 @@ impl Client {
     }
 }
 
-/// Whether this machine lets us make a user + network namespace.
-fn namespaces_available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        let works = |program: &str, args: &[&str]| {
-            Command::new(program)
-                .args(args)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        let ok = works("unshare", &["-rn", "true"]) && works("nsenter", &["--version"]);
-        if !ok {
-            eprintln!(
-                "\n*** WARNING: `unshare -rn` is not available here: the end-to-end scenarios \
-                 run WITHOUT network isolation. ***\n"
-            );
-        }
-        ok
-    })
-}
-
-/// The mock model server: a child process, in its own network namespace
-/// when possible.
-struct Mock {
-    child: std::process::Child,
-    port: u16,
-    log: PathBuf,
-    isolated: bool,
-}
-
-impl Mock {
-    fn start(dir: &Path, api: Api, script: &Value) -> Mock {
-        let script_file = dir.join("mock_script.json");
-        std::fs::write(&script_file, script.to_string()).unwrap();
-        let log = dir.join("mock_requests.jsonl");
-        let port_file = dir.join("mock_port");
-        let server = bin("hookd-mock-model");
-        let isolated = namespaces_available();
-        let mut cmd = if isolated {
-            let mut c = Command::new("unshare");
-            c.arg("-rn").arg(&server).arg("--loopback-up");
-            c
-        } else {
-            Command::new(&server)
-        };
-        let err = std::fs::File::create(dir.join("mock_stderr.txt")).unwrap();
-        let child = cmd
-            .args(["--api", if api == Api::Codex { "codex" } else { "gemini" }])
-            .arg("--script")
-            .arg(&script_file)
-            .arg("--log")
-            .arg(&log)
-            .arg("--port-file")
-            .arg(&port_file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(err)
-            .spawn()
-            .expect("start hookd-mock-model");
-        let mut mock = Mock {
-            child,
-            port: 0,
-            log,
-            isolated,
-        };
-        let up = wait_until(MOCK_START_LIMIT, || {
-            port_file.exists() || mock.child.try_wait().ok().flatten().is_some()
-        });
-        let port = std::fs::read_to_string(&port_file).ok();
-        mock.port = port.and_then(|p| p.trim().parse().ok()).unwrap_or_else(|| {
-            panic!(
-                "the mock model did not start (up: {up}): {}",
-                std::fs::read_to_string(dir.join("mock_stderr.txt")).unwrap_or_default()
-            )
-        });
-        mock
-    }
-
-    /// A command for `program` inside the mock's namespace.
-    fn enter(&self, program: &Path) -> Command {
-        if !self.isolated {
-            return Command::new(program);
-        }
-        let mut cmd = Command::new("nsenter");
-        cmd.arg("--target")
-            .arg(self.child.id().to_string())
-            .args(["--user", "--net", "--preserve-credentials", "--"])
-            .arg(program);
-        cmd
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// How hookd is wired for a scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wiring {
@@ -306,7 +204,17 @@ impl AgentBuilder {
             "replies": self.replies.iter().map(Reply::to_json).collect::<Vec<_>>(),
             "summary": {"text": self.summary.0, "tokens": self.summary.1},
         });
-        let mock = Mock::start(sb.path(), self.client.api(), &script);
+        let api = if self.client.api() == Api::Codex {
+            "codex"
+        } else {
+            "gemini"
+        };
+        let mock = MockServer::start(
+            sb.path(),
+            &bin("hookd-mock-model"),
+            &["--api", api],
+            &script,
+        );
         let project = sb.path().join("proj");
         let agent = Agent {
             name: self.name,
@@ -357,7 +265,7 @@ pub struct Agent {
     pub client: Client,
     pub project: PathBuf,
     binary: PathBuf,
-    mock: Mock,
+    mock: MockServer,
     wiring: Wiring,
     pub runs: Vec<AgentRun>,
     session_id: Option<String>,

@@ -2,7 +2,7 @@
 //! the transcript's end, each path-like word looked up among the project's
 //! files, whatever their number.
 
-use crate::harness::claude_code::transcript::open_regular;
+use crate::tail::open_regular;
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;

@@ -1,6 +1,5 @@
 //! From a task to a budget: collect candidate files, score them, put them
-//! in tiers, and fit each tier into its share of the tokens (seed 000's
-//! `select_context`).
+//! in tiers, and fit each tier into its share of the tokens.
 //!
 //! Candidates are the files the saved state names (`context_needed`,
 //! changed files), the files the session's transcript names, files whose

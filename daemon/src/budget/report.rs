@@ -1,4 +1,4 @@
-//! Context transitions (seed 004): each compaction and each injected resume
+//! Context transitions: each compaction and each injected resume
 //! prompt goes to `.workflow/events.jsonl` as a `context_transition` with
 //! its size before and after and the compression ratio; the context report
 //! totals them.

@@ -1,4 +1,4 @@
-//! Relevance of a file to the task (seed 000's relevance scoring): five
+//! Relevance of a file to the task: five
 //! factors, each in 0..=1, combined by configured weights.
 //!
 //! - task alignment: the task's keywords in the file's path (two matches

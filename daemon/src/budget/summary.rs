@@ -1,4 +1,4 @@
-//! A file at four levels of detail (seed 000's summarization levels):
+//! A file at four levels of detail:
 //!
 //! - `full`: the whole file;
 //! - `detailed` (≤ 2,000 tokens): its structure — signatures, type and

@@ -24,12 +24,14 @@ use state::{
 use std::path::Path;
 
 pub struct Input<'a> {
+    /// The first word of the capture's name (`compact`, `threshold`, `save`).
+    pub name: &'a str,
     pub project: &'a Path,
     pub harness: Option<&'a str>,
     pub harness_session: Option<&'a str>,
     pub transcript: Option<&'a Path>,
     pub context: Option<&'a ContextStatus>,
-    pub trigger: String,
+    pub trigger: state::SaveTrigger,
     /// The threshold level that asked for this save, if one did.
     pub threshold: Option<f64>,
     pub config: &'a Config,
@@ -48,7 +50,11 @@ pub struct Captured {
 pub fn capture(input: &Input) -> Captured {
     let workflow = Workflow::new(input.project);
     let mut state = ContextState {
-        session_id: format!("compact_{}", crate::time::compact_stamp(input.now_ms)),
+        session_id: format!(
+            "{}_{}",
+            input.name,
+            crate::time::compact_stamp(input.now_ms)
+        ),
         harness_session_id: input.harness_session.map(str::to_owned),
         harness: input.harness.map(str::to_owned),
         captured_at: crate::time::rfc3339(input.now_ms),
@@ -374,8 +380,18 @@ fn assemble(
     state.git = snapshot.map(|s| GitInfo {
         branch: s.branch.clone(),
         head: s.head.map(|h| h.to_string()),
-        state: s.state.clone(),
+        state: git_state(&s.state, changes),
     });
+}
+
+/// The repository's state in the capture: an operation in progress (merge,
+/// rebase, ...) by its name; otherwise `clean` only when nothing changed
+/// against HEAD, else `modified`.
+fn git_state(operation: &str, changes: &[FileChange]) -> String {
+    match operation {
+        "clean" if !changes.is_empty() => "modified".to_owned(),
+        other => other.to_owned(),
+    }
 }
 
 /// `Add token refresh` → (`add`, `token refresh`).
@@ -409,6 +425,23 @@ fn relative(project: &Path, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_git_state_is_clean_only_when_nothing_changed() {
+        let change = FileChange {
+            path: "a.rs".into(),
+            action: "modified".into(),
+            added: Some(1),
+            removed: Some(0),
+            summary: "+1 −0 lines".into(),
+        };
+        assert_eq!(git_state("clean", &[]), "clean");
+        assert_eq!(
+            git_state("clean", std::slice::from_ref(&change)),
+            "modified"
+        );
+        assert_eq!(git_state("rebase", &[change]), "rebase");
+    }
 
     #[test]
     fn actions_are_split_from_task_titles_without_inventing() {

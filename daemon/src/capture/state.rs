@@ -1,4 +1,4 @@
-//! `.workflow/context_state.json`: the seed's `context_state`, plus what
+//! `.workflow/context_state.json`: the captured workflow state, plus what
 //! hookd adds (where each part came from, the task list, the checkpoint).
 //! Every field is always present (null or empty when no source had it), so
 //! templates and readers never meet a missing key. The JSON Schema lives in
@@ -9,16 +9,100 @@ use serde::{Deserialize, Serialize};
 
 pub const STATE_FILE: &str = "context_state.json";
 
+/// What asked for a capture. Written into the state as its text
+/// (`pre-compact auto`) and read back into this type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum SaveTrigger {
+    Threshold(f64),
+    PreCompact(String),
+    #[default]
+    Manual,
+    /// The session's file shows a compaction no PreCompact hook announced.
+    UnannouncedCompaction,
+}
+
+impl SaveTrigger {
+    /// The capture was made because the context was (being) compacted.
+    pub fn is_compaction(&self) -> bool {
+        matches!(
+            self,
+            SaveTrigger::PreCompact(_) | SaveTrigger::UnannouncedCompaction
+        )
+    }
+
+    /// The first word of the capture's name: what it was for.
+    pub fn capture_name(&self) -> &'static str {
+        match self {
+            SaveTrigger::Threshold(_) => "threshold",
+            SaveTrigger::PreCompact(_) | SaveTrigger::UnannouncedCompaction => "compact",
+            SaveTrigger::Manual => "save",
+        }
+    }
+
+    /// In words a person reads: `before automatic compaction`.
+    pub fn describe(&self) -> String {
+        match self {
+            SaveTrigger::Threshold(level) => {
+                format!("at {:.0}% of the way to compaction", level * 100.0)
+            }
+            SaveTrigger::PreCompact(how) if how == "auto" => "before automatic compaction".into(),
+            SaveTrigger::PreCompact(how) if how == "manual" => "before /compact".into(),
+            SaveTrigger::PreCompact(how) => format!("before compaction ({how})"),
+            SaveTrigger::Manual => "with hookctl save".into(),
+            SaveTrigger::UnannouncedCompaction => "after a compaction no hook announced".into(),
+        }
+    }
+}
+
+impl std::fmt::Display for SaveTrigger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SaveTrigger::Threshold(level) => write!(f, "threshold {level:.2}"),
+            SaveTrigger::PreCompact(trigger) => write!(f, "pre-compact {trigger}"),
+            SaveTrigger::Manual => f.write_str("manual"),
+            SaveTrigger::UnannouncedCompaction => f.write_str("unannounced compaction"),
+        }
+    }
+}
+
+impl From<SaveTrigger> for String {
+    fn from(t: SaveTrigger) -> String {
+        t.to_string()
+    }
+}
+
+impl TryFrom<String> for SaveTrigger {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        if let Some(level) = text.strip_prefix("threshold ") {
+            return level
+                .parse()
+                .map(SaveTrigger::Threshold)
+                .map_err(|_| format!("`{text}` is not a threshold capture"));
+        }
+        if let Some(trigger) = text.strip_prefix("pre-compact ") {
+            return Ok(SaveTrigger::PreCompact(trigger.to_owned()));
+        }
+        match text.as_str() {
+            "manual" => Ok(SaveTrigger::Manual),
+            "unannounced compaction" => Ok(SaveTrigger::UnannouncedCompaction),
+            _ => Err(format!("`{text}` is not a capture trigger hookd writes")),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContextState {
-    /// `compact_<YYYYMMDD_HHMMSS>` of the capture.
+    /// `<what>_<YYYYMMDD_HHMMSS>` of the capture: `compact` (for a
+    /// compaction), `threshold` or `save` (`hookctl save`).
     pub session_id: String,
     /// The harness's own session id.
     pub harness_session_id: Option<String>,
     pub harness: Option<String>,
     pub captured_at: String,
     /// What asked for the capture (`pre-compact auto`, `threshold 0.80`, `manual`, ...).
-    pub trigger: String,
+    pub trigger: SaveTrigger,
     pub project_dir: String,
     pub context_usage: ContextUsage,
     pub workflow_position: WorkflowPosition,
@@ -156,7 +240,8 @@ pub struct GitInfo {
     pub branch: String,
     /// None on an unborn branch.
     pub head: Option<String>,
-    /// clean, merge, rebase, cherry-pick, ...
+    /// An operation in progress (merge, rebase, cherry-pick, ...), else
+    /// `clean` when nothing changed against HEAD and `modified` when something did.
     pub state: String,
 }
 
@@ -176,5 +261,34 @@ impl ContextState {
         let mut bytes = serde_json::to_vec_pretty(self).expect("the state serializes");
         bytes.push(b'\n');
         bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triggers_in_words_and_names() {
+        let words: Vec<String> = [
+            SaveTrigger::Threshold(0.8),
+            SaveTrigger::PreCompact("auto".into()),
+            SaveTrigger::PreCompact("manual".into()),
+            SaveTrigger::Manual,
+            SaveTrigger::UnannouncedCompaction,
+        ]
+        .iter()
+        .map(|t| format!("{}: {}", t.capture_name(), t.describe()))
+        .collect();
+        assert_eq!(
+            words,
+            [
+                "threshold: at 80% of the way to compaction",
+                "compact: before automatic compaction",
+                "compact: before /compact",
+                "save: with hookctl save",
+                "compact: after a compaction no hook announced",
+            ]
+        );
     }
 }

@@ -95,14 +95,7 @@ impl Engine {
         session: Option<&str>,
         config: &Config,
     ) -> SessionFacts {
-        let key = match session {
-            Some(id) => self
-                .registry()
-                .matching(Some(id))
-                .first()
-                .map(|s| s.key.clone()),
-            None => self.latest_session(project),
-        };
+        let key = self.session_for(project, session);
         let registry = self.registry();
         let s = key.as_ref().and_then(|k| registry.get(k));
         let context =

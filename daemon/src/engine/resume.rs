@@ -9,7 +9,7 @@
 
 use super::{Engine, ProjectEvent};
 use crate::budget;
-use crate::harness::{HookEvent, Outcome};
+use crate::harness::Outcome;
 use crate::resume::{self, Loaded};
 use crate::sessions::{PendingResume, SessionKey};
 use crate::time::now_ms;
@@ -22,11 +22,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How long after an injection its absence from the transcript means it was lost.
-const ARRIVAL_SETTLE_MS: u64 = 400;
-const ARRIVAL_POLL: std::time::Duration = std::time::Duration::from_millis(25);
-
-/// Longest compaction summary kept in `events.jsonl`.
-const SUMMARY_CHARS: usize = 4000;
+pub(super) const ARRIVAL_SETTLE_MS: u64 = 400;
+pub(super) const ARRIVAL_POLL: std::time::Duration = std::time::Duration::from_millis(25);
 
 /// A marker no two injections share.
 fn new_marker() -> String {
@@ -219,107 +216,6 @@ impl Engine {
         }
     }
 
-    /// The next prompt or tool call after an injection: did it arrive?
-    pub(super) async fn check_arrival(
-        self: &Arc<Self>,
-        key: &SessionKey,
-        outcome: &mut Outcome,
-        project_events: &mut Vec<ProjectEvent>,
-    ) {
-        let Some((pending, transcript, project)) = self.registry().get(key).and_then(|s| {
-            Some((
-                s.resume_pending.clone()?,
-                s.transcript_path.clone()?,
-                s.project_dir.clone(),
-            ))
-        }) else {
-            return;
-        };
-        // Harnesses write their session files in batches (Claude Code every
-        // 100 ms): give the injection time to land before calling it lost.
-        let harness = key.harness;
-        let arrived = loop {
-            let (path, marker) = (transcript.clone(), pending.marker.clone());
-            let found = tokio::task::spawn_blocking(move || {
-                crate::harness::injected_context_arrived(harness, &path, &marker)
-            })
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or(false);
-            if found || now_ms().saturating_sub(pending.injected_at_ms) >= ARRIVAL_SETTLE_MS {
-                break found;
-            }
-            tokio::time::sleep(ARRIVAL_POLL).await;
-        };
-        let now = now_ms();
-        let (action, ok) = match (arrived, pending.reinjected) {
-            (true, _) => ("arrived", true),
-            (false, false) => {
-                outcome.add_context(pending.prompt.clone());
-                ("injected again", false)
-            }
-            (false, true) => ("did not arrive, even injected again", false),
-        };
-        {
-            let mut registry = self.registry();
-            let Some(s) = registry.get_mut(key) else {
-                return;
-            };
-            s.resume_pending = if !arrived && !pending.reinjected {
-                Some(PendingResume {
-                    reinjected: true,
-                    ..pending.clone()
-                })
-            } else {
-                None
-            };
-            s.resume = Some(Mark {
-                at_ms: now,
-                what: action.to_owned(),
-                ok,
-                detail: Some(pending.marker.clone()),
-            });
-        }
-        if let Some(project) = project {
-            project_events.push(ProjectEvent {
-                project,
-                kind: "resume_arrival",
-                session: key.clone(),
-                fields: json!({
-                    "marker": pending.marker,
-                    "arrived": arrived,
-                    "action": action,
-                    "after_ms": now.saturating_sub(pending.injected_at_ms),
-                }),
-            });
-        }
-    }
-
-    /// PostCompact: keep what Claude Code's summarizer wrote.
-    pub(super) fn record_compact_summary(
-        &self,
-        key: &SessionKey,
-        event: &HookEvent,
-        project_events: &mut Vec<ProjectEvent>,
-    ) {
-        let Some(project) = self.registry().get(key).and_then(|s| s.project_dir.clone()) else {
-            return;
-        };
-        let summary = event.compact_summary.as_deref().unwrap_or("");
-        let kept: String = summary.chars().take(SUMMARY_CHARS).collect();
-        project_events.push(ProjectEvent {
-            project,
-            kind: "post_compact",
-            session: key.clone(),
-            fields: json!({
-                "trigger": event.trigger,
-                "summary_chars": summary.chars().count(),
-                "compact_summary": kept,
-            }),
-        });
-    }
-
     /// `hookctl resume` and `hookctl validate`.
     pub(super) async fn resume_request(
         self: &Arc<Self>,
@@ -329,14 +225,7 @@ impl Engine {
         let (config, _) = self
             .settings
             .for_request(Some(&query.project), &Default::default());
-        let session = match &query.session {
-            Some(id) => self
-                .registry()
-                .matching(Some(id))
-                .first()
-                .map(|s| s.key.clone()),
-            None => self.latest_session(&query.project),
-        };
+        let session = self.session_for(&query.project, query.session.as_deref());
         let transcript = session.as_ref().and_then(|k| {
             self.registry()
                 .get(k)

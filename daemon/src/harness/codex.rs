@@ -28,11 +28,10 @@
 //!   rollout records: that is where the arrival check looks.
 
 use super::{
-    Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionReading, Usage,
-    claude_code,
+    Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionFacts,
+    SessionReading, Usage, claude_code,
 };
-use crate::harness::claude_code::transcript::ReverseLines;
-use crate::sessions::Session;
+use crate::tail::ReverseLines;
 use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count, token_sum};
 use protocol::wire::{HookReply, HookRequest};
@@ -135,7 +134,7 @@ pub struct RolloutUsage {
 /// compaction came after it, and the latest model. Malformed lines and
 /// unknown record types are skipped.
 pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
-    let (file, meta) = super::claude_code::transcript::open_regular(path)
+    let (file, meta) = crate::tail::open_regular(path)
         .map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => format!("Codex rollout file {} is missing", path.display()),
             _ => format!("cannot read Codex rollout file {}: {e}", path.display()),
@@ -333,14 +332,10 @@ fn top_level_integer(text: &str, key: &str) -> Option<u64> {
 
 /// Codex compacts at `model_auto_compact_token_limit`, else at 90% of the
 /// window its rollout reports.
-pub fn compaction_point(
-    model: Option<&str>,
-    session: &Session,
-    config: &WindowConfig,
-) -> CompactionPoint {
+pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
     let window = session
         .reported_window
-        .unwrap_or_else(|| claude_code::window::model_window(model, None, config));
+        .unwrap_or_else(|| claude_code::window::model_window(session.model, None, config));
     if let Some(forced) = config.tokens_max.filter(|t| *t > 0) {
         return CompactionPoint {
             window,
@@ -348,11 +343,7 @@ pub fn compaction_point(
             basis: format!("{forced} (window.tokens_max)"),
         };
     }
-    match session
-        .harness_point
-        .as_ref()
-        .and_then(|p| Some((p.tokens?, p)))
-    {
+    match session.harness_point.and_then(|p| Some((p.tokens?, p))) {
         Some((tokens, p)) => CompactionPoint {
             window,
             tokens,
@@ -369,7 +360,7 @@ pub fn compaction_point(
 /// Whether a developer message (how Codex hands hook context to the model)
 /// holding `marker` is in the rollout since its latest compaction.
 pub fn developer_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
-    let Some((file, meta)) = claude_code::transcript::open_regular(path)? else {
+    let Some((file, meta)) = crate::tail::open_regular(path)? else {
         return Ok(false);
     };
     let mut lines = ReverseLines::new(&file, meta.len());
@@ -395,6 +386,7 @@ pub fn developer_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
 mod tests {
     use super::*;
     use crate::harness::EventKind;
+    use crate::sessions::Session;
     use protocol::wire::Harness;
     use serde_json::value::RawValue;
     use std::collections::BTreeMap;

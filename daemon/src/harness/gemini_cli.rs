@@ -30,10 +30,9 @@
 
 use super::{
     Boundary, Cursor, EventKind, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading,
-    SessionReading, Usage,
+    SessionFacts, SessionReading, Usage,
 };
-use crate::harness::claude_code::transcript::{ReverseLines, open_regular};
-use crate::sessions::Session;
+use crate::tail::{ReverseLines, open_regular};
 use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count};
 use protocol::wire::{HookReply, HookRequest};
@@ -208,20 +207,16 @@ fn configured_threshold(gemini_dir: &Path) -> Option<f64> {
 }
 
 /// The threshold the session's settings gave, else Gemini CLI's default.
-fn threshold(session: &Session) -> f64 {
+fn threshold(session: &SessionFacts) -> f64 {
     session
         .harness_point
-        .as_ref()
         .and_then(|p| p.fraction)
         .unwrap_or(DEFAULT_COMPRESSION_THRESHOLD)
 }
 
 /// Gemini CLI compresses at `model.compressionThreshold` of the model's window.
-pub fn compaction_point(
-    model: Option<&str>,
-    session: &Session,
-    config: &WindowConfig,
-) -> CompactionPoint {
+pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+    let model = session.model;
     let configured = model.and_then(|m| {
         config
             .models
@@ -248,7 +243,7 @@ pub fn compaction_point(
     CompactionPoint {
         window,
         tokens: (window as f64 * threshold) as u64,
-        basis: match &session.harness_point {
+        basis: match session.harness_point {
             Some(p) => p.basis.clone(),
             None => format!(
                 "{threshold} of the {window}-token window (Gemini CLI's default compression threshold)"
@@ -258,12 +253,11 @@ pub fn compaction_point(
 }
 
 /// Whether the session stands at (or near) its compression point.
-pub fn compression_is_due(session: &Session, config: &WindowConfig) -> bool {
-    let Some(usage) = session.usage.as_ref().filter(|u| u.invalid.is_none()) else {
+pub fn compression_is_due(session: &SessionFacts, config: &WindowConfig) -> bool {
+    let Some(usage) = session.usage.filter(|u| u.invalid.is_none()) else {
         return false;
     };
-    let model = session.model.as_deref().or(usage.model.as_deref());
-    let point = compaction_point(model, session, config);
+    let point = compaction_point(session, config);
     usage.tokens as f64 >= point.tokens as f64 * DUE_AT
 }
 
@@ -398,6 +392,7 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sessions::Session;
     use protocol::wire::Harness;
     use serde_json::value::RawValue;
     use std::collections::BTreeMap;
@@ -518,7 +513,7 @@ mod tests {
             (c.tokens_used, c.window_tokens, c.tokens_max),
             (6000, 1_048_576, 524_288)
         );
-        assert!(!compression_is_due(&s, &WindowConfig::default()));
+        assert!(!compression_is_due(&s.facts(), &WindowConfig::default()));
     }
 
     #[test]
@@ -528,7 +523,7 @@ mod tests {
         let path = session_file(home.path(), &lines);
         let mut s = session();
         s.take_reading(read(&path, None, None).unwrap(), 1);
-        assert!(compression_is_due(&s, &WindowConfig::default()));
+        assert!(compression_is_due(&s.facts(), &WindowConfig::default()));
         lines.push(reply("c", 2100));
         let path = session_file(home.path(), &lines);
         let taken = read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap();

@@ -14,7 +14,6 @@ pub use claude_code::statusline;
 /// to hookctl before any hook of it arrived).
 pub const FIRST: Harness = Harness::ClaudeCode;
 
-use crate::sessions::Session;
 use protocol::wire::{Harness, HookReply, HookRequest};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -198,7 +197,9 @@ pub enum PayloadError {
 pub fn parse(req: &HookRequest) -> Result<HookEvent, PayloadError> {
     let value: Value = serde_json::from_str(req.payload.get()).map_err(PayloadError::NotJson)?;
     let Value::Object(fields) = value else {
-        return Err(PayloadError::NotObject(json_type(&value)));
+        return Err(PayloadError::NotObject(protocol::pressure::json_kind(
+            &value,
+        )));
     };
     let fields = Fields {
         map: fields,
@@ -262,24 +263,35 @@ pub fn read_session_file(
     }
 }
 
+/// What a harness needs to know of a session to place its compaction point.
+pub struct SessionFacts<'a> {
+    pub harness: Harness,
+    pub model: Option<&'a str>,
+    pub usage: Option<&'a Usage>,
+    /// The window Claude Code's statusLine reported.
+    pub statusline_window: Option<u64>,
+    /// The window the harness's own session file reported.
+    pub reported_window: Option<u64>,
+    /// Where the harness's own settings say it compacts.
+    pub harness_point: Option<&'a HarnessPoint>,
+    /// Claude Code's compaction settings from the hook's environment.
+    pub knobs: &'a protocol::pressure::Knobs,
+}
+
 /// Where the session's harness compacts (or compresses) its context.
 pub fn compaction_point(
-    session: &Session,
+    session: &SessionFacts,
     config: &protocol::config::WindowConfig,
 ) -> protocol::pressure::CompactionPoint {
-    let model = session
-        .model
-        .as_deref()
-        .or_else(|| session.usage.as_ref()?.model.as_deref());
-    match session.key.harness {
+    match session.harness {
         Harness::ClaudeCode => claude_code::window::compaction_point_for(
-            model,
+            session.model,
             session.statusline_window,
-            &session.knobs,
+            session.knobs,
             config,
         ),
-        Harness::Codex => codex::compaction_point(model, session, config),
-        Harness::GeminiCli => gemini_cli::compaction_point(model, session, config),
+        Harness::Codex => codex::compaction_point(session, config),
+        Harness::GeminiCli => gemini_cli::compaction_point(session, config),
     }
 }
 
@@ -296,8 +308,8 @@ pub fn injected_context_arrived(harness: Harness, path: &Path, marker: &str) -> 
 /// Whether a PreCompact-like hook means a compaction now. Gemini CLI fires
 /// PreCompress before every model call; only near its compression point
 /// does one follow.
-pub fn compaction_is_due(session: &Session, config: &protocol::config::WindowConfig) -> bool {
-    match session.key.harness {
+pub fn compaction_is_due(session: &SessionFacts, config: &protocol::config::WindowConfig) -> bool {
+    match session.harness {
         Harness::GeminiCli => gemini_cli::compression_is_due(session, config),
         Harness::ClaudeCode | Harness::Codex => true,
     }
@@ -366,17 +378,6 @@ fn absolute(path: String, what: &str, problems: &mut Vec<String>) -> Option<Path
     None
 }
 
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Lenient field access: a field of the wrong type is treated as absent and
 /// noted, never an error that could disturb the agent.
 pub struct Fields {
@@ -392,7 +393,7 @@ impl Fields {
             other => {
                 self.problems.push(format!(
                     "field `{name}` is {}, expected a string",
-                    json_type(other)
+                    protocol::pressure::json_kind(other)
                 ));
                 None
             }

@@ -570,8 +570,7 @@ pub fn after_capture(config: &Config, state: &ContextState) -> Option<String> {
                 source: n.source.to_owned(),
             });
         }
-        let compaction = state.trigger.starts_with("pre-compact")
-            || state.trigger == crate::pipeline::SaveTrigger::UnannouncedCompaction.to_string();
+        let compaction = state.trigger.is_compaction();
         if compaction {
             task.iterations += 1;
         }

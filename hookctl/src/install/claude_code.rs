@@ -1,8 +1,9 @@
 //! Claude Code's wiring: hook entries in `settings.json` (user:
 //! `~/.claude/settings.json`, or `$CLAUDE_CONFIG_DIR`; project:
-//! `<dir>/.claude/settings.json`), the optional `statusLine`, and the
-//! `/save-state` and `/resume` slash commands (`commands/*.md` next to the
-//! settings file). Claude Code reads all of these when a session starts.
+//! `<dir>/.claude/settings.json`), the `statusLine` (unless the person has
+//! their own), and the `/save-state` and `/resume` slash commands
+//! (`commands/*.md` next to the settings file). Claude Code reads all of
+//! these when a session starts.
 
 use super::{HookSpec, Scope, Wiring, runs_hookctl, shell_quote};
 use anyhow::Context;
@@ -95,33 +96,45 @@ pub fn settings_file(scope: &Scope) -> anyhow::Result<PathBuf> {
 }
 
 /// Makes `hookctl statusline` the statusLine, unless the person has one of
-/// their own (then only with `force`). Returns what it did, for the report.
-pub fn put_statusline(root: &mut Map<String, Value>, exe: &Path, force: bool) -> String {
-    let ours = json!({
-        "type": "command",
-        "command": format!("{} statusline", shell_quote(&exe.to_string_lossy())),
-    });
+/// their own (then only with `force`). Returns what it did, for the report,
+/// and when it kept theirs, how to add ours.
+pub fn put_statusline(
+    root: &mut Map<String, Value>,
+    exe: &Path,
+    force: bool,
+) -> (String, Option<String>) {
+    let command = format!("{} statusline", shell_quote(&exe.to_string_lossy()));
+    let ours = json!({ "type": "command", "command": command });
     let theirs = root
         .get("statusLine")
         .filter(|v| statusline_command(v).is_none_or(|c| runs_hookctl(&c, "statusline").is_none()))
         .map(|v| statusline_command(v).unwrap_or_else(|| v.to_string()));
     if let Some(theirs) = theirs {
         if !force {
-            return format!(
-                "statusLine: kept yours (`{theirs}`); --force replaces it with hookctl statusline"
+            return (
+                format!("statusLine: kept yours (`{theirs}`)"),
+                Some(format!(
+                    "To see hookd's context figure in your statusLine, run `{command}` from your \
+                     script with the same JSON on its stdin, and print its line with yours; or \
+                     replace yours with hookd's: `hookctl install claude-code --force`."
+                )),
             );
         }
         root.insert("statusLine".into(), ours);
-        return format!(
-            "statusLine: replaced yours (`{theirs}`; the backup keeps it) with hookctl statusline"
+        return (
+            format!(
+                "statusLine: replaced yours (`{theirs}`; the backup keeps it) with hookctl statusline"
+            ),
+            None,
         );
     }
     let before = root.insert("statusLine".into(), ours.clone());
-    if before.as_ref() == Some(&ours) {
-        "statusLine: already hookctl statusline".to_owned()
+    let done = if before.as_ref() == Some(&ours) {
+        "statusLine: already hookctl statusline"
     } else {
-        "statusLine: hookctl statusline".to_owned()
-    }
+        "statusLine: hookctl statusline (the context figure under the prompt)"
+    };
+    (done.to_owned(), None)
 }
 
 /// Removes the statusLine if it is ours.

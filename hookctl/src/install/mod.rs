@@ -31,8 +31,12 @@ pub struct InstallArgs {
     /// Show the change as a diff and write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Claude Code: also make `hookctl statusline` the statusLine.
+    /// Claude Code: leave the statusLine alone (by default hookd's becomes
+    /// the statusLine, unless you have one of your own).
     #[arg(long)]
+    no_statusline: bool,
+    /// The statusLine is set by default; kept so that older scripts still run.
+    #[arg(long, hide = true, conflicts_with = "no_statusline")]
     statusline: bool,
     /// Replace a statusLine or slash command that is not hookd's.
     #[arg(long)]
@@ -234,10 +238,10 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     put_hooks(&mut value, wiring, &exe, &path)?;
     report.events = changed_events(&file.value, &value);
     if args.harness == Harness::ClaudeCode {
-        if args.statusline {
-            report
-                .done
-                .push(claude_code::put_statusline(&mut value, &exe, args.force));
+        if !args.no_statusline {
+            let (done, note) = claude_code::put_statusline(&mut value, &exe, args.force);
+            report.done.push(done);
+            report.notes.extend(note);
         }
         report
             .done

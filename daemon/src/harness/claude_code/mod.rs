@@ -1,5 +1,7 @@
 //! Claude Code: hook payloads in, hook output out. What each event carries
-//! and what reaches the model is described in `../shared/claude-code.md`.
+//! and what reaches the model were measured with the real Claude Code
+//! 2.1.330 (the end-to-end tests drive it; recorded payloads are in
+//! `tests/fixtures/`).
 
 pub mod statusline;
 pub mod transcript;

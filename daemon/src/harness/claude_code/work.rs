@@ -51,7 +51,7 @@ impl WorkFacts {
 
 /// Reads the last `max_bytes` of the transcript.
 pub fn read(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
-    let (mut file, meta) = super::transcript::open_regular(path)?
+    let (mut file, meta) = crate::tail::open_regular(path)?
         .ok_or_else(|| io::Error::other(format!("{} is not a regular file", path.display())))?;
     let len = meta.len();
     let start = len.saturating_sub(max_bytes);

@@ -1,0 +1,66 @@
+//! `hookctl checkpoints`, `checkpoint show` and `checkpoint restore`: git
+//! work off the async threads, its errors turned into replies.
+
+use super::Engine;
+use crate::git::{self, GitError};
+use protocol::wire::{
+    CheckpointQuery, CheckpointRev, ErrorKind, ErrorReply, Response, RestoreQuery, RestoreSummary,
+};
+
+impl Engine {
+    pub(super) async fn checkpoints_request(&self, query: CheckpointQuery) -> Response {
+        let (config, _) = self
+            .settings
+            .for_request(Some(&query.project), &Default::default());
+        let limit = query.limit.unwrap_or(50);
+        let prefix = config.config.checkpoint.ref_prefix.clone();
+        blocking(move || {
+            git::list_checkpoints(&query.project, &prefix, limit).map(Response::Checkpoints)
+        })
+        .await
+    }
+
+    pub(super) async fn checkpoint_show_request(&self, rev: CheckpointRev) -> Response {
+        let (config, _) = self
+            .settings
+            .for_request(Some(&rev.project), &Default::default());
+        let prefix = config.config.checkpoint.ref_prefix.clone();
+        blocking(move || {
+            git::show(&rev.project, &rev.rev, &prefix).map(|d| Response::Checkpoint(Box::new(d)))
+        })
+        .await
+    }
+
+    pub(super) async fn restore_request(&self, q: RestoreQuery) -> Response {
+        blocking(move || {
+            git::restore(&q.project, &q.rev, &q.paths, q.force)
+                .map(|restored| Response::Restored(RestoreSummary { restored }))
+        })
+        .await
+    }
+}
+
+/// Runs blocking git work off the async threads; errors become replies.
+async fn blocking(work: impl FnOnce() -> Result<Response, GitError> + Send + 'static) -> Response {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => {
+            let kind = match e {
+                GitError::UnknownRevision(_)
+                | GitError::NotARepository { .. }
+                | GitError::NotInCheckpoint { .. } => ErrorKind::NotFound,
+                GitError::WouldOverwrite(_)
+                | GitError::Bare { .. }
+                | GitError::WorkTreeElsewhere { .. }
+                | GitError::UnsafePath { .. }
+                | GitError::ForeignRef(_) => ErrorKind::BadRequest,
+                _ => ErrorKind::Internal,
+            };
+            Response::Error(ErrorReply::new(kind, e.to_string()))
+        }
+        Err(e) => Response::Error(ErrorReply::new(
+            ErrorKind::Internal,
+            format!("the git task failed: {e}"),
+        )),
+    }
+}

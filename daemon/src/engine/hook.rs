@@ -1,0 +1,405 @@
+//! One hook, end to end: decode it, read the session's file, let the
+//! session machine decide under one registry lock, then carry out what it
+//! decided (saves, resume prompts, words, `events.jsonl` lines) and answer
+//! in the harness's format.
+
+use super::{Engine, ProjectEvent, context_of};
+use crate::harness::{self, EventKind, HookEvent, Outcome, SessionReading};
+use crate::pipeline::{SaveRequest, SaveTrigger};
+use crate::session_machine::{self, Effect};
+use crate::sessions::SessionKey;
+use crate::time::now_ms;
+use protocol::config::{Config, Effective};
+use protocol::wire::{ErrorKind, ErrorReply, HookRequest, Response};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Claude Code writes its transcript in batches every 100 ms, so a tool hook
+/// can arrive before the reply that asked for the tool is on disk. A hook
+/// naming its tool call waits at most this long for that reply (three flush
+/// intervals; well inside the 1 s hook budget).
+const REPLY_WAIT: Duration = Duration::from_millis(300);
+/// How often that wait looks at the transcript.
+const REPLY_POLL: Duration = Duration::from_millis(10);
+
+impl Engine {
+    pub(super) async fn hook(self: &Arc<Self>, request: HookRequest) -> Response {
+        let event = match harness::parse(&request) {
+            Ok(event) => event,
+            Err(e) => {
+                return Response::Error(ErrorReply::new(ErrorKind::BadPayload, e.to_string()));
+            }
+        };
+        self.events_handled.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(
+            harness = %event.harness,
+            event = %event.kind.kebab(),
+            session = event.session_id.as_deref().unwrap_or("-"),
+            "hook"
+        );
+        tracing::trace!(payload = request.payload.get(), "hook payload");
+        let (config, config_problem) = self
+            .settings
+            .for_request(event.project_dir.as_deref(), &event.env);
+        let mut outcome = Outcome {
+            notes: event.problems.clone(),
+            ..Outcome::default()
+        };
+        if let Some(problem) = config_problem {
+            self.add_warning(problem.clone());
+            outcome.notes.push(problem);
+        }
+
+        let now = now_ms();
+        let (key, new_session) = {
+            let mut registry = self.registry();
+            let known = registry.len();
+            let observed = registry.observe(&event, now).map(|s| s.key.clone());
+            let new_session = registry.len() > known;
+            for gone in registry.evict_over(config.config.sessions.max_sessions) {
+                self.watcher.unfollow(&gone);
+            }
+            match observed {
+                Some(key) => (key, new_session),
+                None => {
+                    tracing::debug!(event = %event.kind.kebab(), "hook without a session id");
+                    return Response::Hook(harness::render(&event, outcome));
+                }
+            }
+        };
+        if let Some(path) = &event.transcript_path {
+            self.follow(&key, path);
+        }
+        let reading = self.read_for(&key, &event, &config.config).await;
+        let (effects, project) = {
+            let mut registry = self.registry();
+            let Some(s) = registry.get_mut(&key) else {
+                return Response::Hook(harness::render(&event, outcome));
+            };
+            let effects = session_machine::on_hook(s, &event, reading, &config.config, now);
+            (effects, s.project_dir.clone())
+        };
+        let records = self
+            .carry_out(&key, &event, effects, &config.config, &mut outcome)
+            .await;
+        if event.kind == EventKind::SessionEnd {
+            self.watcher.unfollow(&key);
+        }
+        if event.kind == EventKind::SessionStart
+            && let Some(project) = &event.project_dir
+        {
+            // What keeps hookd from this project, said once per session.
+            for warning in project_problems(project, &config) {
+                self.add_warning(warning.clone());
+                outcome.say(format!("hookd: {warning}"));
+            }
+        }
+        self.record(
+            project.map_or_else(Vec::new, |project| {
+                records
+                    .into_iter()
+                    .map(|(kind, fields)| ProjectEvent {
+                        project: project.clone(),
+                        kind,
+                        session: key.clone(),
+                        fields,
+                    })
+                    .collect()
+            }),
+            &config.config,
+        );
+        self.touch();
+        if new_session {
+            // A session must survive a crash from its first event on.
+            let engine = self.clone();
+            let _ = tokio::task::spawn_blocking(move || engine.flush()).await;
+        }
+        Response::Hook(harness::render(&event, outcome))
+    }
+
+    /// The session's file changed between hooks: take the reading in.
+    pub(super) async fn on_file_change(self: &Arc<Self>, key: &SessionKey, config: &Config) {
+        let Some(reading) = self.read_file(key).await else {
+            return;
+        };
+        let (effects, project) = {
+            let mut registry = self.registry();
+            let Some(s) = registry.get_mut(key) else {
+                return;
+            };
+            let effects = session_machine::on_file_change(s, reading, now_ms());
+            (effects, s.project_dir.clone())
+        };
+        let mut records = Vec::new();
+        for effect in effects {
+            match effect {
+                Effect::Record { kind, fields } => {
+                    records.extend(project.clone().map(|project| ProjectEvent {
+                        project,
+                        kind,
+                        session: key.clone(),
+                        fields,
+                    }))
+                }
+                Effect::Save {
+                    trigger,
+                    checkpoint,
+                    ..
+                } => self.save_in_background(key, config, trigger, checkpoint),
+                _ => {}
+            }
+        }
+        self.record(records, config);
+    }
+
+    /// The reading a hook decides on: what is new in the session's file. A
+    /// tool hook that checks thresholds first waits (briefly) for the reply
+    /// that asked for its tool, where the harness may write it late.
+    async fn read_for(
+        &self,
+        key: &SessionKey,
+        event: &HookEvent,
+        config: &Config,
+    ) -> Option<Result<SessionReading, String>> {
+        if let (Some(path), Some(id)) = (&event.transcript_path, &event.tool_use_id)
+            && session_machine::checks(event, config)
+            && harness::reply_may_lag_tool_hooks(key.harness)
+            && let Some(reading) = self.wait_for_reply(key, path, id).await
+        {
+            return Some(reading);
+        }
+        self.read_file(key).await
+    }
+
+    /// What is new in the session's file, read by its harness's rules.
+    async fn read_file(&self, key: &SessionKey) -> Option<Result<SessionReading, String>> {
+        let (path, cursor, usage) = {
+            let registry = self.registry();
+            let s = registry.get(key)?;
+            (
+                s.transcript_path.clone()?,
+                s.cursor.clone(),
+                s.usage.clone(),
+            )
+        };
+        let harness = key.harness;
+        let reading = tokio::task::spawn_blocking(move || {
+            harness::read_session_file(harness, &path, cursor.as_ref(), usage.as_ref())
+        })
+        .await
+        .map_err(|e| format!("session file reader failed: {e}"))
+        .and_then(|r| r);
+        Some(reading)
+    }
+
+    /// Carries out the machine's decisions in the order a hook's answer is
+    /// built: saves it waits for, resume prompts, the memory's lessons, the
+    /// arrival check, words, background saves. Returns the lines for
+    /// `events.jsonl`.
+    async fn carry_out(
+        self: &Arc<Self>,
+        key: &SessionKey,
+        event: &HookEvent,
+        effects: Vec<Effect>,
+        config: &Config,
+        outcome: &mut Outcome,
+    ) -> Vec<(&'static str, serde_json::Value)> {
+        let mut records = Vec::new();
+        let mut later = Vec::new();
+        let mut project_events = Vec::new();
+        for effect in effects {
+            match effect {
+                Effect::Save {
+                    trigger,
+                    checkpoint,
+                    first: true,
+                } => {
+                    let pre_compact = matches!(trigger, SaveTrigger::PreCompact(_));
+                    if let Some(request) = self.save_request(key, config, trigger, checkpoint) {
+                        let report = self.run_pipeline(request, config.clone()).await;
+                        if pre_compact {
+                            outcome.plain_stdout = report.instructions;
+                        }
+                    }
+                }
+                Effect::Resume { source } => {
+                    self.resume_on_start(key, &source, config, outcome, &mut project_events)
+                        .await;
+                }
+                Effect::Record { kind, fields } => records.push((kind, fields)),
+                other => later.push(other),
+            }
+        }
+        self.memory_on_hook(key, event, config, outcome).await;
+        for effect in later {
+            match effect {
+                Effect::CheckArrival => {
+                    let found = self.arrived(key).await;
+                    let decided = self
+                        .registry()
+                        .get_mut(key)
+                        .map(|s| session_machine::on_arrival(s, found, now_ms()))
+                        .unwrap_or_default();
+                    for effect in decided {
+                        match effect {
+                            Effect::Say { person, model } => say(outcome, person, model),
+                            Effect::Record { kind, fields } => records.push((kind, fields)),
+                            _ => {}
+                        }
+                    }
+                }
+                Effect::Say { person, model } => {
+                    if let Some(text) = person.as_deref().or(model.as_deref()) {
+                        tracing::info!(session = %key, "{text}");
+                    }
+                    say(outcome, person, model);
+                }
+                Effect::Save {
+                    trigger,
+                    checkpoint,
+                    ..
+                } => self.save_in_background(key, config, trigger, checkpoint),
+                Effect::Record { .. } | Effect::Resume { .. } => {}
+            }
+        }
+        // The resume's own lines, after the ones that led to it.
+        self.record(project_events, config);
+        records
+    }
+
+    /// Whether the injected resume prompt has reached the session's file.
+    /// Harnesses write their files in batches (Claude Code every 100 ms):
+    /// the injection gets time to land before it is called lost.
+    async fn arrived(&self, key: &SessionKey) -> bool {
+        let Some((pending, path)) = self
+            .registry()
+            .get(key)
+            .and_then(|s| Some((s.resume_pending.clone()?, s.transcript_path.clone()?)))
+        else {
+            return false;
+        };
+        let harness = key.harness;
+        loop {
+            let (path, marker) = (path.clone(), pending.marker.clone());
+            let found = tokio::task::spawn_blocking(move || {
+                harness::injected_context_arrived(harness, &path, &marker)
+            })
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or(false);
+            if found
+                || now_ms().saturating_sub(pending.injected_at_ms)
+                    >= super::resume::ARRIVAL_SETTLE_MS
+            {
+                return found;
+            }
+            tokio::time::sleep(super::resume::ARRIVAL_POLL).await;
+        }
+    }
+
+    /// Waits (at most [`REPLY_WAIT`]) until the session's file holds the
+    /// reply that asked for tool call `tool_use_id`, so that the figure read
+    /// next is that reply's and not the one before. Once it is there, the
+    /// same trip to a blocking thread reads what is new: every hook would
+    /// otherwise pay a second one.
+    async fn wait_for_reply(
+        &self,
+        key: &SessionKey,
+        path: &Path,
+        tool_use_id: &str,
+    ) -> Option<Result<SessionReading, String>> {
+        let (cursor, usage, followed) = {
+            let registry = self.registry();
+            let s = registry.get(key)?;
+            (s.cursor.clone(), s.usage.clone(), s.transcript_path.clone())
+        };
+        let from = cursor.as_ref().map(|c| c.offset);
+        let harness = key.harness;
+        let deadline = Instant::now() + REPLY_WAIT;
+        loop {
+            let (path, id, cursor, usage, followed) = (
+                path.to_path_buf(),
+                tool_use_id.to_owned(),
+                cursor.clone(),
+                usage.clone(),
+                followed.clone(),
+            );
+            let found = tokio::task::spawn_blocking(move || {
+                let found = harness::reply_written(harness, &path, from, &id)?;
+                Ok::<_, std::io::Error>(found.then(|| {
+                    followed.filter(|f| *f == path).map(|f| {
+                        harness::read_session_file(harness, &f, cursor.as_ref(), usage.as_ref())
+                    })
+                }))
+            })
+            .await;
+            match found {
+                Ok(Ok(None)) if Instant::now() < deadline => tokio::time::sleep(REPLY_POLL).await,
+                Ok(Ok(None)) => {
+                    tracing::debug!(session = %key, tool_use_id, "the reply for this tool call is not in the session file yet; reading what is there");
+                    return None;
+                }
+                Ok(Ok(Some(reading))) => return reading,
+                // The file cannot be read: the plain read reports that.
+                _ => return None,
+            }
+        }
+    }
+
+    fn save_in_background(
+        self: &Arc<Self>,
+        key: &SessionKey,
+        config: &Config,
+        trigger: SaveTrigger,
+        checkpoint: bool,
+    ) {
+        if let Some(request) = self.save_request(key, config, trigger, checkpoint) {
+            self.spawn_save(request, config.clone());
+        }
+    }
+
+    /// A save of `key`'s work, if we know its project.
+    pub(super) fn save_request(
+        &self,
+        key: &SessionKey,
+        config: &Config,
+        trigger: SaveTrigger,
+        checkpoint: bool,
+    ) -> Option<SaveRequest> {
+        let registry = self.registry();
+        let s = registry.get(key)?;
+        Some(SaveRequest {
+            session: Some(key.clone()),
+            project: s.project_dir.clone()?,
+            transcript: s.transcript_path.clone(),
+            context: context_of(s, config),
+            trigger,
+            checkpoint,
+        })
+    }
+}
+
+fn say(outcome: &mut Outcome, person: Option<String>, model: Option<String>) {
+    if let Some(text) = person {
+        outcome.say(text);
+    }
+    if let Some(text) = model {
+        outcome.add_context(text);
+    }
+}
+
+/// Why hookd cannot keep this project's state, and which of its settings
+/// it ignored.
+fn project_problems(project: &Path, config: &Effective) -> Vec<String> {
+    let mut out = config.warnings.clone();
+    match crate::workflow::Workflow::new(project).open() {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => out.push(format!(
+            "{e}; hookd keeps no state for this project until that is fixed"
+        )),
+        _ => {}
+    }
+    out
+}

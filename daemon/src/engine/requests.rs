@@ -1,0 +1,103 @@
+//! Requests a person makes through hookctl that are neither hooks nor
+//! budget, memory or resume questions: records and saves.
+
+use super::Engine;
+use crate::capture::records;
+use crate::pipeline::{SaveRequest, SaveTrigger};
+use crate::sessions::SessionKey;
+use crate::workflow::Workflow;
+use protocol::wire::{ErrorKind, ErrorReply, RecordRequest, Response, SaveQuery, SaveSummary};
+use std::path::Path;
+use std::sync::Arc;
+
+impl Engine {
+    /// `hookctl decision | blocker | phase | next | note`.
+    pub(super) fn record_request(&self, request: RecordRequest) -> Response {
+        let (config, _) = self
+            .settings
+            .for_request(Some(&request.project), &Default::default());
+        let workflow = Workflow::new(&request.project);
+        let session = request
+            .session
+            .or_else(|| self.latest_session(&request.project).map(|k| k.id));
+        let result = workflow
+            .ensure(config.config.capture.exclude_workflow_dir)
+            .and_then(|dir| records::append(&dir, &request.record, session.as_deref()));
+        match result {
+            Ok(()) => Response::Ok,
+            Err(e) => Response::Error(ErrorReply::new(
+                ErrorKind::Internal,
+                format!("nothing recorded: {e}"),
+            )),
+        }
+    }
+
+    /// `hookctl save`: the whole pipeline, now.
+    pub(super) async fn save_now(self: &Arc<Self>, query: SaveQuery) -> Response {
+        let key = self.session_for(&query.project, query.session.as_deref());
+        let (config, _) = self
+            .settings
+            .for_request(Some(&query.project), &Default::default());
+        let request = key
+            .as_ref()
+            .and_then(|k| {
+                self.save_request(k, &config.config, SaveTrigger::Manual, query.checkpoint)
+            })
+            .unwrap_or_else(|| SaveRequest {
+                session: None,
+                project: query.project.clone(),
+                transcript: None,
+                context: None,
+                trigger: SaveTrigger::Manual,
+                checkpoint: query.checkpoint,
+            });
+        let mut report = self.run_pipeline(request, config.config.clone()).await;
+        // The checkpoint was asked for (and not switched off in the
+        // configuration): not getting one is a failure, with its reason.
+        if query.checkpoint && config.config.checkpoint.enabled && report.checkpoint.is_none() {
+            let why = report
+                .checkpoint_note
+                .clone()
+                .unwrap_or_else(|| "no reason was given".into());
+            if !report.problems.contains(&why) {
+                report.problems.push(format!("no checkpoint: {why}"));
+            }
+        }
+        Response::Saved(Box::new(SaveSummary {
+            session: key.map(|k| k.id),
+            state_file: report.state_file,
+            resume_prompt_file: report.resume_prompt_file,
+            checkpoint: report.checkpoint,
+            checkpoint_ref: report.checkpoint_ref,
+            checkpoint_note: report.checkpoint_note,
+            problems: report.problems,
+        }))
+    }
+
+    /// The session a person named (an id or a unique prefix), else the
+    /// most recent one working in `project`.
+    pub(super) fn session_for(&self, project: &Path, named: Option<&str>) -> Option<SessionKey> {
+        match named {
+            Some(id) => self
+                .registry()
+                .matching(Some(id))
+                .first()
+                .map(|s| s.key.clone()),
+            None => self.latest_session(project),
+        }
+    }
+
+    /// The most recent session working in `project` (or a directory above it).
+    pub(super) fn latest_session(&self, project: &Path) -> Option<SessionKey> {
+        let registry = self.registry();
+        registry
+            .matching(None)
+            .into_iter()
+            .find(|s| {
+                s.project_dir
+                    .as_deref()
+                    .is_some_and(|p| project.starts_with(p))
+            })
+            .map(|s| s.key.clone())
+    }
+}

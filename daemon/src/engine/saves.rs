@@ -1,0 +1,84 @@
+//! Running the pre-compact pipeline for the engine, and writing what it
+//! gathered into the projects' `events.jsonl`.
+
+use super::{Engine, ProjectEvent};
+use crate::pipeline::{self, SaveReport, SaveRequest};
+use crate::time::now_ms;
+use crate::workflow::Workflow;
+use protocol::config::Config;
+use protocol::wire::Mark;
+use std::sync::Arc;
+
+impl Engine {
+    /// Runs a save in the background and records how it went.
+    pub(super) fn spawn_save(self: &Arc<Self>, request: SaveRequest, config: Config) {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            engine.run_pipeline(request, config).await;
+        });
+    }
+
+    /// Runs the pipeline off the async threads and notes the result on the session.
+    pub(super) async fn run_pipeline(
+        self: &Arc<Self>,
+        request: SaveRequest,
+        config: Config,
+    ) -> SaveReport {
+        let what = request.trigger.to_string();
+        let key = request.session.clone();
+        let wants_checkpoint = request.checkpoint;
+        let report = tokio::task::spawn_blocking(move || pipeline::save(&request, &config))
+            .await
+            .unwrap_or_else(|e| SaveReport {
+                problems: vec![format!("the save failed: {e}")],
+                ..SaveReport::default()
+            });
+        for problem in &report.problems {
+            tracing::warn!(trigger = %what, "{problem}");
+        }
+        if let Some(key) = key {
+            let now = now_ms();
+            let mut registry = self.registry();
+            if let Some(s) = registry.get_mut(&key) {
+                let detail = report
+                    .state_file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .or_else(|| report.problems.first().cloned());
+                s.last_save = Some(Mark {
+                    at_ms: now,
+                    what: what.clone(),
+                    ok: report.ok(),
+                    detail,
+                });
+                if wants_checkpoint {
+                    s.last_checkpoint = Some(Mark {
+                        at_ms: now,
+                        what,
+                        ok: report.checkpoint.is_some(),
+                        detail: report
+                            .checkpoint
+                            .clone()
+                            .or_else(|| report.checkpoint_note.clone()),
+                    });
+                }
+                s.mark_save_in_history();
+            }
+        }
+        self.touch();
+        report
+    }
+
+    /// Writes gathered events into the projects' `events.jsonl`.
+    pub(super) fn record(&self, events: Vec<ProjectEvent>, config: &Config) {
+        for e in events {
+            let workflow = Workflow::new(&e.project);
+            if let Err(err) = workflow
+                .ensure(config.capture.exclude_workflow_dir)
+                .and_then(|_| workflow.append_event(e.kind, Some(&e.session), e.fields))
+            {
+                tracing::debug!(project = %e.project.display(), error = %err, "cannot append to events.jsonl");
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Claude Code's statusLine requests: the session's window and figure from
+//! its input, and hookd's view of its context in return.
+
+use super::{Engine, context_of, empty_context};
+use crate::harness::{self, statusline};
+use crate::sessions::{Session, SessionKey};
+use crate::time::now_ms;
+use protocol::wire::{ErrorKind, ErrorReply, Response, StatusLineRequest};
+use serde_json::Value;
+
+impl Engine {
+    /// Claude Code's statusLine: note the window it names, answer with our view.
+    pub(super) fn statusline(&self, request: StatusLineRequest) -> Response {
+        let Ok(input) = serde_json::from_str::<Value>(request.payload.get()) else {
+            return Response::Error(ErrorReply::new(
+                ErrorKind::BadPayload,
+                "the statusLine input is not JSON",
+            ));
+        };
+        let statusline::Input {
+            session_id,
+            window,
+            tokens,
+            model,
+            project,
+            transcript,
+        } = statusline::parse(&input);
+        let (config, _) = self.settings.for_request(project.as_deref(), &request.env);
+        let now = now_ms();
+        let mut registry = self.registry();
+        let session = match session_id {
+            Some(id) => registry.entry(
+                SessionKey {
+                    harness: statusline::HARNESS,
+                    id,
+                },
+                now,
+            ),
+            None => {
+                let mut scratch = Session::new(
+                    SessionKey {
+                        harness: statusline::HARNESS,
+                        id: String::new(),
+                    },
+                    now,
+                );
+                scratch.statusline_window = window;
+                scratch.model = model;
+                scratch.usage = tokens.map(|t| match t {
+                    Ok(tokens) => harness::Usage {
+                        tokens,
+                        ..Default::default()
+                    },
+                    Err(why) => harness::Usage::invalidated(None, why),
+                });
+                let context = context_of(&scratch, &config.config)
+                    .unwrap_or_else(|| empty_context(&scratch, &config.config));
+                return Response::Context(Box::new(context));
+            }
+        };
+        if window.is_some() {
+            session.statusline_window = window;
+        }
+        if model.is_some() {
+            session.model = model;
+        }
+        if project.is_some() && session.project_dir.is_none() {
+            session.project_dir = project;
+        }
+        if let Some(path) = transcript {
+            session.transcript_path.get_or_insert(path);
+        }
+        session.knobs = protocol::pressure::Knobs::from_env(|name| request.env.get(name).cloned());
+        match tokens {
+            Some(Ok(tokens)) => {
+                let usage = session.usage.get_or_insert_with(Default::default);
+                usage.tokens = tokens;
+                usage.from_boundary = false;
+                usage.invalid = None;
+                session.usage_source = crate::sessions::UsageSource::Statusline;
+                session.usage_at_ms = now;
+            }
+            Some(Err(why)) => {
+                session.usage = Some(harness::Usage::invalidated(session.usage.take(), why));
+            }
+            None => {}
+        }
+        let context = context_of(session, &config.config)
+            .unwrap_or_else(|| empty_context(session, &config.config));
+        drop(registry);
+        self.touch();
+        Response::Context(Box::new(context))
+    }
+}

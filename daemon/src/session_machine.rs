@@ -1,0 +1,709 @@
+//! What a session's hooks and readings mean, decided without I/O.
+//!
+//! The engine reads the session's file, then hands this module the hook and
+//! the reading under one registry lock. This module moves the session's
+//! state (epochs, levels fired, compactions announced, the resume prompt's
+//! fate) and answers with [`Effect`]s, which the engine carries out: saves,
+//! words for the person and the model, resume prompts, lines for
+//! `events.jsonl`.
+
+use crate::harness::{self, EventKind, HookEvent, SessionReading};
+use crate::monitor;
+use crate::pipeline::SaveTrigger;
+use crate::sessions::{EpochStart, PendingResume, Session};
+use protocol::config::Config;
+use protocol::wire::Mark;
+use serde_json::{Value, json};
+
+/// Longest compaction summary kept in `events.jsonl`.
+const SUMMARY_CHARS: usize = 4000;
+
+/// Something the engine does because of what this module decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// A line for the project's `events.jsonl`.
+    Record { kind: &'static str, fields: Value },
+    /// Words for the person (`systemMessage`) and the model (context).
+    Say {
+        person: Option<String>,
+        model: Option<String>,
+    },
+    /// Capture the workflow state. `first`: before the hook answers (its
+    /// answer needs the save); otherwise in the background.
+    Save {
+        trigger: SaveTrigger,
+        checkpoint: bool,
+        first: bool,
+    },
+    /// Inject the resume prompt, for SessionStart's `source`.
+    Resume { source: String },
+    /// Look for the injected resume prompt in the session's file, then
+    /// decide with [`on_arrival`].
+    CheckArrival,
+}
+
+/// Everything one hook means, given the reading of the session's file taken
+/// for it (`None` when there was nothing to read).
+pub fn on_hook(
+    s: &mut Session,
+    event: &HookEvent,
+    reading: Option<Result<SessionReading, String>>,
+    config: &Config,
+    now: u64,
+) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    // A compaction shows up in the session's file, or through its hooks
+    // (Claude Code writes the boundary after SessionStart(compact)); either
+    // may be the first word of one that no PreCompact announced.
+    let mut unannounced = match reading {
+        Some(reading) => on_reading(s, reading, now, &mut effects),
+        None => false,
+    };
+    match &event.kind {
+        EventKind::SessionStart if event.source.as_deref() == Some("compact") => {
+            unannounced |= hook_epoch(s, "session-start compact", None, now, &mut effects);
+        }
+        EventKind::PostCompact => {
+            let what = format!("post-compact {}", event.trigger.as_deref().unwrap_or(""));
+            unannounced |= hook_epoch(s, what.trim(), event.trigger.as_deref(), now, &mut effects);
+            let summary = event.compact_summary.as_deref().unwrap_or("");
+            effects.push(Effect::Record {
+                kind: "post_compact",
+                fields: json!({
+                    "trigger": event.trigger,
+                    "summary_chars": summary.chars().count(),
+                    "compact_summary": summary.chars().take(SUMMARY_CHARS).collect::<String>(),
+                }),
+            });
+        }
+        _ => {}
+    }
+    let resuming = event.kind == EventKind::SessionStart
+        && event
+            .source
+            .as_ref()
+            .is_some_and(|src| config.resume.on_sources.contains(src));
+    if unannounced {
+        // No PreCompact hook ran: capture what we still can. A resume needs it first.
+        effects.push(Effect::Save {
+            trigger: SaveTrigger::UnannouncedCompaction,
+            checkpoint: true,
+            first: resuming,
+        });
+    }
+    if event.kind == EventKind::PreCompact && harness::compaction_is_due(&s.facts(), &config.window)
+    {
+        let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
+        effects.push(Effect::Save {
+            trigger: SaveTrigger::PreCompact(trigger),
+            checkpoint: true,
+            first: true,
+        });
+        s.compaction_announced_ms = Some(now);
+        s.announced_trigger = event.trigger.clone();
+    }
+    // A compaction only the session's file showed: its resume prompt goes
+    // in with the first prompt or tool call after it.
+    let resume_due = matches!(
+        event.kind,
+        EventKind::UserPromptSubmit | EventKind::PostToolUse
+    ) && std::mem::take(&mut s.resume_due);
+    if resume_due {
+        effects.push(Effect::Resume {
+            source: "compact".into(),
+        });
+    }
+    if resuming {
+        effects.push(Effect::Resume {
+            source: event.source.clone().unwrap_or_default(),
+        });
+    }
+    let checks = checks(event, config);
+    // An injection is looked for from the next hook on, not this one's.
+    if checks && !resume_due && s.resume_pending.is_some() {
+        effects.push(Effect::CheckArrival);
+    }
+    if checks {
+        thresholds(s, config, now, &mut effects);
+    }
+    effects
+}
+
+/// A reading the file watcher took between hooks: a compaction it shows
+/// that no hook announced gets its state captured now.
+pub fn on_file_change(
+    s: &mut Session,
+    reading: Result<SessionReading, String>,
+    now: u64,
+) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    if on_reading(s, reading, now, &mut effects) {
+        effects.push(Effect::Save {
+            trigger: SaveTrigger::UnannouncedCompaction,
+            checkpoint: true,
+            first: false,
+        });
+    }
+    effects
+}
+
+/// Whether this hook checks the figure against the thresholds. A subagent's
+/// hooks talk to the subagent, not to the session's model.
+pub fn checks(event: &HookEvent, config: &Config) -> bool {
+    event.agent_id.is_none()
+        && config
+            .monitor
+            .check_on
+            .iter()
+            .any(|e| *e == event.kind.kebab())
+}
+
+/// Takes in a reading; returns whether it showed a compaction no PreCompact
+/// hook announced.
+fn on_reading(
+    s: &mut Session,
+    reading: Result<SessionReading, String>,
+    now: u64,
+    effects: &mut Vec<Effect>,
+) -> bool {
+    let reading = match reading {
+        Ok(reading) => reading,
+        Err(problem) => {
+            s.transcript_problem = Some(problem);
+            return false;
+        }
+    };
+    let boundaries = reading.reading.boundaries.clone();
+    let Some(began) = s.take_reading(reading, now) else {
+        return false;
+    };
+    for boundary in &boundaries {
+        if let (Some(before), Some(after)) = (boundary.pre_tokens, boundary.post_tokens) {
+            effects.push(Effect::Record {
+                kind: crate::budget::report::TRANSITION,
+                fields: crate::budget::report::transition(
+                    "compaction",
+                    boundary.trigger.as_deref().unwrap_or("unknown"),
+                    before,
+                    after,
+                    json!({ "boundary": boundary.uuid }),
+                ),
+            });
+        }
+    }
+    let mut unannounced = false;
+    for (boundary, announced) in began {
+        unannounced |= !announced;
+        if harness::resumes_at_next_turn(s.key.harness) {
+            s.resume_due = true;
+        }
+        effects.push(Effect::Record {
+            kind: "compaction",
+            fields: json!({
+                "trigger": boundary.trigger,
+                "pre_tokens": boundary.pre_tokens,
+                "post_tokens": boundary.post_tokens,
+                "announced": announced,
+                "epoch": s.epoch,
+                "source": "transcript",
+            }),
+        });
+    }
+    unannounced
+}
+
+/// A SessionStart(compact) or PostCompact hook: a compaction happened.
+/// Returns whether it began an epoch no PreCompact announced.
+fn hook_epoch(
+    s: &mut Session,
+    what: &str,
+    trigger: Option<&str>,
+    now: u64,
+    effects: &mut Vec<Effect>,
+) -> bool {
+    let announced = s.compaction_announced_ms.is_some();
+    if !s.begin_epoch(&EpochStart::Hook(what.to_owned()), now) {
+        return false;
+    }
+    s.compaction_announced_ms = None;
+    let trigger = trigger
+        .map(str::to_owned)
+        .or_else(|| s.announced_trigger.take());
+    effects.push(Effect::Record {
+        kind: "compaction",
+        fields: json!({ "epoch": s.epoch, "trigger": trigger, "source": what, "announced": announced }),
+    });
+    !announced
+}
+
+/// The levels the session's figure crossed in this epoch: each fires once,
+/// and a large enough drop re-arms them all.
+fn thresholds(s: &mut Session, config: &Config, now: u64, effects: &mut Vec<Effect>) {
+    // A figure that cannot be right fires nothing, and moves no epoch.
+    let Some(context) = crate::engine::context_of(s, config).filter(|c| c.invalid.is_none()) else {
+        return;
+    };
+    if monitor::dropped_enough(s.peak_pressure, context.pressure, config.monitor.reset_drop) {
+        let from = s.peak_pressure;
+        if s.begin_epoch(
+            &EpochStart::Drop {
+                from,
+                to: context.pressure,
+            },
+            now,
+        ) {
+            effects.push(Effect::Record {
+                kind: "epoch",
+                fields: json!({ "epoch": s.epoch, "reason": "usage dropped", "from": from, "to": context.pressure }),
+            });
+        }
+    }
+    s.peak_pressure = s.peak_pressure.max(context.pressure);
+    let Some(firing) = monitor::check(&config.monitor.thresholds, context.pressure, &s.fired)
+    else {
+        return;
+    };
+    s.fired.extend(firing.crossed.iter().copied());
+    let text = monitor::message(&firing.threshold, &context);
+    effects.push(Effect::Say {
+        person: config.monitor.system_message.then(|| text.clone()),
+        model: config.monitor.additional_context.then_some(text),
+    });
+    effects.push(Effect::Record {
+        kind: "threshold",
+        fields: json!({
+            "level": firing.threshold.level,
+            "crossed": firing.crossed,
+            "action": firing.threshold.action,
+            "tokens_used": context.tokens_used,
+            "tokens_max": context.tokens_max,
+            "pressure": context.pressure,
+        }),
+    });
+    if let Some(checkpoint) = monitor::saves(firing.threshold.action) {
+        effects.push(Effect::Save {
+            trigger: SaveTrigger::Threshold(firing.threshold.level),
+            checkpoint: checkpoint || config.capture.checkpoint_on_threshold_save,
+            first: false,
+        });
+    }
+}
+
+/// Whether the injected resume prompt was found in the session's file:
+/// once missing, it goes in again through this hook; twice missing, it is
+/// recorded as lost.
+pub fn on_arrival(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
+    let Some(pending) = s.resume_pending.take() else {
+        return Vec::new();
+    };
+    let (action, ok) = match (found, pending.reinjected) {
+        (true, _) => ("arrived", true),
+        (false, false) => ("injected again", false),
+        (false, true) => ("did not arrive, even injected again", false),
+    };
+    let mut effects = Vec::new();
+    if !found && !pending.reinjected {
+        effects.push(Effect::Say {
+            person: None,
+            model: Some(pending.prompt.clone()),
+        });
+        s.resume_pending = Some(PendingResume {
+            reinjected: true,
+            ..pending.clone()
+        });
+    }
+    s.resume = Some(Mark {
+        at_ms: now,
+        what: action.to_owned(),
+        ok,
+        detail: Some(pending.marker.clone()),
+    });
+    effects.push(Effect::Record {
+        kind: "resume_arrival",
+        fields: json!({
+            "marker": pending.marker,
+            "arrived": found,
+            "action": action,
+            "after_ms": now.saturating_sub(pending.injected_at_ms),
+        }),
+    });
+    effects
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::{Boundary, Cursor, Method, Reading, Usage};
+    use crate::sessions::SessionKey;
+    use protocol::wire::Harness;
+    use std::collections::BTreeMap;
+
+    /// Claude Code's compaction point for a 200k model: 200k − 20k − 13k.
+    const POINT: u64 = 167_000;
+
+    fn session(harness: Harness) -> Session {
+        let mut s = Session::new(
+            SessionKey {
+                harness,
+                id: "s".into(),
+            },
+            0,
+        );
+        s.project_dir = Some("/p".into());
+        s.model = Some(match harness {
+            Harness::GeminiCli => "gemini-2.5-flash".into(),
+            _ => "claude-sonnet-4-5".into(),
+        });
+        s
+    }
+
+    fn event(harness: Harness, kind: EventKind) -> HookEvent {
+        HookEvent {
+            harness,
+            kind,
+            session_id: Some("s".into()),
+            transcript_path: None,
+            project_dir: Some("/p".into()),
+            cwd: None,
+            source: None,
+            trigger: None,
+            reason: None,
+            prompt: None,
+            tool_name: None,
+            tool_use_id: None,
+            model: None,
+            custom_instructions: None,
+            compact_summary: None,
+            agent_id: None,
+            env: BTreeMap::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    fn with(mut e: HookEvent, f: impl FnOnce(&mut HookEvent)) -> HookEvent {
+        f(&mut e);
+        e
+    }
+
+    /// A reading whose figure is `tokens`, the file grown to `offset`.
+    fn reading(
+        tokens: u64,
+        offset: u64,
+        boundaries: Vec<Boundary>,
+    ) -> Option<Result<SessionReading, String>> {
+        Some(Ok(SessionReading {
+            reading: Reading {
+                usage: Some(Usage {
+                    tokens,
+                    model: None,
+                    from_boundary: false,
+                    message_id: Some(format!("m{offset}")),
+                    invalid: None,
+                }),
+                boundaries,
+                cursor: Cursor {
+                    offset,
+                    dev: 1,
+                    ino: 1,
+                },
+                method: Method::Forward,
+                bytes_read: 0,
+            },
+            window: None,
+            compaction_point: None,
+        }))
+    }
+
+    fn at(percent: u64) -> u64 {
+        POINT * percent / 100
+    }
+
+    fn levels(effects: &[Effect]) -> Vec<f64> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Record {
+                    kind: "threshold",
+                    fields,
+                } => fields["level"].as_f64(),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn saves(effects: &[Effect]) -> Vec<(SaveTrigger, bool, bool)> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Save {
+                    trigger,
+                    checkpoint,
+                    first,
+                } => Some((trigger.clone(), *checkpoint, *first)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_level_fires_once_per_epoch_and_a_drop_rearms_them() {
+        let config = Config::default();
+        let mut s = session(Harness::ClaudeCode);
+        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let mut offset = 0;
+        let mut step = |s: &mut Session, percent| {
+            offset += 100;
+            on_hook(
+                s,
+                &tool,
+                reading(at(percent), offset, vec![]),
+                &config,
+                offset,
+            )
+        };
+        assert!(levels(&step(&mut s, 60)).is_empty());
+        let e = step(&mut s, 72);
+        assert_eq!(levels(&e), [0.7]);
+        assert!(e.iter().any(|e| matches!(
+            e,
+            Effect::Say {
+                person: Some(_),
+                model: Some(_)
+            }
+        )));
+        assert!(saves(&e).is_empty(), "70% only says so");
+        assert!(levels(&step(&mut s, 75)).is_empty(), "once per epoch");
+        let e = step(&mut s, 85);
+        assert_eq!(levels(&e), [0.8]);
+        assert_eq!(saves(&e), [(SaveTrigger::Threshold(0.8), false, false)]);
+        // Two levels at once: the higher one speaks, both count as fired.
+        let e = step(&mut s, 96);
+        assert_eq!(levels(&e), [0.95]);
+        assert_eq!(saves(&e), [(SaveTrigger::Threshold(0.95), true, false)]);
+        assert_eq!(s.fired, [0.7, 0.8, 0.9, 0.95]);
+        // A drop of 30 points starts a new epoch: the levels fire again.
+        let e = step(&mut s, 20);
+        assert!(
+            e.iter()
+                .any(|e| matches!(e, Effect::Record { kind: "epoch", .. }))
+        );
+        assert_eq!(s.epoch, 2);
+        assert_eq!(levels(&step(&mut s, 72)), [0.7]);
+    }
+
+    #[test]
+    fn a_subagent_or_an_unchecked_event_fires_nothing_and_an_invalid_figure_neither() {
+        let config = Config::default();
+        let mut s = session(Harness::ClaudeCode);
+        let sub = with(event(Harness::ClaudeCode, EventKind::PostToolUse), |e| {
+            e.agent_id = Some("a1".into())
+        });
+        assert!(
+            levels(&on_hook(
+                &mut s,
+                &sub,
+                reading(at(99), 10, vec![]),
+                &config,
+                1
+            ))
+            .is_empty()
+        );
+        let stop = event(Harness::ClaudeCode, EventKind::Stop);
+        assert!(
+            levels(&on_hook(
+                &mut s,
+                &stop,
+                reading(at(99), 20, vec![]),
+                &config,
+                2
+            ))
+            .is_empty()
+        );
+        s.usage.as_mut().unwrap().invalid = Some("input_tokens is a string".into());
+        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        assert!(levels(&on_hook(&mut s, &tool, None, &config, 3)).is_empty());
+    }
+
+    #[test]
+    fn an_announced_compaction_saves_before_pre_compact_answers_and_resumes_at_session_start() {
+        let config = Config::default();
+        let mut s = session(Harness::ClaudeCode);
+        let pre = with(event(Harness::ClaudeCode, EventKind::PreCompact), |e| {
+            e.trigger = Some("auto".into())
+        });
+        let e = on_hook(&mut s, &pre, reading(at(90), 10, vec![]), &config, 1_000);
+        assert_eq!(
+            saves(&e),
+            [(SaveTrigger::PreCompact("auto".into()), true, true)]
+        );
+        assert_eq!(s.compaction_announced_ms, Some(1_000));
+        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
+            e.source = Some("compact".into())
+        });
+        let e = on_hook(&mut s, &start, None, &config, 2_000);
+        assert_eq!(s.epoch, 2);
+        assert!(saves(&e).is_empty(), "announced: no second capture");
+        assert!(e.contains(&Effect::Resume {
+            source: "compact".into()
+        }));
+        // The boundary the transcript writes afterwards names the same compaction.
+        let boundary = Boundary {
+            uuid: Some("b1".into()),
+            trigger: Some("auto".into()),
+            pre_tokens: Some(at(90)),
+            post_tokens: Some(9_000),
+            timestamp: None,
+        };
+        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let e = on_hook(
+            &mut s,
+            &tool,
+            reading(9_000, 20, vec![boundary]),
+            &config,
+            3_000,
+        );
+        assert_eq!(s.epoch, 2, "one compaction, one epoch");
+        assert!(saves(&e).is_empty());
+        assert!(e.iter().any(|e| matches!(
+            e,
+            Effect::Record {
+                kind: "context_transition",
+                ..
+            }
+        )));
+    }
+
+    #[test]
+    fn an_unannounced_compaction_is_found_by_each_signal() {
+        let config = Config::default();
+        let boundary = Boundary {
+            uuid: Some("b1".into()),
+            trigger: Some("auto".into()),
+            pre_tokens: Some(150_000),
+            post_tokens: Some(9_000),
+            timestamp: None,
+        };
+        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let post = with(event(Harness::ClaudeCode, EventKind::PostCompact), |e| {
+            e.trigger = Some("manual".into());
+            e.compact_summary = Some("the summary".into());
+        });
+        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
+            e.source = Some("compact".into())
+        });
+        for (signal, hook, seen) in [
+            (
+                "transcript boundary",
+                &tool,
+                reading(9_000, 10, vec![boundary]),
+            ),
+            ("PostCompact", &post, None),
+            ("SessionStart(compact)", &start, None),
+        ] {
+            let mut s = session(Harness::ClaudeCode);
+            let e = on_hook(&mut s, hook, seen, &config, 1_000);
+            assert_eq!(s.epoch, 2, "{signal}");
+            let compaction = e
+                .iter()
+                .find_map(|e| match e {
+                    Effect::Record {
+                        kind: "compaction",
+                        fields,
+                    } => Some(fields.clone()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("{signal}: no compaction recorded"));
+            assert_eq!(compaction["announced"], false, "{signal}");
+            let first = hook.kind == EventKind::SessionStart;
+            assert_eq!(
+                saves(&e),
+                [(SaveTrigger::UnannouncedCompaction, true, first)],
+                "{signal}: captured after the fact, before a resume when one follows"
+            );
+        }
+    }
+
+    #[test]
+    fn gemini_pre_compress_counts_only_near_the_point_and_resumes_at_the_next_turn() {
+        let config = Config::default();
+        let mut s = session(Harness::GeminiCli);
+        let pre = event(Harness::GeminiCli, EventKind::PreCompact);
+        // Half of the 1,048,576-token window is Gemini CLI's compression point.
+        let e = on_hook(&mut s, &pre, reading(5_000, 10, vec![]), &config, 1);
+        assert!(
+            saves(&e).is_empty(),
+            "far from the point: a lookup, no pipeline"
+        );
+        let e = on_hook(&mut s, &pre, reading(600_000, 20, vec![]), &config, 2);
+        assert_eq!(saves(&e).len(), 1);
+        // The next reply's input fell: the compression is confirmed.
+        let boundary = Boundary {
+            uuid: Some("r3".into()),
+            trigger: Some("auto".into()),
+            pre_tokens: Some(600_000),
+            post_tokens: Some(2_100),
+            timestamp: None,
+        };
+        let stop = event(Harness::GeminiCli, EventKind::Stop);
+        let e = on_hook(
+            &mut s,
+            &stop,
+            reading(2_100, 30, vec![boundary]),
+            &config,
+            3,
+        );
+        assert!(s.resume_due);
+        assert!(
+            !e.iter().any(|e| matches!(e, Effect::Resume { .. })),
+            "no turn yet"
+        );
+        s.resume_pending = Some(PendingResume {
+            marker: "[m]".into(),
+            prompt: "p".into(),
+            injected_at_ms: 0,
+            reinjected: false,
+        });
+        let prompt = event(Harness::GeminiCli, EventKind::UserPromptSubmit);
+        let e = on_hook(&mut s, &prompt, None, &config, 4);
+        assert!(e.contains(&Effect::Resume {
+            source: "compact".into()
+        }));
+        assert!(
+            !e.contains(&Effect::CheckArrival),
+            "not on the hook that injects"
+        );
+        assert!(!s.resume_due, "once");
+        let e = on_hook(&mut s, &prompt, None, &config, 5);
+        assert!(!e.iter().any(|e| matches!(e, Effect::Resume { .. })));
+        assert!(e.contains(&Effect::CheckArrival));
+    }
+
+    #[test]
+    fn a_missing_resume_prompt_goes_in_once_more_then_counts_as_lost() {
+        let mut s = session(Harness::ClaudeCode);
+        let pending = PendingResume {
+            marker: "[hookd-resume 1]".into(),
+            prompt: "the prompt".into(),
+            injected_at_ms: 100,
+            reinjected: false,
+        };
+        s.resume_pending = Some(pending.clone());
+        let e = on_arrival(&mut s, true, 500);
+        assert_eq!(s.resume.as_ref().unwrap().what, "arrived");
+        assert!(s.resume_pending.is_none());
+        assert!(!e.iter().any(|e| matches!(e, Effect::Say { .. })));
+
+        s.resume_pending = Some(pending);
+        let e = on_arrival(&mut s, false, 500);
+        assert!(e.contains(&Effect::Say {
+            person: None,
+            model: Some("the prompt".into())
+        }));
+        assert!(s.resume_pending.as_ref().unwrap().reinjected);
+        let e = on_arrival(&mut s, false, 900);
+        assert!(!e.iter().any(|e| matches!(e, Effect::Say { .. })));
+        assert!(s.resume_pending.is_none());
+        assert!(!s.resume.as_ref().unwrap().ok);
+        assert!(on_arrival(&mut s, false, 950).is_empty(), "nothing pending");
+    }
+}

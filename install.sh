@@ -10,7 +10,10 @@
 #   ./install.sh --uninstall        undo it all (give the same --prefix)
 #   ./install.sh --help
 #
-# Building honours CARGO_TARGET_DIR. Exit status: 0 when doctor passes.
+# Building needs Rust (cargo), git and a C compiler (libgit2 and tree-sitter
+# are compiled from C); it honours CARGO_TARGET_DIR and CC. Exit status: 0
+# when doctor passes; a prefix not on PATH is the last line's advice, not a
+# failure (the hooks run hookctl by its full path).
 set -euo pipefail
 
 prefix="${HOME:?HOME is not set}/.local"
@@ -19,7 +22,7 @@ uninstall=0
 from_build=""
 
 usage() {
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 while [ $# -gt 0 ]; do
@@ -69,10 +72,25 @@ on_path() {
   return 1
 }
 
-path_advice() {
-  printf '  add it to your shell profile, then open a new shell:\n'
+# The profile the person's shell reads (printed, so ~ stays as it is).
+# shellcheck disable=SC2088
+shell_profile() {
+  case "${SHELL:-}" in
+    */zsh) printf '~/.zshrc' ;;
+    */bash) printf '~/.bashrc' ;;
+    *) printf '~/.profile' ;;
+  esac
+}
+
+# The one line to add, as a command that adds it.
+path_line() {
   # shellcheck disable=SC2016 # $PATH is for the profile, not for now
-  printf '    echo '\''export PATH="%s:$PATH"'\'' >> ~/.profile   # bash: ~/.bashrc, zsh: ~/.zshrc\n' "$bindir"
+  printf 'echo '\''export PATH="%s:$PATH"'\'' >> %s' "$bindir" "$(shell_profile)"
+}
+
+# A C compiler as the cc crate looks for one: $CC, else cc.
+have_c_compiler() {
+  command -v "${CC:-cc}" >/dev/null 2>&1
 }
 
 if [ "$uninstall" = 1 ]; then
@@ -83,6 +101,7 @@ if [ "$uninstall" = 1 ]; then
   config_file="$("$hookctl" paths config-file)"
   templates_dir="$("$hookctl" paths templates-dir)"
   state_dir="$("$hookctl" paths state-dir)"
+  memory_dir="$("$hookctl" paths data-dir)/memory"
   "$hookctl" uninstall claude-code ||
     say "could not take hookd out of Claude Code's settings (see above); fix that file, then run: hookctl uninstall claude-code"
   # A service would keep starting a hookd that is about to be deleted.
@@ -91,7 +110,10 @@ if [ "$uninstall" = 1 ]; then
   for f in "${service_files[@]}"; do
     if [ -e "$f" ]; then "$hookctl" daemon uninstall-service; break; fi
   done
+  socket="$("$hookctl" paths socket)"
   if [ -x "${bindir}/hookd" ]; then "${bindir}/hookd" stop; fi
+  # The lock hookctl takes to start hookd: ours, and useless without hookd.
+  if [ -e "${socket}.start" ]; then rm -f "${socket}.start"; say "removed ${socket}.start"; fi
   for t in "${src}"/templates/*.hbs; do
     [ -e "$t" ] || continue
     dest="${templates_dir}/$(basename "$t")"
@@ -111,8 +133,13 @@ if [ "$uninstall" = 1 ]; then
   for bin in hookd hookctl; do
     if [ -e "${bindir}/${bin}" ]; then rm -f "${bindir}/${bin}"; say "removed ${bindir}/${bin}"; fi
   done
-  say "done. Session state and logs stay in ${state_dir} (delete it to remove them too);"
-  say "each project's .workflow/ directory is yours to keep or delete."
+  say "done. What stays behind, yours to keep or delete:"
+  say "  session state and logs: ${state_dir}"
+  say "  the cross-task memory: ${memory_dir}"
+  say "  each project's .workflow/ directory"
+  say "  the checkpoints in each repository (refs under refs/hookd/); in a repository, this deletes them:"
+  # shellcheck disable=SC2016 # printed for the person to run
+  say '    git for-each-ref --format='\''%(refname)'\'' refs/hookd/ | xargs -n1 git update-ref -d'
   exit 0
 fi
 
@@ -126,6 +153,10 @@ if [ -n "$from_build" ]; then
 else
   command -v cargo >/dev/null 2>&1 ||
     die "cargo not found: install a Rust toolchain first (https://rustup.rs), open a new shell, and run ./install.sh again"
+  have_c_compiler ||
+    die "no C compiler (${CC:-cc}) found: the build compiles C (libgit2, tree-sitter). Install one (Debian/Ubuntu: sudo apt-get install build-essential; Fedora: sudo dnf install gcc; macOS: xcode-select --install), then run ./install.sh again"
+  command -v git >/dev/null 2>&1 ||
+    die "git not found: install git, then run ./install.sh again"
   say "building release binaries (a few minutes the first time)"
   cargo build --release --locked --manifest-path "${src}/Cargo.toml" -p hookd -p hookctl
   target="$(cargo metadata --format-version 1 --no-deps --manifest-path "${src}/Cargo.toml" |
@@ -190,16 +221,28 @@ fi
 # 4. The daemon; a new build replaces a running one (`hookd stop` needs no
 # protocol, so it also stops an older, incompatible hookd).
 if [ "$changed" = 1 ]; then
-  "${bindir}/hookd" stop
+  # Only a daemon that was running is worth a line.
+  stopped="$("${bindir}/hookd" stop)"
+  case "$stopped" in
+    *"not running"*) ;;
+    *) say "$stopped (replaced by the new build)" ;;
+  esac
 fi
 "$hookctl" daemon start
 
-# 5. Check it all.
+# 5. Check it all, as a shell that finds hookctl will see it: whether this
+# one does is the last line's business.
 status=0
-"$hookctl" doctor || status=$?
-if ! on_path; then
-  printf 'install.sh: error: %s is not on your PATH, so shells and slash commands cannot find hookctl.\n' "$bindir" >&2
-  path_advice >&2
-  exit 1
+PATH="${bindir}:${PATH}" "$hookctl" doctor || status=$?
+if [ "$status" != 0 ]; then
+  say "some checks failed (see above); fix them, then run ./install.sh again"
+elif ! on_path; then
+  say "done, one step left: ${bindir} is not on your PATH (hooks work without it; typing hookctl, /resume and /save-state need it): $(path_line), then open a new shell"
+else
+  if [ "$wire" = 1 ]; then
+    say "done: hookd is running and Claude Code is wired; restart running Claude Code sessions, then try: hookctl status"
+  else
+    say "done: hookd is running; wire an agent with hookctl install claude-code (or codex, gemini-cli)"
+  fi
 fi
 exit "$status"

@@ -50,7 +50,9 @@ pub enum GitError {
         op: &'static str,
         source: std::io::Error,
     },
-    #[error("no checkpoint or commit called `{0}`")]
+    #[error(
+        "no checkpoint or commit called `{0}` in this repository: `hookctl checkpoints` lists its checkpoints"
+    )]
     UnknownRevision(String),
     #[error(
         "restoring would overwrite uncommitted changes in: {}; commit or stash them first, or pass --force",
@@ -59,7 +61,9 @@ pub enum GitError {
     WouldOverwrite(Vec<String>),
     #[error("refusing to restore `{path}`: {why}")]
     UnsafePath { path: String, why: String },
-    #[error("`{path}` is not in checkpoint {rev}")]
+    #[error(
+        "`{path}` is not in checkpoint {rev} (a --path is relative to the repository's root; `hookctl checkpoint show {rev}` lists the checkpoint's files)"
+    )]
     NotInCheckpoint { path: String, rev: String },
 }
 

@@ -80,6 +80,16 @@ fn project_lock(project: &Path) -> Arc<Mutex<()>> {
 /// Runs the pipeline. Blocking: call it from `spawn_blocking`.
 pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     let mut report = SaveReport::default();
+    // A save someone asked for by hand outside any repository would only
+    // leave a `.workflow/` in a stray directory, with no checkpoint.
+    if request.trigger == SaveTrigger::Manual
+        && request.checkpoint
+        && let Err(e @ (git::GitError::NotARepository { .. } | git::GitError::Bare { .. })) =
+            git::head_info(&request.project)
+    {
+        report.problems.push(format!("{e}: nothing was saved"));
+        return report;
+    }
     let workflow = Workflow::new(&request.project);
     let dir = match workflow.ensure(config.capture.exclude_workflow_dir) {
         Ok(dir) => dir,

@@ -90,16 +90,7 @@ impl Daemon {
 
         let lock = PidLock::acquire(&opts.socket.lock_file())?;
         clear_stale_socket(&socket)?;
-        let name = socket
-            .as_path()
-            .to_fs_name::<GenericFilePath>()
-            .map_err(io_error("name the socket", &socket))?;
-        let listener = ListenerOptions::new()
-            .name(name)
-            .mode(0o600)
-            .reclaim_name(false)
-            .create_tokio()
-            .map_err(io_error("listen on", &socket))?;
+        let listener = listen_at(&socket)?;
 
         let shutdown = Shutdown::default();
         let identity = Identity {
@@ -213,6 +204,58 @@ impl Daemon {
         lock.release();
         Ok(())
     }
+}
+
+/// Longest socket path worth trying: `sun_path` holds 104 bytes on macOS,
+/// 108 on Linux, the terminating NUL included.
+const MAX_SOCKET_PATH: usize = 103;
+
+/// A listener on `socket` whose file appears only once it accepts.
+///
+/// `bind()` creates the socket file and `listen()` only then makes it accept:
+/// a client that sees the file in between is refused as if no daemon were
+/// there (a hook then fails open, `hookd start` may already have said the
+/// daemon is up). So the listener is bound under a staging name and linked
+/// into place (a link never replaces a file that appeared meanwhile).
+fn listen_at(socket: &Path) -> Result<Listener, StartError> {
+    let mut staging = socket.as_os_str().to_owned();
+    staging.push(".new");
+    let staging = PathBuf::from(staging);
+    if staging.as_os_str().len() > MAX_SOCKET_PATH {
+        return bind_listener(socket);
+    }
+    // One a killed daemon left; the pid lock says no daemon is using it.
+    if std::fs::symlink_metadata(&staging).is_ok_and(|m| m.file_type().is_socket()) {
+        std::fs::remove_file(&staging).map_err(io_error("remove", &staging))?;
+    }
+    let listener = bind_listener(&staging)?;
+    let linked = std::fs::hard_link(&staging, socket);
+    let _ = std::fs::remove_file(&staging);
+    match linked {
+        Ok(()) => Ok(listener),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(StartError::Io {
+            op: "put the socket in place at",
+            path: socket.to_path_buf(),
+            source: e,
+        }),
+        // A file system without hard links: bind in place after all.
+        Err(_) => {
+            drop(listener);
+            bind_listener(socket)
+        }
+    }
+}
+
+fn bind_listener(path: &Path) -> Result<Listener, StartError> {
+    let name = path
+        .to_fs_name::<GenericFilePath>()
+        .map_err(io_error("name the socket", path))?;
+    ListenerOptions::new()
+        .name(name)
+        .mode(0o600)
+        .reclaim_name(false)
+        .create_tokio()
+        .map_err(io_error("listen on", path))
 }
 
 fn writable_by_others(dir: &Path) -> bool {

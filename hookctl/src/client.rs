@@ -82,7 +82,7 @@ impl Client {
     ) -> Result<Client, ClientError> {
         match Client::connect(&socket.path, deadline) {
             Err(ClientError::NotRunning(_)) if autostart => {
-                start_daemon(socket, deadline)?;
+                autostart_daemon(socket, deadline)?;
                 Client::connect(&socket.path, deadline)
             }
             other => other,
@@ -102,7 +102,7 @@ impl Client {
     ) -> Result<Response, ClientError> {
         let mut client = match Client::open(&socket.path, deadline) {
             Err(ClientError::NotRunning(_)) if autostart => {
-                start_daemon(socket, deadline)?;
+                autostart_daemon(socket, deadline)?;
                 Client::open(&socket.path, deadline)?
             }
             other => other?,
@@ -219,6 +219,23 @@ fn remaining(deadline: Instant) -> Result<Duration, ClientError> {
         .checked_duration_since(Instant::now())
         .filter(|d| !d.is_zero())
         .ok_or(ClientError::Timeout)
+}
+
+/// [`start_daemon`] for a command that found no daemon. A socket directory
+/// the person named (`HOOKD_SOCKET`, `--socket`) that does not exist is left
+/// alone: a hook must not turn a stale or mistyped path into a directory
+/// tree, so it fails open instead. `hookctl daemon start` still creates it.
+fn autostart_daemon(socket: &SocketPath, deadline: Instant) -> Result<(), ClientError> {
+    let dir = socket.path.parent().unwrap_or(Path::new("/"));
+    if !socket.dir_is_ours() && !dir.is_dir() {
+        return Err(ClientError::Autostart(format!(
+            "{} does not exist (the socket named by {} is in it); \
+             create it, or run `hookctl daemon start`",
+            dir.display(),
+            socket.source
+        )));
+    }
+    start_daemon(socket, deadline)
 }
 
 /// Starts hookd for `socket` unless another hookctl is already doing it, and

@@ -3,6 +3,7 @@
 
 use crate::Context;
 use protocol::wire::SaveQuery;
+use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(
@@ -12,6 +13,17 @@ pub fn run(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let project = ctx.project()?;
+    // A checkpoint needs a repository; saving anyway would leave a
+    // `.workflow/` in whatever directory this happened to run in.
+    if checkpoint && !in_git_repository(&project) {
+        eprintln!(
+            "hookctl: {} is not in a git repository: nothing was saved.\n\
+             Run `hookctl save` inside your project's repository (or pass --project DIR); \
+             `hookctl save --no-checkpoint` saves the state without git.",
+            project.display()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     let mut client = ctx.connect_for(true, crate::SLOW_COMMAND_TIMEOUT)?;
     let summary = client.call(SaveQuery {
         project,
@@ -53,4 +65,9 @@ pub fn run(
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Whether `dir` lies in a git work tree, found as hookctl finds the project.
+fn in_git_repository(dir: &Path) -> bool {
+    dir.ancestors().any(|d| d.join(".git").exists())
 }

@@ -165,3 +165,29 @@ fn an_unusable_socket_path() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("--socket"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_hook_creates_no_socket_directory() {
+    let sb = Sandbox::new();
+    let missing = sb.path().join("no/such/dir");
+    let mut cmd = sb.command("hookctl");
+    cmd.env("HOOKD_SOCKET", missing.join("hookd.sock"))
+        .args(["hook", "post-tool-use"]);
+    let out = run_with_stdin(cmd, &post_tool_use());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(stderr(&out), "", "silent without -v");
+    assert!(
+        !sb.path().join("no").exists(),
+        "the hook created the socket's directory tree"
+    );
+    // Asked for explicitly, hookd is started there.
+    let out = sb
+        .command("hookctl")
+        .env("HOOKD_SOCKET", missing.join("hookd.sock"))
+        .args(["daemon", "start"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(missing.join("hookd.sock").exists());
+}

@@ -189,6 +189,13 @@ fn install_keeps_every_foreign_hook_and_key_and_uninstall_restores_the_file() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), FOREIGN_SETTINGS);
     assert!(!sb.home().join(".claude/commands").exists());
     assert_eq!(backups(&file).len(), 2, "uninstall backs up too");
+    // What it leaves behind, it says.
+    let text = stdout(&out);
+    assert!(
+        text.contains("Kept 2 backup(s)") && text.contains("settings.json.hookd-backup-*"),
+        "{text}"
+    );
+    assert!(text.contains("./install.sh --uninstall"), "{text}");
 
     // Nothing of ours is left: a second uninstall changes nothing.
     let out = sb.hookctl(&["uninstall", "claude-code"]);
@@ -794,6 +801,17 @@ fn install_sh_sets_up_twice_without_change_and_uninstalls_cleanly() {
     ok(&out);
     let text = stdout(&out);
     assert!(text.contains("all checks passed"), "{text}");
+    // Nothing that reads as an error on a fresh machine, and a last line
+    // saying what comes next.
+    assert!(!text.contains("not running"), "{text}");
+    assert!(
+        text.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("install.sh: done: hookd is running and Claude Code is wired"),
+        "{text}"
+    );
     for name in ["hookd", "hookctl"] {
         assert_eq!(
             std::fs::read(setup.bin_dir().join(name)).unwrap(),
@@ -857,8 +875,20 @@ fn install_sh_sets_up_twice_without_change_and_uninstalls_cleanly() {
     assert_eq!(backups(&file).len(), 1);
 
     // A config of the person's own survives uninstall; ours does not.
+    let start_lock = sb.socket().with_file_name("hookd.sock.start");
+    write(&start_lock, "");
     let out = setup.install(&["--uninstall"]);
     ok(&out);
+    let text = stdout(&out);
+    assert!(!start_lock.exists(), "the start lock is ours to remove");
+    for left in [
+        sb.path().join("data/memory").display().to_string(),
+        "refs/hookd/".into(),
+        "git for-each-ref --format='%(refname)' refs/hookd/ | xargs -n1 git update-ref -d".into(),
+        sb.state_dir().display().to_string(),
+    ] {
+        assert!(text.contains(&left), "{left}: {text}");
+    }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), FOREIGN_SETTINGS);
     assert!(!setup.bin_dir().join("hookd").exists());
     assert!(!setup.bin_dir().join("hookctl").exists());
@@ -912,18 +942,60 @@ fn install_sh_says_clearly_what_is_wrong() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("cannot create"), "{}", stderr(&out));
 
-    // A prefix that is not on PATH: installed, and told how to add it.
+    // A prefix that is not on PATH: installed and working (the hooks name
+    // hookctl by its path), and the last line says the one step left.
     let prefix = setup.prefix.display().to_string();
     let out = setup.run(&["--from-build", &built, "--prefix", &prefix], &path);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let text = stdout(&out);
+    let last = text.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.contains("one step left")
+            && last.contains("is not on your PATH")
+            && last.contains(&format!(
+                "echo 'export PATH=\"{}:$PATH\"' >> ~/.",
+                setup.bin_dir().display()
+            )),
+        "{text}"
+    );
+    assert!(text.contains("all checks passed"), "{text}");
+    assert!(setup.bin_dir().join("hookctl").is_file());
+}
+
+#[test]
+fn install_sh_checks_for_a_c_compiler_before_building() {
+    let setup = Setup::new();
+    // A PATH with cargo and git (stand-ins) but no C compiler.
+    let tools = setup.sb.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    for name in ["cargo", "git"] {
+        write(&tools.join(name), "#!/bin/sh\nexit 0\n");
+        std::fs::set_permissions(
+            tools.join(name),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    for name in ["bash", "dirname", "sed"] {
+        let real = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(name))
+            .find(|p| p.exists())
+            .unwrap();
+        std::os::unix::fs::symlink(real, tools.join(name)).unwrap();
+    }
+    let out = setup.run(&[], &tools.display().to_string());
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("is not on your PATH")
-            && err.contains(&format!(
-                "export PATH=\"{}:$PATH\"",
-                setup.bin_dir().display()
-            )),
+        err.contains("no C compiler (cc) found") && err.contains("build-essential"),
         "{err}"
     );
-    assert!(setup.bin_dir().join("hookctl").is_file());
+    assert!(!stdout(&out).contains("building"), "{}", stdout(&out));
 }

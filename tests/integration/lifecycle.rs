@@ -1,7 +1,7 @@
 //! The daemon's life as the real binaries live it: start, stop, refusal of a
 //! second daemon, stale sockets, signals, autostart.
 
-use hookd_tests::{Sandbox, process_alive, stderr, stdout, wait_until};
+use hookd_tests::{ChildGuard, Sandbox, process_alive, stderr, stdout, wait_until};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -108,13 +108,12 @@ fn a_file_that_is_not_a_socket_is_left_alone() {
 fn sigterm_and_sigint_shut_down_cleanly() {
     for signal in [libc::SIGTERM, libc::SIGINT] {
         let sb = Sandbox::new();
-        let mut child = sb
-            .command("hookd")
-            .arg("run")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = ChildGuard::spawn(
+            sb.command("hookd")
+                .arg("run")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
         assert!(
             wait_until(Duration::from_secs(10), || sb.socket().exists()),
             "daemon never listened"
@@ -132,19 +131,26 @@ fn sigterm_and_sigint_shut_down_cleanly() {
 fn a_second_signal_exits_without_waiting_for_the_drain() {
     use std::io::Write;
     let sb = Sandbox::new();
-    let mut child = sb
-        .command("hookd")
-        .arg("run")
-        .env("HOOKD_DAEMON__DRAIN_TIMEOUT_MS", "60000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = ChildGuard::spawn(
+        sb.command("hookd")
+            .arg("run")
+            .env("HOOKD_DAEMON__DRAIN_TIMEOUT_MS", "60000")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     assert!(wait_until(Duration::from_secs(10), || sb.socket().exists()));
     // A request in flight: a frame header promising bytes that never come.
+    // The handshake first, so the daemon has surely accepted the connection
+    // (under load, one still waiting to be accepted is not drained).
     let mut conn = std::os::unix::net::UnixStream::connect(sb.socket()).unwrap();
+    protocol::frame::write_frame(&mut conn, &protocol::wire::Hello::current()).unwrap();
+    let hello: protocol::wire::Response = protocol::frame::read_message(&mut conn).unwrap();
+    assert!(
+        matches!(hello, protocol::wire::Response::Hello(_)),
+        "{hello:?}"
+    );
     conn.write_all(&100u32.to_be_bytes()).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(200));
     let pid = child.id() as i32;
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -165,12 +171,11 @@ fn a_second_signal_exits_without_waiting_for_the_drain() {
 #[test]
 fn the_idle_timeout_stops_the_daemon() {
     let sb = Sandbox::new();
-    let mut child = sb
-        .command("hookd")
-        .args(["run", "--idle-timeout", "1"])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = ChildGuard::spawn(
+        sb.command("hookd")
+            .args(["run", "--idle-timeout", "1"])
+            .stderr(Stdio::null()),
+    );
     assert!(wait_until(Duration::from_secs(10), || sb.socket().exists()));
     let status = child.wait().unwrap();
     assert!(status.success());
@@ -233,4 +238,35 @@ fn the_default_socket_directory_is_private() {
         .output()
         .unwrap();
     assert!(stop.status.success());
+}
+
+#[test]
+fn a_failing_test_leaves_no_daemon_behind() {
+    let mut pids = Vec::new();
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let background = Sandbox::new();
+        assert!(background.hookd(&["start"]).status.success());
+        pids.push(daemon_pid(&background));
+        let foreground = Sandbox::new();
+        let child = ChildGuard::spawn(
+            foreground
+                .command("hookd")
+                .arg("run")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        pids.push(child.id() as i32);
+        assert!(wait_until(Duration::from_secs(10), || foreground
+            .socket()
+            .exists()));
+        panic!("the test fails with both daemons running");
+    }));
+    assert!(failed.is_err());
+    assert_eq!(pids.len(), 2);
+    for pid in pids {
+        assert!(
+            wait_until(Duration::from_secs(5), || !process_alive(pid)),
+            "hookd {pid} outlived its sandbox"
+        );
+    }
 }

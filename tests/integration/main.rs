@@ -17,5 +17,6 @@ mod pipeline;
 mod reliability;
 mod resume;
 mod snapshots;
+mod test_command;
 mod untrusted;
 mod wire;

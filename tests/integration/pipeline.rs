@@ -698,3 +698,111 @@ fn hookctl_save_without_a_session() {
         repo.expected_tree()
     );
 }
+
+impl Project {
+    /// `hookctl ARGS` in the repository.
+    fn hookctl(&self, args: &[&str]) -> std::process::Output {
+        self.sb
+            .command("hookctl")
+            .current_dir(&self.repo.dir)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// `hookctl save`, then the checkpoint it made.
+    fn save(&mut self) -> String {
+        self.agent_works();
+        let out = self.hookctl(&["save"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        self.checkpoint_ref().unwrap()
+    }
+}
+
+#[test]
+fn restoring_a_checkpoint_the_tree_already_matches_changes_nothing() {
+    // Staged, unstaged, deleted and untracked work, all as checkpointed.
+    let mut p = Project::new();
+    let sha = p.save();
+    let before = p.repo.fingerprint();
+    for args in [
+        &["checkpoint", "restore", &sha][..],
+        &["checkpoint", "restore", &sha, "--path", "src/lib.rs"],
+        &["checkpoint", "restore", &sha, "--path", "src"],
+    ] {
+        let out = p.hookctl(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(
+            stdout(&out).starts_with("nothing to restore"),
+            "{args:?}: {}",
+            stdout(&out)
+        );
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
+    assert_eq!(p.repo.fingerprint(), before);
+}
+
+#[test]
+fn restore_with_a_path_writes_that_file_when_it_differs() {
+    let mut p = Project::new();
+    let sha = p.save();
+    let checkpointed = std::fs::read_to_string(p.repo.dir.join("src/lib.rs")).unwrap();
+    // Back to its committed version: it differs from the checkpoint, and
+    // overwriting it loses nothing.
+    p.repo.git(&["checkout", "--", "src/lib.rs"]);
+    let out = p.hookctl(&["checkpoint", "restore", &sha, "--path", "src/lib.rs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "restored src/lib.rs\n");
+    assert_eq!(
+        std::fs::read_to_string(p.repo.dir.join("src/lib.rs")).unwrap(),
+        checkpointed
+    );
+
+    // Changed since, and not committed: refused, never "nothing to restore".
+    p.repo.write("src/lib.rs", "changed since\n");
+    let out = p.hookctl(&["checkpoint", "restore", &sha, "--path", "src/lib.rs"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("uncommitted changes in: src/lib.rs")
+            && stderr(&out).contains("--force"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out), "");
+    let out = p.hookctl(&[
+        "checkpoint",
+        "restore",
+        &sha,
+        "--path",
+        "src/lib.rs",
+        "--force",
+    ]);
+    assert_eq!(stdout(&out), "restored src/lib.rs\n", "{}", stderr(&out));
+
+    // A path the checkpoint does not hold says where paths start.
+    let out = p.hookctl(&["checkpoint", "restore", &sha, "--path", "lib.rs"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("not in checkpoint") && stderr(&out).contains("repository's root"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_unknown_checkpoint_points_to_the_list() {
+    let mut p = Project::new();
+    p.save();
+    for args in [
+        &["checkpoint", "restore", "deadbeef"][..],
+        &["checkpoint", "show", "deadbeef"],
+    ] {
+        let out = p.hookctl(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&out).contains("`deadbeef`") && stderr(&out).contains("hookctl checkpoints"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}

@@ -360,13 +360,12 @@ fn root_refuses_a_socket_in_a_shared_directory() {
         "{}",
         stderr(&out)
     );
-    let mut child = sb
-        .command("hookd")
-        .args(["run", "--allow-shared-dir", "--socket"])
-        .arg(&socket)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = hookd_tests::ChildGuard::spawn(
+        sb.command("hookd")
+            .args(["run", "--allow-shared-dir", "--socket"])
+            .arg(&socket)
+            .stderr(Stdio::null()),
+    );
     assert!(
         wait_until(Duration::from_secs(10), || socket.exists()),
         "told to, it runs"

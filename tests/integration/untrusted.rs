@@ -189,14 +189,13 @@ fn relative_paths_from_a_hook_never_reach_the_daemons_directory() {
     let daemon_cwd = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(daemon_cwd.path().join("claude")).unwrap();
     std::fs::write(daemon_cwd.path().join("claude/s1.jsonl"), b"").unwrap();
-    let mut daemon = sb
-        .command("hookd")
-        .arg("run")
-        .current_dir(daemon_cwd.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut daemon = hookd_tests::ChildGuard::spawn(
+        sb.command("hookd")
+            .arg("run")
+            .current_dir(daemon_cwd.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     assert!(
         hookd_tests::wait_until(Duration::from_secs(10), || sb.socket().exists()),
         "daemon never listened"
@@ -232,10 +231,12 @@ fn relative_paths_from_a_hook_never_reach_the_daemons_directory() {
     }
 }
 
-/// `hookctl save` asks for a checkpoint unless told not to: when none could
-/// be made, it says why and exits 1, and still reports the state it saved.
+/// `hookctl save` asks for a checkpoint unless told not to: outside a
+/// repository it is an error that says what to do and creates nothing (no
+/// `.workflow/` in the directory it ran in); with `--no-checkpoint` it saves
+/// the state alone.
 #[test]
-fn hookctl_save_fails_when_the_checkpoint_it_asked_for_fails() {
+fn hookctl_save_outside_a_repository_is_an_error_that_creates_nothing() {
     let sb = Sandbox::new();
     let project = sb.path().join("not-a-repo");
     std::fs::create_dir_all(&project).unwrap();
@@ -248,24 +249,44 @@ fn hookctl_save_fails_when_the_checkpoint_it_asked_for_fails() {
             .output()
             .unwrap()
     };
-    let out = save(&[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("no checkpoint") && stderr(&out).contains("not in a git repository"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(
-        hookd_tests::stdout(&out).contains("state saved to"),
-        "{}",
-        hookd_tests::stdout(&out)
-    );
-    let out = save(&["--json"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(summary["state_file"].is_string(), "{summary}");
+    for args in [&[][..], &["--json"]] {
+        let out = save(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("not in a git repository")
+                && stderr(&out).contains("nothing was saved")
+                && stderr(&out).contains("--no-checkpoint"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(hookd_tests::stdout(&out), "", "{args:?}: no second story");
+        assert!(!project.join(".workflow").exists(), "{args:?}");
+    }
 
-    // Not asked for: nothing failed.
+    // hookd refuses such a save too, whichever client asks.
+    let report = hookd::pipeline::save(
+        &hookd::pipeline::SaveRequest {
+            session: None,
+            project: project.clone(),
+            transcript: None,
+            context: None,
+            trigger: hookd::pipeline::SaveTrigger::Manual,
+            checkpoint: true,
+        },
+        &protocol::config::Config::default(),
+    );
+    assert!(report.state_file.is_none(), "{report:?}");
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("nothing was saved")),
+        "{report:?}"
+    );
+    assert!(!project.join(".workflow").exists());
+
+    // Not asked for: the state alone, and nothing failed.
     let out = save(&["--no-checkpoint"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(project.join(".workflow/context_state.json").exists());
 }

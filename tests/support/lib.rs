@@ -16,6 +16,7 @@ use hookd::{Daemon, DaemonOptions, Shutdown};
 use protocol::paths::{SocketPath, SocketSource};
 use serde_json::Value;
 use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
@@ -55,8 +56,101 @@ pub fn payload(name: &str) -> Value {
 
 /// A temporary home for one test: socket, state and config directories,
 /// kept short because Unix socket paths are limited to ~107 bytes.
+///
+/// Dropping it (a panic included) first kills every daemon that still holds
+/// a lock in it, so no test leaves a `hookd` running on a deleted directory.
 pub struct Sandbox {
+    // Declared first: dropped before the directory is deleted.
+    _reaper: Reaper,
     pub dir: tempfile::TempDir,
+}
+
+/// Kills the daemons whose pid locks lie in a directory, when dropped.
+struct Reaper {
+    root: PathBuf,
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let mut locks = Vec::new();
+        pid_locks(&self.root, 4, &mut locks);
+        for lock in locks {
+            reap(&lock);
+        }
+    }
+}
+
+/// Files called `*.pid` down to `depth` levels below `dir` (git dirs skipped).
+fn pid_locks(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() && depth > 0 && entry.file_name() != ".git" {
+            pid_locks(&path, depth - 1, out);
+        } else if kind.is_file() && path.extension().is_some_and(|e| e == "pid") {
+            out.push(path);
+        }
+    }
+}
+
+/// Kills the process holding the pid lock `lock`, if one does (never this
+/// test process, whose in-process daemons stop through their own guard), and
+/// waits until the lock is free.
+fn reap(lock: &Path) {
+    use hookd::pidlock;
+    if !pidlock::is_held(lock) {
+        return;
+    }
+    let Some(pid) = pidlock::read_pid(lock).and_then(|p| p.parse::<i32>().ok()) else {
+        return;
+    };
+    if pid <= 0 || pid == std::process::id() as i32 {
+        return;
+    }
+    eprintln!(
+        "test guard: killing hookd (pid {pid}) left holding {}",
+        lock.display()
+    );
+    // SAFETY: kill(2) on the pid recorded by a daemon that holds its lock right now.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    wait_until(Duration::from_secs(5), || !pidlock::is_held(lock));
+}
+
+/// A child process (a `hookd run`, say) killed and reaped when dropped,
+/// a panic included. Derefs to the [`std::process::Child`].
+pub struct ChildGuard(pub std::process::Child);
+
+impl ChildGuard {
+    pub fn spawn(cmd: &mut Command) -> ChildGuard {
+        ChildGuard(cmd.spawn().expect("spawn"))
+    }
+}
+
+impl std::ops::Deref for ChildGuard {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ChildGuard {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
 }
 
 impl Default for Sandbox {
@@ -71,7 +165,18 @@ impl Sandbox {
             .prefix("hk")
             .tempdir_in("/tmp")
             .expect("temp dir");
-        Sandbox { dir }
+        // The socket's directory, as a person who sets HOOKD_SOCKET has it:
+        // hookctl never creates a directory it was told to use.
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(dir.path().join("run"))
+            .expect("socket dir");
+        Sandbox {
+            _reaper: Reaper {
+                root: dir.path().to_path_buf(),
+            },
+            dir,
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -245,10 +350,6 @@ impl TestDaemon {
 
     /// Stops the daemon and waits until it has cleaned up.
     pub fn stop(mut self) {
-        self.stop_inner();
-    }
-
-    fn stop_inner(&mut self) {
         self.shutdown.trigger("test");
         if let Some(t) = self.thread.take() {
             t.join().expect("daemon thread");
@@ -258,7 +359,11 @@ impl TestDaemon {
 
 impl Drop for TestDaemon {
     fn drop(&mut self) {
-        self.stop_inner();
+        self.shutdown.trigger("test");
+        if let Some(t) = self.thread.take() {
+            // Never a second panic while a failing test unwinds.
+            let _ = t.join();
+        }
     }
 }
 

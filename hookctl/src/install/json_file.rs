@@ -122,6 +122,25 @@ pub fn pretty(value: &Map<String, Value>) -> String {
     text
 }
 
+/// The backups [`JsonFile::write`] made of `target`, oldest first.
+pub fn backups_of(target: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+        return Vec::new();
+    };
+    let prefix = format!("{}.hookd-backup-", name.to_string_lossy());
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
 /// `settings.json.hookd-backup-20261121T203045Z`, unique in its directory.
 fn backup_path(target: &Path) -> PathBuf {
     let name = target

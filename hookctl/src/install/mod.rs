@@ -180,6 +180,9 @@ pub struct Report {
     pub done: Vec<String>,
     /// What the person should know or do next.
     pub notes: Vec<String>,
+    /// Backups of the settings file hookd made, left for the person.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub backups_kept: Vec<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
 }
@@ -203,6 +206,7 @@ impl Report {
             events: Vec::new(),
             done: Vec::new(),
             notes: Vec::new(),
+            backups_kept: Vec::new(),
             diff: None,
         }
     }
@@ -283,6 +287,20 @@ pub fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     }
     if file.original.is_some() {
         finish(&file, &value, &mut report)?;
+    }
+    if !args.dry_run {
+        report.backups_kept = json_file::backups_of(&path);
+        if !report.backups_kept.is_empty() {
+            report.notes.push(format!(
+                "Kept {} backup(s) hookd made of {} ({}.hookd-backup-*): yours to delete once you no longer need them.",
+                report.backups_kept.len(),
+                path.display(),
+                path.file_name().unwrap_or_default().to_string_lossy(),
+            ));
+        }
+        report.notes.push(
+            "hookd itself stays installed (and running, if it was): `./install.sh --uninstall` removes it, its start lock and its default files.".into(),
+        );
     }
     print(&report, args.json);
     Ok(ExitCode::SUCCESS)

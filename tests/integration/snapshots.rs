@@ -57,8 +57,6 @@ fn run(sb: &Sandbox, path: &Path, args: &[&str]) -> Output {
 #[test]
 fn doctor_and_install_as_a_person_reads_them() {
     let sb = Sandbox::new();
-    // As on a fresh machine: no socket directory yet.
-    std::fs::remove_dir(sb.socket().parent().unwrap()).unwrap();
     let path = pinned_path(&sb);
     let claude = sb.home().join(".claude");
     std::fs::create_dir_all(&claude).unwrap();

@@ -156,6 +156,36 @@ impl Reply {
     }
 }
 
+/// Runs a client in `project` (its own process group, output to files),
+/// killing the group if it outlives `limit`. `None`: it was killed.
+pub fn run_bounded(
+    cmd: &mut Command,
+    project: &Path,
+    out_file: &Path,
+    err_file: &Path,
+    limit: Duration,
+) -> Option<std::process::ExitStatus> {
+    cmd.current_dir(project)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(out_file).unwrap())
+        .stderr(std::fs::File::create(err_file).unwrap())
+        .process_group(0);
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("start the client");
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if started.elapsed() > limit {
+            // SAFETY: kill(2) on the process group we created for this run.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A mock model server: a child process, in its own network namespace
 /// when possible, serving a script and logging every request it gets.
 pub struct MockServer {
@@ -545,29 +575,15 @@ impl Scenario {
         if let Some(session) = resume {
             cmd.args(["--resume", session]);
         }
-        cmd.current_dir(&self.project)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&out_file).unwrap())
-            .stderr(std::fs::File::create(&err_file).unwrap())
-            .process_group(0);
         let started = Instant::now();
-        let mut child = cmd.spawn().expect("start claude");
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if started.elapsed() > RUN_LIMIT {
-                // SAFETY: kill(2) on the process group we created for this run.
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-                let _ = child.wait();
+        let status = run_bounded(&mut cmd, &self.project, &out_file, &err_file, RUN_LIMIT)
+            .unwrap_or_else(|| {
                 panic!(
                     "{}: claude run {index} ({prompt:?}) took over {RUN_LIMIT:?} and was killed\n{}",
                     self.name,
                     self.diagnostics()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+                )
+            });
         let elapsed = started.elapsed();
         let events: Vec<Value> = std::fs::read_to_string(&out_file)
             .unwrap()

@@ -22,11 +22,10 @@
 //! (headless refuses an untrusted folder) and `-m gemini-2.5-flash` (without
 //! it, 0.61.0 picks a preview model and adds routing calls).
 
-use crate::e2e::MockServer;
+use crate::e2e::{MockServer, run_bounded};
 use crate::mock_model::{Api, ModelLog, Reply};
 use crate::{Sandbox, bin, stderr, stdout, wait_until};
 use serde_json::{Value, json};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -589,29 +588,15 @@ impl Agent {
         let dir = self.sandbox().path().to_path_buf();
         let out_file = dir.join(format!("run{index}.stdout.txt"));
         let err_file = dir.join(format!("run{index}.stderr.txt"));
-        cmd.current_dir(&self.project)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&out_file).unwrap())
-            .stderr(std::fs::File::create(&err_file).unwrap())
-            .process_group(0);
         let started = Instant::now();
-        let mut child = cmd.spawn().expect("start the client");
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if started.elapsed() > RUN_LIMIT {
-                // SAFETY: kill(2) on the process group we created for this run.
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-                let _ = child.wait();
+        let status = run_bounded(&mut cmd, &self.project, &out_file, &err_file, RUN_LIMIT)
+            .unwrap_or_else(|| {
                 panic!(
                     "{}: run {index} ({prompt:?}) took over {RUN_LIMIT:?} and was killed\n{}",
                     self.name,
                     self.diagnostics()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+                )
+            });
         let run = AgentRun {
             index,
             prompt: prompt.into(),

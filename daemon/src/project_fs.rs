@@ -1,4 +1,5 @@
-//! The one way hookd touches files inside a project or a git directory.
+//! The one way hookd writes files: inside a project or a git directory,
+//! and in its own state and memory directories (through `fsutil`).
 //!
 //! A repository is untrusted: any component of a path in it may be a
 //! symlink to somewhere else. So nothing here opens a path string. A [`Dir`]
@@ -69,8 +70,9 @@ fn explain(path: &Path, e: io::Error) -> io::Error {
 
 impl Dir {
     /// Opens `path` itself (a project root or a git directory named by the
-    /// harness or by git), following links on the way to it: those are the
-    /// user's own layout, not the repository's content.
+    /// harness or by git, or one of hookd's own directories), following links
+    /// on the way to it: those are the user's own layout, not the
+    /// repository's content.
     pub fn open(path: &Path) -> io::Result<Dir> {
         let fd = rustix::fs::open(
             path,

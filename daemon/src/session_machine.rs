@@ -240,7 +240,8 @@ fn hook_epoch(
 /// and a large enough drop re-arms them all.
 fn thresholds(s: &mut Session, config: &Config, now: u64, effects: &mut Vec<Effect>) {
     // A figure that cannot be right fires nothing, and moves no epoch.
-    let Some(context) = crate::engine::context_of(s, config).filter(|c| c.invalid.is_none()) else {
+    let Some(context) = crate::sessions::context_of(s, config).filter(|c| c.invalid.is_none())
+    else {
         return;
     };
     if monitor::dropped_enough(s.peak_pressure, context.pressure, config.monitor.reset_drop) {

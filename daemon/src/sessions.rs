@@ -5,7 +5,8 @@
 use crate::harness::{
     Boundary, Cursor, HarnessPoint, HookEvent, Method, SessionFacts, SessionReading, Usage,
 };
-use protocol::pressure::Knobs;
+use protocol::config::Config;
+use protocol::pressure::{Advice, Knobs};
 use protocol::wire::{ContextPoint, ContextStatus, Harness, Mark, PointMark, SessionStatus};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -574,6 +575,33 @@ impl Registry {
         };
         let bytes = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
         crate::fsutil::write_atomic(path, &bytes)
+    }
+}
+
+/// How full a session's context is, by the rules of its harness.
+pub fn context_of(session: &Session, config: &Config) -> Option<ContextStatus> {
+    let usage = session.usage.as_ref()?;
+    Some(context_for(session, config, usage.tokens))
+}
+
+pub fn empty_context(session: &Session, config: &Config) -> ContextStatus {
+    context_for(session, config, 0)
+}
+
+fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus {
+    let point = crate::harness::compaction_point(&session.facts(), &config.window);
+    let pressure = tokens as f64 / point.tokens.max(1) as f64;
+    ContextStatus {
+        tokens_used: tokens,
+        tokens_max: point.tokens,
+        window_tokens: point.window,
+        pressure,
+        window_fraction: tokens as f64 / point.window.max(1) as f64,
+        basis: point.basis,
+        source: session.usage_source.as_str().to_owned(),
+        advice: Advice::for_pressure(pressure),
+        updated_at_ms: session.usage_at_ms,
+        invalid: session.usage.as_ref().and_then(|u| u.invalid.clone()),
     }
 }
 

@@ -207,7 +207,7 @@ fn daemon(ctx: &Context) -> Check {
             }
         },
         Err(ClientError::NotRunning(path)) => {
-            let autostart = ctx.config().client.autostart;
+            let autostart = ctx.client_config().autostart;
             if autostart && client::find_hookd().is_some() {
                 Check::new(
                     "daemon",

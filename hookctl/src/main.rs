@@ -359,10 +359,15 @@ impl Context {
         Self::load(Layers::from_process(self.project_root.clone()), self)
     }
 
-    /// The client's settings: the user's alone (a project file may not set
-    /// them), so the project's files are not even read.
+    /// The user's own layers alone: what a project file may not set (the
+    /// client's settings, the windows), without reading the project's files
+    /// or the trust store. Hooks and the statusline run on this.
+    pub fn user_config(&self) -> Config {
+        Self::load(Layers::from_process(None), self)
+    }
+
     pub fn client_config(&self) -> ClientConfig {
-        Self::load(Layers::from_process(None), self).client
+        self.user_config().client
     }
 
     fn load(layers: Layers, ctx: &Context) -> Config {

@@ -22,7 +22,8 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
         .take(crate::hook::MAX_STDIN_BYTES as u64)
         .read_to_string(&mut text)?;
     let text = text.trim();
-    let config = ctx.config();
+    // Only user-level keys (client, window) are read here.
+    let config = ctx.user_config();
     let deadline = Instant::now() + Duration::from_millis(config.client.statusline_timeout_ms);
     let env = protocol::env_vars(protocol::wire::is_forwarded_env);
     let from_daemon = RawValue::from_string(text.to_owned())

@@ -156,6 +156,21 @@ impl Reply {
     }
 }
 
+/// Runs git in `project` with `home` and fixed dates; returns its stdout.
+pub fn git_in(project: &Path, home: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(project)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    stdout(&out)
+}
+
 /// Runs a client in `project` (its own process group, output to files),
 /// killing the group if it outlives `limit`. `None`: it was killed.
 pub fn run_bounded(
@@ -448,17 +463,7 @@ impl Scenario {
     /// Runs git in the project, with the scenario's HOME and fixed dates;
     /// returns its stdout.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(&self.project)
-            .env("HOME", self.sandbox().home())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .output()
-            .expect("run git");
-        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-        stdout(&out)
+        git_in(&self.project, &self.sandbox().home(), args)
     }
 
     /// What a checkpoint must never change: HEAD, the index, the stash and

@@ -22,7 +22,7 @@
 //! (headless refuses an untrusted folder) and `-m gemini-2.5-flash` (without
 //! it, 0.61.0 picks a preview model and adds routing calls).
 
-use crate::e2e::{MockServer, run_bounded};
+use crate::e2e::{MockServer, git_in, run_bounded};
 use crate::mock_model::{Api, ModelLog, Reply};
 use crate::{Sandbox, bin, stderr, stdout, wait_until};
 use serde_json::{Value, json};
@@ -441,17 +441,7 @@ impl Agent {
     /// Runs git in the project, with the scenario's HOME and fixed dates;
     /// returns its stdout.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(&self.project)
-            .env("HOME", self.sandbox().home())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .output()
-            .expect("run git");
-        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-        stdout(&out)
+        git_in(&self.project, &self.sandbox().home(), args)
     }
 
     /// The refs under `refs/hookd/`, with their commits.

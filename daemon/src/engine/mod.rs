@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-pub use status::context_of;
-use status::empty_context;
+pub use crate::sessions::context_of;
+use crate::sessions::empty_context;
 use tokio::sync::{mpsc, watch};
 
 /// Facts about this daemon process that do not change while it runs.

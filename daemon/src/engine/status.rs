@@ -1,13 +1,9 @@
-//! `hookctl status` and `watch`: the daemon and its sessions, and how full
-//! each session's context is by its harness's rules.
+//! `hookctl status` and `watch`: the daemon and its sessions.
 
 use super::Engine;
-use crate::harness;
-use crate::sessions::Session;
+use crate::sessions::context_of;
 use crate::time::now_ms;
-use protocol::config::Config;
-use protocol::pressure::Advice;
-use protocol::wire::{ContextStatus, DaemonInfo, StatusQuery, StatusReport};
+use protocol::wire::{DaemonInfo, StatusQuery, StatusReport};
 use std::sync::atomic::Ordering;
 
 impl Engine {
@@ -45,32 +41,5 @@ impl Engine {
             },
             sessions,
         }
-    }
-}
-
-/// How full a session's context is, by the rules of its harness.
-pub fn context_of(session: &Session, config: &Config) -> Option<ContextStatus> {
-    let usage = session.usage.as_ref()?;
-    Some(context_for(session, config, usage.tokens))
-}
-
-pub(super) fn empty_context(session: &Session, config: &Config) -> ContextStatus {
-    context_for(session, config, 0)
-}
-
-fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus {
-    let point = harness::compaction_point(&session.facts(), &config.window);
-    let pressure = tokens as f64 / point.tokens.max(1) as f64;
-    ContextStatus {
-        tokens_used: tokens,
-        tokens_max: point.tokens,
-        window_tokens: point.window,
-        pressure,
-        window_fraction: tokens as f64 / point.window.max(1) as f64,
-        basis: point.basis,
-        source: session.usage_source.as_str().to_owned(),
-        advice: Advice::for_pressure(pressure),
-        updated_at_ms: session.usage_at_ms,
-        invalid: session.usage.as_ref().and_then(|u| u.invalid.clone()),
     }
 }

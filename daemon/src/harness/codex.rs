@@ -568,7 +568,7 @@ mod tests {
             let second = rollout(&[TURN_CONTEXT, &good, &bad]);
             let taken = read(second.path(), s.cursor.as_ref(), s.usage.as_ref()).unwrap();
             s.take_reading(taken, 2);
-            let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
+            let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
             assert_eq!(c.tokens_used, 120_500, "{bad}");
             assert_eq!(c.invalid.as_deref(), Some(shown.as_str()));
         }
@@ -627,7 +627,7 @@ mod tests {
         };
         let mut s = Session::new(key, 0);
         s.take_reading(read(&path, None, None).unwrap(), 5);
-        let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
+        let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!((c.tokens_used, c.tokens_max), (122_400, 244_800));
         assert_eq!(c.window_tokens, 272_000);
         assert!((c.pressure - 0.5).abs() < 1e-9);
@@ -639,7 +639,7 @@ mod tests {
         )
         .unwrap();
         s.take_reading(read(&path, None, s.usage.as_ref()).unwrap(), 6);
-        let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
+        let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(c.tokens_max, 150_000);
         assert!(c.basis.contains("config.toml"), "{}", c.basis);
 

@@ -508,7 +508,7 @@ mod tests {
         let began = s.take_reading(read(&path, None, None).unwrap(), 1).unwrap();
         assert!(began.is_empty());
         assert_eq!(s.model.as_deref(), Some("gemini-2.5-flash"));
-        let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
+        let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(
             (c.tokens_used, c.window_tokens, c.tokens_max),
             (6000, 1_048_576, 524_288)
@@ -544,7 +544,7 @@ mod tests {
         )
         .unwrap();
         s.take_reading(read(&path, None, s.usage.as_ref()).unwrap(), 200_002);
-        let c = crate::engine::context_of(&s, &protocol::config::Config::default()).unwrap();
+        let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(c.tokens_max, 209_715);
         assert!(c.basis.contains("compressionThreshold"), "{}", c.basis);
     }

@@ -446,14 +446,26 @@ fn keep_users_blobs(
 /// hookd's own index for this working tree, seeded from the user's index the
 /// first time (so unchanged files need not be hashed).
 fn private_index(repo: &git2::Repository) -> Result<git2::Index, GitError> {
+    // A git directory that came with the repository (an archive, say) may
+    // hold planted links: hookd's own files are reached without following any.
+    let git_dir =
+        crate::project_fs::Dir::open(repo.path()).map_err(io("open the git directory"))?;
+    let (own, _) = git_dir
+        .create_dir("hookd")
+        .map_err(io("create .git/hookd"))?;
+    for name in ["index", "index.lock"] {
+        if own.exists(name) && !own.is_file(name) {
+            own.remove(name)
+                .map_err(io("remove a link in .git/hookd"))?;
+        }
+    }
     let dir = repo.path().join("hookd");
     let path = dir.join("index");
-    if !path.exists() {
-        std::fs::create_dir_all(&dir).map_err(io("create .git/hookd"))?;
-        let user_index = repo.path().join("index");
-        if user_index.exists() {
-            std::fs::copy(&user_index, &path).map_err(io("seed hookd's index"))?;
-        }
+    if !own.is_file("index")
+        && let Ok(Some(bytes)) = git_dir.read("index", MAX_INDEX_BYTES)
+    {
+        own.write_atomic("index", &bytes)
+            .map_err(io("seed hookd's index"))?;
     }
     clear_stale_lock(&dir.join("index.lock"));
     match git2::Index::open(&path) {
@@ -463,6 +475,30 @@ fn private_index(repo: &git2::Repository) -> Result<git2::Index, GitError> {
             let _ = std::fs::remove_file(&path);
             git2::Index::open(&path).map_err(git("create hookd's index"))
         }
+    }
+}
+
+/// The largest user index copied to seed hookd's own.
+const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
+
+/// Refuses to move `reference` when a directory on its way (`refs/`,
+/// `refs/hookd/`, ...) is a link: the ref and its lock would be written
+/// wherever it points.
+fn refs_dir_is_real(repo: &git2::Repository, reference: &str) -> Result<(), GitError> {
+    let Some(parent) = Path::new(reference).parent() else {
+        return Ok(());
+    };
+    let refused = |why: String| GitError::UnsafePath {
+        path: reference.to_owned(),
+        why,
+    };
+    // Refs live in the common git directory (shared by linked worktrees).
+    let git_dir =
+        crate::project_fs::Dir::open(repo.commondir()).map_err(|e| refused(e.to_string()))?;
+    match git_dir.open_path(parent) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(refused(e.to_string())),
     }
 }
 
@@ -750,6 +786,7 @@ pub fn commit_checkpoint(
             .commit(None, &signature, &signature, &message, &tree, &parents)
             .map_err(git("write the checkpoint commit"))?;
         crate::fault::pause("before the ref moves");
+        refs_dir_is_real(&repo, &reference)?;
         clear_stale_lock(&repo.path().join(format!("{reference}.lock")));
         // Compare-and-swap, creation included: the zero id means "must not exist yet".
         // (libgit2 checks `force = false` before it takes the lock, so two

@@ -309,6 +309,11 @@ impl Dir {
         Ok(out)
     }
 
+    /// Whether anything (a symlink included) is named `name` here.
+    pub fn exists(&self, name: &str) -> bool {
+        self.lstat(name).is_some()
+    }
+
     /// Whether `name` here is a regular file (not following a symlink).
     pub fn is_file(&self, name: &str) -> bool {
         self.lstat(name)

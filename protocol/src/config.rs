@@ -981,17 +981,24 @@ fn restrict_project_layer(
 
 /// Validates and returns one file's layer; `None` when the file is empty.
 fn file_layer(path: &Path, text: &str) -> Result<Option<Value>, ConfigError> {
-    let text = text.to_owned();
     let file_error = |message: String| ConfigError::File {
         path: path.to_path_buf(),
         message,
     };
-    let value: Value = serde_yaml::from_str(&text).map_err(|e| file_error(e.to_string()))?;
+    let value: Value = serde_yaml::from_str(text).map_err(|e| file_error(e.to_string()))?;
     if value.is_null() {
         return Ok(None);
     }
+    // A tagged value (`!x {...}`) would slip past the checks of what a
+    // project may set, which look at plain maps and lists; hookd's schema
+    // has no use for tags.
+    if let Some(tag) = first_tag(&value) {
+        return Err(file_error(format!(
+            "YAML tags are not used in hookd's configuration; remove `{tag}`"
+        )));
+    }
     // Deserializing the file on its own gives errors that carry its line numbers.
-    let alone: Config = serde_yaml::from_str(&text).map_err(|e| file_error(e.to_string()))?;
+    let alone: Config = serde_yaml::from_str(text).map_err(|e| file_error(e.to_string()))?;
     if let Some((key, message)) = alone
         .problems()
         .into_iter()
@@ -999,10 +1006,22 @@ fn file_layer(path: &Path, text: &str) -> Result<Option<Value>, ConfigError> {
     {
         return Err(file_error(format!(
             "{key}: {message}{}",
-            line_hint(&text, &key)
+            line_hint(text, &key)
         )));
     }
     Ok(Some(value))
+}
+
+/// The first YAML tag anywhere in `value`.
+fn first_tag(value: &Value) -> Option<String> {
+    match value {
+        Value::Tagged(t) => Some(t.tag.to_string()),
+        Value::Sequence(items) => items.iter().find_map(first_tag),
+        Value::Mapping(map) => map
+            .iter()
+            .find_map(|(k, v)| first_tag(k).or_else(|| first_tag(v))),
+        _ => None,
+    }
 }
 
 /// Builds `{a: {b: value}}` for key `[a, b]` and checks it against the schema.
@@ -1261,6 +1280,28 @@ mod tests {
             eff.config.monitor.thresholds[0].message,
             "Context at 50% of the way to compaction."
         );
+    }
+
+    #[test]
+    fn a_yaml_tag_cannot_smuggle_a_user_only_key_past_the_project_checks() {
+        let tmp = tempfile::tempdir().unwrap();
+        for text in [
+            "memory: !x {dir: /tmp/elsewhere}\n",
+            "--- !x\nclient: {hook_timeout_ms: 8000}\n",
+            "monitor:\n  thresholds: [!x {level: 0.5, message: words, action: log_warning}]\n",
+        ] {
+            write(tmp.path(), PROJECT_FILE, text);
+            let err = load(&Layers {
+                project_root: Some(tmp.path().to_path_buf()),
+                ..Layers::default()
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains("YAML tags") && err.contains("!x"),
+                "{text}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -340,10 +340,10 @@ fn assert_ok(out: &Output, what: &str) {
     );
 }
 
-/// Waits (briefly) for a threshold save to land, if it is going to.
-fn wait_for_state(project: &Path) {
+/// Waits (briefly) for a threshold save to land; whether it did.
+fn wait_for_state(project: &Path) -> bool {
     let state = project.join(".workflow/context_state.json");
-    wait_until(Duration::from_secs(5), || state.exists());
+    wait_until(Duration::from_secs(5), || state.exists())
 }
 
 #[test]
@@ -420,7 +420,8 @@ fn events_log_symlink_cannot_write_outside_the_project() {
         &lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use"),
         "post-tool-use",
     );
-    wait_for_state(&repo.dir);
+    // The attack needs hookd to write events: the 80% save is one.
+    assert!(wait_for_state(&repo.dir), "the 80% save never ran");
 
     outside.assert_unchanged("SessionStart and PostToolUse");
     assert_eq!(user_repo(&repo.dir, &repo.git_dir()), user);
@@ -497,6 +498,8 @@ fn history_symlink_cannot_delete_or_write_outside_the_project() {
         repo.write("src/lib.rs", &format!("pub fn a() {{}} // {round}\n"));
         let _ = lab.hookctl_in(&repo.dir, &["save"]);
     }
+    // The saves ran (up to their checkpoints); only the history was refused.
+    assert!(!hookd_refs(&repo.dir).is_empty(), "no save ran");
     outside.assert_unchanged("hookctl save with .workflow/history -> ../../elsewhere");
 }
 
@@ -521,7 +524,14 @@ fn workflow_dir_symlink_cannot_write_outside_the_project() {
     t.reply(140_000);
     let _ = lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use");
     let _ = lab.hookctl_in(&repo.dir, &["decision", "Storage", "SQLite"]);
-    let _ = lab.hookctl_in(&repo.dir, &["save"]);
+    let save = lab.hookctl_in(&repo.dir, &["save"]);
+    // Refused, and said so (not failed for some other reason).
+    assert!(
+        stderr(&save).contains("symlink") || stdout(&save).contains("symlink"),
+        "{}{}",
+        stdout(&save),
+        stderr(&save)
+    );
     outside.assert_unchanged("hooks and hookctl with .workflow -> ../outside");
 }
 
@@ -539,7 +549,12 @@ fn records_symlink_cannot_write_outside_the_project() {
     repo.commit_all("records elsewhere");
     let outside = lab.outside(&repo.dir, &[]);
 
-    let _ = lab.hookctl_in(&repo.dir, &["decision", "Token storage", "cookies"]);
+    let decision = lab.hookctl_in(&repo.dir, &["decision", "Token storage", "cookies"]);
+    assert!(
+        stderr(&decision).contains("symlink"),
+        "the refusal is said: {}",
+        stderr(&decision)
+    );
     outside.assert_unchanged("hookctl decision with .workflow/records.jsonl -> outside");
 }
 
@@ -553,6 +568,8 @@ fn ref_prefix_cannot_point_checkpoints_at_the_users_branches() {
     let user = user_repo(&repo.dir, &repo.git_dir());
 
     let _ = lab.hookctl_in(&repo.dir, &["save"]);
+    // The checkpoint was made, under refs/hookd/.
+    assert!(!hookd_refs(&repo.dir).is_empty(), "no checkpoint was made");
     let after = user_repo(&repo.dir, &repo.git_dir());
     assert_eq!(
         after.head,
@@ -690,6 +707,32 @@ fn template_symlink_cannot_leak_a_file_outside_the_project() {
             .contains(&secret)
     );
     repo.commit_all("a template");
+    // Trust that exact text at that path, as if the user had trusted the
+    // file before it became a link: only not following the link keeps the
+    // secret out now.
+    let hash = std::process::Command::new("sha256sum")
+        .arg(lab.elsewhere().join("secret.txt"))
+        .output()
+        .unwrap();
+    let hash = String::from_utf8_lossy(&hash.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let root = std::fs::canonicalize(&repo.dir).unwrap();
+    std::fs::write(
+        lab.sb.state_dir().join("trust.json"),
+        serde_json::json!({
+            "version": 1,
+            "projects": {
+                root.display().to_string(): {
+                    "files": {".workflow/templates/resume_prompt.md.hbs": hash}
+                }
+            }
+        })
+        .to_string(),
+    )
+    .unwrap();
 
     let t = lab.transcript("tp1");
     let _ = lab.hook(
@@ -734,6 +777,9 @@ fn template_symlink_cannot_leak_a_file_outside_the_project() {
         "the secret file behind the template symlink leaked into: {}",
         leaks.join(", ")
     );
+    // hookd did look at the trusted template, and refused the link.
+    let events = std::fs::read_to_string(repo.dir.join(".workflow/events.jsonl")).unwrap();
+    assert!(events.contains("symlink"), "{events}");
 }
 
 /// A project whose PreCompact instructions template is a forged hook answer.
@@ -805,7 +851,7 @@ fn a_self_recursive_template_does_not_kill_the_daemon() {
     // The hook may give up before the render does: wait for the pipeline's
     // last step, or for the daemon's death.
     let events = repo.dir.join(".workflow/events.jsonl");
-    wait_until(Duration::from_secs(20), || {
+    let settled = wait_until(Duration::from_secs(20), || {
         !process_alive(lab.pid)
             || std::fs::read_to_string(&events)
                 .is_ok_and(|t| t.contains("\"step\":\"resume_prompt\""))
@@ -814,6 +860,7 @@ fn a_self_recursive_template_does_not_kill_the_daemon() {
         process_alive(lab.pid),
         "hookd died rendering a recursive template"
     );
+    assert!(settled, "the pipeline never reached its resume_prompt step");
     let status = lab
         .sb
         .command("hookctl")
@@ -906,25 +953,30 @@ fn project_config_cannot_move_the_memory_outside() {
         ),
         "session-start",
     );
-    let _ = lab.hookctl_in(
-        &repo.dir,
+    for args in [
         &[
             "task",
             "start",
             "make the parser cache faster for big inputs",
-        ],
-    );
-    let _ = lab.hookctl_in(
-        &repo.dir,
+        ][..],
         &[
             "reflect",
             "the token table must be rebuilt after a grammar change",
         ],
-    );
-    let _ = lab.hookctl_in(&repo.dir, &["save"]);
-    let _ = lab.hookctl_in(&repo.dir, &["task", "done"]);
+        &["save"],
+        &["task", "done"],
+    ] {
+        assert_ok(&lab.hookctl_in(&repo.dir, args), &args.join(" "));
+    }
     outside.assert_unchanged("a task with memory.dir set by the project");
     assert!(!memory.exists(), "hookd created {}", memory.display());
+    // The task went to the user's own memory instead.
+    let own = lab.sb.path().join("data/memory");
+    assert!(
+        std::fs::read_dir(own.join("tasks")).is_ok_and(|mut d| d.next().is_some()),
+        "no task in the user's memory at {}",
+        own.display()
+    );
 }
 
 #[test]
@@ -1010,7 +1062,7 @@ fn a_torn_events_line_does_not_corrupt_the_next_event() {
     );
     t.reply(140_000);
     let _ = lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use");
-    wait_for_state(&repo.dir);
+    assert!(wait_for_state(&repo.dir), "the 80% save never ran");
     assert_ok(&lab.hookctl_in(&repo.dir, &["save"]), "save");
 
     let text = std::fs::read_to_string(repo.dir.join(".workflow/events.jsonl")).unwrap();

@@ -366,6 +366,34 @@ fn a_checkpoint_ref_outside_refs_hookd_is_refused() {
     assert_eq!(repo.git(&["for-each-ref", "refs/hookd"]), "");
 }
 
+/// A git directory shipped with the repository (an archive) may hold links
+/// where hookd keeps its own files: its index and its refs stay inside.
+#[test]
+fn links_in_the_git_dir_take_no_write_outside() {
+    let sb = Sandbox::new();
+    let repo = base_repo(&sb);
+    let outside = sb.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let git_dir = repo.git_dir();
+    std::fs::create_dir_all(git_dir.join("hookd")).unwrap();
+    std::os::unix::fs::symlink(outside.join("stolen-index"), git_dir.join("hookd/index")).unwrap();
+    std::os::unix::fs::symlink(&outside, git_dir.join("refs/hookd")).unwrap();
+    repo.write("a.txt", "changed\n");
+
+    let snapshot = git::snapshot(&repo.dir, &options()).unwrap();
+    let err = git::commit_checkpoint(&repo.dir, &snapshot, &meta("s"), REF_PREFIX).unwrap_err();
+    assert!(err.to_string().contains("symlink"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "nothing may be written through the links"
+    );
+    assert!(
+        std::fs::symlink_metadata(git_dir.join("hookd/index")).is_ok_and(|m| m.is_file()),
+        "hookd's index is a file of its own"
+    );
+}
+
 // ---- restore ----
 
 /// Writes a blob and returns its id.

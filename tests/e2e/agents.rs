@@ -235,6 +235,13 @@ pub fn compaction_handled(agent: &Agent, head_before: &str, untracked: &str, fir
 /// Nothing of hookd's compaction machinery ran: no pipeline, no compaction
 /// event, no checkpoint ref, no resume prompt.
 pub fn no_pipeline(agent: &Agent) {
+    // The hooks did reach hookd: it follows the session.
+    let (session, seen) = agent.session_until(agent.session_id(), |s| s.is_object());
+    assert!(
+        seen,
+        "{}: hookd never saw the session: {session}",
+        agent.name
+    );
     // hookd acts after the hook has answered: give it the time it would take.
     wait_until(std::time::Duration::from_millis(1500), || {
         !agent.pipeline_runs(None).is_empty()

@@ -603,11 +603,15 @@ fn restore_writes_the_recorded_modes() {
     for path in ["run.sh", "dir/plain.txt", "link"] {
         std::fs::remove_file(repo.dir.join(path)).unwrap();
     }
-    // The daemon runs with umask 077; the recorded mode still wins.
-    // (nextest runs each test in its own process.)
-    unsafe { libc::umask(0o077) };
+    // The daemon runs with umask 077; the recorded mode still wins. The
+    // umask is the process's: set back at once for tests running beside.
+    // SAFETY: umask(2) has no preconditions.
+    let old = unsafe { libc::umask(0o077) };
     let before_index = repo.fingerprint().index;
-    let mut restored = git::restore(&repo.dir, &sha, &[], false).unwrap();
+    let restored = git::restore(&repo.dir, &sha, &[], false);
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    let mut restored = restored.unwrap();
     restored.sort();
     assert_eq!(restored, ["dir/plain.txt", "link", "run.sh"]);
     assert_eq!(hookd_tests::file_mode(&repo.dir.join("run.sh")), 0o755);

@@ -20,6 +20,9 @@ fn a_scenario_without_its_client_is_skipped_not_passed() {
         "CARGO_HOME",
         "RUSTUP_HOME",
         "RUSTUP_TOOLCHAIN",
+        // The build this test runs in, not a second one in the default target/.
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET_DIR",
     ] {
         if let Some(value) = std::env::var_os(name) {
             cmd.env(name, value);

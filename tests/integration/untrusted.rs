@@ -220,6 +220,8 @@ fn relative_paths_from_a_hook_never_reach_the_daemons_directory() {
         .collect();
     assert_eq!(left, ["claude"], "the daemon's directory is untouched");
     let session = &report["sessions"][0];
+    // The hook reached hookd: its session is there, without the bad paths.
+    assert!(session.is_object(), "no session: {report:#}");
     assert_eq!(session["transcript_path"], Value::Null, "{session:#}");
     assert_ne!(session["project_dir"], json!("."), "{session:#}");
     for what in ["cwd", "transcript_path", "CLAUDE_PROJECT_DIR"] {

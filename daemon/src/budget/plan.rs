@@ -92,12 +92,13 @@ pub fn task_of(state: &ContextState) -> String {
 }
 
 fn read_start(path: &Path) -> Option<String> {
+    // A link may lead anywhere (or to a FIFO): only the project's own files count.
+    if !std::fs::symlink_metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let (file, _) = crate::tail::open_regular(path).ok()??;
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(CONTENT_READ_BYTES)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    file.take(CONTENT_READ_BYTES).read_to_end(&mut bytes).ok()?;
     // Binary files have no words worth matching.
     if bytes.iter().take(8000).any(|b| *b == 0) {
         return None;
@@ -673,6 +674,20 @@ pub fn latest_record(workflow: &Workflow, session: Option<&str>) -> Option<(Path
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_linked_file_is_not_read_for_its_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("key"), "secret words\n").unwrap();
+        std::fs::write(dir.path().join("own.rs"), "own words\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("key"), dir.path().join("link.rs")).unwrap();
+        assert_eq!(
+            read_start(&dir.path().join("own.rs")).as_deref(),
+            Some("own words\n")
+        );
+        assert_eq!(read_start(&dir.path().join("link.rs")), None);
+    }
     use crate::capture::state::NextAction;
 
     /// A project outside git (modification times give recency) whose three

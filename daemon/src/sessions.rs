@@ -396,10 +396,16 @@ pub struct Registry {
     sessions: HashMap<SessionKey, Session>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct RegistryFile {
     version: u32,
     sessions: Vec<Session>,
+}
+
+#[derive(Serialize)]
+struct RegistryFileRef<'a> {
+    version: u32,
+    sessions: Vec<&'a Session>,
 }
 
 impl Registry {
@@ -581,14 +587,19 @@ impl Registry {
     }
 
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        let mut sessions: Vec<Session> = self.sessions.values().cloned().collect();
+        crate::fsutil::write_atomic(path, &self.to_bytes()?)
+    }
+
+    /// The registry file's bytes: taken under the registry lock, written
+    /// after it is released, so no hook waits for a disk.
+    pub fn to_bytes(&self) -> std::io::Result<Vec<u8>> {
+        let mut sessions: Vec<&Session> = self.sessions.values().collect();
         sessions.sort_by(|a, b| a.key.cmp(&b.key));
-        let file = RegistryFile {
+        serde_json::to_vec(&RegistryFileRef {
             version: REGISTRY_VERSION,
             sessions,
-        };
-        let bytes = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
-        crate::fsutil::write_atomic(path, &bytes)
+        })
+        .map_err(std::io::Error::other)
     }
 }
 

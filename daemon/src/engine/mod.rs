@@ -45,6 +45,7 @@ pub struct Engine {
     registry_file: PathBuf,
     /// The registry changed since it was last written.
     dirty: AtomicBool,
+    flushing: Mutex<()>,
     /// Bumped on every change `watch` clients should see.
     changes: watch::Sender<u64>,
     watcher: TranscriptWatcher,
@@ -76,6 +77,7 @@ impl Engine {
             sessions: Mutex::new(registry),
             registry_file,
             dirty: AtomicBool::new(false),
+            flushing: Mutex::new(()),
             changes: watch::channel(0).0,
             watcher,
             watch_rx: Mutex::new(Some(watch_rx)),
@@ -134,12 +136,18 @@ impl Engine {
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// Writes the registry if it changed. Called periodically and at shutdown.
+    /// Writes the registry if it changed. Called periodically, for a new
+    /// session, and at shutdown. The registry lock is held only to copy it
+    /// out; the flush lock keeps an older copy from landing after a newer one.
     pub fn flush(&self) {
+        let _one_writer = self.flushing.lock().unwrap_or_else(|p| p.into_inner());
         if !self.dirty.swap(false, Ordering::Relaxed) {
             return;
         }
-        let result = self.registry().save(&self.registry_file);
+        let result = self
+            .registry()
+            .to_bytes()
+            .and_then(|bytes| crate::fsutil::write_atomic(&self.registry_file, &bytes));
         if let Err(e) = result {
             self.dirty.store(true, Ordering::Relaxed);
             tracing::warn!(file = %self.registry_file.display(), error = %e, "cannot save the session registry");

@@ -91,6 +91,8 @@ struct Setup {
     dir: PathBuf,
     walls: Samples,
     loops: Samples,
+    /// Every tool call's cycle: a model request to the next.
+    cycles: Samples,
     /// Claude Code's own duration of each command hook, by event.
     hooks: BTreeMap<String, Samples>,
 }
@@ -154,6 +156,7 @@ pub fn in_client(bins: &Path, scale: &InClientScale, report: &mut Report) {
                 dir,
                 walls: Samples::default(),
                 loops: Samples::default(),
+                cycles: Samples::default(),
                 hooks: BTreeMap::new(),
             }
         })
@@ -201,6 +204,9 @@ pub fn in_client(bins: &Path, scale: &InClientScale, report: &mut Report) {
             }
             setup.walls.push(run.wall);
             setup.loops.push(run.tool_loop);
+            for &cycle in &run.cycles {
+                setup.cycles.push(cycle);
+            }
             let timed = run.hooks.iter().filter_map(|hook| {
                 let ms = hook.duration_ms?;
                 Some((hook.event.clone(), Duration::from_millis(ms)))
@@ -286,6 +292,7 @@ struct TurnRun {
     session_id: String,
     wall: Duration,
     tool_loop: Duration,
+    cycles: Vec<Duration>,
     hooks: Vec<HookRun>,
     /// Each HTTP hook's event and time.
     http_hooks: Vec<(String, Duration)>,
@@ -336,6 +343,10 @@ fn run_turn(
     );
     let first = main.first().unwrap().received;
     let last = main.last().unwrap().received;
+    let cycles = main
+        .windows(2)
+        .map(|pair| Duration::from_secs_f64((pair[1].received - pair[0].received).max(0.0)))
+        .collect();
     TurnRun {
         session_id: result.unwrap()["session_id"]
             .as_str()
@@ -343,6 +354,7 @@ fn run_turn(
             .to_owned(),
         wall,
         tool_loop: Duration::from_secs_f64((last - first).max(0.0)),
+        cycles,
         hooks: e2e::hook_runs(&debug_file, |command| {
             command == NOOP_COMMAND || command.contains("hookctl")
         }),
@@ -572,14 +584,15 @@ fn rows(setups: &[Setup], scale: &InClientScale, took: Duration, report: &mut Re
         };
         report.row(
             format!(
-                "{head}: whole run (tool-call loop), `{}`: {}",
+                "{head}: whole run (tool-call loop; one call's median cycle), `{}`: {}",
                 s.config.name(),
                 s.config.describe()
             ),
             format!(
-                "{} ({})",
+                "{} ({}; {})",
                 fmt_duration(s.walls.median()),
-                fmt_duration(s.loops.median())
+                fmt_duration(s.loops.median()),
+                fmt_duration(s.cycles.median())
             ),
             baseline,
             r,
@@ -587,11 +600,12 @@ fn rows(setups: &[Setup], scale: &InClientScale, took: Duration, report: &mut Re
             Verdict::Info,
         );
     }
-    // Per tool call: (tool-call loop, whole run) of `a` over `b`.
+    // Per tool call: (tool-call loop, whole run, median cycle) of `a` over `b`.
     let cost = |a: &Setup, b: &Setup| {
         (
             per_call(a.loops.median(), b.loops.median(), n),
             per_call(a.walls.median(), b.walls.median(), n),
+            per_call(a.cycles.median(), b.cycles.median(), 1),
         )
     };
     let added = cost(hookd, noop).0;
@@ -616,11 +630,15 @@ fn rows(setups: &[Setup], scale: &InClientScale, took: Duration, report: &mut Re
             Verdict::Info,
         ),
     ] {
-        let (in_loop, whole) = cost(a, b);
+        let (in_loop, whole, cycle) = cost(a, b);
         report.row(
             what,
             fmt_signed_ms(in_loop),
-            format!("whole run: {}", fmt_signed_ms(whole)),
+            format!(
+                "whole run: {} · median cycle: {}",
+                fmt_signed_ms(whole),
+                fmt_signed_ms(cycle)
+            ),
             "",
             target,
             met,
@@ -703,7 +721,8 @@ fn rows(setups: &[Setup], scale: &InClientScale, took: Duration, report: &mut Re
          receiving the first model request to the last, i.e. {n} tool calls with their \
          PostToolUse and PostToolBatch hooks, which Claude Code waits for before its next \
          request: the cost per tool call a user feels is the loop's difference over `noop` \
-         divided by {n}. `http-noop` sends {} over HTTP (a server of the bench's, answering `{{}}` \
+         divided by {n}. A call's cycle: one model request to the next; the median of all \
+         {n} × rounds cycles is steadier than the loop when the machine is busy. `http-noop` sends {} over HTTP (a server of the bench's, answering `{{}}` \
          at once), the other events run `/bin/true`. A hook's time is the one Claude Code records \
          in its debug log (`finished with status 0 (N ms)`, whole milliseconds; SessionEnd has \
          none); every hookd hook was checked to have reached the daemon.",

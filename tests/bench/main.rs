@@ -18,6 +18,7 @@
 //!
 //! In-process parts have criterion benches in `daemon/benches/`.
 
+mod in_client;
 mod inputs;
 
 use hookd_tests::Sandbox;
@@ -54,6 +55,7 @@ struct Scale {
     /// Wait after the load before memory and idle CPU are read.
     settle: Duration,
     idle: Duration,
+    in_client: in_client::InClientScale,
 }
 
 impl Scale {
@@ -71,6 +73,11 @@ impl Scale {
             load: Duration::from_secs(10),
             settle: Duration::from_secs(11),
             idle: Duration::from_secs(10),
+            in_client: in_client::InClientScale {
+                calls: 20,
+                rounds: 5,
+                warmup: 1,
+            },
         }
     }
 
@@ -88,6 +95,11 @@ impl Scale {
             load: Duration::from_secs(1),
             settle: Duration::from_millis(1500),
             idle: Duration::from_secs(1),
+            in_client: in_client::InClientScale {
+                calls: 3,
+                rounds: 1,
+                warmup: 0,
+            },
         }
     }
 }
@@ -103,18 +115,29 @@ struct Options {
     out: Option<PathBuf>,
 }
 
-const MEASURES: [&str; 6] = ["hook", "cold", "context", "statusline", "pipeline", "load"];
+const MEASURES: [&str; 7] = [
+    "hook",
+    "cold",
+    "context",
+    "statusline",
+    "pipeline",
+    "load",
+    "in-client",
+];
 
 fn usage() -> ! {
     eprintln!(
         "usage: hookd-bench [--quick] [--no-build] [--[no-]static] [--keep] [--only {}] [--out FILE]\n\
+         \x20      hookd-bench in-client [--calls N] [--rounds R] [...]   (= --only in-client)\n\
          \n  --quick     small inputs and few runs: checks that every benchmark works (CI)\
          \n  --no-build  do not run `cargo build` for hookd and hookctl first\
          \n  --static    also measure hookctl linked statically, as install.sh builds it on\
          \n              Linux with glibc (the default, but for --quick); --no-static: not\
          \n  --keep      keep the sandboxes (daemon logs, events.jsonl, inputs) and say where\
          \n  --only      a comma-separated list of measures\
-         \n  --out FILE  also write the report to FILE",
+         \n  --out FILE  also write the report to FILE\
+         \n  --calls N   in-client: Bash tool calls in the turn (20; 3 with --quick)\
+         \n  --rounds R  in-client: timed rounds of each configuration (5; 1 with --quick)",
         MEASURES.join(",")
     );
     std::process::exit(2)
@@ -129,10 +152,23 @@ fn options() -> Options {
         only: None,
         out: None,
     };
-    let mut args = std::env::args().skip(1);
+    let (mut calls, mut rounds) = (None, None);
+    let number = |value: Option<String>| -> usize {
+        value
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| usage())
+    };
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "in-client") {
+        args.next();
+        o.only = Some(vec!["in-client".to_owned()]);
+    }
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => o.scale = Scale::quick(),
+            "--calls" => calls = Some(number(args.next())),
+            "--rounds" => rounds = Some(number(args.next())),
             "--static" => o.statics = Some(true),
             "--no-static" => o.statics = Some(false),
             "--no-build" => o.build = false,
@@ -154,10 +190,19 @@ fn options() -> Options {
             _ => usage(),
         }
     }
+    o.scale.in_client.calls = calls.unwrap_or(o.scale.in_client.calls);
+    o.scale.in_client.rounds = rounds.unwrap_or(o.scale.in_client.rounds);
     o
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(in_client::SERVE_FLAG) && args.len() == 4 {
+        std::process::exit(in_client::serve_http_noop(
+            Path::new(&args[2]),
+            Path::new(&args[3]),
+        ));
+    }
     let opts = options();
     KEEP.store(opts.keep, std::sync::atomic::Ordering::Relaxed);
     let bins = binaries(opts.build);
@@ -194,6 +239,9 @@ fn main() {
     let load_after = loadavg();
     if wanted("load") {
         load(&bins, s, &mut report);
+    }
+    if wanted("in-client") {
+        in_client::in_client(&bins, &s.in_client, &mut report);
     }
 
     let mut text = String::new();
@@ -472,6 +520,12 @@ impl Env {
             self.bins.join(name)
         };
         let mut cmd = Command::new(program);
+        self.sandbox_env(&mut cmd);
+        cmd
+    }
+
+    /// Only the sandbox's environment, in the project, no stdin.
+    fn sandbox_env(&self, cmd: &mut Command) {
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.sb.home())
@@ -482,7 +536,6 @@ impl Env {
             .env("HOOKD_BIN", self.bins.join("hookd"))
             .current_dir(self.project())
             .stdin(Stdio::null());
-        cmd
     }
 
     fn hookctl(&self, args: &[&str]) -> Command {

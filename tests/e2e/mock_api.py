@@ -15,8 +15,9 @@ Each reply reports the `usage` the script chose: the context size `tokens` is
 split as Claude Code's own replies split it (input, cache creation, cache
 read), so a client that sums the three sees exactly `tokens`.
 
-Every request is appended to the log (one JSON object a line: `n`, `path`,
-`kind` main|summary|count_tokens|other, `label` of the reply given, `stream`,
+Every request is appended to the log (one JSON object a line: `n`, `t` when
+it arrived in seconds since the epoch, `path`, `kind`
+main|summary|count_tokens|other, `label` of the reply given, `stream`,
 `body`) before it is answered, so a test can assert what reached the model.
 
 The script is a JSON file:
@@ -41,6 +42,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SUMMARY_MARKER = "CRITICAL: Respond with TEXT ONLY"
@@ -110,6 +112,7 @@ class Mock:
             kind, label, reply = self.choose(path, body)
             entry = {
                 "n": self.requests,
+                "t": time.time(),
                 "path": path,
                 "kind": kind,
                 "label": label,

@@ -61,9 +61,10 @@ pub const WIRED_EVENTS: [&str; 8] = [
 fn claude_binary() -> Option<PathBuf> {
     static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
     FOUND
-        .get_or_init(|| {
-            let required = std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "require");
-            let Some(path) = std::env::var_os(CLAUDE_ENV).filter(|p| !p.is_empty()) else {
+        .get_or_init(|| match pinned_claude() {
+            Ok(path) => Some(path),
+            Err(ClaudeMissing::NotSet) => {
+                let required = std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "require");
                 assert!(
                     !required,
                     "{REQUIRE_ENV}=require but {CLAUDE_ENV} is not set: install Claude Code \
@@ -73,24 +74,44 @@ fn claude_binary() -> Option<PathBuf> {
                     "\n*** SKIPPED: end-to-end test without Claude Code. Set {CLAUDE_ENV} to a \
                      Claude Code {PINNED_VERSION} `claude` binary to run it. ***\n"
                 );
-                return None;
-            };
-            let path = PathBuf::from(path);
-            let out = Command::new(&path)
-                .arg("--version")
-                .env("DISABLE_AUTOUPDATER", "1")
-                .output()
-                .unwrap_or_else(|e| panic!("cannot run {CLAUDE_ENV}={}: {e}", path.display()));
-            let version = stdout(&out);
-            assert!(
-                version.starts_with(PINNED_VERSION),
-                "{CLAUDE_ENV}={} is `{}`; the scenarios encode Claude Code {PINNED_VERSION}",
-                path.display(),
-                version.trim()
-            );
-            Some(path)
+                None
+            }
+            Err(ClaudeMissing::Unusable(why)) => panic!("{why}"),
         })
         .clone()
+}
+
+/// Why there is no pinned Claude Code to run.
+#[derive(Debug, Clone)]
+pub enum ClaudeMissing {
+    /// `$HOOKD_E2E_CLAUDE` is not set.
+    NotSet,
+    /// It is set, but does not run or is another release.
+    Unusable(String),
+}
+
+/// The `claude` named by `$HOOKD_E2E_CLAUDE`, checked to be the pinned release.
+pub fn pinned_claude() -> Result<PathBuf, ClaudeMissing> {
+    let Some(path) = std::env::var_os(CLAUDE_ENV).filter(|p| !p.is_empty()) else {
+        return Err(ClaudeMissing::NotSet);
+    };
+    let path = PathBuf::from(path);
+    let out = Command::new(&path)
+        .arg("--version")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .output()
+        .map_err(|e| {
+            ClaudeMissing::Unusable(format!("cannot run {CLAUDE_ENV}={}: {e}", path.display()))
+        })?;
+    let version = stdout(&out);
+    if !version.starts_with(PINNED_VERSION) {
+        return Err(ClaudeMissing::Unusable(format!(
+            "{CLAUDE_ENV}={} is `{}`; the scenarios encode Claude Code {PINNED_VERSION}",
+            path.display(),
+            version.trim()
+        )));
+    }
+    Ok(path)
 }
 
 /// Whether this machine lets us make a user + network namespace.
@@ -156,6 +177,30 @@ impl Reply {
     }
 }
 
+/// A git identity in `home`, so that commits work without touching the user's.
+pub fn write_gitconfig(home: &Path) {
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[user]\n\tname = hookd e2e\n\temail = e2e@hookd.invalid\n[init]\n\tdefaultBranch = main\n",
+    )
+    .unwrap();
+}
+
+/// A small git project with one commit, its git run with `home`.
+pub fn make_project(project: &Path, home: &Path) {
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(
+        project.join("README.md"),
+        "# parser\n\nA small config parser.\n",
+    )
+    .unwrap();
+    std::fs::write(project.join("src/lib.rs"), "pub fn parse(_: &str) {}\n").unwrap();
+    std::fs::write(project.join(".gitignore"), "target/\n").unwrap();
+    git_in(project, home, &["init", "-q", "-b", "main"]);
+    git_in(project, home, &["add", "-A"]);
+    git_in(project, home, &["commit", "-q", "-m", "initial"]);
+}
+
 /// Runs git in `project` with `home` and fixed dates; returns its stdout.
 pub fn git_in(project: &Path, home: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -169,6 +214,34 @@ pub fn git_in(project: &Path, home: &Path, args: &[&str]) -> String {
         .expect("run git");
     assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
     stdout(&out)
+}
+
+/// Makes `cmd` (a `claude`) one headless run of `prompt` against the
+/// Messages API mock on `port`, in stream-json with its debug log in
+/// `debug_file`; the environment keeps it off every other network service.
+pub fn headless_claude(cmd: &mut Command, port: u16, prompt: &str, debug_file: &Path) {
+    cmd.env("IS_SANDBOX", "1")
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("ANTHROPIC_API_KEY", "sk-e2e-not-a-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .arg("-p")
+        .arg(prompt)
+        .args(["--output-format", "stream-json", "--verbose"])
+        .args(["--dangerously-skip-permissions", "--model", SONNET])
+        .arg("--debug-file")
+        .arg(debug_file);
+}
+
+/// The stream-json events a claude run wrote (unparsable lines skipped).
+pub fn stream_events(out_file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out_file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 /// Runs a client in `project` (its own process group, output to files),
@@ -260,6 +333,27 @@ impl MockServer {
         mock
     }
 
+    /// The scripted Anthropic Messages API (`tests/e2e/mock_api.py`): the
+    /// replies to the main requests in order, and the compaction summary
+    /// with the tokens it reports.
+    pub fn messages_api(dir: &Path, replies: &[Reply], summary: &(String, u64)) -> MockServer {
+        let script = json!({
+            "replies": replies.iter().map(Reply::to_json).collect::<Vec<_>>(),
+            "summary": {"text": summary.0, "tokens": summary.1},
+        });
+        MockServer::start(
+            dir,
+            Path::new("python3"),
+            &[concat!(env!("CARGO_MANIFEST_DIR"), "/e2e/mock_api.py")],
+            &script,
+        )
+    }
+
+    /// Every request the Messages API mock has received so far.
+    pub fn messages_log(&self) -> MockLog {
+        MockLog::read(&self.log)
+    }
+
     /// A command for `program` inside the mock's namespace.
     pub fn enter(&self, program: &Path) -> Command {
         if !self.isolated {
@@ -323,11 +417,7 @@ impl ScenarioBuilder {
         for dir in [sb.home(), sb.path().join("tmp")] {
             std::fs::create_dir_all(dir).unwrap();
         }
-        std::fs::write(
-            sb.home().join(".gitconfig"),
-            "[user]\n\tname = hookd e2e\n\temail = e2e@hookd.invalid\n[init]\n\tdefaultBranch = main\n",
-        )
-        .unwrap();
+        write_gitconfig(&sb.home());
         let bin_dir = if self.daemon_available {
             bin("hookctl").parent().unwrap().to_path_buf()
         } else {
@@ -337,16 +427,7 @@ impl ScenarioBuilder {
             std::fs::copy(bin("hookctl"), dir.join("hookctl")).unwrap();
             dir
         };
-        let script = json!({
-            "replies": self.replies.iter().map(Reply::to_json).collect::<Vec<_>>(),
-            "summary": {"text": self.summary.0, "tokens": self.summary.1},
-        });
-        let mock = MockServer::start(
-            sb.path(),
-            Path::new("python3"),
-            &[concat!(env!("CARGO_MANIFEST_DIR"), "/e2e/mock_api.py")],
-            &script,
-        );
+        let mock = MockServer::messages_api(sb.path(), &self.replies, &self.summary);
         let project = sb.path().join("proj");
         let scenario = Scenario {
             name: self.name,
@@ -420,21 +501,7 @@ impl Scenario {
     }
 
     fn make_project(&self) {
-        std::fs::create_dir_all(self.project.join("src")).unwrap();
-        std::fs::write(
-            self.project.join("README.md"),
-            "# parser\n\nA small config parser.\n",
-        )
-        .unwrap();
-        std::fs::write(
-            self.project.join("src/lib.rs"),
-            "pub fn parse(_: &str) {}\n",
-        )
-        .unwrap();
-        std::fs::write(self.project.join(".gitignore"), "target/\n").unwrap();
-        self.git(&["init", "-q", "-b", "main"]);
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "-m", "initial"]);
+        make_project(&self.project, &self.sandbox().home());
     }
 
     /// Wires hookd into the project's `.claude/settings.json`.
@@ -516,7 +583,7 @@ impl Scenario {
 
     /// Every request the mock has received so far.
     pub fn log(&self) -> MockLog {
-        MockLog::read(&self.mock.log)
+        self.mock.messages_log()
     }
 
     /// A session's transcript, one value per line (unparsable lines skipped).
@@ -560,23 +627,8 @@ impl Scenario {
         let debug_file = dir.join(format!("run{index}.debug.txt"));
         let mut cmd = self.mock.enter(&self.claude);
         self.hookd_env(&mut cmd);
-        cmd.env("IS_SANDBOX", "1")
-            .env(
-                "ANTHROPIC_BASE_URL",
-                format!("http://127.0.0.1:{}", self.mock.port),
-            )
-            .env("ANTHROPIC_API_KEY", "sk-e2e-not-a-key")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_ERROR_REPORTING", "1")
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .arg("-p")
-            .arg(prompt)
-            .args(["--output-format", "stream-json", "--verbose"])
-            .args(["--dangerously-skip-permissions", "--model", SONNET])
-            .arg("--debug-file")
-            .arg(&debug_file);
+        headless_claude(&mut cmd, self.mock.port, prompt, &debug_file);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         if let Some(session) = resume {
             cmd.args(["--resume", session]);
         }
@@ -590,11 +642,7 @@ impl Scenario {
                 )
             });
         let elapsed = started.elapsed();
-        let events: Vec<Value> = std::fs::read_to_string(&out_file)
-            .unwrap()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
+        let events = stream_events(&out_file);
         let run = Run {
             index,
             session_id: String::new(),
@@ -714,12 +762,18 @@ impl Run {
 
     /// Every hookctl hook Claude Code ran, from its debug log.
     pub fn hooks(&self) -> Vec<HookRun> {
-        std::fs::read_to_string(&self.debug_file)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(HookRun::parse)
-            .collect()
+        hook_runs(&self.debug_file, |command| command.contains("hookctl"))
     }
+}
+
+/// The command hooks Claude Code ran, from its debug log, of those whose
+/// command `is_ours` says it is.
+pub fn hook_runs(debug_file: &Path, is_ours: impl Fn(&str) -> bool) -> Vec<HookRun> {
+    std::fs::read_to_string(debug_file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| HookRun::parse_for(line, &is_ours))
+        .collect()
 }
 
 /// A hook as Claude Code's debug log reports it:
@@ -738,13 +792,16 @@ pub struct HookRun {
 }
 
 impl HookRun {
+    #[cfg(test)]
     fn parse(line: &str) -> Option<HookRun> {
-        // The command is the bracketed part naming hookctl (also when installed by path).
+        HookRun::parse_for(line, |command| command.contains("hookctl"))
+    }
+
+    /// A hook line whose command (the bracketed part) `is_ours` accepts.
+    fn parse_for(line: &str, is_ours: impl Fn(&str) -> bool) -> Option<HookRun> {
         let (open, close) = line.match_indices(" [").find_map(|(open, _)| {
             let close = open + line[open..].find("] ")?;
-            line[open..close]
-                .contains("hookctl")
-                .then_some((open, close))
+            is_ours(&line[open + 2..close]).then_some((open, close))
         })?;
         let head = line[..open].rsplit("] ").next()?;
         let head = head.strip_prefix("Hooks: ").unwrap_or(head);
@@ -781,6 +838,8 @@ pub struct ApiRequest {
     pub kind: String,
     /// The label of the reply the mock gave.
     pub label: String,
+    /// When the mock received it: seconds since the Unix epoch.
+    pub received: f64,
     pub body: Value,
     text: String,
 }
@@ -842,8 +901,21 @@ pub struct MockLog {
 
 impl MockLog {
     fn read(path: &Path) -> MockLog {
-        let requests = std::fs::read_to_string(path)
-            .unwrap_or_default()
+        MockLog::read_from(path, 0).0
+    }
+
+    /// The requests logged from byte `offset` of the log on, and the offset
+    /// after the last whole line read.
+    pub fn read_from(path: &Path, offset: u64) -> (MockLog, u64) {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut bytes = Vec::new();
+        if let Ok(mut file) = std::fs::File::open(path) {
+            file.seek(SeekFrom::Start(offset))
+                .expect("seek the mock log");
+            file.read_to_end(&mut bytes).expect("read the mock log");
+        }
+        let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let requests = String::from_utf8_lossy(&bytes[..whole])
             .lines()
             .map(|line| {
                 let v: Value = serde_json::from_str(line).expect("mock log line");
@@ -855,12 +927,13 @@ impl MockLog {
                     n: v["n"].as_u64().unwrap(),
                     kind: v["kind"].as_str().unwrap().to_owned(),
                     label: v["label"].as_str().unwrap().to_owned(),
+                    received: v["t"].as_f64().unwrap_or_default(),
                     body: v["body"].clone(),
                     text,
                 }
             })
             .collect();
-        MockLog { requests }
+        (MockLog { requests }, offset + whole as u64)
     }
 
     /// The labels of the replies given, in order.

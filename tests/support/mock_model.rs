@@ -20,7 +20,7 @@
 //! `other` (answered 404).
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -236,10 +236,10 @@ pub fn loopback_up() -> std::io::Result<()> {
     result
 }
 
-/// Reads one request: the path and the body (parsed as JSON, else kept as
-/// text under `unparsed`).
-fn read_request(stream: &TcpStream) -> std::io::Result<(String, String, Value)> {
-    let mut reader = BufReader::new(stream);
+/// Reads one request: the method, the path and the body (parsed as JSON,
+/// else kept as text under `unparsed`). At the end of the stream the method
+/// is empty.
+pub fn read_request(reader: &mut impl BufRead) -> std::io::Result<(String, String, Value)> {
     let mut line = String::new();
     reader.read_line(&mut line)?;
     let mut parts = line.split_whitespace();
@@ -288,7 +288,7 @@ fn read_request(stream: &TcpStream) -> std::io::Result<(String, String, Value)> 
 }
 
 fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
-    let (_method, path, body) = read_request(&stream)?;
+    let (_method, path, body) = read_request(&mut BufReader::new(&stream))?;
     let response = state.lock().unwrap().answer(&path, &body);
     let reason = if response.status == 200 {
         "OK"

@@ -26,7 +26,10 @@
 //!   `config.toml`, else at 90% of the window;
 //! - injected context reaches the model as a `developer` message, which the
 //!   rollout records: that is where the arrival check looks;
-//! - the person's prompts are `event_msg` records of type `user_message`;
+//! - the person's prompts are `event_msg` records of type `item_completed`
+//!   whose `item` is a `UserMessage` (`content[].text`; earlier versions
+//!   wrote `user_message` events); the `user` response items also carry
+//!   the environment context;
 //!   tool calls are `response_item`s of type `function_call` (`name`, and
 //!   `arguments` as JSON text: `exec_command {"cmd"}`, `update_plan
 //!   {"plan": [{"step", "status"}]}`) or `custom_tool_call` (`apply_patch`
@@ -388,8 +391,8 @@ pub fn developer_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
     Ok(false)
 }
 
-/// What a rollout says about the work: the person's prompts (`user_message`
-/// events), the plan (`update_plan` calls: the whole list each time), and
+/// What a rollout says about the work: the person's prompts (completed
+/// `UserMessage` items, or `user_message` events), the plan (`update_plan` calls: the whole list each time), and
 /// the files the agent wrote through its shell (`exec_command`,
 /// `shell_command`, `shell`) or its patches (`apply_patch`).
 pub fn read_work(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
@@ -407,9 +410,14 @@ impl LineReader for WorkReader {
     }
 
     fn line(&mut self, line: &[u8]) {
-        let wanted = [&b"user_message"[..], b"function_call", b"custom_tool_call"]
-            .iter()
-            .any(|needle| memchr::memmem::find(line, needle).is_some());
+        let wanted = [
+            &b"UserMessage"[..],
+            b"user_message",
+            b"function_call",
+            b"custom_tool_call",
+        ]
+        .iter()
+        .any(|needle| memchr::memmem::find(line, needle).is_some());
         if !wanted {
             return;
         }
@@ -418,6 +426,19 @@ impl LineReader for WorkReader {
         };
         let payload = &record["payload"];
         match (record["type"].as_str(), payload["type"].as_str()) {
+            // 0.169.0: the person's message as a completed `UserMessage` item.
+            (Some("event_msg"), Some("item_completed"))
+                if payload["item"]["type"] == "UserMessage" =>
+            {
+                let text: Vec<&str> = payload["item"]["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|part| part["text"].as_str())
+                    .collect();
+                self.log.prompt(&text.join("\n"));
+            }
+            // Earlier versions: a `user_message` event.
             (Some("event_msg"), Some("user_message")) => {
                 if let Some(text) = payload["message"].as_str() {
                     self.log.prompt(text);
@@ -793,16 +814,18 @@ mod tests {
         );
     }
 
-    /// A rollout as Codex 0.169.0 writes it: the person's prompts as
-    /// `user_message` events (the `user` response items also carry the
-    /// environment context and AGENTS.md), a plan, shell calls and patches.
+    /// A rollout as Codex 0.169.0 writes it (the person's prompts as
+    /// completed `UserMessage` items; the `user` response items also carry
+    /// the environment context), and an earlier version's `user_message`
+    /// event; a plan, shell calls and patches.
     #[test]
     fn the_work_is_read_from_the_rollout() {
         let f = rollout(&[
             r#"{"timestamp":"2026-11-23T10:00:00.000Z","type":"session_meta","payload":{"id":"s1","cwd":"/p"}}"#,
             r#"{"timestamp":"2026-11-23T10:00:00.001Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>/p</cwd>\n</environment_context>"}]}}"#,
             r#"{"timestamp":"2026-11-23T10:00:00.002Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Add retries to the HTTP client"}]}}"#,
-            r#"{"timestamp":"2026-11-23T10:00:00.003Z","type":"event_msg","payload":{"type":"user_message","message":"Add retries to the HTTP client","images":[]}}"#,
+            r#"{"timestamp":"2026-11-23T10:00:00.003Z","ordinal":8,"type":"event_msg","payload":{"type":"item_completed","thread_id":"t1","turn_id":"u1","item":{"type":"UserMessage","id":"i1","content":[{"type":"text","text":"Add retries to the HTTP client","text_elements":[]}]}}}"#,
+            r#"{"timestamp":"2026-11-23T10:00:00.004Z","ordinal":9,"type":"event_msg","payload":{"type":"item_completed","thread_id":"t1","turn_id":"u1","item":{"type":"AgentMessage","id":"i2","content":[{"type":"text","text":"On it: fix all the things"}]}}}"#,
             r#"{"timestamp":"2026-11-23T10:00:01.000Z","type":"response_item","payload":{"type":"function_call","name":"update_plan","arguments":"{\"plan\":[{\"step\":\"Write the retry loop\",\"status\":\"completed\"},{\"step\":\"Test the backoff\",\"status\":\"in_progress\"}]}","call_id":"call_1"}}"#,
             r#"{"timestamp":"2026-11-23T10:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"echo 'step 1' > notes.txt\"}","call_id":"call_2"}}"#,
             r#"{"timestamp":"2026-11-23T10:00:03.000Z","type":"response_item","payload":{"type":"custom_tool_call","status":"completed","call_id":"call_3","name":"apply_patch","input":"*** Begin Patch\n*** Update File: src/http.rs\n@@\n-a\n+b\n*** End Patch"}}"#,

@@ -519,6 +519,45 @@ mod tests {
         );
     }
 
+    /// After a compaction the room is the session's own figure once the
+    /// context shrank, else the capture's estimate; a save mid-session is
+    /// sized by the figure now.
+    #[test]
+    fn the_room_is_the_sessions_figure_after_the_compaction() {
+        let status = |used: u64| ContextStatus {
+            tokens_used: used,
+            tokens_max: 167_000,
+            window_tokens: 200_000,
+            pressure: used as f64 / 167_000.0,
+            window_fraction: used as f64 / 200_000.0,
+            basis: String::new(),
+            source: "reply".into(),
+            advice: protocol::pressure::Advice::for_pressure(used as f64 / 167_000.0),
+            updated_at_ms: 0,
+            invalid: None,
+        };
+        let mut state = ContextState {
+            trigger: SaveTrigger::PreCompact("auto".into()),
+            ..ContextState::default()
+        };
+        state.context_usage.tokens_used = Some(160_000);
+        state.context_usage.tokens_max = Some(167_000);
+        let before = status(161_000);
+        assert_eq!(
+            room(&state, Some(&before)),
+            Some(Room::after_compaction(167_000))
+        );
+        let after = status(12_000);
+        assert_eq!(room(&state, Some(&after)), Some(Room::at(167_000, 12_000)));
+        assert_eq!(room(&state, None), Some(Room::after_compaction(167_000)));
+        state.trigger = SaveTrigger::Manual;
+        assert_eq!(
+            room(&state, Some(&before)),
+            Some(Room::at(167_000, 161_000))
+        );
+        assert_eq!(room(&ContextState::default(), None), None);
+    }
+
     /// The summary a person reads after `hookctl resume` or `validate`, and
     /// at the start of the session after a compaction.
     #[test]

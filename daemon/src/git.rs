@@ -704,6 +704,53 @@ fn diff_trees(
     Ok(out)
 }
 
+/// A file's text before (at HEAD) and after (in the snapshot); `None` for a side it cannot be read from.
+pub type Versions = (Option<String>, Option<String>);
+
+/// The text of each path at HEAD and in the snapshot, from git's objects
+/// (never the working tree): `None` where it is absent, not a regular
+/// file, not UTF-8 or over `max_bytes`.
+pub fn versions(
+    project: &Path,
+    snapshot: &Snapshot,
+    paths: &[&str],
+    max_bytes: u64,
+) -> Result<Vec<Versions>, GitError> {
+    let repo = open(project)?;
+    let base = match snapshot.head {
+        Some(head) => Some(
+            repo.find_commit(head)
+                .and_then(|c| c.tree())
+                .map_err(git("read HEAD's tree"))?,
+        ),
+        None => None,
+    };
+    let tree = repo
+        .find_tree(snapshot.tree)
+        .map_err(git("read the snapshot"))?;
+    let text_in = |tree: &git2::Tree, path: &str| -> Option<String> {
+        let entry = tree.get_path(Path::new(path)).ok()?;
+        // Regular files only (0o100644, 0o100755): not links, not submodules.
+        if entry.filemode() & 0o170000 != 0o100000 {
+            return None;
+        }
+        let blob = repo.find_blob(entry.id()).ok()?;
+        if blob.size() as u64 > max_bytes || blob.is_binary() {
+            return None;
+        }
+        String::from_utf8(blob.content().to_vec()).ok()
+    };
+    Ok(paths
+        .iter()
+        .map(|path| {
+            (
+                base.as_ref().and_then(|b| text_in(b, path)),
+                text_in(&tree, path),
+            )
+        })
+        .collect())
+}
+
 /// What goes into a checkpoint commit's trailers.
 #[derive(Debug, Clone, Default)]
 pub struct CheckpointMeta {

@@ -128,7 +128,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     let captured = capture::capture(&capture::Input {
         name: request.trigger.capture_name(),
         project: &request.project,
-        harness: session.map(|k| k.harness.as_str()),
+        harness: session.map(|k| k.harness),
         harness_session: session.map(|k| k.id.as_str()),
         transcript: request.transcript.as_deref(),
         context: request.context.as_ref(),
@@ -243,10 +243,20 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     // 4. context_budget: which files the agent should read again.
     if config.budget.enabled {
         let started = Instant::now();
-        let (ok, detail) = match context_budget(request, config, &dir, &state, &captured.changes) {
+        let room = room_after(request, config);
+        let planned = match room {
+            Some(room) if room.reload_tokens() == 0 => {
+                Err(format!("no room to reload files ({})", room.describe()))
+            }
+            _ => context_budget(request, config, &dir, &state, &captured.changes, room),
+        };
+        let (ok, detail) = match planned {
             Ok((plan, record)) => {
+                let max_files = room.map_or(config.budget.prompt_files, |r| {
+                    r.reload_files(config.budget.prompt_files)
+                });
                 state.context_to_reload =
-                    Some(budget::reload_section(&plan, config.budget.prompt_files));
+                    Some(budget::reload_section(&plan, max_files, room.as_ref()));
                 let detail = format!(
                     "{} files, {} of {} tokens, {} candidates{}",
                     state
@@ -296,7 +306,15 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     // 5. generate_resume_prompt
     let started = Instant::now();
     let mut view = prompt::resume_view(&state, &[], None);
-    crate::memory::fill_section(&mut view, &mut renderer, config, &state, false);
+    let room = crate::resume::room(&state, None);
+    crate::memory::fill_section(
+        &mut view,
+        &mut renderer,
+        config,
+        &state,
+        false,
+        room.as_ref(),
+    );
     let text = prompt::fit(
         &mut renderer,
         view,
@@ -351,6 +369,7 @@ fn context_budget(
     workflow: &Dir,
     state: &capture::state::ContextState,
     changes: &[protocol::wire::FileChange],
+    room: Option<budget::room::Room>,
 ) -> Result<(BudgetPlan, Option<PathBuf>), String> {
     let task = budget::plan::task_of(state);
     let mut files = budget::files::list(&request.project, false);
@@ -362,11 +381,20 @@ fn context_budget(
     );
     files.sort();
     files.dedup();
-    let (total, source) = budget::total_budget(
-        &config.budget,
-        None,
-        request.context.as_ref().map(|c| c.tokens_max),
-    );
+    let (total, source) = match room {
+        // The reload list's share of the room, on top of the reserves the plan keeps.
+        Some(room) => (
+            room.reload_tokens()
+                + config.budget.reserve_for_output
+                + config.budget.reserve_for_system,
+            format!("the room left ({})", room.describe()),
+        ),
+        None => budget::total_budget(
+            &config.budget,
+            None,
+            request.context.as_ref().map(|c| c.tokens_max),
+        ),
+    };
     let now = crate::time::now_ms();
     let input = budget::plan::PlanInput {
         project: &request.project,
@@ -392,6 +420,22 @@ fn context_budget(
         .map_err(|e| tracing::debug!(error = %e, "cannot save the budget record"))
         .ok();
     Ok((plan, record))
+}
+
+/// The room the session will have for the resume prompt, when the
+/// configuration sizes it so and the session's figures are known: after a
+/// compaction (estimated), or as the context stands now.
+fn room_after(request: &SaveRequest, config: &Config) -> Option<budget::room::Room> {
+    use budget::room::Room;
+    let context = request
+        .context
+        .as_ref()
+        .filter(|_| config.budget.fit_to_room)?;
+    Some(if request.trigger.is_compaction() {
+        Room::after_compaction(context.tokens_max)
+    } else {
+        Room::at(context.tokens_max, context.tokens_used)
+    })
 }
 
 /// History files oldest first: by the time stamp after the capture's first

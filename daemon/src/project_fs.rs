@@ -320,6 +320,24 @@ impl Dir {
             .is_some_and(|s| rustix::fs::FileType::from_raw_mode(s.st_mode).is_file())
     }
 
+    /// When the relative path `rel` below this directory names a regular
+    /// file (no link followed on the way, nothing leaving the directory):
+    /// its modification time.
+    pub fn file_at(&self, rel: &Path) -> Option<std::time::SystemTime> {
+        let name = rel.file_name()?.to_str()?;
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let dir = self.open_path(parent).ok()?;
+        let stat = dir.lstat(name)?;
+        if !rustix::fs::FileType::from_raw_mode(stat.st_mode).is_file() {
+            return None;
+        }
+        let since_epoch = std::time::Duration::new(
+            u64::try_from(stat.st_mtime).unwrap_or(0),
+            u32::try_from(stat.st_mtime_nsec).unwrap_or(0),
+        );
+        Some(std::time::UNIX_EPOCH + since_epoch)
+    }
+
     fn lstat(&self, name: &str) -> Option<rustix::fs::Stat> {
         let name = checked_name(&self.path, name).ok()?;
         rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).ok()

@@ -2,8 +2,9 @@
 //! character budget: the lowest-priority detail goes first, and the prompt
 //! says what was left out.
 
+use crate::budget::room::Room;
 use crate::budget::tokens::{self, TextKind};
-use crate::capture::state::ContextState;
+use crate::capture::state::{ContextState, TaskStatus};
 use crate::render::{self, Renderer};
 use protocol::config::ResumeFormat;
 use protocol::wire::{Check, CheckStatus};
@@ -19,14 +20,14 @@ fn mark(check: &Check) -> &'static str {
 
 /// The progress summary's data: tasks by status, notes, open blockers.
 pub fn progress_view(state: &ContextState) -> Value {
-    let by = |status: &str| {
+    let by = |status: TaskStatus| {
         state
             .tasks
             .iter()
             .filter(|t| t.status == status)
             .collect::<Vec<_>>()
     };
-    let done = by("completed");
+    let done = by(TaskStatus::Completed);
     let notes: Vec<&str> = state
         .active_work
         .progress_notes
@@ -44,8 +45,8 @@ pub fn progress_view(state: &ContextState) -> Value {
             "all_count": state.tasks.len(),
             "done": done,
             "done_count": done.len(),
-            "current": by("in_progress"),
-            "pending": by("pending"),
+            "current": by(TaskStatus::InProgress),
+            "pending": by(TaskStatus::Pending),
         },
         "notes": notes,
         "open_blockers": open,
@@ -78,7 +79,7 @@ pub fn resume_view(state: &ContextState, checks: &[Check], marker: Option<&str>)
     view["trigger_words"] = json!(state.trigger.describe());
     view["marker"] = json!(marker);
     view["dropped"] = json!([]);
-    let titles = |status: &str| -> Vec<&str> {
+    let titles = |status: TaskStatus| -> Vec<&str> {
         state
             .tasks
             .iter()
@@ -86,11 +87,11 @@ pub fn resume_view(state: &ContextState, checks: &[Check], marker: Option<&str>)
             .map(|t| t.title.as_str())
             .collect()
     };
-    let mut current = titles("in_progress");
+    let mut current = titles(TaskStatus::InProgress);
     if current.is_empty() {
         current.extend(state.active_work.action.as_deref());
     }
-    view["done"] = json!(titles("completed"));
+    view["done"] = json!(titles(TaskStatus::Completed));
     view["current"] = json!(current);
     view["open_blockers"] = json!(
         state
@@ -104,15 +105,41 @@ pub fn resume_view(state: &ContextState, checks: &[Check], marker: Option<&str>)
     view["reload_more"] = json!(reload.more);
     view["reload_tokens"] = json!(protocol::figures::thousands(reload.tokens_used));
     view["reload_budget"] = json!(protocol::figures::thousands(reload.tokens_available));
+    view["reload_room"] = json!(reload.room);
     // Lessons from the cross-task memory, rendered by its own template (none yet).
     view["memory_section"] = Value::Null;
     view
 }
 
+/// Trims the reload list to what `room` holds (its tokens and, of at most
+/// `max_files`, its files), and says what sized it.
+pub fn fit_reload(view: &mut Value, room: &Room, max_files: usize) {
+    let Some(list) = view["reload"].as_array_mut() else {
+        return;
+    };
+    let budget = room.reload_tokens();
+    let files = room.reload_files(max_files);
+    let mut used = 0;
+    let keep = list
+        .iter()
+        .take(files)
+        .take_while(|f| {
+            used += f["tokens"].as_u64().unwrap_or(0);
+            used <= budget
+        })
+        .count();
+    let dropped = list.len() - keep;
+    list.truncate(keep);
+    if dropped > 0 {
+        view["reload_more"] = json!(view["reload_more"].as_u64().unwrap_or(0) + dropped as u64);
+    }
+    view["reload_room"] = json!(room.describe());
+}
+
 /// A way to make the prompt shorter, lowest priority first.
 type Trim = fn(&mut Value) -> Option<String>;
 
-const TRIMS: [Trim; 11] = [
+const TRIMS: [Trim; 12] = [
     |v| keep_first(v, "reload", 6, "more files to reload"),
     |v| {
         keep_first(
@@ -129,6 +156,7 @@ const TRIMS: [Trim; 11] = [
     |v| keep_first(v, "modified_files", 3, "more changed files"),
     |v| keep_last(v, "decisions", 2, "more decisions"),
     |v| keep_first(v, "reload", 3, "more files to reload"),
+    |v| keep_last(v, "later_requests", 1, "earlier requests"),
     |v| shorten_text(v, "objective", 300),
     |v| shorten_text(v, "progress_summary", 600),
 ];
@@ -328,7 +356,7 @@ mod tests {
         state.tasks.push(crate::capture::state::Task {
             id: "1".into(),
             title: "Cache the token table".into(),
-            status: "in_progress".into(),
+            status: TaskStatus::InProgress,
             ..Default::default()
         });
         state.context_to_reload = Some(crate::capture::state::ContextToReload {
@@ -342,6 +370,7 @@ mod tests {
                 score: 0.82,
             }],
             more: 0,
+            room: None,
         });
         let view = resume_view(&state, &[], Some("[hookd-resume x]"));
         let md = fit(&mut r, view.clone(), 9000, ResumeFormat::Markdown);
@@ -437,10 +466,41 @@ mod tests {
         assert!(text.trim_end().ends_with("[hookd-resume m]"), "{text}");
     }
 
+    /// The reload list shrinks with the room the session has when the prompt
+    /// is rendered, and says what sized it.
+    #[test]
+    fn the_reload_list_is_fitted_to_the_room_left() {
+        let mut state = compacted_state();
+        let reload = state.context_to_reload.as_mut().unwrap();
+        reload.files = (0..12)
+            .map(|i| crate::capture::state::ReloadFile {
+                path: format!("src/f{i}.rs"),
+                tier: "primary".into(),
+                level: "full".into(),
+                tokens: 1_000,
+                score: 0.9,
+            })
+            .collect();
+        let listed = |room: Room| {
+            let mut view = resume_view(&state, &[], None);
+            fit_reload(&mut view, &room, 12);
+            (
+                view["reload"].as_array().unwrap().len(),
+                view["reload_more"].as_u64().unwrap(),
+                view["reload_room"].as_str().unwrap().to_owned(),
+            )
+        };
+        assert_eq!(listed(Room::at(967_000, 30_000)).0, 12);
+        let (kept, more, words) = listed(Room::at(167_000, 150_000));
+        assert_eq!((kept, more), (1, 11), "1,700 tokens hold one file");
+        assert_eq!(words, "17,000 of 167,000 tokens free: selective");
+        assert_eq!(listed(Room::at(167_000, 165_000)).0, 0);
+    }
+
     /// A state saved before an automatic compaction, with a task list, next
     /// actions, decisions, a blocker, changed files and a checkpoint.
     fn compacted_state() -> ContextState {
-        use crate::capture::state::{Blocker, Checkpoint, GitInfo, Task};
+        use crate::capture::state::{Blocker, Checkpoint, GitInfo, Task, TaskSource};
         ContextState {
             session_id: "compact_20261121_200000".into(),
             harness_session_id: Some("4d7453d0-1db5-4325-aa8c-30d671da3857".into()),
@@ -449,19 +509,20 @@ mod tests {
             trigger: SaveTrigger::PreCompact("auto".into()),
             project_dir: "/home/dev/proj".into(),
             objective: Some("Add a login route with JWT cookies".into()),
+            later_requests: vec!["Also log failed logins".into()],
             tasks: vec![
                 Task {
                     id: "1".into(),
                     title: "Add the login route".into(),
-                    status: "completed".into(),
-                    source: "todos".into(),
+                    status: TaskStatus::Completed,
+                    source: TaskSource::Todos,
                     ..Task::default()
                 },
                 Task {
                     id: "2".into(),
                     title: "Test the login route".into(),
-                    status: "in_progress".into(),
-                    source: "todos".into(),
+                    status: TaskStatus::InProgress,
+                    source: TaskSource::Todos,
                     ..Task::default()
                 },
             ],
@@ -474,8 +535,23 @@ mod tests {
             modified_files: vec![ModifiedFile {
                 path: "app/api/auth/login/route.ts".into(),
                 action: "created".into(),
-                summary: "+42 −0 lines".into(),
+                summary: "+42 −0 lines; added fn POST, fn setCookie".into(),
             }],
+            context_to_reload: Some(crate::capture::state::ContextToReload {
+                tokens_used: 1_200,
+                tokens_available: 63_900,
+                files: vec![crate::capture::state::ReloadFile {
+                    path: "app/api/auth/login/route.ts".into(),
+                    tier: "primary".into(),
+                    level: "full".into(),
+                    tokens: 1_200,
+                    score: 0.82,
+                }],
+                more: 0,
+                room: Some(
+                    "142,000 of 167,000 tokens free after the compaction (estimated): stuff".into(),
+                ),
+            }),
             decisions: vec![Decision {
                 topic: "Auth".into(),
                 decision: "JWT in httpOnly cookies".into(),

@@ -2,17 +2,18 @@
 //! find the state saved for this session, check it against the repository
 //! as it is now, and render the resume prompt with the results on top.
 
+use crate::budget::room::Room;
 use crate::capture::state::{ContextState, STATE_FILE};
+use crate::capture::state::{TaskSource, TaskStatus};
 use crate::capture::workflow_file;
 use crate::git::{self, GitError, SnapshotOptions};
-use crate::harness::claude_code::work;
 use crate::pipeline::HISTORY_DIR;
 use crate::project_fs::Dir;
 use crate::prompt;
 use crate::render::Renderer;
 use crate::workflow::Workflow;
 use protocol::config::Config;
-use protocol::wire::{Check, CheckStatus};
+use protocol::wire::{Check, CheckStatus, ContextStatus};
 use std::path::{Path, PathBuf};
 
 /// Unexpected changes named in a check before "and N more".
@@ -294,21 +295,34 @@ fn task_valid(
         return check(NAME, CheckStatus::Pass, "no active task was recorded");
     };
     let saved = state.tasks.iter().find(|t| &t.id == id);
-    let from_file = saved.is_some_and(|t| t.source == workflow_file::WORKFLOW_FILE);
+    let from_file = saved.is_some_and(|t| t.source == TaskSource::WorkflowFile);
     // (id, title, status) of the tasks as they stand now.
-    let current: Option<Vec<(String, String, String)>> = if from_file {
+    let current: Option<Vec<(String, String, TaskStatus)>> = if from_file {
         workflow_file::load(&Workflow::new(project))
             .ok()
             .flatten()
             .map(|f| {
                 f.tasks
                     .into_iter()
-                    .map(|t| (t.id, t.title, t.status.unwrap_or_else(|| "pending".into())))
+                    .map(|t| {
+                        (
+                            t.id,
+                            t.title,
+                            t.status.map(TaskStatus::from).unwrap_or_default(),
+                        )
+                    })
                     .collect()
             })
     } else {
+        let harness = state
+            .harness
+            .as_deref()
+            .and_then(protocol::wire::Harness::parse)
+            .unwrap_or(crate::harness::FIRST);
         transcript
-            .and_then(|t| work::read(t, config.capture.transcript_scan_bytes, 0).ok())
+            .and_then(|t| {
+                crate::harness::read_work(harness, t, config.capture.transcript_scan_bytes, 0).ok()
+            })
             .map(|facts| {
                 facts
                     .tasks
@@ -326,12 +340,12 @@ fn task_valid(
     };
     let title = saved.map(|t| t.title.as_str()).unwrap_or(id);
     // Todo lists have no ids of their own (ours are positions): match them by title.
-    let by_id = saved.is_none_or(|t| t.source != "todos");
+    let by_id = saved.is_none_or(|t| t.source != TaskSource::Todos);
     let found = current
         .iter()
         .find(|(i, t, _)| if by_id { i == id } else { t == title });
     match found {
-        Some((_, _, status)) if status == "completed" => check(
+        Some((_, _, TaskStatus::Completed)) => check(
             NAME,
             CheckStatus::Warn,
             format!("\"{title}\" was completed after the capture"),
@@ -349,18 +363,53 @@ fn task_valid(
     }
 }
 
-/// The resume prompt with the checks on top and `marker` at the end.
+/// The room the session has for the resume prompt: its figure `now` when
+/// that is after the compaction the state was saved for (the context
+/// shrank since), else the room the capture expected.
+pub fn room(state: &ContextState, now: Option<&ContextStatus>) -> Option<Room> {
+    let saved = &state.context_usage;
+    let compacted = state.trigger.is_compaction();
+    if let Some(now) = now.filter(|n| n.invalid.is_none() && n.tokens_max > 0) {
+        let shrank = saved
+            .tokens_used
+            .is_some_and(|before| now.tokens_used < before);
+        if !compacted || shrank {
+            return Some(Room::at(now.tokens_max, now.tokens_used));
+        }
+    }
+    let point = saved.tokens_max.filter(|p| *p > 0)?;
+    Some(if compacted {
+        Room::after_compaction(point)
+    } else {
+        Room::at(point, saved.tokens_used.unwrap_or(0))
+    })
+}
+
+/// The resume prompt with the checks on top and `marker` at the end, sized
+/// for the room the session has (`now`: its figure at this moment).
 pub fn render(
     project: &Path,
     state: &ContextState,
     checks: &[Check],
     marker: Option<&str>,
     config: &Config,
+    now: Option<&ContextStatus>,
 ) -> (prompt::Fitted, Vec<String>) {
     let mut renderer = Renderer::for_project(Some(project), config);
     let mut view = prompt::resume_view(state, checks, marker);
+    let room = room(state, now).filter(|_| config.budget.fit_to_room);
+    if let Some(room) = &room {
+        prompt::fit_reload(&mut view, room, config.budget.prompt_files);
+    }
     // Cross-task memory: the Ω window and similar tasks' lessons (counted when injected).
-    crate::memory::fill_section(&mut view, &mut renderer, config, state, marker.is_some());
+    crate::memory::fill_section(
+        &mut view,
+        &mut renderer,
+        config,
+        state,
+        marker.is_some(),
+        room.as_ref(),
+    );
     let fitted = prompt::fit(
         &mut renderer,
         view,
@@ -381,7 +430,7 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
         let done = state
             .tasks
             .iter()
-            .filter(|t| t.status == "completed")
+            .filter(|t| t.status == TaskStatus::Completed)
             .count();
         parts.push(format!(
             "{done} of {} tasks done ({}%)",
@@ -427,13 +476,13 @@ mod tests {
                 Task {
                     id: "1".into(),
                     title: "a".into(),
-                    status: "completed".into(),
+                    status: TaskStatus::Completed,
                     ..Task::default()
                 },
                 Task {
                     id: "2".into(),
                     title: "b".into(),
-                    status: "pending".into(),
+                    status: TaskStatus::Pending,
                     ..Task::default()
                 },
             ],
@@ -470,6 +519,45 @@ mod tests {
         );
     }
 
+    /// After a compaction the room is the session's own figure once the
+    /// context shrank, else the capture's estimate; a save mid-session is
+    /// sized by the figure now.
+    #[test]
+    fn the_room_is_the_sessions_figure_after_the_compaction() {
+        let status = |used: u64| ContextStatus {
+            tokens_used: used,
+            tokens_max: 167_000,
+            window_tokens: 200_000,
+            pressure: used as f64 / 167_000.0,
+            window_fraction: used as f64 / 200_000.0,
+            basis: String::new(),
+            source: "reply".into(),
+            advice: protocol::pressure::Advice::for_pressure(used as f64 / 167_000.0),
+            updated_at_ms: 0,
+            invalid: None,
+        };
+        let mut state = ContextState {
+            trigger: SaveTrigger::PreCompact("auto".into()),
+            ..ContextState::default()
+        };
+        state.context_usage.tokens_used = Some(160_000);
+        state.context_usage.tokens_max = Some(167_000);
+        let before = status(161_000);
+        assert_eq!(
+            room(&state, Some(&before)),
+            Some(Room::after_compaction(167_000))
+        );
+        let after = status(12_000);
+        assert_eq!(room(&state, Some(&after)), Some(Room::at(167_000, 12_000)));
+        assert_eq!(room(&state, None), Some(Room::after_compaction(167_000)));
+        state.trigger = SaveTrigger::Manual;
+        assert_eq!(
+            room(&state, Some(&before)),
+            Some(Room::at(167_000, 161_000))
+        );
+        assert_eq!(room(&ContextState::default(), None), None);
+    }
+
     /// The summary a person reads after `hookctl resume` or `validate`, and
     /// at the start of the session after a compaction.
     #[test]
@@ -485,13 +573,13 @@ mod tests {
                 Task {
                     id: "1".into(),
                     title: "Add the login route".into(),
-                    status: "completed".into(),
+                    status: TaskStatus::Completed,
                     ..Task::default()
                 },
                 Task {
                     id: "2".into(),
                     title: "Test the login route".into(),
-                    status: "in_progress".into(),
+                    status: TaskStatus::InProgress,
                     ..Task::default()
                 },
             ],

@@ -288,7 +288,11 @@ pub struct BudgetConfig {
     /// Add a "Context to Reload" section to the resume prompt.
     pub enabled: bool,
     /// The whole budget in tokens; 0 takes the session's compaction point.
+    /// The resume prompt's reload list uses it only without `fit_to_room`.
     pub max_tokens: u64,
+    /// Size the resume prompt's reload list (and the lessons it hands over)
+    /// by the room the session has after the compaction.
+    pub fit_to_room: bool,
     /// Kept free for the model's output.
     pub reserve_for_output: u64,
     /// Kept free for system prompts.
@@ -322,6 +326,7 @@ impl Default for BudgetConfig {
         BudgetConfig {
             enabled: true,
             max_tokens: 100_000,
+            fit_to_room: true,
             reserve_for_output: 8_000,
             reserve_for_system: 2_000,
             allocation: TierShares::default(),

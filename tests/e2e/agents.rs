@@ -241,6 +241,41 @@ pub fn compaction_handled(agent: &Agent, head_before: &str, untracked: &str, fir
     }
 }
 
+/// What the capture took from the client's own session file: the request
+/// that set the work, the later ones that changed it, and the file the agent
+/// wrote through its shell, with the session file listed as a source.
+pub fn capture_read_the_session_file(agent: &Agent, objective: &str, later: &[&str], file: &str) {
+    let path = agent.project.join(".workflow/context_state.json");
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .expect("the state is JSON");
+    eprintln!(
+        "{}: captured objective {}, later requests {}, recent prompts {}, file {}, sources {}",
+        agent.name,
+        state["objective"],
+        state["later_requests"],
+        state["recent_prompts"],
+        state["active_work"]["file_path"],
+        state["sources"]
+    );
+    let sources = state["sources"].as_array().cloned().unwrap_or_default();
+    assert!(
+        sources.iter().any(|s| s == "transcript"),
+        "{}: the session file is a source: {}",
+        agent.name,
+        state["sources"]
+    );
+    assert_eq!(state["objective"], objective, "{}", agent.name);
+    assert_eq!(
+        state["later_requests"],
+        serde_json::json!(later),
+        "{}",
+        agent.name
+    );
+    assert_eq!(state["active_work"]["file_path"], file, "{}", agent.name);
+}
+
 /// Nothing of hookd's compaction machinery ran: no pipeline, no compaction
 /// event, no checkpoint ref, no resume prompt.
 pub fn no_pipeline(agent: &Agent) {

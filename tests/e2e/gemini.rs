@@ -93,6 +93,12 @@ fn gemini_compression_saves_checkpoints_and_resumes_once() {
         log.labels()
     );
     agents::compaction_handled(&agent, &head, "notes.txt", "r3.text");
+    agents::capture_read_the_session_file(
+        &agent,
+        "TURN 1: add step 1 to notes.txt",
+        &["TURN 2: add step 2 to notes.txt"],
+        "notes.txt",
+    );
 }
 
 /// PreCompress fires before every model call: an ordinary two-prompt session

@@ -104,6 +104,8 @@ impl Project {
 fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
     let mut p = Project::new();
     p.agent_works();
+    // An acknowledgement neither sets nor changes the work.
+    p.transcript.prompt("yes, continue");
     let before = p.repo.fingerprint();
     let head = p.repo.git(&["rev-parse", "HEAD"]).trim().to_owned();
 
@@ -202,13 +204,30 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
         modified.contains(&("notes/todo.txt".into(), "created".into())),
         "{modified:?}"
     );
-    let lib = state["modified_files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["path"] == "src/lib.rs")
-        .unwrap();
-    assert_eq!(lib["summary"], "+4 −0 lines; edited by the agent (1 edit)");
+    // What each change did, by definition.
+    let summary_of = |path: &str| {
+        state["modified_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["path"] == path)
+            .map(|m| m["summary"].clone())
+    };
+    assert_eq!(
+        summary_of("src/lib.rs").unwrap(),
+        "+4 −0 lines; added fn two; edited by the agent (1 edit)"
+    );
+    assert_eq!(
+        summary_of("src/auth.rs").unwrap(),
+        "+1 −0 lines; added fn login"
+    );
+    assert_eq!(state["later_requests"], json!([]));
+    assert_eq!(state["recent_prompts"][1], "yes, continue");
+    // The reload list was sized for the room left after the compaction.
+    assert_eq!(
+        state["context_to_reload"]["room"],
+        "142,000 of 167,000 tokens free after the compaction (estimated): stuff"
+    );
 
     // The resume prompt, from the template.
     let prompt = p.resume_prompt();
@@ -219,6 +238,7 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
         "src/lib.rs",
         &sha,
         "1 of 3 tasks completed",
+        "sized for the room left: 142,000 of 167,000 tokens free",
     ] {
         assert!(
             prompt.contains(expected),

@@ -10,6 +10,7 @@ pub mod mentions;
 pub mod outline;
 pub mod plan;
 pub mod report;
+pub mod room;
 pub mod score;
 pub mod summary;
 pub mod tokens;
@@ -42,8 +43,12 @@ pub fn total_budget(
 }
 
 /// The resume prompt's "Context to Reload": the planned files, best tier
-/// first, at most `max_files` of them.
-pub fn reload_section(plan: &BudgetPlan, max_files: usize) -> ContextToReload {
+/// first, at most `max_files` of them; `room` says what sized it.
+pub fn reload_section(
+    plan: &BudgetPlan,
+    max_files: usize,
+    room: Option<&room::Room>,
+) -> ContextToReload {
     let mut files = Vec::new();
     for tier in Tier::FILES {
         for f in &plan.allocation.tier(tier).files {
@@ -63,5 +68,6 @@ pub fn reload_section(plan: &BudgetPlan, max_files: usize) -> ContextToReload {
         tokens_available: plan.available - plan.allocation.history.allocated_tokens,
         files,
         more,
+        room: room.map(room::Room::describe),
     }
 }

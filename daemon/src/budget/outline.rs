@@ -48,6 +48,8 @@ pub struct Item {
     /// Doc comment and signature, body elided.
     pub text: String,
     pub members: Vec<Item>,
+    /// A hash of the definition's whole source, body included: whether it changed.
+    pub source_hash: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -105,6 +107,117 @@ pub fn outline(source: &str, lang: Lang) -> Outline {
     outline
 }
 
+/// What changed between two versions of a file, by definition: names
+/// (`fn parse`, `class Client`, `Client.refresh`), each list in file order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DefinitionChanges {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub edited: Vec<String>,
+}
+
+impl DefinitionChanges {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.edited.is_empty()
+    }
+
+    /// `added fn a, fn b; edited fn c; removed struct D`, at most `max`
+    /// names in all (then `(and N more)`).
+    pub fn describe(&self, max: usize) -> String {
+        let mut left = max;
+        let mut hidden = 0;
+        let mut parts = Vec::new();
+        for (verb, names) in [
+            ("added", &self.added),
+            ("edited", &self.edited),
+            ("removed", &self.removed),
+        ] {
+            let shown: Vec<&str> = names.iter().take(left).map(String::as_str).collect();
+            left -= shown.len();
+            hidden += names.len() - shown.len();
+            if !shown.is_empty() {
+                parts.push(format!("{verb} {}", shown.join(", ")));
+            }
+        }
+        let mut text = parts.join("; ");
+        if hidden > 0 {
+            text = match text.is_empty() {
+                true => format!("{hidden} definitions changed"),
+                false => format!("{text} (and {hidden} more)"),
+            };
+        }
+        text
+    }
+}
+
+/// The definitions added, removed or edited from `old` to `new` (either may
+/// be absent: a created or deleted file). Members of types, classes and
+/// impls are compared one by one.
+pub fn changed_definitions(old: Option<&str>, new: Option<&str>, lang: Lang) -> DefinitionChanges {
+    let flatten = |source: Option<&str>| -> Vec<(String, u64)> {
+        let Some(source) = source else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for item in outline(source, lang).items {
+            let label = item.label();
+            if item.members.is_empty() {
+                out.push((label, item.source_hash));
+                continue;
+            }
+            // A container is edited when its members are: list those instead.
+            let head = format!("{label} (head)");
+            out.push((head, 0));
+            for member in &item.members {
+                out.push((format!("{}.{}", item.name, member.name), member.source_hash));
+            }
+        }
+        out
+    };
+    let before = flatten(old);
+    let after = flatten(new);
+    let find =
+        |list: &[(String, u64)], name: &str| list.iter().find(|(n, _)| n == name).map(|(_, h)| *h);
+    let mut changes = DefinitionChanges::default();
+    for (name, hash) in &after {
+        match find(&before, name) {
+            None => changes.added.push(name.clone()),
+            Some(old_hash) if old_hash != *hash => changes.edited.push(name.clone()),
+            Some(_) => {}
+        }
+    }
+    for (name, _) in &before {
+        if find(&after, name).is_none() {
+            changes.removed.push(name.clone());
+        }
+    }
+    let strip = |list: &mut Vec<String>| {
+        for name in list.iter_mut() {
+            if let Some(plain) = name.strip_suffix(" (head)") {
+                *name = plain.to_owned();
+            }
+        }
+    };
+    strip(&mut changes.added);
+    strip(&mut changes.removed);
+    changes
+}
+
+impl Item {
+    /// `fn parse`, `struct Token`, `class Client`: how a change names it.
+    fn label(&self) -> String {
+        let kind = match self.kind {
+            "function" | "method" => "fn",
+            other => other,
+        };
+        if self.name.is_empty() {
+            kind.to_owned()
+        } else {
+            format!("{kind} {}", self.name)
+        }
+    }
+}
+
 struct Reader<'s> {
     src: &'s str,
     lang: Lang,
@@ -113,6 +226,13 @@ struct Reader<'s> {
 impl<'s> Reader<'s> {
     fn text(&self, node: Node) -> &'s str {
         &self.src[node.start_byte()..node.end_byte()]
+    }
+
+    fn source_hash(&self, node: Node) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.text(node).hash(&mut hasher);
+        hasher.finish()
     }
 
     /// The node's text up to where its body starts, with the body elided.
@@ -264,6 +384,7 @@ impl<'s> Reader<'s> {
             name: self.name(node),
             text: self.with_doc(self.leading_doc(node), text),
             members: Vec::new(),
+            source_hash: self.source_hash(node),
         }
     }
 
@@ -334,6 +455,7 @@ impl<'s> Reader<'s> {
                     name: self.name(node),
                     text,
                     members: Vec::new(),
+                    source_hash: self.source_hash(outer),
                 };
                 if kind == "class" {
                     item.members = body.map(|b| self.items(b)).unwrap_or_default();
@@ -353,6 +475,7 @@ impl<'s> Reader<'s> {
                     name: name.to_owned(),
                     text: self.text(node).lines().next().unwrap_or("").to_owned(),
                     members: Vec::new(),
+                    source_hash: self.source_hash(node),
                 })
             }
             _ => None,
@@ -367,6 +490,7 @@ impl<'s> Reader<'s> {
             name: self.name(node),
             text: self.with_doc(doc_of(node), format!("{prefix}{text}")),
             members: Vec::new(),
+            source_hash: self.source_hash(node),
         };
         Some(match node.kind() {
             "export_statement" => {
@@ -467,6 +591,32 @@ impl<'s> Reader<'s> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changes_are_named_by_definition_and_member() {
+        let old = "struct Parser;\n\nimpl Parser {\n    fn new() -> Self { Parser }\n    fn parse(&self) -> u8 { 1 }\n    fn gone(&self) {}\n}\n\nfn helper() {}\n";
+        let new = "struct Parser;\n\nimpl Parser {\n    fn new() -> Self { Parser }\n    fn parse(&self) -> u8 { 2 }\n    fn peek(&self) {}\n}\n\nfn helper() {}\n\nenum Mode { A }\n";
+        let changes = changed_definitions(Some(old), Some(new), Lang::Rust);
+        assert_eq!(changes.added, ["Parser.peek", "enum Mode"]);
+        assert_eq!(changes.edited, ["Parser.parse"]);
+        assert_eq!(changes.removed, ["Parser.gone"]);
+        assert_eq!(
+            changes.describe(8),
+            "added Parser.peek, enum Mode; edited Parser.parse; removed Parser.gone"
+        );
+        assert_eq!(
+            changes.describe(2),
+            "added Parser.peek, enum Mode (and 2 more)"
+        );
+        assert_eq!(changes.describe(0), "4 definitions changed");
+        let created = changed_definitions(
+            None,
+            Some("class A:\n    def run(self):\n        pass\n"),
+            Lang::Python,
+        );
+        assert_eq!(created.added, ["class A", "A.run"]);
+        assert!(changed_definitions(Some(old), Some(old), Lang::Rust).is_empty());
+    }
 
     #[test]
     fn rust_keeps_signatures_types_and_docs() {

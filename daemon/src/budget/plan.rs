@@ -77,7 +77,11 @@ pub enum PlanError {
 /// the next actions (the last request, if none of those is known).
 pub fn task_of(state: &ContextState) -> String {
     let mut parts: Vec<String> = Vec::new();
-    if let Some(t) = state.tasks.iter().find(|t| t.status == "in_progress") {
+    if let Some(t) = state
+        .tasks
+        .iter()
+        .find(|t| t.status == crate::capture::state::TaskStatus::InProgress)
+    {
         parts.push(t.title.clone());
     }
     parts.extend(state.active_work.action.clone());

@@ -3,8 +3,10 @@
 //!
 //! 1. the project's own `.workflow/workflow_state.yml`;
 //! 2. records made with `hookctl decision | blocker | phase | next | note`;
-//! 3. the transcript: the task list, edited files, the person's requests;
-//! 4. git: what changed against HEAD, with line counts.
+//! 3. the session's own file, read by its harness's format: the task list,
+//!    the files the agent wrote, the person's requests;
+//! 4. git: what changed against HEAD, with line counts and the definitions
+//!    each change added, removed or edited.
 //!
 //! A missing source leaves its fields empty; nothing is made up.
 
@@ -13,10 +15,11 @@ pub mod state;
 pub mod workflow_file;
 
 use crate::git::{self, GitError, Snapshot, SnapshotOptions};
-use crate::harness::claude_code::work::{self, TaskSource, WorkFacts};
+use crate::harness::work::{TaskSource, TaskStatus, WorkFacts};
+use crate::project_fs::Dir;
 use crate::workflow::Workflow;
 use protocol::config::Config;
-use protocol::wire::{ContextStatus, FileChange};
+use protocol::wire::{ContextStatus, FileChange, Harness};
 use state::{
     ActiveWork, Blocker, ContextState, ContextUsage, Decision, GitInfo, ModifiedFile, NextAction,
     Task,
@@ -27,7 +30,7 @@ pub struct Input<'a> {
     /// The first word of the capture's name (`compact`, `threshold`, `save`).
     pub name: &'a str,
     pub project: &'a Path,
-    pub harness: Option<&'a str>,
+    pub harness: Option<Harness>,
     pub harness_session: Option<&'a str>,
     pub transcript: Option<&'a Path>,
     pub context: Option<&'a ContextStatus>,
@@ -56,7 +59,7 @@ pub fn capture(input: &Input) -> Captured {
             crate::time::compact_stamp(input.now_ms)
         ),
         harness_session_id: input.harness_session.map(str::to_owned),
-        harness: input.harness.map(str::to_owned),
+        harness: input.harness.map(|h| h.as_str().to_owned()),
         captured_at: crate::time::rfc3339(input.now_ms),
         trigger: input.trigger.clone(),
         project_dir: input.project.display().to_string(),
@@ -92,7 +95,8 @@ pub fn capture(input: &Input) -> Captured {
     };
     state.problems.extend(records.problems.iter().cloned());
     let facts = match input.transcript {
-        Some(path) => match work::read(
+        Some(path) => match crate::harness::read_work(
+            input.harness.unwrap_or(crate::harness::FIRST),
             path,
             input.config.capture.transcript_scan_bytes,
             input.config.capture.recent_prompts,
@@ -100,7 +104,7 @@ pub fn capture(input: &Input) -> Captured {
             Ok(facts) => Some(facts),
             Err(e) => {
                 state.problems.push(format!(
-                    "cannot read the transcript {}: {e}",
+                    "cannot read the session file {}: {e}",
                     path.display()
                 ));
                 None
@@ -135,6 +139,8 @@ pub fn capture(input: &Input) -> Captured {
     if records != records::Records::default() {
         state.sources.push(records::RECORDS_FILE.into());
     }
+    // The session's file counts as a source only when it told something.
+    let facts = facts.filter(|f| !f.is_empty());
     if facts.is_some() {
         state.sources.push("transcript".into());
     }
@@ -175,17 +181,15 @@ fn assemble(
             .map(|t| Task {
                 id: t.id.clone(),
                 title: t.title.clone(),
-                status: t.status.clone().unwrap_or_else(|| "pending".into()),
+                status: t.status.clone().map(TaskStatus::from).unwrap_or_default(),
                 active_form: None,
-                source: workflow_file::WORKFLOW_FILE.into(),
+                description: None,
+                source: TaskSource::WorkflowFile,
             })
             .collect(),
         None => facts
             .map(|f| {
-                let source = match f.task_source {
-                    Some(TaskSource::Tasks) => "tasks",
-                    _ => "todos",
-                };
+                let source = f.task_source.unwrap_or_default();
                 f.tasks
                     .iter()
                     .map(|t| Task {
@@ -193,7 +197,8 @@ fn assemble(
                         title: t.title.clone(),
                         status: t.status.clone(),
                         active_form: t.active_form.clone(),
-                        source: source.into(),
+                        description: t.description.clone(),
+                        source,
                     })
                     .collect()
             })
@@ -216,7 +221,7 @@ fn assemble(
             state
                 .tasks
                 .iter()
-                .find(|t| t.status == "in_progress")
+                .find(|t| t.status == TaskStatus::InProgress)
                 .cloned()
         });
 
@@ -237,9 +242,7 @@ fn assemble(
                 .clone()
                 .or_else(|| (!t.title.is_empty()).then(|| t.title.clone()))
         }),
-        file_path: facts
-            .and_then(WorkFacts::last_edited)
-            .map(|p| relative(project, p)),
+        file_path: file_worked_on(project, facts, changes),
         progress_notes: (!records.notes.is_empty()).then(|| {
             records
                 .notes
@@ -277,13 +280,17 @@ fn assemble(
     for (i, task) in state
         .tasks
         .iter()
-        .filter(|t| t.status == "pending")
+        .filter(|t| t.status == TaskStatus::Pending)
         .enumerate()
     {
         let (action, target) = split_action(&task.title);
         let mut context_needed = wf_files(&task.id);
         context_needed.extend(files_mentioned(project, &task.title));
-        context_needed.dedup();
+        if let Some(description) = &task.description {
+            context_needed.extend(files_mentioned(project, description));
+        }
+        let mut seen = std::collections::HashSet::new();
+        context_needed.retain(|f| seen.insert(f.clone()));
         next.push((
             100 + i as u32,
             NextAction {
@@ -309,11 +316,15 @@ fn assemble(
             .and_then(|f| f.edited.iter().find(|e| relative(project, &e.path) == path))
             .map(|e| e.edits)
     };
-    state.modified_files = if snapshot.is_some() {
+    state.modified_files = if let Some(snapshot) = snapshot {
+        let definitions = changed_definitions(project, snapshot, changes);
         changes
             .iter()
             .map(|c| {
                 let mut m = ModifiedFile::from(c);
+                if let Some(what) = definitions.get(&c.path) {
+                    m.summary += &format!("; {what}");
+                }
                 if let Some(n) = edits(&c.path) {
                     m.summary += &format!(
                         "; edited by the agent ({n} edit{})",
@@ -375,13 +386,59 @@ fn assemble(
 
     if let Some(f) = facts {
         state.recent_prompts = f.prompts.clone();
-        state.objective = f.prompts.last().cloned();
+        // The requests that set the work; the latest prompt when none did.
+        let mut requests = f.requests.iter().cloned();
+        state.objective = requests.next().or_else(|| f.prompts.last().cloned());
+        state.later_requests = requests.collect();
     }
     state.git = snapshot.map(|s| GitInfo {
         branch: s.branch.clone(),
         head: s.head.map(|h| h.to_string()),
         state: git_state(&s.state, changes),
     });
+}
+
+/// Changed files whose definitions are compared, at most.
+const MAX_OUTLINED_FILES: usize = 24;
+/// Larger files are not outlined (the line counts stay).
+const MAX_OUTLINED_BYTES: u64 = 256 * 1024;
+/// Definitions named per file, at most.
+const MAX_DEFINITIONS_NAMED: usize = 8;
+
+/// For changed source files: the definitions added, removed or edited, in
+/// words, by path. Both versions come from git's objects (HEAD and the
+/// snapshot), so no link in the working tree is followed.
+fn changed_definitions(
+    project: &Path,
+    snapshot: &Snapshot,
+    changes: &[FileChange],
+) -> std::collections::HashMap<String, String> {
+    use crate::budget::outline::{self, Lang};
+    let outlined: Vec<(&FileChange, Lang)> = changes
+        .iter()
+        .filter(|c| matches!(c.action.as_str(), "modified" | "created" | "deleted"))
+        .filter_map(|c| Some((c, Lang::of_path(&c.path)?)))
+        .take(MAX_OUTLINED_FILES)
+        .collect();
+    let paths: Vec<&str> = outlined.iter().map(|(c, _)| c.path.as_str()).collect();
+    let Ok(versions) = git::versions(project, snapshot, &paths, MAX_OUTLINED_BYTES) else {
+        return Default::default();
+    };
+    outlined
+        .iter()
+        .zip(versions)
+        // Both sides must be readable, but for a created or deleted file.
+        .filter(|((change, _), (old, new))| match change.action.as_str() {
+            "created" => new.is_some(),
+            "deleted" => old.is_some(),
+            _ => old.is_some() && new.is_some(),
+        })
+        .filter_map(|((change, lang), (old, new))| {
+            let changes = outline::changed_definitions(old.as_deref(), new.as_deref(), *lang);
+            (!changes.is_empty())
+                .then(|| (change.path.clone(), changes.describe(MAX_DEFINITIONS_NAMED)))
+        })
+        .collect()
 }
 
 /// The repository's state in the capture: an operation in progress (merge,
@@ -403,15 +460,62 @@ fn split_action(title: &str) -> (String, String) {
     }
 }
 
-/// Words of `text` that name existing files of the project.
+/// Most file names taken from one text.
+const MAX_FILES_MENTIONED: usize = 12;
+
+/// Words of `text` that name existing files of the project (relative, or
+/// absolute inside it), as paths relative to the project. Only names: the
+/// files are never read.
 fn files_mentioned(project: &Path, text: &str) -> Vec<String> {
-    text.split(|c: char| c.is_whitespace() || matches!(c, '`' | '\'' | '"' | ',' | '(' | ')'))
+    let Ok(root) = Dir::open(project) else {
+        return Vec::new();
+    };
+    let mut found: Vec<String> = Vec::new();
+    for word in text
+        .split(|c: char| c.is_whitespace() || matches!(c, '`' | '\'' | '"' | ',' | '(' | ')'))
         .map(|w| w.trim_end_matches([':', '.', ';']))
         .filter(|w| w.contains('/') || w.contains('.'))
-        .filter(|w| !w.starts_with('-') && !w.contains(".."))
-        .filter(|w| project.join(w).is_file())
-        .map(str::to_owned)
-        .collect()
+        .filter(|w| !w.starts_with('-'))
+        .take(MAX_FILES_MENTIONED * 8)
+    {
+        let path = relative(project, word);
+        if found.len() < MAX_FILES_MENTIONED
+            && !found.contains(&path)
+            && Path::new(&path).is_relative()
+            && root.file_at(Path::new(&path)).is_some()
+        {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// The file the agent was working on: the last one its tool calls wrote
+/// that is still a file of the project, else the changed file (by git)
+/// written last.
+fn file_worked_on(
+    project: &Path,
+    facts: Option<&WorkFacts>,
+    changes: &[FileChange],
+) -> Option<String> {
+    let root = Dir::open(project).ok()?;
+    let exists =
+        |path: &str| Path::new(path).is_relative() && root.file_at(Path::new(path)).is_some();
+    let from_tools = facts.and_then(|f| {
+        f.edited
+            .iter()
+            .rev()
+            .map(|e| relative(project, &e.path))
+            .find(|p| exists(p))
+    });
+    from_tools.or_else(|| {
+        changes
+            .iter()
+            .filter(|c| c.action != "deleted")
+            .filter_map(|c| Some((root.file_at(Path::new(&c.path))?, &c.path)))
+            .max_by_key(|(modified, _)| *modified)
+            .map(|(_, path)| path.clone())
+    })
 }
 
 /// A path relative to the project when it lies inside it.
@@ -425,6 +529,112 @@ fn relative(project: &Path, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A repository with one commit of `files`.
+    fn repository(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let mut index = repo.index().unwrap();
+        for (path, text) in files {
+            let full = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, text).unwrap();
+            index.add_path(Path::new(path)).unwrap();
+        }
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let who = git2::Signature::now("t", "t@t.invalid").unwrap();
+        repo.commit(Some("HEAD"), &who, &who, "init", &tree, &[])
+            .unwrap();
+        dir
+    }
+
+    fn capture_with(project: &Path, harness: Harness, session_file: Option<&Path>) -> ContextState {
+        let config = Config::default();
+        capture(&Input {
+            name: "save",
+            project,
+            harness: Some(harness),
+            harness_session: Some("s1"),
+            transcript: session_file,
+            context: None,
+            trigger: state::SaveTrigger::Manual,
+            threshold: None,
+            config: &config,
+            now_ms: 0,
+        })
+        .state
+    }
+
+    /// What a real session leaves: a task whose description names files
+    /// (only the project's own, never through a link), a file written by
+    /// Bash, and a change git sees, described by the definitions it touched.
+    #[test]
+    fn the_capture_says_what_changed_and_where_the_work_was() {
+        let dir = repository(&[(
+            "src/lib.rs",
+            "fn keep() -> u32 {\n    1\n}\n\nfn old() {}\n\nstruct Shape;\n",
+        )]);
+        let project = dir.path();
+        std::fs::write(
+            project.join("src/lib.rs"),
+            "fn keep() -> u32 {\n    2\n}\n\nstruct Shape;\n\nfn added() {}\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", project.join("src/link.rs")).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let transcript = elsewhere.path().join("t.jsonl");
+        let lines = [
+            r#"{"type":"user","message":{"role":"user","content":"Make the shapes configurable"}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c1","name":"TaskCreate","input":{"subject":"Wire the config","description":"Touch src/lib.rs, src/link.rs, /etc/hostname and ../outside.rs"}}]}}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"c1","content":"Task #1 created successfully: Wire the config"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"b1","name":"Bash","input":{"command":"echo done >> notes.txt && echo x > /tmp/elsewhere.txt"}}]}}"#,
+            r#"{"type":"user","message":{"role":"user","content":"go on"}}"#,
+        ];
+        std::fs::write(&transcript, lines.join("\n")).unwrap();
+        std::fs::write(project.join("notes.txt"), "done\n").unwrap();
+        let state = capture_with(project, Harness::ClaudeCode, Some(&transcript));
+        assert!(
+            state.sources.iter().any(|s| s == "transcript"),
+            "{:?}",
+            state.sources
+        );
+        assert_eq!(
+            state.objective.as_deref(),
+            Some("Make the shapes configurable")
+        );
+        assert_eq!(state.tasks[0].source, TaskSource::Tasks);
+        assert_eq!(
+            state.tasks[0].description.as_deref(),
+            Some("Touch src/lib.rs, src/link.rs, /etc/hostname and ../outside.rs")
+        );
+        assert_eq!(state.next_actions[0].context_needed, ["src/lib.rs"]);
+        assert_eq!(state.active_work.file_path.as_deref(), Some("notes.txt"));
+        let lib = state
+            .modified_files
+            .iter()
+            .find(|m| m.path == "src/lib.rs")
+            .expect("src/lib.rs changed");
+        assert_eq!(
+            lib.summary,
+            "+3 −3 lines; added fn added; edited fn keep; removed fn old"
+        );
+    }
+
+    /// A session file that tells nothing is no source; git alone names the
+    /// file worked on.
+    #[test]
+    fn a_session_file_counts_only_when_it_gave_something() {
+        let dir = repository(&[("a.py", "def a():\n    pass\n")]);
+        let project = dir.path();
+        std::fs::write(project.join("a.py"), "def a():\n    return 1\n").unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let rollout = elsewhere.path().join("rollout.jsonl");
+        std::fs::write(&rollout, "{\"type\":\"session_meta\",\"payload\":{}}\n").unwrap();
+        let state = capture_with(project, Harness::Codex, Some(&rollout));
+        assert_eq!(state.sources, ["git"]);
+        assert_eq!(state.active_work.file_path.as_deref(), Some("a.py"));
+        assert_eq!(state.modified_files[0].summary, "+1 −1 lines; edited fn a");
+    }
 
     #[test]
     fn the_git_state_is_clean_only_when_nothing_changed() {

@@ -4,6 +4,7 @@
 //! templates and readers never meet a missing key. The JSON Schema lives in
 //! `daemon/schema/context_state.schema.json`.
 
+pub use crate::harness::work::{TaskSource, TaskStatus};
 use protocol::wire::FileChange;
 use serde::{Deserialize, Serialize};
 
@@ -111,8 +112,12 @@ pub struct ContextState {
     pub modified_files: Vec<ModifiedFile>,
     pub decisions: Vec<Decision>,
     pub blockers: Vec<Blocker>,
-    /// The latest user prompt: what the person asked for.
+    /// The request that set the work: the session's first substantial one
+    /// (an acknowledgement such as "yes, continue" never is).
     pub objective: Option<String>,
+    /// Later requests that changed the work, oldest first.
+    #[serde(default)]
+    pub later_requests: Vec<String>,
     pub recent_prompts: Vec<String>,
     /// The agent's task list (TodoWrite or TaskCreate/TaskUpdate), or the workflow file's.
     pub tasks: Vec<Task>,
@@ -139,6 +144,10 @@ pub struct ContextToReload {
     pub files: Vec<ReloadFile>,
     /// Files the budget holds that the prompt does not list, for its length.
     pub more: usize,
+    /// The room left that sized the list, and the strategy it implies, in
+    /// words; `None` when a fixed budget (`budget.max_tokens`) did.
+    #[serde(default)]
+    pub room: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -228,11 +237,14 @@ pub struct Task {
     pub id: String,
     pub title: String,
     /// pending, in_progress, completed (or whatever the source said).
-    pub status: String,
+    pub status: TaskStatus,
     /// What the agent is doing for it, as it says (`Running the tests`).
     pub active_form: Option<String>,
+    /// The detail the agent wrote for it (TaskCreate's `description`).
+    #[serde(default)]
+    pub description: Option<String>,
     /// `todos`, `tasks` or `workflow_state.yml`.
-    pub source: String,
+    pub source: TaskSource,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -15,7 +15,9 @@ use crate::sessions::{PendingResume, SessionKey};
 use crate::time::now_ms;
 use crate::workflow::Workflow;
 use protocol::config::Config;
-use protocol::wire::{ErrorKind, ErrorReply, Mark, Response, ResumeQuery, ResumeReport};
+use protocol::wire::{
+    ContextStatus, ErrorKind, ErrorReply, Mark, Response, ResumeQuery, ResumeReport,
+};
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -52,6 +54,7 @@ fn prepare(
     marker: Option<String>,
     render: bool,
     config: Config,
+    now: Option<ContextStatus>,
 ) -> Prepared {
     let workflow = Workflow::new(&project);
     let (state, path) = match resume::load(&workflow, session.as_deref()) {
@@ -83,8 +86,14 @@ fn prepare(
     };
     let checks = resume::validate(&project, &state, transcript.as_deref(), &config);
     let (fitted, problems) = if render {
-        let (fitted, problems) =
-            resume::render(&project, &state, &checks, marker.as_deref(), &config);
+        let (fitted, problems) = resume::render(
+            &project,
+            &state,
+            &checks,
+            marker.as_deref(),
+            &config,
+            now.as_ref(),
+        );
         (Some(fitted), problems)
     } else {
         (None, Vec::new())
@@ -115,11 +124,13 @@ impl Engine {
         outcome: &mut Outcome,
         project_events: &mut Vec<ProjectEvent>,
     ) {
-        let Some((project, transcript)) = self
-            .registry()
-            .get(key)
-            .and_then(|s| Some((s.project_dir.clone()?, s.transcript_path.clone())))
-        else {
+        let Some((project, transcript, now)) = self.registry().get(key).and_then(|s| {
+            Some((
+                s.project_dir.clone()?,
+                s.transcript_path.clone(),
+                super::context_of(s, config),
+            ))
+        }) else {
             return;
         };
         let marker = new_marker();
@@ -138,6 +149,7 @@ impl Engine {
                     Some(marker),
                     true,
                     config,
+                    now,
                 )
             }
         };
@@ -226,11 +238,17 @@ impl Engine {
             .settings
             .for_request(Some(&query.project), &Default::default());
         let session = self.session_for(&query.project, query.session.as_deref());
-        let transcript = session.as_ref().and_then(|k| {
-            self.registry()
-                .get(k)
-                .and_then(|s| s.transcript_path.clone())
-        });
+        let (transcript, now) = session
+            .as_ref()
+            .and_then(|k| {
+                self.registry().get(k).map(|s| {
+                    (
+                        s.transcript_path.clone(),
+                        super::context_of(s, &config.config),
+                    )
+                })
+            })
+            .unwrap_or_default();
         let project = query.project.clone();
         let only_session = query.session.clone();
         let work = move || {
@@ -241,6 +259,7 @@ impl Engine {
                 None,
                 render,
                 config.config.clone(),
+                now,
             )
         };
         match tokio::task::spawn_blocking(work).await {

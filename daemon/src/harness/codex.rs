@@ -25,8 +25,17 @@
 //!   sooner. Codex compacts at `model_auto_compact_token_limit` from
 //!   `config.toml`, else at 90% of the window;
 //! - injected context reaches the model as a `developer` message, which the
-//!   rollout records: that is where the arrival check looks.
+//!   rollout records: that is where the arrival check looks;
+//! - the person's prompts are `event_msg` records of type `item_completed`
+//!   whose `item` is a `UserMessage` (`content[].text`; earlier versions
+//!   wrote `user_message` events); the `user` response items also carry
+//!   the environment context;
+//!   tool calls are `response_item`s of type `function_call` (`name`, and
+//!   `arguments` as JSON text: `exec_command {"cmd"}`, `update_plan
+//!   {"plan": [{"step", "status"}]}`) or `custom_tool_call` (`apply_patch`
+//!   with the patch as `input`).
 
+use super::work::{self, LineReader, TaskItem, WorkFacts, WorkLog};
 use super::{
     Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionFacts,
     SessionReading, Usage, claude_code,
@@ -382,6 +391,128 @@ pub fn developer_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
     Ok(false)
 }
 
+/// What a rollout says about the work: the person's prompts (completed
+/// `UserMessage` items, or `user_message` events), the plan (`update_plan` calls: the whole list each time), and
+/// the files the agent wrote through its shell (`exec_command`,
+/// `shell_command`, `shell`) or its patches (`apply_patch`).
+pub fn read_work(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
+    work::read_file::<WorkReader>(path, max_bytes, keep_prompts)
+}
+
+#[derive(Default)]
+struct WorkReader {
+    log: WorkLog,
+}
+
+impl LineReader for WorkReader {
+    fn log(&mut self) -> &mut WorkLog {
+        &mut self.log
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        let wanted = [
+            &b"UserMessage"[..],
+            b"user_message",
+            b"function_call",
+            b"custom_tool_call",
+        ]
+        .iter()
+        .any(|needle| memchr::memmem::find(line, needle).is_some());
+        if !wanted {
+            return;
+        }
+        let Ok(record) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        let payload = &record["payload"];
+        match (record["type"].as_str(), payload["type"].as_str()) {
+            // 0.169.0: the person's message as a completed `UserMessage` item.
+            (Some("event_msg"), Some("item_completed"))
+                if payload["item"]["type"] == "UserMessage" =>
+            {
+                let text: Vec<&str> = payload["item"]["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|part| part["text"].as_str())
+                    .collect();
+                self.log.prompt(&text.join("\n"));
+            }
+            // Earlier versions: a `user_message` event.
+            (Some("event_msg"), Some("user_message")) => {
+                if let Some(text) = payload["message"].as_str() {
+                    self.log.prompt(text);
+                }
+            }
+            (Some("response_item"), Some("function_call")) => {
+                // The arguments are JSON in a string.
+                let arguments = payload["arguments"]
+                    .as_str()
+                    .and_then(|a| serde_json::from_str::<Value>(a).ok())
+                    .unwrap_or(Value::Null);
+                self.call(payload["name"].as_str().unwrap_or(""), &arguments);
+            }
+            (Some("response_item"), Some("custom_tool_call")) => {
+                if payload["name"] == "apply_patch"
+                    && let Some(patch) = payload["input"].as_str()
+                {
+                    self.log.patch(patch);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl WorkReader {
+    fn call(&mut self, name: &str, arguments: &Value) {
+        match name {
+            "exec_command" | "shell_command" | "shell" | "local_shell" => {
+                let command = match (&arguments["cmd"], &arguments["command"]) {
+                    (Value::String(cmd), _) | (_, Value::String(cmd)) => cmd.clone(),
+                    // `["bash", "-lc", "<script>"]`: the script is the last word.
+                    (_, Value::Array(words)) => words
+                        .last()
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    _ => return,
+                };
+                self.log.shell(&command);
+                // `apply_patch <<'EOF' … EOF` run through the shell.
+                if command.contains("*** Begin Patch") {
+                    self.log.patch(&command);
+                }
+            }
+            "apply_patch" => {
+                if let Some(patch) = arguments["input"].as_str() {
+                    self.log.patch(patch);
+                }
+            }
+            "update_plan" => {
+                let Some(plan) = arguments["plan"].as_array() else {
+                    return;
+                };
+                let list = plan
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, item)| {
+                        Some(TaskItem {
+                            id: format!("step-{}", i + 1),
+                            title: item["step"].as_str()?.to_owned(),
+                            status: item["status"].as_str().unwrap_or("pending").into(),
+                            active_form: None,
+                            description: None,
+                        })
+                    })
+                    .collect();
+                self.log.todos(list);
+            }
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -681,5 +812,48 @@ mod tests {
             !developer_message_holds(f.path(), marker).unwrap(),
             "before the compaction"
         );
+    }
+
+    /// A rollout as Codex 0.169.0 writes it (the person's prompts as
+    /// completed `UserMessage` items; the `user` response items also carry
+    /// the environment context), and an earlier version's `user_message`
+    /// event; a plan, shell calls and patches.
+    #[test]
+    fn the_work_is_read_from_the_rollout() {
+        let f = rollout(&[
+            r#"{"timestamp":"2026-11-23T10:00:00.000Z","type":"session_meta","payload":{"id":"s1","cwd":"/p"}}"#,
+            r#"{"timestamp":"2026-11-23T10:00:00.001Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>/p</cwd>\n</environment_context>"}]}}"#,
+            r#"{"timestamp":"2026-11-23T10:00:00.002Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Add retries to the HTTP client"}]}}"#,
+            r#"{"timestamp":"2026-11-23T10:00:00.003Z","ordinal":8,"type":"event_msg","payload":{"type":"item_completed","thread_id":"t1","turn_id":"u1","item":{"type":"UserMessage","id":"i1","content":[{"type":"text","text":"Add retries to the HTTP client","text_elements":[]}]}}}"#,
+            r#"{"timestamp":"2026-11-23T10:00:00.004Z","ordinal":9,"type":"event_msg","payload":{"type":"item_completed","thread_id":"t1","turn_id":"u1","item":{"type":"AgentMessage","id":"i2","content":[{"type":"text","text":"On it: fix all the things"}]}}}"#,
+            r#"{"timestamp":"2026-11-23T10:00:01.000Z","type":"response_item","payload":{"type":"function_call","name":"update_plan","arguments":"{\"plan\":[{\"step\":\"Write the retry loop\",\"status\":\"completed\"},{\"step\":\"Test the backoff\",\"status\":\"in_progress\"}]}","call_id":"call_1"}}"#,
+            r#"{"timestamp":"2026-11-23T10:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"echo 'step 1' > notes.txt\"}","call_id":"call_2"}}"#,
+            r#"{"timestamp":"2026-11-23T10:00:03.000Z","type":"response_item","payload":{"type":"custom_tool_call","status":"completed","call_id":"call_3","name":"apply_patch","input":"*** Begin Patch\n*** Update File: src/http.rs\n@@\n-a\n+b\n*** End Patch"}}"#,
+            r#"{"timestamp":"2026-11-23T10:00:04.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"apply_patch\",\"*** Begin Patch\\n*** Add File: tests/retry.rs\\n+x\\n*** End Patch\"]}","call_id":"call_4"}}"#,
+            r#"{"timestamp":"2026-11-23T10:00:05.000Z","type":"event_msg","payload":{"type":"user_message","message":"yes, continue","images":[]}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"not json"}}"#,
+        ]);
+        let facts = read_work(f.path(), u64::MAX, 3).unwrap();
+        assert_eq!(facts.requests, ["Add retries to the HTTP client"]);
+        assert_eq!(
+            facts.prompts,
+            ["Add retries to the HTTP client", "yes, continue"]
+        );
+        let tasks: Vec<(&str, &str)> = facts
+            .tasks
+            .iter()
+            .map(|t| (t.title.as_str(), t.status.as_str()))
+            .collect();
+        assert_eq!(
+            tasks,
+            [
+                ("Write the retry loop", "completed"),
+                ("Test the backoff", "in_progress")
+            ]
+        );
+        let edited: Vec<&str> = facts.edited.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(edited, ["notes.txt", "src/http.rs", "tests/retry.rs"]);
+        let empty = rollout(&[TURN_CONTEXT, &token_count(1_000, 200_000)]);
+        assert!(read_work(empty.path(), u64::MAX, 3).unwrap().is_empty());
     }
 }

@@ -18,7 +18,12 @@
 //!
 //! - the session file (`~/.gemini/tmp/<project>/chats/session-*.jsonl`,
 //!   `transcript_path`) has a line per message; each reply (`type`
-//!   `gemini`) carries `tokens.input` (the context now) and `model`.
+//!   `gemini`) carries `tokens.input` (the context now) and `model`, and
+//!   its `toolCalls` (`name`, `args`: `write_file {file_path}`, `replace
+//!   {file_path}`, `run_shell_command {command}`, `write_todos {todos:
+//!   [{description, status}]}`); a reply is written again when its calls
+//!   finish. The person's prompts are `user` messages, whose parts include
+//!   hook context as `<hook_context>…</hook_context>`.
 //!
 //! What Gemini CLI cannot do for hookd: no hook fires after compression, so
 //! the resume prompt goes in at the next prompt or tool call after the
@@ -28,6 +33,7 @@
 //! (`model.compressionThreshold` of the window, 0.5 by default); and it
 //! cannot add instructions to the summary.
 
+use super::work::{self, LineReader, TaskItem, WorkFacts, WorkLog};
 use super::{
     Boundary, Cursor, EventKind, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading,
     SessionFacts, SessionReading, Usage,
@@ -275,6 +281,116 @@ pub fn user_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
         }
     }
     Ok(false)
+}
+
+/// What a chat file says about the work: the person's prompts (`user`
+/// messages), the todo list (`write_todos` calls: the whole list each
+/// time), and the files the agent wrote (`write_file`, `replace`, and its
+/// shell commands).
+pub fn read_work(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
+    work::read_file::<WorkReader>(path, max_bytes, keep_prompts)
+}
+
+#[derive(Default)]
+struct WorkReader {
+    log: WorkLog,
+    /// Tool calls already taken in: a reply is written again when its calls finish.
+    seen_calls: std::collections::HashSet<String>,
+}
+
+impl LineReader for WorkReader {
+    fn log(&mut self) -> &mut WorkLog {
+        &mut self.log
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        let wanted = [&b"\"user\""[..], b"toolCalls"]
+            .iter()
+            .any(|needle| memchr::memmem::find(line, needle).is_some());
+        if !wanted {
+            return;
+        }
+        let Ok(entry) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        match entry["type"].as_str() {
+            Some("user") => {
+                let text = match &entry["content"] {
+                    Value::String(text) => text.clone(),
+                    Value::Array(parts) => parts
+                        .iter()
+                        .filter_map(|p| p["text"].as_str())
+                        .filter(|t| !t.trim_start().starts_with(HOOK_CONTEXT_TAG))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    _ => return,
+                };
+                self.log.prompt(prompt_without_hook_context(&text));
+            }
+            Some("gemini") => {
+                for call in entry["toolCalls"].as_array().into_iter().flatten() {
+                    let id = call["id"].as_str().unwrap_or("");
+                    if !id.is_empty() && !self.seen_calls.insert(id.to_owned()) {
+                        continue;
+                    }
+                    self.call(call["name"].as_str().unwrap_or(""), &call["args"]);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl WorkReader {
+    fn call(&mut self, name: &str, args: &Value) {
+        match name {
+            "write_file" | "replace" | "edit" => {
+                if let Some(path) = args["file_path"]
+                    .as_str()
+                    .or(args["absolute_path"].as_str())
+                {
+                    self.log.edited(path);
+                }
+            }
+            "run_shell_command" => {
+                if let Some(command) = args["command"].as_str() {
+                    self.log.shell(command);
+                }
+            }
+            "write_todos" => {
+                let Some(todos) = args["todos"].as_array() else {
+                    return;
+                };
+                let list = todos
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, todo)| {
+                        Some(TaskItem {
+                            id: format!("todo-{}", i + 1),
+                            title: todo["description"].as_str()?.to_owned(),
+                            status: todo["status"].as_str().unwrap_or("pending").into(),
+                            active_form: None,
+                            description: None,
+                        })
+                    })
+                    .collect();
+                self.log.todos(list);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Gemini CLI hands a hook's context to the model as a part of the prompt
+/// wrapped in this tag; it is hookd's own text, not the person's.
+const HOOK_CONTEXT_TAG: &str = "<hook_context>";
+
+/// The person's words of a recorded prompt, without hook context.
+fn prompt_without_hook_context(text: &str) -> &str {
+    match text.find(HOOK_CONTEXT_TAG) {
+        Some(at) => &text[..at],
+        None => text,
+    }
 }
 
 /// Gemini CLI's event names and hookd's, both ways.
@@ -565,5 +681,51 @@ mod tests {
             },
         );
         assert_eq!(reply, HookReply::silent());
+    }
+
+    /// A chat file as Gemini CLI 0.61.0 writes it: a line per message; a
+    /// reply is written again when its tool calls finish; hook context is a
+    /// `<hook_context>` part of the recorded prompt.
+    #[test]
+    fn the_work_is_read_from_the_chat_file() {
+        let lines = [
+            r#"{"sessionId":"0b7c","projectHash":"ab","startTime":"2026-11-23T10:00:00.000Z","kind":"main"}"#,
+            r#"{"id":"m1","timestamp":"2026-11-23T10:00:00.000Z","type":"user","content":[{"text":"Add retries to the HTTP client"}]}"#,
+            r#"{"id":"m2","timestamp":"2026-11-23T10:00:01.000Z","type":"gemini","content":"","toolCalls":[{"id":"write_todos_1","name":"write_todos","args":{"todos":[{"description":"Write the retry loop","status":"in_progress"},{"description":"Test the backoff","status":"pending"}]},"status":"success"}],"tokens":{"input":5000},"model":"gemini-2.5-pro"}"#,
+            r#"{"id":"m3","timestamp":"2026-11-23T10:00:02.000Z","type":"gemini","content":"","toolCalls":[{"id":"run_1","name":"run_shell_command","args":{"command":"echo 'step 1' > notes.txt"},"status":"success"},{"id":"write_1","name":"write_file","args":{"file_path":"/p/src/http.rs","content":"x"},"status":"success"}],"tokens":{"input":6000},"model":"gemini-2.5-pro"}"#,
+            r#"{"id":"m3","timestamp":"2026-11-23T10:00:02.500Z","type":"gemini","content":"","toolCalls":[{"id":"run_1","name":"run_shell_command","args":{"command":"echo 'step 1' > notes.txt"},"status":"success"},{"id":"write_1","name":"write_file","args":{"file_path":"/p/src/http.rs","content":"x"},"status":"success"}],"tokens":{"input":6000},"model":"gemini-2.5-pro"}"#,
+            r#"{"id":"m4","timestamp":"2026-11-23T10:00:03.000Z","type":"user","content":[{"text":"now also log each retry"},{"text":"<hook_context>## Context Recovery ... [hookd-resume 0123]</hook_context>"}]}"#,
+        ];
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for l in lines {
+            std::io::Write::write_all(&mut f, format!("{l}\n").as_bytes()).unwrap();
+        }
+        let facts = read_work(f.path(), u64::MAX, 3).unwrap();
+        assert_eq!(
+            facts.requests,
+            ["Add retries to the HTTP client", "now also log each retry"]
+        );
+        let tasks: Vec<(&str, &str)> = facts
+            .tasks
+            .iter()
+            .map(|t| (t.title.as_str(), t.status.as_str()))
+            .collect();
+        assert_eq!(
+            tasks,
+            [
+                ("Write the retry loop", "in_progress"),
+                ("Test the backoff", "pending")
+            ]
+        );
+        let edited: Vec<(&str, u32)> = facts
+            .edited
+            .iter()
+            .map(|e| (e.path.as_str(), e.edits))
+            .collect();
+        assert_eq!(
+            edited,
+            [("notes.txt", 1), ("/p/src/http.rs", 1)],
+            "a reply written twice counts once"
+        );
     }
 }

@@ -5,6 +5,7 @@
 pub mod claude_code;
 pub mod codex;
 pub mod gemini_cli;
+pub mod work;
 
 pub use claude_code::transcript::{Boundary, Cursor, Method, Reading, Usage};
 
@@ -260,6 +261,21 @@ pub fn read_session_file(
             .map_err(|e| e.to_string()),
         Harness::Codex => codex::read(path, cursor, current),
         Harness::GeminiCli => gemini_cli::read(path, cursor, current),
+    }
+}
+
+/// What a session's own file says about the work (tasks, files written,
+/// requests), read by its harness's format from the last `max_bytes`.
+pub fn read_work(
+    harness: Harness,
+    path: &Path,
+    max_bytes: u64,
+    keep_prompts: usize,
+) -> io::Result<work::WorkFacts> {
+    match harness {
+        Harness::ClaudeCode => claude_code::work::read(path, max_bytes, keep_prompts),
+        Harness::Codex => codex::read_work(path, max_bytes, keep_prompts),
+        Harness::GeminiCli => gemini_cli::read_work(path, max_bytes, keep_prompts),
     }
 }
 

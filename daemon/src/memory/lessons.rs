@@ -5,6 +5,7 @@ use super::store::{self, Entry, Store};
 use super::{
     cross_task_on, event, lock, max_age_ms, newest_in, open, save, session_of, task_of, window_of,
 };
+use crate::budget::room::Room;
 use crate::capture::state::ContextState;
 use crate::render::{self, Renderer};
 use crate::time::now_ms;
@@ -35,7 +36,13 @@ fn tokens(text: &str) -> usize {
 
 /// The most similar past tasks' key learnings and helpful reflections,
 /// within `budget` tokens; the task itself is never its own lesson.
-fn lessons(store: &mut Store, task: &TaskRecord, config: &Config, budget: usize) -> Lessons {
+fn lessons(
+    store: &mut Store,
+    task: &TaskRecord,
+    config: &Config,
+    budget: usize,
+    top_k: usize,
+) -> Lessons {
     let m = &config.memory;
     let found: Vec<(Entry, f64)> = store
         .similar(&store::Wanted {
@@ -43,7 +50,7 @@ fn lessons(store: &mut Store, task: &TaskRecord, config: &Config, budget: usize)
             tags: &task.tags.join(" "),
             exclude: &[task.task_id.as_str()],
             threshold: m.similarity_threshold,
-            top_k: m.top_k,
+            top_k,
             now_ms: now_ms(),
             max_age_ms: max_age_ms(config),
         })
@@ -172,7 +179,13 @@ pub(super) fn hand_over(
     if !cross_task_on(task, config) || task.task_description.is_empty() {
         return None;
     }
-    let found = lessons(store, task, config, config.memory.max_tokens);
+    let found = lessons(
+        store,
+        task,
+        config,
+        config.memory.max_tokens,
+        config.memory.top_k,
+    );
     count_injection(store, task, &found, config);
     event(
         task.project.as_deref(),
@@ -200,14 +213,16 @@ pub(super) fn hand_over(
 
 /// Fills the resume prompt's `memory_section`: the last Ω reflections of
 /// the session's task, and the lessons of similar past tasks, together at
-/// most a quarter of the prompt. `injected`: this prompt goes to the model
-/// now (and counts in the statistics).
+/// most a quarter of the prompt; as many similar tasks as the session's
+/// `room` allows (`memory.top_k` when it is not known). `injected`: this
+/// prompt goes to the model now (and counts in the statistics).
 pub fn fill_section(
     view: &mut Value,
     renderer: &mut Renderer,
     config: &Config,
     state: &ContextState,
     injected: bool,
+    room: Option<&Room>,
 ) {
     if !config.memory.enabled {
         return;
@@ -246,11 +261,13 @@ pub fn fill_section(
     let cap = config.resume.max_chars / RESUME_SHARE;
     let mut found = if cross_task_on(&task, config) && !task.task_description.is_empty() {
         let budget = ((cap as f64) / BYTES_PER_TOKEN) as usize;
+        let top_k = room.map_or(config.memory.top_k, |r| r.lessons(config.memory.top_k));
         lessons(
             &mut store,
             &task,
             config,
             budget.min(config.memory.max_tokens),
+            top_k,
         )
     } else {
         Lessons {

@@ -37,7 +37,6 @@ pub use requests::{memory_request, reflect_now, task_request};
 
 use crate::capture::state::{Blocker, ContextState, Decision};
 use crate::capture::workflow_file;
-use crate::harness::claude_code::work;
 use crate::sessions::SessionKey;
 use crate::time::{now_ms, rfc3339};
 use crate::workflow::Workflow;
@@ -597,7 +596,12 @@ pub fn after_capture(config: &Config, state: &ContextState) -> Option<String> {
 
 /// The statuses of the task list as it stands: the workflow file's, else
 /// the agent's todo list in the transcript.
-fn task_list(config: &Config, project: &Path, transcript: Option<&Path>) -> Vec<String> {
+fn task_list(
+    config: &Config,
+    harness: Harness,
+    project: &Path,
+    transcript: Option<&Path>,
+) -> Vec<String> {
     if let Ok(Some(file)) = workflow_file::load(&Workflow::new(project))
         && !file.tasks.is_empty()
     {
@@ -608,8 +612,10 @@ fn task_list(config: &Config, project: &Path, transcript: Option<&Path>) -> Vec<
             .collect();
     }
     transcript
-        .and_then(|t| work::read(t, config.capture.transcript_scan_bytes, 0).ok())
-        .map(|facts| facts.tasks.into_iter().map(|t| t.status).collect())
+        .and_then(|t| {
+            crate::harness::read_work(harness, t, config.capture.transcript_scan_bytes, 0).ok()
+        })
+        .map(|facts| facts.tasks.into_iter().map(|t| t.status.into()).collect())
         .unwrap_or_default()
 }
 
@@ -643,7 +649,7 @@ pub fn close(
         return Ok(None);
     }
     if !task.outcome_explicit {
-        let statuses = task_list(config, project, transcript);
+        let statuses = task_list(config, session.harness, project, transcript);
         let statuses: Vec<&str> = statuses.iter().map(String::as_str).collect();
         match classify::outcome_of(&statuses) {
             Some((outcome, quality, because)) => {

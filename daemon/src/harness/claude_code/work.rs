@@ -1,77 +1,22 @@
 //! What a Claude Code transcript says about the work: the task list (the
-//! latest TodoWrite, or TaskCreate/TaskUpdate replayed), the files the agent
-//! edited, and what the person asked for. Read at capture time from the end
-//! of the file (a bounded window), main chain only.
+//! latest TodoWrite, or TaskCreate/TaskUpdate replayed, with the
+//! descriptions TaskCreate keeps), the files the agent wrote (its edit tools
+//! and Bash), and what the person asked for. Read at capture time from the
+//! end of the file (a bounded window), main chain only.
 
+use crate::harness::work::{self, LineReader, TaskItem, TaskStatus, WorkFacts, WorkLog};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::path::Path;
 
-/// Prompts longer than this are shortened.
-const MAX_PROMPT_CHARS: usize = 600;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskItem {
-    pub id: String,
-    pub title: String,
-    pub status: String,
-    pub active_form: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskSource {
-    /// The older `TodoWrite` tool: each call carries the whole list.
-    Todos,
-    /// `TaskCreate` / `TaskUpdate`: the list is their sum.
-    Tasks,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EditedFile {
-    pub path: String,
-    pub edits: u32,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WorkFacts {
-    pub tasks: Vec<TaskItem>,
-    pub task_source: Option<TaskSource>,
-    /// In order of their last edit, most recent last.
-    pub edited: Vec<EditedFile>,
-    /// Most recent last.
-    pub prompts: Vec<String>,
-}
-
-impl WorkFacts {
-    pub fn last_edited(&self) -> Option<&str> {
-        self.edited.last().map(|e| e.path.as_str())
-    }
-}
-
-/// Reads the last `max_bytes` of the transcript.
+/// Reads the last `max_bytes` of the transcript (and its start, for the
+/// session's first request).
 pub fn read(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
-    let (mut file, meta) = crate::tail::open_regular(path)?
-        .ok_or_else(|| io::Error::other(format!("{} is not a regular file", path.display())))?;
-    let len = meta.len();
-    let start = len.saturating_sub(max_bytes);
-    file.seek(SeekFrom::Start(start))?;
-    let mut bytes = Vec::with_capacity((len - start) as usize);
-    file.read_to_end(&mut bytes)?;
-    // Starting mid-file: the first line is a fragment.
-    let from = if start > 0 {
-        memchr::memchr(b'\n', &bytes).map_or(bytes.len(), |i| i + 1)
-    } else {
-        0
-    };
-    let mut reader = Reader::default();
-    for line in bytes[from..].split(|b| *b == b'\n') {
-        reader.line(line);
-    }
-    Ok(reader.finish(keep_prompts))
+    work::read_file::<Reader>(path, max_bytes, keep_prompts)
 }
 
-const TOOLS: [&[u8]; 7] = [
+const TOOLS: [&[u8]; 8] = [
     b"TodoWrite",
     b"TaskCreate",
     b"TaskUpdate",
@@ -79,20 +24,21 @@ const TOOLS: [&[u8]; 7] = [
     b"Write",
     b"NotebookEdit",
     b"MultiEdit",
+    b"Bash",
 ];
 
 #[derive(Default)]
 struct Reader {
-    todos: Option<Vec<TaskItem>>,
-    tasks: Vec<TaskItem>,
+    log: WorkLog,
     /// TaskCreate calls waiting for their result (which carries the id).
     pending_creates: HashMap<String, TaskItem>,
-    source: Option<TaskSource>,
-    edited: Vec<EditedFile>,
-    prompts: Vec<String>,
 }
 
-impl Reader {
+impl LineReader for Reader {
+    fn log(&mut self) -> &mut WorkLog {
+        &mut self.log
+    }
+
     fn line(&mut self, line: &[u8]) {
         let mentions_tool = TOOLS
             .iter()
@@ -116,7 +62,9 @@ impl Reader {
             _ => {}
         }
     }
+}
 
+impl Reader {
     fn assistant(&mut self, entry: &Value) {
         let Some(blocks) = entry["message"]["content"].as_array() else {
             return;
@@ -138,13 +86,13 @@ impl Reader {
                                     .map(str::to_owned)
                                     .unwrap_or_else(|| format!("todo-{}", i + 1)),
                                 title: t["content"].as_str()?.to_owned(),
-                                status: t["status"].as_str().unwrap_or("pending").to_owned(),
+                                status: t["status"].as_str().unwrap_or("pending").into(),
                                 active_form: t["activeForm"].as_str().map(str::to_owned),
+                                description: None,
                             })
                         })
                         .collect();
-                    self.todos = Some(list);
-                    self.source = Some(TaskSource::Todos);
+                    self.log.todos(list);
                 }
                 "TaskCreate" => {
                     let Some(subject) = input["subject"].as_str() else {
@@ -153,8 +101,9 @@ impl Reader {
                     let item = TaskItem {
                         id: String::new(),
                         title: subject.to_owned(),
-                        status: "pending".into(),
+                        status: TaskStatus::Pending,
                         active_form: input["activeForm"].as_str().map(str::to_owned),
+                        description: work::description(input["description"].as_str()),
                     };
                     if let Some(id) = block["id"].as_str() {
                         self.pending_creates.insert(id.to_owned(), item);
@@ -168,10 +117,10 @@ impl Reader {
                         .or_else(|| input["taskId"].as_u64().map(|n| n.to_string()));
                     let Some(id) = id else { continue };
                     if input["status"] == "deleted" {
-                        self.tasks.retain(|t| t.id != id);
-                    } else if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
+                        self.log.tasks.retain(|t| t.id != id);
+                    } else if let Some(task) = self.log.tasks.iter_mut().find(|t| t.id == id) {
                         if let Some(status) = input["status"].as_str() {
-                            task.status = status.to_owned();
+                            task.status = status.into();
                         }
                         if let Some(subject) = input["subject"].as_str() {
                             task.title = subject.to_owned();
@@ -179,31 +128,28 @@ impl Reader {
                         if let Some(form) = input["activeForm"].as_str() {
                             task.active_form = Some(form.to_owned());
                         }
+                        if let Some(text) = work::description(input["description"].as_str()) {
+                            task.description = Some(text);
+                        }
                     }
-                    self.source = Some(TaskSource::Tasks);
+                    self.log.tasks_changed();
                 }
                 "Edit" | "Write" | "MultiEdit" | "NotebookEdit" => {
                     let path = input["file_path"]
                         .as_str()
                         .or(input["notebook_path"].as_str());
                     if let Some(path) = path {
-                        self.edited_file(path);
+                        self.log.edited(path);
+                    }
+                }
+                "Bash" => {
+                    if let Some(command) = input["command"].as_str() {
+                        self.log.shell(command);
                     }
                 }
                 _ => {}
             }
         }
-    }
-
-    fn edited_file(&mut self, path: &str) {
-        let edits = match self.edited.iter().position(|e| e.path == path) {
-            Some(i) => self.edited.remove(i).edits + 1,
-            None => 1,
-        };
-        self.edited.push(EditedFile {
-            path: path.to_owned(),
-            edits,
-        });
     }
 
     fn user(&mut self, entry: &Value) {
@@ -220,8 +166,8 @@ impl Reader {
                     continue;
                 }
                 if let Some(id) = created_task_id(entry, block) {
-                    self.tasks.push(TaskItem { id, ..item });
-                    self.source = Some(TaskSource::Tasks);
+                    self.log.tasks.push(TaskItem { id, ..item });
+                    self.log.tasks_changed();
                 }
             }
         }
@@ -240,28 +186,7 @@ impl Reader {
                 .join("\n"),
             _ => return,
         };
-        let text = text.trim();
-        // Slash commands, their output and injected reminders are not requests.
-        if text.is_empty() || text.starts_with('<') {
-            return;
-        }
-        self.prompts.push(shorten(text, MAX_PROMPT_CHARS));
-    }
-
-    fn finish(mut self, keep_prompts: usize) -> WorkFacts {
-        let (tasks, task_source) = match (self.source, self.todos) {
-            (Some(TaskSource::Todos), Some(todos)) => (todos, Some(TaskSource::Todos)),
-            (Some(TaskSource::Tasks), _) => (self.tasks, Some(TaskSource::Tasks)),
-            _ => (Vec::new(), None),
-        };
-        let skip = self.prompts.len().saturating_sub(keep_prompts);
-        self.prompts.drain(..skip);
-        WorkFacts {
-            tasks,
-            task_source,
-            edited: self.edited,
-            prompts: self.prompts,
-        }
+        self.log.prompt(&text);
     }
 }
 
@@ -293,17 +218,10 @@ fn created_task_id(entry: &Value, block: &Value) -> Option<String> {
     (!digits.is_empty()).then_some(digits)
 }
 
-fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let cut: String = text.chars().take(max).collect();
-    format!("{cut}…")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::work::TaskSource;
     use serde_json::json;
     use std::io::Write;
 
@@ -429,6 +347,87 @@ mod tests {
             vec![
                 ("1", "Parse the config", "completed"),
                 ("2", "Write tests", "in_progress")
+            ]
+        );
+    }
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/claude-code-2.1.330/transcripts")
+            .join(name)
+    }
+
+    /// A real compacted session: the request that set the work is its first
+    /// prompt; the compaction's continuation message and slash commands are
+    /// no requests; Bash's `echo` wrote no file.
+    #[test]
+    fn a_real_compacted_transcript_keeps_the_request_that_set_the_work() {
+        let facts = read(&fixture("compact_auto.e251d151.jsonl"), u64::MAX, 3).unwrap();
+        assert_eq!(facts.requests, ["SCENARIO_COMPACT_AUTO : run 4 commands"]);
+        assert_eq!(
+            facts.prompts.last().map(String::as_str),
+            Some("SCENARIO_AUTO_NEXT: and now?")
+        );
+        assert!(
+            facts.prompts.iter().all(|p| !p.contains("being continued")),
+            "{:?}",
+            facts.prompts
+        );
+        assert!(facts.edited.is_empty(), "{:?}", facts.edited);
+    }
+
+    /// Claude Code 2.1.330's planning tool keeps the detail in TaskCreate's
+    /// `description`; Bash writes files too. Lines shaped as the real client
+    /// writes them (compact JSON, `toolUseResult` on the tool result).
+    #[test]
+    fn task_descriptions_and_files_written_by_bash_are_kept() {
+        let lines = [
+            r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"Add rate limiting to the API client"},"uuid":"u1"}"#,
+            r#"{"parentUuid":"u1","isSidechain":false,"message":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_c1","name":"TaskCreate","input":{"subject":"Add a token bucket","description":"Write the bucket in src/limit.rs and wire it into src/client.rs; see docs/limits.md","activeForm":"Adding a token bucket"}}]},"type":"assistant","uuid":"a1"}"#,
+            r#"{"parentUuid":"a1","isSidechain":false,"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_c1","type":"tool_result","content":"Task #1 created successfully: Add a token bucket"}]},"toolUseResult":{"task":{"id":"1","subject":"Add a token bucket"}},"uuid":"u2"}"#,
+            r#"{"parentUuid":"u2","isSidechain":false,"message":{"id":"msg_2","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_b1","name":"Bash","input":{"command":"cat > src/limit.rs <<'EOF'\npub struct Bucket;\nEOF","description":"write the bucket"}}]},"type":"assistant","uuid":"a2"}"#,
+            r#"{"parentUuid":"a2","isSidechain":false,"message":{"id":"msg_3","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_u1","name":"TaskUpdate","input":{"taskId":"1","status":"in_progress"}}]},"type":"assistant","uuid":"a3"}"#,
+            r#"{"parentUuid":"a3","isSidechain":false,"type":"user","message":{"role":"user","content":"yes, continue"},"uuid":"u3"}"#,
+        ];
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for line in lines {
+            writeln!(f, "{line}").unwrap();
+        }
+        let facts = read(f.path(), u64::MAX, 3).unwrap();
+        assert_eq!(facts.task_source, Some(TaskSource::Tasks));
+        let task = &facts.tasks[0];
+        assert_eq!(
+            (task.id.as_str(), task.status.clone()),
+            ("1", TaskStatus::InProgress)
+        );
+        assert_eq!(
+            task.description.as_deref(),
+            Some(
+                "Write the bucket in src/limit.rs and wire it into src/client.rs; see docs/limits.md"
+            )
+        );
+        assert_eq!(facts.last_edited(), Some("src/limit.rs"));
+        assert_eq!(facts.requests, ["Add rate limiting to the API client"]);
+        assert_eq!(
+            facts.prompts.last().map(String::as_str),
+            Some("yes, continue")
+        );
+    }
+
+    /// The window read from the end starts after the first request: it is
+    /// read from the file's start.
+    #[test]
+    fn the_first_request_is_found_before_the_window() {
+        let mut entries = vec![prompt("Port the parser to the new grammar")];
+        entries.extend((0..200).map(|_| prompt("ok")));
+        entries.push(prompt("now also update the docs"));
+        let f = transcript(&entries);
+        let facts = read(f.path(), 2000, 2).unwrap();
+        assert_eq!(
+            facts.requests,
+            [
+                "Port the parser to the new grammar",
+                "now also update the docs"
             ]
         );
     }

@@ -1,0 +1,606 @@
+//! What a session's own file says about the work, in terms every harness
+//! shares: the task list, the files the agent wrote (by its edit tools, its
+//! shell commands or its patches), and what the person asked for. Each
+//! harness module reads its own format into a [`WorkLog`]; the capture
+//! reads the resulting [`WorkFacts`].
+
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Prompts longer than this are shortened.
+const MAX_PROMPT_CHARS: usize = 600;
+/// Task descriptions longer than this are shortened.
+const MAX_DESCRIPTION_CHARS: usize = 600;
+/// Files remembered as written, most recent kept.
+const MAX_EDITED_FILES: usize = 200;
+/// Tasks kept from one list (a hostile session may hold any number).
+const MAX_TASKS: usize = 200;
+/// Requests that changed the work kept besides the first.
+const MAX_LATER_REQUESTS: usize = 3;
+/// Words of a request that carry meaning, at least, for it to set or change
+/// the work ("yes, continue" does neither).
+const SUBSTANTIAL_WORDS: usize = 2;
+
+/// Where a task list came from. Written as today's text (`todos`, `tasks`,
+/// `workflow_state.yml`), so saved states stay readable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskSource {
+    /// A tool whose every call carries the whole list (Claude Code's
+    /// `TodoWrite`, Codex's `update_plan`, Gemini CLI's `write_todos`).
+    #[default]
+    #[serde(rename = "todos")]
+    Todos,
+    /// Claude Code's `TaskCreate` / `TaskUpdate`: the list is their sum.
+    #[serde(rename = "tasks")]
+    Tasks,
+    /// The project's `.workflow/workflow_state.yml`.
+    #[serde(rename = "workflow_state.yml")]
+    WorkflowFile,
+}
+
+/// A task's status. Written as its text (`pending`, `in_progress`,
+/// `completed`, or whatever else the source said).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum TaskStatus {
+    #[default]
+    Pending,
+    InProgress,
+    Completed,
+    /// Any other word a source used (`cancelled`, `blocked`, ...).
+    Other(String),
+}
+
+impl TaskStatus {
+    pub fn as_str(&self) -> &str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::InProgress => "in_progress",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Other(word) => word,
+        }
+    }
+}
+
+impl From<String> for TaskStatus {
+    fn from(word: String) -> Self {
+        match word.as_str() {
+            "pending" => TaskStatus::Pending,
+            "in_progress" => TaskStatus::InProgress,
+            "completed" => TaskStatus::Completed,
+            _ => TaskStatus::Other(word),
+        }
+    }
+}
+
+impl From<&str> for TaskStatus {
+    fn from(word: &str) -> Self {
+        TaskStatus::from(word.to_owned())
+    }
+}
+
+impl From<TaskStatus> for String {
+    fn from(status: TaskStatus) -> String {
+        status.as_str().to_owned()
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskItem {
+    pub id: String,
+    pub title: String,
+    pub status: TaskStatus,
+    pub active_form: Option<String>,
+    /// The detail the agent wrote for the task (TaskCreate's `description`).
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditedFile {
+    /// As the tool call named it: absolute, or relative to the session's directory.
+    pub path: String,
+    pub edits: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkFacts {
+    pub tasks: Vec<TaskItem>,
+    pub task_source: Option<TaskSource>,
+    /// In order of their last write, most recent last.
+    pub edited: Vec<EditedFile>,
+    /// Most recent last.
+    pub prompts: Vec<String>,
+    /// The requests that set the work: the session's first substantial one,
+    /// then the latest ones that changed it (oldest first).
+    pub requests: Vec<String>,
+}
+
+impl WorkFacts {
+    pub fn last_edited(&self) -> Option<&str> {
+        self.edited.last().map(|e| e.path.as_str())
+    }
+
+    /// Whether the file gave anything at all.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+            && self.edited.is_empty()
+            && self.prompts.is_empty()
+            && self.requests.is_empty()
+    }
+}
+
+/// Gathers facts line by line; each harness feeds it what its format holds.
+#[derive(Default)]
+pub struct WorkLog {
+    todos: Option<Vec<TaskItem>>,
+    pub tasks: Vec<TaskItem>,
+    source: Option<TaskSource>,
+    edited: Vec<EditedFile>,
+    prompts: Vec<String>,
+    first_request: Option<String>,
+    later_requests: Vec<String>,
+}
+
+impl WorkLog {
+    /// A whole task list, replacing the one before.
+    pub fn todos(&mut self, mut list: Vec<TaskItem>) {
+        list.truncate(MAX_TASKS);
+        self.todos = Some(list);
+        self.source = Some(TaskSource::Todos);
+    }
+
+    /// A task list kept by create and update calls changed.
+    pub fn tasks_changed(&mut self) {
+        self.tasks.truncate(MAX_TASKS);
+        self.source = Some(TaskSource::Tasks);
+    }
+
+    /// A file the agent wrote.
+    pub fn edited(&mut self, path: &str) {
+        let path = path.trim();
+        if path.is_empty() {
+            return;
+        }
+        let edits = match self.edited.iter().position(|e| e.path == path) {
+            Some(i) => self.edited.remove(i).edits + 1,
+            None => 1,
+        };
+        if self.edited.len() >= MAX_EDITED_FILES {
+            self.edited.remove(0);
+        }
+        self.edited.push(EditedFile {
+            path: path.to_owned(),
+            edits,
+        });
+    }
+
+    /// A shell command the agent ran: the files it writes by redirection,
+    /// `tee`, `sed -i`, `touch`, `cp` / `mv` targets.
+    pub fn shell(&mut self, command: &str) {
+        for path in files_written_by_shell(command) {
+            self.edited(&path);
+        }
+    }
+
+    /// A patch in the `*** Begin Patch` format (Codex's `apply_patch`).
+    pub fn patch(&mut self, patch: &str) {
+        for path in files_in_patch(patch) {
+            self.edited(&path);
+        }
+    }
+
+    /// Something the person typed. Slash commands, their output and
+    /// injected reminders (`<...>`) are not requests.
+    pub fn prompt(&mut self, text: &str) {
+        let text = text.trim();
+        if text.is_empty() || text.starts_with('<') {
+            return;
+        }
+        let text = shorten(text, MAX_PROMPT_CHARS);
+        if is_substantial(&text) {
+            if self.first_request.is_none() {
+                self.first_request = Some(text.clone());
+            } else {
+                self.later_requests.retain(|r| *r != text);
+                self.later_requests.push(text.clone());
+                if self.later_requests.len() > MAX_LATER_REQUESTS {
+                    self.later_requests.remove(0);
+                }
+            }
+        }
+        self.prompts.push(text);
+        // Only the latest few are kept; the window is bounded anyway.
+        if self.prompts.len() > 64 {
+            self.prompts.drain(..32);
+        }
+    }
+
+    /// The first request, when the file's window started after it (read
+    /// separately from the file's start).
+    pub fn first_request_from_start(&mut self, first: Option<String>) {
+        let Some(first) = first else { return };
+        if self.first_request.as_ref() == Some(&first) {
+            return;
+        }
+        if let Some(later_first) = self.first_request.replace(first) {
+            self.later_requests.insert(0, later_first);
+            if self.later_requests.len() > MAX_LATER_REQUESTS {
+                self.later_requests.remove(0);
+            }
+        }
+    }
+
+    pub fn finish(mut self, keep_prompts: usize) -> WorkFacts {
+        let (tasks, task_source) = match (self.source, self.todos) {
+            (Some(TaskSource::Todos), Some(todos)) => (todos, Some(TaskSource::Todos)),
+            (Some(TaskSource::Tasks), _) => (self.tasks, Some(TaskSource::Tasks)),
+            _ => (Vec::new(), None),
+        };
+        let skip = self.prompts.len().saturating_sub(keep_prompts);
+        self.prompts.drain(..skip);
+        let mut requests: Vec<String> = self.first_request.into_iter().collect();
+        requests.extend(self.later_requests);
+        WorkFacts {
+            tasks,
+            task_source,
+            edited: self.edited,
+            prompts: self.prompts,
+            requests,
+        }
+    }
+}
+
+/// Bytes read from the start of a session file for its first request, when
+/// the window read from its end starts later.
+pub const START_BYTES: u64 = 256 * 1024;
+
+/// A harness's reader of its session file, one line at a time.
+pub trait LineReader: Default {
+    fn line(&mut self, line: &[u8]);
+    fn log(&mut self) -> &mut WorkLog;
+}
+
+/// Reads the last `max_bytes` of a session file with `R` (and its start,
+/// for the session's first request, when the window starts later).
+pub fn read_file<R: LineReader>(
+    path: &Path,
+    max_bytes: u64,
+    keep_prompts: usize,
+) -> io::Result<WorkFacts> {
+    let (mut file, meta) = crate::tail::open_regular(path)?
+        .ok_or_else(|| io::Error::other(format!("{} is not a regular file", path.display())))?;
+    let len = meta.len();
+    let start = len.saturating_sub(max_bytes);
+    let mut first_request = None;
+    if start > 0 {
+        let mut head = Vec::new();
+        Read::by_ref(&mut file)
+            .take(START_BYTES.min(start))
+            .read_to_end(&mut head)?;
+        let mut first = R::default();
+        for line in whole_lines(&head, false) {
+            first.line(line);
+            if first.log().first_request.is_some() {
+                break;
+            }
+        }
+        first_request = first.log().first_request.take();
+    }
+    file.seek(SeekFrom::Start(start))?;
+    let mut bytes = Vec::with_capacity((len - start) as usize);
+    file.read_to_end(&mut bytes)?;
+    let mut reader = R::default();
+    for line in whole_lines(&bytes, start > 0) {
+        reader.line(line);
+    }
+    let mut log = std::mem::take(reader.log());
+    log.first_request_from_start(first_request);
+    Ok(log.finish(keep_prompts))
+}
+
+/// The lines of `bytes`; the first is dropped when it is a fragment (the
+/// window started mid-file).
+fn whole_lines(bytes: &[u8], mid_file: bool) -> impl Iterator<Item = &[u8]> {
+    let from = if mid_file {
+        memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1)
+    } else {
+        0
+    };
+    bytes[from..].split(|b| *b == b'\n')
+}
+
+/// A task's description as kept: trimmed, bounded, `None` when empty.
+pub fn description(text: Option<&str>) -> Option<String> {
+    let text = text?.trim();
+    (!text.is_empty()).then(|| shorten(text, MAX_DESCRIPTION_CHARS))
+}
+
+/// Words that neither set nor change the work.
+const FILLER: &[&str] = &[
+    "yes", "yeah", "yep", "yup", "no", "nope", "ok", "okay", "sure", "please", "thanks", "thank",
+    "you", "go", "ahead", "continue", "proceed", "carry", "on", "keep", "going", "do", "it",
+    "that", "this", "and", "then", "now", "the", "with", "next", "step", "lgtm", "great", "good",
+    "fine", "sounds", "right", "alright", "cool", "nice", "perfect", "looks", "again", "same",
+    "as", "before", "let's", "lets", "we", "what", "about", "for", "all", "just", "so", "well",
+];
+
+/// Whether a prompt says what to do (at least two meaningful words), as
+/// opposed to an acknowledgement such as "yes, continue".
+pub fn is_substantial(text: &str) -> bool {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '_' || c == '.'))
+        .map(|w| w.trim_matches('.').to_lowercase())
+        .filter(|w| w.chars().count() >= 2 && !FILLER.contains(&w.as_str()))
+        .take(SUBSTANTIAL_WORDS)
+        .count()
+        >= SUBSTANTIAL_WORDS
+}
+
+/// Most files one command is taken to write.
+const MAX_FILES_PER_COMMAND: usize = 16;
+
+/// The files a shell command writes, as far as its words show: the target
+/// of `>` / `>>`, and the file arguments of `tee`, `touch`, `sed -i`, and
+/// the last argument of `cp` / `mv`. Words with shell expansions are left
+/// out (their value is unknown).
+pub fn files_written_by_shell(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let command = without_heredoc_bodies(command);
+    for part in command.split(['\n', ';', '|', '&']) {
+        let words: Vec<&str> = part.split_whitespace().collect();
+        let mut i = 0;
+        while i < words.len() {
+            let w = words[i];
+            // `>file`, `>>file`, `> file`, `2>file`, `x>file` (not `2>&1`).
+            if let Some(at) = w.find('>') {
+                let rest = w[at..].trim_start_matches('>');
+                let target = if rest.is_empty() {
+                    i += 1;
+                    words.get(i).copied()
+                } else {
+                    Some(rest)
+                };
+                out.extend(target.and_then(plain_path));
+            }
+            i += 1;
+        }
+        let Some(program) = words.first() else {
+            continue;
+        };
+        let args: Vec<&str> = words[1..]
+            .iter()
+            .take_while(|w| !w.contains('>') && !w.contains('<'))
+            .copied()
+            .collect();
+        let files = || args.iter().filter(|a| !a.starts_with('-'));
+        match *program {
+            "tee" | "touch" => out.extend(files().filter_map(|a| plain_path(a))),
+            "sed" if args.iter().any(|a| a.starts_with("-i")) => {
+                // The script is the first non-option argument (unless -e gave it).
+                let scripted = args.contains(&"-e");
+                out.extend(
+                    files()
+                        .skip(usize::from(!scripted))
+                        .filter_map(|a| plain_path(a)),
+                );
+            }
+            "cp" | "mv" if files().count() >= 2 => {
+                out.extend(files().next_back().and_then(|a| plain_path(a)));
+            }
+            _ => {}
+        }
+    }
+    out.dedup();
+    out.truncate(MAX_FILES_PER_COMMAND);
+    out
+}
+
+/// The command with the bodies of its here-documents left out (their
+/// lines are data, not commands).
+fn without_heredoc_bodies(command: &str) -> String {
+    let mut out = String::with_capacity(command.len());
+    let mut terminator: Option<String> = None;
+    for line in command.lines() {
+        if let Some(end) = &terminator {
+            if line.trim() == end {
+                terminator = None;
+            }
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+        if let Some(at) = line
+            .find("<<")
+            .filter(|at| !line[at + 2..].starts_with('<'))
+        {
+            let word = line[at + 2..]
+                .trim_start_matches(['-', '~'])
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .trim_matches(|c| c == '\'' || c == '"');
+            if !word.is_empty() {
+                terminator = Some(word.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// A word that names a file plainly: quotes removed; nothing the shell
+/// would expand, no device, no directory.
+fn plain_path(word: &str) -> Option<String> {
+    let word = word.trim_matches(|c| c == '\'' || c == '"');
+    let plain = !word.is_empty()
+        && !word.contains(['$', '`', '*', '?', '~', '(', ')', '{', '}', '&'])
+        && !word.starts_with("/dev/")
+        && !word.ends_with('/');
+    plain.then(|| word.to_owned())
+}
+
+/// The files a `*** Begin Patch` patch adds, updates, deletes or moves to.
+pub fn files_in_patch(patch: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in patch.lines() {
+        for marker in [
+            "*** Add File: ",
+            "*** Update File: ",
+            "*** Delete File: ",
+            "*** Move to: ",
+        ] {
+            if let Some(path) = line.strip_prefix(marker) {
+                let path = path.trim();
+                if !path.is_empty() && !out.iter().any(|p| p == path) {
+                    out.push(path.to_owned());
+                }
+            }
+        }
+        if out.len() >= MAX_FILES_PER_COMMAND {
+            break;
+        }
+    }
+    out
+}
+
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_and_sources_keep_their_text() {
+        for word in ["pending", "in_progress", "completed", "cancelled"] {
+            let status = TaskStatus::from(word);
+            assert_eq!(serde_json::to_value(&status).unwrap(), word);
+            assert_eq!(
+                serde_json::from_value::<TaskStatus>(word.into()).unwrap(),
+                status
+            );
+        }
+        assert_eq!(TaskStatus::from("in_progress"), TaskStatus::InProgress);
+        for (source, word) in [
+            (TaskSource::Todos, "todos"),
+            (TaskSource::Tasks, "tasks"),
+            (TaskSource::WorkflowFile, "workflow_state.yml"),
+        ] {
+            assert_eq!(serde_json::to_value(source).unwrap(), word);
+            assert_eq!(
+                serde_json::from_value::<TaskSource>(word.into()).unwrap(),
+                source
+            );
+        }
+    }
+
+    #[test]
+    fn acknowledgements_do_not_set_the_work() {
+        for ack in [
+            "yes, continue",
+            "ok",
+            "Go ahead.",
+            "continue with the next step",
+            "thanks! keep going",
+            "yes do it",
+        ] {
+            assert!(!is_substantial(ack), "{ack}");
+        }
+        for request in [
+            "add OAuth support to the client",
+            "fix the failing test",
+            "TURN 1: add step 1 to notes.txt",
+            "now also handle expired tokens",
+        ] {
+            assert!(is_substantial(request), "{request}");
+        }
+    }
+
+    #[test]
+    fn the_first_request_and_the_latest_changes_are_kept() {
+        let mut log = WorkLog::default();
+        for p in [
+            "add OAuth support to the client",
+            "yes, continue",
+            "also handle expired tokens",
+            "ok",
+            "<command-name>/compact</command-name>",
+            "write the refresh tests too",
+            "go on",
+        ] {
+            log.prompt(p);
+        }
+        let facts = log.finish(2);
+        assert_eq!(
+            facts.requests,
+            [
+                "add OAuth support to the client",
+                "also handle expired tokens",
+                "write the refresh tests too"
+            ]
+        );
+        assert_eq!(facts.prompts, ["write the refresh tests too", "go on"]);
+    }
+
+    #[test]
+    fn a_first_request_read_from_the_start_goes_first() {
+        let mut log = WorkLog::default();
+        log.prompt("also handle expired tokens");
+        log.first_request_from_start(Some("add OAuth support".into()));
+        assert_eq!(
+            log.finish(0).requests,
+            ["add OAuth support", "also handle expired tokens"]
+        );
+    }
+
+    #[test]
+    fn shell_commands_name_the_files_they_write() {
+        let cases: [(&str, &[&str]); 9] = [
+            ("echo 'step 1' >> notes.txt", &["notes.txt"]),
+            (
+                "cat > src/a.rs <<'EOF'\nif x > 3 {}\nEOF\ntouch b",
+                &["src/a.rs", "b"],
+            ),
+            ("printf x>out.log 2>&1", &["out.log"]),
+            ("cargo test 2>/dev/null | tee test.log", &["test.log"]),
+            (
+                "sed -i 's/a/b/' src/lib.rs src/main.rs",
+                &["src/lib.rs", "src/main.rs"],
+            ),
+            ("sed -i -e 's/a/b/' src/lib.rs", &["src/lib.rs"]),
+            (
+                "cp template.md docs/guide.md && touch done",
+                &["docs/guide.md", "done"],
+            ),
+            ("echo $HOME > \"$OUT\"; ls -la", &[]),
+            ("git status && cargo build", &[]),
+        ];
+        for (command, files) in cases {
+            assert_eq!(files_written_by_shell(command), files, "{command}");
+        }
+        let many = (0..1000)
+            .map(|i| format!("> f{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(files_written_by_shell(&many).len(), MAX_FILES_PER_COMMAND);
+    }
+
+    #[test]
+    fn patches_name_their_files() {
+        let patch = "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-a\n+b\n*** Add File: docs/new.md\n+hello\n*** Delete File: old.txt\n*** Update File: src/b.rs\n*** Move to: src/c.rs\n*** End Patch";
+        assert_eq!(
+            files_in_patch(patch),
+            ["src/a.rs", "docs/new.md", "old.txt", "src/b.rs", "src/c.rs"]
+        );
+    }
+}

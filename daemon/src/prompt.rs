@@ -112,7 +112,7 @@ pub fn resume_view(state: &ContextState, checks: &[Check], marker: Option<&str>)
 /// A way to make the prompt shorter, lowest priority first.
 type Trim = fn(&mut Value) -> Option<String>;
 
-const TRIMS: [Trim; 11] = [
+const TRIMS: [Trim; 12] = [
     |v| keep_first(v, "reload", 6, "more files to reload"),
     |v| {
         keep_first(
@@ -123,6 +123,7 @@ const TRIMS: [Trim; 11] = [
         )
     },
     |v| keep_last(v, "decisions", 5, "earlier decisions"),
+    |v| keep_last(v, "rejected", 3, "earlier ruled-out approaches"),
     |v| drop_completed_tasks(v),
     |v| drop_resolved_blockers(v),
     |v| keep_first(v, "next_actions", 5, "later next actions"),
@@ -272,7 +273,7 @@ mod tests {
                 topic: format!("topic {i}"),
                 decision: "x".repeat(80),
                 reasoning: Some("y".repeat(60)),
-                timestamp: None,
+                ..Decision::default()
             })
             .collect();
         s.next_actions = (0..20)
@@ -480,12 +481,13 @@ mod tests {
                 topic: "Auth".into(),
                 decision: "JWT in httpOnly cookies".into(),
                 reasoning: Some("works with SSR".into()),
-                timestamp: None,
+                ..Decision::default()
             }],
             blockers: vec![Blocker {
                 issue: "Rate limiter missing".into(),
                 status: "unresolved".into(),
                 notes: Some("ask ops".into()),
+                ..Blocker::default()
             }],
             git: Some(GitInfo {
                 branch: "main".into(),

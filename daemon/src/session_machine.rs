@@ -18,6 +18,9 @@ use serde_json::{Value, json};
 /// Longest compaction summary kept in `events.jsonl`.
 const SUMMARY_CHARS: usize = 4000;
 
+/// Told to the model once, when a session starts (`resume.records_hint`).
+pub const RECORDS_HINT: &str = "hookd: `hookctl decision <topic> <decision> --why <reason>`, `hookctl blocker <issue> [--status resolved]` and `hookctl next <action>` record decisions, blockers and next steps that survive context compaction.";
+
 /// Something the engine does because of what this module decided.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -40,6 +43,9 @@ pub enum Effect {
     /// Look for the injected resume prompt in the session's file, then
     /// decide with [`on_arrival`].
     CheckArrival,
+    /// Merge the compaction summary's `hookd-state` block into the saved
+    /// state, before the hook answers (the resume prompt that follows reads it).
+    TakeSummary { summary: String, from: &'static str },
 }
 
 /// Everything one hook means, given the reading of the session's file taken
@@ -77,6 +83,21 @@ pub fn on_hook(
             });
         }
         _ => {}
+    }
+    if let Some((summary, from)) = harness::compaction_summary(event) {
+        effects.push(Effect::TakeSummary {
+            summary: summary.to_owned(),
+            from,
+        });
+    }
+    if event.kind == EventKind::SessionStart
+        && event.source.as_deref() == Some("startup")
+        && config.resume.records_hint
+    {
+        effects.push(Effect::Say {
+            person: None,
+            model: Some(RECORDS_HINT.to_owned()),
+        });
     }
     let resuming = event.kind == EventKind::SessionStart
         && event
@@ -376,6 +397,8 @@ mod tests {
             custom_instructions: None,
             compact_summary: None,
             agent_id: None,
+            agent_type: None,
+            last_assistant_message: None,
             env: BTreeMap::new(),
             problems: Vec::new(),
         }

@@ -10,7 +10,9 @@
 
 pub mod records;
 pub mod state;
+pub mod summary_block;
 pub mod workflow_file;
+mod yaml;
 
 use crate::git::{self, GitError, Snapshot, SnapshotOptions};
 use crate::harness::claude_code::work::{self, TaskSource, WorkFacts};
@@ -351,6 +353,7 @@ fn assemble(
                     decision: d.decision.clone(),
                     reasoning: d.reasoning.clone(),
                     timestamp: d.timestamp.clone(),
+                    source: workflow_file::WORKFLOW_FILE.into(),
                 })
                 .collect()
         })
@@ -364,6 +367,7 @@ fn assemble(
                     issue: b.issue.clone(),
                     status: b.status.clone().unwrap_or_else(|| "unresolved".into()),
                     notes: b.notes.clone(),
+                    source: workflow_file::WORKFLOW_FILE.into(),
                 })
                 .collect()
         })

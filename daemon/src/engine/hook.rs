@@ -228,6 +228,11 @@ impl Engine {
                     self.resume_on_start(key, &source, config, outcome, &mut project_events)
                         .await;
                 }
+                Effect::TakeSummary { summary, from } => {
+                    if let Some(fields) = self.take_summary(key, summary, from, config).await {
+                        records.push(("summary", fields));
+                    }
+                }
                 Effect::Record { kind, fields } => records.push((kind, fields)),
                 other => later.push(other),
             }
@@ -261,7 +266,7 @@ impl Engine {
                     checkpoint,
                     ..
                 } => self.save_in_background(key, config, trigger, checkpoint),
-                Effect::Record { .. } | Effect::Resume { .. } => {}
+                Effect::Record { .. } | Effect::Resume { .. } | Effect::TakeSummary { .. } => {}
             }
         }
         // The resume's own lines, after the ones that led to it.
@@ -347,6 +352,28 @@ impl Engine {
                 _ => return None,
             }
         }
+    }
+
+    /// Merges a compaction summary into the session's saved state; the
+    /// line for `events.jsonl` says how it went.
+    async fn take_summary(
+        &self,
+        key: &SessionKey,
+        summary: String,
+        from: &'static str,
+        config: &Config,
+    ) -> Option<serde_json::Value> {
+        let project = self.registry().get(key)?.project_dir.clone()?;
+        let request = crate::pipeline::SummaryRequest {
+            session: key.clone(),
+            project,
+            summary,
+            from,
+        };
+        let config = config.clone();
+        tokio::task::spawn_blocking(move || crate::pipeline::take_summary(&request, &config))
+            .await
+            .ok()
     }
 
     fn save_in_background(

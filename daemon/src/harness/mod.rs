@@ -147,6 +147,10 @@ pub struct HookEvent {
     pub compact_summary: Option<String>,
     /// Set for events inside a subagent.
     pub agent_id: Option<String>,
+    /// SubagentStop: the subagent's kind; Claude Code's compaction summarizer has "".
+    pub agent_type: Option<String>,
+    /// Stop / SubagentStop: the (sub)agent's last reply.
+    pub last_assistant_message: Option<String>,
     /// The hook's allow-listed environment.
     pub env: BTreeMap<String, String>,
     /// Fields that were present but not what the harness documents.
@@ -313,6 +317,25 @@ pub fn compaction_is_due(session: &SessionFacts, config: &protocol::config::Wind
         Harness::GeminiCli => gemini_cli::compression_is_due(session, config),
         Harness::ClaudeCode | Harness::Codex => true,
     }
+}
+
+/// The compaction summary a hook carries, and what to call where it came
+/// from: Claude Code's summarizer ends as a subagent with no type, before
+/// SessionStart(compact); PostCompact repeats the summary afterwards. Codex
+/// shares the field names but its PreCompact output never reaches its
+/// summarizer, and Gemini CLI has no hook after compressing.
+pub fn compaction_summary(event: &HookEvent) -> Option<(&str, &'static str)> {
+    if event.harness != Harness::ClaudeCode {
+        return None;
+    }
+    let summary = match event.kind {
+        EventKind::SubagentStop if event.agent_type.as_deref() == Some("") => {
+            (event.last_assistant_message.as_deref()?, "subagent-stop")
+        }
+        EventKind::PostCompact => (event.compact_summary.as_deref()?, "post-compact"),
+        _ => return None,
+    };
+    Some(summary)
 }
 
 /// Whether the resume prompt goes in at the first prompt or tool call after

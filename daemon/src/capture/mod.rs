@@ -6,7 +6,9 @@
 //! 3. the transcript: the task list, edited files, the person's requests;
 //! 4. git: what changed against HEAD, with line counts.
 //!
-//! A missing source leaves its fields empty; nothing is made up.
+//! A missing source leaves its fields empty; nothing is made up. After the
+//! capture, the compaction summary's `hookd-state` block is merged in
+//! ([`summary_block`]), below all of these.
 
 pub mod records;
 pub mod state;

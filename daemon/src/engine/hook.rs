@@ -148,6 +148,16 @@ impl Engine {
                     checkpoint,
                     ..
                 } => self.save_in_background(key, config, trigger, checkpoint),
+                Effect::TakeSummaryFromFile => {
+                    if let Some(fields) = self.take_summary_from_file(key, config).await {
+                        records.extend(project.clone().map(|project| ProjectEvent {
+                            project,
+                            kind: "summary",
+                            session: key.clone(),
+                            fields,
+                        }));
+                    }
+                }
                 _ => {}
             }
         }
@@ -233,6 +243,11 @@ impl Engine {
                         records.push(("summary", fields));
                     }
                 }
+                Effect::TakeSummaryFromFile => {
+                    if let Some(fields) = self.take_summary_from_file(key, config).await {
+                        records.push(("summary", fields));
+                    }
+                }
                 Effect::Record { kind, fields } => records.push((kind, fields)),
                 other => later.push(other),
             }
@@ -266,7 +281,10 @@ impl Engine {
                     checkpoint,
                     ..
                 } => self.save_in_background(key, config, trigger, checkpoint),
-                Effect::Record { .. } | Effect::Resume { .. } | Effect::TakeSummary { .. } => {}
+                Effect::Record { .. }
+                | Effect::Resume { .. }
+                | Effect::TakeSummary { .. }
+                | Effect::TakeSummaryFromFile => {}
             }
         }
         // The resume's own lines, after the ones that led to it.
@@ -374,6 +392,24 @@ impl Engine {
         tokio::task::spawn_blocking(move || crate::pipeline::take_summary(&request, &config))
             .await
             .ok()
+    }
+
+    /// The compaction summary the session's file keeps, merged like one a
+    /// hook brought; nothing when the file holds none (yet).
+    async fn take_summary_from_file(
+        &self,
+        key: &SessionKey,
+        config: &Config,
+    ) -> Option<serde_json::Value> {
+        let path = self.registry().get(key)?.transcript_path.clone()?;
+        let harness = key.harness;
+        let summary = tokio::task::spawn_blocking(move || {
+            harness::compaction_summary_in_file(harness, &path)
+        })
+        .await
+        .ok()?
+        .ok()??;
+        self.take_summary(key, summary, "transcript", config).await
     }
 
     fn save_in_background(

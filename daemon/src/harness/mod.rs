@@ -338,6 +338,16 @@ pub fn compaction_summary(event: &HookEvent) -> Option<(&str, &'static str)> {
     Some(summary)
 }
 
+/// The latest compaction's summary as the session's file keeps it, for a
+/// harness that writes one there (Claude Code: the `isCompactSummary` entry
+/// after the boundary). Blocking.
+pub fn compaction_summary_in_file(harness: Harness, path: &Path) -> io::Result<Option<String>> {
+    match harness {
+        Harness::ClaudeCode => claude_code::transcript::compact_summary(path),
+        Harness::Codex | Harness::GeminiCli => Ok(None),
+    }
+}
+
 /// Whether the resume prompt goes in at the first prompt or tool call after
 /// a compaction the session's file showed (the harness has no SessionStart
 /// after compacting).

@@ -60,11 +60,9 @@ fn the_records_hint_is_said_at_startup_only_and_turns_off() {
     resumed["source"] = "resume".into();
     let out = sb.hook("session-start", &serde_json::to_vec(&resumed).unwrap());
     assert_eq!(stdout(&out), "", "a resumed session was told already");
-    std::fs::write(
-        sb.config_dir().join("config.yaml"),
-        "resume:\n  records_hint: false\n",
-    )
-    .unwrap();
+
+    let sb = Sandbox::new();
+    let _daemon = TestDaemon::start(sb.daemon_options().set("resume.records_hint", false));
     let out = sb.hook("session-start", &fixture("SessionStart(source=startup)"));
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "", "turned off");

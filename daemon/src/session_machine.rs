@@ -10,7 +10,7 @@
 use crate::harness::{self, EventKind, HookEvent, SessionReading};
 use crate::monitor;
 use crate::pipeline::SaveTrigger;
-use crate::sessions::{EpochStart, PendingResume, Session};
+use crate::sessions::{EpochStart, PendingResume, Session, Words};
 use protocol::config::Config;
 use protocol::wire::Mark;
 use serde_json::{Value, json};
@@ -141,6 +141,14 @@ pub fn on_hook(
             source: event.source.clone().unwrap_or_default(),
         });
     }
+    // What the file watcher decided since the last hook, said now if this
+    // hook can reach the model (after any compaction above, which made it
+    // stale).
+    if event.agent_id.is_none() && harness::takes_model_context(event.harness, &event.kind) {
+        for Words { person, model } in s.unsaid.drain(..) {
+            effects.push(Effect::Say { person, model });
+        }
+    }
     let checks = checks(event, config);
     // An injection is looked for from the next hook on, not this one's.
     if checks && !resume_due && s.resume_pending.is_some() {
@@ -152,11 +160,15 @@ pub fn on_hook(
     effects
 }
 
-/// A reading the file watcher took between hooks: a compaction it shows
-/// that no hook announced gets its state captured now.
+/// A reading the file watcher took between hooks. A compaction it shows
+/// that no hook announced gets its state captured now. A level it crossed
+/// fires now, so its save starts at once; its words wait in
+/// [`Session::unsaid`] for the next hook that can carry them, because only
+/// hooks reach the person and the model.
 pub fn on_file_change(
     s: &mut Session,
     reading: Result<SessionReading, String>,
+    config: &Config,
     now: u64,
 ) -> Vec<Effect> {
     let mut effects = Vec::new();
@@ -167,7 +179,23 @@ pub fn on_file_change(
             first: false,
         });
     }
+    if monitors(config) {
+        let mut fired = Vec::new();
+        thresholds(s, config, now, &mut fired);
+        for effect in fired {
+            match effect {
+                Effect::Say { person, model } => s.unsaid.push(Words { person, model }),
+                other => effects.push(other),
+            }
+        }
+    }
     effects
+}
+
+/// Whether the thresholds are checked at all: the watcher checks them
+/// whenever some hook does.
+fn monitors(config: &Config) -> bool {
+    !config.monitor.check_on.is_empty()
 }
 
 /// Whether this hook checks the figure against the thresholds. A subagent's
@@ -518,6 +546,75 @@ mod tests {
         );
         assert_eq!(s.epoch, 2);
         assert_eq!(levels(&step(&mut s, 72)), [0.7]);
+    }
+
+    fn words(effects: &[Effect]) -> Vec<String> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Say { model, .. } => model.clone(),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_level_the_watcher_sees_fires_at_once_and_is_said_by_the_next_hook_that_reaches_the_model()
+    {
+        let config = Config::default();
+        let mut s = session(Harness::ClaudeCode);
+        let taken = reading(at(85), 100, vec![]).unwrap();
+        // Between hooks: the level fires and its save starts, nothing is said yet.
+        let e = on_file_change(&mut s, taken, &config, 1);
+        assert_eq!(levels(&e), [0.8]);
+        assert_eq!(saves(&e), [(SaveTrigger::Threshold(0.8), false, false)]);
+        assert!(words(&e).is_empty());
+        assert_eq!(s.unsaid.len(), 1);
+        // Stop cannot reach Claude Code's model, nor can a subagent's hook.
+        let stop = event(Harness::ClaudeCode, EventKind::Stop);
+        assert!(words(&on_hook(&mut s, &stop, None, &config, 2)).is_empty());
+        let sub = with(event(Harness::ClaudeCode, EventKind::PostToolUse), |e| {
+            e.agent_id = Some("a1".into())
+        });
+        assert!(words(&on_hook(&mut s, &sub, None, &config, 3)).is_empty());
+        // The next hook that can says it, once; the level does not fire again.
+        let prompt = event(Harness::ClaudeCode, EventKind::UserPromptSubmit);
+        let e = on_hook(&mut s, &prompt, None, &config, 4);
+        assert_eq!(words(&e).len(), 1);
+        assert!(words(&e)[0].contains("80%"), "{e:?}");
+        assert!(levels(&e).is_empty() && saves(&e).is_empty());
+        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        assert!(words(&on_hook(&mut s, &tool, None, &config, 5)).is_empty());
+        assert!(s.unsaid.is_empty());
+    }
+
+    #[test]
+    fn words_the_watcher_kept_are_dropped_by_a_compaction() {
+        let config = Config::default();
+        let mut s = session(Harness::ClaudeCode);
+        let taken = reading(at(92), 100, vec![]).unwrap();
+        on_file_change(&mut s, taken, &config, 1);
+        assert_eq!(s.unsaid.len(), 1);
+        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
+            e.source = Some("compact".into())
+        });
+        let e = on_hook(&mut s, &start, None, &config, 2);
+        assert!(
+            !words(&e).iter().any(|w| w.contains("90%")),
+            "stale words after a compaction: {e:?}"
+        );
+        assert!(s.unsaid.is_empty());
+    }
+
+    #[test]
+    fn the_watcher_fires_nothing_when_no_hook_checks() {
+        let mut config = Config::default();
+        config.monitor.check_on.clear();
+        let mut s = session(Harness::ClaudeCode);
+        let taken = reading(at(96), 100, vec![]).unwrap();
+        let e = on_file_change(&mut s, taken, &config, 1);
+        assert!(levels(&e).is_empty() && saves(&e).is_empty());
+        assert!(s.unsaid.is_empty());
     }
 
     #[test]

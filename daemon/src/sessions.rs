@@ -111,6 +111,17 @@ pub struct Session {
     /// A compaction happened: the next reading is the first after it.
     #[serde(default)]
     pub mark_next: Option<PointMark>,
+    /// Threshold words decided between hooks (the file watcher saw the
+    /// crossing), said by the next hook that can carry them to the model.
+    #[serde(default)]
+    pub unsaid: Vec<Words>,
+}
+
+/// Words for the person (`systemMessage`) and the model (context).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Words {
+    pub person: Option<String>,
+    pub model: Option<String>,
 }
 
 /// Where a session's figure came from.
@@ -197,6 +208,7 @@ impl Session {
             resume_pending: None,
             history: Vec::new(),
             mark_next: None,
+            unsaid: Vec::new(),
         }
     }
 
@@ -303,6 +315,8 @@ impl Session {
         self.epoch += 1;
         self.epoch_started_ms = now_ms;
         self.fired.clear();
+        // Words about the context before a compaction or a drop are stale.
+        self.unsaid.clear();
         self.peak_pressure = 0.0;
         true
     }

@@ -1,7 +1,9 @@
 //! Scenario 1: usage climbs over five turns (50% → 72% → 83% → 92% → 96% of
-//! the compaction point). Each threshold's message reaches the model once,
-//! in the request right after the tool call whose reply crossed it; state is
-//! saved from 80% and checkpointed at 95%.
+//! the compaction point), then a sixth turn wraps up. Each level fires once,
+//! on the reply that crossed it; its message reaches the model once, from
+//! the crossing tool call's hook or, when Claude Code had not written that
+//! reply yet (hooks never wait for it), from the next hook that can carry
+//! it. State is saved from 80% and checkpointed at 95%.
 
 use crate::{attachments, workflow_checks};
 use hookd_tests::e2e::{COMPACTS_AT, Reply, SONNET, Scenario};
@@ -33,10 +35,13 @@ fn levels(events: &[Value]) -> Vec<f64> {
         .collect()
 }
 
+/// The last turn: no tool call, no new level.
+const WRAP_UP: usize = CLIMB.len() + 1;
+
 /// Each turn: a Bash call whose reply reports the turn's figure, then a
-/// closing text 100 tokens later.
+/// closing text 100 tokens later; the wrap-up turn only answers.
 fn script() -> Vec<Reply> {
-    (1..=CLIMB.len())
+    let mut replies: Vec<Reply> = (1..=CLIMB.len())
         .flat_map(|turn| {
             let used = tokens(CLIMB[turn - 1].0);
             [
@@ -52,7 +57,17 @@ fn script() -> Vec<Reply> {
                 ),
             ]
         })
-        .collect()
+        .collect();
+    let last = tokens(CLIMB[CLIMB.len() - 1].0) + 200;
+    replies.push(Reply::text(&format!("t{WRAP_UP}.text"), last, "All noted."));
+    replies
+}
+
+/// The requests in which a level crossed at `turn`'s tool call may first
+/// reach the model: the one right after that call, or the next turn's first.
+fn carriers(turn: usize) -> [String; 2] {
+    let next = if turn + 1 == WRAP_UP { "text" } else { "tool" };
+    [format!("t{turn}.text"), format!("t{}.{next}", turn + 1)]
 }
 
 #[test]
@@ -72,16 +87,22 @@ fn thresholds_reach_the_model_once_at_the_right_turn() {
         };
         session = run.session_id.clone();
 
-        // hookd fired exactly the levels crossed so far, this one at this turn's tool call.
+        // hookd fired exactly the levels crossed so far, this one on this
+        // turn's figure (the tool call's reply, or the closing text when
+        // Claude Code wrote both in one batch), without waiting for a hook.
         let expected: Vec<f64> = CLIMB[..turn].iter().filter_map(|c| Some(c.1?.0)).collect();
-        let fired = sc.events("threshold");
-        assert_eq!(levels(&fired), expected, "after turn {turn}");
+        assert!(
+            wait_until(Duration::from_secs(10), || levels(&sc.events("threshold"))
+                == expected),
+            "after turn {turn}: {:?}",
+            levels(&sc.events("threshold"))
+        );
         if crossing.is_some() {
-            assert_eq!(
-                fired.last().unwrap()["tokens_used"],
-                tokens(*percent),
-                "turn {turn}: the level fired on the reply that asked for the tool, \
-                 not on a later hook"
+            let fired = sc.events("threshold");
+            let at = fired.last().unwrap()["tokens_used"].as_u64().unwrap();
+            assert!(
+                at == tokens(*percent) || at == tokens(*percent) + 100,
+                "turn {turn}: the level fired on this turn's figure, not {at}"
             );
         }
         // 80% and 90% save the state, 95% saves it with a checkpoint.
@@ -96,6 +117,7 @@ fn thresholds_reach_the_model_once_at_the_right_turn() {
             workflow_checks::state_saved(&sc, tokens(83));
         }
     }
+    sc.resume(&session, &format!("TURN {WRAP_UP}: wrap up"));
 
     let log = sc.log();
     let scripted: Vec<String> = script().iter().map(|r| r.label.clone()).collect();
@@ -117,10 +139,11 @@ fn thresholds_reach_the_model_once_at_the_right_turn() {
         let first = log
             .first_containing(message)
             .unwrap_or_else(|| panic!("{message:?} never reached the model"));
-        assert_eq!(
+        assert!(
+            carriers(turn).contains(&first.label),
+            "{message:?} first reaches the model in {}, not in one of {:?}",
             first.label,
-            format!("t{turn}.text"),
-            "{message:?} first reaches the model in the request after turn {turn}'s tool call"
+            carriers(turn)
         );
         assert_eq!(first.count(message), 1, "{message:?} once in that request");
         assert_eq!(
@@ -130,12 +153,16 @@ fn thresholds_reach_the_model_once_at_the_right_turn() {
         );
     }
 
-    // The person saw each message once, from the PostToolUse hook.
+    // The person saw each message once, from the hook that gave it to the model.
     let transcript = sc.transcript(&session);
     let shown: Vec<&Value> = attachments(&transcript, "hook_system_message");
     assert_eq!(shown.len(), 4, "{shown:?}");
     for (attachment, (_, crossing)) in shown.iter().zip(CLIMB.iter().skip(1)) {
-        assert_eq!(attachment["hookEvent"], "PostToolUse");
+        assert!(
+            ["PostToolUse", "UserPromptSubmit"]
+                .contains(&attachment["hookEvent"].as_str().unwrap_or("")),
+            "{attachment}"
+        );
         let text = attachment["content"].as_str().unwrap();
         assert!(text.starts_with(crossing.unwrap().1), "{text}");
     }
@@ -165,7 +192,7 @@ fn thresholds_reach_the_model_once_at_the_right_turn() {
     assert!(
         wait_until(Duration::from_secs(10), || sc.session(&session)["context"]
             ["tokens_used"]
-            == tokens(96) + 100),
+            == tokens(96) + 200),
         "{}",
         sc.session(&session)
     );

@@ -14,15 +14,6 @@ use protocol::wire::{ErrorKind, ErrorReply, HookRequest, Response};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
-
-/// Claude Code writes its transcript in batches every 100 ms, so a tool hook
-/// can arrive before the reply that asked for the tool is on disk. A hook
-/// naming its tool call waits at most this long for that reply (three flush
-/// intervals; well inside the 1 s hook budget).
-const REPLY_WAIT: Duration = Duration::from_millis(300);
-/// How often that wait looks at the transcript.
-const REPLY_POLL: Duration = Duration::from_millis(10);
 
 impl Engine {
     pub(super) async fn hook(self: &Arc<Self>, request: HookRequest) -> Response {
@@ -72,7 +63,8 @@ impl Engine {
         if let Some(path) = &event.transcript_path {
             self.follow(&key, path);
         }
-        let reading = self.read_for(&key, &event, &config.config).await;
+        // What is on disk now: a hook never waits for the harness to write.
+        let reading = self.read_file(&key).await;
         let (effects, project) = {
             let mut registry = self.registry();
             let Some(s) = registry.get_mut(&key) else {
@@ -112,9 +104,10 @@ impl Engine {
         );
         self.touch();
         if new_session {
-            // A session must survive a crash from its first event on.
+            // A session must survive a crash from its first event on; the
+            // answer does not wait for the disk.
             let engine = self.clone();
-            let _ = tokio::task::spawn_blocking(move || engine.flush()).await;
+            tokio::task::spawn_blocking(move || engine.flush());
         }
         Response::Hook(harness::render(&event, outcome))
     }
@@ -129,7 +122,7 @@ impl Engine {
             let Some(s) = registry.get_mut(key) else {
                 return;
             };
-            let effects = session_machine::on_file_change(s, reading, now_ms());
+            let effects = session_machine::on_file_change(s, reading, config, now_ms());
             (effects, s.project_dir.clone())
         };
         let mut records = Vec::new();
@@ -162,25 +155,6 @@ impl Engine {
             }
         }
         self.record(records, config);
-    }
-
-    /// The reading a hook decides on: what is new in the session's file. A
-    /// tool hook that checks thresholds first waits (briefly) for the reply
-    /// that asked for its tool, where the harness may write it late.
-    async fn read_for(
-        &self,
-        key: &SessionKey,
-        event: &HookEvent,
-        config: &Config,
-    ) -> Option<Result<SessionReading, String>> {
-        if let (Some(path), Some(id)) = (&event.transcript_path, &event.tool_use_id)
-            && session_machine::checks(event, config)
-            && harness::reply_may_lag_tool_hooks(key.harness)
-            && let Some(reading) = self.wait_for_reply(key, path, id).await
-        {
-            return Some(reading);
-        }
-        self.read_file(key).await
     }
 
     /// What is new in the session's file, read by its harness's rules.
@@ -320,55 +294,6 @@ impl Engine {
                 return found;
             }
             tokio::time::sleep(super::resume::ARRIVAL_POLL).await;
-        }
-    }
-
-    /// Waits (at most [`REPLY_WAIT`]) until the session's file holds the
-    /// reply that asked for tool call `tool_use_id`, so that the figure read
-    /// next is that reply's and not the one before. Once it is there, the
-    /// same trip to a blocking thread reads what is new: every hook would
-    /// otherwise pay a second one.
-    async fn wait_for_reply(
-        &self,
-        key: &SessionKey,
-        path: &Path,
-        tool_use_id: &str,
-    ) -> Option<Result<SessionReading, String>> {
-        let (cursor, usage, followed) = {
-            let registry = self.registry();
-            let s = registry.get(key)?;
-            (s.cursor.clone(), s.usage.clone(), s.transcript_path.clone())
-        };
-        let from = cursor.as_ref().map(|c| c.offset);
-        let harness = key.harness;
-        let deadline = Instant::now() + REPLY_WAIT;
-        loop {
-            let (path, id, cursor, usage, followed) = (
-                path.to_path_buf(),
-                tool_use_id.to_owned(),
-                cursor.clone(),
-                usage.clone(),
-                followed.clone(),
-            );
-            let found = tokio::task::spawn_blocking(move || {
-                let found = harness::reply_written(harness, &path, from, &id)?;
-                Ok::<_, std::io::Error>(found.then(|| {
-                    followed.filter(|f| *f == path).map(|f| {
-                        harness::read_session_file(harness, &f, cursor.as_ref(), usage.as_ref())
-                    })
-                }))
-            })
-            .await;
-            match found {
-                Ok(Ok(None)) if Instant::now() < deadline => tokio::time::sleep(REPLY_POLL).await,
-                Ok(Ok(None)) => {
-                    tracing::debug!(session = %key, tool_use_id, "the reply for this tool call is not in the session file yet; reading what is there");
-                    return None;
-                }
-                Ok(Ok(Some(reading))) => return reading,
-                // The file cannot be read: the plain read reports that.
-                _ => return None,
-            }
         }
     }
 

@@ -18,11 +18,6 @@ use protocol::config::Config;
 use protocol::wire::{ErrorKind, ErrorReply, Request, Response};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// How long Stop and SessionEnd wait for their task to close before
-/// answering; the close goes on in the background after that.
-const CLOSE_WAIT: Duration = Duration::from_millis(300);
 
 impl Engine {
     /// The memory's part of a hook.
@@ -62,17 +57,15 @@ impl Engine {
                 let why = event.kind.kebab().into_owned();
                 let work =
                     move || memory::close(&config, &project, &key, transcript.as_deref(), &why);
+                // The answer does not need the close: it goes on after it.
                 let engine = self.clone();
-                let closing = tokio::spawn(async move {
+                tokio::spawn(async move {
                     match tokio::task::spawn_blocking(work).await {
                         Ok(Ok(_)) => {}
                         Ok(Err(e)) => engine.memory_problem(e),
                         Err(e) => engine.memory_problem(format!("closing the task failed: {e}")),
                     }
                 });
-                if tokio::time::timeout(CLOSE_WAIT, closing).await.is_err() {
-                    tracing::debug!("memory: the task is still closing; answering the hook now");
-                }
             }
             // Load the memory before a hook with a tight budget needs it
             // (a daemon restarted mid-session sees tool hooks first).

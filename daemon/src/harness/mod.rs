@@ -355,28 +355,13 @@ pub fn resumes_at_next_turn(harness: Harness) -> bool {
     harness == Harness::GeminiCli
 }
 
-/// Whether a tool hook can arrive before the harness has written the
-/// figure of the reply that asked for the tool (Claude Code writes its
-/// transcript in batches; Codex writes a reply's token count after the tool
-/// call).
-pub fn reply_may_lag_tool_hooks(harness: Harness) -> bool {
-    matches!(harness, Harness::ClaudeCode | Harness::Codex)
-}
-
-/// Whether the session's file holds the figure of the reply that asked for
-/// tool call `id`, after byte `from`.
-pub fn reply_written(
-    harness: Harness,
-    path: &Path,
-    from: Option<u64>,
-    id: &str,
-) -> io::Result<bool> {
-    let needle = format!("\"{id}\"");
-    let then: Option<&[u8]> = match harness {
-        Harness::Codex => Some(b"\"token_usage_record\""),
-        Harness::ClaudeCode | Harness::GeminiCli => None,
-    };
-    claude_code::transcript::holds(path, from, needle.as_bytes(), then)
+/// Whether a hook of this kind can give the model words (`additionalContext`
+/// reaches it only from some events).
+pub fn takes_model_context(harness: Harness, kind: &EventKind) -> bool {
+    match harness {
+        Harness::ClaudeCode | Harness::Codex => claude_code::takes_additional_context(kind),
+        Harness::GeminiCli => gemini_cli::takes_additional_context(kind),
+    }
 }
 
 /// A path from the hook's forwarded environment, under the same rule as

@@ -63,7 +63,7 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
 }
 
 /// Events whose `hookSpecificOutput.additionalContext` reaches the model.
-fn takes_additional_context(kind: &EventKind) -> bool {
+pub(super) fn takes_additional_context(kind: &EventKind) -> bool {
     matches!(
         kind,
         EventKind::SessionStart

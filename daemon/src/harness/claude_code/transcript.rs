@@ -430,53 +430,6 @@ fn classify(line: &[u8]) -> Option<Entry> {
     }
 }
 
-/// How far back from the end [`holds`] also looks, for when the caller's
-/// cursor has already passed the place (the watcher read it first).
-const HOLDS_TAIL: u64 = 1024 * 1024;
-/// What [`holds`] reads first: the reply a hook is about is nearly always
-/// among the last lines.
-const HOLDS_FIRST_LOOK: u64 = 64 * 1024;
-
-/// Whether the transcript's complete lines hold `needle` after byte `from`
-/// (the session's cursor; `None` for a session not read yet) or within the
-/// last MiB, never reading more than [`FORWARD_LIMIT`] bytes. Lets a hook
-/// wait until Claude Code, which writes its transcript in batches, has
-/// written the reply the hook is about. With `then`, that must follow the
-/// needle too (a harness that writes a reply's figure after its tool call).
-pub fn holds(
-    path: &Path,
-    from: Option<u64>,
-    needle: &[u8],
-    then: Option<&[u8]>,
-) -> io::Result<bool> {
-    let Some((file, meta)) = open_regular(path)? else {
-        return Ok(false);
-    };
-    let len = meta.len();
-    let tail = len.saturating_sub(HOLDS_TAIL);
-    let start = from
-        .map_or(tail, |from| from.min(tail))
-        .max(len.saturating_sub(FORWARD_LIMIT));
-    // The last 64 KiB, then (rarely) the whole span: both end at the same
-    // complete line, so the first look never finds what the second would not.
-    let first = start.max(len.saturating_sub(HOLDS_FIRST_LOOK));
-    for begin in [first, start] {
-        let mut buf = vec![0u8; (len - begin) as usize];
-        file.read_exact_at(&mut buf, begin)?;
-        let complete = &buf[..memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1)];
-        if let Some(at) = memchr::memmem::find(complete, needle) {
-            let after = &complete[at + needle.len()..];
-            if then.is_none_or(|t| memchr::memmem::find(after, t).is_some()) {
-                return Ok(true);
-            }
-        }
-        if begin == start {
-            break;
-        }
-    }
-    Ok(false)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -787,41 +740,6 @@ mod tests {
         let r = read(&path, Some(&r.cursor), r.usage.as_ref()).unwrap();
         assert_eq!(r.method, Method::Forward);
         assert_eq!(r.usage.unwrap().tokens, 154_500);
-    }
-
-    #[test]
-    fn holds_finds_complete_lines_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.jsonl");
-        std::fs::write(&path, b"{\"id\":\"toolu_1\"}\n{\"id\":\"toolu_2\"}").unwrap();
-        assert!(holds(&path, None, b"\"toolu_1\"", None).unwrap());
-        assert!(
-            !holds(&path, None, b"\"toolu_2\"", None).unwrap(),
-            "a partial line"
-        );
-        // Behind the cursor, but within the tail: still found.
-        assert!(holds(&path, Some(18), b"\"toolu_1\"", None).unwrap());
-        assert!(holds(&dir.path().join("missing"), None, b"x", None).is_err());
-    }
-
-    #[test]
-    fn holds_looks_past_the_last_64_kib_and_no_further_than_the_tail() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.jsonl");
-        let filler = format!("{{\"pad\":\"{}\"}}\n", "x".repeat(1000));
-        let mut text = String::from("{\"id\":\"toolu_old\"}\n");
-        text.push_str(&filler.repeat(1100)); // ~1.1 MB: toolu_old is past the tail
-        text.push_str("{\"id\":\"toolu_mid\"}\n");
-        text.push_str(&filler.repeat(100)); // ~100 KB: toolu_mid is past the first look
-        text.push_str("{\"id\":\"toolu_new\"}\n");
-        std::fs::write(&path, &text).unwrap();
-        assert!(holds(&path, None, b"\"toolu_new\"", None).unwrap());
-        assert!(holds(&path, None, b"\"toolu_mid\"", None).unwrap());
-        assert!(!holds(&path, None, b"\"toolu_old\"", None).unwrap());
-        assert!(
-            holds(&path, Some(0), b"\"toolu_old\"", None).unwrap(),
-            "after the cursor"
-        );
     }
 
     #[test]

@@ -485,7 +485,7 @@ impl Session {
 
 #[test]
 fn the_summary_block_is_merged_before_the_resume_and_records_win() {
-    let mut s = Session::new();
+    let s = Session::new();
     let out =
         s.sb.command("hookctl")
             .current_dir(&s.repo.dir)
@@ -588,7 +588,7 @@ fn the_summary_block_is_merged_before_the_resume_and_records_win() {
 
 #[test]
 fn a_summary_without_a_block_leaves_the_resume_prompt_as_it_was() {
-    let mut s = Session::new();
+    let s = Session::new();
     s.hook("PreCompact(trigger=manual)", "pre-compact");
     let saved = s.state();
     s.hook_with(

@@ -9,7 +9,7 @@
 
 use crate::budget;
 pub use crate::capture::state::SaveTrigger;
-use crate::capture::{self, state::Checkpoint, state::STATE_FILE};
+use crate::capture::{self, state::Checkpoint, state::STATE_FILE, summary_block};
 use crate::git::{self, CheckpointMeta, CommitOutcome, SkipReason};
 use crate::project_fs::Dir;
 use crate::prompt;
@@ -138,6 +138,12 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         now_ms: crate::time::now_ms(),
     });
     let mut state = captured.state;
+    // What earlier summaries of this session said stays until superseded.
+    if let Some(earlier) = read_state(&dir).filter(|e| {
+        e.harness_session_id.is_some() && e.harness_session_id == state.harness_session_id
+    }) {
+        summary_block::carry_over(&mut state, &earlier);
+    }
     step(
         "capture",
         started,
@@ -305,29 +311,9 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
 
     // 5. generate_resume_prompt
     let started = Instant::now();
-    let mut view = prompt::resume_view(&state, &[], None);
-    let room = crate::resume::room(&state, None);
-    crate::memory::fill_section(
-        &mut view,
-        &mut renderer,
-        config,
-        &state,
-        false,
-        room.as_ref(),
-    );
-    let text = prompt::fit(
-        &mut renderer,
-        view,
-        config.resume.max_chars,
-        config.resume.format,
-    )
-    .text;
-    let prompt_path = workflow.path(RESUME_PROMPT_FILE);
-    match dir.write_atomic(RESUME_PROMPT_FILE, text.as_bytes()) {
-        Ok(()) => report.resume_prompt_file = Some(prompt_path),
-        Err(e) => report
-            .problems
-            .push(format!("cannot write {}: {e}", prompt_path.display())),
+    match write_resume_prompt(&dir, &state, &mut renderer, config) {
+        Ok(()) => report.resume_prompt_file = Some(workflow.path(RESUME_PROMPT_FILE)),
+        Err(problem) => report.problems.push(problem),
     }
     if config.capture.precompact_instructions {
         let list = renderer.render(
@@ -346,17 +332,155 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     report
 }
 
+/// `.workflow/resume_prompt.md`, rendered from `state`.
+fn write_resume_prompt(
+    dir: &Dir,
+    state: &capture::state::ContextState,
+    renderer: &mut Renderer,
+    config: &Config,
+) -> Result<(), String> {
+    let mut view = prompt::resume_view(state, &[], None);
+    let room = crate::resume::room(state, None);
+    crate::memory::fill_section(&mut view, renderer, config, state, false, room.as_ref());
+    let text = prompt::fit(
+        renderer,
+        view,
+        config.resume.max_chars,
+        config.resume.format,
+    )
+    .text;
+    dir.write_atomic(RESUME_PROMPT_FILE, text.as_bytes())
+        .map_err(|e| {
+            format!(
+                "cannot write {}: {e}",
+                dir.path().join(RESUME_PROMPT_FILE).display()
+            )
+        })
+}
+
+/// The project's saved state, if there is a readable one.
+fn read_state(dir: &Dir) -> Option<capture::state::ContextState> {
+    let bytes = dir
+        .read(STATE_FILE, crate::workflow::MAX_FILE_BYTES)
+        .ok()??;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// A compaction summary, for [`take_summary`].
+#[derive(Debug, Clone)]
+pub struct SummaryRequest {
+    pub session: SessionKey,
+    pub project: PathBuf,
+    pub summary: String,
+    /// Which hook or file delivered it (`subagent-stop`, `post-compact`, `transcript`).
+    pub from: &'static str,
+}
+
+/// Merges the summary's `hookd-state` block into the session's saved state
+/// and renders the resume prompt again from the merged state, so that the
+/// resume after the compaction holds what the summary said. Its decisions,
+/// rejected approaches and resolved blockers become reflections of the task.
+/// Returns the line for `events.jsonl`. Blocking: call it from `spawn_blocking`.
+pub fn take_summary(request: &SummaryRequest, config: &Config) -> serde_json::Value {
+    let mut fields =
+        json!({ "from": request.from, "summary_chars": request.summary.chars().count() });
+    let Some(block) = summary_block::parse(&request.summary) else {
+        fields["merged"] = json!(false);
+        fields["why"] = json!(format!(
+            "the summary has no {} block",
+            summary_block::INFO_STRING
+        ));
+        return fields;
+    };
+    fields["problems"] = json!(block.problems);
+    let why_not = (|| {
+        let workflow = Workflow::new(&request.project);
+        let dir = workflow
+            .open()
+            .map_err(|_| "no saved state to merge into".to_owned())?;
+        let lock = project_lock(&request.project);
+        let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = read_state(&dir).ok_or("no readable saved state to merge into")?;
+        if state.harness_session_id.as_deref() != Some(request.session.id.as_str())
+            || state.project_dir != request.project.display().to_string()
+        {
+            return Err("the saved state is another session's".to_owned());
+        }
+        if state
+            .summary
+            .as_ref()
+            .is_some_and(|s| s.fingerprint == block.fingerprint)
+        {
+            return Err("this summary was merged already".to_owned());
+        }
+        if !summary_block::merge(&mut state, &block) {
+            return Err(format!(
+                "the {} block holds nothing usable",
+                summary_block::INFO_STRING
+            ));
+        }
+        state.summary = Some(capture::state::SummaryTaken {
+            from: request.from.to_owned(),
+            taken_at: crate::time::rfc3339(crate::time::now_ms()),
+            fingerprint: block.fingerprint.clone(),
+            problems: block.problems.clone(),
+        });
+        let mut renderer = Renderer::for_project(Some(&request.project), config);
+        state.progress_summary =
+            renderer.render(render::PROGRESS_SUMMARY, &prompt::progress_view(&state));
+        dir.write_atomic(STATE_FILE, &state.to_json())
+            .map_err(|e| format!("cannot write {}: {e}", workflow.path(STATE_FILE).display()))?;
+        if let Err(e) = keep_history(&dir, &state, config.capture.history_keep) {
+            tracing::debug!(error = %e, "cannot keep history");
+        }
+        write_resume_prompt(&dir, &state, &mut renderer, config)?;
+        if let Some(problem) = crate::memory::after_summary(config, &state) {
+            tracing::debug!("{problem}");
+        }
+        Ok(json!({
+            "decisions": block.decisions.len(),
+            "rejected": block.rejected.len(),
+            "blockers": block.blockers.len(),
+            "next_actions": block.next_actions.len(),
+        }))
+    })();
+    match why_not {
+        Ok(counts) => {
+            fields["merged"] = json!(true);
+            fields["taken"] = counts;
+        }
+        Err(why) => {
+            fields["merged"] = json!(false);
+            fields["why"] = json!(why);
+        }
+    }
+    fields
+}
+
+/// What PreCompact asks the summary to end with, in the state's own field
+/// names; read back by [`summary_block`]. Every compaction pays for these
+/// words, so they are few.
+pub const BLOCK_REQUEST: &str = "End the summary with one fenced code block, info string `hookd-state`, of YAML with what applies:
+decisions: [{topic, decision, reasoning}]
+rejected: [{approach, why}]
+blockers: [{issue, status: unresolved|workaround|resolved, notes}]
+active_task: text
+progress_notes: text
+next_actions: [{action, target, priority, context_needed: [files]}]";
+
 /// PreCompact's answer: its first line is hookd's own, so that no template
 /// can make the text parse as a hook decision; the template only adds the
-/// list of what to keep.
+/// list of what to keep, and hookd's request for the `hookd-state` block
+/// closes it.
 fn instructions(checkpoint: Option<&Checkpoint>, list: &str) -> String {
     let checkpointed = checkpoint
         .and_then(|c| c.sha.as_deref())
         .map(|sha| format!(" and checkpointed the working tree as {sha}"))
         .unwrap_or_default();
+    let list = list.trim_end();
     format!(
         "hookd saved the workflow state to .workflow/context_state.json{checkpointed}. \
-         In your summary, keep what the work needs to continue:\n{list}"
+         In your summary, keep what the work needs to continue:\n{list}\n{BLOCK_REQUEST}\n"
     )
 }
 

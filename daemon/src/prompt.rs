@@ -139,7 +139,7 @@ pub fn fit_reload(view: &mut Value, room: &Room, max_files: usize) {
 /// A way to make the prompt shorter, lowest priority first.
 type Trim = fn(&mut Value) -> Option<String>;
 
-const TRIMS: [Trim; 12] = [
+const TRIMS: [Trim; 13] = [
     |v| keep_first(v, "reload", 6, "more files to reload"),
     |v| {
         keep_first(
@@ -150,6 +150,7 @@ const TRIMS: [Trim; 12] = [
         )
     },
     |v| keep_last(v, "decisions", 5, "earlier decisions"),
+    |v| keep_last(v, "rejected", 3, "earlier ruled-out approaches"),
     |v| drop_completed_tasks(v),
     |v| drop_resolved_blockers(v),
     |v| keep_first(v, "next_actions", 5, "later next actions"),
@@ -300,7 +301,7 @@ mod tests {
                 topic: format!("topic {i}"),
                 decision: "x".repeat(80),
                 reasoning: Some("y".repeat(60)),
-                timestamp: None,
+                ..Decision::default()
             })
             .collect();
         s.next_actions = (0..20)
@@ -556,12 +557,13 @@ mod tests {
                 topic: "Auth".into(),
                 decision: "JWT in httpOnly cookies".into(),
                 reasoning: Some("works with SSR".into()),
-                timestamp: None,
+                ..Decision::default()
             }],
             blockers: vec![Blocker {
                 issue: "Rate limiter missing".into(),
                 status: "unresolved".into(),
                 notes: Some("ask ops".into()),
+                ..Blocker::default()
             }],
             git: Some(GitInfo {
                 branch: "main".into(),

@@ -18,6 +18,9 @@ use serde_json::{Value, json};
 /// Longest compaction summary kept in `events.jsonl`.
 const SUMMARY_CHARS: usize = 4000;
 
+/// Told to the model once, when a session starts (`resume.records_hint`).
+pub const RECORDS_HINT: &str = "hookd: `hookctl decision <topic> <decision> --why <reason>`, `hookctl blocker <issue> [--status resolved]` and `hookctl next <action>` record decisions, blockers and next steps that survive context compaction.";
+
 /// Something the engine does because of what this module decided.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -40,6 +43,11 @@ pub enum Effect {
     /// Look for the injected resume prompt in the session's file, then
     /// decide with [`on_arrival`].
     CheckArrival,
+    /// Merge the compaction summary's `hookd-state` block into the saved
+    /// state, before the hook answers (the resume prompt that follows reads it).
+    TakeSummary { summary: String, from: &'static str },
+    /// The session's file showed a compaction: merge the summary it keeps, if any.
+    TakeSummaryFromFile,
 }
 
 /// Everything one hook means, given the reading of the session's file taken
@@ -77,6 +85,21 @@ pub fn on_hook(
             });
         }
         _ => {}
+    }
+    if let Some((summary, from)) = harness::compaction_summary(event) {
+        effects.push(Effect::TakeSummary {
+            summary: summary.to_owned(),
+            from,
+        });
+    }
+    if event.kind == EventKind::SessionStart
+        && event.source.as_deref() == Some("startup")
+        && config.resume.records_hint
+    {
+        effects.push(Effect::Say {
+            person: None,
+            model: Some(RECORDS_HINT.to_owned()),
+        });
     }
     let resuming = event.kind == EventKind::SessionStart
         && event
@@ -220,6 +243,9 @@ fn on_reading(
         }
     }
     let mut unannounced = false;
+    if !began.is_empty() {
+        effects.push(Effect::TakeSummaryFromFile);
+    }
     for (boundary, announced) in began {
         unannounced |= !announced;
         if harness::resumes_at_next_turn(s.key.harness) {
@@ -404,6 +430,8 @@ mod tests {
             custom_instructions: None,
             compact_summary: None,
             agent_id: None,
+            agent_type: None,
+            last_assistant_message: None,
             env: BTreeMap::new(),
             problems: Vec::new(),
         }
@@ -620,6 +648,62 @@ mod tests {
         s.usage.as_mut().unwrap().invalid = Some("input_tokens is a string".into());
         let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
         assert!(levels(&on_hook(&mut s, &tool, None, &config, 3)).is_empty());
+    }
+
+    #[test]
+    fn the_compaction_summary_is_taken_from_claude_codes_summarizer_and_post_compact() {
+        let config = Config::default();
+        let summaries = |harness: Harness, kind: EventKind, f: &dyn Fn(&mut HookEvent)| {
+            let mut s = session(harness);
+            let mut e = event(harness, kind);
+            f(&mut e);
+            on_hook(&mut s, &e, None, &config, 1)
+                .into_iter()
+                .filter_map(|e| match e {
+                    Effect::TakeSummary { summary, from } => Some((summary, from)),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let summarizer = |e: &mut HookEvent| {
+            e.agent_id = Some("a1".into());
+            e.agent_type = Some(String::new());
+            e.last_assistant_message = Some("the summary".into());
+        };
+        assert_eq!(
+            summaries(Harness::ClaudeCode, EventKind::SubagentStop, &summarizer),
+            [("the summary".to_owned(), "subagent-stop")]
+        );
+        let own_subagent = |e: &mut HookEvent| {
+            summarizer(e);
+            e.agent_type = Some("general-purpose".into());
+        };
+        assert!(summaries(Harness::ClaudeCode, EventKind::SubagentStop, &own_subagent).is_empty());
+        let post = |e: &mut HookEvent| e.compact_summary = Some("the summary".into());
+        assert_eq!(
+            summaries(Harness::ClaudeCode, EventKind::PostCompact, &post),
+            [("the summary".to_owned(), "post-compact")]
+        );
+        assert!(summaries(Harness::Codex, EventKind::SubagentStop, &summarizer).is_empty());
+    }
+
+    #[test]
+    fn the_records_hint_goes_to_the_model_at_startup_unless_turned_off() {
+        let mut config = Config::default();
+        let hint = |config: &Config, source: &str| {
+            let mut s = session(Harness::ClaudeCode);
+            let e = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
+                e.source = Some(source.into())
+            });
+            on_hook(&mut s, &e, None, config, 1).contains(&Effect::Say {
+                person: None,
+                model: Some(RECORDS_HINT.into()),
+            })
+        };
+        assert!(hint(&config, "startup"));
+        assert!(!hint(&config, "compact"));
+        config.resume.records_hint = false;
+        assert!(!hint(&config, "startup"));
     }
 
     #[test]

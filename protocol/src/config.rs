@@ -268,6 +268,9 @@ pub struct ResumeConfig {
     pub system_message: bool,
     /// `markdown`, `yaml` (compressed), `xml` (one `<workflow_context>`), or `auto` (by size).
     pub format: ResumeFormat,
+    /// At a session's start, tell the model in one line that `hookctl decision`,
+    /// `blocker` and `next` record what survives compaction.
+    pub records_hint: bool,
 }
 
 /// How the resume prompt is written.
@@ -421,6 +424,7 @@ impl Default for ResumeConfig {
             verify_arrival: true,
             system_message: true,
             format: ResumeFormat::Markdown,
+            records_hint: true,
         }
     }
 }

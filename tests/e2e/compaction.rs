@@ -191,7 +191,152 @@ fn manual_compact_with_todowrite() {
         );
     }
     assert_tokens(&sc, &sid, 6_000);
-    workflow_checks::resume_prompt_reached_model(&sc, after, &task_names());
+    let prompt = workflow_checks::resume_prompt_reached_model(&sc, after, &task_names());
+    // A summary without a `hookd-state` block leaves the resume prompt as the capture made it.
+    assert!(
+        !prompt.contains("Approaches Ruled Out") && !prompt.contains("### Key Decisions Made"),
+        "{prompt}"
+    );
+    let state = saved_state(&sc);
+    assert!(
+        !state["sources"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("summary"))
+    );
+    assert_eq!(state["summary"], Value::Null);
+    let merged = sc.events("summary");
+    assert!(
+        merged.len() >= 2,
+        "SubagentStop and PostCompact at least: {merged:?}"
+    );
+    assert!(merged.iter().all(|e| e["merged"] == false), "{merged:?}");
+    println!("--- the resume prompt the model got (summary without a block) ---\n{prompt}");
+}
+
+fn saved_state(sc: &Scenario) -> Value {
+    serde_json::from_slice(&std::fs::read(sc.project.join(".workflow/context_state.json")).unwrap())
+        .unwrap()
+}
+
+/// What the mock summarizer answers when asked for the `hookd-state` block.
+const SUMMARY_WITH_BLOCK: &str = "<summary>
+E2E_BLOCK_SUMMARY: the parser is written; its tests come next.
+
+```hookd-state
+decisions:
+  - {topic: Parser, decision: one function per line kind, reasoning: easier to test}
+rejected:
+  - {approach: a parser generator, why: a build step for four rules}
+blockers:
+  - {issue: the CI runner lacks rustfmt, status: workaround, notes: format locally}
+  - {issue: flaky timing test, status: resolved, notes: fake clock}
+active_task: Add tests for the parser
+progress_notes: parse_line written; no tests yet
+next_actions:
+  - {action: write, target: tests for parse_line, priority: 1, context_needed: [src/parser.rs]}
+```
+</summary>";
+
+/// The summary carries a `hookd-state` block: SubagentStop merges it before
+/// SessionStart(compact), so the resume prompt of the next request holds its
+/// decisions and blockers, and the saved state says where they came from.
+#[test]
+fn manual_compact_with_a_hookd_state_block() {
+    let todos: Vec<Value> = TASKS
+        .iter()
+        .map(|(content, status)| json!({"content": content, "status": status, "activeForm": content}))
+        .collect();
+    let Some(mut sc) = Scenario::builder("summary-block")
+        .env("CLAUDE_CODE_ENABLE_TASKS", "false")
+        .replies(vec![
+            Reply::tool("t1.todo", 30_000, "TodoWrite", json!({ "todos": todos })),
+            Reply::bash(
+                "t1.edit",
+                45_000,
+                "printf 'pub fn parse_line() {}\\n' > src/parser.rs",
+            ),
+            Reply::text("t1.text", 45_100, "Parser written; tests next."),
+            Reply::text("t3.text", 6_000, "Adding the tests now."),
+        ])
+        .summary(SUMMARY_WITH_BLOCK, 4_000)
+        .start()
+    else {
+        return;
+    };
+    let first = sc.start_session("TURN 1: plan the parser work and start it");
+    let sid = first.session_id.clone();
+    // The startup hint reached the model.
+    let log = sc.log();
+    assert!(
+        log.answered_with("t1.todo").contains("`hookctl decision"),
+        "the records hint in the first request"
+    );
+    let compact = sc.compact(&sid, "keep the parser plan");
+    let order: Vec<String> = hook_sequence(&compact)
+        .into_iter()
+        .filter(|(e, _)| {
+            ["PreCompact", "SubagentStop", "SessionStart", "PostCompact"].contains(&e.as_str())
+        })
+        .map(|(e, q)| format!("{e}({q})"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "SessionStart(resume)",
+            "PreCompact(manual)",
+            "SubagentStop()",
+            "SessionStart(compact)",
+            "PostCompact(manual)"
+        ]
+    );
+    let log = sc.log();
+    let summaries = log.of_kind("summary");
+    assert!(
+        summaries[0].contains("info string `hookd-state`"),
+        "PreCompact asked the summarizer for the block"
+    );
+
+    sc.resume(&sid, "TURN 3: carry on with the tests");
+    let log = sc.log();
+    let after = log.answered_with("t3.text");
+    let prompt = workflow_checks::resume_prompt_reached_model(&sc, after, &task_names());
+    for said in [
+        "### Key Decisions Made",
+        "**Parser**: one function per line kind (because easier to test)",
+        "### Approaches Ruled Out",
+        "a parser generator (a build step for four rules)",
+        "### Current Blockers",
+        "the CI runner lacks rustfmt (workaround): format locally",
+        "**write** tests for parse_line",
+    ] {
+        assert!(
+            prompt.contains(said),
+            "{said:?} in the resume prompt the model got:\n{prompt}"
+        );
+    }
+    let state = saved_state(&sc);
+    assert!(
+        state["sources"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("summary")),
+        "{}",
+        state["sources"]
+    );
+    assert_eq!(state["summary"]["from"], "subagent-stop");
+    for d in state["decisions"].as_array().unwrap() {
+        assert_eq!(d["source"], "summary", "{d}");
+    }
+    assert_eq!(state["blockers"].as_array().unwrap().len(), 2);
+    let merged = sc.events("summary");
+    assert_eq!(merged[0]["from"], "subagent-stop");
+    assert_eq!(merged[0]["merged"], true, "{merged:?}");
+    assert_eq!(
+        merged[1]["why"], "this summary was merged already",
+        "{merged:?}"
+    );
+    println!("--- the resume prompt the model got (summary with a block) ---\n{prompt}");
 }
 
 #[test]

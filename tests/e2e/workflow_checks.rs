@@ -111,7 +111,12 @@ pub fn pre_compact_pipeline(
 
 /// The first request after the compaction carries the resume prompt (its
 /// first line, once) with every task in it.
-pub fn resume_prompt_reached_model(sc: &Scenario, first_after: &ApiRequest, tasks: &[&str]) {
+/// Returns the text block that carried it.
+pub fn resume_prompt_reached_model(
+    sc: &Scenario,
+    first_after: &ApiRequest,
+    tasks: &[&str],
+) -> String {
     let prompt = std::fs::read_to_string(sc.project.join(".workflow/resume_prompt.md"))
         .expect(".workflow/resume_prompt.md");
     let marker = prompt
@@ -145,4 +150,5 @@ pub fn resume_prompt_reached_model(sc: &Scenario, first_after: &ApiRequest, task
         block.contains("### Context to Reload") && block.contains("- `src/parser.rs`: "),
         "the files to reload in the resume prompt the model got:\n{block}"
     );
+    block.to_owned()
 }

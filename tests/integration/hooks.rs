@@ -20,7 +20,13 @@ fn a_hook_is_recorded_against_its_session() {
     ] {
         let out = sb.hook(event, &fixture(name));
         assert!(out.status.success(), "{event}: {}", stderr(&out));
-        assert_eq!(stdout(&out), "", "{event}: nothing to say yet");
+        if event == "session-start" {
+            // One line for the model: the records that survive compaction.
+            let said = hookd_tests::additional_context(&hookd_tests::hook_json(&out));
+            assert!(said.contains("`hookctl decision"), "{said}");
+        } else {
+            assert_eq!(stdout(&out), "", "{event}: nothing to say yet");
+        }
     }
     let report = daemon.engine().status(&StatusQuery::default());
     assert_eq!(report.sessions.len(), 1);
@@ -44,6 +50,22 @@ fn a_hook_is_recorded_against_its_session() {
     let out = sb.hookctl(&["status", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["sessions"][0]["events_seen"], 3);
+}
+
+#[test]
+fn the_records_hint_is_said_at_startup_only_and_turns_off() {
+    let sb = Sandbox::new();
+    let _daemon = TestDaemon::start(sb.daemon_options());
+    let mut resumed = payload("SessionStart(source=startup)");
+    resumed["source"] = "resume".into();
+    let out = sb.hook("session-start", &serde_json::to_vec(&resumed).unwrap());
+    assert_eq!(stdout(&out), "", "a resumed session was told already");
+
+    let sb = Sandbox::new();
+    let _daemon = TestDaemon::start(sb.daemon_options().set("resume.records_hint", false));
+    let out = sb.hook("session-start", &fixture("SessionStart(source=startup)"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "", "turned off");
 }
 
 #[test]

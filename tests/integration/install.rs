@@ -48,13 +48,14 @@ const FOREIGN_SETTINGS: &str = r#"{
 "#;
 
 /// The events hookctl wires into Claude Code.
-const CLAUDE_EVENTS: [&str; 8] = [
+const CLAUDE_EVENTS: [&str; 9] = [
     "SessionStart",
     "UserPromptSubmit",
     "PostToolUse",
     "PostToolBatch",
     "PreCompact",
     "PostCompact",
+    "SubagentStop",
     "Stop",
     "SessionEnd",
 ];

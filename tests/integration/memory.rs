@@ -41,7 +41,8 @@ impl Env {
     /// The daemon starts on a sandbox the test has prepared.
     fn started(sb: Sandbox, repo: GitRepo) -> Env {
         Env {
-            _daemon: TestDaemon::start(sb.daemon_options()),
+            // Lessons are what these tests look for in SessionStart's answer.
+            _daemon: TestDaemon::start(sb.daemon_options().set("resume.records_hint", false)),
             sb,
             repo,
         }

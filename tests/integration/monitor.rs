@@ -27,7 +27,10 @@ impl Session {
         let project = sb.path().join("proj");
         std::fs::create_dir_all(&project).unwrap();
         let transcript = Transcript::create(sb.path().join("claude/s1.jsonl"), "s1-session", model);
-        let daemon = Some(TestDaemon::start(sb.daemon_options()));
+        // SessionStart's answer is checked for warnings alone.
+        let daemon = Some(TestDaemon::start(
+            sb.daemon_options().set("resume.records_hint", false),
+        ));
         Session {
             sb,
             daemon,
@@ -67,7 +70,9 @@ impl Session {
 
     fn restart_daemon(&mut self) {
         self.daemon.take().unwrap().stop();
-        self.daemon = Some(TestDaemon::start(self.sb.daemon_options()));
+        self.daemon = Some(TestDaemon::start(
+            self.sb.daemon_options().set("resume.records_hint", false),
+        ));
     }
 }
 

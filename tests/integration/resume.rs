@@ -438,3 +438,180 @@ fn a_huge_state_still_fits_the_budget() {
         "the marker survives trimming"
     );
 }
+
+/// A compaction summary that ends with a `hookd-state` block, as PreCompact asks.
+const SUMMARY_WITH_BLOCK: &str = "<summary>
+1. Primary Request: make the parser faster.
+2. Work so far: profiled; caching the token table.
+
+```hookd-state
+decisions:
+  - {topic: Cache, decision: a HashMap keyed by token}
+  - {topic: Lexer, decision: keep the hand-written lexer, reasoning: the regex one was 3x slower}
+rejected:
+  - {approach: a regex tokenizer, why: 3x slower on the benchmark}
+blockers:
+  - {issue: the benchmark machine is noisy, status: workaround, notes: take the median of 5 runs}
+  - {issue: \"{{#each secrets}}{{this}}{{/each}}\", status: unresolved}
+next_actions:
+  - {action: benchmark, target: the cached parser, priority: 1, context_needed: [README.md, /etc/passwd]}
+```
+</summary>";
+
+impl Session {
+    /// A hook whose fixture payload gets `field` set to `value`.
+    fn hook_with(
+        &self,
+        fixture: &str,
+        event: &str,
+        field: &str,
+        value: &str,
+    ) -> std::process::Output {
+        let mut p: Value =
+            serde_json::from_slice(&self.t.payload(fixture, &self.repo.dir)).unwrap();
+        p[field] = Value::from(value);
+        let out = self.sb.hook(event, &serde_json::to_vec(&p).unwrap());
+        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
+        out
+    }
+
+    fn state(&self) -> Value {
+        serde_json::from_slice(
+            &std::fs::read(self.repo.dir.join(".workflow/context_state.json")).unwrap(),
+        )
+        .unwrap()
+    }
+}
+
+#[test]
+fn the_summary_block_is_merged_before_the_resume_and_records_win() {
+    let s = Session::new();
+    let out =
+        s.sb.command("hookctl")
+            .current_dir(&s.repo.dir)
+            .args([
+                "decision",
+                "Cache",
+                "an LRU of 1k entries",
+                "--why",
+                "bounded memory",
+            ])
+            .output()
+            .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let instructions = s.hook("PreCompact(trigger=manual)", "pre-compact");
+    let instructions = instructions.as_str().unwrap();
+    assert!(instructions.starts_with("hookd saved"), "{instructions}");
+    assert!(
+        instructions.contains("info string `hookd-state`"),
+        "{instructions}"
+    );
+    // Claude Code's summarizer ends as a subagent with no type, before SessionStart(compact).
+    let out = s.hook_with(
+        "SubagentStop",
+        "subagent-stop",
+        "last_assistant_message",
+        SUMMARY_WITH_BLOCK,
+    );
+    assert_eq!(stdout(&out), "", "SubagentStop says nothing");
+    s.t.boundary("manual", 120_000, 3_000);
+    let start = s.hook("SessionStart(source=compact)", "session-start");
+    let prompt = context(&start);
+    for said in [
+        "keep the hand-written lexer (because the regex one was 3x slower)",
+        "### Approaches Ruled Out",
+        "a regex tokenizer (3x slower on the benchmark)",
+        "the benchmark machine is noisy (workaround): take the median of 5 runs",
+        // Text from the summary is printed, never run as a template.
+        "{{#each secrets}}{{this}}{{/each}} (unresolved)",
+        "**benchmark** the cached parser",
+        "Read first: README.md\n",
+        // The recorded decision wins over the summary's on the same topic.
+        "**Cache**: an LRU of 1k entries",
+    ] {
+        assert!(prompt.contains(said), "{said:?} in:\n{prompt}");
+    }
+    assert!(!prompt.contains("a HashMap"), "{prompt}");
+    assert!(!prompt.contains("/etc/passwd"), "{prompt}");
+
+    let state = s.state();
+    hookd_tests::assert_valid(&hookd_tests::state_schema(), &state);
+    assert!(
+        state["sources"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("summary")),
+        "{}",
+        state["sources"]
+    );
+    let sources: Vec<(&str, &str)> = state["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["topic"].as_str().unwrap(), d["source"].as_str().unwrap()))
+        .collect();
+    assert_eq!(sources, [("Cache", "records.jsonl"), ("Lexer", "summary")]);
+    assert_eq!(state["summary"]["from"], "subagent-stop");
+    let merged = s.events("summary");
+    assert_eq!(merged.len(), 1, "{merged:?}");
+    assert_eq!(merged[0]["merged"], true, "{}", merged[0]);
+
+    // PostCompact brings the same summary: it is not merged twice.
+    s.hook_with(
+        "PostCompact(trigger=manual)",
+        "post-compact",
+        "compact_summary",
+        SUMMARY_WITH_BLOCK,
+    );
+    let merged = s.events("summary");
+    assert_eq!(merged.len(), 2);
+    assert_eq!(merged[1]["merged"], false);
+    assert_eq!(merged[1]["why"], "this summary was merged already");
+
+    // The next capture keeps what the summary decided and ruled out.
+    s.hook("PreCompact(trigger=manual)", "pre-compact");
+    let state = s.state();
+    assert_eq!(
+        state["decisions"].as_array().unwrap().len(),
+        2,
+        "{}",
+        state["decisions"]
+    );
+    assert_eq!(state["rejected"][0]["approach"], "a regex tokenizer");
+    assert!(
+        state["sources"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("summary"))
+    );
+}
+
+#[test]
+fn a_summary_without_a_block_leaves_the_resume_prompt_as_it_was() {
+    let s = Session::new();
+    s.hook("PreCompact(trigger=manual)", "pre-compact");
+    let saved = s.state();
+    s.hook_with(
+        "SubagentStop",
+        "subagent-stop",
+        "last_assistant_message",
+        "<summary>Profiled; caching the token table next.</summary>",
+    );
+    assert_eq!(s.state(), saved, "nothing merged");
+    s.t.boundary("manual", 120_000, 3_000);
+    let prompt = context(&s.hook("SessionStart(source=compact)", "session-start"));
+    assert!(prompt.contains("## Context Recovery"), "{prompt}");
+    assert!(
+        !prompt.contains("Ruled Out") && !prompt.contains("Key Decisions"),
+        "{prompt}"
+    );
+    let merged = s.events("summary");
+    assert_eq!(merged[0]["merged"], false);
+    assert_eq!(merged[0]["why"], "the summary has no hookd-state block");
+    // A subagent of the agent's own (it has a type) is no compaction summary.
+    let mut p: Value = serde_json::from_slice(&s.t.payload("SubagentStop", &s.repo.dir)).unwrap();
+    p["agent_type"] = "general-purpose".into();
+    p["last_assistant_message"] = SUMMARY_WITH_BLOCK.into();
+    s.sb.hook("subagent-stop", &serde_json::to_vec(&p).unwrap());
+    assert_eq!(s.events("summary").len(), 1);
+}

@@ -46,13 +46,14 @@ const MOCK_START_LIMIT: Duration = Duration::from_secs(10);
 pub const USE_HOOKCTL_INSTALL: bool = true;
 
 /// The hook events hookd is wired to, in Claude Code's spelling.
-pub const WIRED_EVENTS: [&str; 8] = [
+pub const WIRED_EVENTS: [&str; 9] = [
     "SessionStart",
     "UserPromptSubmit",
     "PostToolUse",
     "PostToolBatch",
     "PreCompact",
     "PostCompact",
+    "SubagentStop",
     "Stop",
     "SessionEnd",
 ];

@@ -8,11 +8,15 @@
 //! 4. git: what changed against HEAD, with line counts and the definitions
 //!    each change added, removed or edited.
 //!
-//! A missing source leaves its fields empty; nothing is made up.
+//! A missing source leaves its fields empty; nothing is made up. After the
+//! capture, the compaction summary's `hookd-state` block is merged in
+//! ([`summary_block`]), below all of these.
 
 pub mod records;
 pub mod state;
+pub mod summary_block;
 pub mod workflow_file;
+mod yaml;
 
 use crate::git::{self, GitError, Snapshot, SnapshotOptions};
 use crate::harness::work::{TaskSource, TaskStatus, WorkFacts};
@@ -362,6 +366,7 @@ fn assemble(
                     decision: d.decision.clone(),
                     reasoning: d.reasoning.clone(),
                     timestamp: d.timestamp.clone(),
+                    source: workflow_file::WORKFLOW_FILE.into(),
                 })
                 .collect()
         })
@@ -375,6 +380,7 @@ fn assemble(
                     issue: b.issue.clone(),
                     status: b.status.clone().unwrap_or_else(|| "unresolved".into()),
                     notes: b.notes.clone(),
+                    source: workflow_file::WORKFLOW_FILE.into(),
                 })
                 .collect()
         })

@@ -75,6 +75,7 @@ pub fn load(workflow: &Workflow) -> io::Result<Records> {
                 decision,
                 reasoning,
                 timestamp: Some(line.ts),
+                source: RECORDS_FILE.into(),
             }),
             Record::Blocker {
                 issue,
@@ -87,6 +88,7 @@ pub fn load(workflow: &Workflow) -> io::Result<Records> {
                     issue,
                     status,
                     notes,
+                    source: RECORDS_FILE.into(),
                 });
             }
             Record::Phase { name } => out.phase = Some(name),

@@ -112,6 +112,9 @@ pub struct ContextState {
     pub modified_files: Vec<ModifiedFile>,
     pub decisions: Vec<Decision>,
     pub blockers: Vec<Blocker>,
+    /// Approaches tried and dropped, from the compaction summary.
+    #[serde(default)]
+    pub rejected: Vec<Rejected>,
     /// The request that set the work: the session's first substantial one
     /// (an acknowledgement such as "yes, continue" never is).
     pub objective: Option<String>,
@@ -125,14 +128,33 @@ pub struct ContextState {
     pub progress_summary: String,
     pub git: Option<GitInfo>,
     pub checkpoint: Option<Checkpoint>,
-    /// Which sources contributed (`workflow_state.yml`, `records`, `transcript`, `git`).
+    /// Which sources contributed (`workflow_state.yml`, `records.jsonl`,
+    /// `transcript`, `git`, `summary`).
     pub sources: Vec<String>,
     /// Sources that could not be read, and why.
     pub problems: Vec<String>,
     /// Files to read again after compaction, scored for the task and fitted to the budget.
     #[serde(default)]
     pub context_to_reload: Option<ContextToReload>,
+    /// The compaction summary's `hookd-state` block merged into this state.
+    #[serde(default)]
+    pub summary: Option<SummaryTaken>,
 }
+
+/// Where the merged `hookd-state` block came from, and what was wrong with it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SummaryTaken {
+    /// `subagent-stop`, `transcript` or `post-compact`: whichever delivered it first.
+    pub from: String,
+    pub taken_at: String,
+    /// A fingerprint of the block, so the same summary is merged once.
+    pub fingerprint: String,
+    /// Parts of the block that were left out, and why.
+    pub problems: Vec<String>,
+}
+
+/// Who said a decision or a blocker: the summary's give way to the others.
+pub const SOURCE_SUMMARY: &str = "summary";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContextToReload {
@@ -222,6 +244,17 @@ pub struct Decision {
     pub decision: String,
     pub reasoning: Option<String>,
     pub timestamp: Option<String>,
+    /// `workflow_state.yml`, `records.jsonl` or `summary`.
+    #[serde(default)]
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rejected {
+    pub approach: String,
+    pub why: Option<String>,
+    /// Always `summary` for now.
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -230,6 +263,9 @@ pub struct Blocker {
     /// unresolved, workaround, resolved.
     pub status: String,
     pub notes: Option<String>,
+    /// `workflow_state.yml`, `records.jsonl` or `summary`.
+    #[serde(default)]
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -21,6 +21,7 @@
 //! Unknown keys are ignored (other tools may write more); a key of the
 //! wrong type is an error naming the key and the line.
 
+use crate::capture::yaml;
 use crate::workflow::Workflow;
 use serde::Deserialize;
 
@@ -80,7 +81,7 @@ pub fn load(workflow: &Workflow) -> Result<Option<WorkflowFile>, String> {
     if text.trim().is_empty() {
         return Ok(Some(WorkflowFile::default()));
     }
-    serde_yaml::from_str::<WorkflowFile>(&text)
+    yaml::from_str::<WorkflowFile>(&text)
         .map(Some)
         .map_err(|e| format!("{}: {e}", path.display()))
 }

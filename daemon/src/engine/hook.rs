@@ -141,6 +141,16 @@ impl Engine {
                     checkpoint,
                     ..
                 } => self.save_in_background(key, config, trigger, checkpoint),
+                Effect::TakeSummaryFromFile => {
+                    if let Some(fields) = self.take_summary_from_file(key, config).await {
+                        records.extend(project.clone().map(|project| ProjectEvent {
+                            project,
+                            kind: "summary",
+                            session: key.clone(),
+                            fields,
+                        }));
+                    }
+                }
                 _ => {}
             }
         }
@@ -202,6 +212,16 @@ impl Engine {
                     self.resume_on_start(key, &source, config, outcome, &mut project_events)
                         .await;
                 }
+                Effect::TakeSummary { summary, from } => {
+                    if let Some(fields) = self.take_summary(key, summary, from, config).await {
+                        records.push(("summary", fields));
+                    }
+                }
+                Effect::TakeSummaryFromFile => {
+                    if let Some(fields) = self.take_summary_from_file(key, config).await {
+                        records.push(("summary", fields));
+                    }
+                }
                 Effect::Record { kind, fields } => records.push((kind, fields)),
                 other => later.push(other),
             }
@@ -235,7 +255,10 @@ impl Engine {
                     checkpoint,
                     ..
                 } => self.save_in_background(key, config, trigger, checkpoint),
-                Effect::Record { .. } | Effect::Resume { .. } => {}
+                Effect::Record { .. }
+                | Effect::Resume { .. }
+                | Effect::TakeSummary { .. }
+                | Effect::TakeSummaryFromFile => {}
             }
         }
         // The resume's own lines, after the ones that led to it.
@@ -272,6 +295,46 @@ impl Engine {
             }
             tokio::time::sleep(super::resume::ARRIVAL_POLL).await;
         }
+    }
+
+    /// Merges a compaction summary into the session's saved state; the
+    /// line for `events.jsonl` says how it went.
+    async fn take_summary(
+        &self,
+        key: &SessionKey,
+        summary: String,
+        from: &'static str,
+        config: &Config,
+    ) -> Option<serde_json::Value> {
+        let project = self.registry().get(key)?.project_dir.clone()?;
+        let request = crate::pipeline::SummaryRequest {
+            session: key.clone(),
+            project,
+            summary,
+            from,
+        };
+        let config = config.clone();
+        tokio::task::spawn_blocking(move || crate::pipeline::take_summary(&request, &config))
+            .await
+            .ok()
+    }
+
+    /// The compaction summary the session's file keeps, merged like one a
+    /// hook brought; nothing when the file holds none (yet).
+    async fn take_summary_from_file(
+        &self,
+        key: &SessionKey,
+        config: &Config,
+    ) -> Option<serde_json::Value> {
+        let path = self.registry().get(key)?.transcript_path.clone()?;
+        let harness = key.harness;
+        let summary = tokio::task::spawn_blocking(move || {
+            harness::compaction_summary_in_file(harness, &path)
+        })
+        .await
+        .ok()?
+        .ok()??;
+        self.take_summary(key, summary, "transcript", config).await
     }
 
     fn save_in_background(

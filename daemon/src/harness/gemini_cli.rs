@@ -457,6 +457,8 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         custom_instructions: None,
         compact_summary: None,
         agent_id: None,
+        agent_type: None,
+        last_assistant_message: None,
         env: req.env.clone(),
         problems: Vec::new(),
     };

@@ -148,6 +148,10 @@ pub struct HookEvent {
     pub compact_summary: Option<String>,
     /// Set for events inside a subagent.
     pub agent_id: Option<String>,
+    /// SubagentStop: the subagent's kind; Claude Code's compaction summarizer has "".
+    pub agent_type: Option<String>,
+    /// Stop / SubagentStop: the (sub)agent's last reply.
+    pub last_assistant_message: Option<String>,
     /// The hook's allow-listed environment.
     pub env: BTreeMap<String, String>,
     /// Fields that were present but not what the harness documents.
@@ -328,6 +332,35 @@ pub fn compaction_is_due(session: &SessionFacts, config: &protocol::config::Wind
     match session.harness {
         Harness::GeminiCli => gemini_cli::compression_is_due(session, config),
         Harness::ClaudeCode | Harness::Codex => true,
+    }
+}
+
+/// The compaction summary a hook carries, and what to call where it came
+/// from: Claude Code's summarizer ends as a subagent with no type, before
+/// SessionStart(compact); PostCompact repeats the summary afterwards. Codex
+/// shares the field names but its PreCompact output never reaches its
+/// summarizer, and Gemini CLI has no hook after compressing.
+pub fn compaction_summary(event: &HookEvent) -> Option<(&str, &'static str)> {
+    if event.harness != Harness::ClaudeCode {
+        return None;
+    }
+    let summary = match event.kind {
+        EventKind::SubagentStop if event.agent_type.as_deref() == Some("") => {
+            (event.last_assistant_message.as_deref()?, "subagent-stop")
+        }
+        EventKind::PostCompact => (event.compact_summary.as_deref()?, "post-compact"),
+        _ => return None,
+    };
+    Some(summary)
+}
+
+/// The latest compaction's summary as the session's file keeps it, for a
+/// harness that writes one there (Claude Code: the `isCompactSummary` entry
+/// after the boundary). Blocking.
+pub fn compaction_summary_in_file(harness: Harness, path: &Path) -> io::Result<Option<String>> {
+    match harness {
+        Harness::ClaudeCode => claude_code::transcript::compact_summary(path),
+        Harness::Codex | Harness::GeminiCli => Ok(None),
     }
 }
 

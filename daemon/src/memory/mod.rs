@@ -35,7 +35,7 @@ pub mod store;
 pub use lessons::fill_section;
 pub use requests::{memory_request, reflect_now, task_request};
 
-use crate::capture::state::{Blocker, ContextState, Decision};
+use crate::capture::state::{Blocker, ContextState, Decision, SOURCE_SUMMARY};
 use crate::capture::workflow_file;
 use crate::sessions::SessionKey;
 use crate::time::{now_ms, rfc3339};
@@ -161,6 +161,7 @@ fn baseline(project: &Path) -> Vec<String> {
             decision: d.decision,
             reasoning: d.reasoning,
             timestamp: d.timestamp,
+            source: workflow_file::WORKFLOW_FILE.into(),
         })
         .collect();
     decisions.extend(records.decisions);
@@ -171,6 +172,7 @@ fn baseline(project: &Path) -> Vec<String> {
             issue: b.issue,
             status: b.status.unwrap_or_else(|| "unresolved".into()),
             notes: b.notes,
+            source: workflow_file::WORKFLOW_FILE.into(),
         })
         .collect();
     for b in records.blockers {
@@ -515,6 +517,18 @@ pub fn prompted(
 /// and blockers become reflections of the session's task, and a compaction
 /// counts as an iteration. Returns what went wrong, if anything did.
 pub fn after_capture(config: &Config, state: &ContextState) -> Option<String> {
+    take_in(config, state, true)
+}
+
+/// A compaction summary merged into the saved state: what it says was
+/// decided, did not work or was resolved becomes reflections of the task.
+pub fn after_summary(config: &Config, state: &ContextState) -> Option<String> {
+    take_in(config, state, false)
+}
+
+/// A state's decisions, blockers and rejected approaches into the task's
+/// reflections; `capture`: a new capture (a compaction's counts as an iteration).
+fn take_in(config: &Config, state: &ContextState, capture: bool) -> Option<String> {
     if !config.memory.enabled {
         return None;
     }
@@ -555,8 +569,20 @@ pub fn after_capture(config: &Config, state: &ContextState) -> Option<String> {
                 None => false,
             }
         };
-        let iteration = task.iterations + 1;
-        let new = reflect::from_capture(&task, &state.decisions, &state.blockers);
+        // A summary tells of the iteration its compaction just counted.
+        let iteration = if capture {
+            task.iterations + 1
+        } else {
+            task.iterations.max(1)
+        };
+        let blockers: Vec<Blocker> = state
+            .blockers
+            .iter()
+            .filter(|b| b.source != SOURCE_SUMMARY || b.status == "resolved")
+            .cloned()
+            .collect();
+        let mut new = reflect::from_capture(&task, &state.decisions, &blockers);
+        new.extend(reflect::from_rejected(&task, &state.rejected));
         let added = new.len();
         for n in new {
             task.reflected.push(n.fingerprint);
@@ -569,7 +595,7 @@ pub fn after_capture(config: &Config, state: &ContextState) -> Option<String> {
                 source: n.source.to_owned(),
             });
         }
-        let compaction = state.trigger.is_compaction();
+        let compaction = capture && state.trigger.is_compaction();
         if compaction {
             task.iterations += 1;
         }
@@ -586,7 +612,7 @@ pub fn after_capture(config: &Config, state: &ContextState) -> Option<String> {
             event(
                 Some(&project),
                 session.as_ref(),
-                json!({"action": "reflect", "task_id": task.task_id, "added": added, "iteration": iteration, "from": "capture"}),
+                json!({"action": "reflect", "task_id": task.task_id, "added": added, "iteration": iteration, "from": if capture { "capture" } else { "summary" }}),
             );
         }
         Ok::<(), String>(())

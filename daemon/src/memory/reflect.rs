@@ -12,6 +12,10 @@
 //! | any other open blocker | `constraint_discovery` |
 //! | a blocker with a workaround | `strategy_change`: "workaround for …" |
 //! | a resolved blocker | `success_pattern`: "resolved …" |
+//! | an approach the summary says was rejected | `error_analysis`: "did not work: …" |
+//!
+//! Of the blockers a compaction summary gave, only resolved ones count: an
+//! open one is the summarizer's reading of the moment, not yet a lesson.
 //!
 //! When a task closes, each reflection is judged by the outcome (again, if
 //! the task closes again with another one):
@@ -22,7 +26,7 @@
 //! | partial, or unknown | success patterns, error analyses, constraints | none |
 //! | failure | error analyses, constraints, success patterns | strategy changes |
 
-use crate::capture::state::{Blocker, Decision};
+use crate::capture::state::{Blocker, Decision, Rejected};
 use protocol::memory::{Effectiveness, Reflection, ReflectionType, TaskOutcome, TaskRecord};
 
 /// Longest reflection kept, in characters.
@@ -67,6 +71,34 @@ pub fn from_capture(task: &TaskRecord, decisions: &[Decision], blockers: &[Block
         .into_iter()
         .filter(|n| !task.reflected.contains(&n.fingerprint))
         .collect()
+}
+
+/// The reflections approaches given up on add to `task`.
+pub fn from_rejected(task: &TaskRecord, rejected: &[Rejected]) -> Vec<New> {
+    let mut out: Vec<New> = Vec::new();
+    for r in rejected.iter().filter(|r| !r.approach.trim().is_empty()) {
+        let fingerprint = fingerprint(&["rejected", &r.approach]);
+        if task.reflected.contains(&fingerprint) || out.iter().any(|n| n.fingerprint == fingerprint)
+        {
+            continue;
+        }
+        let why = r
+            .why
+            .as_deref()
+            .filter(|w| !w.trim().is_empty())
+            .map(|w| format!(" ({})", w.trim()))
+            .unwrap_or_default();
+        out.push(New {
+            fingerprint,
+            kind: ReflectionType::ErrorAnalysis,
+            content: clip(
+                &format!("did not work: {}{why}", r.approach.trim()),
+                MAX_REFLECTION_CHARS,
+            ),
+            source: "rejected",
+        });
+    }
+    out
 }
 
 /// Every reflection these decisions and blockers stand for, once each.
@@ -236,6 +268,7 @@ pub(crate) mod tests {
             issue: issue.into(),
             status: status.into(),
             notes: notes.map(str::to_owned),
+            ..Blocker::default()
         }
     }
 
@@ -246,7 +279,7 @@ pub(crate) mod tests {
             topic: "Waits".into(),
             decision: "wait for network idle".into(),
             reasoning: Some("the spinner hides late requests".into()),
-            timestamp: None,
+            ..Decision::default()
         }];
         let blockers = vec![blocker("login test is flaky on CI", "unresolved", None)];
         let first = from_capture(&task, &decisions, &blockers);

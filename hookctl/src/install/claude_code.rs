@@ -52,6 +52,13 @@ const HOOKS: &[HookSpec] = &[
         arg: "post-compact",
         timeout: 10,
     },
+    // The compaction's summarizer ends as a subagent: its summary arrives here first.
+    HookSpec {
+        event: "SubagentStop",
+        matcher: None,
+        arg: "subagent-stop",
+        timeout: 10,
+    },
     HookSpec {
         event: "Stop",
         matcher: None,

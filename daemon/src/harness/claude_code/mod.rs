@@ -53,6 +53,8 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         custom_instructions: f.string("custom_instructions"),
         compact_summary: f.string("compact_summary"),
         agent_id: f.string("agent_id"),
+        agent_type: f.string("agent_type"),
+        last_assistant_message: f.string("last_assistant_message"),
         env: req.env.clone(),
         problems: Vec::new(),
     };

@@ -305,6 +305,43 @@ pub fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
     Ok(false)
 }
 
+/// How far back from the end [`compact_summary`] looks.
+const SUMMARY_LOOKBACK: u64 = 4 * 1024 * 1024;
+
+/// The text of the latest compaction's summary entry (`isCompactSummary`),
+/// if the transcript's last few MiB hold one written after its latest
+/// `compact_boundary`.
+pub fn compact_summary(path: &Path) -> io::Result<Option<String>> {
+    let Some((file, meta)) = open_regular(path)? else {
+        return Ok(None);
+    };
+    let len = meta.len();
+    let mut lines = ReverseLines::new(&file, len);
+    lines.stop_below(len.saturating_sub(SUMMARY_LOOKBACK));
+    while let Some(line) = lines.next_line()? {
+        if memchr::memmem::find(&line, b"isCompactSummary").is_some()
+            && let Ok(entry) = serde_json::from_slice::<Value>(&line)
+            && entry["isCompactSummary"] == true
+        {
+            let content = &entry["message"]["content"];
+            let text = match content {
+                Value::String(s) => s.clone(),
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => String::new(),
+            };
+            return Ok((!text.is_empty()).then_some(text));
+        }
+        if matches!(classify(&line), Some(Entry::Boundary(_))) {
+            return Ok(None);
+        }
+    }
+    Ok(None)
+}
+
 enum Entry {
     Reply(Usage),
     Boundary(Boundary),
@@ -551,6 +588,31 @@ mod tests {
 
     fn cold_usage(text: &[u8]) -> Usage {
         reference(text).unwrap()
+    }
+
+    #[test]
+    fn the_compaction_summary_is_read_from_its_entry_after_the_boundary() {
+        let summary = compact_summary(&fixture("compact_manual.b38af9dc.jsonl"))
+            .unwrap()
+            .expect("the isCompactSummary entry");
+        assert!(
+            summary.starts_with("This session is being continued"),
+            "{summary}"
+        );
+        assert_eq!(
+            compact_summary(&fixture("basic.90fcfea3.jsonl")).unwrap(),
+            None
+        );
+        // A summary before the latest boundary belongs to an earlier compaction.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(
+            &path,
+            "{\"type\":\"user\",\"isCompactSummary\":true,\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"old\"}]}}\n\
+             {\"type\":\"system\",\"subtype\":\"compact_boundary\",\"compactMetadata\":{\"trigger\":\"auto\",\"preTokens\":9,\"postTokens\":1}}\n",
+        )
+        .unwrap();
+        assert_eq!(compact_summary(&path).unwrap(), None);
     }
 
     #[test]

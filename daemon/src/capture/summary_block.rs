@@ -1,0 +1,865 @@
+//! The `hookd-state` block a compaction summary ends with, when the
+//! summarizer did what PreCompact asked: YAML with the state's own field
+//! names.
+//!
+//! ````text
+//! ```hookd-state
+//! decisions:
+//!   - {topic: Storage, decision: SQLite in WAL mode, reasoning: one writer}
+//! rejected:
+//!   - {approach: a JSON file per record, why: too slow past 10k records}
+//! blockers:
+//!   - {issue: flaky CI on macOS, status: unresolved, notes: retry once}
+//! active_task: the migration tool
+//! progress_notes: schema done; migration half written
+//! next_actions:
+//!   - {action: finish, target: src/migrate.rs, priority: 1, context_needed: [src/db.rs]}
+//! ```
+//! ````
+//!
+//! The summary is the model's text about an untrusted conversation, so the
+//! block is read tolerantly and within bounds: a missing block is no block,
+//! a malformed one gives what parts of it are valid (a cut-off block is
+//! read up to its last whole line), duplicated blocks are combined (the
+//! later one wins), text is cleaned of control characters and clipped, and
+//! lists are capped. Text stays text: it is only ever a value the templates
+//! print.
+//!
+//! [`merge`] puts a block into a saved state: what the project's workflow
+//! file or hookctl records say wins over the summary on the same topic,
+//! issue or action, and the summary's decisions, rejected approaches and
+//! blockers carry from one capture to the next ([`carry_over`]) until a
+//! later one supersedes them.
+
+use crate::capture::state::{
+    Blocker, ContextState, Decision, NextAction, Rejected, SOURCE_SUMMARY,
+};
+use crate::capture::yaml;
+use serde_json::Value;
+
+/// The fenced code block's info string.
+pub const INFO_STRING: &str = "hookd-state";
+/// A longer block is cut (and read up to its last whole line).
+const MAX_BLOCK_BYTES: usize = 16 * 1024;
+/// Blocks read, the last ones.
+const MAX_BLOCKS: usize = 3;
+/// Entries kept from each list of one summary.
+pub const MAX_ITEMS: usize = 12;
+/// Decisions, rejected approaches and blockers from summaries a state keeps.
+pub const MAX_KEPT: usize = 30;
+/// Longest text of one field, in characters.
+const MAX_TEXT_CHARS: usize = 300;
+/// Files named by one next action.
+const MAX_FILES: usize = 8;
+/// Problems noted about one summary.
+const MAX_PROBLEMS: usize = 8;
+/// Lines dropped from the end of a block that does not parse, at most.
+const MAX_TRIMMED_LINES: usize = 20;
+/// The topic of a decision that named none; such decisions never supersede each other.
+const NO_TOPIC: &str = "general";
+
+/// What a summary's `hookd-state` blocks say.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SummaryState {
+    pub decisions: Vec<Decision>,
+    pub rejected: Vec<Rejected>,
+    pub blockers: Vec<Blocker>,
+    pub active_task: Option<String>,
+    pub progress_notes: Option<String>,
+    pub next_actions: Vec<NextAction>,
+    /// What was left out, and why.
+    pub problems: Vec<String>,
+    /// Of the blocks' text, so the same summary is merged once.
+    pub fingerprint: String,
+}
+
+impl SummaryState {
+    /// Whether the block gave anything a state can use.
+    pub fn is_empty(&self) -> bool {
+        self.decisions.is_empty()
+            && self.rejected.is_empty()
+            && self.blockers.is_empty()
+            && self.active_task.is_none()
+            && self.progress_notes.is_none()
+            && self.next_actions.is_empty()
+    }
+
+    fn note(&mut self, problem: String) {
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(clip(&problem, 200));
+        }
+    }
+}
+
+/// The `hookd-state` blocks of `summary`, read and combined; `None` when it
+/// has none.
+pub fn parse(summary: &str) -> Option<SummaryState> {
+    let (bodies, skipped) = blocks(summary);
+    if bodies.is_empty() {
+        return None;
+    }
+    // Only a block's first bytes are read, and fingerprinted.
+    let bounded: Vec<&str> = bodies.iter().map(|b| head(b, MAX_BLOCK_BYTES)).collect();
+    let mut out = SummaryState {
+        fingerprint: crate::memory::reflect::fingerprint(&bounded),
+        ..SummaryState::default()
+    };
+    if skipped > 0 {
+        out.note(format!(
+            "{skipped} earlier {INFO_STRING} blocks were not read"
+        ));
+    }
+    for (n, (body, whole)) in bounded.iter().zip(&bodies).enumerate() {
+        let which = format!("{INFO_STRING} block {}", n + 1 + skipped);
+        if body.len() < whole.len() {
+            out.note(format!(
+                "{which} is longer than {MAX_BLOCK_BYTES} bytes; the rest was not read"
+            ));
+        }
+        if let Some(value) = read_yaml(body, &which, &mut out) {
+            take_fields(&value, &which, &mut out);
+        }
+    }
+    dedup_latest(&mut out.decisions, same_decision, MAX_ITEMS);
+    dedup_latest(
+        &mut out.rejected,
+        |a, b| same_text(&a.approach, &b.approach),
+        MAX_ITEMS,
+    );
+    dedup_latest(
+        &mut out.blockers,
+        |a, b| same_text(&a.issue, &b.issue),
+        MAX_ITEMS,
+    );
+    dedup_latest(&mut out.next_actions, same_action, MAX_ITEMS);
+    Some(out)
+}
+
+/// The bodies of the last [`MAX_BLOCKS`] fenced blocks whose info string
+/// is [`INFO_STRING`], and how many earlier ones there were; one left open
+/// runs to the end (a summary cut short).
+fn blocks(text: &str) -> (std::collections::VecDeque<&str>, usize) {
+    let mut out = std::collections::VecDeque::new();
+    let mut skipped = 0;
+    fn keep<'a>(out: &mut std::collections::VecDeque<&'a str>, skipped: &mut usize, body: &'a str) {
+        if out.len() == MAX_BLOCKS {
+            out.pop_front();
+            *skipped += 1;
+        }
+        out.push_back(body);
+    }
+    let mut open: Option<(char, usize, usize)> = None; // fence, its length, body start
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let line_start = offset;
+        offset += line.len();
+        let trimmed = line.trim();
+        match open {
+            None => {
+                let Some(fence) = trimmed.chars().next().filter(|c| matches!(c, '`' | '~')) else {
+                    continue;
+                };
+                let length = trimmed.chars().take_while(|&c| c == fence).count();
+                let info = trimmed[length..].trim();
+                let first_word = info.split_whitespace().next().unwrap_or("");
+                if length >= 3 && first_word.eq_ignore_ascii_case(INFO_STRING) {
+                    open = Some((fence, length, offset));
+                }
+            }
+            Some((fence, length, body_start)) => {
+                let closes =
+                    trimmed.chars().all(|c| c == fence) && trimmed.chars().count() >= length;
+                if closes {
+                    keep(&mut out, &mut skipped, &text[body_start..line_start]);
+                    open = None;
+                }
+            }
+        }
+    }
+    if let Some((_, _, body_start)) = open {
+        keep(&mut out, &mut skipped, &text[body_start.min(text.len())..]);
+    }
+    (out, skipped)
+}
+
+/// A block's YAML as data. A block that does not parse is read again
+/// without its last lines, so one cut short still gives its whole entries.
+fn read_yaml(body: &str, which: &str, out: &mut SummaryState) -> Option<Value> {
+    let mut lines: Vec<&str> = body.lines().collect();
+    let mut first_error = None;
+    for _ in 0..=MAX_TRIMMED_LINES {
+        match yaml::to_json(&lines.join("\n")) {
+            Ok(value) => {
+                if let Some(e) = first_error {
+                    out.note(format!(
+                        "{which} is not whole YAML ({e}); its last lines were left out"
+                    ));
+                }
+                return Some(value);
+            }
+            Err(e) if e.starts_with("YAML tags") => {
+                out.note(format!("{which}: {e}; the block was not used"));
+                return None;
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+                if lines.pop().is_none() {
+                    break;
+                }
+            }
+        }
+    }
+    out.note(format!(
+        "{which} is not YAML ({}); not used",
+        first_error.unwrap_or_default()
+    ));
+    None
+}
+
+fn take_fields(value: &Value, which: &str, out: &mut SummaryState) {
+    let Value::Object(fields) = value else {
+        if !value.is_null() {
+            out.note(format!("{which} is not a map of fields; not used"));
+        }
+        return;
+    };
+    for (key, value) in fields {
+        match key.as_str() {
+            "decisions" => {
+                for item in entries(value, key, which, out) {
+                    match decision(item) {
+                        Some(d) => out.decisions.push(d),
+                        None => out.note(format!(
+                            "{which}: a decision without `decision` was left out"
+                        )),
+                    }
+                }
+            }
+            "rejected" => {
+                for item in entries(value, key, which, out) {
+                    match rejected(item) {
+                        Some(r) => out.rejected.push(r),
+                        None => out.note(format!(
+                            "{which}: a rejected entry without `approach` was left out"
+                        )),
+                    }
+                }
+            }
+            "blockers" => {
+                for item in entries(value, key, which, out) {
+                    match blocker(item) {
+                        Some(b) => out.blockers.push(b),
+                        None => {
+                            out.note(format!("{which}: a blocker without `issue` was left out"))
+                        }
+                    }
+                }
+            }
+            "next_actions" => {
+                for item in entries(value, key, which, out) {
+                    match next_action(item) {
+                        Some(a) => out.next_actions.push(a),
+                        None => out.note(format!(
+                            "{which}: a next action without `action` was left out"
+                        )),
+                    }
+                }
+            }
+            "active_task" => out.active_task = text(value).or(out.active_task.take()),
+            "progress_notes" => {
+                out.progress_notes = match value {
+                    Value::Array(notes) => {
+                        let joined = notes
+                            .iter()
+                            .take(MAX_ITEMS)
+                            .filter_map(text)
+                            .collect::<Vec<_>>()
+                            .join("; ");
+                        (!joined.is_empty()).then(|| clip(&joined, MAX_TEXT_CHARS))
+                    }
+                    other => text(other),
+                }
+                .or(out.progress_notes.take())
+            }
+            other => out.note(format!(
+                "{which}: unknown field `{}` ignored",
+                clip(other, 40)
+            )),
+        }
+    }
+}
+
+/// The maps of a list field (one map alone counts as a list of one), the
+/// first few hundred looked at.
+fn entries<'v>(value: &'v Value, key: &str, which: &str, out: &mut SummaryState) -> Vec<&'v Value> {
+    let items: Vec<&Value> = match value {
+        Value::Array(items) => items.iter().collect(),
+        Value::Object(_) => vec![value],
+        Value::Null => Vec::new(),
+        _ => {
+            out.note(format!("{which}: `{key}` is not a list; not used"));
+            Vec::new()
+        }
+    };
+    let maps: Vec<&Value> = items.into_iter().filter(|v| v.is_object()).collect();
+    if maps.len() > MAX_ITEMS {
+        out.note(format!(
+            "{which}: `{key}` has {} entries; the last {MAX_ITEMS} were kept",
+            maps.len()
+        ));
+    }
+    maps[maps.len().saturating_sub(MAX_ITEMS)..].to_vec()
+}
+
+fn decision(item: &Value) -> Option<Decision> {
+    Some(Decision {
+        topic: text(&item["topic"]).unwrap_or_else(|| NO_TOPIC.into()),
+        decision: text(&item["decision"])?,
+        reasoning: text(&item["reasoning"]).or_else(|| text(&item["why"])),
+        timestamp: None,
+        source: SOURCE_SUMMARY.into(),
+    })
+}
+
+fn rejected(item: &Value) -> Option<Rejected> {
+    Some(Rejected {
+        approach: text(&item["approach"])?,
+        why: text(&item["why"]).or_else(|| text(&item["reasoning"])),
+        source: SOURCE_SUMMARY.into(),
+    })
+}
+
+fn blocker(item: &Value) -> Option<Blocker> {
+    let status = text(&item["status"]).unwrap_or_default().to_lowercase();
+    let status = match status.as_str() {
+        "resolved" | "fixed" | "done" | "closed" => "resolved",
+        "workaround" => "workaround",
+        _ => "unresolved",
+    };
+    Some(Blocker {
+        issue: text(&item["issue"])?,
+        status: status.into(),
+        notes: text(&item["notes"]),
+        source: SOURCE_SUMMARY.into(),
+    })
+}
+
+fn next_action(item: &Value) -> Option<NextAction> {
+    let priority = match &item["priority"] {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+    .filter(|p| (1..100).contains(p))
+    .unwrap_or(0) as u32;
+    let files: Vec<&Value> = match &item["context_needed"] {
+        Value::Array(files) => files.iter().collect(),
+        one @ Value::String(_) => vec![one],
+        _ => Vec::new(),
+    };
+    let mut context_needed: Vec<String> = Vec::new();
+    for path in files
+        .into_iter()
+        .filter_map(text)
+        .filter(|p| is_project_path(p))
+    {
+        if context_needed.len() < MAX_FILES && !context_needed.contains(&path) {
+            context_needed.push(path);
+        }
+    }
+    Some(NextAction {
+        action: text(&item["action"])?,
+        target: text(&item["target"]).unwrap_or_default(),
+        priority,
+        context_needed,
+    })
+}
+
+/// A path that can only name something inside the project.
+fn is_project_path(path: &str) -> bool {
+    !path.starts_with(['/', '~', '\\'])
+        && !path.contains(':')
+        && std::path::Path::new(path).components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        })
+}
+
+/// A field's text: strings, numbers and booleans as they read, with
+/// control characters turned into spaces, runs of spaces closed up, and
+/// clipped. Anything else, or nothing left, is no text.
+fn text(value: &Value) -> Option<String> {
+    let raw = match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => return None,
+    };
+    let mut cleaned = String::with_capacity(raw.len().min(MAX_TEXT_CHARS * 4));
+    for word in raw
+        .split(|c: char| c.is_whitespace() || c.is_control() || is_direction_mark(c))
+        .filter(|w| !w.is_empty())
+    {
+        if cleaned.len() > MAX_TEXT_CHARS * 4 {
+            break;
+        }
+        if !cleaned.is_empty() {
+            cleaned.push(' ');
+        }
+        cleaned.push_str(word);
+    }
+    (!cleaned.is_empty()).then(|| clip(&cleaned, MAX_TEXT_CHARS))
+}
+
+/// Characters that reorder how text displays without being seen.
+fn is_direction_mark(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// The first `max` bytes of `text`, cut at a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+fn clip(text: &str, max: usize) -> String {
+    crate::memory::reflect::clip(text, max)
+}
+
+fn same_text(a: &str, b: &str) -> bool {
+    a.trim().eq_ignore_ascii_case(b.trim())
+}
+
+/// Same topic (a named one), or the same decision.
+fn same_decision(a: &Decision, b: &Decision) -> bool {
+    (same_text(&a.topic, &b.topic) && !same_text(&a.topic, NO_TOPIC))
+        || same_text(&a.decision, &b.decision)
+}
+
+fn same_action(a: &NextAction, b: &NextAction) -> bool {
+    same_text(&a.action, &b.action) && same_text(&a.target, &b.target)
+}
+
+/// Keeps the latest of entries that are the same, in the order they came,
+/// and the last `max` of them.
+fn dedup_latest<T>(items: &mut Vec<T>, same: impl Fn(&T, &T) -> bool, max: usize) {
+    let mut kept: Vec<T> = Vec::with_capacity(items.len());
+    for item in items.drain(..) {
+        kept.retain(|k| !same(k, &item));
+        kept.push(item);
+    }
+    let excess = kept.len().saturating_sub(max);
+    kept.drain(..excess);
+    *items = kept;
+}
+
+/// Merges a summary's block into `state`. Returns whether anything of it
+/// was taken.
+pub fn merge(state: &mut ContextState, block: &SummaryState) -> bool {
+    let mut taken = merge_lists(state, &block.decisions, &block.rejected, &block.blockers);
+    if state.active_work.action.is_none() && block.active_task.is_some() {
+        state.active_work.action.clone_from(&block.active_task);
+        taken = true;
+    }
+    if state.active_work.progress_notes.is_none() && block.progress_notes.is_some() {
+        state
+            .active_work
+            .progress_notes
+            .clone_from(&block.progress_notes);
+        taken = true;
+    }
+    let mut wanted: Vec<&NextAction> = block
+        .next_actions
+        .iter()
+        .filter(|a| !state.next_actions.iter().any(|x| same_action(x, a)))
+        .collect();
+    wanted.sort_by_key(|a| {
+        if a.priority == 0 {
+            u32::MAX
+        } else {
+            a.priority
+        }
+    });
+    taken |= !wanted.is_empty();
+    state.next_actions.extend(wanted.into_iter().cloned());
+    for (i, action) in state.next_actions.iter_mut().enumerate() {
+        action.priority = i as u32 + 1;
+    }
+    if taken && !state.sources.iter().any(|s| s == SOURCE_SUMMARY) {
+        state.sources.push(SOURCE_SUMMARY.into());
+    }
+    taken
+}
+
+/// Brings the summary's decisions, rejected approaches and blockers of an
+/// earlier capture of the same session into a new one.
+pub fn carry_over(state: &mut ContextState, earlier: &ContextState) {
+    let decisions: Vec<Decision> = earlier
+        .decisions
+        .iter()
+        .filter(|d| d.source == SOURCE_SUMMARY)
+        .cloned()
+        .collect();
+    let blockers: Vec<Blocker> = earlier
+        .blockers
+        .iter()
+        .filter(|b| b.source == SOURCE_SUMMARY)
+        .cloned()
+        .collect();
+    if merge_lists(state, &decisions, &earlier.rejected, &blockers)
+        && !state.sources.iter().any(|s| s == SOURCE_SUMMARY)
+    {
+        state.sources.push(SOURCE_SUMMARY.into());
+    }
+}
+
+/// The summary's entries join the state's: one the workflow file or a
+/// record already settles (same topic, decision or issue) is left out; one
+/// an earlier summary gave is replaced.
+fn merge_lists(
+    state: &mut ContextState,
+    decisions: &[Decision],
+    rejected: &[Rejected],
+    blockers: &[Blocker],
+) -> bool {
+    let mut taken = false;
+    for d in decisions {
+        let settled = state
+            .decisions
+            .iter()
+            .any(|x| x.source != SOURCE_SUMMARY && same_decision(x, d));
+        if !settled {
+            state
+                .decisions
+                .retain(|x| x.source != SOURCE_SUMMARY || !same_decision(x, d));
+            state.decisions.push(d.clone());
+            taken = true;
+        }
+    }
+    keep_newest(&mut state.decisions, |d| d.source == SOURCE_SUMMARY);
+    for r in rejected {
+        state
+            .rejected
+            .retain(|x| !same_text(&x.approach, &r.approach));
+        state.rejected.push(r.clone());
+        taken = true;
+    }
+    keep_newest(&mut state.rejected, |_| true);
+    for b in blockers {
+        let settled = state
+            .blockers
+            .iter()
+            .any(|x| x.source != SOURCE_SUMMARY && same_text(&x.issue, &b.issue));
+        if !settled {
+            state
+                .blockers
+                .retain(|x| x.source != SOURCE_SUMMARY || !same_text(&x.issue, &b.issue));
+            state.blockers.push(b.clone());
+            taken = true;
+        }
+    }
+    keep_newest(&mut state.blockers, |b| b.source == SOURCE_SUMMARY);
+    taken
+}
+
+/// Drops the oldest entries `from_summary` picks beyond [`MAX_KEPT`].
+fn keep_newest<T>(items: &mut Vec<T>, from_summary: impl Fn(&T) -> bool) {
+    let mut excess = items
+        .iter()
+        .filter(|i| from_summary(i))
+        .count()
+        .saturating_sub(MAX_KEPT);
+    items.retain(|i| {
+        if excess > 0 && from_summary(i) {
+            excess -= 1;
+            false
+        } else {
+            true
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::state::Blocker;
+
+    fn summary_with(block: &str) -> String {
+        format!(
+            "<summary>\n1. Primary request: build the parser.\n\n```hookd-state\n{block}\n```\n</summary>"
+        )
+    }
+
+    const WELL_FORMED: &str = "\
+decisions:
+  - {topic: Storage, decision: SQLite in WAL mode, reasoning: one writer}
+  - topic: Errors
+    decision: thiserror in the library
+rejected:
+  - {approach: a JSON file per record, why: too slow past 10k records}
+blockers:
+  - {issue: flaky CI on macOS, status: unresolved, notes: retry once}
+  - {issue: missing fixture, status: Fixed}
+active_task: the migration tool
+progress_notes: [schema done, migration half written]
+next_actions:
+  - {action: finish, target: src/migrate.rs, priority: 2, context_needed: [src/db.rs, /etc/passwd, ../x.rs]}
+  - {action: run, target: the tests, priority: \"1\"}";
+
+    #[test]
+    fn a_well_formed_block_reads_whole() {
+        let s = parse(&summary_with(WELL_FORMED)).unwrap();
+        assert_eq!(s.problems, Vec::<String>::new());
+        assert_eq!(s.decisions.len(), 2);
+        assert_eq!(s.decisions[0].topic, "Storage");
+        assert_eq!(s.decisions[0].reasoning.as_deref(), Some("one writer"));
+        assert_eq!(s.decisions[1].reasoning, None);
+        assert!(s.decisions.iter().all(|d| d.source == SOURCE_SUMMARY));
+        assert_eq!(s.rejected[0].approach, "a JSON file per record");
+        assert_eq!(
+            s.blockers
+                .iter()
+                .map(|b| b.status.as_str())
+                .collect::<Vec<_>>(),
+            ["unresolved", "resolved"]
+        );
+        assert_eq!(s.active_task.as_deref(), Some("the migration tool"));
+        assert_eq!(
+            s.progress_notes.as_deref(),
+            Some("schema done; migration half written")
+        );
+        assert_eq!(s.next_actions[0].priority, 2);
+        assert_eq!(s.next_actions[1].priority, 1);
+        assert_eq!(
+            s.next_actions[0].context_needed,
+            ["src/db.rs"],
+            "only paths inside the project"
+        );
+        assert!(!s.fingerprint.is_empty());
+    }
+
+    #[test]
+    fn no_block_is_none_and_other_blocks_are_not_read() {
+        assert_eq!(parse("<summary>nothing structured</summary>"), None);
+        assert_eq!(
+            parse("```yaml\ndecisions: [{topic: a, decision: b}]\n```"),
+            None
+        );
+        assert_eq!(parse(""), None);
+    }
+
+    #[test]
+    fn a_partial_block_gives_its_whole_entries() {
+        // Cut off mid-entry, with no closing fence: a summary that ran out of tokens.
+        let text = "```hookd-state\ndecisions:\n  - {topic: A, decision: first}\n  - {topic: B, decision: sec";
+        let s = parse(text).unwrap();
+        assert_eq!(s.decisions.len(), 1, "{s:?}");
+        assert_eq!(s.decisions[0].decision, "first");
+        assert!(s.problems[0].contains("not whole YAML"), "{:?}", s.problems);
+        // Entries without their required field are left out, the rest kept.
+        let s = parse(&summary_with(
+            "decisions:\n  - {topic: A}\n  - {topic: B, decision: kept}\nblockers: {notes: no issue}",
+        ))
+        .unwrap();
+        assert_eq!(s.decisions.len(), 1);
+        assert!(s.blockers.is_empty());
+        assert_eq!(s.problems.len(), 2, "{:?}", s.problems);
+    }
+
+    #[test]
+    fn a_malformed_block_is_noted_and_gives_nothing() {
+        for body in [
+            "decisions: [unclosed",
+            "- just\n- a list",
+            "42",
+            "decisions: 7",
+        ] {
+            let s = parse(&summary_with(body)).unwrap();
+            assert!(s.is_empty(), "{body}: {s:?}");
+            assert!(!s.problems.is_empty(), "{body}");
+        }
+        // An empty block is a block with nothing in it.
+        assert!(parse(&summary_with("")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn duplicated_blocks_combine_and_the_later_wins() {
+        let text = format!(
+            "{}\n{}",
+            summary_with("decisions: [{topic: Storage, decision: Postgres}]\nactive_task: old"),
+            summary_with(
+                "decisions: [{topic: storage, decision: SQLite}, {decision: untitled}]\nactive_task: new"
+            )
+        );
+        let s = parse(&text).unwrap();
+        let decisions: Vec<_> = s
+            .decisions
+            .iter()
+            .map(|d| (d.topic.as_str(), d.decision.as_str()))
+            .collect();
+        assert_eq!(decisions, [("storage", "SQLite"), (NO_TOPIC, "untitled")]);
+        assert_eq!(s.active_task.as_deref(), Some("new"));
+    }
+
+    #[test]
+    fn hostile_blocks_stay_bounded_and_text_stays_data() {
+        // A million entries: the block is cut to its bound and the list capped.
+        let entries: String = (0..1_000_000)
+            .map(|i| format!("  - {{decision: d{i}}}\n"))
+            .collect();
+        let huge = format!("decisions:\n{entries}");
+        let started = std::time::Instant::now();
+        let s = parse(&summary_with(&huge)).unwrap();
+        assert_eq!(s.decisions.len(), MAX_ITEMS);
+        // As many blocks: the last few are read.
+        let many = summary_with("decisions: [{decision: d}]").repeat(100_000);
+        let s = parse(&many).unwrap();
+        assert_eq!(s.decisions.len(), 1);
+        assert!(
+            s.problems[0].contains("blocks were not read"),
+            "{:?}",
+            s.problems
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+        // One huge string, template syntax and control characters.
+        let long = "x".repeat(100_000);
+        let s = parse(&summary_with(&format!(
+            "decisions:\n  - topic: \"{{{{#each a}}}}{{{{/each}}}}\"\n    decision: \"a\\u0007b\\u001b[31mc\\u202ed\\nnext\"\n  - {{topic: long, decision: {long}}}"
+        )))
+        .unwrap();
+        assert_eq!(s.decisions[0].topic, "{{#each a}}{{/each}}", "kept as text");
+        assert_eq!(s.decisions[0].decision, "a b [31mc d next");
+        assert!(
+            s.decisions
+                .iter()
+                .all(|d| d.decision.chars().count() <= MAX_TEXT_CHARS)
+        );
+        // Tags are refused, as in the configuration.
+        let s = parse(&summary_with("decisions: [!x {topic: a, decision: b}]")).unwrap();
+        assert!(s.is_empty(), "{s:?}");
+        assert!(s.problems[0].contains("YAML tags"), "{:?}", s.problems);
+        // Aliases that would multiply (a billion laughs) are refused or bounded.
+        let laughs = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\ng: [*f, *f, *f, *f, *f, *f, *f, *f, *f]";
+        let started = std::time::Instant::now();
+        let _ = parse(&summary_with(laughs));
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+        // Deep nesting.
+        let deep = format!("decisions: {}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert!(parse(&summary_with(&deep)).unwrap().is_empty());
+    }
+
+    fn record_decision(topic: &str, decision: &str) -> Decision {
+        Decision {
+            topic: topic.into(),
+            decision: decision.into(),
+            source: "records.jsonl".into(),
+            ..Decision::default()
+        }
+    }
+
+    #[test]
+    fn records_win_and_summaries_supersede_each_other() {
+        let mut state = ContextState {
+            decisions: vec![record_decision("Auth", "JWT in cookies")],
+            blockers: vec![Blocker {
+                issue: "flaky CI".into(),
+                status: "workaround".into(),
+                source: "records.jsonl".into(),
+                ..Blocker::default()
+            }],
+            ..ContextState::default()
+        };
+        let first = parse(&summary_with(
+            "decisions: [{topic: auth, decision: sessions}, {topic: Storage, decision: Postgres}]\n\
+             blockers: [{issue: Flaky CI, status: unresolved}, {issue: no fixture}]\n\
+             rejected: [{approach: polling}]\n\
+             next_actions: [{action: write, target: tests}]",
+        ))
+        .unwrap();
+        assert!(merge(&mut state, &first));
+        let decisions: Vec<_> = state
+            .decisions
+            .iter()
+            .map(|d| d.decision.as_str())
+            .collect();
+        assert_eq!(
+            decisions,
+            ["JWT in cookies", "Postgres"],
+            "the record wins on Auth"
+        );
+        let blockers: Vec<_> = state
+            .blockers
+            .iter()
+            .map(|b| (b.issue.as_str(), b.status.as_str()))
+            .collect();
+        assert_eq!(
+            blockers,
+            [("flaky CI", "workaround"), ("no fixture", "unresolved")]
+        );
+        assert_eq!(state.sources, [SOURCE_SUMMARY]);
+        assert_eq!(state.next_actions[0].priority, 1);
+
+        // The next capture starts from records alone; the summary's carry over.
+        let mut next = ContextState {
+            decisions: vec![record_decision("Auth", "JWT in cookies")],
+            ..ContextState::default()
+        };
+        carry_over(&mut next, &state);
+        assert_eq!(next.decisions.len(), 2);
+        assert_eq!(next.rejected.len(), 1);
+        assert!(
+            next.next_actions.is_empty(),
+            "next actions do not carry over"
+        );
+        // A later summary supersedes the earlier one's decision on the same topic.
+        let second = parse(&summary_with(
+            "decisions: [{topic: storage, decision: SQLite}]",
+        ))
+        .unwrap();
+        merge(&mut next, &second);
+        let decisions: Vec<_> = next.decisions.iter().map(|d| d.decision.as_str()).collect();
+        assert_eq!(decisions, ["JWT in cookies", "SQLite"]);
+        // Merging the same block again changes nothing.
+        let before = next.clone();
+        merge(&mut next, &second);
+        assert_eq!(next, before);
+    }
+
+    #[test]
+    fn summaries_kept_across_compactions_are_capped() {
+        let mut state = ContextState::default();
+        for i in 0..(MAX_KEPT + 10) {
+            let block = parse(&summary_with(&format!(
+                "decisions: [{{topic: t{i}, decision: d{i}}}]"
+            )))
+            .unwrap();
+            merge(&mut state, &block);
+        }
+        assert_eq!(state.decisions.len(), MAX_KEPT);
+        assert_eq!(
+            state.decisions.last().unwrap().decision,
+            format!("d{}", MAX_KEPT + 9)
+        );
+    }
+}
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text inside the fence: a block or a note why not, never a panic.
+        #[test]
+        fn any_block_parses_or_is_noted(body in "(\\PC|\n|:|-|\\[|\\]|\\{|\\}|&|\\*|!| ){0,400}") {
+            let s = parse(&format!("```hookd-state\n{body}\n```")).unwrap();
+            prop_assert!(s.decisions.len() <= MAX_ITEMS);
+            prop_assert!(s.problems.len() <= MAX_PROBLEMS);
+        }
+    }
+}

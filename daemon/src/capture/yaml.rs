@@ -1,0 +1,46 @@
+//! The daemon's one use of serde_yaml: the project's workflow file and the
+//! `hookd-state` block of a compaction summary. Both are untrusted text.
+
+use serde::de::DeserializeOwned;
+
+/// `text` read as `T`; the error names the key and the line.
+pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_yaml::from_str(text).map_err(|e| e.to_string())
+}
+
+/// `text` read as plain data (maps, lists, strings, numbers), for a reader
+/// that takes what it can use field by field. A YAML tag (`!x ...`) is
+/// refused, as in the configuration: nothing hookd reads has a use for one.
+pub fn to_json(text: &str) -> Result<serde_json::Value, String> {
+    let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    if let Some(tag) = first_tag(&value) {
+        return Err(format!("YAML tags are not read; `{tag}` was found"));
+    }
+    serde_json::to_value(&value).map_err(|e| e.to_string())
+}
+
+fn first_tag(value: &serde_yaml::Value) -> Option<String> {
+    use serde_yaml::Value;
+    match value {
+        Value::Tagged(t) => Some(t.tag.to_string()),
+        Value::Sequence(items) => items.iter().find_map(first_tag),
+        Value::Mapping(map) => map
+            .iter()
+            .find_map(|(k, v)| first_tag(k).or_else(|| first_tag(v))),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_data_reads_and_tags_are_refused() {
+        let v = to_json("a: [1, two]\nb: {c: null}\n").unwrap();
+        assert_eq!(v, serde_json::json!({"a": [1, "two"], "b": {"c": null}}));
+        let err = to_json("a: [1, !evil {x: 1}]\n").unwrap_err();
+        assert!(err.contains("!evil"), "{err}");
+        assert!(to_json("a: [unclosed\n").is_err());
+    }
+}

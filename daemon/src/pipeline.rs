@@ -14,15 +14,14 @@ use crate::git::{self, CheckpointMeta, CommitOutcome, SkipReason};
 use crate::project_fs::Dir;
 use crate::prompt;
 use crate::render::{self, Renderer};
+use crate::resources::Resources;
 use crate::sessions::SessionKey;
 use crate::workflow::Workflow;
 use protocol::budget::BudgetPlan;
 use protocol::config::Config;
 use protocol::wire::ContextStatus;
 use serde_json::json;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::path::PathBuf;
 use std::time::Instant;
 
 pub const RESUME_PROMPT_FILE: &str = "resume_prompt.md";
@@ -64,21 +63,8 @@ impl SaveReport {
     }
 }
 
-/// One pipeline at a time per project: two sessions saving at once would
-/// otherwise interleave their files.
-fn project_lock(project: &Path) -> Arc<Mutex<()>> {
-    static LOCKS: LazyLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> =
-        LazyLock::new(Default::default);
-    LOCKS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .entry(project.to_path_buf())
-        .or_default()
-        .clone()
-}
-
 /// Runs the pipeline. Blocking: call it from `spawn_blocking`.
-pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
+pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> SaveReport {
     let mut report = SaveReport::default();
     // A save someone asked for by hand outside any repository would only
     // leave a `.workflow/` in a stray directory, with no checkpoint.
@@ -98,7 +84,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
             return report;
         }
     };
-    let lock = project_lock(&request.project);
+    let lock = resources.projects.for_path(&request.project);
     let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
     // A daemon killed mid-write leaves its temp files behind; the real files are whole.
     dir.sweep_temp_files(STALE_TEMP_AGE);
@@ -136,6 +122,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         threshold,
         config,
         now_ms: crate::time::now_ms(),
+        repositories: &resources.repositories,
     });
     let mut state = captured.state;
     step(
@@ -146,7 +133,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     );
     // Cross-task memory: new decisions and blockers become reflections.
     let started = Instant::now();
-    if let Some(problem) = crate::memory::after_capture(config, &state) {
+    if let Some(problem) = crate::memory::after_capture(&resources.memories, config, &state) {
         step("memory", started, false, Some(problem));
     }
 
@@ -296,7 +283,14 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     // 5. generate_resume_prompt
     let started = Instant::now();
     let mut view = prompt::resume_view(&state, &[], None);
-    crate::memory::fill_section(&mut view, &mut renderer, config, &state, false);
+    crate::memory::fill_section(
+        &resources.memories,
+        &mut view,
+        &mut renderer,
+        config,
+        &state,
+        false,
+    );
     let text = prompt::fit(
         &mut renderer,
         view,

@@ -4,8 +4,9 @@
 
 use crate::capture::state::{ContextState, STATE_FILE};
 use crate::capture::workflow_file;
-use crate::git::{self, GitError, SnapshotOptions};
+use crate::git::{self, GitError, Repositories, SnapshotOptions};
 use crate::harness::claude_code::work;
+use crate::memory::Memories;
 use crate::pipeline::HISTORY_DIR;
 use crate::project_fs::Dir;
 use crate::prompt;
@@ -121,13 +122,14 @@ fn check(name: &str, status: CheckStatus, detail: impl Into<String>) -> Check {
 
 /// validate_state: `git_status_matches`, `workflow_exists`, `task_valid`.
 pub fn validate(
+    repositories: &Repositories,
     project: &Path,
     state: &ContextState,
     transcript: Option<&Path>,
     config: &Config,
 ) -> Vec<Check> {
     vec![
-        git_status_matches(project, state, config),
+        git_status_matches(repositories, project, state, config),
         workflow_exists(project, state),
         task_valid(project, state, transcript, config),
     ]
@@ -137,7 +139,12 @@ fn short(sha: &str) -> &str {
     sha.get(..10).unwrap_or(sha)
 }
 
-fn git_status_matches(project: &Path, state: &ContextState, config: &Config) -> Check {
+fn git_status_matches(
+    repositories: &Repositories,
+    project: &Path,
+    state: &ContextState,
+    config: &Config,
+) -> Check {
     const NAME: &str = "git_status_matches";
     let now = match git::head_info(project) {
         Ok(now) => now,
@@ -182,9 +189,9 @@ fn git_status_matches(project: &Path, state: &ContextState, config: &Config) -> 
     let checkpoint = state.checkpoint.as_ref().and_then(|c| c.sha.clone());
     let unexpected = match &checkpoint {
         // The checkpoint is the working tree as it was: any difference is unexpected.
-        Some(sha) => git::changed_since(project, Some(sha), &opts),
+        Some(sha) => git::changed_since(repositories, project, Some(sha), &opts),
         // Without one, compare the set of changed files with the saved set.
-        None => git::changed_since(project, None, &opts).map(|now_changed| {
+        None => git::changed_since(repositories, project, None, &opts).map(|now_changed| {
             let saved: Vec<&str> = state
                 .modified_files
                 .iter()
@@ -351,6 +358,7 @@ fn task_valid(
 
 /// The resume prompt with the checks on top and `marker` at the end.
 pub fn render(
+    memories: &Memories,
     project: &Path,
     state: &ContextState,
     checks: &[Check],
@@ -360,7 +368,14 @@ pub fn render(
     let mut renderer = Renderer::for_project(Some(project), config);
     let mut view = prompt::resume_view(state, checks, marker);
     // Cross-task memory: the Ω window and similar tasks' lessons (counted when injected).
-    crate::memory::fill_section(&mut view, &mut renderer, config, state, marker.is_some());
+    crate::memory::fill_section(
+        memories,
+        &mut view,
+        &mut renderer,
+        config,
+        state,
+        marker.is_some(),
+    );
     let fitted = prompt::fit(
         &mut renderer,
         view,

@@ -19,7 +19,7 @@ fn options() -> SnapshotOptions {
 /// Checkpoints `dir` and checks the invariants; returns the commit id.
 fn checkpoint(repo: &GitRepo, dir: &Path) -> String {
     let before: Fingerprint = repo.fingerprint();
-    let snapshot = git::snapshot(dir, &options()).expect("snapshot");
+    let snapshot = git::snapshot(&git::Repositories::default(), dir, &options()).expect("snapshot");
     let meta = CheckpointMeta {
         session: Some("s".into()),
         trigger: "test".into(),
@@ -278,7 +278,9 @@ fn not_a_repository_and_bare_repositories_are_skipped_with_a_reason() {
     let sb = Sandbox::new();
     let plain = sb.path().join("plain");
     std::fs::create_dir_all(&plain).unwrap();
-    let err = git::snapshot(&plain, &options()).unwrap_err().to_string();
+    let err = git::snapshot(&git::Repositories::default(), &plain, &options())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not in a git repository"), "{err}");
     let bare = sb.path().join("bare.git");
     let out = std::process::Command::new("git")
@@ -287,7 +289,9 @@ fn not_a_repository_and_bare_repositories_are_skipped_with_a_reason() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let err = git::snapshot(&bare, &options()).unwrap_err().to_string();
+    let err = git::snapshot(&git::Repositories::default(), &bare, &options())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("bare"), "{err}");
 }
 
@@ -317,7 +321,7 @@ fn a_read_only_git_directory_fails_cleanly() {
         ro(&objects, 0o555);
         ro(&refs, 0o555);
     }
-    let result = git::snapshot(&repo.dir, &options());
+    let result = git::snapshot(&git::Repositories::default(), &repo.dir, &options());
     if unsafe { libc::geteuid() } == 0 {
         let _ = std::process::Command::new("chattr")
             .arg("-i")

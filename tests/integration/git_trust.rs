@@ -28,7 +28,7 @@ fn meta(session: &str) -> CheckpointMeta {
 
 fn checkpoint_with(repo: &GitRepo, opts: &SnapshotOptions, meta: &CheckpointMeta) -> String {
     let before = repo.fingerprint();
-    let snapshot = git::snapshot(&repo.dir, opts).expect("snapshot");
+    let snapshot = git::snapshot(&git::Repositories::default(), &repo.dir, opts).expect("snapshot");
     let sha = match git::commit_checkpoint(&repo.dir, &snapshot, meta, REF_PREFIX).expect("commit")
     {
         CommitOutcome::Created { sha, .. } | CommitOutcome::Unchanged { sha, .. } => sha,
@@ -80,7 +80,7 @@ fn home_with_a_key(sb: &Sandbox) -> PathBuf {
 }
 
 fn assert_refused_as_elsewhere(project: &Path, git_dir: &Path) {
-    let err = git::snapshot(project, &options()).unwrap_err();
+    let err = git::snapshot(&git::Repositories::default(), project, &options()).unwrap_err();
     let text = err.to_string();
     assert!(
         text.contains("work tree") && text.contains("no checkpoint"),
@@ -152,7 +152,12 @@ fn a_separate_git_dir_snapshots_the_project_not_the_git_dirs_parent() {
     );
     assert!(!String::from_utf8_lossy(&objects.stdout).contains("PRIVATE KEY"));
     // From a subdirectory of the project too.
-    let snapshot = git::snapshot(&repo.dir.join("sub"), &options()).expect("snapshot");
+    let snapshot = git::snapshot(
+        &git::Repositories::default(),
+        &repo.dir.join("sub"),
+        &options(),
+    )
+    .expect("snapshot");
     assert_eq!(snapshot.tree.to_string(), repo.expected_tree());
 }
 
@@ -173,7 +178,7 @@ fn a_project_inside_a_git_dir_is_not_a_repository() {
     let repo = base_repo(&sb);
     let git_dir = repo.dir.join(".git");
     for project in [git_dir.clone(), git_dir.join("refs")] {
-        let err = git::snapshot(&project, &options()).unwrap_err();
+        let err = git::snapshot(&git::Repositories::default(), &project, &options()).unwrap_err();
         assert!(
             matches!(err, GitError::NotARepository { .. } | GitError::Bare { .. }),
             "{project:?}: {err}"
@@ -196,7 +201,7 @@ fn a_bare_repository_gets_no_hookd_dir() {
     assert!(out.status.success());
     for project in [bare.clone(), bare.join("objects")] {
         assert!(matches!(
-            git::snapshot(&project, &options()),
+            git::snapshot(&git::Repositories::default(), &project, &options()),
             Err(GitError::Bare { .. } | GitError::NotARepository { .. })
         ));
         assert!(matches!(
@@ -357,7 +362,7 @@ fn a_checkpoint_ref_outside_refs_hookd_is_refused() {
     let repo = base_repo(&sb);
     repo.write("a.txt", "changed\n");
     let before = repo.fingerprint();
-    let snapshot = git::snapshot(&repo.dir, &options()).unwrap();
+    let snapshot = git::snapshot(&git::Repositories::default(), &repo.dir, &options()).unwrap();
     for prefix in ["refs/heads", "refs/tags", "refs/hookd/../heads", "HEAD"] {
         let err = git::commit_checkpoint(&repo.dir, &snapshot, &meta("s"), prefix).unwrap_err();
         assert!(err.to_string().contains(prefix), "{prefix}: {err}");
@@ -380,7 +385,7 @@ fn links_in_the_git_dir_take_no_write_outside() {
     std::os::unix::fs::symlink(&outside, git_dir.join("refs/hookd")).unwrap();
     repo.write("a.txt", "changed\n");
 
-    let snapshot = git::snapshot(&repo.dir, &options()).unwrap();
+    let snapshot = git::snapshot(&git::Repositories::default(), &repo.dir, &options()).unwrap();
     let err = git::commit_checkpoint(&repo.dir, &snapshot, &meta("s"), REF_PREFIX).unwrap_err();
     assert!(err.to_string().contains("symlink"), "{err}");
     assert_eq!(

@@ -254,7 +254,7 @@ fn concurrent_ref_updates_lose_no_commit() {
     let snapshots: Vec<_> = (0..12)
         .map(|i| {
             repo.write("a.txt", &format!("version {i}\n"));
-            git::snapshot(&repo.dir, &opts).unwrap()
+            git::snapshot(&git::Repositories::default(), &repo.dir, &opts).unwrap()
         })
         .collect();
     let threads: Vec<_> = snapshots

@@ -276,6 +276,7 @@ fn hookctl_save_outside_a_repository_is_an_error_that_creates_nothing() {
             checkpoint: true,
         },
         &protocol::config::Config::default(),
+        &hookd::resources::Resources::default(),
     );
     assert!(report.state_file.is_none(), "{report:?}");
     assert!(

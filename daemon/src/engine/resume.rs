@@ -10,6 +10,7 @@
 use super::{Engine, ProjectEvent};
 use crate::budget;
 use crate::harness::Outcome;
+use crate::resources::Resources;
 use crate::resume::{self, Loaded};
 use crate::sessions::{PendingResume, SessionKey};
 use crate::time::now_ms;
@@ -52,6 +53,7 @@ fn prepare(
     marker: Option<String>,
     render: bool,
     config: Config,
+    resources: &Resources,
 ) -> Prepared {
     let workflow = Workflow::new(&project);
     let (state, path) = match resume::load(&workflow, session.as_deref()) {
@@ -81,10 +83,22 @@ fn prepare(
             };
         }
     };
-    let checks = resume::validate(&project, &state, transcript.as_deref(), &config);
+    let checks = resume::validate(
+        &resources.repositories,
+        &project,
+        &state,
+        transcript.as_deref(),
+        &config,
+    );
     let (fitted, problems) = if render {
-        let (fitted, problems) =
-            resume::render(&project, &state, &checks, marker.as_deref(), &config);
+        let (fitted, problems) = resume::render(
+            &resources.memories,
+            &project,
+            &state,
+            &checks,
+            marker.as_deref(),
+            &config,
+        );
         (Some(fitted), problems)
     } else {
         (None, Vec::new())
@@ -130,6 +144,7 @@ impl Engine {
                 config.clone(),
                 marker.clone(),
             );
+            let resources = self.resources.clone();
             move || {
                 prepare(
                     project,
@@ -138,6 +153,7 @@ impl Engine {
                     Some(marker),
                     true,
                     config,
+                    &resources,
                 )
             }
         };
@@ -233,6 +249,7 @@ impl Engine {
         });
         let project = query.project.clone();
         let only_session = query.session.clone();
+        let resources = self.resources.clone();
         let work = move || {
             prepare(
                 project,
@@ -241,6 +258,7 @@ impl Engine {
                 None,
                 render,
                 config.config.clone(),
+                &resources,
             )
         };
         match tokio::task::spawn_blocking(work).await {

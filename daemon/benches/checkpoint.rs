@@ -9,6 +9,7 @@
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use hookd::git::{self, CheckpointMeta, SnapshotOptions};
 use hookd::pipeline::{self, SaveRequest, SaveTrigger};
+use hookd::resources::Resources;
 use hookd::sessions::SessionKey;
 use protocol::config::Config;
 use protocol::wire::Harness;
@@ -57,8 +58,11 @@ fn checkpoints(c: &mut Criterion) {
         tokens: None,
     };
     let prefix = config.checkpoint.ref_prefix.clone();
+    // What the engine would hold: the index lock and the changes cache.
+    let resources = Resources::default();
+    let repositories = &resources.repositories;
     let checkpoint = || {
-        let snapshot = git::snapshot(&repo, &opts).unwrap();
+        let snapshot = git::snapshot(repositories, &repo, &opts).unwrap();
         git::commit_checkpoint(&repo, &snapshot, &meta, &prefix).unwrap()
     };
 
@@ -74,7 +78,7 @@ fn checkpoints(c: &mut Criterion) {
     checkpoint();
     group.bench_function("again, nothing changed", |b| b.iter(checkpoint));
     group.bench_function("snapshot only, nothing changed", |b| {
-        b.iter(|| git::snapshot(&repo, &opts).unwrap())
+        b.iter(|| git::snapshot(repositories, &repo, &opts).unwrap())
     });
     let mut n = 0;
     group.bench_function("changes against HEAD, with line counts", |b| {
@@ -83,16 +87,16 @@ fn checkpoints(c: &mut Criterion) {
                 // A tree not seen yet, so the answer is not the cached one.
                 n += 1;
                 std::fs::write(repo.join("src/added/changes.rs"), format!("// {n}\n")).unwrap();
-                git::snapshot(&repo, &opts).unwrap()
+                git::snapshot(repositories, &repo, &opts).unwrap()
             },
-            |snapshot| git::changes(&repo, &snapshot).unwrap(),
+            |snapshot| git::changes(repositories, &repo, &snapshot).unwrap(),
             BatchSize::PerIteration,
         )
     });
-    let snapshot = git::snapshot(&repo, &opts).unwrap();
-    git::changes(&repo, &snapshot).unwrap();
+    let snapshot = git::snapshot(repositories, &repo, &opts).unwrap();
+    git::changes(repositories, &repo, &snapshot).unwrap();
     group.bench_function("changes against HEAD, the same tree again", |b| {
-        b.iter(|| git::changes(&repo, &snapshot).unwrap())
+        b.iter(|| git::changes(repositories, &repo, &snapshot).unwrap())
     });
 
     let request = SaveRequest {
@@ -109,12 +113,12 @@ fn checkpoints(c: &mut Criterion) {
     group.bench_function("whole pipeline, first checkpoint", |b| {
         b.iter_batched(
             || forget_checkpoints(&repo),
-            |()| assert!(pipeline::save(&request, &config).ok()),
+            |()| assert!(pipeline::save(&request, &config, &resources).ok()),
             BatchSize::PerIteration,
         )
     });
     group.bench_function("whole pipeline, nothing changed", |b| {
-        b.iter(|| assert!(pipeline::save(&request, &config).ok()))
+        b.iter(|| assert!(pipeline::save(&request, &config, &resources).ok()))
     });
     group.finish();
 }

@@ -7,6 +7,7 @@
 //! hashed again), writes a "WIP: Pre-compaction checkpoint" commit and moves
 //! `refs/hookd/checkpoints/<branch>` to it with a compare-and-swap.
 
+use crate::path_locks::PathLocks;
 use protocol::wire::{CheckpointDetail, CheckpointSummary, FileChange};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -15,7 +16,7 @@ use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::Mutex;
 
 /// The title of every checkpoint commit.
 pub const CHECKPOINT_TITLE: &str = "WIP: Pre-compaction checkpoint";
@@ -163,12 +164,13 @@ fn is_git_dir(dir: &Path) -> bool {
     dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
 }
 
-/// One lock per repository: our private index is not for two writers.
-fn repository_lock(repo: &git2::Repository) -> Arc<Mutex<()>> {
-    static LOCKS: LazyLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> =
-        LazyLock::new(Default::default);
-    let mut locks = LOCKS.lock().unwrap_or_else(|p| p.into_inner());
-    locks.entry(repo.path().to_path_buf()).or_default().clone()
+/// What hookd keeps per repository between snapshots, owned by whoever
+/// snapshots (the engine's [`crate::resources::Resources`]).
+#[derive(Debug, Default)]
+pub struct Repositories {
+    /// One lock per git dir: our private index is not for two writers.
+    index_locks: PathLocks,
+    changes: Mutex<ChangesCache>,
 }
 
 /// Adds `pattern` to the repository's `info/exclude` unless it is there.
@@ -254,9 +256,13 @@ impl std::fmt::Display for Skipped {
 
 /// Writes the working tree (tracked files, and untracked ones that are not
 /// ignored and not too large) as a tree, through hookd's private index.
-pub fn snapshot(project: &Path, opts: &SnapshotOptions) -> Result<Snapshot, GitError> {
+pub fn snapshot(
+    repositories: &Repositories,
+    project: &Path,
+    opts: &SnapshotOptions,
+) -> Result<Snapshot, GitError> {
     let repo = open(project)?;
-    let lock = repository_lock(&repo);
+    let lock = repositories.index_locks.for_path(repo.path());
     let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
     let workdir = repo
         .workdir()
@@ -599,13 +605,17 @@ fn state_name(state: git2::RepositoryState) -> &'static str {
 /// often see the same tree, and the line counts are the dearest part of a
 /// capture after the snapshot itself.
 type ChangesCache = HashMap<PathBuf, (Option<git2::Oid>, git2::Oid, Vec<FileChange>)>;
-static CHANGES: LazyLock<Mutex<ChangesCache>> = LazyLock::new(Default::default);
 /// Working trees whose last changes are kept.
 const CHANGES_KEPT: usize = 16;
 
 /// What changed between HEAD and the snapshot, with line counts.
-pub fn changes(project: &Path, snapshot: &Snapshot) -> Result<Vec<FileChange>, GitError> {
-    if let Some((head, tree, list)) = CHANGES
+pub fn changes(
+    repositories: &Repositories,
+    project: &Path,
+    snapshot: &Snapshot,
+) -> Result<Vec<FileChange>, GitError> {
+    if let Some((head, tree, list)) = repositories
+        .changes
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .get(&snapshot.workdir)
@@ -615,7 +625,10 @@ pub fn changes(project: &Path, snapshot: &Snapshot) -> Result<Vec<FileChange>, G
         return Ok(list.clone());
     }
     let list = changes_uncached(project, snapshot)?;
-    let mut cache = CHANGES.lock().unwrap_or_else(|p| p.into_inner());
+    let mut cache = repositories
+        .changes
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     if cache.len() >= CHANGES_KEPT {
         cache.clear();
     }
@@ -1431,11 +1444,12 @@ fn place(dir: &OwnedFd, name: &[u8], mode: i32, content: &[u8]) -> std::io::Resu
 /// Paths whose content differs between the working tree now and `rev`'s
 /// tree (HEAD's when `None`).
 pub fn changed_since(
+    repositories: &Repositories,
     project: &Path,
     rev: Option<&str>,
     opts: &SnapshotOptions,
 ) -> Result<Vec<String>, GitError> {
-    let snapshot = snapshot(project, opts)?;
+    let snapshot = snapshot(repositories, project, opts)?;
     let repo = open(project)?;
     let base = match rev {
         Some(rev) => Some(resolve(&repo, rev)?.tree().map_err(git("read a tree"))?),

@@ -14,15 +14,14 @@ use crate::git::{self, CheckpointMeta, CommitOutcome, SkipReason};
 use crate::project_fs::Dir;
 use crate::prompt;
 use crate::render::{self, Renderer};
+use crate::resources::Resources;
 use crate::sessions::SessionKey;
 use crate::workflow::Workflow;
 use protocol::budget::BudgetPlan;
 use protocol::config::Config;
 use protocol::wire::ContextStatus;
 use serde_json::json;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::path::PathBuf;
 use std::time::Instant;
 
 pub const RESUME_PROMPT_FILE: &str = "resume_prompt.md";
@@ -64,21 +63,8 @@ impl SaveReport {
     }
 }
 
-/// One pipeline at a time per project: two sessions saving at once would
-/// otherwise interleave their files.
-fn project_lock(project: &Path) -> Arc<Mutex<()>> {
-    static LOCKS: LazyLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> =
-        LazyLock::new(Default::default);
-    LOCKS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .entry(project.to_path_buf())
-        .or_default()
-        .clone()
-}
-
 /// Runs the pipeline. Blocking: call it from `spawn_blocking`.
-pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
+pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> SaveReport {
     let mut report = SaveReport::default();
     // A save someone asked for by hand outside any repository would only
     // leave a `.workflow/` in a stray directory, with no checkpoint.
@@ -98,7 +84,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
             return report;
         }
     };
-    let lock = project_lock(&request.project);
+    let lock = resources.projects.for_path(&request.project);
     let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
     // A daemon killed mid-write leaves its temp files behind; the real files are whole.
     dir.sweep_temp_files(STALE_TEMP_AGE);
@@ -136,6 +122,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
         threshold,
         config,
         now_ms: crate::time::now_ms(),
+        repositories: &resources.repositories,
     });
     let mut state = captured.state;
     // What earlier summaries of this session said stays until superseded.
@@ -152,7 +139,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
     );
     // Cross-task memory: new decisions and blockers become reflections.
     let started = Instant::now();
-    if let Some(problem) = crate::memory::after_capture(config, &state) {
+    if let Some(problem) = crate::memory::after_capture(&resources.memories, config, &state) {
         step("memory", started, false, Some(problem));
     }
 
@@ -311,7 +298,7 @@ pub fn save(request: &SaveRequest, config: &Config) -> SaveReport {
 
     // 5. generate_resume_prompt
     let started = Instant::now();
-    match write_resume_prompt(&dir, &state, &mut renderer, config) {
+    match write_resume_prompt(&dir, &state, &mut renderer, config, resources) {
         Ok(()) => report.resume_prompt_file = Some(workflow.path(RESUME_PROMPT_FILE)),
         Err(problem) => report.problems.push(problem),
     }
@@ -338,10 +325,19 @@ fn write_resume_prompt(
     state: &capture::state::ContextState,
     renderer: &mut Renderer,
     config: &Config,
+    resources: &Resources,
 ) -> Result<(), String> {
     let mut view = prompt::resume_view(state, &[], None);
     let room = crate::resume::room(state, None);
-    crate::memory::fill_section(&mut view, renderer, config, state, false, room.as_ref());
+    crate::memory::fill_section(
+        &resources.memories,
+        &mut view,
+        renderer,
+        config,
+        state,
+        false,
+        room.as_ref(),
+    );
     let text = prompt::fit(
         renderer,
         view,
@@ -381,7 +377,11 @@ pub struct SummaryRequest {
 /// resume after the compaction holds what the summary said. Its decisions,
 /// rejected approaches and resolved blockers become reflections of the task.
 /// Returns the line for `events.jsonl`. Blocking: call it from `spawn_blocking`.
-pub fn take_summary(request: &SummaryRequest, config: &Config) -> serde_json::Value {
+pub fn take_summary(
+    request: &SummaryRequest,
+    config: &Config,
+    resources: &Resources,
+) -> serde_json::Value {
     let mut fields =
         json!({ "from": request.from, "summary_chars": request.summary.chars().count() });
     let Some(block) = summary_block::parse(&request.summary) else {
@@ -398,7 +398,7 @@ pub fn take_summary(request: &SummaryRequest, config: &Config) -> serde_json::Va
         let dir = workflow
             .open()
             .map_err(|_| "no saved state to merge into".to_owned())?;
-        let lock = project_lock(&request.project);
+        let lock = resources.projects.for_path(&request.project);
         let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut state = read_state(&dir).ok_or("no readable saved state to merge into")?;
         if state.harness_session_id.as_deref() != Some(request.session.id.as_str())
@@ -433,8 +433,8 @@ pub fn take_summary(request: &SummaryRequest, config: &Config) -> serde_json::Va
         if let Err(e) = keep_history(&dir, &state, config.capture.history_keep) {
             tracing::debug!(error = %e, "cannot keep history");
         }
-        write_resume_prompt(&dir, &state, &mut renderer, config)?;
-        if let Some(problem) = crate::memory::after_summary(config, &state) {
+        write_resume_prompt(&dir, &state, &mut renderer, config, resources)?;
+        if let Some(problem) = crate::memory::after_summary(&resources.memories, config, &state) {
             tracing::debug!("{problem}");
         }
         Ok(json!({

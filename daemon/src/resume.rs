@@ -6,7 +6,8 @@ use crate::budget::room::Room;
 use crate::capture::state::{ContextState, STATE_FILE};
 use crate::capture::state::{TaskSource, TaskStatus};
 use crate::capture::workflow_file;
-use crate::git::{self, GitError, SnapshotOptions};
+use crate::git::{self, GitError, Repositories, SnapshotOptions};
+use crate::memory::Memories;
 use crate::pipeline::HISTORY_DIR;
 use crate::project_fs::Dir;
 use crate::prompt;
@@ -122,13 +123,14 @@ fn check(name: &str, status: CheckStatus, detail: impl Into<String>) -> Check {
 
 /// validate_state: `git_status_matches`, `workflow_exists`, `task_valid`.
 pub fn validate(
+    repositories: &Repositories,
     project: &Path,
     state: &ContextState,
     transcript: Option<&Path>,
     config: &Config,
 ) -> Vec<Check> {
     vec![
-        git_status_matches(project, state, config),
+        git_status_matches(repositories, project, state, config),
         workflow_exists(project, state),
         task_valid(project, state, transcript, config),
     ]
@@ -138,7 +140,12 @@ fn short(sha: &str) -> &str {
     sha.get(..10).unwrap_or(sha)
 }
 
-fn git_status_matches(project: &Path, state: &ContextState, config: &Config) -> Check {
+fn git_status_matches(
+    repositories: &Repositories,
+    project: &Path,
+    state: &ContextState,
+    config: &Config,
+) -> Check {
     const NAME: &str = "git_status_matches";
     let now = match git::head_info(project) {
         Ok(now) => now,
@@ -183,9 +190,9 @@ fn git_status_matches(project: &Path, state: &ContextState, config: &Config) -> 
     let checkpoint = state.checkpoint.as_ref().and_then(|c| c.sha.clone());
     let unexpected = match &checkpoint {
         // The checkpoint is the working tree as it was: any difference is unexpected.
-        Some(sha) => git::changed_since(project, Some(sha), &opts),
+        Some(sha) => git::changed_since(repositories, project, Some(sha), &opts),
         // Without one, compare the set of changed files with the saved set.
-        None => git::changed_since(project, None, &opts).map(|now_changed| {
+        None => git::changed_since(repositories, project, None, &opts).map(|now_changed| {
             let saved: Vec<&str> = state
                 .modified_files
                 .iter()
@@ -388,6 +395,7 @@ pub fn room(state: &ContextState, now: Option<&ContextStatus>) -> Option<Room> {
 /// The resume prompt with the checks on top and `marker` at the end, sized
 /// for the room the session has (`now`: its figure at this moment).
 pub fn render(
+    memories: &Memories,
     project: &Path,
     state: &ContextState,
     checks: &[Check],
@@ -403,6 +411,7 @@ pub fn render(
     }
     // Cross-task memory: the Ω window and similar tasks' lessons (counted when injected).
     crate::memory::fill_section(
+        memories,
         &mut view,
         &mut renderer,
         config,

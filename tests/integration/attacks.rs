@@ -6,11 +6,10 @@
 //! index and HEAD untouched, no secret in any output or object.
 
 use hookd_tests::{
-    GitRepo, SONNET, Sandbox, Transcript, hook_json, process_alive, run_with_stdin, stderr, stdout,
-    wait_until,
+    FileTree, GitRepo, SONNET, Sandbox, Transcript, git_command, hook_json, process_alive,
+    run_with_stdin, stderr, stdout, wait_until,
 };
-use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use serde_json::Value;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -28,164 +27,6 @@ fn unique_secret(tag: &str) -> String {
         .map(|c| (b'a' + c.to_digit(10).unwrap() as u8) as char)
         .collect();
     format!("zebrasecret{tag}{salt}")
-}
-
-/// One node of a directory tree, as much of it as an attacker could change.
-#[derive(Debug, PartialEq, Eq)]
-enum Node {
-    Dir(u32),
-    File(u32, Vec<u8>),
-    Link(PathBuf),
-}
-
-/// Every file, directory and symlink under some roots, with contents.
-#[derive(Debug)]
-struct Tree(BTreeMap<PathBuf, Node>);
-
-impl Tree {
-    /// The trees under `roots`, leaving out everything under `skip`.
-    fn take(roots: &[PathBuf], skip: &[PathBuf]) -> Tree {
-        let mut nodes = BTreeMap::new();
-        for root in roots {
-            walk(root, skip, &mut nodes);
-        }
-        Tree(nodes)
-    }
-
-    /// What changed since `self`, one entry per path (empty: nothing).
-    fn changes(&self, now: &Tree) -> Vec<String> {
-        let mut out = Vec::new();
-        for (path, node) in &self.0 {
-            match now.0.get(path) {
-                None => out.push(format!("lost {}", path.display())),
-                Some(n) if n != node => out.push(format!("changed {}", describe(path, node, n))),
-                Some(_) => {}
-            }
-        }
-        for path in now.0.keys().filter(|p| !self.0.contains_key(*p)) {
-            out.push(format!("gained {}", path.display()));
-        }
-        out
-    }
-}
-
-fn describe(path: &Path, before: &Node, after: &Node) -> String {
-    match (before, after) {
-        (Node::File(m0, b0), Node::File(m1, b1)) if m0 == m1 => {
-            let gained = b1.strip_prefix(b0.as_slice()).map(|tail| {
-                format!(
-                    ", appended {:?}",
-                    String::from_utf8_lossy(&tail[..tail.len().min(120)])
-                )
-            });
-            format!(
-                "{} ({} -> {} bytes{})",
-                path.display(),
-                b0.len(),
-                b1.len(),
-                gained.unwrap_or_default()
-            )
-        }
-        (Node::File(m0, _), Node::File(m1, _)) | (Node::Dir(m0), Node::Dir(m1)) => {
-            format!("{} (mode {m0:o} -> {m1:o})", path.display())
-        }
-        _ => format!("{} ({before:?} -> {after:?})", path.display()),
-    }
-}
-
-fn walk(path: &Path, skip: &[PathBuf], out: &mut BTreeMap<PathBuf, Node>) {
-    if skip.iter().any(|s| path.starts_with(s)) {
-        return;
-    }
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return;
-    };
-    let mode = meta.permissions().mode() & 0o7777;
-    if meta.file_type().is_symlink() {
-        out.insert(path.into(), Node::Link(std::fs::read_link(path).unwrap()));
-    } else if meta.is_dir() {
-        out.insert(path.into(), Node::Dir(mode));
-        for entry in std::fs::read_dir(path).unwrap().flatten() {
-            walk(&entry.path(), skip, out);
-        }
-    } else {
-        out.insert(
-            path.into(),
-            Node::File(mode, std::fs::read(path).unwrap_or_default()),
-        );
-    }
-}
-
-/// Everything of a repository the user owns and hookd must not move: refs
-/// (hookd's own under `refs/hookd/` aside), HEAD, its commit, the index.
-#[derive(Debug, PartialEq, Eq)]
-struct UserRepo {
-    refs: String,
-    head_file: String,
-    head: String,
-    index: Option<Vec<u8>>,
-}
-
-fn user_repo(dir: &Path, git_dir: &Path) -> UserRepo {
-    let git = |args: &[&str]| {
-        let out = plain_git(dir).args(args).output().unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    UserRepo {
-        refs: git(&["for-each-ref"])
-            .lines()
-            .filter(|l| !l.contains("\trefs/hookd/"))
-            .map(|l| format!("{l}\n"))
-            .collect(),
-        head_file: std::fs::read_to_string(git_dir.join("HEAD")).unwrap_or_default(),
-        head: git(&["rev-parse", "HEAD"]),
-        index: std::fs::read(git_dir.join("index")).ok(),
-    }
-}
-
-/// git with no global or system configuration, as [`GitRepo`] runs it.
-fn plain_git(dir: &Path) -> std::process::Command {
-    let mut cmd = std::process::Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_INDEX_FILE");
-    cmd
-}
-
-/// The objects reachable from `revs` whose content contains `needle`.
-fn objects_containing(dir: &Path, revs: &[&str], needle: &str) -> Vec<String> {
-    let out = plain_git(dir)
-        .args(["rev-list", "--objects"])
-        .args(revs)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "rev-list: {}", stderr(&out));
-    let listing = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut found = Vec::new();
-    for line in listing.lines() {
-        let oid = line.split(' ').next().unwrap();
-        let body = plain_git(dir)
-            .args(["cat-file", "-p", oid])
-            .output()
-            .unwrap();
-        if String::from_utf8_lossy(&body.stdout).contains(needle) {
-            found.push(line.to_owned());
-        }
-    }
-    found
-}
-
-fn hookd_refs(dir: &Path) -> Vec<String> {
-    let out = plain_git(dir)
-        .args(["for-each-ref", "--format=%(objectname)", "refs/hookd/"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
 }
 
 /// A sandbox with a fake home (`.bashrc`, `.ssh/id_rsa`) and an `elsewhere/`
@@ -243,20 +84,10 @@ impl Lab {
         roots.extend_from_slice(extra);
         let skip = vec![project.to_path_buf()];
         Outside {
-            before: Tree::take(&roots, &skip),
+            before: FileTree::take(&roots, &skip),
             roots,
             skip,
         }
-    }
-
-    /// `hookctl <args>` run from `dir`.
-    fn hookctl_in(&self, dir: &Path, args: &[&str]) -> Output {
-        self.sb
-            .command("hookctl")
-            .current_dir(dir)
-            .args(args)
-            .output()
-            .unwrap()
     }
 
     /// `hookctl hook <event>` run from `dir`, with a fixture payload for `t` in `dir`.
@@ -273,11 +104,18 @@ impl Lab {
             SONNET,
         );
         t.prompt("make the parser faster");
-        t.tool_use("tw", "TodoWrite", json!({"todos": [
-            {"content": "Cache the token table", "status": "in_progress", "activeForm": "Caching the token table"},
-            {"content": "Benchmark the parser", "status": "pending", "activeForm": "Benchmarking"}
-        ]}), 20_000);
-        t.tool_result("tw", "Todos have been modified successfully.", json!({}));
+        t.todo_write(
+            "tw",
+            &[
+                (
+                    "Cache the token table",
+                    "in_progress",
+                    "Caching the token table",
+                ),
+                ("Benchmark the parser", "pending", "Benchmarking"),
+            ],
+            20_000,
+        );
         t
     }
 }
@@ -307,12 +145,14 @@ fn read_pid(sb: &Sandbox) -> Option<i32> {
 struct Outside {
     roots: Vec<PathBuf>,
     skip: Vec<PathBuf>,
-    before: Tree,
+    before: FileTree,
 }
 
 impl Outside {
     fn assert_unchanged(&self, what: &str) {
-        let changes = self.before.changes(&Tree::take(&self.roots, &self.skip));
+        let changes = self
+            .before
+            .changes(&FileTree::take(&self.roots, &self.skip));
         assert!(
             changes.is_empty(),
             "{what} changed files outside the project: {}",
@@ -354,7 +194,7 @@ fn control_a_plain_project_changes_nothing_outside() {
     let repo = repo_at(&lab.sb.path().join("proj"));
     repo.write("src/lib.rs", "pub fn a() {}\npub fn b() {}\n");
     let outside = lab.outside(&repo.dir, &[]);
-    let user = user_repo(&repo.dir, &repo.git_dir());
+    let user = repo.user_refs(&repo.git_dir());
     let mut t = lab.transcript("ctl");
     assert_ok(
         &lab.hook(
@@ -370,14 +210,14 @@ fn control_a_plain_project_changes_nothing_outside() {
         &lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use"),
         "post-tool-use",
     );
-    assert_ok(&lab.hookctl_in(&repo.dir, &["save"]), "save");
+    assert_ok(&lab.sb.hookctl_in(&repo.dir, &["save"]), "save");
     assert_ok(
         &lab.hook(&repo.dir, &t, "PreCompact(trigger=manual)", "pre-compact"),
         "pre-compact",
     );
     outside.assert_unchanged("a plain project");
-    assert_eq!(user_repo(&repo.dir, &repo.git_dir()), user);
-    assert!(!hookd_refs(&repo.dir).is_empty(), "a checkpoint was made");
+    assert_eq!(repo.user_refs(&repo.git_dir()), user);
+    assert!(!repo.hookd_refs().is_empty(), "a checkpoint was made");
 }
 
 #[test]
@@ -402,7 +242,7 @@ fn events_log_symlink_cannot_write_outside_the_project() {
     );
     repo.commit_all("a workflow");
     let outside = lab.outside(&repo.dir, &[]);
-    let user = user_repo(&repo.dir, &repo.git_dir());
+    let user = repo.user_refs(&repo.git_dir());
 
     let mut t = lab.transcript("ev1");
     assert_ok(
@@ -424,7 +264,7 @@ fn events_log_symlink_cannot_write_outside_the_project() {
     assert!(wait_for_state(&repo.dir), "the 80% save never ran");
 
     outside.assert_unchanged("SessionStart and PostToolUse");
-    assert_eq!(user_repo(&repo.dir, &repo.git_dir()), user);
+    assert_eq!(repo.user_refs(&repo.git_dir()), user);
     assert!(!pwned.exists(), "the task title was run by a shell");
 }
 
@@ -449,7 +289,7 @@ fn world_writable_workflow_dir_is_refused_and_named() {
         &lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use"),
         "post-tool-use",
     );
-    let _ = lab.hookctl_in(&repo.dir, &["save"]);
+    let _ = lab.sb.hookctl_in(&repo.dir, &["save"]);
     let _ = lab.hook(&repo.dir, &t, "PreCompact(trigger=manual)", "pre-compact");
 
     // Its mode is the user's to fix; its contents are what hookd must not add to.
@@ -469,7 +309,7 @@ fn world_writable_workflow_dir_is_refused_and_named() {
         .unwrap_or("")
         .to_lowercase();
     let doctor: Value =
-        serde_json::from_slice(&lab.hookctl_in(&repo.dir, &["doctor", "--json"]).stdout)
+        serde_json::from_slice(&lab.sb.hookctl_in(&repo.dir, &["doctor", "--json"]).stdout)
             .unwrap_or(Value::Null);
     let doctor_says = doctor["checks"]
         .as_array()
@@ -496,10 +336,10 @@ fn history_symlink_cannot_delete_or_write_outside_the_project() {
 
     for round in 0..3 {
         repo.write("src/lib.rs", &format!("pub fn a() {{}} // {round}\n"));
-        let _ = lab.hookctl_in(&repo.dir, &["save"]);
+        let _ = lab.sb.hookctl_in(&repo.dir, &["save"]);
     }
     // The saves ran (up to their checkpoints); only the history was refused.
-    assert!(!hookd_refs(&repo.dir).is_empty(), "no save ran");
+    assert!(!repo.hookd_refs().is_empty(), "no save ran");
     outside.assert_unchanged("hookctl save with .workflow/history -> ../../elsewhere");
 }
 
@@ -523,8 +363,10 @@ fn workflow_dir_symlink_cannot_write_outside_the_project() {
     );
     t.reply(140_000);
     let _ = lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use");
-    let _ = lab.hookctl_in(&repo.dir, &["decision", "Storage", "SQLite"]);
-    let save = lab.hookctl_in(&repo.dir, &["save"]);
+    let _ = lab
+        .sb
+        .hookctl_in(&repo.dir, &["decision", "Storage", "SQLite"]);
+    let save = lab.sb.hookctl_in(&repo.dir, &["save"]);
     // Refused, and said so (not failed for some other reason).
     assert!(
         stderr(&save).contains("symlink") || stdout(&save).contains("symlink"),
@@ -549,7 +391,9 @@ fn records_symlink_cannot_write_outside_the_project() {
     repo.commit_all("records elsewhere");
     let outside = lab.outside(&repo.dir, &[]);
 
-    let decision = lab.hookctl_in(&repo.dir, &["decision", "Token storage", "cookies"]);
+    let decision = lab
+        .sb
+        .hookctl_in(&repo.dir, &["decision", "Token storage", "cookies"]);
     assert!(
         stderr(&decision).contains("symlink"),
         "the refusal is said: {}",
@@ -565,12 +409,12 @@ fn ref_prefix_cannot_point_checkpoints_at_the_users_branches() {
     repo.write(".hookd.yaml", "checkpoint:\n  ref_prefix: refs/heads\n");
     repo.commit_all("a project config");
     repo.write("src/lib.rs", "pub fn a() {}\npub fn uncommitted() {}\n");
-    let user = user_repo(&repo.dir, &repo.git_dir());
+    let user = repo.user_refs(&repo.git_dir());
 
-    let _ = lab.hookctl_in(&repo.dir, &["save"]);
+    let _ = lab.sb.hookctl_in(&repo.dir, &["save"]);
     // The checkpoint was made, under refs/hookd/.
-    assert!(!hookd_refs(&repo.dir).is_empty(), "no checkpoint was made");
-    let after = user_repo(&repo.dir, &repo.git_dir());
+    assert!(!repo.hookd_refs().is_empty(), "no checkpoint was made");
+    let after = repo.user_refs(&repo.git_dir());
     assert_eq!(
         after.head,
         user.head,
@@ -583,33 +427,21 @@ fn ref_prefix_cannot_point_checkpoints_at_the_users_branches() {
 /// A repository at `<sandbox>/proj` whose `.git` is a `gitdir:` file
 /// pointing at `<sandbox>/gitdirs/proj.git`, with `files` in its one commit.
 fn separate_git_dir_repo(lab: &Lab, files: &[(&str, &str)]) -> (GitRepo, PathBuf) {
-    let project = lab.sb.path().join("proj");
     let git_dir = lab.sb.path().join("gitdirs/proj.git");
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::create_dir_all(git_dir.parent().unwrap()).unwrap();
-    let repo = GitRepo { dir: project };
-    repo.git(&[
-        "init",
-        "-q",
-        "-b",
-        "main",
-        "--separate-git-dir",
-        git_dir.to_str().unwrap(),
-    ]);
-    repo.git(&["config", "user.name", "Test User"]);
-    repo.git(&["config", "user.email", "test@example.invalid"]);
+    let repo = GitRepo::init_separate(&lab.sb.path().join("proj"), &git_dir);
     for (path, text) in files {
         repo.write(path, text);
     }
     repo.commit_all("initial");
-    assert!(repo.dir.join(".git").is_file(), ".git is a gitdir: file");
     (repo, git_dir)
 }
 
 /// `hookctl checkpoint restore <rev> --force` for each of `revs`, from `dir`.
 fn restore_each(lab: &Lab, dir: &Path, revs: &[String]) {
     for rev in revs {
-        let _ = lab.hookctl_in(dir, &["checkpoint", "restore", rev, "--force"]);
+        let _ = lab
+            .sb
+            .hookctl_in(dir, &["checkpoint", "restore", rev, "--force"]);
     }
 }
 
@@ -628,9 +460,9 @@ fn core_worktree_cannot_pull_the_home_into_a_checkpoint() {
     repo.git(&["config", "core.worktree", lab.home().to_str().unwrap()]);
 
     let outside = lab.outside(&repo.dir, &[]);
-    let user = user_repo(&repo.dir, &git_dir);
-    let _ = lab.hookctl_in(&repo.dir, &["save"]);
-    let leaked = objects_containing(&repo.dir, &["--all"], &secret);
+    let user = repo.user_refs(&git_dir);
+    let _ = lab.sb.hookctl_in(&repo.dir, &["save"]);
+    let leaked = repo.objects_containing(&["--all"], &secret);
     assert!(
         leaked.is_empty(),
         "the home's secret is in the repository: {leaked:?}"
@@ -639,18 +471,13 @@ fn core_worktree_cannot_pull_the_home_into_a_checkpoint() {
     // Restoring the checkpoint (if any) and HEAD's commit, whose README.md
     // the home does not have, must write neither into the git dir nor into
     // the home that core.worktree names.
-    let mut revs = hookd_refs(&repo.dir);
+    let mut revs = repo.hookd_refs();
     revs.push(repo.git(&["rev-parse", "HEAD"]).trim().to_owned());
-    let git_dir_before = Tree::take(std::slice::from_ref(&git_dir), &[]);
+    let git_dir_before = FileTree::of(&git_dir);
     restore_each(&lab, &repo.dir, &revs);
-    let changes = git_dir_before.changes(&Tree::take(std::slice::from_ref(&git_dir), &[]));
-    assert!(
-        changes.is_empty(),
-        "restore wrote into the git dir: {}",
-        changes.join("; ")
-    );
+    git_dir_before.assert_unchanged(&FileTree::of(&git_dir), "restore, in the git dir,");
     assert_eq!(
-        user_repo(&repo.dir, &git_dir),
+        repo.user_refs(&git_dir),
         user,
         "the user's index, refs or HEAD changed"
     );
@@ -674,18 +501,13 @@ fn core_worktree_at_the_git_dir_cannot_restore_into_it() {
     );
     repo.git(&["config", "core.worktree", git_dir.to_str().unwrap()]);
     let head = repo.git(&["rev-parse", "HEAD"]).trim().to_owned();
-    let user = user_repo(&repo.dir, &git_dir);
+    let user = repo.user_refs(&git_dir);
     let outside = lab.outside(&repo.dir, &[]);
 
-    let git_dir_before = Tree::take(std::slice::from_ref(&git_dir), &[]);
+    let git_dir_before = FileTree::of(&git_dir);
     restore_each(&lab, &repo.dir, &[head]);
-    let changes = git_dir_before.changes(&Tree::take(std::slice::from_ref(&git_dir), &[]));
-    assert!(
-        changes.is_empty(),
-        "restore wrote into the git dir: {}",
-        changes.join("; ")
-    );
-    assert_eq!(user_repo(&repo.dir, &git_dir), user);
+    git_dir_before.assert_unchanged(&FileTree::of(&git_dir), "restore, in the git dir,");
+    assert_eq!(repo.user_refs(&git_dir), user);
     outside.assert_unchanged("hookctl checkpoint restore with core.worktree = the git dir");
 }
 
@@ -749,7 +571,7 @@ fn template_symlink_cannot_leak_a_file_outside_the_project() {
         "SessionStart(source=compact)",
         "session-start",
     );
-    let print = lab.hookctl_in(&repo.dir, &["resume", "--print"]);
+    let print = lab.sb.hookctl_in(&repo.dir, &["resume", "--print"]);
 
     let mut leaks = Vec::new();
     for (what, text) in [
@@ -819,7 +641,9 @@ fn a_project_template_cannot_forge_a_pre_compact_decision() {
 fn a_trusted_project_template_cannot_forge_a_pre_compact_decision() {
     let lab = Lab::new();
     let repo = forged_decision_project(&lab);
-    let trust = lab.hookctl_in(&repo.dir, &["trust", repo.dir.to_str().unwrap()]);
+    let trust = lab
+        .sb
+        .hookctl_in(&repo.dir, &["trust", repo.dir.to_str().unwrap()]);
     assert_ok(&trust, "hookctl trust");
     assert_pre_compact_decides_nothing(&lab, &repo);
 }
@@ -889,14 +713,14 @@ fn clean_filter_secrets_do_not_reach_checkpoints() {
     let secret = unique_secret("crypt");
     repo.write("secret.txt", &format!("{secret}\n"));
 
-    let out = lab.hookctl_in(&repo.dir, &["save"]);
+    let out = lab.sb.hookctl_in(&repo.dir, &["save"]);
     assert!(
-        !hookd_refs(&repo.dir).is_empty(),
+        !repo.hookd_refs().is_empty(),
         "a checkpoint was made: {}{}",
         stdout(&out),
         stderr(&out)
     );
-    let leaked = objects_containing(&repo.dir, &["--glob=refs/hookd/*"], &secret);
+    let leaked = repo.objects_containing(&["--glob=refs/hookd/*"], &secret);
     assert!(
         leaked.is_empty(),
         "the plaintext of a filtered file is in a checkpoint: {leaked:?}"
@@ -966,7 +790,7 @@ fn project_config_cannot_move_the_memory_outside() {
         &["save"],
         &["task", "done"],
     ] {
-        assert_ok(&lab.hookctl_in(&repo.dir, args), &args.join(" "));
+        assert_ok(&lab.sb.hookctl_in(&repo.dir, args), &args.join(" "));
     }
     outside.assert_unchanged("a task with memory.dir set by the project");
     assert!(!memory.exists(), "hookd created {}", memory.display());
@@ -1001,9 +825,11 @@ fn a_file_name_cannot_forge_checkpoint_trailers() {
         ),
         "session-start",
     );
-    let save = lab.hookctl_in(&repo.dir, &["save", "--session", "real-session"]);
+    let save = lab
+        .sb
+        .hookctl_in(&repo.dir, &["save", "--session", "real-session"]);
     assert_ok(&save, "save");
-    let out = lab.hookctl_in(&repo.dir, &["checkpoints", "--json"]);
+    let out = lab.sb.hookctl_in(&repo.dir, &["checkpoints", "--json"]);
     assert_ok(&out, "checkpoints");
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     let sessions: Vec<&Value> = list
@@ -1024,25 +850,23 @@ fn no_workflow_dir_inside_a_bare_repository() {
     let lab = Lab::new();
     let bare = lab.sb.path().join("bare.git");
     std::fs::create_dir(&bare).unwrap();
-    let out = plain_git(&bare)
+    let out = git_command(&bare)
         .args(["init", "-q", "--bare"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let before = Tree::take(std::slice::from_ref(&bare), &[]);
+    let before = FileTree::of(&bare);
 
     let t = lab.transcript("bare1");
     let _ = lab.hook(&bare, &t, "SessionStart(source=startup)", "session-start");
     let _ = lab.hook(&bare, &t, "PreCompact(trigger=manual)", "pre-compact");
-    let _ = lab.hookctl_in(&bare, &["save"]);
-    let _ = lab.hookctl_in(&bare, &["decision", "Storage", "SQLite"]);
+    let _ = lab.sb.hookctl_in(&bare, &["save"]);
+    let _ = lab.sb.hookctl_in(&bare, &["decision", "Storage", "SQLite"]);
 
     assert!(
         !bare.join(".workflow").exists(),
         "hookd made a .workflow in a bare repository: {}",
-        before
-            .changes(&Tree::take(std::slice::from_ref(&bare), &[]))
-            .join("; ")
+        before.changes(&FileTree::of(&bare)).join("; ")
     );
 }
 
@@ -1063,7 +887,7 @@ fn a_torn_events_line_does_not_corrupt_the_next_event() {
     t.reply(140_000);
     let _ = lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use");
     assert!(wait_for_state(&repo.dir), "the 80% save never ran");
-    assert_ok(&lab.hookctl_in(&repo.dir, &["save"]), "save");
+    assert_ok(&lab.sb.hookctl_in(&repo.dir, &["save"]), "save");
 
     let text = std::fs::read_to_string(repo.dir.join(".workflow/events.jsonl")).unwrap();
     assert!(text.lines().count() > 1, "nothing was appended: {text:?}");

@@ -4,13 +4,11 @@
 //! resume prompt, and the context report.
 
 use hookd_tests::{
-    GitRepo, Sandbox, TestDaemon, Transcript, assert_valid, hook_json, state_schema, stderr,
-    stdout, workflow_events,
+    GitRepo, Sandbox, Scenario, TestDaemon, assert_valid, state_schema, stderr, stdout,
+    workflow_events,
 };
 use serde_json::{Value, json};
 use std::path::Path;
-
-use hookd_tests::SONNET;
 
 fn json_of(out: &std::process::Output) -> Value {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
@@ -474,98 +472,77 @@ fn bad_requests_name_what_was_wrong() {
     );
 }
 
-struct Session {
-    sb: Sandbox,
-    _daemon: TestDaemon,
-    repo: GitRepo,
-    t: Transcript,
+/// A parser project, the agent at work on its cache; `config` is the
+/// project's `.hookd.yaml` (none when empty).
+fn parser_cache_session(config: &str) -> Scenario {
+    let mut s = Scenario::build()
+        .repository(|repo| {
+            repo.write(
+                "src/lib.rs",
+                "//! A small parser.\n\npub mod parser;\npub mod cache;\npub mod report;\n",
+            );
+            repo.write(
+                "src/parser.rs",
+                "//! The parser.\n\nuse crate::cache::Table;\n\n/// Parses one line.\npub fn parse(line: &str, table: &mut Table) -> usize {\n    table.len() + line.len()\n}\n",
+            );
+            repo.write(
+                "src/cache.rs",
+                "//! Token table cache.\n\npub struct Table(Vec<String>);\n\nimpl Table {\n    pub fn len(&self) -> usize {\n        self.0.len()\n    }\n}\n",
+            );
+            repo.write("src/report.rs", "//! Reports.\n\npub fn print() {}\n");
+            repo.write("tests/parser_test.rs", "#[test]\nfn parses() {}\n");
+            repo.write("README.md", "# parser\n\nParses lines.\n");
+            if !config.is_empty() {
+                repo.write(".hookd.yaml", config);
+            }
+            repo.commit_all("initial");
+            repo.write(
+                "src/parser.rs",
+                "//! The parser.\n\nuse crate::cache::Table;\n\n/// Parses one line, with the token cache.\npub fn parse(line: &str, table: &mut Table) -> usize {\n    table.len() + line.len() + 1\n}\n",
+            );
+        })
+        .session("b1-session")
+        .start();
+    let parser = s.project.join("src/parser.rs").display().to_string();
+    let t = &mut s.transcript;
+    t.prompt("make the parser faster with a token cache");
+    t.todo_write(
+        "tw",
+        &[
+            ("Profile the parser", "completed", "Profiling"),
+            (
+                "Cache the token table in the parser",
+                "in_progress",
+                "Caching",
+            ),
+        ],
+        100_000,
+    );
+    for (i, name) in ["Read", "Edit", "Edit", "Read", "Edit"].iter().enumerate() {
+        let id = format!("p{i}");
+        t.tool_use(
+            &id,
+            name,
+            json!({"file_path": parser, "old_string": "1", "new_string": "2"}),
+            100_000 + i as u64,
+        );
+        t.tool_result(&id, "ok", json!({}));
+    }
+    s
 }
 
-impl Session {
-    /// A parser project, the agent at work on its cache.
-    fn new(config: &str) -> Session {
-        let sb = Sandbox::new();
-        let repo = GitRepo::init(&sb.path().join("proj"));
-        repo.write(
-            "src/lib.rs",
-            "//! A small parser.\n\npub mod parser;\npub mod cache;\npub mod report;\n",
-        );
-        repo.write(
-            "src/parser.rs",
-            "//! The parser.\n\nuse crate::cache::Table;\n\n/// Parses one line.\npub fn parse(line: &str, table: &mut Table) -> usize {\n    table.len() + line.len()\n}\n",
-        );
-        repo.write(
-            "src/cache.rs",
-            "//! Token table cache.\n\npub struct Table(Vec<String>);\n\nimpl Table {\n    pub fn len(&self) -> usize {\n        self.0.len()\n    }\n}\n",
-        );
-        repo.write("src/report.rs", "//! Reports.\n\npub fn print() {}\n");
-        repo.write("tests/parser_test.rs", "#[test]\nfn parses() {}\n");
-        repo.write("README.md", "# parser\n\nParses lines.\n");
-        if !config.is_empty() {
-            repo.write(".hookd.yaml", config);
-        }
-        repo.commit_all("initial");
-        repo.write(
-            "src/parser.rs",
-            "//! The parser.\n\nuse crate::cache::Table;\n\n/// Parses one line, with the token cache.\npub fn parse(line: &str, table: &mut Table) -> usize {\n    table.len() + line.len() + 1\n}\n",
-        );
-        let mut t = Transcript::create(sb.path().join("claude/b1.jsonl"), "b1-session", SONNET);
-        t.prompt("make the parser faster with a token cache");
-        t.tool_use("tw", "TodoWrite", json!({"todos": [
-            {"content": "Profile the parser", "status": "completed", "activeForm": "Profiling"},
-            {"content": "Cache the token table in the parser", "status": "in_progress", "activeForm": "Caching"}
-        ]}), 100_000);
-        t.tool_result("tw", "Todos have been modified successfully.", json!({}));
-        let parser = repo.dir.join("src/parser.rs").display().to_string();
-        for (i, name) in ["Read", "Edit", "Edit", "Read", "Edit"].iter().enumerate() {
-            let id = format!("p{i}");
-            t.tool_use(
-                &id,
-                name,
-                json!({"file_path": parser, "old_string": "1", "new_string": "2"}),
-                100_000 + i as u64,
-            );
-            t.tool_result(&id, "ok", json!({}));
-        }
-        let daemon = TestDaemon::start(sb.daemon_options());
-        Session {
-            sb,
-            _daemon: daemon,
-            repo,
-            t,
-        }
-    }
-
-    fn hook(&self, fixture: &str, event: &str) -> std::process::Output {
-        let out = self
-            .sb
-            .hook(event, &self.t.payload(fixture, &self.repo.dir));
-        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
-        out
-    }
-
-    /// PreCompact, the boundary, SessionStart(compact): what SessionStart injected.
-    fn compact(&mut self) -> String {
-        self.hook("PreCompact(trigger=manual)", "pre-compact");
-        self.t.boundary("manual", 100_004, 4_000);
-        let out = self.hook("SessionStart(source=compact)", "session-start");
-        hook_json(&out)["hookSpecificOutput"]["additionalContext"]
-            .as_str()
-            .expect("a resume prompt")
-            .to_owned()
-    }
-
-    fn state(&self) -> Value {
-        let text =
-            std::fs::read_to_string(self.repo.dir.join(".workflow/context_state.json")).unwrap();
-        serde_json::from_str(&text).unwrap()
-    }
+/// A compaction from the last reply's 100,004 tokens: what SessionStart injected.
+fn compact(s: &Scenario) -> String {
+    s.compact(100_004, 4_000)["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("a resume prompt")
+        .to_owned()
 }
 
 #[test]
 fn a_compaction_reloads_budgeted_context_and_the_report_totals_it() {
-    let mut s = Session::new("");
-    let injected = s.compact();
+    let s = parser_cache_session("");
+    let injected = compact(&s);
 
     // The saved state names what to reload, by tier.
     let state = s.state();
@@ -598,14 +575,14 @@ fn a_compaction_reloads_budgeted_context_and_the_report_totals_it() {
     assert!(injected.chars().count() <= 9000);
 
     // Events: the budget step, the compaction and the resume as transitions.
-    let events = workflow_events(&s.repo.dir);
+    let events = workflow_events(&s.project);
     let step = events
         .iter()
         .find(|e| e["kind"] == "pipeline" && e["step"] == "context_budget")
         .expect("a context_budget step");
     assert_eq!(step["ok"], true, "{step}");
     s.hook("PostToolUse", "post-tool-use");
-    let events = workflow_events(&s.repo.dir);
+    let events = workflow_events(&s.project);
     let compaction = events
         .iter()
         .find(|e| e["kind"] == "context_transition" && e["event_type"] == "compaction")
@@ -626,7 +603,7 @@ fn a_compaction_reloads_budgeted_context_and_the_report_totals_it() {
     assert_eq!(resume["before_tokens"], resume["after_tokens"]);
 
     // The report: the session, the record the pipeline saved, the totals.
-    let dir = s.repo.dir.display().to_string();
+    let dir = s.project.display().to_string();
     let report = json_of(
         &s.sb
             .hookctl(&["--project", &dir, "context-report", "--json"]),
@@ -656,7 +633,7 @@ fn a_compaction_reloads_budgeted_context_and_the_report_totals_it() {
         "--project",
         &dir,
         "context-score",
-        &s.repo.dir.join("src/parser.rs").display().to_string(),
+        &s.project.join("src/parser.rs").display().to_string(),
         "--json",
     ]));
     assert!(score["mentions"].as_u64().unwrap() >= 5, "{score:#}");
@@ -665,8 +642,8 @@ fn a_compaction_reloads_budgeted_context_and_the_report_totals_it() {
 
 #[test]
 fn resume_prompts_in_yaml_and_xml() {
-    let mut s = Session::new("resume:\n  format: yaml\n");
-    let yaml = s.compact();
+    let s = parser_cache_session("resume:\n  format: yaml\n");
+    let yaml = compact(&s);
     assert!(
         yaml.starts_with("# hookd resume:")
             && yaml.contains("\nMISSION: make the parser faster with a token cache\n")
@@ -677,7 +654,7 @@ fn resume_prompts_in_yaml_and_xml() {
         "{yaml}"
     );
     assert!(yaml.trim_end().ends_with(']'), "the marker ends it: {yaml}");
-    let events = workflow_events(&s.repo.dir);
+    let events = workflow_events(&s.project);
     let resume = events
         .iter()
         .find(|e| e["kind"] == "context_transition" && e["event_type"] == "resume")
@@ -692,8 +669,8 @@ fn resume_prompts_in_yaml_and_xml() {
         "{resume}"
     );
 
-    let mut s = Session::new("resume:\n  format: xml\n");
-    let xml = s.compact();
+    let s = parser_cache_session("resume:\n  format: xml\n");
+    let xml = compact(&s);
     let end = xml.find("</workflow_context>").expect("closed") + "</workflow_context>".len();
     let document = &xml[..end];
     assert!(

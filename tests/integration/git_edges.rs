@@ -2,41 +2,9 @@
 //! user's HEAD, index, stash and working tree byte-identical afterwards, and
 //! the checkpoint's tree equal to what `git add -A` makes of the same tree.
 
-use hookd::git::{self, CheckpointMeta, CommitOutcome, SnapshotOptions};
-use hookd_tests::{Fingerprint, GitRepo, Sandbox};
+use hookd_tests::{GitRepo, Sandbox, snapshot, snapshot_options};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-
-const REF_PREFIX: &str = "refs/hookd/checkpoints";
-
-fn options() -> SnapshotOptions {
-    SnapshotOptions {
-        include_untracked: true,
-        max_file_bytes: 50 * 1024 * 1024,
-    }
-}
-
-/// Checkpoints `dir` and checks the invariants; returns the commit id.
-fn checkpoint(repo: &GitRepo, dir: &Path) -> String {
-    let before: Fingerprint = repo.fingerprint();
-    let snapshot = git::snapshot(dir, &options()).expect("snapshot");
-    let meta = CheckpointMeta {
-        session: Some("s".into()),
-        trigger: "test".into(),
-        tokens: None,
-    };
-    let sha = match git::commit_checkpoint(dir, &snapshot, &meta, REF_PREFIX).expect("commit") {
-        CommitOutcome::Created { sha, .. } | CommitOutcome::Unchanged { sha, .. } => sha,
-    };
-    assert_eq!(repo.fingerprint(), before, "the user's repository changed");
-    sha
-}
-
-fn tree_of(repo: &GitRepo, sha: &str) -> String {
-    repo.git(&["rev-parse", &format!("{sha}^{{tree}}")])
-        .trim()
-        .to_owned()
-}
 
 fn base_repo(sb: &Sandbox) -> GitRepo {
     let repo = GitRepo::init(&sb.path().join("r"));
@@ -53,13 +21,13 @@ fn detached_head() {
     let head = repo.git(&["rev-parse", "HEAD"]);
     repo.git(&["checkout", "-q", "--detach", head.trim()]);
     repo.write("a.txt", "changed while detached\n");
-    let sha = checkpoint(&repo, &repo.dir);
+    let sha = repo.checkpoint(&repo.dir);
     assert_eq!(
         repo.git(&["rev-parse", "refs/hookd/checkpoints/detached"])
             .trim(),
         sha
     );
-    assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
+    assert_eq!(repo.tree_of(&sha), repo.expected_tree());
 }
 
 #[test]
@@ -67,9 +35,9 @@ fn unborn_head_has_no_parent() {
     let sb = Sandbox::new();
     let repo = GitRepo::init(&sb.path().join("r"));
     repo.write("first.txt", "before any commit\n");
-    let sha = checkpoint(&repo, &repo.dir);
+    let sha = repo.checkpoint(&repo.dir);
     assert_eq!(repo.git(&["log", "-1", "--format=%P", &sha]).trim(), "");
-    assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
+    assert_eq!(repo.tree_of(&sha), repo.expected_tree());
     assert!(
         repo.git(&["log", "-1", "--format=%B", &sha])
             .contains("Hookd-Base: unborn")
@@ -88,7 +56,7 @@ fn mid_merge_with_conflicts() {
     repo.commit_all("ours");
     let merge = repo.command().args(["merge", "other"]).output().unwrap();
     assert!(!merge.status.success(), "the merge conflicts");
-    let sha = checkpoint(&repo, &repo.dir);
+    let sha = repo.checkpoint(&repo.dir);
     let message = repo.git(&["log", "-1", "--format=%B", &sha]);
     assert!(
         message.contains("Hookd-Repo-State: merge in progress"),
@@ -114,7 +82,7 @@ fn mid_rebase() {
     repo.git(&["checkout", "-q", "topic"]);
     let rebase = repo.command().args(["rebase", "main"]).output().unwrap();
     assert!(!rebase.status.success(), "the rebase stops on a conflict");
-    let sha = checkpoint(&repo, &repo.dir);
+    let sha = repo.checkpoint(&repo.dir);
     assert!(
         repo.git(&["log", "-1", "--format=%B", &sha])
             .contains("Hookd-Repo-State: rebase in progress")
@@ -128,13 +96,13 @@ fn a_held_index_lock_does_not_matter() {
     repo.write("a.txt", "changed\n");
     let lock = repo.dir.join(".git/index.lock");
     std::fs::write(&lock, "held by someone else").unwrap();
-    let sha = checkpoint(&repo, &repo.dir);
+    let sha = repo.checkpoint(&repo.dir);
     assert_eq!(
         std::fs::read_to_string(&lock).unwrap(),
         "held by someone else"
     );
     std::fs::remove_file(&lock).unwrap();
-    assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
+    assert_eq!(repo.tree_of(&sha), repo.expected_tree());
 }
 
 #[test]
@@ -155,7 +123,7 @@ fn a_linked_worktree() {
     };
     wt.write("feature.txt", "in the worktree\n");
     let main_before = repo.fingerprint();
-    let sha = checkpoint(&wt, &wt_dir);
+    let sha = wt.checkpoint(&wt_dir);
     assert_eq!(
         repo.fingerprint(),
         main_before,
@@ -166,7 +134,7 @@ fn a_linked_worktree() {
             .trim(),
         sha
     );
-    assert_eq!(tree_of(&repo, &sha), wt.expected_tree());
+    assert_eq!(repo.tree_of(&sha), wt.expected_tree());
 }
 
 #[test]
@@ -195,7 +163,7 @@ fn a_submodule_is_recorded_at_its_checked_out_commit() {
     sub.write("lib.txt", "v2\n");
     sub.commit_all("v2");
     let new_commit = sub.git(&["rev-parse", "HEAD"]).trim().to_owned();
-    let sha = checkpoint(&repo, &repo.dir);
+    let sha = repo.checkpoint(&repo.dir);
     let entry = repo.git(&["ls-tree", &sha, "vendor/lib"]);
     assert!(
         entry.starts_with("160000 commit ") && entry.contains(&new_commit),
@@ -219,8 +187,8 @@ fn symlinks_executable_bits_and_unusual_names() {
     std::fs::write(repo.dir.join(weird), "not UTF-8 in the name\n").unwrap();
     repo.write("spaces and ünïcode.txt", "fine\n");
     repo.write(&format!("{}.txt", "long".repeat(60)), "a very long name\n");
-    let sha = checkpoint(&repo, &repo.dir);
-    assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
+    let sha = repo.checkpoint(&repo.dir);
+    assert_eq!(repo.tree_of(&sha), repo.expected_tree());
     let listing = repo.git(&["ls-tree", &sha]);
     assert!(
         listing.contains("120000 blob") && listing.contains("100755 blob"),
@@ -237,7 +205,7 @@ fn ignored_secrets_are_never_committed() {
     repo.write(".env", "API_KEY=hunter2\n");
     repo.write("secrets/key.pem", "-----BEGIN PRIVATE KEY-----\n");
     repo.write("visible.txt", "ok\n");
-    let sha = checkpoint(&repo, &repo.dir);
+    let sha = repo.checkpoint(&repo.dir);
     let files = repo.git(&["ls-tree", "-r", "--name-only", &sha]);
     assert!(
         !files.contains(".env\n") && !files.contains("secrets/"),
@@ -246,19 +214,19 @@ fn ignored_secrets_are_never_committed() {
     assert!(files.contains("visible.txt"));
     // An untracked file checkpointed once, then ignored, leaves the next checkpoint.
     repo.write("later-secret.txt", "x\n");
-    let first = checkpoint(&repo, &repo.dir);
+    let first = repo.checkpoint(&repo.dir);
     assert!(
         repo.git(&["ls-tree", "-r", "--name-only", &first])
             .contains("later-secret.txt")
     );
     repo.write(".gitignore", ".env\nsecrets/\nlater-secret.txt\n");
-    let second = checkpoint(&repo, &repo.dir);
+    let second = repo.checkpoint(&repo.dir);
     assert!(
         !repo
             .git(&["ls-tree", "-r", "--name-only", &second])
             .contains("later-secret.txt")
     );
-    assert_eq!(tree_of(&repo, &second), repo.expected_tree());
+    assert_eq!(repo.tree_of(&second), repo.expected_tree());
 }
 
 #[test]
@@ -268,9 +236,9 @@ fn a_stash_is_left_alone() {
     repo.write("a.txt", "stashed change\n");
     repo.git(&["stash", "-q"]);
     repo.write("dir/b.txt", "working change\n");
-    let sha = checkpoint(&repo, &repo.dir);
+    let sha = repo.checkpoint(&repo.dir);
     assert_eq!(repo.git(&["stash", "list"]).lines().count(), 1);
-    assert_eq!(tree_of(&repo, &sha), repo.expected_tree());
+    assert_eq!(repo.tree_of(&sha), repo.expected_tree());
 }
 
 #[test]
@@ -278,7 +246,9 @@ fn not_a_repository_and_bare_repositories_are_skipped_with_a_reason() {
     let sb = Sandbox::new();
     let plain = sb.path().join("plain");
     std::fs::create_dir_all(&plain).unwrap();
-    let err = git::snapshot(&plain, &options()).unwrap_err().to_string();
+    let err = snapshot(&plain, &snapshot_options())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not in a git repository"), "{err}");
     let bare = sb.path().join("bare.git");
     let out = std::process::Command::new("git")
@@ -287,7 +257,9 @@ fn not_a_repository_and_bare_repositories_are_skipped_with_a_reason() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let err = git::snapshot(&bare, &options()).unwrap_err().to_string();
+    let err = snapshot(&bare, &snapshot_options())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("bare"), "{err}");
 }
 
@@ -317,7 +289,7 @@ fn a_read_only_git_directory_fails_cleanly() {
         ro(&objects, 0o555);
         ro(&refs, 0o555);
     }
-    let result = git::snapshot(&repo.dir, &options());
+    let result = snapshot(&repo.dir, &snapshot_options());
     if unsafe { libc::geteuid() } == 0 {
         let _ = std::process::Command::new("chattr")
             .arg("-i")

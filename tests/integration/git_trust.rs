@@ -3,70 +3,18 @@
 //! outside the project's work tree, store a secret in clear, or forge what
 //! a checkpoint says about itself.
 
-use hookd::git::{self, CheckpointMeta, CommitOutcome, GitError, SnapshotOptions};
-use hookd_tests::{GitRepo, Sandbox, TestDaemon, run_with_stdin, stderr};
-use std::collections::BTreeMap;
-use std::os::unix::ffi::OsStrExt;
+use hookd::git::{self, CheckpointMeta, GitError, SnapshotOptions};
+use hookd_tests::{
+    FileTree, GitRepo, REF_PREFIX, Sandbox, TestDaemon, checkpoint_meta, run_with_stdin,
+    saved_state, snapshot, snapshot_options, stderr,
+};
 use std::path::{Path, PathBuf};
-
-const REF_PREFIX: &str = "refs/hookd/checkpoints";
-
-fn options() -> SnapshotOptions {
-    SnapshotOptions {
-        include_untracked: true,
-        max_file_bytes: 50 * 1024 * 1024,
-    }
-}
-
-fn meta(session: &str) -> CheckpointMeta {
-    CheckpointMeta {
-        session: Some(session.into()),
-        trigger: "test".into(),
-        tokens: None,
-    }
-}
-
-fn checkpoint_with(repo: &GitRepo, opts: &SnapshotOptions, meta: &CheckpointMeta) -> String {
-    let before = repo.fingerprint();
-    let snapshot = git::snapshot(&repo.dir, opts).expect("snapshot");
-    let sha = match git::commit_checkpoint(&repo.dir, &snapshot, meta, REF_PREFIX).expect("commit")
-    {
-        CommitOutcome::Created { sha, .. } | CommitOutcome::Unchanged { sha, .. } => sha,
-    };
-    assert_eq!(repo.fingerprint(), before, "the user's repository changed");
-    sha
-}
 
 fn base_repo(sb: &Sandbox) -> GitRepo {
     let repo = GitRepo::init(&sb.path().join("r"));
     repo.write("a.txt", "one\n");
     repo.commit_all("base");
     repo
-}
-
-/// Every file under `dir` (symlinks as their targets), by path.
-fn contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            if meta.is_dir() {
-                out.insert(path.clone(), b"<dir>".to_vec());
-                walk(&path, out);
-            } else if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(&path).unwrap();
-                out.insert(path, target.as_os_str().as_bytes().to_vec());
-            } else {
-                out.insert(path.clone(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, &mut out);
-    out
 }
 
 // ---- the work tree is the project's ----
@@ -80,7 +28,7 @@ fn home_with_a_key(sb: &Sandbox) -> PathBuf {
 }
 
 fn assert_refused_as_elsewhere(project: &Path, git_dir: &Path) {
-    let err = git::snapshot(project, &options()).unwrap_err();
+    let err = snapshot(project, &snapshot_options()).unwrap_err();
     let text = err.to_string();
     assert!(
         text.contains("work tree") && text.contains("no checkpoint"),
@@ -112,20 +60,8 @@ fn a_core_worktree_pointing_elsewhere_is_refused() {
 /// the work tree is the project, not the git dir's parent.
 fn separate_git_dir_in_home(sb: &Sandbox) -> (GitRepo, PathBuf) {
     let home = home_with_a_key(sb);
-    let project = sb.path().join("project");
-    std::fs::create_dir_all(&project).unwrap();
     let git_dir = home.join("gd");
-    let repo = GitRepo { dir: project };
-    repo.git(&[
-        "init",
-        "-q",
-        "-b",
-        "main",
-        "--separate-git-dir",
-        git_dir.to_str().unwrap(),
-    ]);
-    repo.git(&["config", "user.name", "Test User"]);
-    repo.git(&["config", "user.email", "test@example.invalid"]);
+    let repo = GitRepo::init_separate(&sb.path().join("project"), &git_dir);
     repo.write("a.txt", "one\n");
     repo.commit_all("base");
     (repo, git_dir)
@@ -137,22 +73,16 @@ fn a_separate_git_dir_snapshots_the_project_not_the_git_dirs_parent() {
     let (repo, _) = separate_git_dir_in_home(&sb);
     repo.write("a.txt", "two\n");
     repo.write("sub/new.txt", "new\n");
-    let sha = checkpoint_with(&repo, &options(), &meta("s"));
-    assert_eq!(
-        repo.git(&["rev-parse", &format!("{sha}^{{tree}}")]).trim(),
-        repo.expected_tree()
-    );
-    let objects = run_with_stdin(
-        {
-            let mut cmd = repo.command();
-            cmd.args(["cat-file", "--batch-all-objects", "--batch"]);
-            cmd
-        },
-        b"",
-    );
-    assert!(!String::from_utf8_lossy(&objects.stdout).contains("PRIVATE KEY"));
+    let sha = repo.checkpoint(&repo.dir);
+    assert_eq!(repo.tree_of(&sha), repo.expected_tree());
+    assert!(!repo.every_object().contains("PRIVATE KEY"));
     // From a subdirectory of the project too.
-    let snapshot = git::snapshot(&repo.dir.join("sub"), &options()).expect("snapshot");
+    let snapshot = git::snapshot(
+        &git::Repositories::default(),
+        &repo.dir.join("sub"),
+        &snapshot_options(),
+    )
+    .expect("snapshot");
     assert_eq!(snapshot.tree.to_string(), repo.expected_tree());
 }
 
@@ -173,7 +103,7 @@ fn a_project_inside_a_git_dir_is_not_a_repository() {
     let repo = base_repo(&sb);
     let git_dir = repo.dir.join(".git");
     for project in [git_dir.clone(), git_dir.join("refs")] {
-        let err = git::snapshot(&project, &options()).unwrap_err();
+        let err = snapshot(&project, &snapshot_options()).unwrap_err();
         assert!(
             matches!(err, GitError::NotARepository { .. } | GitError::Bare { .. }),
             "{project:?}: {err}"
@@ -196,7 +126,7 @@ fn a_bare_repository_gets_no_hookd_dir() {
     assert!(out.status.success());
     for project in [bare.clone(), bare.join("objects")] {
         assert!(matches!(
-            git::snapshot(&project, &options()),
+            snapshot(&project, &snapshot_options()),
             Err(GitError::Bare { .. } | GitError::NotARepository { .. })
         ));
         assert!(matches!(
@@ -234,7 +164,7 @@ fn files_with_a_filter_driver_are_never_stored_in_clear() {
     repo.write("plain.txt", "text attributes are fine\n");
     // No clean command for this driver: git stores the bytes as they are.
     repo.write("loose.txt", "stored as git would\n");
-    let sha = checkpoint_with(&repo, &options(), &meta("s"));
+    let sha = repo.checkpoint(&repo.dir);
 
     let listing = repo.git(&["ls-tree", "-r", &sha]);
     assert!(
@@ -246,15 +176,7 @@ fn files_with_a_filter_driver_are_never_stored_in_clear() {
         listing.contains("plain.txt") && listing.contains("loose.txt"),
         "{listing}"
     );
-    let objects = run_with_stdin(
-        {
-            let mut cmd = repo.command();
-            cmd.args(["cat-file", "--batch-all-objects", "--batch"]);
-            cmd
-        },
-        b"",
-    );
-    let all = String::from_utf8_lossy(&objects.stdout);
+    let all = repo.every_object();
     assert!(
         !all.contains("hunter2") && !all.contains("correcthorse") && !all.contains("swordfish"),
         "no object holds a secret in clear"
@@ -269,7 +191,7 @@ fn files_with_a_filter_driver_are_never_stored_in_clear() {
 
     // Still left out when nothing changed since, and after the next change.
     repo.write("secret.txt", "password=hunter3\n");
-    let again = checkpoint_with(&repo, &options(), &meta("s"));
+    let again = repo.checkpoint(&repo.dir);
     assert!(
         repo.git(&["ls-tree", "-r", &again])
             .contains(&format!("{committed}\tsecret.txt"))
@@ -282,17 +204,9 @@ fn a_filtered_file_is_named_in_the_saved_state() {
     let repo = filtered_repo(&sb);
     repo.write("secret.txt", "password=hunter2\n");
     let _daemon = TestDaemon::start(sb.daemon_options());
-    let out = sb
-        .command("hookctl")
-        .current_dir(&repo.dir)
-        .args(["save", "--json"])
-        .output()
-        .unwrap();
+    let out = sb.hookctl_in(&repo.dir, &["save", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let state: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(repo.dir.join(".workflow/context_state.json")).unwrap(),
-    )
-    .unwrap();
+    let state = saved_state(&repo.dir);
     assert_eq!(
         state["checkpoint"]["skipped"],
         serde_json::json!(["secret.txt (filter crypt, not stored)"])
@@ -311,7 +225,7 @@ fn a_file_name_cannot_forge_a_trailer() {
         include_untracked: true,
         max_file_bytes: 10,
     };
-    let sha = checkpoint_with(&repo, &small, &meta("real-session"));
+    let sha = repo.checkpoint_with(&repo.dir, &small, &checkpoint_meta("real-session"));
     let list = git::list_checkpoints(&repo.dir, REF_PREFIX, 10).unwrap();
     assert_eq!(list.len(), 1);
     assert_eq!(list[0].sha, sha);
@@ -339,7 +253,7 @@ fn a_session_id_cannot_forge_a_trailer() {
         trigger: "manual".into(),
         tokens: Some("1/2\nHookd-Session: other".into()),
     };
-    checkpoint_with(&repo, &options(), &forged);
+    repo.checkpoint_with(&repo.dir, &snapshot_options(), &forged);
     let list = git::list_checkpoints(&repo.dir, REF_PREFIX, 10).unwrap();
     assert_eq!(list[0].trigger.as_deref(), Some("manual"));
     let session = list[0].session.as_deref().unwrap();
@@ -357,9 +271,10 @@ fn a_checkpoint_ref_outside_refs_hookd_is_refused() {
     let repo = base_repo(&sb);
     repo.write("a.txt", "changed\n");
     let before = repo.fingerprint();
-    let snapshot = git::snapshot(&repo.dir, &options()).unwrap();
+    let snapshot = snapshot(&repo.dir, &snapshot_options()).unwrap();
     for prefix in ["refs/heads", "refs/tags", "refs/hookd/../heads", "HEAD"] {
-        let err = git::commit_checkpoint(&repo.dir, &snapshot, &meta("s"), prefix).unwrap_err();
+        let err = git::commit_checkpoint(&repo.dir, &snapshot, &checkpoint_meta("s"), prefix)
+            .unwrap_err();
         assert!(err.to_string().contains(prefix), "{prefix}: {err}");
     }
     assert_eq!(repo.fingerprint(), before);
@@ -380,8 +295,9 @@ fn links_in_the_git_dir_take_no_write_outside() {
     std::os::unix::fs::symlink(&outside, git_dir.join("refs/hookd")).unwrap();
     repo.write("a.txt", "changed\n");
 
-    let snapshot = git::snapshot(&repo.dir, &options()).unwrap();
-    let err = git::commit_checkpoint(&repo.dir, &snapshot, &meta("s"), REF_PREFIX).unwrap_err();
+    let snapshot = snapshot(&repo.dir, &snapshot_options()).unwrap();
+    let err = git::commit_checkpoint(&repo.dir, &snapshot, &checkpoint_meta("s"), REF_PREFIX)
+        .unwrap_err();
     assert!(err.to_string().contains("symlink"), "{err}");
     assert_eq!(
         std::fs::read_dir(&outside).unwrap().count(),
@@ -464,12 +380,12 @@ fn restore_refuses_paths_into_a_git_dir_or_out_of_the_work_tree() {
     for tree in hostile {
         let sha = commit_tree(&repo, &tree);
         let before = repo.fingerprint();
-        let git_dir = contents(&repo.dir.join(".git"));
+        let git_dir = FileTree::of(&repo.dir.join(".git"));
         let result = git::restore(&repo.dir, &sha, &[], true);
         assert!(result.is_err(), "{tree}: {result:?}");
-        assert!(
-            contents(&repo.dir.join(".git")) == git_dir,
-            "{tree}: the git dir changed"
+        git_dir.assert_unchanged(
+            &FileTree::of(&repo.dir.join(".git")),
+            &format!("{tree}: the refused restore, in the git dir,"),
         );
         assert_eq!(repo.fingerprint(), before, "{tree}: nothing written");
         assert!(!outside.exists());
@@ -480,21 +396,8 @@ fn restore_refuses_paths_into_a_git_dir_or_out_of_the_work_tree() {
 fn restore_never_writes_into_a_git_dir_inside_the_work_tree() {
     let sb = Sandbox::new();
     let project = sb.path().join("project");
-    std::fs::create_dir_all(&project).unwrap();
-    let repo = GitRepo {
-        dir: project.clone(),
-    };
     // The git dir is a plain directory of the work tree, named `gd`.
-    repo.git(&[
-        "init",
-        "-q",
-        "-b",
-        "main",
-        "--separate-git-dir",
-        project.join("gd").to_str().unwrap(),
-    ]);
-    repo.git(&["config", "user.name", "Test User"]);
-    repo.git(&["config", "user.email", "test@example.invalid"]);
+    let repo = GitRepo::init_separate(&project, &project.join("gd"));
     repo.write("a.txt", "one\n");
     repo.git(&["add", "a.txt"]);
     repo.git(&["commit", "-q", "-m", "base"]);
@@ -504,13 +407,12 @@ fn restore_never_writes_into_a_git_dir_inside_the_work_tree() {
         &[("100644", "index", &evil), ("100644", "HEAD", &evil)],
     );
     let sha = commit_tree(&repo, &raw_tree(&repo, &[("40000", "gd", &gd)]));
-    let git_dir = contents(&project.join("gd"));
+    let git_dir = FileTree::of(&project.join("gd"));
     let result = git::restore(&project, &sha, &[], true);
     assert!(result.is_err(), "{result:?}");
-    assert_eq!(
-        contents(&project.join("gd")),
-        git_dir,
-        "the git dir as it was"
+    git_dir.assert_unchanged(
+        &FileTree::of(&project.join("gd")),
+        "the refused restore, in the git dir,",
     );
 }
 
@@ -543,8 +445,8 @@ fn restore_never_follows_a_planted_symlink() {
         ),
     );
 
-    let before_outside = contents(&outside);
-    let before_git = contents(&repo.dir.join(".git"));
+    let before_outside = FileTree::of(&outside);
+    let before_git = FileTree::of(&repo.dir.join(".git"));
     let before_index = repo.fingerprint().index;
 
     let result = git::restore(&repo.dir, &through_dir, &[], true);
@@ -572,13 +474,10 @@ fn restore_never_follows_a_planted_symlink() {
         outside.join("file")
     );
 
-    assert!(
-        contents(&outside) == before_outside,
-        "nothing outside changed"
-    );
-    assert!(
-        contents(&repo.dir.join(".git")) == before_git,
-        "the git dir as it was"
+    before_outside.assert_unchanged(&FileTree::of(&outside), "restoring, outside the project,");
+    before_git.assert_unchanged(
+        &FileTree::of(&repo.dir.join(".git")),
+        "restoring, in the git dir,",
     );
     assert!(
         repo.fingerprint().index == before_index,
@@ -599,7 +498,7 @@ fn restore_writes_the_recorded_modes() {
     .unwrap();
     repo.write("dir/plain.txt", "plain\n");
     std::os::unix::fs::symlink("dir/plain.txt", repo.dir.join("link")).unwrap();
-    let sha = checkpoint_with(&repo, &options(), &meta("s"));
+    let sha = repo.checkpoint(&repo.dir);
     for path in ["run.sh", "dir/plain.txt", "link"] {
         std::fs::remove_file(repo.dir.join(path)).unwrap();
     }
@@ -632,7 +531,7 @@ fn restore_still_refuses_to_overwrite_uncommitted_changes() {
     let repo = base_repo(&sb);
     repo.write("a.txt", "checkpointed\n");
     repo.write("new.txt", "new\n");
-    let sha = checkpoint_with(&repo, &options(), &meta("s"));
+    let sha = repo.checkpoint(&repo.dir);
     repo.write("a.txt", "edited since\n");
     repo.write("new.txt", "edited since\n");
     let err = git::restore(&repo.dir, &sha, &[], false).unwrap_err();

@@ -3,23 +3,18 @@
 //! prompts keep exactly Ω reflections. The real daemon in-process, driven
 //! through the real hookctl, with transcripts in Claude Code's format.
 
-use hookd_tests::{
-    GitRepo, Sandbox, TestDaemon, Transcript, hook_json, stderr, stdout, wait_until,
-    workflow_events,
-};
+use hookd_tests::{Sandbox, Scenario, ScenarioBuilder, Transcript, stderr, stdout, wait_until};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use hookd_tests::SONNET;
 const LESSONS: &str = "## Lessons From Similar Past Tasks";
 
+/// Sessions of one repository and their memory: each step runs a hook of
+/// the session named, or hookctl as its agent would.
 struct Env {
-    // Dropped first: the daemon stops before its sandbox goes.
-    _daemon: TestDaemon,
-    sb: Sandbox,
-    repo: GitRepo,
+    s: Scenario,
 }
 
 impl Env {
@@ -28,84 +23,63 @@ impl Env {
     }
 
     fn with_project_config(config: Option<&str>) -> Env {
-        let sb = Sandbox::new();
-        let repo = GitRepo::init(&sb.path().join("proj"));
-        repo.write("src/lib.rs", "pub fn a() {}\n");
-        repo.commit_all("initial");
-        if let Some(text) = config {
-            repo.write(".hookd.yaml", text);
-        }
-        Env::started(sb, repo)
+        let s = Scenario::build()
+            .repository(|repo| {
+                repo.write("src/lib.rs", "pub fn a() {}\n");
+                repo.commit_all("initial");
+                if let Some(text) = config {
+                    repo.write(".hookd.yaml", text);
+                }
+            })
+            .start();
+        Env { s }
     }
 
     /// The daemon starts on a sandbox the test has prepared.
-    fn started(sb: Sandbox, repo: GitRepo) -> Env {
-        Env {
-            // Lessons are what these tests look for in SessionStart's answer.
-            _daemon: TestDaemon::start(sb.daemon_options().set("resume.records_hint", false)),
-            sb,
-            repo,
-        }
+    fn started(sb: Sandbox) -> Env {
+        // Lessons are what these tests look for in SessionStart's answer.
+        let s = ScenarioBuilder::in_sandbox(sb)
+            .setting("resume.records_hint", false)
+            .repository(|_| {})
+            .start();
+        Env { s }
     }
 
     fn session(&self, id: &str) -> Transcript {
-        Transcript::create(
-            self.sb.path().join(format!("claude/{id}.jsonl")),
-            id,
-            SONNET,
-        )
-    }
-
-    /// Runs a hook from a fixture payload, edited; returns its JSON output.
-    fn hook(
-        &self,
-        t: &Transcript,
-        fixture: &str,
-        event: &str,
-        edit: impl FnOnce(&mut Value),
-    ) -> Value {
-        let mut payload: Value =
-            serde_json::from_slice(&t.payload(fixture, &self.repo.dir)).unwrap();
-        edit(&mut payload);
-        let out = self.sb.hook(event, &serde_json::to_vec(&payload).unwrap());
-        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
-        if event == "pre-compact" {
-            Value::String(stdout(&out))
-        } else {
-            hook_json(&out)
-        }
+        self.s.session(id)
     }
 
     fn start(&self, t: &Transcript) -> Value {
-        self.hook(t, "SessionStart(source=startup)", "session-start", |_| {})
+        self.s
+            .hook_of(t, "SessionStart(source=startup)", "session-start", |_| {})
     }
 
     /// The person types `text`: the transcript holds it, then the hook runs.
     fn prompt(&self, t: &Transcript, text: &str) -> Value {
         t.prompt(text);
-        self.hook(t, "UserPromptSubmit", "user-prompt-submit", |p| {
-            p["prompt"] = Value::from(text)
-        })
+        self.s
+            .hook_of(t, "UserPromptSubmit", "user-prompt-submit", |p| {
+                p["prompt"] = Value::from(text)
+            })
     }
 
     fn stop(&self, t: &Transcript) {
-        self.hook(t, "Stop", "stop", |_| {});
+        self.s.hook_of(t, "Stop", "stop", |_| {});
     }
 
     fn end(&self, t: &Transcript) {
-        self.hook(t, "SessionEnd(reason=other)", "session-end", |_| {});
+        self.s
+            .hook_of(t, "SessionEnd(reason=other)", "session-end", |_| {});
     }
 
     fn compact(&self, t: &Transcript) -> String {
-        self.hook(t, "PreCompact(trigger=manual)", "pre-compact", |_| {});
-        t.boundary("manual", 120_000, 3_000);
-        context(&self.hook(t, "SessionStart(source=compact)", "session-start", |_| {}))
+        context(&self.s.compact_of(t, 120_000, 3_000))
     }
 
     /// `hookctl ARGS` in the project, as the agent of `session` would run it.
     fn hookctl(&self, session: Option<&str>, args: &[&str]) -> Output {
-        let mut cmd = self.sb.command("hookctl");
-        cmd.arg("--project").arg(&self.repo.dir).args(args);
+        let mut cmd = self.s.sb.command("hookctl");
+        cmd.arg("--project").arg(&self.s.project).args(args);
         if let Some(id) = session {
             cmd.env("CLAUDE_CODE_SESSION_ID", id);
         }
@@ -166,23 +140,19 @@ impl Env {
     }
 
     fn memory_events(&self) -> Vec<Value> {
-        workflow_events(&self.repo.dir)
-            .into_iter()
-            .filter(|e| e["kind"] == "memory")
-            .collect()
+        self.s.events("memory")
     }
 }
 
 use hookd_tests::additional_context as context;
 
 fn todos(t: &mut Transcript, items: &[(&str, &str)]) {
-    let todos: Vec<Value> = items
+    let items: Vec<(&str, &str, &str)> = items
         .iter()
-        .map(|(content, status)| json!({"content": content, "status": status, "activeForm": content}))
+        .map(|&(content, status)| (content, status, content))
         .collect();
     let id = format!("tw-{}", t.tool_use_id());
-    t.tool_use(&id, "TodoWrite", json!({ "todos": todos }), 20_000);
-    t.tool_result(&id, "Todos have been modified successfully.", json!({}));
+    t.todo_write(&id, &items, 20_000);
 }
 
 /// Session A works on the flaky login test, learns two things, and ends.
@@ -380,11 +350,13 @@ fn the_resume_prompt_keeps_exactly_omega_reflections() {
         "{prompt}"
     );
     // The file PreCompact wrote has the same window.
-    let file = std::fs::read_to_string(env.repo.dir.join(".workflow/resume_prompt.md")).unwrap();
+    let file = std::fs::read_to_string(env.s.project.join(".workflow/resume_prompt.md")).unwrap();
     assert_eq!(numbers(&window(&file)), vec![4, 5, 6]);
 
     // Ω from the project's configuration, by preset name.
-    env.repo.write(".hookd.yaml", "memory:\n  window: simple\n");
+    env.s
+        .repo()
+        .write(".hookd.yaml", "memory:\n  window: simple\n");
     env.ok(
         Some("omega-1"),
         &["reflect", "lesson number 7 about the parser"],
@@ -552,7 +524,8 @@ fn cross_task_lessons_can_be_turned_off() {
     let b = env.session("nocross-b");
     assert_eq!(env.start(&b), Value::Null);
     // For the project.
-    env.repo
+    env.s
+        .repo()
         .write(".hookd.yaml", "memory:\n  cross_task: false\n");
     let c = env.session("nocross-c");
     env.start(&c);
@@ -595,7 +568,8 @@ fn the_memory_commands_list_search_show_and_forget() {
     assert!(out.contains(&format!("forgot task {id}")), "{out}");
     assert!(env.tasks().is_empty());
     assert!(
-        !env.sb
+        !env.s
+            .sb
             .memory_dir()
             .join(format!("tasks/{id}.json"))
             .exists()
@@ -704,8 +678,7 @@ fn unreadable_memory_files_are_skipped_and_reported_and_hooks_go_on() {
         b"\xff\xfe garbage",
     )
     .unwrap();
-    let repo = GitRepo::init(&sb.path().join("proj"));
-    let env = Env::started(sb, repo);
+    let env = Env::started(sb);
 
     // The hook works, and still hands over what could be read.
     env.ok(None, &["task", "start", "fix the flaky signup test"]);
@@ -827,8 +800,7 @@ fn retrieval_among_ten_thousand_tasks() {
         index.len() / 1024,
         generating.elapsed()
     );
-    let repo = GitRepo::init(&sb.path().join("proj"));
-    let env = Env::started(sb, repo);
+    let env = Env::started(sb);
 
     let first = Instant::now();
     let listed = env.json(None, &["memory", "stats"]);

@@ -2,78 +2,25 @@
 //! to an in-process daemon, over a transcript the test writes as Claude Code
 //! would.
 
-use hookd_tests::{
-    Sandbox, TestDaemon, Transcript, hook_json, run_with_stdin, stderr, stdout, wait_until,
-    workflow_events,
-};
+use hookd_tests::{Sandbox, Scenario, TestDaemon, Transcript, run_with_stdin, stdout, wait_until};
 use serde_json::Value;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use hookd_tests::SONNET;
 /// Where Claude Code compacts a 200k window: 200,000 − 20,000 − 13,000.
 const COMPACTS_AT: u64 = 167_000;
 
-struct Session {
-    sb: Sandbox,
-    daemon: Option<TestDaemon>,
-    project: PathBuf,
-    transcript: Transcript,
+/// The context of a reply at `fraction` of the compaction point.
+fn at(fraction: f64) -> u64 {
+    (COMPACTS_AT as f64 * fraction) as u64
 }
 
-impl Session {
-    fn new(model: &str) -> Session {
-        let sb = Sandbox::new();
-        let project = sb.path().join("proj");
-        std::fs::create_dir_all(&project).unwrap();
-        let transcript = Transcript::create(sb.path().join("claude/s1.jsonl"), "s1-session", model);
-        // SessionStart's answer is checked for warnings alone.
-        let daemon = Some(TestDaemon::start(
-            sb.daemon_options().set("resume.records_hint", false),
-        ));
-        Session {
-            sb,
-            daemon,
-            project,
-            transcript,
-        }
-    }
-
-    fn hook(&self, fixture: &str, event: &str) -> Value {
-        let out = self
-            .sb
-            .hook(event, &self.transcript.payload(fixture, &self.project));
-        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
-        hook_json(&out)
-    }
-
-    /// The reply at `fraction` of the compaction point, then a PostToolUse.
-    fn turn(&mut self, fraction: f64) -> Value {
-        self.transcript
-            .reply((COMPACTS_AT as f64 * fraction) as u64);
-        self.hook("PostToolUse", "post-tool-use")
-    }
-
-    fn status(&self) -> Value {
-        let out = self.sb.hookctl(&["status", "--json"]);
-        assert!(out.status.success(), "{}", stderr(&out));
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-        report["sessions"][0].clone()
-    }
-
-    fn events(&self, kind: &str) -> Vec<Value> {
-        workflow_events(&self.project)
-            .into_iter()
-            .filter(|e| e["kind"] == kind)
-            .collect()
-    }
-
-    fn restart_daemon(&mut self) {
-        self.daemon.take().unwrap().stop();
-        self.daemon = Some(TestDaemon::start(
-            self.sb.daemon_options().set("resume.records_hint", false),
-        ));
-    }
+/// A session whose hooks' answers hold only what the monitor says (no
+/// startup hint about hookctl's records).
+fn monitored() -> Scenario {
+    Scenario::build()
+        .setting("resume.records_hint", false)
+        .start()
 }
 
 fn message(output: &Value) -> Option<String> {
@@ -82,14 +29,14 @@ fn message(output: &Value) -> Option<String> {
 
 #[test]
 fn each_threshold_fires_once_at_the_right_call() {
-    let mut s = Session::new(SONNET);
+    let mut s = monitored();
     assert_eq!(
         s.hook("SessionStart(source=startup)", "session-start"),
         Value::Null
     );
 
-    assert_eq!(s.turn(0.50), Value::Null, "50%: nothing to say");
-    let at_72 = s.turn(0.72);
+    assert_eq!(s.turn(at(0.50)), Value::Null, "50%: nothing to say");
+    let at_72 = s.turn(at(0.72));
     let text = message(&at_72).expect("70% fires");
     assert!(
         text.starts_with("Context at 70% of the way to compaction. Read only what the task needs"),
@@ -109,24 +56,24 @@ fn each_threshold_fires_once_at_the_right_call() {
         Value::from(text.clone()),
         "the model hears it too"
     );
-    assert_eq!(s.turn(0.75), Value::Null, "70% fires once");
+    assert_eq!(s.turn(at(0.75)), Value::Null, "70% fires once");
 
     assert!(
-        message(&s.turn(0.83))
+        message(&s.turn(at(0.83)))
             .unwrap()
             .starts_with("Context at 80% of the way to compaction. hookd is saving")
     );
     assert!(
-        message(&s.turn(0.92))
+        message(&s.turn(at(0.92)))
             .unwrap()
             .starts_with("Context at 90% of the way to compaction. Finish the current step")
     );
     assert!(
-        message(&s.turn(0.96))
+        message(&s.turn(at(0.96)))
             .unwrap()
             .starts_with("CRITICAL: Context at 95% of the way to compaction.")
     );
-    assert_eq!(s.turn(0.97), Value::Null, "every level fired once");
+    assert_eq!(s.turn(at(0.97)), Value::Null, "every level fired once");
     assert_eq!(
         s.hook("UserPromptSubmit", "user-prompt-submit"),
         Value::Null
@@ -160,10 +107,7 @@ fn each_threshold_fires_once_at_the_right_call() {
     assert_eq!(status["model"], SONNET);
     assert_eq!(status["context"]["tokens_max"], COMPACTS_AT);
     assert_eq!(status["context"]["window_tokens"], 200_000);
-    assert_eq!(
-        status["context"]["tokens_used"],
-        (COMPACTS_AT as f64 * 0.97) as u64
-    );
+    assert_eq!(status["context"]["tokens_used"], at(0.97));
     assert_eq!(status["context"]["advice"]["skip_prefetch"], true);
     assert_eq!(status["fired"], serde_json::json!([0.70, 0.80, 0.90, 0.95]));
     assert_eq!(status["epoch"], 1);
@@ -171,9 +115,7 @@ fn each_threshold_fires_once_at_the_right_call() {
         s.status()["last_checkpoint"]["ok"] == false
     }));
     assert!(
-        s.sb.path()
-            .join("proj/.workflow/context_state.json")
-            .is_file(),
+        s.project.join(".workflow/context_state.json").is_file(),
         "the state was saved"
     );
 }
@@ -184,10 +126,10 @@ fn a_reply_written_after_its_tool_hook_fires_at_once_and_is_said_by_the_next_hoo
     // arrives before the reply that asked for the tool is on disk. The hook
     // answers from what is there; the watcher fires the level when the reply
     // lands, and the next hook says it.
-    let mut s = Session::new(SONNET);
-    assert_eq!(s.turn(0.50), Value::Null);
+    let mut s = monitored();
+    assert_eq!(s.turn(at(0.50)), Value::Null);
     assert_eq!(s.hook("PostToolUse", "post-tool-use"), Value::Null);
-    s.transcript.reply((COMPACTS_AT as f64 * 0.85) as u64);
+    s.transcript.reply(at(0.85));
     assert!(
         wait_until(Duration::from_secs(10), || s.events("threshold").len() == 1),
         "the watcher fired the level without a hook: {:?}",
@@ -226,8 +168,8 @@ fn a_reply_written_after_its_tool_hook_fires_at_once_and_is_said_by_the_next_hoo
 
 #[test]
 fn crossing_several_levels_fires_the_highest_and_records_all() {
-    let mut s = Session::new(SONNET);
-    let out = s.turn(0.96);
+    let mut s = monitored();
+    let out = s.turn(at(0.96));
     assert!(message(&out).unwrap().starts_with("CRITICAL"), "{out}");
     assert_eq!(
         s.status()["fired"],
@@ -237,20 +179,20 @@ fn crossing_several_levels_fires_the_highest_and_records_all() {
         s.events("threshold")[0]["crossed"],
         serde_json::json!([0.70, 0.80, 0.90, 0.95])
     );
-    assert_eq!(s.turn(0.99), Value::Null);
+    assert_eq!(s.turn(at(0.99)), Value::Null);
 }
 
 #[test]
 fn compaction_starts_a_new_epoch_and_rearms_the_levels() {
-    let mut s = Session::new(SONNET);
-    assert!(message(&s.turn(0.96)).is_some());
+    let mut s = monitored();
+    assert!(message(&s.turn(at(0.96))).is_some());
     // Claude Code compacts: PreCompact, the boundary in the transcript, SessionStart(compact), PostCompact.
-    let instructions = s.sb.hook(
-        "pre-compact",
-        &s.transcript.payload("PreCompact(trigger=auto)", &s.project),
-    );
+    let instructions = s.hook("PreCompact(trigger=auto)", "pre-compact");
     assert!(
-        stdout(&instructions).contains("keep what the work needs"),
+        instructions
+            .as_str()
+            .unwrap()
+            .contains("keep what the work needs"),
         "plain text for the summarizer"
     );
     s.transcript.boundary("auto", 160_320, 3_000);
@@ -278,8 +220,8 @@ fn compaction_starts_a_new_epoch_and_rearms_the_levels() {
     assert_eq!(compactions[0]["pre_tokens"], 160_320);
 
     // The levels fire again in the new epoch.
-    assert_eq!(s.turn(0.40), Value::Null);
-    let out = s.turn(0.85);
+    assert_eq!(s.turn(at(0.40)), Value::Null);
+    let out = s.turn(at(0.85));
     assert!(
         message(&out).unwrap().starts_with("Context at 80%"),
         "the highest crossed: {out}"
@@ -289,8 +231,8 @@ fn compaction_starts_a_new_epoch_and_rearms_the_levels() {
 
 #[test]
 fn a_compaction_nobody_announced_is_seen_in_the_transcript() {
-    let mut s = Session::new(SONNET);
-    assert!(message(&s.turn(0.92)).is_some());
+    let mut s = monitored();
+    assert!(message(&s.turn(at(0.92))).is_some());
     // No hooks at all: only the transcript shows it. The watcher picks it up.
     s.transcript.boundary("auto", 153_640, 2_500);
     assert!(
@@ -306,29 +248,29 @@ fn a_compaction_nobody_announced_is_seen_in_the_transcript() {
 
 #[test]
 fn a_large_drop_rearms_the_levels() {
-    let mut s = Session::new(SONNET);
-    assert!(message(&s.turn(0.75)).is_some());
+    let mut s = monitored();
+    assert!(message(&s.turn(at(0.75))).is_some());
     // Usage falls by more than monitor.reset_drop (0.30) without a compaction (a /clear-like reset).
-    assert_eq!(s.turn(0.30), Value::Null);
+    assert_eq!(s.turn(at(0.30)), Value::Null);
     assert_eq!(s.status()["epoch"], 2);
-    assert!(message(&s.turn(0.71)).is_some(), "70% fires again");
+    assert!(message(&s.turn(at(0.71))).is_some(), "70% fires again");
 }
 
 #[test]
 fn the_registry_survives_a_daemon_restart() {
-    let mut s = Session::new(SONNET);
-    assert!(message(&s.turn(0.83)).is_some());
+    let mut s = monitored();
+    assert!(message(&s.turn(at(0.83))).is_some());
     s.restart_daemon();
     let status = s.status();
     assert_eq!(status["fired"], serde_json::json!([0.70, 0.80]));
     assert_eq!(status["session_id"], "s1-session");
     assert_eq!(
-        s.turn(0.85),
+        s.turn(at(0.85)),
         Value::Null,
         "nothing fires twice after a restart"
     );
     assert!(
-        message(&s.turn(0.91))
+        message(&s.turn(at(0.91)))
             .unwrap()
             .starts_with("Context at 90%")
     );
@@ -336,14 +278,14 @@ fn the_registry_survives_a_daemon_restart() {
 
 #[test]
 fn subagent_hooks_do_not_fire_thresholds() {
-    let mut s = Session::new(SONNET);
+    let mut s = monitored();
     s.transcript.reply(150_000);
     assert_eq!(
         s.hook("PostToolUse(inside subagent)", "post-tool-use"),
         Value::Null
     );
     assert!(
-        message(&s.turn(0.92)).is_some(),
+        message(&s.turn(at(0.92))).is_some(),
         "the main session's hook does"
     );
 }
@@ -397,24 +339,20 @@ fn dozens_of_sessions_do_not_cross_talk() {
 #[test]
 fn the_real_auto_compaction_transcript_replayed() {
     // compact_auto: four replies, the last at 990,003 tokens of a 1M window, then auto compaction.
-    let sb = Sandbox::new();
-    let _daemon = TestDaemon::start(sb.daemon_options());
-    let project = sb.path().join("proj");
-    std::fs::create_dir_all(&project).unwrap();
+    let s = Scenario::build()
+        .session("e251d151-1f53-483d-aa47-1555ae08a360")
+        .model("")
+        .start();
     let fixture = std::fs::read_to_string(
         hookd_tests::fixtures_dir().join("transcripts/compact_auto.e251d151.jsonl"),
     )
     .unwrap();
     let lines: Vec<&str> = fixture.lines().collect();
-    let t = Transcript::create(
-        sb.path().join("claude/e251d151.jsonl"),
-        "e251d151-1f53-483d-aa47-1555ae08a360",
-        "",
-    );
     let write_until = |pred: &dyn Fn(&str) -> bool, from: usize| -> usize {
         let mut i = from;
         while i < lines.len() {
-            t.append(&serde_json::from_str(lines[i]).unwrap());
+            s.transcript
+                .append(&serde_json::from_str(lines[i]).unwrap());
             i += 1;
             if pred(lines[i - 1]) {
                 break;
@@ -422,51 +360,42 @@ fn the_real_auto_compaction_transcript_replayed() {
         }
         i
     };
-    let hook = |name: &str, event: &str| {
-        let out = sb.hook(event, &t.payload(name, &project));
-        assert!(out.status.success());
-        hook_json(&out)
-    };
     // Up to the third reply (7,000 tokens): quiet.
     let mut at = write_until(
         &|l| l.contains("msg_mock_0003") && l.contains("tool_use"),
         0,
     );
-    assert_eq!(hook("PostToolUse", "post-tool-use"), Value::Null);
+    assert_eq!(s.hook("PostToolUse", "post-tool-use"), Value::Null);
     // The fourth reply reports 990,003 of the 967,000 compaction point: 95% fires.
     at = write_until(
         &|l| l.contains("msg_mock_0004") && l.contains("tool_use"),
         at,
     );
-    let out = hook("PostToolUse", "post-tool-use");
+    let out = s.hook("PostToolUse", "post-tool-use");
     assert!(message(&out).unwrap().starts_with("CRITICAL"), "{out}");
     // Compaction as recorded, then its hooks.
-    let pre = sb.hook(
-        "pre-compact",
-        &t.payload("PreCompact(trigger=auto)", &project),
-    );
+    let pre = s.hook("PreCompact(trigger=auto)", "pre-compact");
     assert!(
-        stdout(&pre).contains(".workflow/context_state.json"),
-        "{}",
-        stdout(&pre)
+        pre.as_str()
+            .unwrap()
+            .contains(".workflow/context_state.json"),
+        "{pre}"
     );
     at = write_until(&|l| l.contains("compact_boundary"), at);
-    let resumed = hook("SessionStart(source=compact)", "session-start");
+    let resumed = s.hook("SessionStart(source=compact)", "session-start");
     let prompt = resumed["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .expect("a resume prompt");
-    t.context_arrived("SessionStart", prompt);
-    hook("PostCompact(trigger=auto)", "post-compact");
-    let report: Value = serde_json::from_slice(&sb.hookctl(&["status", "--json"]).stdout).unwrap();
-    let session = &report["sessions"][0];
+    s.transcript.context_arrived("SessionStart", prompt);
+    s.hook("PostCompact(trigger=auto)", "post-compact");
+    let session = s.status();
     assert_eq!(session["epoch"], 2);
     assert_eq!(session["context"]["tokens_used"], 2679);
     assert_eq!(session["model"], "claude-opus-5-5");
     write_until(&|_| false, at);
-    let out = hook("UserPromptSubmit", "user-prompt-submit");
+    let out = s.hook("UserPromptSubmit", "user-prompt-submit");
     assert_eq!(out, Value::Null);
-    let report: Value = serde_json::from_slice(&sb.hookctl(&["status", "--json"]).stdout).unwrap();
-    assert_eq!(report["sessions"][0]["context"]["tokens_used"], 3000);
+    assert_eq!(s.status()["context"]["tokens_used"], 3000);
 }
 
 #[test]
@@ -514,8 +443,8 @@ fn statusline_with_and_without_the_daemon() {
 
 #[test]
 fn status_text_shows_the_figures() {
-    let mut s = Session::new(SONNET);
-    s.turn(0.72);
+    let mut s = monitored();
+    s.turn(at(0.72));
     let out = s.sb.hookctl(&["status"]);
     let text = stdout(&out);
     assert!(
@@ -544,8 +473,8 @@ fn status_text_shows_the_figures() {
 #[test]
 fn watch_redraws_when_usage_changes() {
     use std::io::{BufRead, BufReader};
-    let mut s = Session::new(SONNET);
-    s.turn(0.40);
+    let mut s = monitored();
+    s.turn(at(0.40));
     let mut child =
         s.sb.command("hookctl")
             .arg("watch")

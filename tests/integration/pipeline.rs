@@ -2,116 +2,85 @@
 //! checkpoint commit, the resume prompt, and everything the user owns left
 //! exactly as it was.
 
-use hookd_tests::{
-    GitRepo, Sandbox, TestDaemon, Transcript, assert_valid, state_schema, stderr, stdout,
-    workflow_events,
-};
+use hookd_tests::{Scenario, assert_valid, state_schema, stderr, stdout, workflow_events};
 use serde_json::{Value, json};
 
-use hookd_tests::SONNET;
-
-struct Project {
-    sb: Sandbox,
-    _daemon: TestDaemon,
-    repo: GitRepo,
-    transcript: Transcript,
+/// A repository with history, then uncommitted work of every kind: staged,
+/// unstaged, deleted, untracked and ignored files.
+fn dirty_project() -> Scenario {
+    Scenario::build()
+        .repository(|repo| {
+            repo.write("README.md", "# demo\n");
+            repo.write("src/lib.rs", "pub fn one() -> u32 {\n    1\n}\n");
+            repo.write("src/old.rs", "// to be deleted\n");
+            repo.write(".gitignore", "target/\n*.log\n");
+            repo.commit_all("initial");
+            repo.write(
+                "src/lib.rs",
+                "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n",
+            );
+            repo.write("src/auth.rs", "pub fn login() {}\n");
+            repo.git(&["add", "src/auth.rs"]);
+            std::fs::remove_file(repo.dir.join("src/old.rs")).unwrap();
+            repo.write("notes/todo.txt", "untracked notes\n");
+            repo.write("debug.log", "ignored\n");
+            repo.write("target/out.bin", "ignored too\n");
+        })
+        .session("p1-session")
+        .start()
 }
 
-impl Project {
-    /// A repository with history, then uncommitted work of every kind.
-    fn new() -> Project {
-        let sb = Sandbox::new();
-        let repo = GitRepo::init(&sb.path().join("proj"));
-        repo.write("README.md", "# demo\n");
-        repo.write("src/lib.rs", "pub fn one() -> u32 {\n    1\n}\n");
-        repo.write("src/old.rs", "// to be deleted\n");
-        repo.write(".gitignore", "target/\n*.log\n");
-        repo.commit_all("initial");
-        repo.write(
-            "src/lib.rs",
-            "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n",
-        );
-        repo.write("src/auth.rs", "pub fn login() {}\n");
-        repo.git(&["add", "src/auth.rs"]);
-        std::fs::remove_file(repo.dir.join("src/old.rs")).unwrap();
-        repo.write("notes/todo.txt", "untracked notes\n");
-        repo.write("debug.log", "ignored\n");
-        repo.write("target/out.bin", "ignored too\n");
-        let transcript =
-            Transcript::create(sb.path().join("claude/p1.jsonl"), "p1-session", SONNET);
-        let daemon = TestDaemon::start(sb.daemon_options());
-        Project {
-            sb,
-            _daemon: daemon,
-            repo,
-            transcript,
-        }
-    }
+/// The agent's session as Claude Code records it: a request, a todo list, edits.
+fn agent_works(p: &mut Scenario) {
+    let lib = p.project.join("src/lib.rs").display().to_string();
+    let t = &mut p.transcript;
+    t.prompt("add OAuth support to the client");
+    t.todo_write(
+        "tw1",
+        &[
+            (
+                "Write the OAuth client in src/auth.rs",
+                "completed",
+                "Writing the OAuth client",
+            ),
+            ("Add token refresh", "in_progress", "Adding token refresh"),
+            (
+                "Document the flow in README.md",
+                "pending",
+                "Documenting the flow",
+            ),
+        ],
+        40_000,
+    );
+    t.tool_use(
+        "e1",
+        "Edit",
+        json!({"file_path": lib, "old_string": "1", "new_string": "2"}),
+        41_000,
+    );
+    t.tool_result("e1", "The file has been updated.", json!({}));
+}
 
-    fn hook(&self, fixture: &str, event: &str) -> std::process::Output {
-        let out = self
-            .sb
-            .hook(event, &self.transcript.payload(fixture, &self.repo.dir));
-        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
-        out
-    }
-
-    /// The agent's session as Claude Code records it: a request, a todo list, edits.
-    fn agent_works(&mut self) {
-        let t = &mut self.transcript;
-        t.prompt("add OAuth support to the client");
-        t.tool_use("tw1", "TodoWrite", json!({"todos": [
-            {"content": "Write the OAuth client in src/auth.rs", "status": "completed", "activeForm": "Writing the OAuth client"},
-            {"content": "Add token refresh", "status": "in_progress", "activeForm": "Adding token refresh"},
-            {"content": "Document the flow in README.md", "status": "pending", "activeForm": "Documenting the flow"}
-        ]}), 40_000);
-        t.tool_result("tw1", "Todos have been modified successfully.", json!({}));
-        let lib = self.repo.dir.join("src/lib.rs").display().to_string();
-        t.tool_use(
-            "e1",
-            "Edit",
-            json!({"file_path": lib, "old_string": "1", "new_string": "2"}),
-            41_000,
-        );
-        t.tool_result("e1", "The file has been updated.", json!({}));
-    }
-
-    fn state(&self) -> Value {
-        let text = std::fs::read_to_string(self.repo.dir.join(".workflow/context_state.json"))
-            .expect("context_state.json");
-        serde_json::from_str(&text).unwrap()
-    }
-
-    fn resume_prompt(&self) -> String {
-        std::fs::read_to_string(self.repo.dir.join(".workflow/resume_prompt.md"))
-            .expect("resume_prompt.md")
-    }
-
-    fn checkpoint_ref(&self) -> Option<String> {
-        let out = self
-            .repo
-            .command()
-            .args(["rev-parse", "-q", "--verify", "refs/hookd/checkpoints/main"])
-            .output()
-            .unwrap();
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    }
+/// The agent works, then `hookctl save`: the checkpoint it made.
+fn save(p: &mut Scenario) -> String {
+    agent_works(p);
+    let out = p.hookctl(&["save"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    p.repo().checkpoint_ref().unwrap()
 }
 
 #[test]
 fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
-    let mut p = Project::new();
-    p.agent_works();
+    let mut p = dirty_project();
+    agent_works(&mut p);
     // An acknowledgement neither sets nor changes the work.
     p.transcript.prompt("yes, continue");
-    let before = p.repo.fingerprint();
-    let head = p.repo.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let before = p.repo().fingerprint();
+    let head = p.repo().git(&["rev-parse", "HEAD"]).trim().to_owned();
 
-    let out = p.hook("PreCompact(trigger=auto)", "pre-compact");
     // PreCompact's plain stdout goes to the summarizer.
-    let instructions = stdout(&out);
+    let out = p.hook("PreCompact(trigger=auto)", "pre-compact");
+    let instructions = out.as_str().unwrap();
     assert!(
         instructions.contains("keep what the work needs"),
         "{instructions}"
@@ -123,21 +92,19 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
     );
 
     assert_eq!(
-        p.repo.fingerprint(),
+        p.repo().fingerprint(),
         before,
         "index, HEAD, reflog, branches, stash, status and files unchanged"
     );
 
     // The checkpoint: the working tree exactly, on the private ref, HEAD as parent.
-    let sha = p.checkpoint_ref().expect("a checkpoint ref");
+    let sha = p.repo().checkpoint_ref().expect("a checkpoint ref");
+    assert_eq!(p.repo().tree_of(&sha), p.repo().expected_tree());
     assert_eq!(
-        p.repo
-            .git(&["rev-parse", &format!("{sha}^{{tree}}")])
-            .trim(),
-        p.repo.expected_tree()
+        p.repo().git(&["rev-parse", &format!("{sha}^")]).trim(),
+        head
     );
-    assert_eq!(p.repo.git(&["rev-parse", &format!("{sha}^")]).trim(), head);
-    let message = p.repo.git(&["log", "-1", "--format=%B", &sha]);
+    let message = p.repo().git(&["log", "-1", "--format=%B", &sha]);
     assert!(
         message.starts_with("WIP: Pre-compaction checkpoint"),
         "{message}"
@@ -151,7 +118,7 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
         message.contains(&format!("Hookd-Base: {head}")),
         "{message}"
     );
-    let files = p.repo.git(&["show", "--name-status", "--format=", &sha]);
+    let files = p.repo().git(&["show", "--name-status", "--format=", &sha]);
     assert!(
         files.contains("notes/todo.txt")
             && files.contains("src/auth.rs")
@@ -248,14 +215,14 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
     assert!(prompt.chars().count() <= 9000);
 
     // The side files, and every step in events.jsonl.
-    assert!(p.repo.dir.join(".workflow/modified_files.json").is_file());
+    assert!(p.project.join(".workflow/modified_files.json").is_file());
     assert_eq!(
-        std::fs::read_dir(p.repo.dir.join(".workflow/history"))
+        std::fs::read_dir(p.project.join(".workflow/history"))
             .unwrap()
             .count(),
         1
     );
-    let steps: Vec<String> = workflow_events(&p.repo.dir)
+    let steps: Vec<String> = workflow_events(&p.project)
         .iter()
         .filter(|e| e["kind"] == "pipeline")
         .map(|e| format!("{}:{}", e["step"].as_str().unwrap(), e["ok"]))
@@ -270,19 +237,19 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
             "resume_prompt:true"
         ]
     );
-    let exclude = std::fs::read_to_string(p.repo.dir.join(".git/info/exclude")).unwrap();
+    let exclude = std::fs::read_to_string(p.project.join(".git/info/exclude")).unwrap();
     assert!(exclude.contains(".workflow/"), "{exclude}");
 }
 
 #[test]
 fn a_second_checkpoint_only_when_something_changed() {
-    let mut p = Project::new();
-    p.agent_works();
+    let mut p = dirty_project();
+    agent_works(&mut p);
     p.hook("PreCompact(trigger=manual)", "pre-compact");
-    let first = p.checkpoint_ref().unwrap();
+    let first = p.repo().checkpoint_ref().unwrap();
     p.hook("PreCompact(trigger=manual)", "pre-compact");
     assert_eq!(
-        p.checkpoint_ref().unwrap(),
+        p.repo().checkpoint_ref().unwrap(),
         first,
         "nothing changed: no new commit"
     );
@@ -291,29 +258,24 @@ fn a_second_checkpoint_only_when_something_changed() {
         "nothing changed since the last checkpoint"
     );
 
-    p.repo.write("src/lib.rs", "changed again\n");
+    p.repo().write("src/lib.rs", "changed again\n");
     p.hook("PreCompact(trigger=manual)", "pre-compact");
-    let second = p.checkpoint_ref().unwrap();
+    let second = p.repo().checkpoint_ref().unwrap();
     assert_ne!(second, first);
     assert_eq!(
-        p.repo.git(&["rev-parse", &format!("{second}^")]).trim(),
+        p.repo().git(&["rev-parse", &format!("{second}^")]).trim(),
         first,
         "the chain continues"
     );
-    assert_eq!(
-        p.repo
-            .git(&["rev-parse", &format!("{second}^{{tree}}")])
-            .trim(),
-        p.repo.expected_tree()
-    );
+    assert_eq!(p.repo().tree_of(&second), p.repo().expected_tree());
 
     // The user commits: the next checkpoint has both the chain and the new HEAD as parents.
-    p.repo.commit_all("user work");
-    p.repo.write("src/new.rs", "after the commit\n");
+    p.repo().commit_all("user work");
+    p.repo().write("src/new.rs", "after the commit\n");
     p.hook("PreCompact(trigger=manual)", "pre-compact");
-    let third = p.checkpoint_ref().unwrap();
-    let parents = p.repo.git(&["log", "-1", "--format=%P", &third]);
-    let head = p.repo.git(&["rev-parse", "HEAD"]);
+    let third = p.repo().checkpoint_ref().unwrap();
+    let parents = p.repo().git(&["log", "-1", "--format=%P", &third]);
+    let head = p.repo().git(&["rev-parse", "HEAD"]);
     assert_eq!(
         parents.split_whitespace().collect::<Vec<_>>(),
         vec![second.as_str(), head.trim()]
@@ -322,14 +284,9 @@ fn a_second_checkpoint_only_when_something_changed() {
 
 #[test]
 fn records_and_the_workflow_file_feed_the_state() {
-    let p = Project::new();
+    let p = dirty_project();
     let run = |args: &[&str]| {
-        let out =
-            p.sb.command("hookctl")
-                .current_dir(p.repo.dir.join("src"))
-                .args(args)
-                .output()
-                .unwrap();
+        let out = p.sb.hookctl_in(&p.project.join("src"), args);
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
     };
     run(&[
@@ -354,16 +311,11 @@ fn records_and_the_workflow_file_feed_the_state() {
     run(&["next", "delete the old client"]);
     run(&["next", "--done", "delete the old client"]);
     run(&["note", "login flow works end to end"]);
-    p.repo.write(
+    p.repo().write(
         ".workflow/workflow_state.yml",
         "workflow_id: wf_42\nlayer: 2\ntotal_layers: 3\ndecisions:\n  - {topic: API style, decision: REST}\n",
     );
-    let out =
-        p.sb.command("hookctl")
-            .current_dir(&p.repo.dir)
-            .args(["save", "--json"])
-            .output()
-            .unwrap();
+    let out = p.hookctl(&["save", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(summary["checkpoint"].is_string(), "{summary}");
@@ -401,14 +353,9 @@ fn records_and_the_workflow_file_feed_the_state() {
     assert!(prompt.contains("- **Layer**: 2 of 3"), "{prompt}");
 
     // A broken workflow file is reported, and the capture goes on without it.
-    p.repo
+    p.repo()
         .write(".workflow/workflow_state.yml", "layer: [oops\n");
-    let out =
-        p.sb.command("hookctl")
-            .current_dir(&p.repo.dir)
-            .args(["save", "--no-checkpoint"])
-            .output()
-            .unwrap();
+    let out = p.hookctl(&["save", "--no-checkpoint"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let state = p.state();
     assert!(
@@ -427,27 +374,28 @@ fn records_and_the_workflow_file_feed_the_state() {
 
 #[test]
 fn threshold_saves_capture_without_a_checkpoint_until_95() {
-    let mut p = Project::new();
-    p.agent_works();
+    let mut p = dirty_project();
+    agent_works(&mut p);
     p.transcript.reply(138_610); // 83% of 167,000
     p.hook("PostToolUse", "post-tool-use");
-    let state_file = p.repo.dir.join(".workflow/context_state.json");
+    let state_file = p.project.join(".workflow/context_state.json");
     assert!(hookd_tests::wait_until(
         std::time::Duration::from_secs(10),
         || state_file.exists()
     ));
     assert!(hookd_tests::wait_until(
         std::time::Duration::from_secs(10),
-        || workflow_events(&p.repo.dir)
+        || workflow_events(&p.project)
             .iter()
             .any(|e| e["kind"] == "pipeline" && e["step"] == "resume_prompt")
     ));
     assert_eq!(p.state()["context_usage"]["threshold_triggered"], 0.8);
-    assert_eq!(p.checkpoint_ref(), None, "80%: no checkpoint");
+    assert_eq!(p.repo().checkpoint_ref(), None, "80%: no checkpoint");
     p.transcript.reply(160_320); // 96%
     p.hook("PostToolUse", "post-tool-use");
     assert!(
         hookd_tests::wait_until(std::time::Duration::from_secs(10), || p
+            .repo()
             .checkpoint_ref()
             .is_some()),
         "95%: checkpoint"
@@ -456,27 +404,16 @@ fn threshold_saves_capture_without_a_checkpoint_until_95() {
 
 #[test]
 fn outside_a_repository_the_state_is_still_saved() {
-    let sb = Sandbox::new();
-    let project = sb.path().join("plain");
-    std::fs::create_dir_all(&project).unwrap();
-    let mut t = Transcript::create(sb.path().join("claude/x.jsonl"), "x-session", SONNET);
-    let edited = project.join("notes.md").display().to_string();
-    t.tool_use(
+    let mut s = Scenario::build().session("x-session").start();
+    let edited = s.project.join("notes.md").display().to_string();
+    s.transcript.tool_use(
         "w1",
         "Write",
         json!({"file_path": edited, "content": "hi"}),
         1000,
     );
-    let _daemon = TestDaemon::start(sb.daemon_options());
-    let out = sb.hook(
-        "pre-compact",
-        &t.payload("PreCompact(trigger=manual)", &project),
-    );
-    assert_eq!(out.status.code(), Some(0));
-    let state: Value = serde_json::from_str(
-        &std::fs::read_to_string(project.join(".workflow/context_state.json")).unwrap(),
-    )
-    .unwrap();
+    s.hook("PreCompact(trigger=manual)", "pre-compact");
+    let state = s.state();
     assert_valid(&state_schema(), &state);
     assert!(
         state["checkpoint"]["note"]
@@ -495,7 +432,7 @@ fn outside_a_repository_the_state_is_still_saved() {
 
 #[test]
 fn tasks_from_task_create_and_update() {
-    let mut p = Project::new();
+    let mut p = dirty_project();
     let t = &mut p.transcript;
     t.tool_use(
         "c1",
@@ -544,23 +481,13 @@ fn tasks_from_task_create_and_update() {
 
 #[test]
 fn checkpoints_can_be_listed_shown_and_restored() {
-    let mut p = Project::new();
-    p.agent_works();
-    let out =
-        p.sb.command("hookctl")
-            .current_dir(&p.repo.dir)
-            .arg("save")
-            .output()
-            .unwrap();
+    let mut p = dirty_project();
+    agent_works(&mut p);
+    let out = p.hookctl(&["save"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let sha = p.checkpoint_ref().unwrap();
+    let sha = p.repo().checkpoint_ref().unwrap();
 
-    let out =
-        p.sb.command("hookctl")
-            .current_dir(&p.repo.dir)
-            .args(["checkpoints", "--json"])
-            .output()
-            .unwrap();
+    let out = p.hookctl(&["checkpoints", "--json"]);
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list[0]["sha"], Value::from(sha.clone()));
     assert_eq!(list[0]["trigger"], "manual");
@@ -568,14 +495,7 @@ fn checkpoints_can_be_listed_shown_and_restored() {
         list[0]["files_changed"], 4,
         "lib.rs, auth.rs, old.rs, todo.txt"
     );
-    let text = stdout(
-        &p.sb
-            .command("hookctl")
-            .current_dir(&p.repo.dir)
-            .arg("checkpoints")
-            .output()
-            .unwrap(),
-    );
+    let text = stdout(&p.hookctl(&["checkpoints"]));
     assert!(
         text.contains(&sha[..8]) && text.contains("refs/hookd/checkpoints/main"),
         "{text}"
@@ -584,7 +504,7 @@ fn checkpoints_can_be_listed_shown_and_restored() {
     let show = stdout(
         &p.sb
             .command("hookctl")
-            .current_dir(&p.repo.dir)
+            .current_dir(&p.project)
             .args(["checkpoint", "show", &sha[..10]])
             .output()
             .unwrap(),
@@ -597,14 +517,9 @@ fn checkpoints_can_be_listed_shown_and_restored() {
     );
 
     // The person breaks src/lib.rs, then wants it back.
-    p.repo.write("src/lib.rs", "broken\n");
-    let before = p.repo.fingerprint().index;
-    let refused =
-        p.sb.command("hookctl")
-            .current_dir(&p.repo.dir)
-            .args(["checkpoint", "restore", &sha])
-            .output()
-            .unwrap();
+    p.repo().write("src/lib.rs", "broken\n");
+    let before = p.repo().fingerprint().index;
+    let refused = p.hookctl(&["checkpoint", "restore", &sha]);
     assert_eq!(refused.status.code(), Some(1));
     assert!(
         stderr(&refused).contains("src/lib.rs") && stderr(&refused).contains("--force"),
@@ -612,31 +527,26 @@ fn checkpoints_can_be_listed_shown_and_restored() {
         stderr(&refused)
     );
     assert_eq!(
-        std::fs::read_to_string(p.repo.dir.join("src/lib.rs")).unwrap(),
+        std::fs::read_to_string(p.project.join("src/lib.rs")).unwrap(),
         "broken\n",
         "nothing overwritten"
     );
-    let forced =
-        p.sb.command("hookctl")
-            .current_dir(&p.repo.dir)
-            .args([
-                "checkpoint",
-                "restore",
-                &sha,
-                "--path",
-                "src/lib.rs",
-                "--force",
-            ])
-            .output()
-            .unwrap();
+    let forced = p.hookctl(&[
+        "checkpoint",
+        "restore",
+        &sha,
+        "--path",
+        "src/lib.rs",
+        "--force",
+    ]);
     assert!(forced.status.success(), "{}", stderr(&forced));
     assert!(
-        std::fs::read_to_string(p.repo.dir.join("src/lib.rs"))
+        std::fs::read_to_string(p.project.join("src/lib.rs"))
             .unwrap()
             .contains("pub fn two()")
     );
     assert_eq!(
-        p.repo.fingerprint().index,
+        p.repo().fingerprint().index,
         before,
         "restore never writes the index"
     );
@@ -644,19 +554,19 @@ fn checkpoints_can_be_listed_shown_and_restored() {
 
 #[test]
 fn large_untracked_files_are_left_out_and_named() {
-    let mut p = Project::new();
-    p.repo
+    let mut p = dirty_project();
+    p.repo()
         .write(".hookd.yaml", "checkpoint:\n  max_file_bytes: 1000\n");
-    p.repo.write("data/big.bin", &"x".repeat(5000));
-    p.agent_works();
+    p.repo().write("data/big.bin", &"x".repeat(5000));
+    agent_works(&mut p);
     p.hook("PreCompact(trigger=auto)", "pre-compact");
-    let sha = p.checkpoint_ref().unwrap();
-    let files = p.repo.git(&["ls-tree", "-r", "--name-only", &sha]);
+    let sha = p.repo().checkpoint_ref().unwrap();
+    let files = p.repo().git(&["ls-tree", "-r", "--name-only", &sha]);
     assert!(
         !files.contains("data/big.bin") && files.contains("notes/todo.txt"),
         "{files}"
     );
-    let message = p.repo.git(&["log", "-1", "--format=%B", &sha]);
+    let message = p.repo().git(&["log", "-1", "--format=%B", &sha]);
     assert!(
         message.contains("Hookd-Skipped: data/big.bin (5000 bytes"),
         "{message}"
@@ -669,18 +579,18 @@ fn large_untracked_files_are_left_out_and_named() {
 
 #[test]
 fn a_broken_user_template_is_reported_and_the_built_in_used() {
-    let mut p = Project::new();
-    p.agent_works();
-    p.repo.write(
+    let mut p = dirty_project();
+    agent_works(&mut p);
+    p.repo().write(
         ".workflow/templates/resume_prompt.md.hbs",
         "{{#each next_actions}}\nunclosed\n",
     );
     // A project's template counts only once the user trusts it.
-    let trusted = p.sb.hookctl(&["trust", p.repo.dir.to_str().unwrap()]);
+    let trusted = p.sb.hookctl(&["trust", p.project.to_str().unwrap()]);
     assert!(trusted.status.success(), "{}", stderr(&trusted));
     p.hook("PreCompact(trigger=auto)", "pre-compact");
     assert!(p.resume_prompt().starts_with("## Context Recovery"));
-    let problem = workflow_events(&p.repo.dir)
+    let problem = workflow_events(&p.project)
         .into_iter()
         .find(|e| e["step"] == "resume_prompt")
         .map(|e| e["detail"].as_str().unwrap_or("").to_owned())
@@ -693,58 +603,26 @@ fn a_broken_user_template_is_reported_and_the_built_in_used() {
 
 #[test]
 fn hookctl_save_without_a_session() {
-    let sb = Sandbox::new();
-    let repo = GitRepo::init(&sb.path().join("solo"));
-    repo.write("a.txt", "a\n");
-    let _daemon = TestDaemon::start(sb.daemon_options());
-    let out = sb
-        .command("hookctl")
-        .current_dir(&repo.dir)
-        .arg("save")
-        .output()
-        .unwrap();
+    let s = Scenario::build()
+        .repository(|repo| repo.write("a.txt", "a\n"))
+        .start();
+    let out = s.hookctl(&["save"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("no agent session seen"), "{text}");
     // Unborn HEAD: a root checkpoint commit.
-    let sha = repo.git(&["rev-parse", "refs/hookd/checkpoints/main"]);
-    assert_eq!(
-        repo.git(&["log", "-1", "--format=%P", sha.trim()]).trim(),
-        ""
-    );
-    assert_eq!(
-        repo.git(&["rev-parse", &format!("{}^{{tree}}", sha.trim())])
-            .trim(),
-        repo.expected_tree()
-    );
-}
-
-impl Project {
-    /// `hookctl ARGS` in the repository.
-    fn hookctl(&self, args: &[&str]) -> std::process::Output {
-        self.sb
-            .command("hookctl")
-            .current_dir(&self.repo.dir)
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    /// `hookctl save`, then the checkpoint it made.
-    fn save(&mut self) -> String {
-        self.agent_works();
-        let out = self.hookctl(&["save"]);
-        assert!(out.status.success(), "{}", stderr(&out));
-        self.checkpoint_ref().unwrap()
-    }
+    let repo = s.repo();
+    let sha = repo.checkpoint_ref().expect("a checkpoint");
+    assert_eq!(repo.git(&["log", "-1", "--format=%P", &sha]).trim(), "");
+    assert_eq!(repo.tree_of(&sha), repo.expected_tree());
 }
 
 #[test]
 fn restoring_a_checkpoint_the_tree_already_matches_changes_nothing() {
     // Staged, unstaged, deleted and untracked work, all as checkpointed.
-    let mut p = Project::new();
-    let sha = p.save();
-    let before = p.repo.fingerprint();
+    let mut p = dirty_project();
+    let sha = save(&mut p);
+    let before = p.repo().fingerprint();
     for args in [
         &["checkpoint", "restore", &sha][..],
         &["checkpoint", "restore", &sha, "--path", "src/lib.rs"],
@@ -759,27 +637,27 @@ fn restoring_a_checkpoint_the_tree_already_matches_changes_nothing() {
         );
         assert_eq!(stderr(&out), "", "{args:?}");
     }
-    assert_eq!(p.repo.fingerprint(), before);
+    assert_eq!(p.repo().fingerprint(), before);
 }
 
 #[test]
 fn restore_with_a_path_writes_that_file_when_it_differs() {
-    let mut p = Project::new();
-    let sha = p.save();
-    let checkpointed = std::fs::read_to_string(p.repo.dir.join("src/lib.rs")).unwrap();
+    let mut p = dirty_project();
+    let sha = save(&mut p);
+    let checkpointed = std::fs::read_to_string(p.project.join("src/lib.rs")).unwrap();
     // Back to its committed version: it differs from the checkpoint, and
     // overwriting it loses nothing.
-    p.repo.git(&["checkout", "--", "src/lib.rs"]);
+    p.repo().git(&["checkout", "--", "src/lib.rs"]);
     let out = p.hookctl(&["checkpoint", "restore", &sha, "--path", "src/lib.rs"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "restored src/lib.rs\n");
     assert_eq!(
-        std::fs::read_to_string(p.repo.dir.join("src/lib.rs")).unwrap(),
+        std::fs::read_to_string(p.project.join("src/lib.rs")).unwrap(),
         checkpointed
     );
 
     // Changed since, and not committed: refused, never "nothing to restore".
-    p.repo.write("src/lib.rs", "changed since\n");
+    p.repo().write("src/lib.rs", "changed since\n");
     let out = p.hookctl(&["checkpoint", "restore", &sha, "--path", "src/lib.rs"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -811,8 +689,8 @@ fn restore_with_a_path_writes_that_file_when_it_differs() {
 
 #[test]
 fn an_unknown_checkpoint_points_to_the_list() {
-    let mut p = Project::new();
-    p.save();
+    let mut p = dirty_project();
+    save(&mut p);
     for args in [
         &["checkpoint", "restore", "deadbeef"][..],
         &["checkpoint", "show", "deadbeef"],

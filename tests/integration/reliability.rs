@@ -6,7 +6,7 @@
 
 use hookd_tests::{
     GitRepo, Sandbox, TestDaemon, Transcript, assert_valid, hook_json, payload, run_with_stdin,
-    state_schema, stderr, stdout, wait_until, workflow_events,
+    saved_state, state_schema, stderr, stdout, wait_until, workflow_events,
 };
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -117,14 +117,7 @@ fn kill_9_during_pipelines_never_leaves_a_torn_file() {
             "iteration {i}: the user's repository changed"
         );
         assert_workflow_whole(&repo.dir);
-        if let Some(sha) = repo
-            .command()
-            .args(["rev-parse", "-q", "--verify", "refs/hookd/checkpoints/main"])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-        {
-            let sha = String::from_utf8_lossy(&sha.stdout).trim().to_owned();
+        if let Some(sha) = repo.checkpoint_ref() {
             assert_eq!(repo.git(&["cat-file", "-t", &sha]).trim(), "commit");
             repo.git(&["ls-tree", "-r", &sha]);
             landed += 1;
@@ -254,7 +247,7 @@ fn concurrent_ref_updates_lose_no_commit() {
     let snapshots: Vec<_> = (0..12)
         .map(|i| {
             repo.write("a.txt", &format!("version {i}\n"));
-            git::snapshot(&repo.dir, &opts).unwrap()
+            hookd_tests::snapshot(&repo.dir, &opts).unwrap()
         })
         .collect();
     let threads: Vec<_> = snapshots
@@ -643,17 +636,9 @@ fn a_200_mb_untracked_file_is_skipped_and_named() {
         .set_len(200 * 1024 * 1024)
         .unwrap();
     let _daemon = TestDaemon::start(sb.daemon_options());
-    let out = sb
-        .command("hookctl")
-        .current_dir(&repo.dir)
-        .args(["save", "--json"])
-        .output()
-        .unwrap();
+    let out = sb.hookctl_in(&repo.dir, &["save", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let state: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo.dir.join(".workflow/context_state.json")).unwrap(),
-    )
-    .unwrap();
+    let state = saved_state(&repo.dir);
     assert_eq!(
         state["checkpoint"]["skipped"],
         json!(["dump.bin (209715200 bytes)"])

@@ -1,76 +1,41 @@
 //! After compaction: the saved state validated against the repository, the
 //! resume prompt injected, and the check that it reached the model.
 
-use hookd_tests::{
-    GitRepo, Sandbox, TestDaemon, Transcript, hook_json, stderr, stdout, workflow_events,
-};
+use hookd_tests::{Scenario, stderr, stdout};
 use serde_json::{Value, json};
 
-use hookd_tests::SONNET;
-
-struct Session {
-    sb: Sandbox,
-    _daemon: TestDaemon,
-    repo: GitRepo,
-    t: Transcript,
-}
-
-impl Session {
-    fn new() -> Session {
-        let sb = Sandbox::new();
-        let repo = GitRepo::init(&sb.path().join("proj"));
-        repo.write("src/lib.rs", "pub fn a() {}\n");
-        repo.write("README.md", "# demo\n");
-        repo.commit_all("initial");
-        repo.write("src/lib.rs", "pub fn a() {}\npub fn b() {}\n");
-        let mut t = Transcript::create(sb.path().join("claude/r1.jsonl"), "r1-session", SONNET);
-        t.prompt("make the parser faster");
-        t.tool_use("tw", "TodoWrite", json!({"todos": [
-            {"content": "Profile the parser", "status": "completed", "activeForm": "Profiling"},
-            {"content": "Cache the token table", "status": "in_progress", "activeForm": "Caching the token table"},
-            {"content": "Benchmark against README.md numbers", "status": "pending", "activeForm": "Benchmarking"}
-        ]}), 120_000);
-        t.tool_result("tw", "Todos have been modified successfully.", json!({}));
-        let daemon = TestDaemon::start(sb.daemon_options());
-        Session {
-            sb,
-            _daemon: daemon,
-            repo,
-            t,
-        }
-    }
-
-    fn hook(&self, fixture: &str, event: &str) -> Value {
-        let out = self
-            .sb
-            .hook(event, &self.t.payload(fixture, &self.repo.dir));
-        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
-        if event == "pre-compact" {
-            Value::String(stdout(&out))
-        } else {
-            hook_json(&out)
-        }
-    }
-
-    /// PreCompact, the boundary, then SessionStart(compact): returns SessionStart's output.
-    fn compact(&mut self) -> Value {
-        self.hook("PreCompact(trigger=manual)", "pre-compact");
-        self.t.boundary("manual", 120_000, 3_000);
-        self.hook("SessionStart(source=compact)", "session-start")
-    }
-
-    fn events(&self, kind: &str) -> Vec<Value> {
-        workflow_events(&self.repo.dir)
-            .into_iter()
-            .filter(|e| e["kind"] == kind)
-            .collect()
-    }
-
-    fn status(&self) -> Value {
-        let report: Value =
-            serde_json::from_slice(&self.sb.hookctl(&["status", "--json"]).stdout).unwrap();
-        report["sessions"][0].clone()
-    }
+/// The agent at work on a parser: a repository with one commit and a change
+/// since, and a session with a request and a todo list.
+fn parser_session() -> Scenario {
+    let mut s = Scenario::build()
+        .repository(|repo| {
+            repo.write("src/lib.rs", "pub fn a() {}\n");
+            repo.write("README.md", "# demo\n");
+            repo.commit_all("initial");
+            repo.write("src/lib.rs", "pub fn a() {}\npub fn b() {}\n");
+        })
+        .session("r1-session")
+        .start();
+    let t = &mut s.transcript;
+    t.prompt("make the parser faster");
+    t.todo_write(
+        "tw",
+        &[
+            ("Profile the parser", "completed", "Profiling"),
+            (
+                "Cache the token table",
+                "in_progress",
+                "Caching the token table",
+            ),
+            (
+                "Benchmark against README.md numbers",
+                "pending",
+                "Benchmarking",
+            ),
+        ],
+        120_000,
+    );
+    s
 }
 
 use hookd_tests::additional_context as context;
@@ -82,8 +47,8 @@ fn marker_of(prompt: &str) -> String {
 
 #[test]
 fn a_replayed_compaction_gets_the_resume_prompt_with_its_checks() {
-    let mut s = Session::new();
-    let out = s.compact();
+    let s = parser_session();
+    let out = s.compact(120_000, 3_000);
     assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart");
     let prompt = context(&out);
     for expected in [
@@ -129,10 +94,10 @@ fn a_replayed_compaction_gets_the_resume_prompt_with_its_checks() {
 
 #[test]
 fn an_arrived_prompt_is_not_injected_again() {
-    let mut s = Session::new();
-    let prompt = context(&s.compact());
+    let s = parser_session();
+    let prompt = context(&s.compact(120_000, 3_000));
     // Claude Code records the injection in the transcript.
-    s.t.context_arrived("SessionStart", &prompt);
+    s.transcript.context_arrived("SessionStart", &prompt);
     let next = s.hook("UserPromptSubmit", "user-prompt-submit");
     assert_eq!(next, Value::Null, "nothing more to inject");
     let arrival = s.events("resume_arrival");
@@ -148,8 +113,8 @@ fn an_arrived_prompt_is_not_injected_again() {
 
 #[test]
 fn a_lost_prompt_is_injected_once_more() {
-    let mut s = Session::new();
-    let prompt = context(&s.compact());
+    let s = parser_session();
+    let prompt = context(&s.compact(120_000, 3_000));
     // The transcript shows no trace of it: inject again, through the next hook.
     let again = s.hook("UserPromptSubmit", "user-prompt-submit");
     assert_eq!(context(&again), prompt, "the same prompt, marker and all");
@@ -174,11 +139,11 @@ fn a_lost_prompt_is_injected_once_more() {
 
 #[test]
 fn a_prompt_that_arrives_on_the_second_try_is_recorded() {
-    let mut s = Session::new();
-    let prompt = context(&s.compact());
+    let s = parser_session();
+    let prompt = context(&s.compact(120_000, 3_000));
     let again = s.hook("PostToolUse", "post-tool-use");
     assert_eq!(context(&again), prompt);
-    s.t.context_arrived("PostToolUse", &prompt);
+    s.transcript.context_arrived("PostToolUse", &prompt);
     assert_eq!(s.hook("PostToolUse", "post-tool-use"), Value::Null);
     let last = s.events("resume_arrival").pop().unwrap();
     assert_eq!(
@@ -191,8 +156,8 @@ fn a_prompt_that_arrives_on_the_second_try_is_recorded() {
 fn a_compaction_without_pre_compact_is_captured_before_the_resume() {
     // Public reports say PreCompact sometimes does not fire: hookd captures
     // at SessionStart(compact) what it still can, then resumes from that.
-    let s = Session::new();
-    s.t.boundary("auto", 120_000, 3_000);
+    let s = parser_session();
+    s.transcript.boundary("auto", 120_000, 3_000);
     let out = s.hook("SessionStart(source=compact)", "session-start");
     let prompt = context(&out);
     assert!(
@@ -204,57 +169,48 @@ fn a_compaction_without_pre_compact_is_captured_before_the_resume() {
     assert_eq!(compactions.len(), 1, "{compactions:?}");
     assert_eq!(compactions[0]["announced"], false);
     assert!(
-        s.repo
-            .git(&["rev-parse", "refs/hookd/checkpoints/main"])
-            .trim()
-            .len()
-            == 40,
+        s.repo().checkpoint_ref().is_some_and(|sha| sha.len() == 40),
         "checkpointed too"
     );
 }
 
 #[test]
 fn no_state_no_injection() {
-    let sb = Sandbox::new();
-    let repo = GitRepo::init(&sb.path().join("fresh"));
-    // A file where .workflow/ should be: nothing can be saved here.
-    std::fs::write(repo.dir.join(".workflow"), "in the way").unwrap();
-    let t = Transcript::create(sb.path().join("claude/f.jsonl"), "f-session", SONNET);
-    let _daemon = TestDaemon::start(sb.daemon_options());
-    let out = hook_json(&sb.hook(
-        "session-start",
-        &t.payload("SessionStart(source=compact)", &repo.dir),
-    ));
+    let s = Scenario::build()
+        .repository(|repo| {
+            // A file where .workflow/ should be: nothing can be saved here.
+            std::fs::write(repo.dir.join(".workflow"), "in the way").unwrap();
+        })
+        .session("f-session")
+        .start();
+    let out = s.hook("SessionStart(source=compact)", "session-start");
     assert_eq!(out["systemMessage"], hookd::resume::NO_STATE);
     assert!(
         out.get("hookSpecificOutput").is_none(),
         "nothing injected: {out}"
     );
-    std::fs::remove_file(repo.dir.join(".workflow")).unwrap();
+    std::fs::remove_file(s.project.join(".workflow")).unwrap();
     // A plain --resume without a state says nothing at all.
-    let out = sb.hook(
-        "session-start",
-        &t.payload("SessionStart(source=resume)", &repo.dir),
-    );
-    assert_eq!(stdout(&out), "");
+    let says = |fixture: &str| {
+        let out =
+            s.sb.hook("session-start", &s.transcript.payload(fixture, &s.project));
+        stdout(&out)
+    };
+    assert_eq!(says("SessionStart(source=resume)"), "");
     // Neither does /clear (a new session, nothing belongs to it).
-    let out = sb.hook(
-        "session-start",
-        &t.payload("SessionStart(source=clear)", &repo.dir),
-    );
-    assert_eq!(stdout(&out), "");
+    assert_eq!(says("SessionStart(source=clear)"), "");
 }
 
 #[test]
 fn a_corrupt_state_is_reported_not_trusted() {
-    let s = Session::new();
+    let s = parser_session();
     s.hook("PreCompact(trigger=manual)", "pre-compact");
     std::fs::write(
-        s.repo.dir.join(".workflow/context_state.json"),
+        s.project.join(".workflow/context_state.json"),
         "{\"session_id\": \"compact_1\", oops",
     )
     .unwrap();
-    s.t.boundary("manual", 120_000, 3_000);
+    s.transcript.boundary("manual", 120_000, 3_000);
     let out = s.hook("SessionStart(source=compact)", "session-start");
     let message = out["systemMessage"].as_str().unwrap();
     assert!(
@@ -266,35 +222,31 @@ fn a_corrupt_state_is_reported_not_trusted() {
 
 #[test]
 fn another_sessions_state_is_not_injected() {
-    let s = Session::new();
+    let s = parser_session();
     s.hook("PreCompact(trigger=manual)", "pre-compact");
     // A second session of the same project saves later.
-    let other = Transcript::create(s.sb.path().join("claude/o.jsonl"), "other-session", SONNET);
-    let out = s.sb.hook(
-        "pre-compact",
-        &other.payload("PreCompact(trigger=manual)", &s.repo.dir),
-    );
-    assert!(out.status.success());
+    let other = s.session("other-session");
+    s.hook_of(&other, "PreCompact(trigger=manual)", "pre-compact", |_| {});
     // r1 compacts: its own capture comes from the history, not the other session's file.
-    s.t.boundary("manual", 120_000, 3_000);
+    s.transcript.boundary("manual", 120_000, 3_000);
     let prompt = context(&s.hook("SessionStart(source=compact)", "session-start"));
     assert!(prompt.contains("`r1-session`"), "r1's own state: {prompt}");
 }
 
 #[test]
 fn checks_report_what_moved_since_the_capture() {
-    let mut s = Session::new();
+    let mut s = parser_session();
     s.hook("PreCompact(trigger=manual)", "pre-compact");
     // Meanwhile: a commit, a changed file, and the active task completed.
-    s.repo
+    s.repo()
         .write("README.md", "# demo, edited after the capture\n");
-    s.repo.git(&["commit", "-qam", "someone else's commit"]);
-    s.repo.write("src/extra.rs", "new\n");
-    s.t.tool_use("tw2", "TodoWrite", json!({"todos": [
+    s.repo().git(&["commit", "-qam", "someone else's commit"]);
+    s.repo().write("src/extra.rs", "new\n");
+    s.transcript.tool_use("tw2", "TodoWrite", json!({"todos": [
         {"content": "Profile the parser", "status": "completed", "activeForm": "Profiling"},
         {"content": "Cache the token table", "status": "completed", "activeForm": "Caching the token table"}
     ]}), 130_000);
-    s.t.boundary("manual", 130_000, 3_000);
+    s.transcript.boundary("manual", 130_000, 3_000);
     let out = s.hook("SessionStart(source=compact)", "session-start");
     let prompt = context(&out);
     assert!(
@@ -320,13 +272,8 @@ fn checks_report_what_moved_since_the_capture() {
     );
 
     // A branch switch is worse than a warning.
-    s.repo.git(&["checkout", "-q", "-b", "elsewhere"]);
-    let out =
-        s.sb.command("hookctl")
-            .current_dir(&s.repo.dir)
-            .args(["validate", "--json"])
-            .output()
-            .unwrap();
+    s.repo().git(&["checkout", "-q", "-b", "elsewhere"]);
+    let out = s.hookctl(&["validate", "--json"]);
     assert_eq!(out.status.code(), Some(1), "a failed check fails validate");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["checks"][0]["status"], "fail");
@@ -340,14 +287,14 @@ fn checks_report_what_moved_since_the_capture() {
 
 #[test]
 fn the_workflow_file_disappearing_fails_its_check() {
-    let s = Session::new();
-    s.repo.write(
+    let s = parser_session();
+    s.repo().write(
         ".workflow/workflow_state.yml",
         "workflow_id: wf_1\nphase: BUILDING\n",
     );
     s.hook("PreCompact(trigger=manual)", "pre-compact");
-    std::fs::remove_file(s.repo.dir.join(".workflow/workflow_state.yml")).unwrap();
-    s.t.boundary("manual", 120_000, 3_000);
+    std::fs::remove_file(s.project.join(".workflow/workflow_state.yml")).unwrap();
+    s.transcript.boundary("manual", 120_000, 3_000);
     let prompt = context(&s.hook("SessionStart(source=compact)", "session-start"));
     assert!(
         prompt.contains("✗ **workflow_exists**") && prompt.contains("workflow_state.yml is gone"),
@@ -357,30 +304,16 @@ fn the_workflow_file_disappearing_fails_its_check() {
 
 #[test]
 fn hookctl_resume_and_validate() {
-    let s = Session::new();
-    let out =
-        s.sb.command("hookctl")
-            .current_dir(&s.repo.dir)
-            .args(["resume", "--print"])
-            .output()
-            .unwrap();
+    let s = parser_session();
+    let out = s.hookctl(&["resume", "--print"]);
     assert_eq!(out.status.code(), Some(1), "nothing saved yet");
     assert!(
         stdout(&out).contains("No saved state for this project yet"),
         "{}",
         stdout(&out)
     );
-    s.sb.command("hookctl")
-        .current_dir(&s.repo.dir)
-        .arg("save")
-        .output()
-        .unwrap();
-    let out =
-        s.sb.command("hookctl")
-            .current_dir(&s.repo.dir)
-            .args(["resume", "--print"])
-            .output()
-            .unwrap();
+    s.hookctl(&["save"]);
+    let out = s.hookctl(&["resume", "--print"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
@@ -391,12 +324,7 @@ fn hookctl_resume_and_validate() {
         !text.contains("[hookd-resume"),
         "a printed prompt needs no arrival marker"
     );
-    let out =
-        s.sb.command("hookctl")
-            .current_dir(&s.repo.dir)
-            .arg("validate")
-            .output()
-            .unwrap();
+    let out = s.hookctl(&["validate"]);
     assert!(out.status.success());
     let text = stdout(&out);
     assert!(
@@ -407,27 +335,22 @@ fn hookctl_resume_and_validate() {
 
 #[test]
 fn a_huge_state_still_fits_the_budget() {
-    let mut s = Session::new();
+    let s = parser_session();
     for i in 0..300 {
-        s.repo.write(
+        s.repo().write(
             &format!("gen/file_{i:03}_with_a_rather_long_name.rs"),
             "x\n",
         );
     }
     for i in 0..40 {
-        let out =
-            s.sb.command("hookctl")
-                .current_dir(&s.repo.dir)
-                .args([
-                    "decision",
-                    &format!("topic {i}"),
-                    &"a long decision text ".repeat(10),
-                ])
-                .output()
-                .unwrap();
+        let out = s.hookctl(&[
+            "decision",
+            &format!("topic {i}"),
+            &"a long decision text ".repeat(10),
+        ]);
         assert!(out.status.success());
     }
-    let prompt = context(&s.compact());
+    let prompt = context(&s.compact(120_000, 3_000));
     assert!(prompt.chars().count() <= 9000, "{}", prompt.chars().count());
     assert!(
         prompt.contains("### Left Out to Fit") && prompt.contains("more changed files"),
@@ -458,37 +381,19 @@ next_actions:
 ```
 </summary>";
 
-impl Session {
-    /// A hook whose fixture payload gets `field` set to `value`.
-    fn hook_with(
-        &self,
-        fixture: &str,
-        event: &str,
-        field: &str,
-        value: &str,
-    ) -> std::process::Output {
-        let mut p: Value =
-            serde_json::from_slice(&self.t.payload(fixture, &self.repo.dir)).unwrap();
-        p[field] = Value::from(value);
-        let out = self.sb.hook(event, &serde_json::to_vec(&p).unwrap());
-        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
-        out
-    }
-
-    fn state(&self) -> Value {
-        serde_json::from_slice(
-            &std::fs::read(self.repo.dir.join(".workflow/context_state.json")).unwrap(),
-        )
-        .unwrap()
-    }
+/// A hook whose fixture payload gets `field` set to `value`.
+fn hook_with(s: &Scenario, fixture: &str, event: &str, field: &str, value: &str) -> Value {
+    s.hook_of(&s.transcript, fixture, event, |p| {
+        p[field] = Value::from(value)
+    })
 }
 
 #[test]
 fn the_summary_block_is_merged_before_the_resume_and_records_win() {
-    let s = Session::new();
+    let s = parser_session();
     let out =
         s.sb.command("hookctl")
-            .current_dir(&s.repo.dir)
+            .current_dir(&s.project)
             .args([
                 "decision",
                 "Cache",
@@ -507,14 +412,15 @@ fn the_summary_block_is_merged_before_the_resume_and_records_win() {
         "{instructions}"
     );
     // Claude Code's summarizer ends as a subagent with no type, before SessionStart(compact).
-    let out = s.hook_with(
+    let out = hook_with(
+        &s,
         "SubagentStop",
         "subagent-stop",
         "last_assistant_message",
         SUMMARY_WITH_BLOCK,
     );
-    assert_eq!(stdout(&out), "", "SubagentStop says nothing");
-    s.t.boundary("manual", 120_000, 3_000);
+    assert_eq!(out, Value::Null, "SubagentStop says nothing");
+    s.transcript.boundary("manual", 120_000, 3_000);
     let start = s.hook("SessionStart(source=compact)", "session-start");
     let prompt = context(&start);
     for said in [
@@ -557,7 +463,8 @@ fn the_summary_block_is_merged_before_the_resume_and_records_win() {
     assert_eq!(merged[0]["merged"], true, "{}", merged[0]);
 
     // PostCompact brings the same summary: it is not merged twice.
-    s.hook_with(
+    hook_with(
+        &s,
         "PostCompact(trigger=manual)",
         "post-compact",
         "compact_summary",
@@ -588,17 +495,18 @@ fn the_summary_block_is_merged_before_the_resume_and_records_win() {
 
 #[test]
 fn a_summary_without_a_block_leaves_the_resume_prompt_as_it_was() {
-    let s = Session::new();
+    let s = parser_session();
     s.hook("PreCompact(trigger=manual)", "pre-compact");
     let saved = s.state();
-    s.hook_with(
+    hook_with(
+        &s,
         "SubagentStop",
         "subagent-stop",
         "last_assistant_message",
         "<summary>Profiled; caching the token table next.</summary>",
     );
     assert_eq!(s.state(), saved, "nothing merged");
-    s.t.boundary("manual", 120_000, 3_000);
+    s.transcript.boundary("manual", 120_000, 3_000);
     let prompt = context(&s.hook("SessionStart(source=compact)", "session-start"));
     assert!(prompt.contains("## Context Recovery"), "{prompt}");
     assert!(
@@ -609,7 +517,8 @@ fn a_summary_without_a_block_leaves_the_resume_prompt_as_it_was() {
     assert_eq!(merged[0]["merged"], false);
     assert_eq!(merged[0]["why"], "the summary has no hookd-state block");
     // A subagent of the agent's own (it has a type) is no compaction summary.
-    let mut p: Value = serde_json::from_slice(&s.t.payload("SubagentStop", &s.repo.dir)).unwrap();
+    let mut p: Value =
+        serde_json::from_slice(&s.transcript.payload("SubagentStop", &s.project)).unwrap();
     p["agent_type"] = "general-purpose".into();
     p["last_assistant_message"] = SUMMARY_WITH_BLOCK.into();
     s.sb.hook("subagent-stop", &serde_json::to_vec(&p).unwrap());

@@ -1,59 +1,18 @@
 //! Untrusted input at the edges: figures in transcripts, hook payloads,
 //! stdin, the socket directory, and what `hookctl save` reports.
 
-use hookd_tests::{SONNET, Sandbox, TestDaemon, Transcript, hook_json, stderr, workflow_events};
+use hookd_tests::{Sandbox, Scenario, TestDaemon, stderr, workflow_events};
 use serde_json::{Value, json};
-use std::path::PathBuf;
 
 /// Where Claude Code compacts a 200k window.
 const COMPACTS_AT: u64 = 167_000;
 
-struct Session {
-    sb: Sandbox,
-    _daemon: TestDaemon,
-    project: PathBuf,
-    transcript: Transcript,
-}
-
-impl Session {
-    fn new() -> Session {
-        let sb = Sandbox::new();
-        let project = sb.path().join("proj");
-        std::fs::create_dir_all(&project).unwrap();
-        let transcript =
-            Transcript::create(sb.path().join("claude/s1.jsonl"), "s1-session", SONNET);
-        let daemon = TestDaemon::start(sb.daemon_options());
-        Session {
-            sb,
-            _daemon: daemon,
-            project,
-            transcript,
-        }
-    }
-
-    fn post_tool_use(&self) -> Value {
-        let out = self.sb.hook(
-            "post-tool-use",
-            &self.transcript.payload("PostToolUse", &self.project),
-        );
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        hook_json(&out)
-    }
-
-    fn status(&self) -> Value {
-        let out = self.sb.hookctl(&["status", "--json"]);
-        assert!(out.status.success(), "{}", stderr(&out));
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-        report["sessions"][0].clone()
-    }
-}
-
 #[test]
 fn invalid_usage_in_a_transcript_is_shown_and_fires_nothing() {
-    let mut s = Session::new();
+    let mut s = Scenario::build().start();
     let half = COMPACTS_AT / 2;
     s.transcript.reply(half);
-    assert_eq!(s.post_tool_use(), Value::Null);
+    assert_eq!(s.hook("PostToolUse", "post-tool-use"), Value::Null);
     assert_eq!(s.status()["context"]["tokens_used"], half);
 
     type Edit = fn(&mut Value);
@@ -81,7 +40,11 @@ fn invalid_usage_in_a_transcript_is_shown_and_fires_nothing() {
         let mut entry = s.transcript.reply_entry(COMPACTS_AT);
         edit(&mut entry["message"]["usage"]);
         s.transcript.append(&entry);
-        assert_eq!(s.post_tool_use(), Value::Null, "{why}: nothing fires");
+        assert_eq!(
+            s.hook("PostToolUse", "post-tool-use"),
+            Value::Null,
+            "{why}: nothing fires"
+        );
         let status = s.status();
         let context = &status["context"];
         let invalid = context["invalid"].as_str().unwrap_or_default();
@@ -110,7 +73,7 @@ fn invalid_usage_in_a_transcript_is_shown_and_fires_nothing() {
         last["compactMetadata"]["postTokens"] = post;
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
         std::fs::write(&s.transcript.path, text).unwrap();
-        assert_eq!(s.post_tool_use(), Value::Null);
+        assert_eq!(s.hook("PostToolUse", "post-tool-use"), Value::Null);
         let status = s.status();
         let invalid = status["context"]["invalid"].as_str().unwrap_or_default();
         assert!(invalid.contains(why), "{why}: {status:#}");
@@ -131,7 +94,7 @@ fn invalid_usage_in_a_transcript_is_shown_and_fires_nothing() {
 
     // A good figure again: valid, and the levels work.
     s.transcript.reply(COMPACTS_AT * 72 / 100);
-    let out = s.post_tool_use();
+    let out = s.hook("PostToolUse", "post-tool-use");
     assert!(
         out["systemMessage"]
             .as_str()
@@ -276,6 +239,7 @@ fn hookctl_save_outside_a_repository_is_an_error_that_creates_nothing() {
             checkpoint: true,
         },
         &protocol::config::Config::default(),
+        &hookd::resources::Resources::default(),
     );
     assert!(report.state_file.is_none(), "{report:?}");
     assert!(

@@ -576,10 +576,7 @@ impl Scenario {
 
     /// The project's `.workflow/events.jsonl` entries of one kind.
     pub fn events(&self, kind: &str) -> Vec<Value> {
-        crate::workflow_events(&self.project)
-            .into_iter()
-            .filter(|e| e["kind"] == kind)
-            .collect()
+        crate::workflow_events_of(&self.project, kind)
     }
 
     /// Every request the mock has received so far.

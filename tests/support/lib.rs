@@ -7,9 +7,19 @@
 
 pub mod e2e;
 pub mod e2e_agents;
+mod file_tree;
+mod git_repo;
 pub mod mock_codex;
 pub mod mock_gemini;
 pub mod mock_model;
+mod scenario;
+
+pub use file_tree::FileTree;
+pub use git_repo::{
+    Fingerprint, GitRepo, REF_PREFIX, UserRefs, checkpoint_meta, git_command, snapshot,
+    snapshot_options,
+};
+pub use scenario::{Scenario, ScenarioBuilder, saved_state};
 
 use hookd::engine::Engine;
 use hookd::{Daemon, DaemonOptions, Shutdown};
@@ -225,6 +235,15 @@ impl Sandbox {
     /// Runs `hookctl <args>`.
     pub fn hookctl(&self, args: &[&str]) -> Output {
         self.command("hookctl")
+            .args(args)
+            .output()
+            .expect("run hookctl")
+    }
+
+    /// Runs `hookctl <args>` in `dir`.
+    pub fn hookctl_in(&self, dir: &Path, args: &[&str]) -> Output {
+        self.command("hookctl")
+            .current_dir(dir)
             .args(args)
             .output()
             .expect("run hookctl")
@@ -488,6 +507,28 @@ impl Transcript {
         self.append(&entry);
     }
 
+    /// A TodoWrite call with these items (content, status, active form)
+    /// and its result, as Claude Code records the agent's todo list.
+    pub fn todo_write(&mut self, id: &str, items: &[(&str, &str, &str)], tokens: u64) {
+        let todos: Vec<Value> = items
+            .iter()
+            .map(|(content, status, active)| {
+                serde_json::json!({"content": content, "status": status, "activeForm": active})
+            })
+            .collect();
+        self.tool_use(
+            id,
+            "TodoWrite",
+            serde_json::json!({ "todos": todos }),
+            tokens,
+        );
+        self.tool_result(
+            id,
+            "Todos have been modified successfully.",
+            serde_json::json!({}),
+        );
+    }
+
     /// The result of a tool call, with Claude Code's `toolUseResult`.
     pub fn tool_result(&self, id: &str, text: &str, tool_use_result: Value) {
         let mut entry = Self::fixture_line("basic.90fcfea3.jsonl", |v| {
@@ -559,6 +600,14 @@ pub fn hook_json(out: &Output) -> Value {
     }
 }
 
+/// The lines of a project's `.workflow/events.jsonl` of one kind.
+pub fn workflow_events_of(project: &Path, kind: &str) -> Vec<Value> {
+    workflow_events(project)
+        .into_iter()
+        .filter(|e| e["kind"] == kind)
+        .collect()
+}
+
 /// The lines of a project's `.workflow/events.jsonl`.
 pub fn workflow_events(project: &Path) -> Vec<Value> {
     std::fs::read_to_string(project.join(".workflow/events.jsonl"))
@@ -566,165 +615,6 @@ pub fn workflow_events(project: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).expect("events.jsonl line"))
         .collect()
-}
-
-/// A real git repository in a temporary directory, driven with the real
-/// `git` CLI and no global or system configuration.
-pub struct GitRepo {
-    pub dir: PathBuf,
-}
-
-/// Everything of a repository that hookd must never change.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Fingerprint {
-    pub index: Option<Vec<u8>>,
-    pub head: String,
-    pub head_reflog: Option<Vec<u8>>,
-    pub branches: String,
-    pub stash: String,
-    pub status: String,
-    pub files: Vec<(String, Vec<u8>)>,
-}
-
-impl GitRepo {
-    /// `git init -b main` in `dir` with an identity set in the repository.
-    pub fn init(dir: &Path) -> GitRepo {
-        std::fs::create_dir_all(dir).unwrap();
-        let repo = GitRepo {
-            dir: dir.to_path_buf(),
-        };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo.git(&["config", "user.name", "Test User"]);
-        repo.git(&["config", "user.email", "test@example.invalid"]);
-        repo.git(&["config", "commit.gpgsign", "false"]);
-        repo
-    }
-
-    pub fn command(&self) -> Command {
-        let mut cmd = Command::new("git");
-        cmd.current_dir(&self.dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .env_remove("GIT_INDEX_FILE")
-            .env_remove("GIT_DIR");
-        cmd
-    }
-
-    /// Runs git and returns its stdout; a failure fails the test.
-    pub fn git(&self, args: &[&str]) -> String {
-        let out = self.command().args(args).output().expect("run git");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    pub fn write(&self, path: &str, content: &str) {
-        let full = self.dir.join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, content).unwrap();
-    }
-
-    pub fn commit_all(&self, message: &str) {
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "-m", message]);
-    }
-
-    /// The tree `git add -A` would make of the working tree, through a
-    /// throw-away index (the independent answer a checkpoint must match).
-    pub fn expected_tree(&self) -> String {
-        let index = std::env::temp_dir().join(format!(
-            "hookd-expected-index-{}-{}",
-            std::process::id(),
-            self.dir.display().to_string().replace('/', "_")
-        ));
-        let _ = std::fs::remove_file(&index);
-        let run = |args: &[&str]| {
-            let out = self
-                .command()
-                .env("GIT_INDEX_FILE", &index)
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "git {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8_lossy(&out.stdout).trim().to_owned()
-        };
-        run(&["add", "-A"]);
-        let tree = run(&["write-tree"]);
-        let _ = std::fs::remove_file(&index);
-        tree
-    }
-
-    /// The repository's git directory (a linked worktree has its own).
-    pub fn git_dir(&self) -> PathBuf {
-        PathBuf::from(self.git(&["rev-parse", "--absolute-git-dir"]).trim())
-    }
-
-    pub fn fingerprint(&self) -> Fingerprint {
-        let git_dir = self.git_dir();
-        let mut files = Vec::new();
-        collect_files(&self.dir, &self.dir, &mut files);
-        files.sort();
-        Fingerprint {
-            index: std::fs::read(git_dir.join("index")).ok(),
-            head: std::fs::read_to_string(git_dir.join("HEAD")).unwrap_or_default(),
-            head_reflog: std::fs::read(git_dir.join("logs/HEAD")).ok(),
-            branches: self.git(&["for-each-ref", "refs/heads", "refs/tags"]),
-            stash: self
-                .command()
-                .args(["rev-parse", "-q", "--verify", "refs/stash"])
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default(),
-            // --no-optional-locks: a plain `git status` may rewrite the index itself.
-            status: self.git(&[
-                "--no-optional-locks",
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--untracked-files=all",
-            ]),
-            files,
-        }
-    }
-}
-
-/// Files of the working tree (not `.git`, not hookd's `.workflow`), with contents.
-fn collect_files(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        if dir == root && (name == ".git" || name == ".workflow") {
-            continue;
-        }
-        let meta = std::fs::symlink_metadata(&path).unwrap();
-        let rel = path
-            .strip_prefix(root)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        if meta.is_dir() {
-            collect_files(root, &path, out);
-        } else if meta.file_type().is_symlink() {
-            out.push((
-                rel,
-                std::fs::read_link(&path)
-                    .unwrap()
-                    .into_os_string()
-                    .into_encoded_bytes(),
-            ));
-        } else {
-            out.push((rel, std::fs::read(&path).unwrap()));
-        }
-    }
 }
 
 /// Validates a JSON document against a JSON Schema file of the repository.

@@ -18,7 +18,7 @@ pub mod summary_block;
 pub mod workflow_file;
 mod yaml;
 
-use crate::git::{self, GitError, Snapshot, SnapshotOptions};
+use crate::git::{self, GitError, Repositories, Snapshot, SnapshotOptions};
 use crate::harness::work::{TaskSource, TaskStatus, WorkFacts};
 use crate::project_fs::Dir;
 use crate::workflow::Workflow;
@@ -43,6 +43,8 @@ pub struct Input<'a> {
     pub threshold: Option<f64>,
     pub config: &'a Config,
     pub now_ms: u64,
+    /// The lock on hookd's private index and the last changes found.
+    pub repositories: &'a Repositories,
 }
 
 pub struct Captured {
@@ -120,22 +122,23 @@ pub fn capture(input: &Input) -> Captured {
         include_untracked: input.config.checkpoint.include_untracked,
         max_file_bytes: input.config.checkpoint.max_file_bytes,
     };
-    let (snapshot, snapshot_note, changes) = match git::snapshot(input.project, &opts) {
-        Ok(snapshot) => match git::changes(input.project, &snapshot) {
-            Ok(changes) => (Some(snapshot), None, changes),
+    let (snapshot, snapshot_note, changes) =
+        match git::snapshot(input.repositories, input.project, &opts) {
+            Ok(snapshot) => match git::changes(input.repositories, input.project, &snapshot) {
+                Ok(changes) => (Some(snapshot), None, changes),
+                Err(e) => {
+                    state.problems.push(e.to_string());
+                    (Some(snapshot), None, Vec::new())
+                }
+            },
+            Err(e @ (GitError::NotARepository { .. } | GitError::Bare { .. })) => {
+                (None, Some(e.to_string()), Vec::new())
+            }
             Err(e) => {
                 state.problems.push(e.to_string());
-                (Some(snapshot), None, Vec::new())
+                (None, Some(e.to_string()), Vec::new())
             }
-        },
-        Err(e @ (GitError::NotARepository { .. } | GitError::Bare { .. })) => {
-            (None, Some(e.to_string()), Vec::new())
-        }
-        Err(e) => {
-            state.problems.push(e.to_string());
-            (None, Some(e.to_string()), Vec::new())
-        }
-    };
+        };
 
     if workflow_file.is_some() {
         state.sources.push(workflow_file::WORKFLOW_FILE.into());
@@ -559,6 +562,7 @@ mod tests {
         capture(&Input {
             name: "save",
             project,
+            repositories: &Repositories::default(),
             harness: Some(harness),
             harness_session: Some("s1"),
             transcript: session_file,

@@ -313,10 +313,12 @@ impl Engine {
             summary,
             from,
         };
-        let config = config.clone();
-        tokio::task::spawn_blocking(move || crate::pipeline::take_summary(&request, &config))
-            .await
-            .ok()
+        let (config, resources) = (config.clone(), self.resources.clone());
+        tokio::task::spawn_blocking(move || {
+            crate::pipeline::take_summary(&request, &config, &resources)
+        })
+        .await
+        .ok()
     }
 
     /// The compaction summary the session's file keeps, merged like one a

@@ -39,25 +39,37 @@ impl Engine {
             return;
         };
         let (config, key) = (config.clone(), key.clone());
+        let resources = self.resources.clone();
         match &event.kind {
             EventKind::SessionStart
                 if matches!(event.source.as_deref(), Some("startup" | "clear")) =>
             {
-                let work = move || memory::session_started(&config, &project, &key);
+                let work =
+                    move || memory::session_started(&resources.memories, &config, &project, &key);
                 self.memory_context(tokio::task::spawn_blocking(work).await, outcome);
             }
             EventKind::UserPromptSubmit => {
                 let Some(prompt) = event.prompt.clone() else {
                     return;
                 };
-                let work = move || memory::prompted(&config, &project, &key, &prompt);
+                let work =
+                    move || memory::prompted(&resources.memories, &config, &project, &key, &prompt);
                 self.memory_context(tokio::task::spawn_blocking(work).await, outcome);
             }
             EventKind::Stop | EventKind::SessionEnd => {
                 let why = event.kind.kebab().into_owned();
-                let work =
-                    move || memory::close(&config, &project, &key, transcript.as_deref(), &why);
                 // The answer does not need the close: it goes on after it.
+                let work = move || {
+                    let memories = &resources.memories;
+                    memory::close(
+                        memories,
+                        &config,
+                        &project,
+                        &key,
+                        transcript.as_deref(),
+                        &why,
+                    )
+                };
                 let engine = self.clone();
                 tokio::spawn(async move {
                     match tokio::task::spawn_blocking(work).await {
@@ -69,9 +81,9 @@ impl Engine {
             }
             // Load the memory before a hook with a tight budget needs it
             // (a daemon restarted mid-session sees tool hooks first).
-            _ if !memory::is_open(&config) => {
+            _ if !resources.memories.is_open(&config) => {
                 tokio::task::spawn_blocking(move || {
-                    if let Err(e) = memory::open(&config) {
+                    if let Err(e) = resources.memories.open(&config) {
                         tracing::warn!("memory: {e}");
                     }
                 });
@@ -148,17 +160,24 @@ impl Engine {
             Request::Task(t) => self.memory_session(&project, t.session.as_deref()),
             _ => None,
         };
+        let resources = self.resources.clone();
         let work = move || -> Result<Response, String> {
+            let memories = &resources.memories;
             match request {
-                Request::Reflect(r) => {
-                    memory::reflect_now(&config, &project, session.as_ref(), &r.content, r.kind)
-                        .map(|t| Response::Task(Box::new(t)))
-                }
+                Request::Reflect(r) => memory::reflect_now(
+                    memories,
+                    &config,
+                    &project,
+                    session.as_ref(),
+                    &r.content,
+                    r.kind,
+                )
+                .map(|t| Response::Task(Box::new(t))),
                 Request::Task(t) => {
-                    memory::task_request(&config, &project, session.as_ref(), t.action)
+                    memory::task_request(memories, &config, &project, session.as_ref(), t.action)
                         .map(|t| Response::Task(Box::new(t)))
                 }
-                Request::Memory(m) => memory::memory_request(&config, m.action),
+                Request::Memory(m) => memory::memory_request(memories, &config, m.action),
                 _ => unreachable!("checked above"),
             }
         };

@@ -12,6 +12,7 @@ mod saves;
 mod status;
 mod statusline;
 
+use crate::resources::Resources;
 use crate::sessions::{Registry, SessionKey};
 use crate::settings::Settings;
 use crate::shutdown::Shutdown;
@@ -54,6 +55,8 @@ pub struct Engine {
     last_activity_ms: AtomicU64,
     shutdown: Shutdown,
     warnings: Mutex<Vec<String>>,
+    /// The locks, caches and open memories of the blocking work.
+    resources: Arc<Resources>,
 }
 
 /// Something to record in a project's `events.jsonl`, gathered under the
@@ -84,6 +87,7 @@ impl Engine {
             events_handled: AtomicU64::new(0),
             shutdown,
             warnings: Mutex::new(Vec::new()),
+            resources: Arc::default(),
         };
         for problem in [registry_problem, watch_problem].into_iter().flatten() {
             tracing::warn!("{problem}");

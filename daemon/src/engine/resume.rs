@@ -10,6 +10,7 @@
 use super::{Engine, ProjectEvent};
 use crate::budget;
 use crate::harness::Outcome;
+use crate::resources::Resources;
 use crate::resume::{self, Loaded};
 use crate::sessions::{PendingResume, SessionKey};
 use crate::time::now_ms;
@@ -46,16 +47,30 @@ struct Prepared {
     problems: Vec<String>,
 }
 
-/// load → validate → render, for a project (and a session's lineage).
-fn prepare(
+/// What a resume is asked for.
+struct Ask {
     project: PathBuf,
+    /// The session whose lineage's state is wanted.
     session: Option<String>,
     transcript: Option<PathBuf>,
+    /// Set when the prompt is injected: it is looked for afterwards.
     marker: Option<String>,
+    /// Render the prompt, or only validate the state.
     render: bool,
-    config: Config,
+    /// The session's context now, which sizes what the prompt holds.
     now: Option<ContextStatus>,
-) -> Prepared {
+}
+
+/// load → validate → render, for a project (and a session's lineage).
+fn prepare(ask: Ask, config: Config, resources: &Resources) -> Prepared {
+    let Ask {
+        project,
+        session,
+        transcript,
+        marker,
+        render,
+        now,
+    } = ask;
     let workflow = Workflow::new(&project);
     let (state, path) = match resume::load(&workflow, session.as_deref()) {
         Loaded::Found { state, path } => (state, path),
@@ -84,9 +99,16 @@ fn prepare(
             };
         }
     };
-    let checks = resume::validate(&project, &state, transcript.as_deref(), &config);
+    let checks = resume::validate(
+        &resources.repositories,
+        &project,
+        &state,
+        transcript.as_deref(),
+        &config,
+    );
     let (fitted, problems) = if render {
         let (fitted, problems) = resume::render(
+            &resources.memories,
             &project,
             &state,
             &checks,
@@ -141,16 +163,17 @@ impl Engine {
                 config.clone(),
                 marker.clone(),
             );
+            let resources = self.resources.clone();
             move || {
-                prepare(
+                let ask = Ask {
                     project,
-                    Some(session),
+                    session: Some(session),
                     transcript,
-                    Some(marker),
-                    true,
-                    config,
+                    marker: Some(marker),
+                    render: true,
                     now,
-                )
+                };
+                prepare(ask, config, &resources)
             }
         };
         let Ok(prepared) = tokio::task::spawn_blocking(work).await else {
@@ -251,16 +274,17 @@ impl Engine {
             .unwrap_or_default();
         let project = query.project.clone();
         let only_session = query.session.clone();
+        let resources = self.resources.clone();
         let work = move || {
-            prepare(
+            let ask = Ask {
                 project,
-                only_session,
+                session: only_session,
                 transcript,
-                None,
+                marker: None,
                 render,
-                config.config.clone(),
                 now,
-            )
+            };
+            prepare(ask, config.config.clone(), &resources)
         };
         match tokio::task::spawn_blocking(work).await {
             Ok(prepared) => {

@@ -27,12 +27,14 @@ impl Engine {
         let what = request.trigger.to_string();
         let key = request.session.clone();
         let wants_checkpoint = request.checkpoint;
-        let report = tokio::task::spawn_blocking(move || pipeline::save(&request, &config))
-            .await
-            .unwrap_or_else(|e| SaveReport {
-                problems: vec![format!("the save failed: {e}")],
-                ..SaveReport::default()
-            });
+        let resources = self.resources.clone();
+        let report =
+            tokio::task::spawn_blocking(move || pipeline::save(&request, &config, &resources))
+                .await
+                .unwrap_or_else(|e| SaveReport {
+                    problems: vec![format!("the save failed: {e}")],
+                    ..SaveReport::default()
+                });
         for problem in &report.problems {
             tracing::warn!(trigger = %what, "{problem}");
         }

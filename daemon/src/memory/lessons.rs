@@ -3,7 +3,8 @@
 
 use super::store::{self, Entry, Store};
 use super::{
-    cross_task_on, event, lock, max_age_ms, newest_in, open, save, session_of, task_of, window_of,
+    Memories, cross_task_on, event, lock, max_age_ms, newest_in, save, session_of, task_of,
+    window_of,
 };
 use crate::budget::room::Room;
 use crate::capture::state::ContextState;
@@ -217,6 +218,7 @@ pub(super) fn hand_over(
 /// `room` allows (`memory.top_k` when it is not known). `injected`: this
 /// prompt goes to the model now (and counts in the statistics).
 pub fn fill_section(
+    memories: &Memories,
     view: &mut Value,
     renderer: &mut Renderer,
     config: &Config,
@@ -229,7 +231,7 @@ pub fn fill_section(
     }
     let project = PathBuf::from(&state.project_dir);
     let session = session_of(state);
-    let shared = match open(config) {
+    let shared = match memories.open(config) {
         Ok(s) => s,
         Err(e) => {
             tracing::warn!("memory: {e}");

@@ -46,7 +46,7 @@ use protocol::wire::Harness;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use store::{Entry, Store};
 
 /// A task declared with `hookctl task start` and no live session waits this
@@ -63,8 +63,10 @@ const MIN_DESCRIPTION_TERMS: usize = 2;
 
 type Shared = Arc<Mutex<Store>>;
 
-/// Open memories by directory: each is loaded once per daemon.
-static STORES: LazyLock<Mutex<HashMap<PathBuf, Shared>>> = LazyLock::new(Default::default);
+/// The open memories by directory, each loaded at its first use: the
+/// engine owns them (in [`crate::resources::Resources`]) and passes them in.
+#[derive(Default)]
+pub struct Memories(Mutex<HashMap<PathBuf, Shared>>);
 
 /// Where the memory lives: `memory.dir`, else `memory/` in the data directory.
 pub fn dir(config: &Config) -> Option<PathBuf> {
@@ -75,38 +77,40 @@ pub fn dir(config: &Config) -> Option<PathBuf> {
         .or_else(|| Some(protocol::paths::data_dir()?.join("memory")))
 }
 
-/// The memory for this configuration, loaded at the first call.
-pub fn open(config: &Config) -> Result<Shared, String> {
-    let dir = dir(config).ok_or_else(|| {
-        "no data directory for the memory: set HOOKD_DATA_DIR or memory.dir".to_owned()
-    })?;
-    let mut stores = STORES.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(s) = stores.get(&dir) {
-        return Ok(s.clone());
+impl Memories {
+    /// The memory for this configuration, loaded at the first call.
+    pub fn open(&self, config: &Config) -> Result<Shared, String> {
+        let dir = dir(config).ok_or_else(|| {
+            "no data directory for the memory: set HOOKD_DATA_DIR or memory.dir".to_owned()
+        })?;
+        let mut stores = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = stores.get(&dir) {
+            return Ok(s.clone());
+        }
+        let mut store = Store::open(&dir)
+            .map_err(|e| format!("cannot open the memory in {}: {e}", dir.display()))?;
+        prune_if_due(&mut store, config);
+        tracing::info!(
+            dir = %dir.display(),
+            tasks = store.len(),
+            ms = store.load_ms,
+            problems = store.problems().len(),
+            "memory loaded"
+        );
+        let shared = Arc::new(Mutex::new(store));
+        stores.insert(dir, shared.clone());
+        Ok(shared)
     }
-    let mut store = Store::open(&dir)
-        .map_err(|e| format!("cannot open the memory in {}: {e}", dir.display()))?;
-    prune_if_due(&mut store, config);
-    tracing::info!(
-        dir = %dir.display(),
-        tasks = store.len(),
-        ms = store.load_ms,
-        problems = store.problems().len(),
-        "memory loaded"
-    );
-    let shared = Arc::new(Mutex::new(store));
-    stores.insert(dir, shared.clone());
-    Ok(shared)
-}
 
-/// Whether the memory for this configuration is loaded already.
-pub fn is_open(config: &Config) -> bool {
-    dir(config).is_some_and(|d| {
-        STORES
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(&d)
-    })
+    /// Whether the memory for this configuration is loaded already.
+    pub fn is_open(&self, config: &Config) -> bool {
+        dir(config).is_some_and(|d| {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(&d)
+        })
+    }
 }
 
 fn lock(shared: &Shared) -> MutexGuard<'_, Store> {
@@ -431,6 +435,7 @@ fn task_for(
 /// declared for the project, or one the workflow file names; when its
 /// description is known, it gets the lessons of similar past tasks.
 pub fn session_started(
+    memories: &Memories,
     config: &Config,
     project: &Path,
     session: &SessionKey,
@@ -438,7 +443,7 @@ pub fn session_started(
     if !config.memory.enabled {
         return Ok(None);
     }
-    let shared = open(config)?;
+    let shared = memories.open(config)?;
     let mut store = lock(&shared);
     let mut task = match task_of(&mut store, session) {
         Some(task) => task,
@@ -474,6 +479,7 @@ pub fn session_started(
 /// UserPromptSubmit: the first real prompt of a session describes its task
 /// when nothing else did, and brings the lessons of similar past tasks.
 pub fn prompted(
+    memories: &Memories,
     config: &Config,
     project: &Path,
     session: &SessionKey,
@@ -482,7 +488,7 @@ pub fn prompted(
     if !config.memory.enabled {
         return Ok(None);
     }
-    let shared = open(config)?;
+    let shared = memories.open(config)?;
     let mut store = lock(&shared);
     let existing = task_of(&mut store, session);
     if existing
@@ -516,26 +522,31 @@ pub fn prompted(
 /// After a capture (the pipeline's first step): the capture's new decisions
 /// and blockers become reflections of the session's task, and a compaction
 /// counts as an iteration. Returns what went wrong, if anything did.
-pub fn after_capture(config: &Config, state: &ContextState) -> Option<String> {
-    take_in(config, state, true)
+pub fn after_capture(memories: &Memories, config: &Config, state: &ContextState) -> Option<String> {
+    take_in(memories, config, state, true)
 }
 
 /// A compaction summary merged into the saved state: what it says was
 /// decided, did not work or was resolved becomes reflections of the task.
-pub fn after_summary(config: &Config, state: &ContextState) -> Option<String> {
-    take_in(config, state, false)
+pub fn after_summary(memories: &Memories, config: &Config, state: &ContextState) -> Option<String> {
+    take_in(memories, config, state, false)
 }
 
 /// A state's decisions, blockers and rejected approaches into the task's
 /// reflections; `capture`: a new capture (a compaction's counts as an iteration).
-fn take_in(config: &Config, state: &ContextState, capture: bool) -> Option<String> {
+fn take_in(
+    memories: &Memories,
+    config: &Config,
+    state: &ContextState,
+    capture: bool,
+) -> Option<String> {
     if !config.memory.enabled {
         return None;
     }
     let project = PathBuf::from(&state.project_dir);
     let session = session_of(state);
     let result = (|| {
-        let shared = open(config)?;
+        let shared = memories.open(config)?;
         let mut store = lock(&shared);
         let task = match &session {
             Some(s) => task_for(&mut store, &project, s, true),
@@ -656,6 +667,7 @@ fn finish(store: &mut Store, task: &mut TaskRecord, config: &Config) -> Result<(
 /// task list implies unless one was given by hand. A task that never got a
 /// description or a reflection is not kept.
 pub fn close(
+    memories: &Memories,
     config: &Config,
     project: &Path,
     session: &SessionKey,
@@ -665,7 +677,7 @@ pub fn close(
     if !config.memory.enabled {
         return Ok(None);
     }
-    let shared = open(config)?;
+    let shared = memories.open(config)?;
     let mut store = lock(&shared);
     let Some(mut task) = task_of(&mut store, session) else {
         return Ok(None);

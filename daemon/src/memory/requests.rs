@@ -2,7 +2,7 @@
 
 use super::store::{Entry, Store};
 use super::{
-    classify, cross_task_on, describe, event, finish, lock, new_task, newest_in, open, reflect,
+    Memories, classify, cross_task_on, describe, event, finish, lock, new_task, newest_in, reflect,
     save, task_for, task_of, usable_description, window_of,
 };
 use crate::sessions::SessionKey;
@@ -21,6 +21,7 @@ const DEFAULT_LIST_LIMIT: usize = 50;
 
 /// `hookctl reflect`: one reflection on the session's task.
 pub fn reflect_now(
+    memories: &Memories,
     config: &Config,
     project: &Path,
     session: Option<&SessionKey>,
@@ -32,7 +33,7 @@ pub fn reflect_now(
     if content.is_empty() {
         return Err("a reflection needs some text".into());
     }
-    let shared = open(config)?;
+    let shared = memories.open(config)?;
     let mut store = lock(&shared);
     let task = match session {
         Some(s) => task_for(&mut store, project, s, true),
@@ -84,13 +85,14 @@ fn report(task: TaskRecord, config: &Config) -> TaskReport {
 
 /// `hookctl task start | done | failed | partial | show`.
 pub fn task_request(
+    memories: &Memories,
     config: &Config,
     project: &Path,
     session: Option<&SessionKey>,
     action: TaskAction,
 ) -> Result<TaskReport, String> {
     enabled(config)?;
-    let shared = open(config)?;
+    let shared = memories.open(config)?;
     let mut store = lock(&shared);
     match action {
         TaskAction::Start {
@@ -174,8 +176,12 @@ fn finish_word(outcome: TaskOutcome) -> &'static str {
 }
 
 /// `hookctl memory list | show | search | forget | stats`.
-pub fn memory_request(config: &Config, action: MemoryAction) -> Result<Response, String> {
-    let shared = open(config)?;
+pub fn memory_request(
+    memories: &Memories,
+    config: &Config,
+    action: MemoryAction,
+) -> Result<Response, String> {
+    let shared = memories.open(config)?;
     let mut store = lock(&shared);
     let problems = store.problems().to_vec();
     match action {

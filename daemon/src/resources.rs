@@ -1,0 +1,19 @@
+//! What the engine keeps between requests for the blocking work it runs:
+//! locks, caches and open stores. The engine owns one and passes it down,
+//! so nothing of it is process-global (two engines in one process, as in
+//! tests, share nothing).
+
+use crate::git::Repositories;
+use crate::memory::Memories;
+use crate::path_locks::PathLocks;
+
+#[derive(Default)]
+pub struct Resources {
+    /// One pipeline at a time per project: two sessions saving at once
+    /// would otherwise interleave their files in `.workflow/`.
+    pub projects: PathLocks,
+    /// Per repository: the lock on hookd's private index, the last changes found.
+    pub repositories: Repositories,
+    /// The cross-task memories, each loaded once.
+    pub memories: Memories,
+}

@@ -23,7 +23,9 @@ impl Env {
     }
 
     fn with_project_config(config: Option<&str>) -> Env {
+        // Lessons are what these tests look for in SessionStart's answer.
         let s = Scenario::build()
+            .setting("resume.records_hint", false)
             .repository(|repo| {
                 repo.write("src/lib.rs", "pub fn a() {}\n");
                 repo.commit_all("initial");
@@ -37,7 +39,6 @@ impl Env {
 
     /// The daemon starts on a sandbox the test has prepared.
     fn started(sb: Sandbox) -> Env {
-        // Lessons are what these tests look for in SessionStart's answer.
         let s = ScenarioBuilder::in_sandbox(sb)
             .setting("resume.records_hint", false)
             .repository(|_| {})

@@ -159,7 +159,7 @@ fn thresholds_reach_the_model_once_at_the_right_turn() {
     assert_eq!(shown.len(), 4, "{shown:?}");
     for (attachment, (_, crossing)) in shown.iter().zip(CLIMB.iter().skip(1)) {
         assert!(
-            ["PostToolUse", "UserPromptSubmit"]
+            ["PostToolUse", "PostToolBatch", "UserPromptSubmit"]
                 .contains(&attachment["hookEvent"].as_str().unwrap_or("")),
             "{attachment}"
         );

@@ -320,12 +320,11 @@ impl LineReader for WorkReader {
                     Value::Array(parts) => parts
                         .iter()
                         .filter_map(|p| p["text"].as_str())
-                        .filter(|t| !t.trim_start().starts_with(HOOK_CONTEXT_TAG))
                         .collect::<Vec<_>>()
                         .join("\n"),
                     _ => return,
                 };
-                self.log.prompt(prompt_without_hook_context(&text));
+                self.log.prompt(&prompt_without_hook_context(&text));
             }
             Some("gemini") => {
                 for call in entry["toolCalls"].as_array().into_iter().flatten() {
@@ -381,16 +380,24 @@ impl WorkReader {
     }
 }
 
-/// Gemini CLI hands a hook's context to the model as a part of the prompt
-/// wrapped in this tag; it is hookd's own text, not the person's.
-const HOOK_CONTEXT_TAG: &str = "<hook_context>";
+/// Gemini CLI hands a hook's context to the model inside the prompt,
+/// wrapped in these tags (before the person's words for SessionStart's,
+/// after them for a prompt's); it is hookd's own text, not the person's.
+const HOOK_CONTEXT_OPEN: &str = "<hook_context>";
+const HOOK_CONTEXT_CLOSE: &str = "</hook_context>";
 
 /// The person's words of a recorded prompt, without hook context.
-fn prompt_without_hook_context(text: &str) -> &str {
-    match text.find(HOOK_CONTEXT_TAG) {
-        Some(at) => &text[..at],
-        None => text,
+fn prompt_without_hook_context(text: &str) -> String {
+    let mut words = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(HOOK_CONTEXT_OPEN) {
+        words.push_str(&rest[..at]);
+        rest = rest[at..]
+            .find(HOOK_CONTEXT_CLOSE)
+            .map_or("", |end| &rest[at + end + HOOK_CONTEXT_CLOSE.len()..]);
     }
+    words.push_str(rest);
+    words.trim().to_owned()
 }
 
 /// Gemini CLI's event names and hookd's, both ways.
@@ -686,13 +693,14 @@ mod tests {
     }
 
     /// A chat file as Gemini CLI 0.61.0 writes it: a line per message; a
-    /// reply is written again when its tool calls finish; hook context is a
-    /// `<hook_context>` part of the recorded prompt.
+    /// reply is written again when its tool calls finish; hook context is
+    /// wrapped in `<hook_context>` inside the recorded prompt (SessionStart's
+    /// before the person's words, in the same part).
     #[test]
     fn the_work_is_read_from_the_chat_file() {
         let lines = [
             r#"{"sessionId":"0b7c","projectHash":"ab","startTime":"2026-11-23T10:00:00.000Z","kind":"main"}"#,
-            r#"{"id":"m1","timestamp":"2026-11-23T10:00:00.000Z","type":"user","content":[{"text":"Add retries to the HTTP client"}]}"#,
+            r#"{"id":"m1","timestamp":"2026-11-23T10:00:00.000Z","type":"user","content":[{"text":"<hook_context>hookd: a note at the session's start</hook_context>\n\nAdd retries to the HTTP client"}]}"#,
             r#"{"id":"m2","timestamp":"2026-11-23T10:00:01.000Z","type":"gemini","content":"","toolCalls":[{"id":"write_todos_1","name":"write_todos","args":{"todos":[{"description":"Write the retry loop","status":"in_progress"},{"description":"Test the backoff","status":"pending"}]},"status":"success"}],"tokens":{"input":5000},"model":"gemini-2.5-pro"}"#,
             r#"{"id":"m3","timestamp":"2026-11-23T10:00:02.000Z","type":"gemini","content":"","toolCalls":[{"id":"run_1","name":"run_shell_command","args":{"command":"echo 'step 1' > notes.txt"},"status":"success"},{"id":"write_1","name":"write_file","args":{"file_path":"/p/src/http.rs","content":"x"},"status":"success"}],"tokens":{"input":6000},"model":"gemini-2.5-pro"}"#,
             r#"{"id":"m3","timestamp":"2026-11-23T10:00:02.500Z","type":"gemini","content":"","toolCalls":[{"id":"run_1","name":"run_shell_command","args":{"command":"echo 'step 1' > notes.txt"},"status":"success"},{"id":"write_1","name":"write_file","args":{"file_path":"/p/src/http.rs","content":"x"},"status":"success"}],"tokens":{"input":6000},"model":"gemini-2.5-pro"}"#,

@@ -155,7 +155,7 @@ pub fn on_hook(
         effects.push(Effect::CheckArrival);
     }
     if checks {
-        thresholds(s, config, now, &mut effects);
+        thresholds(s, config, now, Checker::Hook, &mut effects);
     }
     effects
 }
@@ -179,9 +179,10 @@ pub fn on_file_change(
             first: false,
         });
     }
-    if monitors(config) {
+    // Mid-compaction, the file's figure is the one before it.
+    if monitors(config) && !s.compaction_in_flight(now) {
         let mut fired = Vec::new();
-        thresholds(s, config, now, &mut fired);
+        thresholds(s, config, now, Checker::Watcher, &mut fired);
         for effect in fired {
             match effect {
                 Effect::Say { person, model } => s.unsaid.push(Words { person, model }),
@@ -290,15 +291,32 @@ fn hook_epoch(
     !announced
 }
 
+/// Who checks the levels: a hook, or the file watcher between hooks.
+#[derive(Clone, Copy, PartialEq)]
+enum Checker {
+    Hook,
+    Watcher,
+}
+
 /// The levels the session's figure crossed in this epoch: each fires once,
-/// and a large enough drop re-arms them all.
-fn thresholds(s: &mut Session, config: &Config, now: u64, effects: &mut Vec<Effect>) {
+/// and a large enough drop re-arms them all. Only a hook starts an epoch on
+/// a drop: the watcher may see a compaction's low figure before the hooks
+/// or the boundary that name that compaction.
+fn thresholds(
+    s: &mut Session,
+    config: &Config,
+    now: u64,
+    checker: Checker,
+    effects: &mut Vec<Effect>,
+) {
     // A figure that cannot be right fires nothing, and moves no epoch.
     let Some(context) = crate::sessions::context_of(s, config).filter(|c| c.invalid.is_none())
     else {
         return;
     };
-    if monitor::dropped_enough(s.peak_pressure, context.pressure, config.monitor.reset_drop) {
+    if checker == Checker::Hook
+        && monitor::dropped_enough(s.peak_pressure, context.pressure, config.monitor.reset_drop)
+    {
         let from = s.peak_pressure;
         if s.begin_epoch(
             &EpochStart::Drop {
@@ -604,6 +622,47 @@ mod tests {
             "stale words after a compaction: {e:?}"
         );
         assert!(s.unsaid.is_empty());
+    }
+
+    #[test]
+    fn the_watcher_fires_nothing_from_a_figure_older_than_the_compaction_under_way() {
+        let config = Config::default();
+        let mut s = session(Harness::ClaudeCode);
+        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
+            e.source = Some("compact".into())
+        });
+        on_hook(&mut s, &start, None, &config, 1);
+        assert_eq!(s.epoch, 2);
+        // The reply before the compaction, written late, then the boundary.
+        let late = reading(at(99), 100, vec![]).unwrap();
+        let e = on_file_change(&mut s, late, &config, 2);
+        assert!(levels(&e).is_empty() && s.unsaid.is_empty(), "{e:?}");
+        let boundary = Boundary {
+            uuid: Some("b1".into()),
+            trigger: Some("auto".into()),
+            pre_tokens: Some(at(99)),
+            post_tokens: Some(3_000),
+            timestamp: None,
+        };
+        let after = reading(3_000, 200, vec![boundary]).unwrap();
+        on_file_change(&mut s, after, &config, 3);
+        assert_eq!(s.epoch, 2, "the boundary names the epoch the hook opened");
+        // From the boundary on, the levels count again.
+        let e = on_file_change(&mut s, reading(at(85), 300, vec![]).unwrap(), &config, 4);
+        assert_eq!(levels(&e), [0.8]);
+    }
+
+    #[test]
+    fn only_a_hook_starts_an_epoch_on_a_drop() {
+        let config = Config::default();
+        let mut s = session(Harness::ClaudeCode);
+        on_file_change(&mut s, reading(at(85), 100, vec![]).unwrap(), &config, 1);
+        // A compaction's low figure, before anything names the compaction.
+        on_file_change(&mut s, reading(at(20), 200, vec![]).unwrap(), &config, 2);
+        assert_eq!(s.epoch, 1);
+        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        on_hook(&mut s, &tool, None, &config, 3);
+        assert_eq!(s.epoch, 2, "the next hook sees the drop");
     }
 
     #[test]

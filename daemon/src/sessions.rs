@@ -81,6 +81,11 @@ pub struct Session {
     /// The compaction that started this epoch, when the transcript showed it.
     #[serde(default)]
     pub epoch_boundary: Option<String>,
+    /// A hook opened this epoch and the session's file does not show the
+    /// compaction's boundary yet (Claude Code writes it after
+    /// SessionStart(compact)).
+    #[serde(default)]
+    pub awaiting_boundary: bool,
     /// Levels fired in this epoch.
     #[serde(default)]
     pub fired: Vec<f64>,
@@ -197,6 +202,7 @@ impl Session {
             epoch: 1,
             epoch_started_ms: now_ms,
             epoch_boundary: None,
+            awaiting_boundary: false,
             fired: Vec::new(),
             peak_pressure: 0.0,
             compaction_announced_ms: None,
@@ -284,6 +290,15 @@ impl Session {
         Some(began)
     }
 
+    /// Whether a compaction is under way that the session's file does not
+    /// show yet (announced by PreCompact, or opened by a hook before its
+    /// boundary was written): a figure read now is from before it.
+    pub fn compaction_in_flight(&self, now_ms: u64) -> bool {
+        let since = |at: u64| now_ms.saturating_sub(at) < SAME_COMPACTION_MS;
+        self.compaction_announced_ms.is_some_and(since)
+            || (self.awaiting_boundary && since(self.epoch_started_ms))
+    }
+
     /// Starts a new epoch unless this compaction already started one.
     /// Returns whether a new epoch began.
     pub fn begin_epoch(&mut self, start: &EpochStart, now_ms: u64) -> bool {
@@ -297,6 +312,7 @@ impl Session {
                 if self.epoch_boundary.is_none() && recent {
                     // A hook already opened this epoch; now we know its boundary.
                     self.epoch_boundary = b.uuid.clone();
+                    self.awaiting_boundary = false;
                     return false;
                 }
                 self.epoch_boundary = b.uuid.clone();
@@ -312,6 +328,7 @@ impl Session {
         if !matches!(start, EpochStart::Drop { .. }) {
             self.mark_next = Some(PointMark::Compaction);
         }
+        self.awaiting_boundary = matches!(start, EpochStart::Hook(_));
         self.epoch += 1;
         self.epoch_started_ms = now_ms;
         self.fired.clear();

@@ -156,6 +156,9 @@ pub fn on_hook(
     }
     if checks {
         thresholds(s, config, now, Checker::Hook, &mut effects);
+    } else if event.agent_id.is_none() {
+        // A hook that does not say the levels still read the figure.
+        fire_between_hooks(s, config, now, &mut effects);
     }
     effects
 }
@@ -179,18 +182,26 @@ pub fn on_file_change(
             first: false,
         });
     }
+    fire_between_hooks(s, config, now, &mut effects);
+    effects
+}
+
+/// The levels a figure read outside a checking hook crossed fire now (their
+/// lines and saves); their words wait in [`Session::unsaid`] for the next
+/// hook that can carry them.
+fn fire_between_hooks(s: &mut Session, config: &Config, now: u64, effects: &mut Vec<Effect>) {
     // Mid-compaction, the file's figure is the one before it.
-    if monitors(config) && !s.compaction_in_flight(now) {
-        let mut fired = Vec::new();
-        thresholds(s, config, now, Checker::Watcher, &mut fired);
-        for effect in fired {
-            match effect {
-                Effect::Say { person, model } => s.unsaid.push(Words { person, model }),
-                other => effects.push(other),
-            }
+    if !monitors(config) || s.compaction_in_flight(now) {
+        return;
+    }
+    let mut fired = Vec::new();
+    thresholds(s, config, now, Checker::Watcher, &mut fired);
+    for effect in fired {
+        match effect {
+            Effect::Say { person, model } => s.unsaid.push(Words { person, model }),
+            other => effects.push(other),
         }
     }
-    effects
 }
 
 /// Whether the thresholds are checked at all: the watcher checks them
@@ -291,7 +302,8 @@ fn hook_epoch(
     !announced
 }
 
-/// Who checks the levels: a hook, or the file watcher between hooks.
+/// Who checks the levels: a hook that says them, or the file watcher (or a
+/// hook that does not say them) between such hooks.
 #[derive(Clone, Copy, PartialEq)]
 enum Checker {
     Hook,
@@ -677,34 +689,25 @@ mod tests {
     }
 
     #[test]
-    fn a_subagent_or_an_unchecked_event_fires_nothing_and_an_invalid_figure_neither() {
+    fn a_subagent_fires_nothing_an_unchecked_event_keeps_the_words_and_an_invalid_figure_is_ignored()
+     {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
         let sub = with(event(Harness::ClaudeCode, EventKind::PostToolUse), |e| {
             e.agent_id = Some("a1".into())
         });
-        assert!(
-            levels(&on_hook(
-                &mut s,
-                &sub,
-                reading(at(99), 10, vec![]),
-                &config,
-                1
-            ))
-            .is_empty()
-        );
+        let e = on_hook(&mut s, &sub, reading(at(99), 10, vec![]), &config, 1);
+        assert!(levels(&e).is_empty() && saves(&e).is_empty());
+        // Stop does not say the levels, but what it read fires them: the
+        // save now, the words at the next hook that reaches the model.
         let stop = event(Harness::ClaudeCode, EventKind::Stop);
-        assert!(
-            levels(&on_hook(
-                &mut s,
-                &stop,
-                reading(at(99), 20, vec![]),
-                &config,
-                2
-            ))
-            .is_empty()
-        );
+        let e = on_hook(&mut s, &stop, reading(at(99), 20, vec![]), &config, 2);
+        assert_eq!(levels(&e), [0.95]);
+        assert_eq!(saves(&e), [(SaveTrigger::Threshold(0.95), true, false)]);
+        assert!(words(&e).is_empty());
+        assert_eq!(s.unsaid.len(), 1);
         s.usage.as_mut().unwrap().invalid = Some("input_tokens is a string".into());
+        s.fired.clear();
         let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
         assert!(levels(&on_hook(&mut s, &tool, None, &config, 3)).is_empty());
     }

@@ -442,11 +442,17 @@ fn auto_compaction_with_tasks() {
         "compaction right after the reply at 170,000 tokens: {:?}",
         log.labels()
     );
-    // The 95% warning reached the model before the compaction, once.
+    // The 95% warning reached the model once: after the tool call whose
+    // reply crossed it, or (hooks never wait for Claude Code to write that
+    // reply) after the next one, whose request is the compaction's.
     let critical = log
         .first_containing("CRITICAL: Context at 95% of the way to compaction.")
         .expect("95% fired");
-    assert_eq!(critical.label, "t2.more");
+    assert!(
+        ["t2.more", "t2.after"].contains(&critical.label.as_str()),
+        "{}",
+        critical.label
+    );
     assert_eq!(
         critical.count("CRITICAL: Context at 95% of the way to compaction."),
         1

@@ -23,8 +23,8 @@ fn read_json(sc: &Scenario, name: &str) -> Value {
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// A threshold save wrote `.workflow/context_state.json` with the figures
-/// of the reply that crossed it.
+/// A threshold save wrote `.workflow/context_state.json` with the figure
+/// that fired it.
 pub fn state_saved(sc: &Scenario, tokens_used: u64) {
     let state = read_json(sc, "context_state.json");
     assert_eq!(

@@ -76,9 +76,9 @@ impl Engine {
         let records = self
             .carry_out(&key, &event, effects, &config.config, &mut outcome)
             .await;
-        if event.kind == EventKind::SessionEnd {
-            self.watcher.unfollow(&key);
-        }
+        // An ended session stays followed until it expires: Claude Code
+        // writes the last lines of its transcript as it exits, after
+        // SessionEnd.
         if event.kind == EventKind::SessionStart
             && let Some(project) = &event.project_dir
         {

@@ -11,7 +11,8 @@ use hookd_tests::wait_until;
 use serde_json::Value;
 
 /// Each step of the climb as a percentage of the compaction point, and the
-/// level it crosses with the start of that level's message.
+/// level it crosses with the start of that level's message (Claude Code's
+/// scenario takes a turn per step, the others one turn for all).
 pub const CLIMB: [(u64, Option<(f64, &str)>); 5] = [
     (50, None),
     (72, Some((0.70, "Context at 70% of the way to compaction."))),

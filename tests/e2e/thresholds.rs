@@ -5,24 +5,12 @@
 //! reply yet (hooks never wait for it), from the next hook that can carry
 //! it. State is saved from 80% and checkpointed at 95%.
 
+use crate::agents::CLIMB;
 use crate::{attachments, workflow_checks};
 use hookd_tests::e2e::{COMPACTS_AT, Reply, SONNET, Scenario};
 use hookd_tests::wait_until;
 use serde_json::{Value, json};
 use std::time::Duration;
-
-/// Each turn's context as a percentage of the compaction point, the level it
-/// crosses and the start of that level's message.
-const CLIMB: [(u64, Option<(f64, &str)>); 5] = [
-    (50, None),
-    (72, Some((0.70, "Context at 70% of the way to compaction."))),
-    (83, Some((0.80, "Context at 80% of the way to compaction."))),
-    (92, Some((0.90, "Context at 90% of the way to compaction."))),
-    (
-        96,
-        Some((0.95, "CRITICAL: Context at 95% of the way to compaction.")),
-    ),
-];
 
 fn tokens(percent: u64) -> u64 {
     COMPACTS_AT * percent / 100

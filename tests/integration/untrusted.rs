@@ -62,17 +62,11 @@ fn invalid_usage_in_a_transcript_is_shown_and_fires_nothing() {
         (json!(-5), json!(3000), "preTokens is negative"),
         (json!(160_000), json!("3000"), "postTokens is a string"),
     ] {
-        s.transcript.boundary("auto", 160_000, 3_000);
-        let text = std::fs::read_to_string(&s.transcript.path).unwrap();
-        let mut lines: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        let last = lines.last_mut().unwrap();
-        last["compactMetadata"]["preTokens"] = pre;
-        last["compactMetadata"]["postTokens"] = post;
-        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        std::fs::write(&s.transcript.path, text).unwrap();
+        // One append: the watcher never sees a good boundary first.
+        let mut entry = s.transcript.boundary_entry("auto", 160_000, 3_000);
+        entry["compactMetadata"]["preTokens"] = pre;
+        entry["compactMetadata"]["postTokens"] = post;
+        s.transcript.append(&entry);
         assert_eq!(s.hook("PostToolUse", "post-tool-use"), Value::Null);
         let status = s.status();
         let invalid = status["context"]["invalid"].as_str().unwrap_or_default();

@@ -554,17 +554,22 @@ impl Transcript {
 
     /// A `compact_boundary` entry, as Claude Code writes one.
     pub fn boundary(&self, trigger: &str, pre: u64, post: u64) -> String {
+        let entry = self.boundary_entry(trigger, pre, post);
+        self.append(&entry);
+        entry["uuid"].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// The boundary's transcript line, for a test that writes it itself.
+    pub fn boundary_entry(&self, trigger: &str, pre: u64, post: u64) -> Value {
         let mut entry = Self::fixture_line("compact_auto.e251d151.jsonl", |v| {
             v["subtype"] == "compact_boundary"
         });
-        let uuid = format!("boundary-{}-{pre}", self.replies);
-        entry["uuid"] = Value::from(uuid.clone());
+        entry["uuid"] = Value::from(format!("boundary-{}-{pre}", self.replies));
         entry["sessionId"] = Value::from(self.session_id.clone());
         entry["compactMetadata"]["trigger"] = Value::from(trigger);
         entry["compactMetadata"]["preTokens"] = Value::from(pre);
         entry["compactMetadata"]["postTokens"] = Value::from(post);
-        self.append(&entry);
-        uuid
+        entry
     }
 
     /// A fixture payload rewritten to this session, transcript and project;

@@ -442,21 +442,32 @@ fn auto_compaction_with_tasks() {
         "compaction right after the reply at 170,000 tokens: {:?}",
         log.labels()
     );
-    // The 95% warning reached the model once: after the tool call whose
-    // reply crossed it, or (hooks never wait for Claude Code to write that
-    // reply) after the next one, whose request is the compaction's.
-    let critical = log
-        .first_containing("CRITICAL: Context at 95% of the way to compaction.")
-        .expect("95% fired");
+    // The 95% level fired at most once, and its warning reached the model
+    // at most once: after the tool call whose reply crossed it, or (hooks
+    // never wait for Claude Code to write that reply) after the next one,
+    // whose request is the compaction's. When Claude Code wrote the reply
+    // only as it compacted, the compaction made the level stale: its words
+    // are dropped, and the pre-compact save stands in for its save.
+    let levels: Vec<f64> = sc
+        .events("threshold")
+        .iter()
+        .filter_map(|e| e["level"].as_f64())
+        .collect();
     assert!(
-        ["t2.more", "t2.after"].contains(&critical.label.as_str()),
-        "{}",
-        critical.label
+        levels.iter().filter(|l| **l == 0.95).count() <= 1,
+        "{levels:?}"
     );
-    assert_eq!(
-        critical.count("CRITICAL: Context at 95% of the way to compaction."),
-        1
-    );
+    const CRITICAL: &str = "CRITICAL: Context at 95% of the way to compaction.";
+    if let Some(critical) = log.first_containing(CRITICAL) {
+        assert!(
+            ["t2.more", "t2.after"].contains(&critical.label.as_str()),
+            "{}",
+            critical.label
+        );
+    }
+    for request in &log.requests {
+        assert!(request.count(CRITICAL) <= 1, "{}", request.label);
+    }
 
     let hooks = second.hooks();
     let compaction_hooks: Vec<(String, String)> = hook_sequence(&second)

@@ -275,6 +275,9 @@ impl Dir {
     /// the file holds whole lines or nothing.
     pub fn append_line(&self, name: &str, line: &str) -> io::Result<()> {
         let mut file = self.open_file(name, OFlags::RDWR | OFlags::APPEND | OFlags::CREATE)?;
+        // One appender at a time (threads and processes alike): another's
+        // write still under way would look like a torn tail and be cut.
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
         let len = repair_torn_tail(&file)?;
         let mut buf = Vec::with_capacity(line.len() + 1);
         buf.extend_from_slice(line.as_bytes());
@@ -403,6 +406,30 @@ fn repair_torn_tail(file: &File) -> io::Result<u64> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn concurrent_appenders_never_cut_each_others_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let writers: Vec<_> = (0..8)
+            .map(|w| {
+                let path = tmp.path().to_path_buf();
+                std::thread::spawn(move || {
+                    let dir = Dir::open(&path).unwrap();
+                    for n in 0..200 {
+                        let line = format!("{w}:{n}:{}", "x".repeat(8000));
+                        dir.append_line("events.jsonl", &line).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let text = std::fs::read_to_string(tmp.path().join("events.jsonl")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 8 * 200);
+        assert!(lines.iter().all(|l| l.len() > 8000 && l.ends_with('x')));
+    }
 
     #[test]
     fn writes_replace_whole_files_and_leave_no_temp() {

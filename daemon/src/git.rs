@@ -641,6 +641,15 @@ pub fn changes(
 
 fn changes_uncached(project: &Path, snapshot: &Snapshot) -> Result<Vec<FileChange>, GitError> {
     let repo = open(project)?;
+    let (base, tree) = trees_of(&repo, snapshot)?;
+    diff_trees(&repo, base.as_ref(), &tree, true)
+}
+
+/// HEAD's tree (none in a repository with no commit yet) and the snapshot's.
+fn trees_of<'r>(
+    repo: &'r git2::Repository,
+    snapshot: &Snapshot,
+) -> Result<(Option<git2::Tree<'r>>, git2::Tree<'r>), GitError> {
     let base = match snapshot.head {
         Some(head) => Some(
             repo.find_commit(head)
@@ -652,7 +661,7 @@ fn changes_uncached(project: &Path, snapshot: &Snapshot) -> Result<Vec<FileChang
     let tree = repo
         .find_tree(snapshot.tree)
         .map_err(git("read the snapshot"))?;
-    diff_trees(&repo, base.as_ref(), &tree, true)
+    Ok((base, tree))
 }
 
 fn diff_trees(
@@ -730,17 +739,7 @@ pub fn versions(
     max_bytes: u64,
 ) -> Result<Vec<Versions>, GitError> {
     let repo = open(project)?;
-    let base = match snapshot.head {
-        Some(head) => Some(
-            repo.find_commit(head)
-                .and_then(|c| c.tree())
-                .map_err(git("read HEAD's tree"))?,
-        ),
-        None => None,
-    };
-    let tree = repo
-        .find_tree(snapshot.tree)
-        .map_err(git("read the snapshot"))?;
+    let (base, tree) = trees_of(&repo, snapshot)?;
     let text_in = |tree: &git2::Tree, path: &str| -> Option<String> {
         let entry = tree.get_path(Path::new(path)).ok()?;
         // Regular files only (0o100644, 0o100755): not links, not submodules.

@@ -156,3 +156,10 @@ impl<'f> ReverseLines<'f> {
         line
     }
 }
+
+/// Whether `line` holds any of `needles`: a cheap look before a JSON parse.
+pub fn mentions_any(line: &[u8], needles: &[&[u8]]) -> bool {
+    needles
+        .iter()
+        .any(|needle| memchr::memmem::find(line, needle).is_some())
+}

@@ -1021,8 +1021,9 @@ fn file_layer(path: &Path, text: &str) -> Result<Option<Value>, ConfigError> {
     Ok(Some(value))
 }
 
-/// The first YAML tag anywhere in `value`.
-fn first_tag(value: &Value) -> Option<String> {
+/// The first YAML tag anywhere in `value`: nothing hookd reads from a
+/// file has a use for one.
+pub fn first_tag(value: &Value) -> Option<String> {
     match value {
         Value::Tagged(t) => Some(t.tag.to_string()),
         Value::Sequence(items) => items.iter().find_map(first_tag),
@@ -1182,6 +1183,16 @@ fn line_hint(text: &str, key: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The error of loading the configuration with `dir` as the project.
+    fn project_file_error(dir: &Path) -> String {
+        load(&Layers {
+            project_root: Some(dir.to_path_buf()),
+            ..Layers::default()
+        })
+        .unwrap_err()
+        .to_string()
+    }
+
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
@@ -1300,12 +1311,7 @@ mod tests {
             "monitor:\n  thresholds: [!x {level: 0.5, message: words, action: log_warning}]\n",
         ] {
             write(tmp.path(), PROJECT_FILE, text);
-            let err = load(&Layers {
-                project_root: Some(tmp.path().to_path_buf()),
-                ..Layers::default()
-            })
-            .unwrap_err()
-            .to_string();
+            let err = project_file_error(tmp.path());
             assert!(
                 err.contains("YAML tags") && err.contains("!x"),
                 "{text}: {err}"
@@ -1463,12 +1469,7 @@ mod tests {
             PROJECT_FILE,
             "memory:\n  similarity_threshold: 1.5\n",
         );
-        let err = load(&Layers {
-            project_root: Some(tmp.path().to_path_buf()),
-            ..Layers::default()
-        })
-        .unwrap_err()
-        .to_string();
+        let err = project_file_error(tmp.path());
         assert!(
             err.contains("memory.similarity_threshold") && err.contains("line 2"),
             "{err}"

@@ -13,22 +13,10 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
 /// refused, as in the configuration: nothing hookd reads has a use for one.
 pub fn to_json(text: &str) -> Result<serde_json::Value, String> {
     let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
-    if let Some(tag) = first_tag(&value) {
+    if let Some(tag) = protocol::config::first_tag(&value) {
         return Err(format!("YAML tags are not read; `{tag}` was found"));
     }
     serde_json::to_value(&value).map_err(|e| e.to_string())
-}
-
-fn first_tag(value: &serde_yaml::Value) -> Option<String> {
-    use serde_yaml::Value;
-    match value {
-        Value::Tagged(t) => Some(t.tag.to_string()),
-        Value::Sequence(items) => items.iter().find_map(first_tag),
-        Value::Mapping(map) => map
-            .iter()
-            .find_map(|(k, v)| first_tag(k).or_else(|| first_tag(v))),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -35,12 +35,12 @@
 //!   {"plan": [{"step", "status"}]}`) or `custom_tool_call` (`apply_patch`
 //!   with the patch as `input`).
 
-use super::work::{self, LineReader, TaskItem, WorkFacts, WorkLog};
+use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionFacts,
     SessionReading, Usage, claude_code,
 };
-use crate::tail::ReverseLines;
+use crate::tail::{ReverseLines, mentions_any};
 use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count, token_sum};
 use protocol::wire::{HookReply, HookRequest};
@@ -167,15 +167,13 @@ pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
         {
             break;
         }
-        let interesting = [
-            &b"token_count"[..],
+        let needles: [&[u8]; 4] = [
+            b"token_count",
             b"token_usage_record",
             b"turn_context",
             b"compacted",
-        ]
-        .iter()
-        .any(|needle| memchr::memmem::find(&line, needle).is_some());
-        if !interesting {
+        ];
+        if !mentions_any(&line, &needles) {
             continue;
         }
         let Ok(record) = serde_json::from_slice::<Value>(&line) else {
@@ -410,15 +408,13 @@ impl LineReader for WorkReader {
     }
 
     fn line(&mut self, line: &[u8]) {
-        let wanted = [
-            &b"UserMessage"[..],
+        let needles: [&[u8]; 4] = [
+            b"UserMessage",
             b"user_message",
             b"function_call",
             b"custom_tool_call",
-        ]
-        .iter()
-        .any(|needle| memchr::memmem::find(line, needle).is_some());
-        if !wanted {
+        ];
+        if !mentions_any(line, &needles) {
             return;
         }
         let Ok(record) = serde_json::from_slice::<Value>(line) else {
@@ -490,23 +486,9 @@ impl WorkReader {
                 }
             }
             "update_plan" => {
-                let Some(plan) = arguments["plan"].as_array() else {
-                    return;
-                };
-                let list = plan
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, item)| {
-                        Some(TaskItem {
-                            id: format!("step-{}", i + 1),
-                            title: item["step"].as_str()?.to_owned(),
-                            status: item["status"].as_str().unwrap_or("pending").into(),
-                            active_form: None,
-                            description: None,
-                        })
-                    })
-                    .collect();
-                self.log.todos(list);
+                if let Some(plan) = arguments["plan"].as_array() {
+                    self.log.todos(work::task_list(plan, "step", "step"));
+                }
             }
             _ => {}
         }

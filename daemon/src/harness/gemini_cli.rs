@@ -33,12 +33,12 @@
 //! (`model.compressionThreshold` of the window, 0.5 by default); and it
 //! cannot add instructions to the summary.
 
-use super::work::{self, LineReader, TaskItem, WorkFacts, WorkLog};
+use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Boundary, Cursor, EventKind, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading,
     SessionFacts, SessionReading, Usage,
 };
-use crate::tail::{ReverseLines, open_regular};
+use crate::tail::{ReverseLines, mentions_any, open_regular};
 use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count};
 use protocol::wire::{HookReply, HookRequest};
@@ -304,10 +304,7 @@ impl LineReader for WorkReader {
     }
 
     fn line(&mut self, line: &[u8]) {
-        let wanted = [&b"\"user\""[..], b"toolCalls"]
-            .iter()
-            .any(|needle| memchr::memmem::find(line, needle).is_some());
-        if !wanted {
+        if !mentions_any(line, &[b"\"user\"", b"toolCalls"]) {
             return;
         }
         let Ok(entry) = serde_json::from_slice::<Value>(line) else {
@@ -357,23 +354,10 @@ impl WorkReader {
                 }
             }
             "write_todos" => {
-                let Some(todos) = args["todos"].as_array() else {
-                    return;
-                };
-                let list = todos
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, todo)| {
-                        Some(TaskItem {
-                            id: format!("todo-{}", i + 1),
-                            title: todo["description"].as_str()?.to_owned(),
-                            status: todo["status"].as_str().unwrap_or("pending").into(),
-                            active_form: None,
-                            description: None,
-                        })
-                    })
-                    .collect();
-                self.log.todos(list);
+                if let Some(todos) = args["todos"].as_array() {
+                    self.log
+                        .todos(work::task_list(todos, "description", "todo"));
+                }
             }
             _ => {}
         }

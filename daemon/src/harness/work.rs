@@ -5,6 +5,7 @@
 //! reads the resulting [`WorkFacts`].
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -134,6 +135,27 @@ impl WorkFacts {
             && self.prompts.is_empty()
             && self.requests.is_empty()
     }
+}
+
+/// A whole task list as a planning tool writes it: each item's title under
+/// `title_key` and its `status`; its `id` and `activeForm` where it has them,
+/// else the id `<id_prefix>-<position>`.
+pub fn task_list(items: &[Value], title_key: &str, id_prefix: &str) -> Vec<TaskItem> {
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| {
+            Some(TaskItem {
+                id: item["id"]
+                    .as_str()
+                    .map_or_else(|| format!("{id_prefix}-{}", i + 1), str::to_owned),
+                title: item[title_key].as_str()?.to_owned(),
+                status: item["status"].as_str().unwrap_or("pending").into(),
+                active_form: item["activeForm"].as_str().map(str::to_owned),
+                description: None,
+            })
+        })
+        .collect()
 }
 
 /// Gathers facts line by line; each harness feeds it what its format holds.

@@ -73,26 +73,9 @@ impl Reader {
             let input = &block["input"];
             match block["name"].as_str().unwrap_or("") {
                 "TodoWrite" => {
-                    let Some(todos) = input["todos"].as_array() else {
-                        continue;
-                    };
-                    let list = todos
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, t)| {
-                            Some(TaskItem {
-                                id: t["id"]
-                                    .as_str()
-                                    .map(str::to_owned)
-                                    .unwrap_or_else(|| format!("todo-{}", i + 1)),
-                                title: t["content"].as_str()?.to_owned(),
-                                status: t["status"].as_str().unwrap_or("pending").into(),
-                                active_form: t["activeForm"].as_str().map(str::to_owned),
-                                description: None,
-                            })
-                        })
-                        .collect();
-                    self.log.todos(list);
+                    if let Some(todos) = input["todos"].as_array() {
+                        self.log.todos(work::task_list(todos, "content", "todo"));
+                    }
                 }
                 "TaskCreate" => {
                     let Some(subject) = input["subject"].as_str() else {

@@ -85,24 +85,29 @@ fn assert_new_epoch(sc: &Scenario, session: &str, trigger: &str) {
     }
 }
 
-#[test]
-fn manual_compact_with_todowrite() {
+/// The manual-compaction scenarios' first turn: the task list written with
+/// TodoWrite, a Bash call running `edit`, a closing text; then the reply
+/// after the compaction.
+fn todo_write_then(edit: &str) -> Vec<Reply> {
     let todos: Vec<Value> = TASKS
         .iter()
         .map(|(content, status)| json!({"content": content, "status": status, "activeForm": content}))
         .collect();
+    vec![
+        Reply::tool("t1.todo", 30_000, "TodoWrite", json!({ "todos": todos })),
+        Reply::bash("t1.edit", 45_000, edit),
+        Reply::text("t1.text", 45_100, "Parser written; tests next."),
+        Reply::text("t3.text", 6_000, "Adding the tests now."),
+    ]
+}
+
+#[test]
+fn manual_compact_with_todowrite() {
     let Some(mut sc) = Scenario::builder("manual-compact")
         .env("CLAUDE_CODE_ENABLE_TASKS", "false")
-        .replies(vec![
-            Reply::tool("t1.todo", 30_000, "TodoWrite", json!({ "todos": todos })),
-            Reply::bash(
-                "t1.edit",
-                45_000,
-                "printf 'pub fn parse_line() {}\\n' > src/parser.rs && echo '- parses lines' >> README.md",
-            ),
-            Reply::text("t1.text", 45_100, "Parser written; tests next."),
-            Reply::text("t3.text", 6_000, "Adding the tests now."),
-        ])
+        .replies(todo_write_then(
+            "printf 'pub fn parse_line() {}\\n' > src/parser.rs && echo '- parses lines' >> README.md",
+        ))
         .summary("<summary>E2E_MANUAL_SUMMARY: parser written, tests next.</summary>", 4_000)
         .start()
     else {
@@ -243,22 +248,11 @@ next_actions:
 /// decisions and blockers, and the saved state says where they came from.
 #[test]
 fn manual_compact_with_a_hookd_state_block() {
-    let todos: Vec<Value> = TASKS
-        .iter()
-        .map(|(content, status)| json!({"content": content, "status": status, "activeForm": content}))
-        .collect();
     let Some(mut sc) = Scenario::builder("summary-block")
         .env("CLAUDE_CODE_ENABLE_TASKS", "false")
-        .replies(vec![
-            Reply::tool("t1.todo", 30_000, "TodoWrite", json!({ "todos": todos })),
-            Reply::bash(
-                "t1.edit",
-                45_000,
-                "printf 'pub fn parse_line() {}\\n' > src/parser.rs",
-            ),
-            Reply::text("t1.text", 45_100, "Parser written; tests next."),
-            Reply::text("t3.text", 6_000, "Adding the tests now."),
-        ])
+        .replies(todo_write_then(
+            "printf 'pub fn parse_line() {}\\n' > src/parser.rs",
+        ))
         .summary(SUMMARY_WITH_BLOCK, 4_000)
         .start()
     else {

@@ -418,6 +418,24 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
         )
         .fix(install_fix);
     }
+    let mut stale: Vec<&str> = ours
+        .iter()
+        .map(|(event, _)| event.as_str())
+        .filter(|e| !wiring.hooks.iter().any(|s| s.event == *e))
+        .collect();
+    stale.dedup();
+    if !stale.is_empty() {
+        return Check::new(
+            name,
+            Status::Warn,
+            format!(
+                "{}: hookd hooks on {}, which this version no longer uses (they cost a process each time they run)",
+                path.display(),
+                stale.join(", ")
+            ),
+        )
+        .fix(install_fix);
+    }
     if harness == Harness::Codex {
         let events: Vec<&str> = wiring.hooks.iter().map(|s| s.event).collect();
         let untrusted = install::codex::untrusted_events(&path, &events);

@@ -18,7 +18,7 @@
 //!
 //! Per run: the wall time from spawning claude to its exit, and the tool-call
 //! loop, from the mock receiving the first model request to the last (N tool
-//! calls, each with its PostToolUse and PostToolBatch hooks, nothing else).
+//! calls, each with its PostToolBatch hook, nothing else).
 //! Each hook's own wall time is the one Claude Code records in its debug log
 //! (whole milliseconds; none for SessionEnd).
 
@@ -39,7 +39,7 @@ const NOOP_COMMAND: &str = "/bin/true";
 /// The events `http-noop` sends over HTTP: those that fire on every prompt,
 /// tool call or turn, and that Claude Code takes as HTTP hooks (it skips
 /// SessionStart over HTTP).
-const HTTP_EVENTS: [&str; 4] = ["UserPromptSubmit", "PostToolUse", "PostToolBatch", "Stop"];
+const HTTP_EVENTS: [&str; 3] = ["UserPromptSubmit", "PostToolBatch", "Stop"];
 /// A run that takes longer is killed and fails the measure.
 const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// Targets: hookd's added cost per tool call over no-op hooks, and every
@@ -262,7 +262,7 @@ fn install_hookd(env: &Env, setup: &Setup) -> Map<String, Value> {
             .expect("the installed settings");
     let hooks = settings["hooks"].as_object().cloned().unwrap_or_default();
     assert!(
-        hooks.contains_key("PostToolUse") && hooks.contains_key("Stop"),
+        hooks.contains_key("PostToolBatch") && hooks.contains_key("Stop"),
         "hookctl install wrote no hooks: {settings}"
     );
     hooks
@@ -400,23 +400,23 @@ fn stamp_ms(line: &str) -> Option<u64> {
     Some(((h * 60 + m) * 60 + s) * 1000 + ms)
 }
 
-/// Every tool call ran its hooks (PostToolUse and PostToolBatch; the HTTP
-/// ones also UserPromptSubmit and Stop), and each command exited 0.
+/// Every tool call ran its hook (PostToolBatch; the HTTP ones also
+/// UserPromptSubmit and Stop), and each command exited 0.
 fn check_hooks(config: Config, run: &TurnRun, calls: usize) {
-    let post_tool_use = run
+    let post_tool_batch = run
         .hooks
         .iter()
-        .filter(|h| h.event == "PostToolUse")
+        .filter(|h| h.event == "PostToolBatch")
         .count();
     let (commands, http) = match config {
         Config::None => (0, 0),
-        Config::HttpNoop => (0, 2 * calls + 2),
+        Config::HttpNoop => (0, calls + 2),
         Config::Noop | Config::Hookd => (calls, 0),
     };
     assert_eq!(
-        (post_tool_use, run.http_hooks.len()),
+        (post_tool_batch, run.http_hooks.len()),
         (commands, http),
-        "{}: PostToolUse command hooks and HTTP hooks run",
+        "{}: PostToolBatch command hooks and HTTP hooks run",
         config.name()
     );
     if let Some(failed) = run.hooks.iter().find(|h| h.status != 0) {
@@ -447,7 +447,6 @@ fn check_http_noop(log: &Path, calls: usize, rounds: usize) {
     let count = |event: &str| text.lines().filter(|l| *l == format!("/{event}")).count();
     for (event, per_run) in [
         ("UserPromptSubmit", 1),
-        ("PostToolUse", calls),
         ("PostToolBatch", calls),
         ("Stop", 1),
     ] {
@@ -624,7 +623,7 @@ fn rows(setups: &[Setup], scale: &InClientScale, took: Duration, report: &mut Re
             Verdict::Info,
         ),
         (
-            "`noop`'s cost per tool call over `none` (two no-op processes a call)",
+            "`noop`'s cost per tool call over `none` (one no-op process a call)",
             (noop, none),
             "report".to_owned(),
             Verdict::Info,
@@ -719,8 +718,8 @@ fn rows(setups: &[Setup], scale: &InClientScale, took: Duration, report: &mut Re
          in each configuration, interleaved, the first rotating; {:.0} s in all. A figure is the \
          median over rounds. Whole run: claude's spawn to exit. Tool-call loop: the mock \
          receiving the first model request to the last, i.e. {n} tool calls with their \
-         PostToolUse and PostToolBatch hooks, which Claude Code waits for before its next \
-         request: the cost per tool call a user feels is the loop's difference over `noop` \
+         PostToolBatch hooks, which Claude Code waits for before its next request (hookd \
+         wires no PostToolUse hook: one process per batch, not two per call): the cost per tool call a user feels is the loop's difference over `noop` \
          divided by {n}. A call's cycle: one model request to the next; the median of all \
          {n} × rounds cycles is steadier than the loop when the machine is busy. `http-noop` sends {} over HTTP (a server of the bench's, answering `{{}}` \
          at once), the other events run `/bin/true`. A hook's time is the one Claude Code records \

@@ -220,3 +220,108 @@ fn saves(sc: &Scenario) -> Vec<Value> {
         .filter(|e| e["step"] == "capture")
         .collect()
 }
+
+/// Claude Code runs one hookd hook per reply that called tools, whatever the
+/// calls did: a batch of two, a command that failed, a tool that failed.
+/// Each of those replies crosses a level, and each level reaches the model
+/// once, in the request after its batch or (when Claude Code had not written
+/// the reply yet) the one after that.
+#[test]
+fn one_hook_per_tool_reply_carries_each_level() {
+    let bash = |command: &str| {
+        json!({"type": "tool_use", "name": "Bash",
+               "input": {"command": command, "description": "e2e step"}})
+    };
+    let replies = vec![
+        Reply {
+            label: "batch".into(),
+            tokens: tokens(72),
+            content: vec![bash("echo a > a.txt"), bash("echo b > b.txt")],
+        },
+        Reply::bash("failing-command", tokens(83), "exit 3"),
+        Reply::tool(
+            "failing-tool",
+            tokens(92),
+            "Read",
+            json!({"file_path": "/nonexistent/hookd-e2e.txt"}),
+        ),
+        Reply::text("closing", tokens(92) + 100, "Done."),
+        Reply::text("wrap-up", tokens(92) + 200, "All done."),
+    ];
+    let Some(mut sc) = Scenario::builder("tool-replies")
+        .replies(replies.clone())
+        .start()
+    else {
+        return;
+    };
+    let run = sc.start_session("BATCH: write a.txt and b.txt, then try two things that fail");
+    let wrap_up = sc.resume(&run.session_id, "WRAP UP: say that you are done");
+
+    let tool_hooks: Vec<String> = run
+        .hooks()
+        .into_iter()
+        .filter(|h| h.event.starts_with("PostTool"))
+        .map(|h| h.event)
+        .collect();
+    assert_eq!(
+        tool_hooks, ["PostToolBatch"; 3],
+        "one hook per reply that called tools"
+    );
+    // Claude Code may write two replies at once: a jump over a level fires
+    // the higher one, and says that one.
+    let crossed = |events: &[Value]| -> Vec<f64> {
+        events
+            .iter()
+            .flat_map(|e| e["crossed"].as_array().cloned().unwrap_or_default())
+            .filter_map(|l| l.as_f64())
+            .collect()
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || crossed(&sc.events("threshold"))
+            == [0.70, 0.80, 0.90]),
+        "{:?}",
+        sc.events("threshold")
+    );
+    let log = sc.log();
+    let labels = log.labels();
+    assert_eq!(
+        labels,
+        [
+            "batch",
+            "failing-command",
+            "failing-tool",
+            "closing",
+            "wrap-up"
+        ]
+    );
+    for fired in sc.events("threshold") {
+        let level = fired["level"].as_f64().unwrap();
+        let message = CLIMB
+            .iter()
+            .find_map(|c| c.1.filter(|(l, _)| *l == level))
+            .unwrap()
+            .1;
+        // The reply whose figure fired it, and the two requests after it.
+        let used = fired["tokens_used"].as_u64().unwrap();
+        let reply = replies
+            .iter()
+            .position(|r| r.tokens == used)
+            .unwrap_or_else(|| panic!("no reply reported {used}: {fired}"));
+        let carriers = &labels[reply + 1..(reply + 3).min(labels.len())];
+        let first = log
+            .first_containing(message)
+            .unwrap_or_else(|| panic!("{message:?} never reached the model"));
+        assert!(
+            carriers.contains(&first.label.as_str()),
+            "{message:?} first reaches the model in {}, not in one of {carriers:?}",
+            first.label
+        );
+        assert_eq!(log.last().count(message), 1, "{message:?} once");
+    }
+    assert!(
+        wrap_up
+            .hooks()
+            .iter()
+            .any(|h| h.event == "UserPromptSubmit")
+    );
+}

@@ -48,10 +48,9 @@ const FOREIGN_SETTINGS: &str = r#"{
 "#;
 
 /// The events hookctl wires into Claude Code.
-const CLAUDE_EVENTS: [&str; 9] = [
+const CLAUDE_EVENTS: [&str; 8] = [
     "SessionStart",
     "UserPromptSubmit",
-    "PostToolUse",
     "PostToolBatch",
     "PreCompact",
     "PostCompact",
@@ -121,6 +120,44 @@ fn ok(out: &Output) {
 
 fn hookctl() -> String {
     bin("hookctl").display().to_string()
+}
+
+/// An install from before hookd ran once per tool batch had a PostToolUse
+/// hook too: installing again takes it out and leaves the person's own.
+#[test]
+fn installing_again_takes_out_a_hook_hookd_no_longer_uses() {
+    let sb = Sandbox::new();
+    let file = settings_file(&sb);
+    let mut old: Value = serde_json::from_str(FOREIGN_SETTINGS).unwrap();
+    old["hooks"]["PostToolUse"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"hooks": [{"type": "command",
+            "command": format!("{} hook post-tool-use", hookctl()), "timeout": 10}]}));
+    write(&file, &serde_json::to_string_pretty(&old).unwrap());
+    ok(&sb.hookctl(&["install", "claude-code"]));
+    write(
+        &file,
+        &serde_json::to_string_pretty(&{
+            let mut v = read_json(&file);
+            v["hooks"]["PostToolUse"] = old["hooks"]["PostToolUse"].clone();
+            v
+        })
+        .unwrap(),
+    );
+    let doctor = stdout(&sb.hookctl(&["doctor"]));
+    assert!(
+        doctor.contains("hookd hooks on PostToolUse, which this version no longer uses"),
+        "{doctor}"
+    );
+
+    ok(&sb.hookctl(&["install", "claude-code"]));
+    let v = read_json(&file);
+    assert_eq!(commands(&v, "PostToolUse"), ["~/bin/format-changed.sh"]);
+    assert_eq!(
+        commands(&v, "PostToolBatch"),
+        [format!("{} hook post-tool-batch", hookctl())]
+    );
 }
 
 #[test]

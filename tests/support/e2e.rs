@@ -46,10 +46,9 @@ const MOCK_START_LIMIT: Duration = Duration::from_secs(10);
 pub const USE_HOOKCTL_INSTALL: bool = true;
 
 /// The hook events hookd is wired to, in Claude Code's spelling.
-pub const WIRED_EVENTS: [&str; 9] = [
+pub const WIRED_EVENTS: [&str; 8] = [
     "SessionStart",
     "UserPromptSubmit",
-    "PostToolUse",
     "PostToolBatch",
     "PreCompact",
     "PostCompact",
@@ -712,11 +711,8 @@ pub fn write_settings(project: &Path) {
     let mut hooks = serde_json::Map::new();
     for event in WIRED_EVENTS {
         let kebab = hookd::harness::EventKind::from_name(event).kebab();
-        let mut group =
+        let group =
             json!({"hooks": [{"type": "command", "command": format!("hookctl hook {kebab}")}]});
-        if event == "PostToolUse" {
-            group["matcher"] = json!("*");
-        }
         hooks.insert(event.into(), json!([group]));
     }
     std::fs::create_dir_all(project.join(".claude")).unwrap();

@@ -28,12 +28,9 @@ const HOOKS: &[HookSpec] = &[
         arg: "user-prompt-submit",
         timeout: 10,
     },
-    HookSpec {
-        event: "PostToolUse",
-        matcher: None,
-        arg: "post-tool-use",
-        timeout: 10,
-    },
+    // One process per reply that called tools, not one per call: PostToolBatch
+    // follows every batch (one call or many, failed or not), while PostToolUse
+    // would run once per call more and skips failed calls.
     HookSpec {
         event: "PostToolBatch",
         matcher: None,

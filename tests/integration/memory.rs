@@ -274,19 +274,22 @@ fn a_similar_task_gets_the_first_ones_learnings_and_an_unrelated_one_nothing() {
         "B has nothing to teach yet:\n{lessons}"
     );
 
-    let retrievals: Vec<(String, usize)> = env
-        .memory_events()
-        .iter()
-        .filter(|e| e["action"] == "retrieve")
-        .map(|e| {
-            (
-                e["description"].as_str().unwrap().to_owned(),
-                e["found"].as_array().unwrap().len(),
-            )
-        })
-        .collect();
+    // The hook answers with the lessons; their record follows it.
+    let retrievals = || -> Vec<(String, usize)> {
+        env.memory_events()
+            .iter()
+            .filter(|e| e["action"] == "retrieve")
+            .map(|e| {
+                (
+                    e["description"].as_str().unwrap().to_owned(),
+                    e["found"].as_array().unwrap().len(),
+                )
+            })
+            .collect()
+    };
+    wait_until(Duration::from_secs(10), || retrievals().len() == 4);
     assert_eq!(
-        retrievals,
+        retrievals(),
         vec![
             ("fix the flaky login test".to_owned(), 0),
             ("fix the flaky signup test".to_owned(), 1),

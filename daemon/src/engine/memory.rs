@@ -6,7 +6,10 @@
 //! |---|---|
 //! | SessionStart (startup, clear) | the session takes up its task; lessons of similar tasks as `additionalContext` when the task is already described |
 //! | UserPromptSubmit | the first real prompt describes a task nothing described; lessons as `additionalContext` |
-//! | Stop, SessionEnd | the task closes with its outcome (waited for at most [`CLOSE_WAIT`]) |
+//! | Stop, SessionEnd | the task closes with its outcome |
+//!
+//! A hook waits for the lessons only: the writes (the task, the statistics,
+//! the project's events) and the close go on after its answer.
 //!
 //! Subagents' hooks are left alone: their work is part of the session's task.
 
@@ -18,6 +21,9 @@ use protocol::config::Config;
 use protocol::wire::{ErrorKind, ErrorReply, Request, Response};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Where memory work hands the lessons a hook answers with.
+type Answer = Box<dyn FnOnce(Option<String>) + Send>;
 
 impl Engine {
     /// The memory's part of a hook.
@@ -44,17 +50,20 @@ impl Engine {
             EventKind::SessionStart
                 if matches!(event.source.as_deref(), Some("startup" | "clear")) =>
             {
-                let work =
-                    move || memory::session_started(&resources.memories, &config, &project, &key);
-                self.memory_context(tokio::task::spawn_blocking(work).await, outcome);
+                let work = move |answer: Answer| {
+                    memory::session_started(&resources.memories, &config, &project, &key, answer)
+                };
+                self.memory_answer(work, outcome).await;
             }
             EventKind::UserPromptSubmit => {
                 let Some(prompt) = event.prompt.clone() else {
                     return;
                 };
-                let work =
-                    move || memory::prompted(&resources.memories, &config, &project, &key, &prompt);
-                self.memory_context(tokio::task::spawn_blocking(work).await, outcome);
+                let work = move |answer: Answer| {
+                    let memories = &resources.memories;
+                    memory::prompted(memories, &config, &project, &key, &prompt, answer)
+                };
+                self.memory_answer(work, outcome).await;
             }
             EventKind::Stop | EventKind::SessionEnd => {
                 let why = event.kind.kebab().into_owned();
@@ -69,15 +78,9 @@ impl Engine {
                         transcript.as_deref(),
                         &why,
                     )
+                    .map(drop)
                 };
-                let engine = self.clone();
-                tokio::spawn(async move {
-                    match tokio::task::spawn_blocking(work).await {
-                        Ok(Ok(_)) => {}
-                        Ok(Err(e)) => engine.memory_problem(e),
-                        Err(e) => engine.memory_problem(format!("closing the task failed: {e}")),
-                    }
-                });
+                self.report_when_done(tokio::task::spawn_blocking(work));
             }
             // Load the memory before a hook with a tight budget needs it
             // (a daemon restarted mid-session sees tool hooks first).
@@ -92,17 +95,36 @@ impl Engine {
         }
     }
 
-    fn memory_context(
-        &self,
-        result: Result<Result<Option<String>, String>, tokio::task::JoinError>,
+    /// Runs `work` off the async threads and waits only for the lessons it
+    /// hands to its [`Answer`]: the writes after that go on after the hook's
+    /// answer.
+    async fn memory_answer(
+        self: &Arc<Self>,
+        work: impl FnOnce(Answer) -> Result<(), String> + Send + 'static,
         outcome: &mut Outcome,
     ) {
-        match result {
-            Ok(Ok(Some(lessons))) => outcome.add_context(lessons),
-            Ok(Ok(None)) => {}
-            Ok(Err(e)) => self.memory_problem(e),
-            Err(e) => self.memory_problem(format!("the memory task failed: {e}")),
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let answer: Answer = Box::new(move |lessons| {
+            let _ = tx.send(lessons);
+        });
+        self.report_when_done(tokio::task::spawn_blocking(move || work(answer)));
+        // Dropped unsent when the work failed first: it reports that itself.
+        if let Ok(Some(lessons)) = rx.await {
+            outcome.add_context(lessons);
         }
+    }
+
+    /// Memory work that goes on after the hook's answer: its problems
+    /// become warnings when it ends.
+    fn report_when_done(self: &Arc<Self>, work: tokio::task::JoinHandle<Result<(), String>>) {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            match work.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => engine.memory_problem(e),
+                Err(e) => engine.memory_problem(format!("the memory task failed: {e}")),
+            }
+        });
     }
 
     fn memory_problem(&self, problem: String) {

@@ -146,9 +146,19 @@ fn clip_start(text: &str) -> &str {
 
 /// Counts a retrieval that reached the model, and notes on the task what it was given.
 fn count_injection(store: &mut Store, task: &mut TaskRecord, found: &Lessons, config: &Config) {
+    if note_injection(store, task, found)
+        && let Err(e) = save(store, task, config)
+    {
+        store.report(e);
+    }
+}
+
+/// Counts an injection in the statistics and notes the lessons' tasks on
+/// `task`. Returns whether `task` changed (and needs saving).
+fn note_injection(store: &mut Store, task: &mut TaskRecord, found: &Lessons) -> bool {
     if found.ids.is_empty() {
         store.count(|c| c.retrievals_empty += 1);
-        return;
+        return false;
     }
     store.count(|c| {
         c.retrievals += 1;
@@ -162,21 +172,22 @@ fn count_injection(store: &mut Store, task: &mut TaskRecord, found: &Lessons, co
             task.lessons_from.push(id.clone());
         }
     }
-    if task.lessons_from.len() != before
-        && let Err(e) = save(store, task, config)
-    {
-        store.report(e);
-    }
+    task.lessons_from.len() != before
 }
 
-/// The lessons handed to a task when its description becomes known: the
-/// memory section with its startup introduction, or `None` when nothing
-/// similar is stored (or cross-task memory is off).
-pub(super) fn hand_over(
-    store: &mut Store,
-    task: &mut TaskRecord,
-    config: &Config,
-) -> Option<String> {
+/// The lessons handed to a task when its description becomes known, found
+/// but not yet recorded: the hook can answer with [`Handover::text`] before
+/// [`Handover::record`] writes anything.
+pub(super) struct Handover {
+    found: Lessons,
+    /// The memory section with its startup introduction; `None` when
+    /// nothing similar is stored.
+    pub text: Option<String>,
+}
+
+/// `None` when cross-task memory is off for the task or it has no
+/// description yet.
+pub(super) fn hand_over(store: &mut Store, task: &TaskRecord, config: &Config) -> Option<Handover> {
     if !cross_task_on(task, config) || task.task_description.is_empty() {
         return None;
     }
@@ -187,29 +198,36 @@ pub(super) fn hand_over(
         config.memory.max_tokens,
         config.memory.top_k,
     );
-    count_injection(store, task, &found, config);
-    event(
-        task.project.as_deref(),
-        None,
-        json!({
-            "action": "retrieve",
-            "task_id": task.task_id,
+    let text = (!found.tasks.is_empty()).then(|| {
+        let mut renderer = Renderer::for_project(task.project.as_deref(), config);
+        let view = json!({
+            "startup": true,
             "description": task.task_description,
-            "found": found.ids,
-            "items": found.items,
-        }),
-    );
-    if found.tasks.is_empty() {
-        return None;
-    }
-    let mut renderer = Renderer::for_project(task.project.as_deref(), config);
-    let view = json!({
-        "startup": true,
-        "description": task.task_description,
-        "window": [],
-        "similar": found.tasks,
+            "window": [],
+            "similar": found.tasks,
+        });
+        renderer.render(render::MEMORY_SECTION, &view)
     });
-    Some(renderer.render(render::MEMORY_SECTION, &view))
+    Some(Handover { found, text })
+}
+
+impl Handover {
+    /// Counts the hand-over in the statistics and the project's events, and
+    /// notes the lessons' tasks on `task` (which the caller then saves).
+    pub(super) fn record(self, store: &mut Store, task: &mut TaskRecord) {
+        note_injection(store, task, &self.found);
+        event(
+            task.project.as_deref(),
+            None,
+            json!({
+                "action": "retrieve",
+                "task_id": task.task_id,
+                "description": task.task_description,
+                "found": self.found.ids,
+                "items": self.found.items,
+            }),
+        );
+    }
 }
 
 /// Fills the resume prompt's `memory_section`: the last Ω reflections of

@@ -434,25 +434,28 @@ fn task_for(
 /// SessionStart(startup | clear): a new session lineage takes up the task
 /// declared for the project, or one the workflow file names; when its
 /// description is known, it gets the lessons of similar past tasks.
+/// `answer` gets those lessons as soon as they are found, before anything
+/// is written: the hook need not wait for the writes.
 pub fn session_started(
     memories: &Memories,
     config: &Config,
     project: &Path,
     session: &SessionKey,
-) -> Result<Option<String>, String> {
+    answer: impl FnOnce(Option<String>),
+) -> Result<(), String> {
     if !config.memory.enabled {
-        return Ok(None);
+        return Ok(());
     }
     let shared = memories.open(config)?;
     let mut store = lock(&shared);
-    let mut task = match task_of(&mut store, session) {
+    let task = match task_of(&mut store, session) {
         Some(task) => task,
         None => match take_waiting_task(&mut store, project, session) {
             Some(task) => task,
             None => {
                 let Some(text) = workflow_task(project) else {
                     // Nothing says what the task is yet: its first prompt will.
-                    return Ok(None);
+                    return Ok(());
                 };
                 let mut task = new_task(Some(project), Some(session), now_ms());
                 describe(
@@ -467,26 +470,22 @@ pub fn session_started(
             }
         },
     };
-    save(&mut store, &mut task, config)?;
-    event(
-        Some(project),
-        Some(session),
-        json!({"action": "begin", "task_id": task.task_id, "description": task.task_description, "window": window_of(&task, config).0, "scaled_because": task.scaled_because}),
-    );
-    Ok(lessons::hand_over(&mut store, &mut task, config))
+    begin(&mut store, task, config, project, session, answer)
 }
 
 /// UserPromptSubmit: the first real prompt of a session describes its task
-/// when nothing else did, and brings the lessons of similar past tasks.
+/// when nothing else did, and brings the lessons of similar past tasks
+/// (to `answer`, as [`session_started`] does).
 pub fn prompted(
     memories: &Memories,
     config: &Config,
     project: &Path,
     session: &SessionKey,
     prompt: &str,
-) -> Result<Option<String>, String> {
+    answer: impl FnOnce(Option<String>),
+) -> Result<(), String> {
     if !config.memory.enabled {
-        return Ok(None);
+        return Ok(());
     }
     let shared = memories.open(config)?;
     let mut store = lock(&shared);
@@ -495,28 +494,47 @@ pub fn prompted(
         .as_ref()
         .is_some_and(|t| !t.task_description.is_empty())
     {
-        return Ok(None);
+        return Ok(());
     }
     let mut task = match existing.or_else(|| take_waiting_task(&mut store, project, session)) {
         Some(task) => task,
         None if usable_description(prompt).is_some() => {
             new_task(Some(project), Some(session), now_ms())
         }
-        None => return Ok(None),
+        None => return Ok(()),
     };
     if task.task_description.is_empty() {
         let Some(text) = usable_description(prompt) else {
-            return Ok(None);
+            return Ok(());
         };
         describe(&store, &mut task, text, "first prompt", &[], config);
     }
-    save(&mut store, &mut task, config)?;
+    begin(&mut store, task, config, project, session, answer)
+}
+
+/// A session takes up `task`: its lessons go to `answer` first, then the
+/// task is saved and the beginning recorded. The store stays locked until
+/// the writes are done, so the next memory call sees the task.
+fn begin(
+    store: &mut Store,
+    mut task: TaskRecord,
+    config: &Config,
+    project: &Path,
+    session: &SessionKey,
+    answer: impl FnOnce(Option<String>),
+) -> Result<(), String> {
+    let handover = lessons::hand_over(store, &task, config);
+    answer(handover.as_ref().and_then(|h| h.text.clone()));
+    if let Some(handover) = handover {
+        handover.record(store, &mut task);
+    }
+    save(store, &mut task, config)?;
     event(
         Some(project),
         Some(session),
         json!({"action": "begin", "task_id": task.task_id, "description": task.task_description, "window": window_of(&task, config).0, "scaled_because": task.scaled_because}),
     );
-    Ok(lessons::hand_over(&mut store, &mut task, config))
+    Ok(())
 }
 
 /// After a capture (the pipeline's first step): the capture's new decisions
@@ -741,6 +759,66 @@ mod tests {
             &config,
         );
         (t.scaled_window, t.scaled_because)
+    }
+
+    /// Every file under `dir`, with its length.
+    fn files_in(dir: &Path) -> Vec<(PathBuf, u64)> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                found.extend(files_in(&path));
+            } else {
+                found.push((path.clone(), entry.metadata().unwrap().len()));
+            }
+        }
+        found.sort();
+        found
+    }
+
+    #[test]
+    fn a_first_prompt_gets_its_lessons_before_anything_is_written() {
+        let memory_dir = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.memory.dir = Some(memory_dir.path().to_owned());
+        let memories = Memories::default();
+        {
+            let shared = memories.open(&config).unwrap();
+            let mut store = lock(&shared);
+            closed(&mut store, 1, TaskOutcome::Success, 1);
+            let mut past = store.load("00000000-0000-4000-8000-000000000001").unwrap();
+            past.key_learnings = vec!["the login test needs a fake clock".into()];
+            store.save(&past, now_ms(), 3).unwrap();
+        }
+        let before = files_in(memory_dir.path());
+        let session = SessionKey {
+            harness: protocol::wire::Harness::ClaudeCode,
+            id: "s1".into(),
+        };
+        let mut answered = None;
+        prompted(
+            &memories,
+            &config,
+            project.path(),
+            &session,
+            "fix the flaky login test in the auth module",
+            |lessons| {
+                assert_eq!(
+                    files_in(memory_dir.path()),
+                    before,
+                    "nothing written before the answer"
+                );
+                answered = Some(lessons);
+            },
+        )
+        .unwrap();
+        let lessons = answered.expect("answered").expect("lessons found");
+        assert!(lessons.contains("fake clock"), "{lessons}");
+        assert_ne!(files_in(memory_dir.path()), before, "written after it");
+        let shared = memories.open(&config).unwrap();
+        let task = task_of(&mut lock(&shared), &session).expect("the task is saved");
+        assert_eq!(task.lessons_from, ["00000000-0000-4000-8000-000000000001"]);
     }
 
     #[test]

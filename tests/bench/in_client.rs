@@ -113,7 +113,13 @@ impl Setup {
 
 /// The measure, added to `report`; skipped (and said so) without the pinned
 /// Claude Code.
-pub fn in_client(bins: &Path, scale: &InClientScale, report: &mut Report) {
+/// `hookctl`: the one hooks run, and how it is linked.
+pub fn in_client(
+    bins: &Path,
+    (hookctl, linked): (&Path, &str),
+    scale: &InClientScale,
+    report: &mut Report,
+) {
     let claude = match e2e::pinned_claude() {
         Ok(path) => path,
         Err(missing) => {
@@ -169,7 +175,7 @@ pub fn in_client(bins: &Path, scale: &InClientScale, report: &mut Report) {
         e2e::make_project(&setup.project(), &setup.home());
     }
     let hookd_setup = setups.iter().find(|s| s.config == Config::Hookd).unwrap();
-    let installed = install_hookd(&env, hookd_setup);
+    let installed = install_hookd(&env, hookctl, hookd_setup);
     for setup in &setups {
         let settings = match setup.config {
             Config::None => json!({}),
@@ -187,6 +193,9 @@ pub fn in_client(bins: &Path, scale: &InClientScale, report: &mut Report) {
         std::fs::write(setup.settings_file(), settings.to_string()).unwrap();
     }
 
+    // Started here rather than by the first hook, to read its CPU time.
+    let daemon = env.start();
+    let cpu_before = super::proc_stat(daemon).ticks;
     let mut log_offset = 0;
     let mut hookd_sessions = Vec::new();
     let started = Instant::now();
@@ -216,9 +225,25 @@ pub fn in_client(bins: &Path, scale: &InClientScale, report: &mut Report) {
             }
         }
     }
+    let cpu_ticks = super::proc_stat(daemon).ticks - cpu_before;
     check_daemon(&env, &hookd_sessions);
     check_http_noop(&http_log, scale.calls, rounds);
     rows(&setups, scale, started.elapsed(), report);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let cpu_ms = cpu_ticks as f64 * 1000.0 / hz / (rounds * scale.calls) as f64;
+    report.row(
+        "hookd daemon's CPU time per tool call in the `hookd` runs (all threads; their SessionStart, prompt and Stop included)",
+        format!("{cpu_ms:.2} ms"),
+        "",
+        "",
+        "report",
+        Verdict::Info,
+    );
+    report.note(format!(
+        "In-client: hookd's hooks ran {} ({linked}).",
+        hookctl.display()
+    ));
 }
 
 /// The mock's script: for every run, N Bash calls then a closing text.
@@ -244,10 +269,12 @@ fn run_label(round: usize, config: Config, step: &str) -> String {
     format!("r{round}.{}.{step}", config.name())
 }
 
-/// `hookctl install claude-code` in `setup`'s HOME; returns the hooks it wrote.
-fn install_hookd(env: &Env, setup: &Setup) -> Map<String, Value> {
+/// `hookctl install claude-code` in `setup`'s HOME; returns the hooks it
+/// wrote (they run this `hookctl`).
+fn install_hookd(env: &Env, hookctl: &Path, setup: &Setup) -> Map<String, Value> {
     let out = env
-        .hookctl(&["install", "claude-code"])
+        .command(&hookctl.display().to_string())
+        .args(["install", "claude-code"])
         .env("HOME", setup.home())
         .current_dir(setup.project())
         .output()

@@ -241,7 +241,12 @@ fn main() {
         load(&bins, s, &mut report);
     }
     if wanted("in-client") {
-        in_client::in_client(&bins, &s.in_client, &mut report);
+        // What users get: install.sh installs the static hookctl where it builds.
+        let hookctl = match static_hookctl {
+            Some(path) => (path, "statically linked, as install.sh builds it"),
+            None => (bins.join("hookctl"), "dynamically linked"),
+        };
+        in_client::in_client(&bins, (&hookctl.0, hookctl.1), &s.in_client, &mut report);
     }
 
     let mut text = String::new();

@@ -107,8 +107,9 @@ impl Client {
             }
             other => other?,
         };
-        let mut both = frame::encode(&Hello::current())?;
-        both.extend_from_slice(&frame::encode(request)?);
+        let mut both = Vec::new();
+        frame::encode_into(&mut both, &Hello::current())?;
+        frame::encode_into(&mut both, request)?;
         if let Err(sent) = io::Write::write_all(&mut client.stream, &both) {
             // A hookd that refused the handshake has closed: its reason is waiting to be read.
             client.read_hello()?;

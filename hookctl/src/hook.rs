@@ -125,13 +125,16 @@ fn read_payload(want_event: bool) -> Result<Payload, String> {
             MAX_STDIN_BYTES >> 20
         ));
     }
-    let text = String::from_utf8(bytes).map_err(|e| {
+    let mut text = String::from_utf8(bytes).map_err(|e| {
         format!(
             "the hook payload on stdin is not UTF-8 (invalid byte at offset {}); nothing was sent",
             e.utf8_error().valid_up_to()
         )
     })?;
-    let text = text.trim();
+    // Trimmed in place: a payload can be megabytes of tool output.
+    text.truncate(text.trim_end().len());
+    let leading = text.len() - text.trim_start().len();
+    text.drain(..leading);
     if text.is_empty() {
         return Err(
             "stdin is empty: expected the harness's hook JSON object; nothing was sent".into(),
@@ -151,7 +154,7 @@ fn read_payload(want_event: bool) -> Result<Payload, String> {
             "the hook payload on stdin is not a JSON object (it is {kind}); nothing was sent"
         ));
     }
-    let raw = RawValue::from_string(text.to_owned()).map_err(|e| {
+    let raw = RawValue::from_string(text).map_err(|e| {
         format!("the hook payload on stdin is not valid JSON: {e}; nothing was sent")
     })?;
     // A second pass over the payload only when the command line has no event.

@@ -46,17 +46,31 @@ impl FrameError {
 
 /// Serializes `msg` into one complete frame (header and body).
 pub fn encode<T: Serialize + ?Sized>(msg: &T) -> Result<Vec<u8>, FrameError> {
-    let mut buf = vec![0u8; HEADER_BYTES];
-    serde_json::to_writer(&mut buf, msg).map_err(FrameError::Encode)?;
-    let len = buf.len() - HEADER_BYTES;
-    if len > MAX_FRAME_BYTES {
-        return Err(FrameError::TooLarge {
+    let mut buf = Vec::new();
+    encode_into(&mut buf, msg)?;
+    Ok(buf)
+}
+
+/// Appends `msg` to `buf` as one complete frame: several frames go out in
+/// one buffer, with no copy of a large body.
+pub fn encode_into<T: Serialize + ?Sized>(buf: &mut Vec<u8>, msg: &T) -> Result<(), FrameError> {
+    let start = buf.len();
+    buf.extend_from_slice(&[0; HEADER_BYTES]);
+    let written = serde_json::to_writer(&mut *buf, msg).map_err(FrameError::Encode);
+    let len = buf.len() - start - HEADER_BYTES;
+    let result = match written {
+        Err(e) => Err(e),
+        Ok(()) if len > MAX_FRAME_BYTES => Err(FrameError::TooLarge {
             len,
             max: MAX_FRAME_BYTES,
-        });
-    }
-    buf[..HEADER_BYTES].copy_from_slice(&(len as u32).to_be_bytes());
-    Ok(buf)
+        }),
+        Ok(()) => {
+            buf[start..start + HEADER_BYTES].copy_from_slice(&(len as u32).to_be_bytes());
+            return Ok(());
+        }
+    };
+    buf.truncate(start);
+    result
 }
 
 /// Reads the body length from a header, refusing oversized frames before
@@ -215,7 +229,7 @@ mod tests {
         fn several_frames_in_one_stream(values in proptest::collection::vec(any::<u64>(), 1..16)) {
             let mut stream = Vec::new();
             for v in &values {
-                stream.extend(encode(v).unwrap());
+                encode_into(&mut stream, v).unwrap();
             }
             let mut cursor = Cursor::new(stream);
             for v in &values {
@@ -260,6 +274,14 @@ mod tests {
     fn oversized_messages_are_not_encoded() {
         let big = "x".repeat(MAX_FRAME_BYTES);
         assert!(matches!(encode(&big), Err(FrameError::TooLarge { .. })));
+        // Appending leaves the frames before it whole.
+        let mut buf = encode("first").unwrap();
+        let before = buf.clone();
+        assert!(matches!(
+            encode_into(&mut buf, &big),
+            Err(FrameError::TooLarge { .. })
+        ));
+        assert_eq!(buf, before);
     }
 
     #[test]

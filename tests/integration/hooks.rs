@@ -84,6 +84,24 @@ fn without_an_event_argument_the_payload_names_it() {
 }
 
 #[test]
+fn whitespace_around_the_payload_is_no_problem() {
+    let sb = Sandbox::new();
+    let daemon = TestDaemon::start(sb.daemon_options());
+    let mut padded = b" \n\t".to_vec();
+    padded.extend(fixture("PreCompact(trigger=auto)"));
+    padded.extend(b"\r\n\n ");
+    let mut cmd = sb.command("hookctl");
+    cmd.arg("hook");
+    let out = hookd_tests::run_with_stdin(cmd, &padded);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = daemon.engine().status(&StatusQuery::default());
+    assert_eq!(
+        report.sessions[0].last_event.as_deref(),
+        Some("pre-compact")
+    );
+}
+
+#[test]
 fn unknown_events_are_recorded_not_refused() {
     let sb = Sandbox::new();
     let daemon = TestDaemon::start(sb.daemon_options());

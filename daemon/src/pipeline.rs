@@ -236,7 +236,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
     // 4. context_budget: which files the agent should read again.
     if config.budget.enabled {
         let started = Instant::now();
-        let room = room_after(request, config);
+        let room = crate::resume::room(&state, None, config);
         let planned = match room {
             Some(room) if room.reload_tokens() == 0 => {
                 Err(format!("no room to reload files ({})", room.describe()))
@@ -328,7 +328,7 @@ fn write_resume_prompt(
     resources: &Resources,
 ) -> Result<(), String> {
     let mut view = prompt::resume_view(state, &[], None);
-    let room = crate::resume::room(state, None);
+    let room = crate::resume::room(state, None, config);
     crate::memory::fill_section(
         &resources.memories,
         &mut view,
@@ -356,10 +356,7 @@ fn write_resume_prompt(
 
 /// The project's saved state, if there is a readable one.
 fn read_state(dir: &Dir) -> Option<capture::state::ContextState> {
-    let bytes = dir
-        .read(STATE_FILE, crate::workflow::MAX_FILE_BYTES)
-        .ok()??;
-    serde_json::from_slice(&bytes).ok()
+    crate::resume::read_state(dir, STATE_FILE).ok().flatten()
 }
 
 /// A compaction summary, for [`take_summary`].
@@ -544,22 +541,6 @@ fn context_budget(
         .map_err(|e| tracing::debug!(error = %e, "cannot save the budget record"))
         .ok();
     Ok((plan, record))
-}
-
-/// The room the session will have for the resume prompt, when the
-/// configuration sizes it so and the session's figures are known: after a
-/// compaction (estimated), or as the context stands now.
-fn room_after(request: &SaveRequest, config: &Config) -> Option<budget::room::Room> {
-    use budget::room::Room;
-    let context = request
-        .context
-        .as_ref()
-        .filter(|_| config.budget.fit_to_room)?;
-    Some(if request.trigger.is_compaction() {
-        Room::after_compaction(context.tokens_max)
-    } else {
-        Room::at(context.tokens_max, context.tokens_used)
-    })
 }
 
 /// History files oldest first: by the time stamp after the capture's first

@@ -408,6 +408,30 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
+    fn file_at_finds_the_projects_own_files_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("p");
+        std::fs::create_dir_all(project.join("src")).unwrap();
+        std::fs::write(project.join("src/lib.rs"), "x").unwrap();
+        std::fs::write(tmp.path().join("outside.rs"), "x").unwrap();
+        std::os::unix::fs::symlink(tmp.path(), project.join("up")).unwrap();
+        std::os::unix::fs::symlink(project.join("src/lib.rs"), project.join("link.rs")).unwrap();
+        let dir = Dir::open(&project).unwrap();
+        assert!(dir.file_at(Path::new("src/lib.rs")).is_some());
+        for refused in [
+            "../outside.rs",
+            "src/../src/lib.rs",
+            "up/outside.rs",
+            "link.rs",
+            "src",
+        ] {
+            assert!(dir.file_at(Path::new(refused)).is_none(), "{refused}");
+        }
+        let absolute = tmp.path().join("outside.rs");
+        assert!(dir.file_at(&absolute).is_none());
+    }
+
+    #[test]
     fn concurrent_appenders_never_cut_each_others_lines() {
         let tmp = tempfile::tempdir().unwrap();
         let writers: Vec<_> = (0..8)

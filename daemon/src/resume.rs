@@ -96,7 +96,9 @@ pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
     ))
 }
 
-fn read_state(dir: &Dir, name: &str) -> Result<Option<ContextState>, String> {
+/// A state file in `dir`: `None` when there is none, an error saying what
+/// is wrong with one that cannot be read.
+pub(crate) fn read_state(dir: &Dir, name: &str) -> Result<Option<ContextState>, String> {
     let path = dir.path().join(name);
     let bytes = match dir.read(name, crate::workflow::MAX_FILE_BYTES) {
         Ok(Some(b)) => b,
@@ -372,8 +374,13 @@ fn task_valid(
 
 /// The room the session has for the resume prompt: its figure `now` when
 /// that is after the compaction the state was saved for (the context
-/// shrank since), else the room the capture expected.
-pub fn room(state: &ContextState, now: Option<&ContextStatus>) -> Option<Room> {
+/// shrank since), else the room the capture expected. `None` when the
+/// figures are unknown or the configuration does not size by the room
+/// (`budget.fit_to_room`).
+pub fn room(state: &ContextState, now: Option<&ContextStatus>, config: &Config) -> Option<Room> {
+    if !config.budget.fit_to_room {
+        return None;
+    }
     let saved = &state.context_usage;
     let compacted = state.trigger.is_compaction();
     if let Some(now) = now.filter(|n| n.invalid.is_none() && n.tokens_max > 0) {
@@ -405,7 +412,7 @@ pub fn render(
 ) -> (prompt::Fitted, Vec<String>) {
     let mut renderer = Renderer::for_project(Some(project), config);
     let mut view = prompt::resume_view(state, checks, marker);
-    let room = room(state, now).filter(|_| config.budget.fit_to_room);
+    let room = room(state, now, config);
     if let Some(room) = &room {
         prompt::fit_reload(&mut view, room, config.budget.prompt_files);
     }
@@ -545,6 +552,7 @@ mod tests {
             updated_at_ms: 0,
             invalid: None,
         };
+        let mut config = Config::default();
         let mut state = ContextState {
             trigger: SaveTrigger::PreCompact("auto".into()),
             ..ContextState::default()
@@ -553,18 +561,30 @@ mod tests {
         state.context_usage.tokens_max = Some(167_000);
         let before = status(161_000);
         assert_eq!(
-            room(&state, Some(&before)),
+            room(&state, Some(&before), &config),
             Some(Room::after_compaction(167_000))
         );
         let after = status(12_000);
-        assert_eq!(room(&state, Some(&after)), Some(Room::at(167_000, 12_000)));
-        assert_eq!(room(&state, None), Some(Room::after_compaction(167_000)));
+        assert_eq!(
+            room(&state, Some(&after), &config),
+            Some(Room::at(167_000, 12_000))
+        );
+        assert_eq!(
+            room(&state, None, &config),
+            Some(Room::after_compaction(167_000))
+        );
         state.trigger = SaveTrigger::Manual;
         assert_eq!(
-            room(&state, Some(&before)),
+            room(&state, Some(&before), &config),
             Some(Room::at(167_000, 161_000))
         );
-        assert_eq!(room(&ContextState::default(), None), None);
+        assert_eq!(room(&ContextState::default(), None, &config), None);
+        config.budget.fit_to_room = false;
+        assert_eq!(
+            room(&state, Some(&before), &config),
+            None,
+            "not sized by the room"
+        );
     }
 
     /// The summary a person reads after `hookctl resume` or `validate`, and

@@ -125,14 +125,12 @@ pub fn on_hook(
         s.compaction_announced_ms = Some(now);
         s.announced_trigger = event.trigger.clone();
     }
-    // A compaction only the session's file showed: its resume prompt goes
-    // in with the main agent's first prompt or tool call after it.
-    let resume_due = event.agent_id.is_none()
-        && matches!(
-            event.kind,
-            EventKind::UserPromptSubmit | EventKind::PostToolUse | EventKind::PostToolBatch
-        )
-        && std::mem::take(&mut s.resume_due);
+    // A compaction only the session's file showed (Gemini CLI's): its
+    // resume prompt goes in with the first prompt or tool call after it.
+    let resume_due = matches!(
+        event.kind,
+        EventKind::UserPromptSubmit | EventKind::PostToolUse
+    ) && std::mem::take(&mut s.resume_due);
     if resume_due {
         effects.push(Effect::Resume {
             source: "compact".into(),
@@ -214,7 +212,7 @@ fn monitors(config: &Config) -> bool {
 
 /// Whether this hook checks the figure against the thresholds. A subagent's
 /// hooks talk to the subagent, not to the session's model.
-pub fn checks(event: &HookEvent, config: &Config) -> bool {
+fn checks(event: &HookEvent, config: &Config) -> bool {
     event.agent_id.is_none()
         && config
             .monitor
@@ -457,7 +455,6 @@ mod tests {
             reason: None,
             prompt: None,
             tool_name: None,
-            tool_use_id: None,
             model: None,
             custom_instructions: None,
             compact_summary: None,
@@ -922,25 +919,6 @@ mod tests {
         let e = on_hook(&mut s, &prompt, None, &config, 5);
         assert!(!e.iter().any(|e| matches!(e, Effect::Resume { .. })));
         assert!(e.contains(&Effect::CheckArrival));
-    }
-
-    #[test]
-    fn a_compaction_seen_only_in_the_file_resumes_at_the_main_agents_next_tool_batch() {
-        let config = Config::default();
-        let mut s = session(Harness::ClaudeCode);
-        s.resume_due = true;
-        let sub = with(event(Harness::ClaudeCode, EventKind::PostToolBatch), |e| {
-            e.agent_id = Some("a1".into());
-        });
-        let e = on_hook(&mut s, &sub, None, &config, 1);
-        assert!(!e.iter().any(|e| matches!(e, Effect::Resume { .. })));
-        assert!(s.resume_due, "a subagent's context is not the session's");
-        let batch = event(Harness::ClaudeCode, EventKind::PostToolBatch);
-        let e = on_hook(&mut s, &batch, None, &config, 2);
-        assert!(e.contains(&Effect::Resume {
-            source: "compact".into()
-        }));
-        assert!(!s.resume_due, "once");
     }
 
     #[test]

@@ -603,6 +603,7 @@ impl Registry {
         }
     }
 
+    #[cfg(test)]
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         crate::fsutil::write_atomic(path, &self.to_bytes()?)
     }

@@ -41,10 +41,6 @@ const RUN_LIMIT: Duration = Duration::from_secs(60);
 /// How long the mock may take to start listening.
 const MOCK_START_LIMIT: Duration = Duration::from_secs(10);
 
-/// Wire the hooks with `hookctl install claude-code --project DIR` (else
-/// [`write_settings`] writes the same entries).
-pub const USE_HOOKCTL_INSTALL: bool = true;
-
 /// The hook events hookd is wired to, in Claude Code's spelling.
 pub const WIRED_EVENTS: [&str; 8] = [
     "SessionStart",
@@ -504,15 +500,12 @@ impl Scenario {
         make_project(&self.project, &self.sandbox().home());
     }
 
-    /// Wires hookd into the project's `.claude/settings.json`.
+    /// Wires hookd into the project's `.claude/settings.json` with
+    /// `hookctl install claude-code --project DIR`, as a person would.
     fn wire_hooks(&self) {
-        if USE_HOOKCTL_INSTALL {
-            let project = self.project.display().to_string();
-            let out = self.hookctl(&["install", "claude-code", "--project", &project]);
-            assert!(out.status.success(), "hookctl install: {}", stderr(&out));
-        } else {
-            write_settings(&self.project);
-        }
+        let project = self.project.display().to_string();
+        let out = self.hookctl(&["install", "claude-code", "--project", &project]);
+        assert!(out.status.success(), "hookctl install: {}", stderr(&out));
         let settings: Value = serde_json::from_str(
             &std::fs::read_to_string(self.project.join(".claude/settings.json")).unwrap(),
         )
@@ -702,25 +695,6 @@ impl Drop for Scenario {
             );
         }
     }
-}
-
-/// Writes `.claude/settings.json` the way `hookctl install claude-code
-/// --project` is to write it: every event hookd handles runs
-/// `hookctl hook <event>`.
-pub fn write_settings(project: &Path) {
-    let mut hooks = serde_json::Map::new();
-    for event in WIRED_EVENTS {
-        let kebab = hookd::harness::EventKind::from_name(event).kebab();
-        let group =
-            json!({"hooks": [{"type": "command", "command": format!("hookctl hook {kebab}")}]});
-        hooks.insert(event.into(), json!([group]));
-    }
-    std::fs::create_dir_all(project.join(".claude")).unwrap();
-    std::fs::write(
-        project.join(".claude/settings.json"),
-        serde_json::to_string_pretty(&json!({ "hooks": hooks })).unwrap(),
-    )
-    .unwrap();
 }
 
 /// Git state a checkpoint must leave alone.

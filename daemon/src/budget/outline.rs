@@ -3,6 +3,7 @@
 //! and their doc comments, without the bodies. All tree-sitter code lives
 //! here. Rust, Python, TypeScript / JavaScript and Go are understood.
 
+use std::collections::HashMap;
 use tree_sitter::{Language, Node, Parser};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,52 +155,57 @@ impl DefinitionChanges {
 /// be absent: a created or deleted file). Members of types, classes and
 /// impls are compared one by one.
 pub fn changed_definitions(old: Option<&str>, new: Option<&str>, lang: Lang) -> DefinitionChanges {
-    let flatten = |source: Option<&str>| -> Vec<(String, u64)> {
+    // Keyed by name and occurrence: two impls of one type can each have an
+    // `fn fmt`, and each is compared with its own counterpart.
+    let flatten = |source: Option<&str>| -> Vec<((String, usize), u64)> {
         let Some(source) = source else {
             return Vec::new();
         };
+        let mut seen: HashMap<String, usize> = HashMap::new();
         let mut out = Vec::new();
+        let mut push = |name: String, hash: u64| {
+            let nth = seen.entry(name.clone()).or_default();
+            out.push(((name, *nth), hash));
+            *nth += 1;
+        };
         for item in outline(source, lang).items {
             let label = item.label();
             if item.members.is_empty() {
-                out.push((label, item.source_hash));
+                push(label, item.source_hash);
                 continue;
             }
             // A container is edited when its members are: list those instead.
-            let head = format!("{label} (head)");
-            out.push((head, 0));
+            push(format!("{label} (head)"), 0);
             for member in &item.members {
-                out.push((format!("{}.{}", item.name, member.name), member.source_hash));
+                push(format!("{}.{}", item.name, member.name), member.source_hash);
             }
         }
         out
     };
     let before = flatten(old);
     let after = flatten(new);
-    let find =
-        |list: &[(String, u64)], name: &str| list.iter().find(|(n, _)| n == name).map(|(_, h)| *h);
+    let before_hashes: HashMap<&(String, usize), u64> =
+        before.iter().map(|(k, h)| (k, *h)).collect();
+    let after_hashes: HashMap<&(String, usize), u64> = after.iter().map(|(k, h)| (k, *h)).collect();
     let mut changes = DefinitionChanges::default();
-    for (name, hash) in &after {
-        match find(&before, name) {
-            None => changes.added.push(name.clone()),
-            Some(old_hash) if old_hash != *hash => changes.edited.push(name.clone()),
+    let note = |list: &mut Vec<String>, name: &str| {
+        let plain = name.strip_suffix(" (head)").unwrap_or(name);
+        if !list.iter().any(|n| n == plain) {
+            list.push(plain.to_owned());
+        }
+    };
+    for (key, hash) in &after {
+        match before_hashes.get(key) {
+            None => note(&mut changes.added, &key.0),
+            Some(old_hash) if old_hash != hash => note(&mut changes.edited, &key.0),
             Some(_) => {}
         }
     }
-    for (name, _) in &before {
-        if find(&after, name).is_none() {
-            changes.removed.push(name.clone());
+    for (key, _) in &before {
+        if !after_hashes.contains_key(key) {
+            note(&mut changes.removed, &key.0);
         }
     }
-    let strip = |list: &mut Vec<String>| {
-        for name in list.iter_mut() {
-            if let Some(plain) = name.strip_suffix(" (head)") {
-                *name = plain.to_owned();
-            }
-        }
-    };
-    strip(&mut changes.added);
-    strip(&mut changes.removed);
     changes
 }
 
@@ -616,6 +622,18 @@ mod tests {
         );
         assert_eq!(created.added, ["class A", "A.run"]);
         assert!(changed_definitions(Some(old), Some(old), Lang::Rust).is_empty());
+    }
+
+    #[test]
+    fn definitions_of_one_name_are_compared_each_with_its_own() {
+        let impls = "impl fmt::Display for A {\n    fn fmt(&self) -> u8 { 1 }\n}\n\nimpl fmt::Debug for A {\n    fn fmt(&self) -> u8 { 2 }\n}\n";
+        let old = format!("{impls}\nfn other() -> u8 {{ 1 }}\n");
+        let new = format!("{impls}\nfn other() -> u8 {{ 3 }}\n");
+        let changes = changed_definitions(Some(&old), Some(&new), Lang::Rust);
+        assert_eq!(changes.edited, ["fn other"]);
+        assert!(changes.added.is_empty() && changes.removed.is_empty());
+        let both_new = changed_definitions(None, Some(impls), Lang::Rust);
+        assert_eq!(both_new.added, ["impl A", "A.fmt"], "each name once");
     }
 
     #[test]

@@ -75,7 +75,7 @@ impl Room {
         match self.advice.strategy {
             Strategy::Stuff => max,
             Strategy::Hybrid => max.div_ceil(2),
-            Strategy::Selective => max.div_ceil(4).min(max),
+            Strategy::Selective => max.div_ceil(4),
         }
     }
 

@@ -490,7 +490,6 @@ fn files_mentioned(project: &Path, text: &str) -> Vec<String> {
         let path = relative(project, word);
         if found.len() < MAX_FILES_MENTIONED
             && !found.contains(&path)
-            && Path::new(&path).is_relative()
             && root.file_at(Path::new(&path)).is_some()
         {
             found.push(path);
@@ -508,8 +507,8 @@ fn file_worked_on(
     changes: &[FileChange],
 ) -> Option<String> {
     let root = Dir::open(project).ok()?;
-    let exists =
-        |path: &str| Path::new(path).is_relative() && root.file_at(Path::new(path)).is_some();
+    // `file_at` refuses absolute paths, `..` and links.
+    let exists = |path: &str| root.file_at(Path::new(path)).is_some();
     let from_tools = facts.and_then(|f| {
         f.edited
             .iter()
@@ -595,7 +594,7 @@ mod tests {
         let transcript = elsewhere.path().join("t.jsonl");
         let lines = [
             r#"{"type":"user","message":{"role":"user","content":"Make the shapes configurable"}}"#,
-            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c1","name":"TaskCreate","input":{"subject":"Wire the config","description":"Touch src/lib.rs, src/link.rs, /etc/hostname and ../outside.rs"}}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c1","name":"TaskCreate","input":{"subject":"Wire the config","description":"Touch src/lib.rs, src/link.rs, /etc/hostname and src/../src/lib.rs"}}]}}"#,
             r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"c1","content":"Task #1 created successfully: Wire the config"}]}}"#,
             r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"b1","name":"Bash","input":{"command":"echo done >> notes.txt && echo x > /tmp/elsewhere.txt"}}]}}"#,
             r#"{"type":"user","message":{"role":"user","content":"go on"}}"#,
@@ -615,7 +614,7 @@ mod tests {
         assert_eq!(state.tasks[0].source, TaskSource::Tasks);
         assert_eq!(
             state.tasks[0].description.as_deref(),
-            Some("Touch src/lib.rs, src/link.rs, /etc/hostname and ../outside.rs")
+            Some("Touch src/lib.rs, src/link.rs, /etc/hostname and src/../src/lib.rs")
         );
         assert_eq!(state.next_actions[0].context_needed, ["src/lib.rs"]);
         assert_eq!(state.active_work.file_path.as_deref(), Some("notes.txt"));

@@ -148,10 +148,9 @@ impl Engine {
         if !self.dirty.swap(false, Ordering::Relaxed) {
             return;
         }
-        let result = self
-            .registry()
-            .to_bytes()
-            .and_then(|bytes| crate::fsutil::write_atomic(&self.registry_file, &bytes));
+        // A statement of its own: the guard goes before the disk is touched.
+        let bytes = self.registry().to_bytes();
+        let result = bytes.and_then(|b| crate::fsutil::write_atomic(&self.registry_file, &b));
         if let Err(e) = result {
             self.dirty.store(true, Ordering::Relaxed);
             tracing::warn!(file = %self.registry_file.display(), error = %e, "cannot save the session registry");

@@ -474,10 +474,13 @@ impl WorkReader {
                         .to_owned(),
                     _ => return,
                 };
-                self.log.shell(&command);
-                // `apply_patch <<'EOF' … EOF` run through the shell.
+                // A patch run through the shell (`["apply_patch", "<patch>"]`
+                // or `apply_patch <<'EOF' … EOF`): its code lines are not
+                // shell, and `if a > b` writes no file `b`.
                 if command.contains("*** Begin Patch") {
                     self.log.patch(&command);
+                } else {
+                    self.log.shell(&command);
                 }
             }
             "apply_patch" => {
@@ -837,5 +840,16 @@ mod tests {
         assert_eq!(edited, ["notes.txt", "src/http.rs", "tests/retry.rs"]);
         let empty = rollout(&[TURN_CONTEXT, &token_count(1_000, 200_000)]);
         assert!(read_work(empty.path(), u64::MAX, 3).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_patch_run_through_the_shell_is_read_as_a_patch_only() {
+        let f = rollout(&[
+            r#"{"type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"apply_patch\",\"*** Begin Patch\\n*** Update File: src/cmp.rs\\n@@\\n-if a > b {\\n+if a >= b {\\n*** End Patch\"]}","call_id":"c1"}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"apply_patch <<'EOF'\\n*** Begin Patch\\n*** Add File: src/new.rs\\n+fn f() -> Self { x > y }\\n*** End Patch\\nEOF\"}","call_id":"c2"}}"#,
+        ]);
+        let facts = read_work(f.path(), u64::MAX, 3).unwrap();
+        let edited: Vec<&str> = facts.edited.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(edited, ["src/cmp.rs", "src/new.rs"]);
     }
 }

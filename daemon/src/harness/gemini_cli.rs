@@ -443,7 +443,6 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         prompt: f.string("prompt"),
         tool_name: f.string("tool_name"),
         // Gemini CLI's transcript is not read, so no reply needs waiting for.
-        tool_use_id: None,
         model: None,
         custom_instructions: None,
         compact_summary: None,

@@ -140,9 +140,6 @@ pub struct HookEvent {
     pub reason: Option<String>,
     pub prompt: Option<String>,
     pub tool_name: Option<String>,
-    /// PostToolUse / PostToolBatch: the id of the (first) tool call, which
-    /// the transcript's reply asking for it also holds.
-    pub tool_use_id: Option<String>,
     pub model: Option<String>,
     pub custom_instructions: Option<String>,
     pub compact_summary: Option<String>,

@@ -124,10 +124,6 @@ pub struct WorkFacts {
 }
 
 impl WorkFacts {
-    pub fn last_edited(&self) -> Option<&str> {
-        self.edited.last().map(|e| e.path.as_str())
-    }
-
     /// Whether the file gave anything at all.
     pub fn is_empty(&self) -> bool {
         self.tasks.is_empty()
@@ -491,7 +487,7 @@ pub fn files_in_patch(patch: &str) -> Vec<String> {
     out
 }
 
-pub fn shorten(text: &str, max: usize) -> String {
+fn shorten(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_owned();
     }

@@ -28,14 +28,6 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         Some(Value::Object(m)) => m.get("id").and_then(Value::as_str).map(str::to_owned),
         _ => None,
     };
-    // PostToolBatch lists its calls; they all come from one reply.
-    let tool_use_id = f.string("tool_use_id").or_else(|| {
-        f.value("tool_calls")?
-            .get(0)?
-            .get("tool_use_id")?
-            .as_str()
-            .map(str::to_owned)
-    });
     let mut event = HookEvent {
         harness: req.harness,
         kind,
@@ -48,7 +40,6 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         reason: f.string("reason"),
         prompt: f.string("prompt"),
         tool_name: f.string("tool_name"),
-        tool_use_id,
         model,
         custom_instructions: f.string("custom_instructions"),
         compact_summary: f.string("compact_summary"),
@@ -144,19 +135,6 @@ mod tests {
             Some(std::path::Path::new("/proj"))
         );
         assert_eq!(ev.cwd.as_deref(), Some(std::path::Path::new("/proj/sub")));
-    }
-
-    #[test]
-    fn tool_hooks_name_their_tool_call() {
-        for payload in [
-            r#"{"session_id":"s","tool_use_id":"toolu_1"}"#,
-            r#"{"session_id":"s","tool_calls":[{"tool_use_id":"toolu_1"},{"tool_use_id":"toolu_2"}]}"#,
-        ] {
-            let ev = crate::harness::parse(&request(None, payload)).unwrap();
-            assert_eq!(ev.tool_use_id.as_deref(), Some("toolu_1"), "{payload}");
-        }
-        let ev = crate::harness::parse(&request(None, r#"{"session_id":"s"}"#)).unwrap();
-        assert_eq!(ev.tool_use_id, None);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! end of the file (a bounded window), main chain only.
 
 use crate::harness::work::{self, LineReader, TaskItem, TaskStatus, WorkFacts, WorkLog};
+use crate::tail::mentions_any;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io;
@@ -40,13 +41,10 @@ impl LineReader for Reader {
     }
 
     fn line(&mut self, line: &[u8]) {
-        let mentions_tool = TOOLS
-            .iter()
-            .any(|t| memchr::memmem::find(line, t).is_some());
-        let answers_create = !self.pending_creates.is_empty()
-            && memchr::memmem::find(line, b"tool_result").is_some();
-        let maybe_prompt = memchr::memmem::find(line, b"tool_result").is_none()
-            && memchr::memmem::find(line, b"\"user\"").is_some();
+        let mentions_tool = mentions_any(line, &TOOLS);
+        let has_result = mentions_any(line, &[b"tool_result"]);
+        let answers_create = !self.pending_creates.is_empty() && has_result;
+        let maybe_prompt = !has_result && mentions_any(line, &[b"\"user\""]);
         if !mentions_tool && !answers_create && !maybe_prompt {
             return;
         }
@@ -284,7 +282,10 @@ mod tests {
             vec![("/p/src/lib.rs", 1), ("/p/src/oauth.rs", 2)],
             "sidechain edits are not ours"
         );
-        assert_eq!(facts.last_edited(), Some("/p/src/oauth.rs"));
+        assert_eq!(
+            facts.edited.last().map(|e| e.path.as_str()),
+            Some("/p/src/oauth.rs")
+        );
         assert_eq!(
             facts.prompts,
             vec![
@@ -389,7 +390,10 @@ mod tests {
                 "Write the bucket in src/limit.rs and wire it into src/client.rs; see docs/limits.md"
             )
         );
-        assert_eq!(facts.last_edited(), Some("src/limit.rs"));
+        assert_eq!(
+            facts.edited.last().map(|e| e.path.as_str()),
+            Some("src/limit.rs")
+        );
         assert_eq!(facts.requests, ["Add rate limiting to the API client"]);
         assert_eq!(
             facts.prompts.last().map(String::as_str),

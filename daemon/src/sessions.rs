@@ -9,7 +9,7 @@ use protocol::config::Config;
 use protocol::pressure::{Advice, Knobs};
 use protocol::wire::{ContextPoint, ContextStatus, Harness, Mark, PointMark, SessionStatus};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// File name of the registry in the state directory.
@@ -75,6 +75,10 @@ pub struct Session {
     /// The harness's compaction settings, from the latest hook's environment.
     #[serde(default)]
     pub knobs: Knobs,
+    /// hookd's own settings in the latest hook's environment (`HOOKD_…`):
+    /// the file watcher decides with the configuration the hooks have.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config_env: BTreeMap<String, String>,
     pub epoch: u32,
     #[serde(default)]
     pub epoch_started_ms: u64,
@@ -199,6 +203,7 @@ impl Session {
             harness_point: None,
             resume_due: false,
             knobs: Knobs::default(),
+            config_env: BTreeMap::new(),
             epoch: 1,
             epoch_started_ms: now_ms,
             epoch_boundary: None,
@@ -449,6 +454,12 @@ impl Registry {
         }
         if !event.env.is_empty() {
             session.knobs = Knobs::from_env(|name| event.env.get(name).cloned());
+            session.config_env = event
+                .env
+                .iter()
+                .filter(|(name, _)| protocol::config::is_config_env(name))
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect();
         }
         session.last_event = event.kind.kebab().into_owned();
         session.last_event_at_ms = now_ms;

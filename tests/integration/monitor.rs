@@ -120,6 +120,37 @@ fn each_threshold_fires_once_at_the_right_call() {
     );
 }
 
+/// A level the watcher fires is decided with the configuration the
+/// session's hooks have, their environment included: with
+/// `HOOKD_MONITOR__ADDITIONAL_CONTEXT=false` in the agent's environment, the
+/// next hook says it to the person only.
+#[test]
+fn the_watcher_decides_with_the_hooks_environment() {
+    let mut s = monitored();
+    let hook = |s: &Scenario, fixture: &str, event: &str| {
+        let mut cmd = s.sb.command("hookctl");
+        cmd.args(["hook", event])
+            .env("HOOKD_MONITOR__ADDITIONAL_CONTEXT", "false");
+        let out = run_with_stdin(cmd, &s.transcript.payload(fixture, &s.project));
+        assert_eq!(out.status.code(), Some(0), "{event}");
+        hookd_tests::hook_json(&out)
+    };
+    s.transcript.reply(at(0.50));
+    assert_eq!(hook(&s, "PostToolUse", "post-tool-use"), Value::Null);
+    s.transcript.reply(at(0.85));
+    assert!(
+        wait_until(Duration::from_secs(10), || s.events("threshold").len() == 1),
+        "the watcher fired the level: {:?}",
+        s.events("threshold")
+    );
+    let out = hook(&s, "PostToolUse", "post-tool-use");
+    assert!(message(&out).is_some(), "said to the person: {out}");
+    assert!(
+        out["hookSpecificOutput"]["additionalContext"].is_null(),
+        "not to the model: {out}"
+    );
+}
+
 #[test]
 fn a_reply_written_after_its_tool_hook_fires_at_once_and_is_said_by_the_next_hook() {
     // Claude Code writes its transcript every 100 ms: PostToolUse often

@@ -230,13 +230,16 @@ impl Engine {
         while let Some(batch) = crate::watch::next_batch(&mut rx).await {
             for path in batch {
                 for key in self.watcher.sessions_for(&path) {
-                    let project = self
+                    let Some((project, env)) = self
                         .registry()
                         .get(&key)
-                        .and_then(|s| s.project_dir.clone());
-                    let (config, _) = self
-                        .settings
-                        .for_request(project.as_deref(), &Default::default());
+                        .map(|s| (s.project_dir.clone(), s.config_env.clone()))
+                    else {
+                        continue;
+                    };
+                    // The configuration the session's hooks have, their
+                    // environment included.
+                    let (config, _) = self.settings.for_request(project.as_deref(), &env);
                     self.on_file_change(&key, &config.config).await;
                     self.touch();
                 }

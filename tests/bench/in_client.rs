@@ -132,6 +132,11 @@ pub fn in_client(
                 ),
                 ClaudeMissing::Unusable(why) => why,
             };
+            assert!(
+                !std::env::var(e2e::REQUIRE_ENV).is_ok_and(|v| v == "require"),
+                "{}=require: the in-client measure cannot run: {why}",
+                e2e::REQUIRE_ENV
+            );
             eprintln!("hookd-bench: in-client measure skipped: {why}");
             report.note(format!("In-client measure skipped: {why}."));
             return;

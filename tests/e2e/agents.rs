@@ -246,11 +246,7 @@ pub fn compaction_handled(agent: &Agent, head_before: &str, untracked: &str, fir
 /// that set the work, the later ones that changed it, and the file the agent
 /// wrote through its shell, with the session file listed as a source.
 pub fn capture_read_the_session_file(agent: &Agent, objective: &str, later: &[&str], file: &str) {
-    let path = agent.project.join(".workflow/context_state.json");
-    let state: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
-    )
-    .expect("the state is JSON");
+    let state = hookd_tests::saved_state(&agent.project);
     eprintln!(
         "{}: captured objective {}, later requests {}, recent prompts {}, file {}, sources {}",
         agent.name,

@@ -202,7 +202,7 @@ fn manual_compact_with_todowrite() {
         !prompt.contains("Approaches Ruled Out") && !prompt.contains("### Key Decisions Made"),
         "{prompt}"
     );
-    let state = saved_state(&sc);
+    let state = hookd_tests::saved_state(&sc.project);
     assert!(
         !state["sources"]
             .as_array()
@@ -217,11 +217,6 @@ fn manual_compact_with_todowrite() {
     );
     assert!(merged.iter().all(|e| e["merged"] == false), "{merged:?}");
     println!("--- the resume prompt the model got (summary without a block) ---\n{prompt}");
-}
-
-fn saved_state(sc: &Scenario) -> Value {
-    serde_json::from_slice(&std::fs::read(sc.project.join(".workflow/context_state.json")).unwrap())
-        .unwrap()
 }
 
 /// What the mock summarizer answers when asked for the `hookd-state` block.
@@ -309,7 +304,7 @@ fn manual_compact_with_a_hookd_state_block() {
             "{said:?} in the resume prompt the model got:\n{prompt}"
         );
     }
-    let state = saved_state(&sc);
+    let state = hookd_tests::saved_state(&sc.project);
     assert!(
         state["sources"]
             .as_array()
@@ -319,7 +314,9 @@ fn manual_compact_with_a_hookd_state_block() {
         state["sources"]
     );
     assert_eq!(state["summary"]["from"], "subagent-stop");
-    for d in state["decisions"].as_array().unwrap() {
+    let decisions = state["decisions"].as_array().unwrap();
+    assert!(!decisions.is_empty(), "the block's decisions are in");
+    for d in decisions {
         assert_eq!(d["source"], "summary", "{d}");
     }
     assert_eq!(state["blockers"].as_array().unwrap().len(), 2);
@@ -453,11 +450,15 @@ fn auto_compaction_with_tasks() {
     );
     const CRITICAL: &str = "CRITICAL: Context at 95% of the way to compaction.";
     if let Some(critical) = log.first_containing(CRITICAL) {
+        eprintln!("95%: fired and said in {}", critical.label);
         assert!(
             ["t2.more", "t2.after"].contains(&critical.label.as_str()),
             "{}",
             critical.label
         );
+        assert!(levels.contains(&0.95), "said, so fired: {levels:?}");
+    } else {
+        eprintln!("95%: not said (levels fired {levels:?}): the compaction made it stale");
     }
     for request in &log.requests {
         assert!(request.count(CRITICAL) <= 1, "{}", request.label);

@@ -150,14 +150,9 @@ struct Outside {
 
 impl Outside {
     fn assert_unchanged(&self, what: &str) {
-        let changes = self
-            .before
-            .changes(&FileTree::take(&self.roots, &self.skip));
-        assert!(
-            changes.is_empty(),
-            "{what} changed files outside the project: {}",
-            changes.join("; ")
-        );
+        let now = FileTree::take(&self.roots, &self.skip);
+        self.before
+            .assert_unchanged(&now, &format!("{what}, outside the project,"));
     }
 }
 

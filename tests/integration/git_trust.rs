@@ -77,12 +77,7 @@ fn a_separate_git_dir_snapshots_the_project_not_the_git_dirs_parent() {
     assert_eq!(repo.tree_of(&sha), repo.expected_tree());
     assert!(!repo.every_object().contains("PRIVATE KEY"));
     // From a subdirectory of the project too.
-    let snapshot = git::snapshot(
-        &git::Repositories::default(),
-        &repo.dir.join("sub"),
-        &snapshot_options(),
-    )
-    .expect("snapshot");
+    let snapshot = snapshot(&repo.dir.join("sub"), &snapshot_options()).expect("snapshot");
     assert_eq!(snapshot.tree.to_string(), repo.expected_tree());
 }
 

@@ -55,17 +55,26 @@ fn a_hook_is_recorded_against_its_session() {
 #[test]
 fn the_records_hint_is_said_at_startup_only_and_turns_off() {
     let sb = Sandbox::new();
-    let _daemon = TestDaemon::start(sb.daemon_options());
+    let daemon = TestDaemon::start(sb.daemon_options());
+    let out = sb.hook("session-start", &fixture("SessionStart(source=startup)"));
+    assert!(
+        stdout(&out).contains("hookctl decision"),
+        "{}",
+        stdout(&out)
+    );
     let mut resumed = payload("SessionStart(source=startup)");
     resumed["source"] = "resume".into();
     let out = sb.hook("session-start", &serde_json::to_vec(&resumed).unwrap());
+    assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "", "a resumed session was told already");
+    assert_eq!(daemon.events_handled(), 2, "both reached hookd");
 
     let sb = Sandbox::new();
-    let _daemon = TestDaemon::start(sb.daemon_options().set("resume.records_hint", false));
+    let daemon = TestDaemon::start(sb.daemon_options().set("resume.records_hint", false));
     let out = sb.hook("session-start", &fixture("SessionStart(source=startup)"));
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "", "turned off");
+    assert_eq!(daemon.events_handled(), 1, "it reached hookd");
 }
 
 #[test]

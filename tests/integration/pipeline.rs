@@ -501,14 +501,7 @@ fn checkpoints_can_be_listed_shown_and_restored() {
         "{text}"
     );
 
-    let show = stdout(
-        &p.sb
-            .command("hookctl")
-            .current_dir(&p.project)
-            .args(["checkpoint", "show", &sha[..10]])
-            .output()
-            .unwrap(),
-    );
+    let show = stdout(&p.hookctl(&["checkpoint", "show", &sha[..10]]));
     assert!(
         show.contains("WIP: Pre-compaction checkpoint")
             && show.contains("src/lib.rs")

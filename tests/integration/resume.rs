@@ -391,18 +391,13 @@ fn hook_with(s: &Scenario, fixture: &str, event: &str, field: &str, value: &str)
 #[test]
 fn the_summary_block_is_merged_before_the_resume_and_records_win() {
     let s = parser_session();
-    let out =
-        s.sb.command("hookctl")
-            .current_dir(&s.project)
-            .args([
-                "decision",
-                "Cache",
-                "an LRU of 1k entries",
-                "--why",
-                "bounded memory",
-            ])
-            .output()
-            .unwrap();
+    let out = s.hookctl(&[
+        "decision",
+        "Cache",
+        "an LRU of 1k entries",
+        "--why",
+        "bounded memory",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let instructions = s.hook("PreCompact(trigger=manual)", "pre-compact");
     let instructions = instructions.as_str().unwrap();
@@ -517,10 +512,15 @@ fn a_summary_without_a_block_leaves_the_resume_prompt_as_it_was() {
     assert_eq!(merged[0]["merged"], false);
     assert_eq!(merged[0]["why"], "the summary has no hookd-state block");
     // A subagent of the agent's own (it has a type) is no compaction summary.
-    let mut p: Value =
-        serde_json::from_slice(&s.transcript.payload("SubagentStop", &s.project)).unwrap();
-    p["agent_type"] = "general-purpose".into();
-    p["last_assistant_message"] = SUMMARY_WITH_BLOCK.into();
-    s.sb.hook("subagent-stop", &serde_json::to_vec(&p).unwrap());
+    let seen = s.status()["events_seen"].as_u64().unwrap();
+    s.hook_of(&s.transcript, "SubagentStop", "subagent-stop", |p| {
+        p["agent_type"] = "general-purpose".into();
+        p["last_assistant_message"] = SUMMARY_WITH_BLOCK.into();
+    });
+    assert_eq!(
+        s.status()["events_seen"].as_u64(),
+        Some(seen + 1),
+        "hookd handled it"
+    );
     assert_eq!(s.events("summary").len(), 1);
 }

@@ -194,11 +194,7 @@ impl AgentBuilder {
         for dir in [sb.home(), sb.path().join("tmp")] {
             std::fs::create_dir_all(dir).unwrap();
         }
-        std::fs::write(
-            sb.home().join(".gitconfig"),
-            "[user]\n\tname = hookd e2e\n\temail = e2e@hookd.invalid\n[init]\n\tdefaultBranch = main\n",
-        )
-        .unwrap();
+        crate::e2e::write_gitconfig(&sb.home());
         let script = json!({
             "replies": self.replies.iter().map(Reply::to_json).collect::<Vec<_>>(),
             "summary": {"text": self.summary.0, "tokens": self.summary.1},
@@ -226,7 +222,7 @@ impl AgentBuilder {
             session_id: None,
             sb: Some(sb),
         };
-        agent.make_project();
+        crate::e2e::make_project(&agent.project, &agent.sandbox().home());
         match self.client {
             Client::Codex => agent.configure_codex(self.codex_window, self.codex_compact_limit),
             Client::Gemini => agent.configure_gemini(),
@@ -326,24 +322,6 @@ impl Agent {
         } else {
             cmd.env("HOOKD_SOCKET", sb.socket());
         }
-    }
-
-    fn make_project(&self) {
-        std::fs::create_dir_all(self.project.join("src")).unwrap();
-        std::fs::write(
-            self.project.join("README.md"),
-            "# parser\n\nA small config parser.\n",
-        )
-        .unwrap();
-        std::fs::write(
-            self.project.join("src/lib.rs"),
-            "pub fn parse(_: &str) {}\n",
-        )
-        .unwrap();
-        std::fs::write(self.project.join(".gitignore"), "target/\n").unwrap();
-        self.git(&["init", "-q", "-b", "main"]);
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "-m", "initial"]);
     }
 
     /// `$CODEX_HOME/config.toml`: the mock as the provider, the project

@@ -22,6 +22,17 @@ pub fn git_command(dir: &Path) -> Command {
     cmd
 }
 
+/// Runs `cmd` (git with `args`) and returns its stdout; a failure fails the test.
+fn succeeded(cmd: &mut Command, args: &[&str]) -> String {
+    let out = cmd.output().expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub struct GitRepo {
     pub dir: PathBuf,
 }
@@ -99,13 +110,7 @@ impl GitRepo {
 
     /// Runs git and returns its stdout; a failure fails the test.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = self.command().args(args).output().expect("run git");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        succeeded(self.command().args(args), args)
     }
 
     pub fn write(&self, path: &str, content: &str) {
@@ -129,21 +134,13 @@ impl GitRepo {
         ));
         let _ = std::fs::remove_file(&index);
         let run = |args: &[&str]| {
-            let out = self
-                .command()
-                .env("GIT_INDEX_FILE", &index)
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "git {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+            succeeded(
+                self.command().env("GIT_INDEX_FILE", &index).args(args),
+                args,
+            )
         };
         run(&["add", "-A"]);
-        let tree = run(&["write-tree"]);
+        let tree = run(&["write-tree"]).trim().to_owned();
         let _ = std::fs::remove_file(&index);
         tree
     }
@@ -164,7 +161,7 @@ impl GitRepo {
     pub fn checkpoint_ref(&self) -> Option<String> {
         let out = self
             .command()
-            .args(["rev-parse", "-q", "--verify", "refs/hookd/checkpoints/main"])
+            .args(["rev-parse", "-q", "--verify", &format!("{REF_PREFIX}/main")])
             .output()
             .unwrap();
         out.status
@@ -174,11 +171,7 @@ impl GitRepo {
 
     /// The commits every ref under `refs/hookd/` points at.
     pub fn hookd_refs(&self) -> Vec<String> {
-        let out = git_command(&self.dir)
-            .args(["for-each-ref", "--format=%(objectname)", "refs/hookd/"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout)
+        self.git(&["for-each-ref", "--format=%(objectname)", "refs/hookd/"])
             .lines()
             .map(str::to_owned)
             .collect()
@@ -186,17 +179,7 @@ impl GitRepo {
 
     /// The objects reachable from `revs` whose content contains `needle`.
     pub fn objects_containing(&self, revs: &[&str], needle: &str) -> Vec<String> {
-        let out = git_command(&self.dir)
-            .args(["rev-list", "--objects"])
-            .args(revs)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "rev-list: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let listing = String::from_utf8_lossy(&out.stdout).into_owned();
+        let listing = self.git(&[&["rev-list", "--objects"], revs].concat());
         let mut found = Vec::new();
         for line in listing.lines() {
             let oid = line.split(' ').next().unwrap();
@@ -254,18 +237,20 @@ impl GitRepo {
 
     /// The user's refs, HEAD and index, with the git dir named by the test.
     pub fn user_refs(&self, git_dir: &Path) -> UserRefs {
-        let git = |args: &[&str]| {
-            let out = git_command(&self.dir).args(args).output().unwrap();
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        };
         UserRefs {
-            refs: git(&["for-each-ref"])
+            refs: self
+                .git(&["for-each-ref"])
                 .lines()
                 .filter(|l| !l.contains("\trefs/hookd/"))
                 .map(|l| format!("{l}\n"))
                 .collect(),
             head_file: std::fs::read_to_string(git_dir.join("HEAD")).unwrap_or_default(),
-            head: git(&["rev-parse", "HEAD"]),
+            // Empty for an unborn HEAD.
+            head: git_command(&self.dir)
+                .args(["rev-parse", "HEAD"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default(),
             index: std::fs::read(git_dir.join("index")).ok(),
         }
     }
@@ -285,7 +270,7 @@ impl GitRepo {
         meta: &CheckpointMeta,
     ) -> String {
         let before = self.fingerprint();
-        let snapshot = git::snapshot(&Repositories::default(), dir, options).expect("snapshot");
+        let snapshot = snapshot(dir, options).expect("snapshot");
         let sha = match git::commit_checkpoint(dir, &snapshot, meta, REF_PREFIX).expect("commit") {
             CommitOutcome::Created { sha, .. } | CommitOutcome::Unchanged { sha, .. } => sha,
         };

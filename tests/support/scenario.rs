@@ -51,10 +51,6 @@ impl Scenario {
             .expect("a scenario built with .repository(…)")
     }
 
-    pub fn daemon(&self) -> &TestDaemon {
-        self.daemon.as_ref().expect("a running daemon")
-    }
-
     /// Another session's transcript, `claude/<id>.jsonl`, on Sonnet.
     pub fn session(&self, id: &str) -> Transcript {
         Transcript::create(

@@ -197,11 +197,11 @@ fn read_yaml(body: &str, which: &str, out: &mut SummaryState) -> Option<Value> {
                 }
                 return Some(value);
             }
-            Err(e) if e.starts_with("YAML tags") => {
+            Err(e @ yaml::NotData::Tag(_)) => {
                 out.note(format!("{which}: {e}; the block was not used"));
                 return None;
             }
-            Err(e) => {
+            Err(yaml::NotData::Syntax(e)) => {
                 first_error.get_or_insert(e);
                 if lines.pop().is_none() {
                     break;

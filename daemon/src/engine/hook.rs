@@ -141,15 +141,25 @@ impl Engine {
                     checkpoint,
                     ..
                 } => self.save_in_background(key, config, trigger, checkpoint),
+                // Not awaited: the merge waits for the project's lock, which
+                // a save holds through its checkpoint, and the watcher
+                // serves every session.
                 Effect::TakeSummaryFromFile => {
-                    if let Some(fields) = self.take_summary_from_file(key, config).await {
-                        records.extend(project.clone().map(|project| ProjectEvent {
+                    let (engine, key, config) = (self.clone(), key.clone(), config.clone());
+                    let project = project.clone();
+                    tokio::spawn(async move {
+                        let Some(fields) = engine.take_summary_from_file(&key, &config).await
+                        else {
+                            return;
+                        };
+                        let records = project.map(|project| ProjectEvent {
                             project,
                             kind: "summary",
-                            session: key.clone(),
+                            session: key,
                             fields,
-                        }));
-                    }
+                        });
+                        engine.record(records.into_iter().collect(), &config);
+                    });
                 }
                 _ => {}
             }

@@ -426,13 +426,8 @@ impl LineReader for WorkReader {
             (Some("event_msg"), Some("item_completed"))
                 if payload["item"]["type"] == "UserMessage" =>
             {
-                let text: Vec<&str> = payload["item"]["content"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|part| part["text"].as_str())
-                    .collect();
-                self.log.prompt(&text.join("\n"));
+                let text = work::content_text(&payload["item"]["content"], "\n");
+                self.log.prompt(&text.unwrap_or_default());
             }
             // Earlier versions: a `user_message` event.
             (Some("event_msg"), Some("user_message")) => {

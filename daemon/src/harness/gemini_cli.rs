@@ -312,14 +312,8 @@ impl LineReader for WorkReader {
         };
         match entry["type"].as_str() {
             Some("user") => {
-                let text = match &entry["content"] {
-                    Value::String(text) => text.clone(),
-                    Value::Array(parts) => parts
-                        .iter()
-                        .filter_map(|p| p["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                    _ => return,
+                let Some(text) = work::content_text(&entry["content"], "\n") else {
+                    return;
                 };
                 self.log.prompt(&prompt_without_hook_context(&text));
             }

@@ -487,6 +487,22 @@ pub fn files_in_patch(patch: &str) -> Vec<String> {
     out
 }
 
+/// A message's text: the string itself, or the `text` of each part of a
+/// list joined by `separator`. `None` for any other shape.
+pub fn content_text(content: &Value, separator: &str) -> Option<String> {
+    match content {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(separator),
+        ),
+        _ => None,
+    }
+}
+
 fn shorten(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_owned();

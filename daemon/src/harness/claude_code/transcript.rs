@@ -323,16 +323,8 @@ pub fn compact_summary(path: &Path) -> io::Result<Option<String>> {
             && let Ok(entry) = serde_json::from_slice::<Value>(&line)
             && entry["isCompactSummary"] == true
         {
-            let content = &entry["message"]["content"];
-            let text = match content {
-                Value::String(s) => s.clone(),
-                Value::Array(blocks) => blocks
-                    .iter()
-                    .filter_map(|b| b["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                _ => String::new(),
-            };
+            let text = crate::harness::work::content_text(&entry["message"]["content"], "\n")
+                .unwrap_or_default();
             return Ok((!text.is_empty()).then_some(text));
         }
         if matches!(classify(&line), Some(Entry::Boundary(_))) {

@@ -158,14 +158,15 @@ impl Reader {
         {
             return;
         }
-        let text = match content {
-            Value::String(s) => s.clone(),
-            Value::Array(blocks) if blocks.iter().all(|b| b["type"] == "text") => blocks
-                .iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => return,
+        // A list holding anything but text (a tool result) is no prompt.
+        if content
+            .as_array()
+            .is_some_and(|blocks| blocks.iter().any(|b| b["type"] != "text"))
+        {
+            return;
+        }
+        let Some(text) = work::content_text(content, "\n") else {
+            return;
         };
         self.log.prompt(&text);
     }
@@ -185,15 +186,7 @@ fn created_task_id(entry: &Value, block: &Value) -> Option<String> {
     if let Some(id) = result["task"]["id"].as_u64() {
         return Some(id.to_string());
     }
-    let text = match &block["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(" "),
-        _ => return None,
-    };
+    let text = work::content_text(&block["content"], " ")?;
     let after = &text[text.find('#')? + 1..];
     let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
     (!digits.is_empty()).then_some(digits)

@@ -226,44 +226,41 @@ fn take_fields(value: &Value, which: &str, out: &mut SummaryState) {
     for (key, value) in fields {
         match key.as_str() {
             "decisions" => {
-                for item in entries(value, key, which, out) {
-                    match decision(item) {
-                        Some(d) => out.decisions.push(d),
-                        None => out.note(format!(
-                            "{which}: a decision without `decision` was left out"
-                        )),
-                    }
-                }
+                let found = take_list(
+                    value,
+                    key,
+                    which,
+                    out,
+                    decision,
+                    "a decision without `decision`",
+                );
+                out.decisions.extend(found);
             }
             "rejected" => {
-                for item in entries(value, key, which, out) {
-                    match rejected(item) {
-                        Some(r) => out.rejected.push(r),
-                        None => out.note(format!(
-                            "{which}: a rejected entry without `approach` was left out"
-                        )),
-                    }
-                }
+                let found = take_list(
+                    value,
+                    key,
+                    which,
+                    out,
+                    rejected,
+                    "a rejected entry without `approach`",
+                );
+                out.rejected.extend(found);
             }
             "blockers" => {
-                for item in entries(value, key, which, out) {
-                    match blocker(item) {
-                        Some(b) => out.blockers.push(b),
-                        None => {
-                            out.note(format!("{which}: a blocker without `issue` was left out"))
-                        }
-                    }
-                }
+                let found = take_list(value, key, which, out, blocker, "a blocker without `issue`");
+                out.blockers.extend(found);
             }
             "next_actions" => {
-                for item in entries(value, key, which, out) {
-                    match next_action(item) {
-                        Some(a) => out.next_actions.push(a),
-                        None => out.note(format!(
-                            "{which}: a next action without `action` was left out"
-                        )),
-                    }
-                }
+                let found = take_list(
+                    value,
+                    key,
+                    which,
+                    out,
+                    next_action,
+                    "a next action without `action`",
+                );
+                out.next_actions.extend(found);
             }
             "active_task" => out.active_task = text(value).or(out.active_task.take()),
             "progress_notes" => {
@@ -287,6 +284,26 @@ fn take_fields(value: &Value, which: &str, out: &mut SummaryState) {
             )),
         }
     }
+}
+
+/// The entries of list field `key` that `build` makes something of; each
+/// one it cannot is noted as `missing` ("a blocker without `issue`").
+fn take_list<T>(
+    value: &Value,
+    key: &str,
+    which: &str,
+    out: &mut SummaryState,
+    build: fn(&Value) -> Option<T>,
+    missing: &str,
+) -> Vec<T> {
+    let mut found = Vec::new();
+    for item in entries(value, key, which, out) {
+        match build(item) {
+            Some(entry) => found.push(entry),
+            None => out.note(format!("{which}: {missing} was left out")),
+        }
+    }
+    found
 }
 
 /// The maps of a list field (one map alone counts as a list of one), the

@@ -183,7 +183,7 @@ fn baseline(project: &Path) -> Vec<String> {
         blockers.retain(|x| x.issue != b.issue);
         blockers.push(b);
     }
-    reflect::candidates(&decisions, &blockers)
+    reflect::candidates(&decisions, &blockers, &[])
         .into_iter()
         .map(|n| n.fingerprint)
         .collect()
@@ -610,8 +610,7 @@ fn take_in(
             .filter(|b| b.source != SOURCE_SUMMARY || b.status == "resolved")
             .cloned()
             .collect();
-        let mut new = reflect::from_capture(&task, &state.decisions, &blockers);
-        new.extend(reflect::from_rejected(&task, &state.rejected));
+        let new = reflect::from_capture(&task, &state.decisions, &blockers, &state.rejected);
         let added = new.len();
         for n in new {
             task.reflected.push(n.fingerprint);

@@ -65,44 +65,31 @@ pub fn fingerprint(parts: &[&str]) -> String {
     format!("{hash:016x}")
 }
 
-/// The reflections a capture's decisions and blockers add to `task`.
-pub fn from_capture(task: &TaskRecord, decisions: &[Decision], blockers: &[Blocker]) -> Vec<New> {
-    candidates(decisions, blockers)
+/// The reflections a capture's decisions, blockers and approaches given up
+/// on add to `task`.
+pub fn from_capture(
+    task: &TaskRecord,
+    decisions: &[Decision],
+    blockers: &[Blocker],
+    rejected: &[Rejected],
+) -> Vec<New> {
+    candidates(decisions, blockers, rejected)
         .into_iter()
         .filter(|n| !task.reflected.contains(&n.fingerprint))
         .collect()
 }
 
-/// The reflections approaches given up on add to `task`.
-pub fn from_rejected(task: &TaskRecord, rejected: &[Rejected]) -> Vec<New> {
-    let mut out: Vec<New> = Vec::new();
-    for r in rejected.iter().filter(|r| !r.approach.trim().is_empty()) {
-        let fingerprint = fingerprint(&["rejected", &r.approach]);
-        if task.reflected.contains(&fingerprint) || out.iter().any(|n| n.fingerprint == fingerprint)
-        {
-            continue;
-        }
-        let why = r
-            .why
-            .as_deref()
-            .filter(|w| !w.trim().is_empty())
-            .map(|w| format!(" ({})", w.trim()))
-            .unwrap_or_default();
-        out.push(New {
-            fingerprint,
-            kind: ReflectionType::ErrorAnalysis,
-            content: clip(
-                &format!("did not work: {}{why}", r.approach.trim()),
-                MAX_REFLECTION_CHARS,
-            ),
-            source: "rejected",
-        });
-    }
-    out
+/// `format` of a text that is given and not blank, else nothing.
+fn optional(text: Option<&str>, format: impl Fn(&str) -> String) -> String {
+    text.map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(format)
+        .unwrap_or_default()
 }
 
-/// Every reflection these decisions and blockers stand for, once each.
-pub fn candidates(decisions: &[Decision], blockers: &[Blocker]) -> Vec<New> {
+/// Every reflection these decisions, blockers and approaches given up on
+/// stand for, once each.
+pub fn candidates(decisions: &[Decision], blockers: &[Blocker], rejected: &[Rejected]) -> Vec<New> {
     let mut out: Vec<New> = Vec::new();
     let mut push = |new: New| {
         if !out.iter().any(|n| n.fingerprint == new.fingerprint) {
@@ -113,10 +100,8 @@ pub fn candidates(decisions: &[Decision], blockers: &[Blocker]) -> Vec<New> {
         if d.decision.trim().is_empty() {
             continue;
         }
-        let mut content = format!("{}: {}", d.topic.trim(), d.decision.trim());
-        if let Some(why) = d.reasoning.as_deref().filter(|w| !w.trim().is_empty()) {
-            content += &format!(" (because {})", why.trim());
-        }
+        let why = optional(d.reasoning.as_deref(), |w| format!(" (because {w})"));
+        let content = format!("{}: {}{why}", d.topic.trim(), d.decision.trim());
         push(New {
             fingerprint: fingerprint(&["decision", &d.topic, &d.decision]),
             kind: ReflectionType::StrategyChange,
@@ -128,12 +113,7 @@ pub fn candidates(decisions: &[Decision], blockers: &[Blocker]) -> Vec<New> {
         if b.issue.trim().is_empty() {
             continue;
         }
-        let notes = b
-            .notes
-            .as_deref()
-            .filter(|n| !n.trim().is_empty())
-            .map(|n| format!(": {}", n.trim()))
-            .unwrap_or_default();
+        let notes = optional(b.notes.as_deref(), |n| format!(": {n}"));
         let (kind, content) = match b.status.as_str() {
             "resolved" => (
                 ReflectionType::SuccessPattern,
@@ -157,6 +137,18 @@ pub fn candidates(decisions: &[Decision], blockers: &[Blocker]) -> Vec<New> {
             kind,
             content: clip(&content, MAX_REFLECTION_CHARS),
             source: "blocker",
+        });
+    }
+    for r in rejected.iter().filter(|r| !r.approach.trim().is_empty()) {
+        let why = optional(r.why.as_deref(), |w| format!(" ({w})"));
+        push(New {
+            fingerprint: fingerprint(&["rejected", &r.approach]),
+            kind: ReflectionType::ErrorAnalysis,
+            content: clip(
+                &format!("did not work: {}{why}", r.approach.trim()),
+                MAX_REFLECTION_CHARS,
+            ),
+            source: "rejected",
         });
     }
     out
@@ -282,7 +274,7 @@ pub(crate) mod tests {
             ..Decision::default()
         }];
         let blockers = vec![blocker("login test is flaky on CI", "unresolved", None)];
-        let first = from_capture(&task, &decisions, &blockers);
+        let first = from_capture(&task, &decisions, &blockers, &[]);
         assert_eq!(first.len(), 2);
         assert_eq!(first[0].kind, ReflectionType::StrategyChange);
         assert_eq!(
@@ -292,13 +284,13 @@ pub(crate) mod tests {
         assert_eq!(first[1].kind, ReflectionType::ErrorAnalysis);
         task.reflected
             .extend(first.iter().map(|n| n.fingerprint.clone()));
-        assert!(from_capture(&task, &decisions, &blockers).is_empty());
+        assert!(from_capture(&task, &decisions, &blockers, &[]).is_empty());
         let resolved = vec![blocker(
             "login test is flaky on CI",
             "resolved",
             Some("mocked the clock"),
         )];
-        let again = from_capture(&task, &decisions, &resolved);
+        let again = from_capture(&task, &decisions, &resolved, &[]);
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].kind, ReflectionType::SuccessPattern);
         assert_eq!(

@@ -327,7 +327,7 @@ fn write_resume_prompt(
     config: &Config,
     resources: &Resources,
 ) -> Result<(), String> {
-    let mut view = prompt::resume_view(state, &[], None);
+    let mut view = prompt::resume_view(renderer, state, &[], None);
     let room = crate::resume::room(state, None, config);
     crate::memory::fill_section(
         &resources.memories,

@@ -11,6 +11,11 @@
 //! overflows), blocks nested at most [`MAX_BLOCK_DEPTH`] deep. A broken or
 //! refused override is reported with its name (and line), and the built-in
 //! one is used instead.
+//!
+//! Every value a template sees is cleaned first ([`clean_view`]), so a
+//! user's own template gets the same protection as the built-in ones: a
+//! value from a repository, a session file, a payload or the memory cannot
+//! start a line, open or close a code span, or carry a control character.
 
 use crate::workflow::Workflow;
 use handlebars::{Handlebars, handlebars_helper, no_escape};
@@ -93,6 +98,55 @@ handlebars_helper!(oneline: |v: Value| match v {
     Value::Null => String::new(),
     other => other.to_string(),
 });
+
+/// Longest value a template sees, in characters.
+pub const MAX_VALUE_CHARS: usize = 2_000;
+
+/// Values that hookd rendered itself with its own templates, from values
+/// already cleaned: their lines are its own.
+const FRAGMENTS: [&str; 2] = ["progress_summary", "memory_section"];
+
+/// `data` as templates may see it: every string on one line (control
+/// characters, newlines included, become spaces), clipped to
+/// [`MAX_VALUE_CHARS`], with backticks turned into quotes (no value can
+/// open or close a code span) and typographic quotes into plain ones (the
+/// templates quote repository text with them), except the top-level
+/// [`FRAGMENTS`].
+pub fn clean_view(data: &Value) -> Value {
+    match data {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, value)| {
+                    let value = match value {
+                        Value::String(_) if FRAGMENTS.contains(&key.as_str()) => value.clone(),
+                        other => clean_value(other),
+                    };
+                    (key.clone(), value)
+                })
+                .collect(),
+        ),
+        other => clean_value(other),
+    }
+}
+
+fn clean_value(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(clean_text(s)),
+        Value::Array(items) => Value::Array(items.iter().map(clean_value).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), clean_value(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// One value's text, as [`clean_view`] shows it.
+pub fn clean_text(text: &str) -> String {
+    let line = protocol::text::one_line(text).replace('`', "'").replace(['“', '”'], "\"");
+    protocol::text::clip(&line, MAX_VALUE_CHARS)
+}
 
 pub struct Renderer {
     hb: Handlebars<'static>,
@@ -278,6 +332,8 @@ impl Renderer {
     /// Renders `name`; if an override fails on this data, the built-in one
     /// renders instead and the failure is noted.
     pub fn render(&mut self, name: &str, data: &Value) -> String {
+        let cleaned = clean_view(data);
+        let data = &cleaned;
         if self.overridden.iter().any(|n| n == name) {
             match self.hb.render(name, data) {
                 Ok(text) => return tidy(&text),
@@ -351,7 +407,10 @@ mod tests {
             r.problems
         );
         let data = json!({"tasks": {"all": [], "done": [], "current": [], "pending": [], "done_count": 0, "all_count": 0}, "notes": ["n1"], "open_blockers": []});
-        assert_eq!(r.render(PROGRESS_SUMMARY, &data), "Notes: n1\n");
+        assert_eq!(
+            r.render(PROGRESS_SUMMARY, &data),
+            "Notes (quoted from `.workflow/records.jsonl`): “n1”\n"
+        );
     }
 
     #[test]

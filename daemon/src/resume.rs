@@ -11,7 +11,7 @@ use crate::memory::Memories;
 use crate::pipeline::HISTORY_DIR;
 use crate::project_fs::Dir;
 use crate::prompt;
-use crate::render::Renderer;
+use crate::render::{Renderer, clean_text};
 use crate::workflow::Workflow;
 use protocol::config::Config;
 use protocol::wire::{Check, CheckStatus, ContextStatus};
@@ -411,7 +411,7 @@ pub fn render(
     now: Option<&ContextStatus>,
 ) -> (prompt::Fitted, Vec<String>) {
     let mut renderer = Renderer::for_project(Some(project), config);
-    let mut view = prompt::resume_view(state, checks, marker);
+    let mut view = prompt::resume_view(&mut renderer, state, checks, marker);
     let room = room(state, now, config);
     if let Some(room) = &room {
         prompt::fit_reload(&mut view, room, config.budget.prompt_files);
@@ -466,14 +466,19 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
     } else if let Some(file) = &state.active_work.file_path {
         parts.push(format!("read first: {file}"));
     }
-    let mut text = parts.join(" · ");
+    // Task names, actions and files are outside text: one line each, no escapes.
+    let mut text = parts
+        .iter()
+        .map(|p| clean_text(p))
+        .collect::<Vec<_>>()
+        .join(" · ");
     for c in checks.iter().filter(|c| c.status != CheckStatus::Pass) {
         let mark = if c.status == CheckStatus::Fail {
             "✗"
         } else {
             "⚠"
         };
-        text += &format!("\n{mark} {}: {}", c.check, c.detail);
+        text += &format!("\n{mark} {}: {}", c.check, clean_text(&c.detail));
     }
     text
 }
@@ -507,6 +512,7 @@ mod tests {
                 target: "tests".into(),
                 priority: 1,
                 context_needed: vec!["src/a.rs".into()],
+                source: String::new(),
             }],
             ..ContextState::default()
         };
@@ -617,6 +623,7 @@ mod tests {
                 target: "the login tests".into(),
                 priority: 1,
                 context_needed: vec!["app/api/auth/login/route.ts".into()],
+                source: String::new(),
             }],
             ..saved.clone()
         };

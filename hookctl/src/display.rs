@@ -32,6 +32,11 @@ pub fn ago_at(ms: u64, now: u64) -> String {
     format!("{} ago", duration(now.saturating_sub(ms) / 1000))
 }
 
+/// What is printed for a person: text from outside hookd (a model id, a
+/// file or branch name, a log line) may hold escape sequences, which a
+/// terminal would act on.
+pub use protocol::text::for_terminal as terminal;
+
 /// The first 8 characters of an id, as git shortens hashes.
 pub fn short_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)

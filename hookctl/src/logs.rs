@@ -4,6 +4,7 @@
 
 use crate::Context;
 use crate::client::Client;
+use crate::display::terminal;
 use anyhow::Context as _;
 use protocol::wire::{Request, Response, StatusQuery};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -81,7 +82,7 @@ fn print_tail(path: &Path, lines: usize) -> anyhow::Result<()> {
     }
     let mut out = std::io::stdout().lock();
     for line in &all[all.len().saturating_sub(lines)..] {
-        writeln!(out, "{line}")?;
+        writeln!(out, "{}", terminal(line))?;
     }
     Ok(())
 }
@@ -110,7 +111,7 @@ fn follow_from(dir: &Path, mut current: Option<(PathBuf, u64)>) -> anyhow::Resul
                 f.seek(SeekFrom::Start(*pos))?;
                 let mut bytes = Vec::new();
                 f.take(len - *pos).read_to_end(&mut bytes)?;
-                out.write_all(&bytes)?;
+                out.write_all(terminal(&String::from_utf8_lossy(&bytes)).as_bytes())?;
                 out.flush()?;
                 *pos = len;
             }

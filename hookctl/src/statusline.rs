@@ -40,7 +40,10 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     let input: Value = serde_json::from_str(text).unwrap_or(Value::Null);
     // The statusLine input alone, only when hookd did not answer.
     let context = from_daemon.or_else(|| from_input(&input, &config));
-    println!("{}", line(context.as_ref(), used_percent(&input)));
+    println!(
+        "{}",
+        crate::display::terminal(&line(context.as_ref(), used_percent(&input)))
+    );
     Ok(ExitCode::SUCCESS)
 }
 

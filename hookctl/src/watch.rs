@@ -2,7 +2,7 @@
 //! `q` or Ctrl-C leaves.
 
 use crate::Context;
-use crate::display::now_ms;
+use crate::display::{self, now_ms};
 use crate::status::{Detail, render};
 use protocol::wire::{Request, Response, StatusQuery};
 use std::io::{IsTerminal, Read, Write};
@@ -38,7 +38,11 @@ pub fn run(ctx: &Context, session: Option<String>) -> anyhow::Result<ExitCode> {
                 } else {
                     writeln!(out, "---")?;
                 }
-                write!(out, "{}", render(&report, detail, now_ms()))?;
+                write!(
+                    out,
+                    "{}",
+                    display::terminal(&render(&report, detail, now_ms()))
+                )?;
                 if terminal {
                     write!(out, "\n{HOW_TO_LEAVE}\n")?;
                 }

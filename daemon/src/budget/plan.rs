@@ -856,6 +856,7 @@ mod tests {
                     "src/unrelated.rs".into(),
                     outside.path().join("secret.rs").display().to_string(),
                 ],
+                source: String::new(),
             }],
             ..ContextState::default()
         };

@@ -26,7 +26,7 @@ use protocol::config::Config;
 use protocol::wire::{ContextStatus, FileChange, Harness};
 use state::{
     ActiveWork, Blocker, ContextState, ContextUsage, Decision, GitInfo, ModifiedFile, NextAction,
-    Task,
+    SOURCE_TRANSCRIPT, Task,
 };
 use std::path::Path;
 
@@ -305,6 +305,10 @@ fn assemble(
                 target,
                 priority: 0,
                 context_needed,
+                source: match task.source {
+                    TaskSource::WorkflowFile => workflow_file::WORKFLOW_FILE.into(),
+                    TaskSource::Todos | TaskSource::Tasks => SOURCE_TRANSCRIPT.into(),
+                },
             },
         ));
     }

@@ -104,6 +104,7 @@ pub fn load(workflow: &Workflow) -> io::Result<Records> {
                     target: target.unwrap_or_default(),
                     priority: priority.unwrap_or(0),
                     context_needed: needs,
+                    source: RECORDS_FILE.into(),
                 });
             }
             Record::NextDone { action } => out.next_actions.retain(|a| a.action != action),

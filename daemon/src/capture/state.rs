@@ -155,6 +155,8 @@ pub struct SummaryTaken {
 
 /// Who said a decision or a blocker: the summary's give way to the others.
 pub const SOURCE_SUMMARY: &str = "summary";
+/// What the agent's own task list in its session file says.
+pub const SOURCE_TRANSCRIPT: &str = "transcript";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContextToReload {
@@ -218,6 +220,9 @@ pub struct NextAction {
     /// 1 = immediate.
     pub priority: u32,
     pub context_needed: Vec<String>,
+    /// `workflow_state.yml`, `records.jsonl`, `summary` or `transcript`.
+    #[serde(default)]
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -389,6 +389,7 @@ fn next_action(item: &Value) -> Option<NextAction> {
         target: text(&item["target"]).unwrap_or_default(),
         priority,
         context_needed,
+        source: SOURCE_SUMMARY.into(),
     })
 }
 

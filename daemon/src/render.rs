@@ -144,7 +144,9 @@ fn clean_value(value: &Value) -> Value {
 
 /// One value's text, as [`clean_view`] shows it.
 pub fn clean_text(text: &str) -> String {
-    let line = protocol::text::one_line(text).replace('`', "'").replace(['“', '”'], "\"");
+    let line = protocol::text::one_line(text)
+        .replace('`', "'")
+        .replace(['“', '”'], "\"");
     protocol::text::clip(&line, MAX_VALUE_CHARS)
 }
 
@@ -486,6 +488,36 @@ mod tests {
             r.problems
         );
         assert_eq!(r.render(PRECOMPACT_INSTRUCTIONS, &json!({})), "");
+    }
+
+    #[test]
+    fn a_users_own_template_sees_only_cleaned_values() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("progress_summary.md.hbs"),
+            "{{#each notes}}- {{this}}\n{{/each}}`{{path}}`\n{{{loud}}} {{loud}}\n",
+        )
+        .unwrap();
+        let mut r = Renderer::load(&[Overrides::User(dir.path().to_path_buf())]);
+        let data = json!({
+            "notes": ["a\n\n### FORGED\n- b", "x\u{1b}]0;t\u{7}y"],
+            "path": "src/a`\n# b.rs",
+            "loud": "triple\nstash",
+        });
+        assert_eq!(
+            r.render(PROGRESS_SUMMARY, &data),
+            "- a ### FORGED - b\n- x ]0;t y\n`src/a' # b.rs`\ntriple stash triple stash\n"
+        );
+        let long = "w".repeat(MAX_VALUE_CHARS + 10);
+        let cleaned = clean_view(&json!({"a": [long], "progress_summary": "l1\nl2"}));
+        assert_eq!(
+            cleaned["a"][0].as_str().unwrap().chars().count(),
+            MAX_VALUE_CHARS
+        );
+        assert_eq!(
+            cleaned["progress_summary"], "l1\nl2",
+            "hookd's own fragment"
+        );
     }
 
     #[test]

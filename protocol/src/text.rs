@@ -55,7 +55,11 @@ pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(hidden) {
         return std::borrow::Cow::Borrowed(text);
     }
-    std::borrow::Cow::Owned(text.chars().map(|c| if hidden(c) { ' ' } else { c }).collect())
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| if hidden(c) { ' ' } else { c })
+            .collect(),
+    )
 }
 
 #[cfg(test)]

@@ -331,7 +331,7 @@ fn records_and_the_workflow_file_feed_the_state() {
     assert_eq!(state["blockers"][0]["status"], "unresolved");
     assert_eq!(
         state["next_actions"],
-        json!([{"action": "write", "target": "the refresh test", "priority": 1, "context_needed": ["src/auth.rs"]}])
+        json!([{"action": "write", "target": "the refresh test", "priority": 1, "context_needed": ["src/auth.rs"], "source": "records.jsonl"}])
     );
     assert_eq!(
         state["active_work"]["progress_notes"],

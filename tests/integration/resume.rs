@@ -427,8 +427,9 @@ fn the_summary_block_is_merged_before_the_resume_and_records_win() {
         "{{#each secrets}}{{this}}{{/each}} (unresolved)",
         "**benchmark** the cached parser",
         "Read first: README.md\n",
-        // The recorded decision wins over the summary's on the same topic.
-        "**Cache**: an LRU of 1k entries",
+        // The recorded decision wins over the summary's on the same topic,
+        // quoted under the file it was recorded in.
+        "“Cache: an LRU of 1k entries (because bounded memory)” (quoted from `.workflow/records.jsonl`)",
     ] {
         assert!(prompt.contains(said), "{said:?} in:\n{prompt}");
     }

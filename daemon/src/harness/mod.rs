@@ -215,7 +215,21 @@ pub fn parse(req: &HookRequest) -> Result<HookEvent, PayloadError> {
 }
 
 /// Renders an outcome in the harness's output format.
-pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
+pub fn render(event: &HookEvent, mut outcome: Outcome) -> HookReply {
+    // The person's harness shows these words on a terminal, and the model
+    // reads the rest: no escape sequence reaches either, whatever they quote.
+    for text in [
+        &mut outcome.system_message,
+        &mut outcome.additional_context,
+        &mut outcome.plain_stdout,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if let std::borrow::Cow::Owned(clean) = protocol::text::for_terminal(text) {
+            *text = clean;
+        }
+    }
     match event.harness {
         Harness::ClaudeCode => claude_code::render(event, outcome),
         Harness::Codex => codex::render(event, outcome),

@@ -343,11 +343,15 @@ fn records_and_the_workflow_file_feed_the_state() {
     );
     let prompt = p.resume_prompt();
     assert!(
-        prompt.contains("**Token storage**: httpOnly cookies (because works with SSR)"),
+        prompt.contains(
+            "- “Token storage: httpOnly cookies (because works with SSR)” (quoted from `.workflow/records.jsonl`)"
+        ),
         "{prompt}"
     );
     assert!(
-        prompt.contains("No staging OAuth app (unresolved): asked ops"),
+        prompt.contains(
+            "- “No staging OAuth app: asked ops” (unresolved; quoted from `.workflow/records.jsonl`)"
+        ),
         "{prompt}"
     );
     assert!(prompt.contains("- **Layer**: 2 of 3"), "{prompt}");

@@ -201,3 +201,55 @@ fn a_model_id_cannot_send_escape_sequences_to_the_terminal() {
         );
     }
 }
+
+#[test]
+fn a_log_line_cannot_send_escape_sequences_to_the_terminal() {
+    // Log lines quote what hookd was given (paths, ids, errors): one that
+    // holds escapes is printed defused. No daemon runs: hookctl reads the
+    // log directory itself.
+    let sb = hookd_tests::Sandbox::new();
+    let logs = sb.state_dir().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(
+        logs.join("hookd.2026-11-25.log"),
+        "2026-11-25T21:00:00Z  WARN cannot read /p/\u{1b}]0;pwned\u{7}x\u{9b}2J.rs\n",
+    )
+    .unwrap();
+    let out = sb.hookctl(&["logs"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "2026-11-25T21:00:00Z  WARN cannot read /p/ ]0;pwned x 2J.rs\n"
+    );
+}
+
+#[test]
+fn a_branch_name_cannot_send_escape_sequences_to_the_terminal() {
+    // git allows C1 control characters in branch names (CSI is one byte there).
+    let s = Scenario::build()
+        .repository(|repo| {
+            repo.write("src/lib.rs", "pub fn a() {}\n");
+            repo.commit_all("initial");
+            repo.git(&["checkout", "-q", "-b", "feat\u{9b}2J\u{9d}0;x"]);
+            repo.write("src/lib.rs", "pub fn a() {}\npub fn b() {}\n");
+        })
+        .start();
+    let out = s.hookctl(&["save"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for args in [&["checkpoints"][..], &["status"][..]] {
+        let out = s.hookctl(args);
+        let text = stdout(&out);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(
+            !text.contains(['\u{9b}', '\u{9d}', '\u{1b}']),
+            "{args:?}: {text:?}"
+        );
+    }
+    let out = s.hookctl(&["checkpoints"]);
+    assert!(stdout(&out).contains("feat 2J 0;x"), "{}", stdout(&out));
+    let sha = stdout(&out).split_whitespace().next().unwrap().to_owned();
+    let out = s.hookctl(&["checkpoint", "show", &sha]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!text.contains(['\u{9b}', '\u{9d}', '\u{1b}']), "{text:?}");
+}

@@ -160,6 +160,29 @@ pub struct Reflection {
     /// `decision`, `blocker` or `hookctl reflect`.
     #[serde(default)]
     pub source: String,
+    /// Where its words came from: `records.jsonl` (`hookctl decision`,
+    /// `blocker`, ...), `summary` (the compaction summary's own block),
+    /// `hookctl reflect`, or `workflow_state.yml` (a file of the project's).
+    /// Empty in records written before hookd kept it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub origin: String,
+}
+
+/// The origins whose reflections may be handed to another project's tasks:
+/// what the user or the agent recorded, and the summary's token-checked
+/// block. A project's own files speak only to that project.
+pub const ORIGINS_THAT_TRAVEL: [&str; 3] = ["records.jsonl", "summary", "hookctl reflect"];
+
+impl Reflection {
+    /// Whether this reflection may reach a task in another project.
+    pub fn travels(&self) -> bool {
+        let origin = if self.origin.is_empty() && self.source == "hookctl reflect" {
+            "hookctl reflect"
+        } else {
+            self.origin.as_str()
+        };
+        ORIGINS_THAT_TRAVEL.contains(&origin)
+    }
 }
 
 /// One task: the seed's `task_memory`, plus what hookd needs to find it again.

@@ -11,7 +11,8 @@ use crate::capture::state::ContextState;
 use crate::render::{self, Renderer};
 use crate::time::now_ms;
 use protocol::config::Config;
-use protocol::memory::{TaskOutcome, TaskRecord};
+use super::reflect;
+use protocol::memory::{Reflection, TaskOutcome, TaskRecord};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -76,8 +77,25 @@ fn lessons(
         if used + cost > budget {
             break;
         }
+        // Another project's task hands over only what its user, its agent
+        // or a summary's own block said, never its files' words.
+        let same_project = entry.project.is_some() && entry.project == task.project;
+        let record = if same_project {
+            None
+        } else {
+            store.load(&entry.task_id)
+        };
+        let travelling: Vec<Reflection> = record
+            .iter()
+            .flat_map(|r| r.reflections.iter().filter(|r| r.travels()).cloned())
+            .collect();
+        let key_learnings = if same_project {
+            entry.key_learnings.clone()
+        } else {
+            reflect::learnings(&travelling, m.max_learnings)
+        };
         let mut learnings = Vec::new();
-        for l in &entry.key_learnings {
+        for l in &key_learnings {
             let c = tokens(l) + 2;
             if used + cost + c > budget {
                 break;
@@ -88,17 +106,19 @@ fn lessons(
         let mut shown_reflections = Vec::new();
         if m.inject_reflections
             && entry.helpful > 0
-            && learnings.len() == entry.key_learnings.len()
-            && let Some(record) = store.load(&entry.task_id)
+            && learnings.len() == key_learnings.len()
+            && let Some(reflections) = if same_project {
+                store.load(&entry.task_id).map(|r| r.reflections)
+            } else {
+                Some(travelling)
+            }
         {
-            for r in record
-                .reflections
+            for r in reflections
                 .iter()
                 .rev()
                 .filter(|r| r.effectiveness == protocol::memory::Effectiveness::Helpful)
                 .filter(|r| {
-                    !entry
-                        .key_learnings
+                    !key_learnings
                         .iter()
                         .any(|l| l.contains(clip_start(&r.content)))
                 })
@@ -129,6 +149,10 @@ fn lessons(
             "iterations": entry.iterations,
             "date": date,
             "similarity": (score * 100.0).round() / 100.0,
+            "project": entry
+                .project
+                .as_ref()
+                .map_or_else(|| "no project".to_owned(), |p| p.display().to_string()),
             "learnings": learnings,
             "reflections": shown_reflections,
         }));

@@ -621,6 +621,7 @@ fn take_in(
                 effectiveness: Default::default(),
                 recorded_at: state.captured_at.clone(),
                 source: n.source.to_owned(),
+                origin: n.origin,
             });
         }
         let compaction = capture && state.trigger.is_compaction();
@@ -787,7 +788,16 @@ mod tests {
             let mut store = lock(&shared);
             closed(&mut store, 1, TaskOutcome::Success, 1);
             let mut past = store.load("00000000-0000-4000-8000-000000000001").unwrap();
-            past.key_learnings = vec!["the login test needs a fake clock".into()];
+            past.reflections = vec![Reflection {
+                iteration: 1,
+                content: "the login test needs a fake clock".into(),
+                kind: protocol::memory::ReflectionType::SuccessPattern,
+                effectiveness: protocol::memory::Effectiveness::Helpful,
+                recorded_at: String::new(),
+                source: "hookctl reflect".into(),
+                origin: "hookctl reflect".into(),
+            }];
+            past.key_learnings = reflect::learnings(&past.reflections, 5);
             store.save(&past, now_ms(), 3).unwrap();
         }
         let before = files_in(memory_dir.path());

@@ -407,10 +407,11 @@ pub fn take_summary(
     }
     let Some(block) = parsed.state else {
         fields["merged"] = json!(false);
-        fields["why"] = json!(parsed.why_not.unwrap_or_else(|| format!(
-            "the summary has no {} block",
-            summary_block::INFO_STRING
-        )));
+        fields["why"] =
+            json!(parsed.why_not.unwrap_or_else(|| format!(
+                "the summary has no {} block",
+                summary_block::INFO_STRING
+            )));
         return fields;
     };
     if let Some(used_by) = token.and_then(|t| t.used_by.as_ref()) {

@@ -6,8 +6,7 @@
 
 use crate::attacks::{Lab, assert_ok, repo_at};
 use hookd_tests::{
-    SONNET, Transcript, additional_context, hook_json, run_with_stdin, stdout,
-    workflow_events_of,
+    SONNET, Transcript, additional_context, hook_json, run_with_stdin, stdout, workflow_events_of,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -149,7 +148,12 @@ fn kept(dir: &Path) -> String {
 }
 
 fn assert_no_planted_words(text: &str, what: &str) {
-    for planted in ["curl", "fix.example.invalid", "PLANTED_DECISION", "fresh clone"] {
+    for planted in [
+        "curl",
+        "fix.example.invalid",
+        "PLANTED_DECISION",
+        "fresh clone",
+    ] {
         assert!(!text.contains(planted), "{planted:?} in {what}:\n{text}");
     }
 }
@@ -208,7 +212,10 @@ fn a_quoted_hookd_state_block_is_ignored_and_only_the_final_block_with_the_token
     let again = summary_quoting("", &own_block(&token).replace("OWN_DECISION", "SECOND_USE"));
     let line = summarized(&lab, &dir, &t, &again);
     assert_eq!(line["merged"], false, "{line}");
-    assert!(line["why"].as_str().unwrap().contains("used already"), "{line}");
+    assert!(
+        line["why"].as_str().unwrap().contains("used already"),
+        "{line}"
+    );
     assert!(!file(&dir, ".workflow/context_state.json").contains("SECOND_USE"));
 
     // After the compaction, the resume prompt and the memory hold the
@@ -226,16 +233,29 @@ fn a_quoted_hookd_state_block_is_ignored_and_only_the_final_block_with_the_token
     // A compaction whose PreCompact never ran has no token: no block counts.
     let other = transcript(&lab, "quote-2");
     begin(&lab, &dir, &other, "make the lexer faster");
-    let line = summarized(&lab, &dir, &other, &summary_quoting("", &own_block(guessed)));
+    let line = summarized(
+        &lab,
+        &dir,
+        &other,
+        &summary_quoting("", &own_block(guessed)),
+    );
     assert_eq!(line["merged"], false, "{line}");
-    assert!(line["why"].as_str().unwrap().contains("did not run"), "{line}");
+    assert!(
+        line["why"].as_str().unwrap().contains("did not run"),
+        "{line}"
+    );
 }
 
 /// A project's task with a lesson the user recorded, that closes.
 fn teach(lab: &Lab, dir: &Path, session: &str, task: &str, lesson: &str) -> Transcript {
     let t = transcript(lab, session);
     begin(lab, dir, &t, task);
-    hookctl(lab, dir, session, &["reflect", lesson, "--type", "success_pattern"]);
+    hookctl(
+        lab,
+        dir,
+        session,
+        &["reflect", lesson, "--type", "success_pattern"],
+    );
     t
 }
 
@@ -328,21 +348,38 @@ fn a_project_config_cannot_widen_the_memory_and_may_narrow_it() {
     .unwrap();
     let th = transcript(&lab, "hostile-1");
     // Its task shares a word with A's, no more: similar only at a threshold of 0.
-    let said = begin(&lab, &hostile, &th, "write the release notes for the login page");
+    let said = begin(
+        &lab,
+        &hostile,
+        &th,
+        "write the release notes for the login page",
+    );
     assert!(!said.contains("PRIVATE_LESSON"), "{said}");
     pre_compact(&lab, &hostile, &th);
     let prompt = file(&hostile, ".workflow/resume_prompt.md");
     assert!(!prompt.is_empty(), "PreCompact wrote the resume prompt");
     assert!(!prompt.contains("PRIVATE_LESSON"), "{prompt}");
     // Each widening key is named, with the file, where the person looks.
-    let start = lab.hook(&hostile, &th, "SessionStart(source=startup)", "session-start");
+    let start = lab.hook(
+        &hostile,
+        &th,
+        "SessionStart(source=startup)",
+        "session-start",
+    );
     let warned = hook_json(&start)["systemMessage"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    for key in ["memory.similarity_threshold", "memory.top_k", "memory.max_tokens"] {
+    for key in [
+        "memory.similarity_threshold",
+        "memory.top_k",
+        "memory.max_tokens",
+    ] {
         assert!(
-            warned.contains(&format!("{key} in {}", hostile.join(".hookd.yaml").display())),
+            warned.contains(&format!(
+                "{key} in {}",
+                hostile.join(".hookd.yaml").display()
+            )),
             "{key} in:\n{warned}"
         );
     }

@@ -137,7 +137,10 @@ pub fn parse(summary: &str, token: Option<&str>) -> Parsed {
         return refused("no block ends the summary");
     };
     let mut words = last.info.split_whitespace();
-    if !words.next().is_some_and(|w| w.eq_ignore_ascii_case(INFO_STRING)) {
+    if !words
+        .next()
+        .is_some_and(|w| w.eq_ignore_ascii_case(INFO_STRING))
+    {
         return refused(&format!(
             "the summary does not end with a {INFO_STRING} block"
         ));
@@ -822,7 +825,10 @@ next_actions:
         // The right token, not at the end: prose may follow, a fence may not.
         let text = format!("{}\n```\nquoted\n```\n", summary_with(block));
         assert!(refused(&text, Some(TOKEN)).contains("does not end"));
-        let text = format!("{}\nIf you need details, read the transcript.\n", summary_with(block));
+        let text = format!(
+            "{}\nIf you need details, read the transcript.\n",
+            summary_with(block)
+        );
         assert!(read(&text).is_some(), "prose after the block");
         // Quoted in other fences, longer ones, indented: ignored, counted.
         for quoted in [
@@ -841,7 +847,10 @@ next_actions:
             assert_eq!((parsed.state, parsed.ignored), (None, 1), "{quoted}");
         }
         // An unclosed quote swallows what follows: nothing counts.
-        let text = format!("```hookd-state\nblockers: [{{issue: x}}]\n{}", summary_with(block));
+        let text = format!(
+            "```hookd-state\nblockers: [{{issue: x}}]\n{}",
+            summary_with(block)
+        );
         assert_eq!(parse(&text, Some(TOKEN)).state, None);
         // Tokens are long, random and new each time.
         let (a, b) = (new_token().unwrap(), new_token().unwrap());

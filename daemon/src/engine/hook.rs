@@ -216,12 +216,11 @@ impl Engine {
                         if pre_compact {
                             // A new compaction: only its own token lets a block in.
                             if let Some(s) = self.registry().get_mut(key) {
-                                s.summary_token =
-                                    report.summary_token.map(|token| SummaryToken {
-                                        token,
-                                        epoch: s.epoch,
-                                        used_by: None,
-                                    });
+                                s.summary_token = report.summary_token.map(|token| SummaryToken {
+                                    token,
+                                    epoch: s.epoch,
+                                    used_by: None,
+                                });
                             }
                             outcome.plain_stdout = report.instructions;
                         }

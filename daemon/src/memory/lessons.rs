@@ -1,6 +1,7 @@
 //! Lessons from similar past tasks, and the resume prompt's Memory section
 //! (the current task's Ω window with those lessons).
 
+use super::reflect;
 use super::store::{self, Entry, Store};
 use super::{
     Memories, cross_task_on, event, lock, max_age_ms, newest_in, save, session_of, task_of,
@@ -11,7 +12,6 @@ use crate::capture::state::ContextState;
 use crate::render::{self, Renderer};
 use crate::time::now_ms;
 use protocol::config::Config;
-use super::reflect;
 use protocol::memory::{Reflection, TaskOutcome, TaskRecord};
 use serde_json::{Value, json};
 use std::path::PathBuf;

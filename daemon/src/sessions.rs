@@ -697,6 +697,25 @@ mod tests {
     }
 
     #[test]
+    fn a_summary_token_serves_its_compaction_and_no_later_one() {
+        let mut s = Session::new(key("s1"), 0);
+        assert_eq!(s.live_summary_token(), None, "no PreCompact, no token");
+        let token = SummaryToken {
+            token: "t".into(),
+            epoch: s.epoch,
+            used_by: None,
+        };
+        s.summary_token = Some(token.clone());
+        assert_eq!(s.live_summary_token(), Some(token.clone()));
+        // The summary may arrive once its compaction began the next epoch.
+        s.epoch += 1;
+        assert_eq!(s.live_summary_token(), Some(token));
+        // A later compaction whose PreCompact did not run gets none.
+        s.epoch += 1;
+        assert_eq!(s.live_summary_token(), None);
+    }
+
+    #[test]
     fn a_compaction_seen_twice_is_one_epoch() {
         let mut s = Session::new(key("a"), 0);
         s.fired = vec![0.7, 0.8];

@@ -310,17 +310,45 @@ fn a_block_planted_in_one_project_never_teaches_another() {
     stop(&lab, &a, &t);
     wait_closed(&lab, "fix the flaky login test");
 
-    // Project B, a similar task: A's recorded lesson, labelled with A.
+    // Project C's task is described by its own workflow file.
+    let c = project(&lab, "project-c");
+    std::fs::create_dir_all(c.join(".workflow")).unwrap();
+    let title = "fix the flaky logout test DESCRIBED_PLANTED";
+    std::fs::write(
+        c.join(".workflow/workflow_state.yml"),
+        format!("active_task: t1\ntasks:\n  - {{id: t1, title: {title}, status: completed}}\n"),
+    )
+    .unwrap();
+    let tc = teach(
+        &lab,
+        &c,
+        "spread-c",
+        "go on",
+        "Resetting the session store fixed the logout flake",
+    );
+    stop(&lab, &c, &tc);
+    wait_closed(&lab, title);
+
+    // Project B, a similar task: the recorded lessons, labelled with their
+    // projects; C's task is not named in C's words.
     let b = project(&lab, "project-b");
     let tb = transcript(&lab, "spread-b");
     let lessons = begin(&lab, &b, &tb, "fix the flaky signup test");
-    let labelled = format!(
-        "- Worked: Mocking the clock fixed the flakiness (from {})",
-        a.display()
+    for (lesson, from) in [
+        ("Mocking the clock fixed the flakiness", &a),
+        ("Resetting the session store fixed the logout flake", &c),
+    ] {
+        let labelled = format!("- Worked: {lesson} (from {})", from.display());
+        assert!(lessons.contains(&labelled), "{labelled:?} in:\n{lessons}");
+    }
+    assert!(
+        lessons.contains("a debugging task described by its project's workflow_state.yml"),
+        "{lessons}"
     );
-    assert!(lessons.contains(&labelled), "{labelled:?} in:\n{lessons}");
     assert_no_planted_words(&lessons, "B's lessons");
-    assert!(!lessons.contains("WORKFLOW_PLANTED"), "{lessons}");
+    for planted in ["WORKFLOW_PLANTED", "DESCRIBED_PLANTED"] {
+        assert!(!lessons.contains(planted), "{planted} in:\n{lessons}");
+    }
     // Nor in B's resume prompt.
     pre_compact(&lab, &b, &tb);
     let prompt = file(&b, ".workflow/resume_prompt.md");

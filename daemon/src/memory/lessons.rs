@@ -9,6 +9,7 @@ use super::{
 };
 use crate::budget::room::Room;
 use crate::capture::state::ContextState;
+use crate::capture::workflow_file::WORKFLOW_FILE;
 use crate::render::{self, Renderer};
 use crate::time::now_ms;
 use protocol::config::Config;
@@ -67,16 +68,6 @@ fn lessons(
     };
     let mut used = 0;
     for (entry, score) in found {
-        let outcome = entry.outcome.map_or("outcome unknown", TaskOutcome::as_str);
-        let date = entry.timestamp.get(..10).unwrap_or(&entry.timestamp);
-        let header = format!(
-            "{} ({}, {outcome}, {} compactions, {date})",
-            entry.task_description, entry.task_type, entry.iterations
-        );
-        let mut cost = tokens(&header) + 4;
-        if used + cost > budget {
-            break;
-        }
         // Another project's task hands over only what its user, its agent
         // or a summary's own block said, never its files' words.
         let same_project = entry.project.is_some() && entry.project == task.project;
@@ -85,6 +76,25 @@ fn lessons(
         } else {
             store.load(&entry.task_id)
         };
+        let description = match &record {
+            Some(r) if r.description_source.as_deref() == Some(WORKFLOW_FILE) => {
+                format!(
+                    "a {} task described by its project's {WORKFLOW_FILE}",
+                    entry.task_type
+                )
+            }
+            _ => entry.task_description.clone(),
+        };
+        let outcome = entry.outcome.map_or("outcome unknown", TaskOutcome::as_str);
+        let date = entry.timestamp.get(..10).unwrap_or(&entry.timestamp);
+        let header = format!(
+            "{description} ({}, {outcome}, {} compactions, {date})",
+            entry.task_type, entry.iterations
+        );
+        let mut cost = tokens(&header) + 4;
+        if used + cost > budget {
+            break;
+        }
         let travelling: Vec<Reflection> = record
             .iter()
             .flat_map(|r| r.reflections.iter().filter(|r| r.travels()).cloned())
@@ -143,7 +153,7 @@ fn lessons(
         out.ids.push(entry.task_id.clone());
         out.tasks.push(json!({
             "task_id": entry.task_id,
-            "description": entry.task_description,
+            "description": description,
             "task_type": entry.task_type.as_str(),
             "outcome": outcome,
             "iterations": entry.iterations,

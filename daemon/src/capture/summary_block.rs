@@ -146,7 +146,9 @@ pub fn parse(summary: &str, token: Option<&str>) -> Parsed {
         ));
     }
     let Some(expected) = token else {
-        return refused("no token was given for this compaction (its PreCompact hook did not run)");
+        return refused(
+            "no token was given for this compaction (its PreCompact hook did not run, or gave no instructions)",
+        );
     };
     if words.next() != Some(expected) || words.next().is_some() {
         return refused("the final block does not carry this compaction's token");

@@ -104,6 +104,10 @@ fn lessons(
         } else {
             reflect::learnings(&travelling, m.max_learnings)
         };
+        // Nothing of it may leave its project: a less similar task may still teach.
+        if key_learnings.is_empty() && !same_project {
+            continue;
+        }
         let mut learnings = Vec::new();
         for l in &key_learnings {
             let c = tokens(l) + 2;
@@ -374,4 +378,89 @@ pub fn fill_section(
         }
     }
     view["memory_section"] = Value::String(text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::store::tests::task;
+    use protocol::memory::{Effectiveness, ReflectionType};
+    use std::path::Path;
+
+    /// A closed task of `project` whose one helpful reflection came from `origin`.
+    fn past(
+        store: &mut Store,
+        n: u64,
+        description: &str,
+        project: &str,
+        origin: &str,
+        lesson: &str,
+    ) {
+        let mut t = task(&format!("00000000-0000-4000-8000-{n:012x}"), description);
+        t.project = Some(PathBuf::from(project));
+        t.reflections = vec![Reflection {
+            iteration: 1,
+            content: lesson.into(),
+            kind: ReflectionType::SuccessPattern,
+            effectiveness: Effectiveness::Helpful,
+            recorded_at: String::new(),
+            source: "blocker".into(),
+            origin: origin.into(),
+        }];
+        t.key_learnings = reflect::learnings(&t.reflections, 5);
+        t.closed_at = Some("2026-11-01T10:00:00Z".into());
+        store.save(&t, now_ms(), 3).unwrap();
+    }
+
+    #[test]
+    fn another_projects_files_teach_nothing_and_each_lesson_names_its_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let file = "workflow_state.yml";
+        past(
+            &mut store,
+            1,
+            "fix the flaky login test",
+            "/p/one",
+            file,
+            "FILE_WORDS run it",
+        );
+        past(
+            &mut store,
+            2,
+            "fix the flaky login form test",
+            "/p/two",
+            "records.jsonl",
+            "mock the clock",
+        );
+        past(
+            &mut store,
+            3,
+            "fix the flaky login test again",
+            "/p/here",
+            file,
+            "OWN_WORDS",
+        );
+        let mut current = task(
+            "00000000-0000-4000-8000-0000000000ff",
+            "fix the flaky login test",
+        );
+        current.project = Some(Path::new("/p/here").to_owned());
+        let found = lessons(&mut store, &current, &Config::default(), 2000, 3);
+        let text = serde_json::to_string(&found.tasks).unwrap();
+        assert!(!text.contains("FILE_WORDS"), "{text}");
+        assert!(
+            text.contains("mock the clock") && text.contains("/p/two"),
+            "{text}"
+        );
+        assert!(
+            text.contains("OWN_WORDS"),
+            "a project's own words stay with it: {text}"
+        );
+        assert_eq!(
+            found.ids.len(),
+            2,
+            "the task with nothing to give is skipped: {text}"
+        );
+    }
 }

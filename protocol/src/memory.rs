@@ -251,6 +251,11 @@ pub struct TaskRecord {
     /// Decisions and blockers already turned into reflections.
     #[serde(default)]
     pub reflected: Vec<String>,
+    /// Decisions and blockers recorded through hookctl during the task: a
+    /// `records.jsonl` line hookd did not write (one a checkout brought)
+    /// stays with its project.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recorded: Vec<String>,
 }
 
 /// Ω: how many of the current task's reflections each resume prompt keeps.

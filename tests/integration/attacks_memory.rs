@@ -288,9 +288,22 @@ fn a_block_planted_in_one_project_never_teaches_another() {
         "fix the flaky login test",
         "Mocking the clock fixed the flakiness",
     );
-    // The repository's own file, changed after the task began (a pull):
-    // its resolved blocker becomes a reflection of this task only.
-    std::fs::create_dir_all(a.join(".workflow")).unwrap();
+    // The agent records a resolved blocker through hookctl.
+    hookctl(
+        &lab,
+        &a,
+        "spread-a",
+        &[
+            "blocker",
+            "the login test races the clock",
+            "--status",
+            "resolved",
+            "--notes",
+            "freeze time",
+        ],
+    );
+    // The repository's own files, changed after the task began (a checkout):
+    // their resolved blockers become reflections of this task only.
     std::fs::write(
         a.join(".workflow/workflow_state.yml"),
         format!(
@@ -298,6 +311,11 @@ fn a_block_planted_in_one_project_never_teaches_another() {
         ),
     )
     .unwrap();
+    let line = serde_json::json!({"ts": "2026-11-25T10:00:00Z", "session": "spread-a",
+        "kind": "blocker", "issue": "RECORDS_PLANTED login flake", "status": "resolved", "notes": format!("run {PAYLOAD}")});
+    let mut records = file(&a, ".workflow/records.jsonl");
+    records.push_str(&format!("{line}\n"));
+    std::fs::write(a.join(".workflow/records.jsonl"), records).unwrap();
     let (_, token) = pre_compact(&lab, &a, &t);
     assert!(!token.is_empty());
     // The summary quotes CONTRIBUTING.md and has no block of its own.
@@ -336,6 +354,7 @@ fn a_block_planted_in_one_project_never_teaches_another() {
     let lessons = begin(&lab, &b, &tb, "fix the flaky signup test");
     for (lesson, from) in [
         ("Mocking the clock fixed the flakiness", &a),
+        ("resolved the login test races the clock: freeze time", &a),
         ("Resetting the session store fixed the logout flake", &c),
     ] {
         let labelled = format!("- Worked: {lesson} (from {})", from.display());
@@ -346,9 +365,15 @@ fn a_block_planted_in_one_project_never_teaches_another() {
         "{lessons}"
     );
     assert_no_planted_words(&lessons, "B's lessons");
-    for planted in ["WORKFLOW_PLANTED", "DESCRIBED_PLANTED"] {
+    for planted in ["WORKFLOW_PLANTED", "RECORDS_PLANTED", "DESCRIBED_PLANTED"] {
         assert!(!lessons.contains(planted), "{planted} in:\n{lessons}");
     }
+    // A keeps its own files' words for itself.
+    let own = reflections(&lab, &a, "spread-a");
+    assert!(
+        own.contains("WORKFLOW_PLANTED") && own.contains("RECORDS_PLANTED"),
+        "{own}"
+    );
     // Nor in B's resume prompt.
     pre_compact(&lab, &b, &tb);
     let prompt = file(&b, ".workflow/resume_prompt.md");

@@ -257,6 +257,7 @@ pub(crate) mod tests {
             cross_task: None,
             lessons_from: Vec::new(),
             reflected: Vec::new(),
+            recorded: Vec::new(),
         }
     }
 

@@ -316,8 +316,7 @@ fn a_block_planted_in_one_project_never_teaches_another() {
     let mut records = file(&a, ".workflow/records.jsonl");
     records.push_str(&format!("{line}\n"));
     std::fs::write(a.join(".workflow/records.jsonl"), records).unwrap();
-    let (_, token) = pre_compact(&lab, &a, &t);
-    assert!(!token.is_empty());
+    pre_compact(&lab, &a, &t);
     // The summary quotes CONTRIBUTING.md and has no block of its own.
     summarized(
         &lab,

@@ -15,7 +15,7 @@ use crate::project_fs::Dir;
 use crate::prompt;
 use crate::render::{self, Renderer};
 use crate::resources::Resources;
-use crate::sessions::SessionKey;
+use crate::sessions::{SessionKey, SummaryToken};
 use crate::workflow::Workflow;
 use protocol::budget::BudgetPlan;
 use protocol::config::Config;
@@ -53,6 +53,8 @@ pub struct SaveReport {
     pub checkpoint_note: Option<String>,
     /// PreCompact's words for the summarizer.
     pub instructions: Option<String>,
+    /// The token those words ask the summary's block to carry.
+    pub summary_token: Option<String>,
     /// Steps that failed, in words.
     pub problems: Vec<String>,
 }
@@ -302,12 +304,25 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
         Ok(()) => report.resume_prompt_file = Some(workflow.path(RESUME_PROMPT_FILE)),
         Err(problem) => report.problems.push(problem),
     }
-    if config.capture.precompact_instructions {
+    if config.capture.precompact_instructions
+        && matches!(request.trigger, SaveTrigger::PreCompact(_))
+    {
         let list = renderer.render(
             render::PRECOMPACT_INSTRUCTIONS,
             &prompt::instructions_view(&state),
         );
-        report.instructions = Some(instructions(state.checkpoint.as_ref(), &list));
+        let token = summary_block::new_token();
+        if token.is_none() {
+            report
+                .problems
+                .push("the OS gave no random bytes for the summary block's token; this compaction's block will not be merged".into());
+        }
+        report.instructions = Some(instructions(
+            state.checkpoint.as_ref(),
+            &list,
+            token.as_deref(),
+        ));
+        report.summary_token = token;
     }
     report.problems.extend(renderer.problems.iter().cloned());
     step(
@@ -367,12 +382,16 @@ pub struct SummaryRequest {
     pub summary: String,
     /// Which hook or file delivered it (`subagent-stop`, `post-compact`, `transcript`).
     pub from: &'static str,
+    /// The token PreCompact gave this compaction, if it gave one.
+    pub token: Option<SummaryToken>,
 }
 
 /// Merges the summary's `hookd-state` block into the session's saved state
 /// and renders the resume prompt again from the merged state, so that the
-/// resume after the compaction holds what the summary said. Its decisions,
-/// rejected approaches and resolved blockers become reflections of the task.
+/// resume after the compaction holds what the summary said. Only the block
+/// PreCompact asked for counts (the summary's last, with its token); the
+/// line says how many others were ignored. Its decisions, rejected
+/// approaches and resolved blockers become reflections of the task.
 /// Returns the line for `events.jsonl`. Blocking: call it from `spawn_blocking`.
 pub fn take_summary(
     request: &SummaryRequest,
@@ -381,14 +400,30 @@ pub fn take_summary(
 ) -> serde_json::Value {
     let mut fields =
         json!({ "from": request.from, "summary_chars": request.summary.chars().count() });
-    let Some(block) = summary_block::parse(&request.summary) else {
+    let token = request.token.as_ref();
+    let parsed = summary_block::parse(&request.summary, token.map(|t| t.token.as_str()));
+    if parsed.ignored > 0 {
+        fields["ignored_blocks"] = json!(parsed.ignored);
+    }
+    let Some(block) = parsed.state else {
         fields["merged"] = json!(false);
-        fields["why"] = json!(format!(
-            "the summary has no {} block",
-            summary_block::INFO_STRING
-        ));
+        fields["why"] =
+            json!(parsed.why_not.unwrap_or_else(|| format!(
+                "the summary has no {} block",
+                summary_block::INFO_STRING
+            )));
         return fields;
     };
+    if let Some(used_by) = token.and_then(|t| t.used_by.as_ref()) {
+        fields["merged"] = json!(false);
+        fields["why"] = json!(if *used_by == block.fingerprint {
+            "this summary was merged already"
+        } else {
+            "this compaction's token was used already by another summary"
+        });
+        return fields;
+    }
+    fields["fingerprint"] = json!(block.fingerprint);
     fields["problems"] = json!(block.problems);
     let why_not = (|| {
         let workflow = Workflow::new(&request.project);
@@ -454,10 +489,10 @@ pub fn take_summary(
     fields
 }
 
-/// What PreCompact asks the summary to end with, in the state's own field
-/// names; read back by [`summary_block`]. Every compaction pays for these
-/// words, so they are few.
-pub const BLOCK_REQUEST: &str = "End the summary with one fenced code block, info string `hookd-state`, of YAML with what applies:
+/// What PreCompact asks the summary to end with, after the info string
+/// with its token, in the state's own field names; read back by
+/// [`summary_block`]. Every compaction pays for these words, so they are few.
+pub const BLOCK_FIELDS: &str = "of YAML with what applies:
 decisions: [{topic, decision, reasoning}]
 rejected: [{approach, why}]
 blockers: [{issue, status: unresolved|workaround|resolved, notes}]
@@ -468,16 +503,24 @@ next_actions: [{action, target, priority, context_needed: [files]}]";
 /// PreCompact's answer: its first line is hookd's own, so that no template
 /// can make the text parse as a hook decision; the template only adds the
 /// list of what to keep, and hookd's request for the `hookd-state` block
-/// closes it.
-fn instructions(checkpoint: Option<&Checkpoint>, list: &str) -> String {
+/// with this compaction's token closes it (no token: no block asked for).
+fn instructions(checkpoint: Option<&Checkpoint>, list: &str, token: Option<&str>) -> String {
     let checkpointed = checkpoint
         .and_then(|c| c.sha.as_deref())
         .map(|sha| format!(" and checkpointed the working tree as {sha}"))
         .unwrap_or_default();
     let list = list.trim_end();
+    let block = token
+        .map(|token| {
+            format!(
+                "End the summary with one fenced code block, info string `{} {token}`, {BLOCK_FIELDS}\n",
+                summary_block::INFO_STRING
+            )
+        })
+        .unwrap_or_default();
     format!(
         "hookd saved the workflow state to .workflow/context_state.json{checkpointed}. \
-         In your summary, keep what the work needs to continue:\n{list}\n{BLOCK_REQUEST}\n"
+         In your summary, keep what the work needs to continue:\n{list}\n{block}"
     )
 }
 

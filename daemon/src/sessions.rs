@@ -114,6 +114,9 @@ pub struct Session {
     /// A resume prompt injected but not yet seen in the transcript.
     #[serde(default)]
     pub resume_pending: Option<PendingResume>,
+    /// The token the latest PreCompact asked the summary's block to carry.
+    #[serde(default)]
+    pub summary_token: Option<SummaryToken>,
     /// The latest readings, oldest first, at most [`HISTORY_POINTS`].
     #[serde(default)]
     pub history: Vec<ContextPoint>,
@@ -171,6 +174,28 @@ pub struct PendingResume {
     pub reinjected: bool,
 }
 
+/// The one-time token PreCompact gave a compaction's summary block; only
+/// a block that repeats it is merged (see `capture::summary_block`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryToken {
+    pub token: String,
+    /// The epoch it was given in: it serves that compaction's summary,
+    /// which may arrive once the next epoch began, and no later one's.
+    pub epoch: u32,
+    /// The fingerprint of the block it let in, once one did.
+    #[serde(default)]
+    pub used_by: Option<String>,
+}
+
+impl Session {
+    /// The summary token that may still let a block in.
+    pub fn live_summary_token(&self) -> Option<SummaryToken> {
+        self.summary_token
+            .clone()
+            .filter(|t| self.epoch <= t.epoch.saturating_add(1))
+    }
+}
+
 /// Why an epoch began.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EpochStart {
@@ -217,6 +242,7 @@ impl Session {
             resume: None,
             transcript_problem: None,
             resume_pending: None,
+            summary_token: None,
             history: Vec::new(),
             mark_next: None,
             unsaid: Vec::new(),
@@ -668,6 +694,25 @@ mod tests {
             harness: Harness::ClaudeCode,
             id: id.into(),
         }
+    }
+
+    #[test]
+    fn a_summary_token_serves_its_compaction_and_no_later_one() {
+        let mut s = Session::new(key("s1"), 0);
+        assert_eq!(s.live_summary_token(), None, "no PreCompact, no token");
+        let token = SummaryToken {
+            token: "t".into(),
+            epoch: s.epoch,
+            used_by: None,
+        };
+        s.summary_token = Some(token.clone());
+        assert_eq!(s.live_summary_token(), Some(token.clone()));
+        // The summary may arrive once its compaction began the next epoch.
+        s.epoch += 1;
+        assert_eq!(s.live_summary_token(), Some(token));
+        // A later compaction whose PreCompact did not run gets none.
+        s.epoch += 1;
+        assert_eq!(s.live_summary_token(), None);
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! A project file comes with the repository, so it may set only what
 //! concerns that project (thresholds, the resume prompt, budgets, captures).
 //! Keys that steer the user's client, daemon, memory or refs are the user's
-//! alone ([`USER_ONLY`]), and text that reaches the model or the person
+//! alone ([`USER_ONLY`]), the memory keys a project may set only narrow what
+//! it receives from other projects ([`MEMORY_NARROW_ONLY`]), and text that reaches the model or the person
 //! (threshold messages) counts only once the user trusts the project (see
 //! [`crate::trust`]). What a project file may not set is ignored with a
 //! warning that names the key and the file.
@@ -712,14 +713,16 @@ pub enum ConfigError {
 
 /// Keys (and whole sections) only the user's own layers may set: what
 /// touches refs, paths outside the project, where the memory lives and what
-/// it prunes, the client's time budgets and blocking, and the daemon itself.
-pub const USER_ONLY: [&str; 8] = [
+/// it prunes or keeps for other projects, the client's time budgets and
+/// blocking, and the daemon itself.
+pub const USER_ONLY: [&str; 9] = [
     "client",
     "daemon",
     "sessions",
     "window",
     "memory.dir",
     "memory.max_age_days",
+    "memory.max_learnings",
     "checkpoint.ref_prefix",
     "capture.transcript_scan_bytes",
 ];
@@ -852,6 +855,7 @@ pub fn load(layers: &Layers) -> Result<Effective, ConfigError> {
         if let Some(layer) = text.and_then(|t| file_layer(&path, &t).transpose()) {
             let mut layer = layer?;
             restrict_project_layer(&mut layer, trusted, &path, &mut warnings);
+            narrow_project_memory(&mut layer, &merged, &path, &mut warnings);
             merge(
                 &mut merged,
                 layer,
@@ -921,6 +925,63 @@ pub fn load(layers: &Layers) -> Result<Effective, ConfigError> {
         origins,
         warnings,
     })
+}
+
+/// How a project file may move a memory key: only towards receiving less
+/// from other projects' tasks.
+enum Narrower {
+    /// `false` only (off).
+    Off,
+    /// A number at least the user's.
+    AtLeast,
+    /// A number at most the user's.
+    AtMost,
+}
+
+/// The memory keys a project file may set, each only to narrow.
+const MEMORY_NARROW_ONLY: [(&str, Narrower); 6] = [
+    ("enabled", Narrower::Off),
+    ("cross_task", Narrower::Off),
+    ("inject_reflections", Narrower::Off),
+    ("similarity_threshold", Narrower::AtLeast),
+    ("top_k", Narrower::AtMost),
+    ("max_tokens", Narrower::AtMost),
+];
+
+/// Takes out of a project's layer the memory values that would widen what
+/// `user` (the layers below it) lets its sessions receive, saying so for
+/// each key.
+fn narrow_project_memory(layer: &mut Value, user: &Value, path: &Path, warnings: &mut Vec<String>) {
+    let Some(Value::Mapping(memory)) = layer.get_mut("memory") else {
+        return;
+    };
+    for (key, narrower) in MEMORY_NARROW_ONLY {
+        let Some(wanted) = memory.get(key) else {
+            continue;
+        };
+        let current = &user["memory"][key];
+        let narrows = match narrower {
+            Narrower::Off => wanted.as_bool() == Some(false) || wanted == current,
+            Narrower::AtLeast => wanted
+                .as_f64()
+                .zip(current.as_f64())
+                .is_some_and(|(w, c)| w >= c),
+            Narrower::AtMost => wanted
+                .as_f64()
+                .zip(current.as_f64())
+                .is_some_and(|(w, c)| w <= c),
+        };
+        if !narrows {
+            memory.remove(key);
+            warnings.push(format!(
+                "memory.{key} in {} is ignored: a project may only narrow what the memory gives it (your setting is {})",
+                path.display(),
+                serde_yaml::to_string(current)
+                    .unwrap_or_default()
+                    .trim()
+            ));
+        }
+    }
 }
 
 /// Takes out what a project file may not set, saying so for each key.
@@ -1300,6 +1361,58 @@ mod tests {
             eff.config.monitor.thresholds[0].message,
             "Context at 50% of the way to compaction."
         );
+    }
+
+    #[test]
+    fn a_project_file_can_only_narrow_what_the_memory_gives_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = write(
+            tmp.path(),
+            "config.yaml",
+            "memory:\n  cross_task: false\n  inject_reflections: false\n  top_k: 2\n",
+        );
+        let load_with = |project: &str| {
+            write(tmp.path(), PROJECT_FILE, project);
+            load(&Layers {
+                user_file: Some(user.clone()),
+                project_root: Some(tmp.path().to_path_buf()),
+                ..Layers::default()
+            })
+            .unwrap()
+        };
+        let eff = load_with(
+            "memory:\n  cross_task: true\n  inject_reflections: true\n  similarity_threshold: 0\n  top_k: 50\n  max_tokens: 100000\n  max_learnings: 40\n",
+        );
+        let m = &eff.config.memory;
+        assert!(!m.cross_task && !m.inject_reflections);
+        assert_eq!(m.top_k, 2);
+        let defaults = MemoryConfig::default();
+        assert_eq!(m.similarity_threshold, defaults.similarity_threshold);
+        assert_eq!(m.max_tokens, defaults.max_tokens);
+        assert_eq!(m.max_learnings, defaults.max_learnings);
+        let said = eff.warnings.join("\n");
+        for key in [
+            "memory.cross_task",
+            "memory.inject_reflections",
+            "memory.similarity_threshold",
+            "memory.top_k",
+            "memory.max_tokens",
+            "memory.max_learnings",
+        ] {
+            assert!(said.contains(&format!("{key} in ")), "{key}: {said}");
+        }
+        assert!(said.contains(PROJECT_FILE), "{said}");
+        // Narrowing is the project's to choose.
+        let eff = load_with(
+            "memory:\n  enabled: false\n  similarity_threshold: 0.8\n  top_k: 1\n  max_tokens: 300\n  cross_task: false\n",
+        );
+        let m = &eff.config.memory;
+        assert!(!m.enabled);
+        assert_eq!(
+            (m.similarity_threshold, m.top_k, m.max_tokens),
+            (0.8, 1, 300)
+        );
+        assert!(eff.warnings.is_empty(), "{:?}", eff.warnings);
     }
 
     #[test]

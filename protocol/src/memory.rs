@@ -160,6 +160,29 @@ pub struct Reflection {
     /// `decision`, `blocker` or `hookctl reflect`.
     #[serde(default)]
     pub source: String,
+    /// Where its words came from: `records.jsonl` (`hookctl decision`,
+    /// `blocker`, ...), `summary` (the compaction summary's own block),
+    /// `hookctl reflect`, or `workflow_state.yml` (a file of the project's).
+    /// Empty in records written before hookd kept it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub origin: String,
+}
+
+/// The origins whose reflections may be handed to another project's tasks:
+/// what the user or the agent recorded, and the summary's token-checked
+/// block. A project's own files speak only to that project.
+pub const ORIGINS_THAT_TRAVEL: [&str; 3] = ["records.jsonl", "summary", "hookctl reflect"];
+
+impl Reflection {
+    /// Whether this reflection may reach a task in another project.
+    pub fn travels(&self) -> bool {
+        let origin = if self.origin.is_empty() && self.source == "hookctl reflect" {
+            "hookctl reflect"
+        } else {
+            self.origin.as_str()
+        };
+        ORIGINS_THAT_TRAVEL.contains(&origin)
+    }
 }
 
 /// One task: the seed's `task_memory`, plus what hookd needs to find it again.
@@ -228,6 +251,11 @@ pub struct TaskRecord {
     /// Decisions and blockers already turned into reflections.
     #[serde(default)]
     pub reflected: Vec<String>,
+    /// Decisions and blockers recorded through hookctl during the task: a
+    /// `records.jsonl` line hookd did not write (one a checkout brought)
+    /// stays with its project.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recorded: Vec<String>,
 }
 
 /// Ω: how many of the current task's reflections each resume prompt keeps.

@@ -282,7 +282,7 @@ fn manual_compact_with_a_hookd_state_block() {
     let log = sc.log();
     let summaries = log.of_kind("summary");
     assert!(
-        summaries[0].contains("info string `hookd-state`"),
+        summaries[0].contains("info string `hookd-state "),
         "PreCompact asked the summarizer for the block"
     );
 

@@ -6,7 +6,9 @@ Claude Code (`claude -p`, ANTHROPIC_BASE_URL pointing here) sends
 `POST /v1/messages/count_tokens`. This server answers:
 
 - the compaction summary request (its last user message asks for a detailed
-  summary, "CRITICAL: Respond with TEXT ONLY") with the script's summary;
+  summary, "CRITICAL: Respond with TEXT ONLY") with the script's summary,
+  whose `hookd-state` blocks get the token hookd's PreCompact instructions
+  (passed on in the request) ask for, as a summarizer that follows them would;
 - every other /v1/messages request with the script's next reply, in order;
   when the script runs out, with an error text the tests look for;
 - count_tokens with the last context size it reported.
@@ -38,6 +40,7 @@ import argparse
 import fcntl
 import json
 import os
+import re
 import socket
 import struct
 import sys
@@ -83,6 +86,19 @@ def text_of(content):
             elif "content" in block:
                 parts.append(text_of(block["content"]))
     return "\n".join(parts)
+
+
+BLOCK_REQUEST = re.compile(r"info string `hookd-state ([0-9a-f]+)`")
+BLOCK_FENCE = re.compile(r"^(\s*```+)hookd-state[ \t]*$", re.MULTILINE)
+
+
+def answer_block_request(body, summary):
+    """The summary with the token the request's instructions ask for after
+    each `hookd-state` info string; as it is when they ask for none."""
+    asked = BLOCK_REQUEST.search(json.dumps(body))
+    if not asked:
+        return summary
+    return BLOCK_FENCE.sub(lambda m: f"{m.group(1)}hookd-state {asked.group(1)}", summary)
 
 
 def is_summary_request(body):
@@ -135,7 +151,8 @@ class Mock:
         if not path.startswith("/v1/messages"):
             return "other", "not found", None
         if is_summary_request(body):
-            return "summary", "summary", self.summary
+            text = answer_block_request(body, self.summary["content"][0]["text"])
+            return "summary", "summary", dict(self.summary, content=[{"type": "text", "text": text}])
         if self.next_reply < len(self.replies):
             reply = self.replies[self.next_reply]
             self.next_reply += 1

@@ -610,7 +610,7 @@ fn store_task(
         "timestamp": "2026-11-01T10:00:00Z",
         "outcome": "success",
         "iterations": 1,
-        "reflections": learnings.iter().map(|l| json!({"iteration": 1, "content": l, "type": "success_pattern", "effectiveness": "helpful"})).collect::<Vec<_>>(),
+        "reflections": learnings.iter().map(|l| json!({"iteration": 1, "content": l, "type": "success_pattern", "effectiveness": "helpful", "origin": "records.jsonl"})).collect::<Vec<_>>(),
         "key_learnings": learnings.iter().map(|l| format!("Worked: {l}")).collect::<Vec<_>>(),
         "tags": ["implementation", "other"],
         "updated_at": "2026-11-01T10:00:00Z",

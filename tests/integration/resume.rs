@@ -403,16 +403,18 @@ fn the_summary_block_is_merged_before_the_resume_and_records_win() {
     let instructions = instructions.as_str().unwrap();
     assert!(instructions.starts_with("hookd saved"), "{instructions}");
     assert!(
-        instructions.contains("info string `hookd-state`"),
+        instructions.contains("info string `hookd-state "),
         "{instructions}"
     );
+    // The summarizer repeats the token the instructions gave.
+    let summary = hookd_tests::mock_model::answer_block_request(instructions, SUMMARY_WITH_BLOCK);
     // Claude Code's summarizer ends as a subagent with no type, before SessionStart(compact).
     let out = hook_with(
         &s,
         "SubagentStop",
         "subagent-stop",
         "last_assistant_message",
-        SUMMARY_WITH_BLOCK,
+        &summary,
     );
     assert_eq!(out, Value::Null, "SubagentStop says nothing");
     s.transcript.boundary("manual", 120_000, 3_000);
@@ -464,7 +466,7 @@ fn the_summary_block_is_merged_before_the_resume_and_records_win() {
         "PostCompact(trigger=manual)",
         "post-compact",
         "compact_summary",
-        SUMMARY_WITH_BLOCK,
+        &summary,
     );
     let merged = s.events("summary");
     assert_eq!(merged.len(), 2);

@@ -183,7 +183,13 @@ impl State {
                 }
                 None => Reply::text(EXHAUSTED, 1_000, EXHAUSTED),
             }),
-            Kind::Summary => Some(self.summary.clone()),
+            Kind::Summary => Some(match &self.summary.action {
+                Action::Text(text) => Reply {
+                    action: Action::Text(answer_block_request(&body.to_string(), text)),
+                    ..self.summary.clone()
+                },
+                Action::Shell(_) => self.summary.clone(),
+            }),
             Kind::Utility => Some(Reply::text("utility", 200, "")),
             Kind::Other => None,
         };
@@ -202,6 +208,31 @@ impl State {
             (Some(r), Api::Gemini) => crate::mock_gemini::respond(n, &kind, &r, path, body),
         }
     }
+}
+
+/// What a summarizer that follows hookd's PreCompact instructions writes:
+/// `summary` with the token those instructions give (found anywhere in
+/// `request`, which holds them when the client passed them on) after each
+/// `hookd-state` info string. Without instructions, `summary` as it is.
+pub fn answer_block_request(request: &str, summary: &str) -> String {
+    const ASKED: &str = "info string `hookd-state ";
+    let Some(token) = request.find(ASKED).map(|at| {
+        request[at + ASKED.len()..]
+            .chars()
+            .take_while(char::is_ascii_hexdigit)
+            .collect::<String>()
+    }) else {
+        return summary.to_owned();
+    };
+    summary
+        .split_inclusive('\n')
+        .map(|line| match line.trim_end().strip_suffix("hookd-state") {
+            Some(fence) if fence.trim_start().starts_with("```") => {
+                format!("{fence}hookd-state {token}\n")
+            }
+            _ => line.to_owned(),
+        })
+        .collect()
 }
 
 /// `ip link set lo up` through ioctl(2), without needing iproute2: a fresh

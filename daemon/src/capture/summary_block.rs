@@ -1,9 +1,9 @@
 //! The `hookd-state` block a compaction summary ends with, when the
 //! summarizer did what PreCompact asked: YAML with the state's own field
-//! names.
+//! names, behind the one-time token PreCompact gave for this compaction.
 //!
 //! ````text
-//! ```hookd-state
+//! ```hookd-state 5b0e6a1f9c2d47e08a3b6c1d2e4f5a67
 //! decisions:
 //!   - {topic: Storage, decision: SQLite in WAL mode, reasoning: one writer}
 //! rejected:
@@ -17,13 +17,17 @@
 //! ```
 //! ````
 //!
+//! Summaries quote what the agent read, and a repository's files can hold
+//! such blocks: only the summary's last fenced block counts, and only with
+//! the token, which no file can know. Every other `hookd-state` block is
+//! ignored (and counted, for `events.jsonl`).
+//!
 //! The summary is the model's text about an untrusted conversation, so the
 //! block is read tolerantly and within bounds: a missing block is no block,
 //! a malformed one gives what parts of it are valid (a cut-off block is
-//! read up to its last whole line), duplicated blocks are combined (the
-//! later one wins), text is cleaned of control characters and clipped, and
-//! lists are capped. Text stays text: it is only ever a value the templates
-//! print.
+//! read up to its last whole line), text is cleaned of control characters
+//! and clipped, and lists are capped. Text stays text: it is only ever a
+//! value the templates print.
 //!
 //! [`merge`] puts a block into a saved state: what the project's workflow
 //! file or hookctl records say wins over the summary on the same topic,
@@ -37,12 +41,10 @@ use crate::capture::state::{
 use crate::capture::yaml;
 use serde_json::Value;
 
-/// The fenced code block's info string.
+/// The fenced code block's info string: its first word, before the token.
 pub const INFO_STRING: &str = "hookd-state";
 /// A longer block is cut (and read up to its last whole line).
 const MAX_BLOCK_BYTES: usize = 16 * 1024;
-/// Blocks read, the last ones.
-const MAX_BLOCKS: usize = 3;
 /// Entries kept from each list of one summary.
 pub const MAX_ITEMS: usize = 12;
 /// Decisions, rejected approaches and blockers from summaries a state keeps.
@@ -57,8 +59,10 @@ const MAX_PROBLEMS: usize = 8;
 const MAX_TRIMMED_LINES: usize = 20;
 /// The topic of a decision that named none; such decisions never supersede each other.
 const NO_TOPIC: &str = "general";
+/// Random bytes in a token.
+const TOKEN_BYTES: usize = 16;
 
-/// What a summary's `hookd-state` blocks say.
+/// What the summary's final `hookd-state` block says.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SummaryState {
     pub decisions: Vec<Decision>,
@@ -69,7 +73,7 @@ pub struct SummaryState {
     pub next_actions: Vec<NextAction>,
     /// What was left out, and why.
     pub problems: Vec<String>,
-    /// Of the blocks' text, so the same summary is merged once.
+    /// Of the block's text, so the same summary is merged once.
     pub fingerprint: String,
 }
 
@@ -91,34 +95,148 @@ impl SummaryState {
     }
 }
 
-/// The `hookd-state` blocks of `summary`, read and combined; `None` when it
-/// has none.
-pub fn parse(summary: &str) -> Option<SummaryState> {
-    let (bodies, skipped) = blocks(summary);
-    if bodies.is_empty() {
-        return None;
+/// What a summary's `hookd-state` blocks came to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parsed {
+    /// The block hookd asked for, read; `None` when there is none.
+    pub state: Option<SummaryState>,
+    /// `hookd-state` blocks that were not read: quoted, misplaced, or
+    /// without this compaction's token.
+    pub ignored: usize,
+    /// Why no block was read, when the summary has `hookd-state` blocks.
+    pub why_not: Option<String>,
+}
+
+/// A new token for one compaction's block: 128 bits from the OS's random
+/// source, in hex. `None` when the OS gives none (no block counts then).
+pub fn new_token() -> Option<String> {
+    let mut bytes = [0u8; TOKEN_BYTES];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Reads the block hookd asked for, and only that one: the summary's last
+/// fenced block, with the info string `hookd-state <token>` where `token`
+/// is the one PreCompact gave this compaction. Any other `hookd-state`
+/// block (a file the summary quotes, one in any fence, one without the
+/// token or not at the end) is counted as ignored and never read.
+pub fn parse(summary: &str, token: Option<&str>) -> Parsed {
+    let mentions = summary
+        .lines()
+        .filter(|l| opening(l).is_some_and(|(_, _, info)| is_hookd_state(info)))
+        .count();
+    if mentions == 0 {
+        return Parsed::default();
     }
-    // Only a block's first bytes are read, and fingerprinted.
-    let bounded: Vec<&str> = bodies.iter().map(|b| head(b, MAX_BLOCK_BYTES)).collect();
-    let mut out = SummaryState {
-        fingerprint: crate::memory::reflect::fingerprint(&bounded),
-        ..SummaryState::default()
+    let refused = |why: &str| Parsed {
+        state: None,
+        ignored: mentions,
+        why_not: Some(why.to_owned()),
     };
-    if skipped > 0 {
-        out.note(format!(
-            "{skipped} earlier {INFO_STRING} blocks were not read"
+    let Some(last) = last_fenced_block(summary) else {
+        return refused("no block ends the summary");
+    };
+    let mut words = last.info.split_whitespace();
+    if !words
+        .next()
+        .is_some_and(|w| w.eq_ignore_ascii_case(INFO_STRING))
+    {
+        return refused(&format!(
+            "the summary does not end with a {INFO_STRING} block"
         ));
     }
-    for (n, (body, whole)) in bounded.iter().zip(&bodies).enumerate() {
-        let which = format!("{INFO_STRING} block {}", n + 1 + skipped);
-        if body.len() < whole.len() {
-            out.note(format!(
-                "{which} is longer than {MAX_BLOCK_BYTES} bytes; the rest was not read"
-            ));
+    let Some(expected) = token else {
+        return refused(
+            "no token was given for this compaction (its PreCompact hook did not run, or gave no instructions)",
+        );
+    };
+    if words.next() != Some(expected) || words.next().is_some() {
+        return refused("the final block does not carry this compaction's token");
+    }
+    Parsed {
+        state: Some(read_block(last.body)),
+        ignored: mentions - 1,
+        why_not: None,
+    }
+}
+
+fn is_hookd_state(info: &str) -> bool {
+    info.split_whitespace()
+        .next()
+        .is_some_and(|w| w.eq_ignore_ascii_case(INFO_STRING))
+}
+
+/// A line that opens a fence: its fence character, its length and its
+/// info string.
+fn opening(line: &str) -> Option<(char, usize, &str)> {
+    let trimmed = line.trim();
+    let fence = trimmed.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let length = trimmed.chars().take_while(|&c| c == fence).count();
+    (length >= 3).then(|| (fence, length, trimmed[length..].trim()))
+}
+
+struct FencedBlock<'a> {
+    info: &'a str,
+    body: &'a str,
+}
+
+/// The summary's last fenced block, whatever its info string, when only
+/// text without fences follows it; one left open runs to the end (a
+/// summary cut short). Fences nest as in Markdown: inside a block, only a
+/// bare fence of the same character, at least as long, closes it.
+fn last_fenced_block(text: &str) -> Option<FencedBlock<'_>> {
+    let mut last = None;
+    let mut open: Option<(char, usize, &str, usize)> = None; // fence, length, info, body start
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let line_start = offset;
+        offset += line.len();
+        match open {
+            None => {
+                if let Some((fence, length, info)) = opening(line) {
+                    open = Some((fence, length, info, offset));
+                }
+            }
+            Some((fence, length, info, body_start)) => {
+                let trimmed = line.trim();
+                let closes = !trimmed.is_empty()
+                    && trimmed.chars().all(|c| c == fence)
+                    && trimmed.chars().count() >= length;
+                if closes {
+                    last = Some(FencedBlock {
+                        info,
+                        body: &text[body_start..line_start],
+                    });
+                    open = None;
+                }
+            }
         }
-        if let Some(value) = read_yaml(body, &which, &mut out) {
-            take_fields(&value, &which, &mut out);
-        }
+    }
+    if let Some((_, _, info, body_start)) = open {
+        last = Some(FencedBlock {
+            info,
+            body: &text[body_start.min(text.len())..],
+        });
+    }
+    last
+}
+
+/// One block's YAML, read tolerantly and within bounds.
+fn read_block(body: &str) -> SummaryState {
+    // Only a block's first bytes are read, and fingerprinted.
+    let bounded = head(body, MAX_BLOCK_BYTES);
+    let mut out = SummaryState {
+        fingerprint: crate::memory::reflect::fingerprint(&[bounded]),
+        ..SummaryState::default()
+    };
+    let which = format!("the {INFO_STRING} block");
+    if bounded.len() < body.len() {
+        out.note(format!(
+            "{which} is longer than {MAX_BLOCK_BYTES} bytes; the rest was not read"
+        ));
+    }
+    if let Some(value) = read_yaml(bounded, &which, &mut out) {
+        take_fields(&value, &which, &mut out);
     }
     dedup_latest(&mut out.decisions, same_decision, MAX_ITEMS);
     dedup_latest(
@@ -132,54 +250,7 @@ pub fn parse(summary: &str) -> Option<SummaryState> {
         MAX_ITEMS,
     );
     dedup_latest(&mut out.next_actions, same_action, MAX_ITEMS);
-    Some(out)
-}
-
-/// The bodies of the last [`MAX_BLOCKS`] fenced blocks whose info string
-/// is [`INFO_STRING`], and how many earlier ones there were; one left open
-/// runs to the end (a summary cut short).
-fn blocks(text: &str) -> (std::collections::VecDeque<&str>, usize) {
-    let mut out = std::collections::VecDeque::new();
-    let mut skipped = 0;
-    fn keep<'a>(out: &mut std::collections::VecDeque<&'a str>, skipped: &mut usize, body: &'a str) {
-        if out.len() == MAX_BLOCKS {
-            out.pop_front();
-            *skipped += 1;
-        }
-        out.push_back(body);
-    }
-    let mut open: Option<(char, usize, usize)> = None; // fence, its length, body start
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let line_start = offset;
-        offset += line.len();
-        let trimmed = line.trim();
-        match open {
-            None => {
-                let Some(fence) = trimmed.chars().next().filter(|c| matches!(c, '`' | '~')) else {
-                    continue;
-                };
-                let length = trimmed.chars().take_while(|&c| c == fence).count();
-                let info = trimmed[length..].trim();
-                let first_word = info.split_whitespace().next().unwrap_or("");
-                if length >= 3 && first_word.eq_ignore_ascii_case(INFO_STRING) {
-                    open = Some((fence, length, offset));
-                }
-            }
-            Some((fence, length, body_start)) => {
-                let closes =
-                    trimmed.chars().all(|c| c == fence) && trimmed.chars().count() >= length;
-                if closes {
-                    keep(&mut out, &mut skipped, &text[body_start..line_start]);
-                    open = None;
-                }
-            }
-        }
-    }
-    if let Some((_, _, body_start)) = open {
-        keep(&mut out, &mut skipped, &text[body_start.min(text.len())..]);
-    }
-    (out, skipped)
+    out
 }
 
 /// A block's YAML as data. A block that does not parse is read again
@@ -607,10 +678,17 @@ mod tests {
     use super::*;
     use crate::capture::state::Blocker;
 
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
     fn summary_with(block: &str) -> String {
         format!(
-            "<summary>\n1. Primary request: build the parser.\n\n```hookd-state\n{block}\n```\n</summary>"
+            "<summary>\n1. Primary request: build the parser.\n\n```hookd-state {TOKEN}\n{block}\n```\n</summary>"
         )
+    }
+
+    /// The block the summary ends with, read with this compaction's token.
+    fn read(summary: &str) -> Option<SummaryState> {
+        parse(summary, Some(TOKEN)).state
     }
 
     const WELL_FORMED: &str = "\
@@ -631,7 +709,7 @@ next_actions:
 
     #[test]
     fn a_well_formed_block_reads_whole() {
-        let s = parse(&summary_with(WELL_FORMED)).unwrap();
+        let s = read(&summary_with(WELL_FORMED)).unwrap();
         assert_eq!(s.problems, Vec::<String>::new());
         assert_eq!(s.decisions.len(), 2);
         assert_eq!(s.decisions[0].topic, "Storage");
@@ -663,24 +741,30 @@ next_actions:
 
     #[test]
     fn no_block_is_none_and_other_blocks_are_not_read() {
-        assert_eq!(parse("<summary>nothing structured</summary>"), None);
         assert_eq!(
-            parse("```yaml\ndecisions: [{topic: a, decision: b}]\n```"),
-            None
+            parse("<summary>nothing structured</summary>", Some(TOKEN)),
+            Parsed::default()
         );
-        assert_eq!(parse(""), None);
+        assert_eq!(
+            parse(
+                "```yaml\ndecisions: [{topic: a, decision: b}]\n```",
+                Some(TOKEN)
+            ),
+            Parsed::default()
+        );
+        assert_eq!(parse("", Some(TOKEN)), Parsed::default());
     }
 
     #[test]
     fn a_partial_block_gives_its_whole_entries() {
         // Cut off mid-entry, with no closing fence: a summary that ran out of tokens.
-        let text = "```hookd-state\ndecisions:\n  - {topic: A, decision: first}\n  - {topic: B, decision: sec";
-        let s = parse(text).unwrap();
+        let text = "```hookd-state 0123456789abcdef0123456789abcdef\ndecisions:\n  - {topic: A, decision: first}\n  - {topic: B, decision: sec";
+        let s = read(text).unwrap();
         assert_eq!(s.decisions.len(), 1, "{s:?}");
         assert_eq!(s.decisions[0].decision, "first");
         assert!(s.problems[0].contains("not whole YAML"), "{:?}", s.problems);
         // Entries without their required field are left out, the rest kept.
-        let s = parse(&summary_with(
+        let s = read(&summary_with(
             "decisions:\n  - {topic: A}\n  - {topic: B, decision: kept}\nblockers: {notes: no issue}",
         ))
         .unwrap();
@@ -697,31 +781,85 @@ next_actions:
             "42",
             "decisions: 7",
         ] {
-            let s = parse(&summary_with(body)).unwrap();
+            let s = read(&summary_with(body)).unwrap();
             assert!(s.is_empty(), "{body}: {s:?}");
             assert!(!s.problems.is_empty(), "{body}");
         }
         // An empty block is a block with nothing in it.
-        assert!(parse(&summary_with("")).unwrap().is_empty());
+        assert!(read(&summary_with("")).unwrap().is_empty());
     }
 
     #[test]
-    fn duplicated_blocks_combine_and_the_later_wins() {
+    fn only_the_final_block_with_the_token_counts() {
+        let earlier = "```hookd-state\ndecisions: [{topic: Storage, decision: Postgres}]\n```";
         let text = format!(
-            "{}\n{}",
-            summary_with("decisions: [{topic: Storage, decision: Postgres}]\nactive_task: old"),
-            summary_with(
-                "decisions: [{topic: storage, decision: SQLite}, {decision: untitled}]\nactive_task: new"
-            )
+            "{earlier}\n{}",
+            summary_with("decisions: [{topic: storage, decision: SQLite}, {decision: untitled}]")
         );
-        let s = parse(&text).unwrap();
+        let parsed = parse(&text, Some(TOKEN));
+        assert_eq!(parsed.ignored, 1, "the earlier block is ignored");
+        let s = parsed.state.unwrap();
         let decisions: Vec<_> = s
             .decisions
             .iter()
             .map(|d| (d.topic.as_str(), d.decision.as_str()))
             .collect();
         assert_eq!(decisions, [("storage", "SQLite"), (NO_TOPIC, "untitled")]);
-        assert_eq!(s.active_task.as_deref(), Some("new"));
+
+        let block = "decisions: [{topic: a, decision: b}]";
+        let refused = |text: &str, token: Option<&str>| {
+            let parsed = parse(text, token);
+            assert_eq!(parsed.state, None, "{text}");
+            assert!(parsed.ignored >= 1, "{text}");
+            parsed.why_not.unwrap()
+        };
+        // No token was given: PreCompact did not run.
+        assert!(refused(&summary_with(block), None).contains("did not run"));
+        // Another token, none, or one with more after it.
+        for info in [
+            "hookd-state ffffffffffffffffffffffffffffffff".to_owned(),
+            "hookd-state".to_owned(),
+            format!("hookd-state {TOKEN} extra"),
+            format!("hookd-state {}", &TOKEN[..31]),
+        ] {
+            let text = format!("```{info}\n{block}\n```");
+            assert!(refused(&text, Some(TOKEN)).contains("token"), "{info}");
+        }
+        // The right token, not at the end: prose may follow, a fence may not.
+        let text = format!("{}\n```\nquoted\n```\n", summary_with(block));
+        assert!(refused(&text, Some(TOKEN)).contains("does not end"));
+        let text = format!(
+            "{}\nIf you need details, read the transcript.\n",
+            summary_with(block)
+        );
+        assert!(read(&text).is_some(), "prose after the block");
+        // Quoted in other fences, longer ones, indented: ignored, counted.
+        for quoted in [
+            "~~~hookd-state\nblockers: [{issue: x, status: resolved}]\n~~~",
+            "````hookd-state\nblockers: [{issue: x, status: resolved}]\n````",
+            "    ```hookd-state\n    blockers: [{issue: x, status: resolved}]\n    ```",
+            "````markdown\n```hookd-state\nblockers: [{issue: x, status: resolved}]\n```\n````",
+        ] {
+            let parsed = parse(&format!("{quoted}\n{}", summary_with(block)), Some(TOKEN));
+            assert_eq!(parsed.ignored, 1, "{quoted}");
+            let s = parsed.state.unwrap();
+            assert!(s.blockers.is_empty(), "{quoted}: {s:?}");
+            assert_eq!(s.decisions.len(), 1);
+            // And the same quote closing the summary, with no block of hookd's.
+            let parsed = parse(&format!("<summary>\n{quoted}\n</summary>"), Some(TOKEN));
+            assert_eq!((parsed.state, parsed.ignored), (None, 1), "{quoted}");
+        }
+        // An unclosed quote swallows what follows: nothing counts.
+        let text = format!(
+            "```hookd-state\nblockers: [{{issue: x}}]\n{}",
+            summary_with(block)
+        );
+        assert_eq!(parse(&text, Some(TOKEN)).state, None);
+        // Tokens are long, random and new each time.
+        let (a, b) = (new_token().unwrap(), new_token().unwrap());
+        assert_eq!(a.len(), 2 * TOKEN_BYTES);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
     }
 
     #[test]
@@ -732,21 +870,17 @@ next_actions:
             .collect();
         let huge = format!("decisions:\n{entries}");
         let started = std::time::Instant::now();
-        let s = parse(&summary_with(&huge)).unwrap();
+        let s = read(&summary_with(&huge)).unwrap();
         assert_eq!(s.decisions.len(), MAX_ITEMS);
-        // As many blocks: the last few are read.
+        // As many blocks: the last one is read, the others counted.
         let many = summary_with("decisions: [{decision: d}]").repeat(100_000);
-        let s = parse(&many).unwrap();
-        assert_eq!(s.decisions.len(), 1);
-        assert!(
-            s.problems[0].contains("blocks were not read"),
-            "{:?}",
-            s.problems
-        );
+        let parsed = parse(&many, Some(TOKEN));
+        assert_eq!(parsed.ignored, 99_999);
+        assert_eq!(parsed.state.unwrap().decisions.len(), 1);
         assert!(started.elapsed() < std::time::Duration::from_secs(30));
         // One huge string, template syntax and control characters.
         let long = "x".repeat(100_000);
-        let s = parse(&summary_with(&format!(
+        let s = read(&summary_with(&format!(
             "decisions:\n  - topic: \"{{{{#each a}}}}{{{{/each}}}}\"\n    decision: \"a\\u0007b\\u001b[31mc\\u202ed\\nnext\"\n  - {{topic: long, decision: {long}}}"
         )))
         .unwrap();
@@ -758,17 +892,17 @@ next_actions:
                 .all(|d| d.decision.chars().count() <= MAX_TEXT_CHARS)
         );
         // Tags are refused, as in the configuration.
-        let s = parse(&summary_with("decisions: [!x {topic: a, decision: b}]")).unwrap();
+        let s = read(&summary_with("decisions: [!x {topic: a, decision: b}]")).unwrap();
         assert!(s.is_empty(), "{s:?}");
         assert!(s.problems[0].contains("YAML tags"), "{:?}", s.problems);
         // Aliases that would multiply (a billion laughs) are refused or bounded.
         let laughs = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\ng: [*f, *f, *f, *f, *f, *f, *f, *f, *f]";
         let started = std::time::Instant::now();
-        let _ = parse(&summary_with(laughs));
+        let _ = read(&summary_with(laughs));
         assert!(started.elapsed() < std::time::Duration::from_secs(30));
         // Deep nesting.
         let deep = format!("decisions: {}{}", "[".repeat(10_000), "]".repeat(10_000));
-        assert!(parse(&summary_with(&deep)).unwrap().is_empty());
+        assert!(read(&summary_with(&deep)).unwrap().is_empty());
     }
 
     fn record_decision(topic: &str, decision: &str) -> Decision {
@@ -792,7 +926,7 @@ next_actions:
             }],
             ..ContextState::default()
         };
-        let first = parse(&summary_with(
+        let first = read(&summary_with(
             "decisions: [{topic: auth, decision: sessions}, {topic: Storage, decision: Postgres}]\n\
              blockers: [{issue: Flaky CI, status: unresolved}, {issue: no fixture}]\n\
              rejected: [{approach: polling}]\n\
@@ -835,7 +969,7 @@ next_actions:
             "next actions do not carry over"
         );
         // A later summary supersedes the earlier one's decision on the same topic.
-        let second = parse(&summary_with(
+        let second = read(&summary_with(
             "decisions: [{topic: storage, decision: SQLite}]",
         ))
         .unwrap();
@@ -852,7 +986,7 @@ next_actions:
     fn summaries_kept_across_compactions_are_capped() {
         let mut state = ContextState::default();
         for i in 0..(MAX_KEPT + 10) {
-            let block = parse(&summary_with(&format!(
+            let block = read(&summary_with(&format!(
                 "decisions: [{{topic: t{i}, decision: d{i}}}]"
             )))
             .unwrap();
@@ -875,9 +1009,12 @@ mod fuzz {
         /// Any text inside the fence: a block or a note why not, never a panic.
         #[test]
         fn any_block_parses_or_is_noted(body in "(\\PC|\n|:|-|\\[|\\]|\\{|\\}|&|\\*|!| ){0,400}") {
-            let s = parse(&format!("```hookd-state\n{body}\n```")).unwrap();
-            prop_assert!(s.decisions.len() <= MAX_ITEMS);
-            prop_assert!(s.problems.len() <= MAX_PROBLEMS);
+            let token = "0123456789abcdef0123456789abcdef";
+            let parsed = parse(&format!("```hookd-state {token}\n{body}\n```"), Some(token));
+            if let Some(s) = parsed.state {
+                prop_assert!(s.decisions.len() <= MAX_ITEMS);
+                prop_assert!(s.problems.len() <= MAX_PROBLEMS);
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use super::{Engine, ProjectEvent, context_of};
 use crate::harness::{self, EventKind, HookEvent, Outcome, SessionReading};
 use crate::pipeline::{SaveRequest, SaveTrigger};
 use crate::session_machine::{self, Effect};
-use crate::sessions::SessionKey;
+use crate::sessions::{SessionKey, SummaryToken};
 use crate::time::now_ms;
 use protocol::config::{Config, Effective};
 use protocol::wire::{ErrorKind, ErrorReply, HookRequest, Response};
@@ -214,6 +214,14 @@ impl Engine {
                     if let Some(request) = self.save_request(key, config, trigger, checkpoint) {
                         let report = self.run_pipeline(request, config.clone()).await;
                         if pre_compact {
+                            // A new compaction: only its own token lets a block in.
+                            if let Some(s) = self.registry().get_mut(key) {
+                                s.summary_token = report.summary_token.map(|token| SummaryToken {
+                                    token,
+                                    epoch: s.epoch,
+                                    used_by: None,
+                                });
+                            }
                             outcome.plain_stdout = report.instructions;
                         }
                     }
@@ -316,19 +324,36 @@ impl Engine {
         from: &'static str,
         config: &Config,
     ) -> Option<serde_json::Value> {
-        let project = self.registry().get(key)?.project_dir.clone()?;
+        let (project, token) = {
+            let registry = self.registry();
+            let s = registry.get(key)?;
+            (s.project_dir.clone()?, s.live_summary_token())
+        };
         let request = crate::pipeline::SummaryRequest {
             session: key.clone(),
             project,
             summary,
             from,
+            token,
         };
         let (config, resources) = (config.clone(), self.resources.clone());
-        tokio::task::spawn_blocking(move || {
-            crate::pipeline::take_summary(&request, &config, &resources)
+        let fields = tokio::task::spawn_blocking(move || {
+            let fields = crate::pipeline::take_summary(&request, &config, &resources);
+            (fields, request.token)
         })
         .await
-        .ok()
+        .ok();
+        let (fields, token) = fields?;
+        // The token lets one block in: the one just merged.
+        if fields["merged"] == true
+            && let (Some(token), Some(fingerprint)) = (token, fields["fingerprint"].as_str())
+            && let Some(s) = self.registry().get_mut(key)
+            && let Some(live) = s.summary_token.as_mut()
+            && live.token == token.token
+        {
+            live.used_by = Some(fingerprint.to_owned());
+        }
+        Some(fields)
     }
 
     /// The compaction summary the session's file keeps, merged like one a

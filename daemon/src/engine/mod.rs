@@ -198,7 +198,7 @@ impl Engine {
             }
             Request::StatusLine(request) => self.statusline(request),
             Request::Hook(hook) => self.hook(hook).await,
-            Request::Record(request) => self.record_request(request),
+            Request::Record(request) => self.record_request(request).await,
             Request::Resume(query) => self.resume_request(query, true).await,
             Request::Validate(query) => self.resume_request(query, false).await,
             Request::Save(query) => self.save_now(query).await,

@@ -11,18 +11,34 @@ use std::path::Path;
 use std::sync::Arc;
 
 impl Engine {
-    /// `hookctl decision | blocker | phase | next | note`.
-    pub(super) fn record_request(&self, request: RecordRequest) -> Response {
+    /// `hookctl decision | blocker | phase | next | note`. The memory
+    /// notes first that hookd wrote the record (see `memory::attest_record`).
+    pub(super) async fn record_request(&self, request: RecordRequest) -> Response {
         let (config, _) = self
             .settings
             .for_request(Some(&request.project), &Default::default());
-        let workflow = Workflow::new(&request.project);
+        let key = self.session_for(&request.project, request.session.as_deref());
         let session = request
             .session
-            .or_else(|| self.latest_session(&request.project).map(|k| k.id));
-        let result = workflow
-            .ensure(config.config.capture.exclude_workflow_dir)
-            .and_then(|dir| records::append(&dir, &request.record, session.as_deref()));
+            .or_else(|| key.as_ref().map(|k| k.id.clone()));
+        let resources = self.resources.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let config = &config.config;
+            let project = &request.project;
+            crate::memory::attest_record(
+                &resources.memories,
+                config,
+                project,
+                key.as_ref(),
+                &request.record,
+            );
+            Workflow::new(project)
+                .ensure(config.capture.exclude_workflow_dir)
+                .and_then(|dir| records::append(&dir, &request.record, session.as_deref()))
+        })
+        .await
+        .map_err(std::io::Error::other)
+        .and_then(|r| r);
         match result {
             Ok(()) => Response::Ok,
             Err(e) => Response::Error(ErrorReply::new(

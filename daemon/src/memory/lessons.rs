@@ -1,6 +1,7 @@
 //! Lessons from similar past tasks, and the resume prompt's Memory section
 //! (the current task's Ω window with those lessons).
 
+use super::reflect;
 use super::store::{self, Entry, Store};
 use super::{
     Memories, cross_task_on, event, lock, max_age_ms, newest_in, save, session_of, task_of,
@@ -8,10 +9,11 @@ use super::{
 };
 use crate::budget::room::Room;
 use crate::capture::state::ContextState;
+use crate::capture::workflow_file::WORKFLOW_FILE;
 use crate::render::{self, Renderer};
 use crate::time::now_ms;
 use protocol::config::Config;
-use protocol::memory::{TaskOutcome, TaskRecord};
+use protocol::memory::{Reflection, TaskOutcome, TaskRecord};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -66,18 +68,48 @@ fn lessons(
     };
     let mut used = 0;
     for (entry, score) in found {
+        // Another project's task hands over only what its user, its agent
+        // or a summary's own block said, never its files' words.
+        let same_project = entry.project.is_some() && entry.project == task.project;
+        let record = if same_project {
+            None
+        } else {
+            store.load(&entry.task_id)
+        };
+        let description = match &record {
+            Some(r) if r.description_source.as_deref() == Some(WORKFLOW_FILE) => {
+                format!(
+                    "a {} task described by its project's {WORKFLOW_FILE}",
+                    entry.task_type
+                )
+            }
+            _ => entry.task_description.clone(),
+        };
         let outcome = entry.outcome.map_or("outcome unknown", TaskOutcome::as_str);
         let date = entry.timestamp.get(..10).unwrap_or(&entry.timestamp);
         let header = format!(
-            "{} ({}, {outcome}, {} compactions, {date})",
-            entry.task_description, entry.task_type, entry.iterations
+            "{description} ({}, {outcome}, {} compactions, {date})",
+            entry.task_type, entry.iterations
         );
         let mut cost = tokens(&header) + 4;
         if used + cost > budget {
             break;
         }
+        let travelling: Vec<Reflection> = record
+            .iter()
+            .flat_map(|r| r.reflections.iter().filter(|r| r.travels()).cloned())
+            .collect();
+        let key_learnings = if same_project {
+            entry.key_learnings.clone()
+        } else {
+            reflect::learnings(&travelling, m.max_learnings)
+        };
+        // Nothing of it may leave its project: a less similar task may still teach.
+        if key_learnings.is_empty() && !same_project {
+            continue;
+        }
         let mut learnings = Vec::new();
-        for l in &entry.key_learnings {
+        for l in &key_learnings {
             let c = tokens(l) + 2;
             if used + cost + c > budget {
                 break;
@@ -88,17 +120,19 @@ fn lessons(
         let mut shown_reflections = Vec::new();
         if m.inject_reflections
             && entry.helpful > 0
-            && learnings.len() == entry.key_learnings.len()
-            && let Some(record) = store.load(&entry.task_id)
+            && learnings.len() == key_learnings.len()
+            && let Some(reflections) = if same_project {
+                store.load(&entry.task_id).map(|r| r.reflections)
+            } else {
+                Some(travelling)
+            }
         {
-            for r in record
-                .reflections
+            for r in reflections
                 .iter()
                 .rev()
                 .filter(|r| r.effectiveness == protocol::memory::Effectiveness::Helpful)
                 .filter(|r| {
-                    !entry
-                        .key_learnings
+                    !key_learnings
                         .iter()
                         .any(|l| l.contains(clip_start(&r.content)))
                 })
@@ -123,12 +157,16 @@ fn lessons(
         out.ids.push(entry.task_id.clone());
         out.tasks.push(json!({
             "task_id": entry.task_id,
-            "description": entry.task_description,
+            "description": description,
             "task_type": entry.task_type.as_str(),
             "outcome": outcome,
             "iterations": entry.iterations,
             "date": date,
             "similarity": (score * 100.0).round() / 100.0,
+            "project": entry
+                .project
+                .as_ref()
+                .map_or_else(|| "no project".to_owned(), |p| p.display().to_string()),
             "learnings": learnings,
             "reflections": shown_reflections,
         }));
@@ -340,4 +378,89 @@ pub fn fill_section(
         }
     }
     view["memory_section"] = Value::String(text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::store::tests::task;
+    use protocol::memory::{Effectiveness, ReflectionType};
+    use std::path::Path;
+
+    /// A closed task of `project` whose one helpful reflection came from `origin`.
+    fn past(
+        store: &mut Store,
+        n: u64,
+        description: &str,
+        project: &str,
+        origin: &str,
+        lesson: &str,
+    ) {
+        let mut t = task(&format!("00000000-0000-4000-8000-{n:012x}"), description);
+        t.project = Some(PathBuf::from(project));
+        t.reflections = vec![Reflection {
+            iteration: 1,
+            content: lesson.into(),
+            kind: ReflectionType::SuccessPattern,
+            effectiveness: Effectiveness::Helpful,
+            recorded_at: String::new(),
+            source: "blocker".into(),
+            origin: origin.into(),
+        }];
+        t.key_learnings = reflect::learnings(&t.reflections, 5);
+        t.closed_at = Some("2026-11-01T10:00:00Z".into());
+        store.save(&t, now_ms(), 3).unwrap();
+    }
+
+    #[test]
+    fn another_projects_files_teach_nothing_and_each_lesson_names_its_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let file = "workflow_state.yml";
+        past(
+            &mut store,
+            1,
+            "fix the flaky login test",
+            "/p/one",
+            file,
+            "FILE_WORDS run it",
+        );
+        past(
+            &mut store,
+            2,
+            "fix the flaky login form test",
+            "/p/two",
+            "records.jsonl",
+            "mock the clock",
+        );
+        past(
+            &mut store,
+            3,
+            "fix the flaky login test again",
+            "/p/here",
+            file,
+            "OWN_WORDS",
+        );
+        let mut current = task(
+            "00000000-0000-4000-8000-0000000000ff",
+            "fix the flaky login test",
+        );
+        current.project = Some(Path::new("/p/here").to_owned());
+        let found = lessons(&mut store, &current, &Config::default(), 2000, 3);
+        let text = serde_json::to_string(&found.tasks).unwrap();
+        assert!(!text.contains("FILE_WORDS"), "{text}");
+        assert!(
+            text.contains("mock the clock") && text.contains("/p/two"),
+            "{text}"
+        );
+        assert!(
+            text.contains("OWN_WORDS"),
+            "a project's own words stay with it: {text}"
+        );
+        assert_eq!(
+            found.ids.len(),
+            2,
+            "the task with nothing to give is skipped: {text}"
+        );
+    }
 }

@@ -214,6 +214,7 @@ fn new_task(project: Option<&Path>, session: Option<&SessionKey>, now: u64) -> T
         cross_task: None,
         lessons_from: Vec::new(),
         reflected: project.map(baseline).unwrap_or_default(),
+        recorded: Vec::new(),
     }
 }
 
@@ -613,6 +614,7 @@ fn take_in(
         let new = reflect::from_capture(&task, &state.decisions, &blockers, &state.rejected);
         let added = new.len();
         for n in new {
+            let origin = attested(&task, n.origin, &n.fingerprint);
             task.reflected.push(n.fingerprint);
             task.reflections.push(Reflection {
                 iteration,
@@ -621,6 +623,7 @@ fn take_in(
                 effectiveness: Default::default(),
                 recorded_at: state.captured_at.clone(),
                 source: n.source.to_owned(),
+                origin,
             });
         }
         let compaction = capture && state.trigger.is_compaction();
@@ -644,6 +647,80 @@ fn take_in(
             );
         }
         Ok::<(), String>(())
+    })();
+    result.err().inspect(|e| tracing::warn!("memory: {e}"))
+}
+
+/// Where a reflection's words came from: a `records.jsonl` entry counts as
+/// recorded only when hookd wrote it for this task.
+fn attested(task: &TaskRecord, origin: String, fingerprint: &str) -> String {
+    if origin == crate::capture::records::RECORDS_FILE
+        && !task.recorded.iter().any(|f| f == fingerprint)
+    {
+        NOT_THROUGH_HOOKCTL.to_owned()
+    } else {
+        origin
+    }
+}
+
+/// The origin of a `records.jsonl` entry hookd did not write.
+const NOT_THROUGH_HOOKCTL: &str = "records.jsonl, not through hookctl";
+/// Recorded fingerprints a task keeps, the latest.
+const MAX_RECORDED: usize = 500;
+
+/// `hookctl decision | blocker`, before the record is appended: the task
+/// of `session` (else the project's open one) notes that this decision or
+/// blocker was recorded through hookd. Returns what went wrong, if anything.
+pub fn attest_record(
+    memories: &Memories,
+    config: &Config,
+    project: &Path,
+    session: Option<&SessionKey>,
+    record: &protocol::wire::Record,
+) -> Option<String> {
+    use protocol::wire::Record;
+    if !config.memory.enabled {
+        return None;
+    }
+    let (decisions, blockers) = match record {
+        Record::Decision {
+            topic, decision, ..
+        } => (
+            vec![Decision {
+                topic: topic.clone(),
+                decision: decision.clone(),
+                ..Decision::default()
+            }],
+            Vec::new(),
+        ),
+        Record::Blocker { issue, status, .. } => (
+            Vec::new(),
+            vec![Blocker {
+                issue: issue.clone(),
+                status: status.clone().unwrap_or_else(|| "unresolved".into()),
+                ..Blocker::default()
+            }],
+        ),
+        _ => return None,
+    };
+    let result = (|| {
+        let shared = memories.open(config)?;
+        let mut store = lock(&shared);
+        let task = match session {
+            Some(s) => task_for(&mut store, project, s, true),
+            None => newest_in(&store, project, |e| !e.closed).and_then(|id| store.load(&id)),
+        };
+        let Some(mut task) = task else {
+            return Ok(());
+        };
+        for n in reflect::candidates(&decisions, &blockers, &[]) {
+            if !task.recorded.contains(&n.fingerprint) {
+                task.recorded.push(n.fingerprint);
+            }
+        }
+        let excess = task.recorded.len().saturating_sub(MAX_RECORDED);
+        task.recorded.drain(..excess);
+        save(&mut store, &mut task, config)
     })();
     result.err().inspect(|e| tracing::warn!("memory: {e}"))
 }
@@ -787,7 +864,16 @@ mod tests {
             let mut store = lock(&shared);
             closed(&mut store, 1, TaskOutcome::Success, 1);
             let mut past = store.load("00000000-0000-4000-8000-000000000001").unwrap();
-            past.key_learnings = vec!["the login test needs a fake clock".into()];
+            past.reflections = vec![Reflection {
+                iteration: 1,
+                content: "the login test needs a fake clock".into(),
+                kind: protocol::memory::ReflectionType::SuccessPattern,
+                effectiveness: protocol::memory::Effectiveness::Helpful,
+                recorded_at: String::new(),
+                source: "hookctl reflect".into(),
+                origin: "hookctl reflect".into(),
+            }];
+            past.key_learnings = reflect::learnings(&past.reflections, 5);
             store.save(&past, now_ms(), 3).unwrap();
         }
         let before = files_in(memory_dir.path());

@@ -40,6 +40,8 @@ pub struct New {
     pub kind: ReflectionType,
     pub content: String,
     pub source: &'static str,
+    /// Who said it: the decision's, blocker's or approach's own source.
+    pub origin: String,
 }
 
 /// `text` cut to `max` characters, with an ellipsis when cut.
@@ -107,6 +109,7 @@ pub fn candidates(decisions: &[Decision], blockers: &[Blocker], rejected: &[Reje
             kind: ReflectionType::StrategyChange,
             content: clip(&content, MAX_REFLECTION_CHARS),
             source: "decision",
+            origin: d.source.clone(),
         });
     }
     for b in blockers {
@@ -137,6 +140,7 @@ pub fn candidates(decisions: &[Decision], blockers: &[Blocker], rejected: &[Reje
             kind,
             content: clip(&content, MAX_REFLECTION_CHARS),
             source: "blocker",
+            origin: b.source.clone(),
         });
     }
     for r in rejected.iter().filter(|r| !r.approach.trim().is_empty()) {
@@ -149,6 +153,7 @@ pub fn candidates(decisions: &[Decision], blockers: &[Blocker], rejected: &[Reje
                 MAX_REFLECTION_CHARS,
             ),
             source: "rejected",
+            origin: r.source.clone(),
         });
     }
     out
@@ -252,6 +257,7 @@ pub(crate) mod tests {
             cross_task: None,
             lessons_from: Vec::new(),
             reflected: Vec::new(),
+            recorded: Vec::new(),
         }
     }
 
@@ -307,6 +313,7 @@ pub(crate) mod tests {
             effectiveness: Effectiveness::Neutral,
             recorded_at: String::new(),
             source: "decision".into(),
+            origin: "records.jsonl".into(),
         }
     }
 

@@ -53,6 +53,7 @@ pub fn reflect_now(
         effectiveness: Default::default(),
         recorded_at: rfc3339(now_ms()),
         source: "hookctl reflect".into(),
+        origin: "hookctl reflect".into(),
     });
     task.closed_at = None;
     save(&mut store, &mut task, config)?;

@@ -52,6 +52,9 @@ pub struct PlanInput<'a> {
     /// Where summaries are cached, if they are.
     pub cache_dir: Option<crate::project_fs::Dir>,
     pub now_ms: u64,
+    /// Given by a caller holding the project's lock: git's history is then
+    /// read under a deadline ([`crate::git::Repositories::bounded`]).
+    pub repositories: Option<&'a crate::git::Repositories>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,8 +124,26 @@ fn ages(input: &PlanInput, paths: &[String]) -> HashMap<String, f64> {
     let (project, now_ms) = (input.project, input.now_ms);
     let window_ms = (input.config.recency_decay_days * 86_400_000.0) as u64;
     let known = input.changed.as_deref();
-    let changed = crate::git::last_changes(project, paths, known, now_ms, window_ms)
-        .unwrap_or_else(|| {
+    let from_git = match input.repositories {
+        Some(repositories) => {
+            let (project, paths) = (project.to_path_buf(), paths.to_vec());
+            let known = known.map(<[String]>::to_vec);
+            repositories
+                .bounded(&project.clone(), crate::git::GIT_DEADLINE, move |_| {
+                    Ok(crate::git::last_changes(
+                        &project,
+                        &paths,
+                        known.as_deref(),
+                        now_ms,
+                        window_ms,
+                    ))
+                })
+                .ok()
+                .flatten()
+        }
+        None => crate::git::last_changes(project, paths, known, now_ms, window_ms),
+    };
+    let changed = from_git.unwrap_or_else(|| {
             paths
                 .iter()
                 .filter_map(|p| Some((p.clone(), mtime_ms(&project.join(p))?)))
@@ -735,6 +756,7 @@ mod tests {
             config: &config,
             cache_dir: None,
             now_ms: crate::time::now_ms(),
+            repositories: None,
         };
         plan(&input)
     }
@@ -875,6 +897,7 @@ mod tests {
             config: &config,
             cache_dir: None,
             now_ms: crate::time::now_ms(),
+            repositories: None,
         };
         let scores = score_candidates(&input, &score::keywords(&input.task));
         let named = scores

@@ -149,6 +149,7 @@ impl Engine {
                 config: &config.budget,
                 cache_dir: cache_dir(&query.project, &config),
                 now_ms: now,
+                repositories: None,
             };
             match plan::plan(&input) {
                 Ok(result) => {
@@ -199,6 +200,7 @@ impl Engine {
                 config: &config.budget,
                 cache_dir: None,
                 now_ms: now_ms(),
+                repositories: None,
             };
             Response::Score(Box::new(plan::score_one(&input, &rel)))
         })

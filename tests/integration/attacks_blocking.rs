@@ -75,9 +75,10 @@ fn append(path: &Path, text: &str) {
 fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path)) {
     let lab = Lab::new();
     let repo = repo_at(&lab.sb.path().join("proj"));
-    repo.write("src/lib.rs", "pub fn a() {}\npub fn uncommitted() {}\n");
     let fifo_path = lab.sb.path().join("trap.fifo");
     plant(&repo, &fifo_path);
+    // A change to save: git then reads the attributes of a file to add.
+    repo.write("src/lib.rs", "pub fn a() {}\npub fn uncommitted() {}\n");
     let fifo = Fifo::make(&fifo_path);
     let git_dir = repo.dir.join(".git");
     let state = repo.dir.join(".workflow/context_state.json");
@@ -247,8 +248,13 @@ fn a_committed_gitattributes_linked_to_a_fifo_does_not_block() {
             refused: true,
         },
         |repo, fifo| {
-            // Committed while the target is a plain file; the FIFO comes after.
-            std::fs::write(fifo, "*.rs text\n").unwrap();
+            // Committed while the target is a plain file; the FIFO comes
+            // after. A filter driver makes hookd ask for attributes.
+            append(
+                &repo.dir.join(".git/config"),
+                "[filter \"crypt\"]\n\tclean = cat\n",
+            );
+            std::fs::write(fifo, "secret.txt filter=crypt\n").unwrap();
             symlink(fifo, repo.dir.join(".gitattributes")).unwrap();
             repo.commit_all("attributes");
         },

@@ -2113,6 +2113,92 @@ mod tests {
     }
 
     #[test]
+    fn include_paths_are_read_as_git_reads_them() {
+        let text = "[core]\n\tpath = not-an-include\n\
+            [include] path = a.cfg\n\
+            [Include]\n\tPATH = \"b c.cfg\" # a comment\n\
+            [includeIf \"gitdir:/x]y/\"]\n\tpath = ~/d\\\n.cfg ; more\n\
+            [include.old]\n\tpath=e\\\"f\n\
+            [user]\n\tname = x\n\tpath = g\n";
+        let found: Vec<String> = special_files::include_paths(text)
+            .into_iter()
+            .map(|(_, value)| value)
+            .collect();
+        assert_eq!(found, ["a.cfg", "b c.cfg", "~/d.cfg", "e\"f"]);
+    }
+
+    #[test]
+    fn a_fifo_git_would_read_refuses_the_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        git2::Repository::init(&work).unwrap();
+        assert!(head_info(&work).is_ok());
+        let fifo = dir.path().join("trap");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let config = work.join(".git/config");
+        let plain = std::fs::read_to_string(&config).unwrap();
+        for (key, value) in [
+            ("include", "path"),
+            ("core", "excludesFile"),
+            ("core", "attributesFile"),
+        ] {
+            std::fs::write(
+                &config,
+                format!("{plain}[{key}]\n\t{value} = {}\n", fifo.display()),
+            )
+            .unwrap();
+            match head_info(&work) {
+                Err(e @ GitError::UnsafeFile { .. }) => {
+                    let said = e.to_string();
+                    assert!(said.contains("a FIFO") && said.contains("trap"), "{said}");
+                }
+                other => panic!("{key}.{value}: {other:?}"),
+            }
+        }
+        std::fs::write(&config, &plain).unwrap();
+        std::os::unix::fs::symlink(&fifo, work.join(".gitignore")).unwrap();
+        assert!(matches!(
+            head_info(&work),
+            Err(GitError::UnsafeFile { .. })
+        ));
+    }
+
+    #[test]
+    fn git_work_past_its_deadline_marks_the_work_tree_stuck_until_it_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let repositories = Repositories::default();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let slow = repositories.bounded(
+            dir.path(),
+            std::time::Duration::from_millis(50),
+            move |_| {
+                let _ = released.recv();
+                Ok(1)
+            },
+        );
+        assert!(matches!(slow, Err(GitError::TimedOut { .. })), "{slow:?}");
+        assert!(repositories.is_stuck(dir.path()));
+        let next = repositories.bounded(dir.path(), GIT_DEADLINE, |_| Ok(2));
+        assert!(matches!(next, Err(GitError::Stuck { .. })), "{next:?}");
+        release.send(()).unwrap();
+        assert!(
+            (0..200).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                !repositories.is_stuck(dir.path())
+            }),
+            "the mark outlived the work"
+        );
+        assert_eq!(
+            repositories
+                .bounded(dir.path(), GIT_DEADLINE, |_| Ok(3))
+                .unwrap(),
+            3
+        );
+    }
+
+    #[test]
     fn trailer_values_hold_no_line_breaks() {
         assert_eq!(trailer_value("plain ünïcode"), "plain ünïcode");
         assert_eq!(

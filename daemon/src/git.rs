@@ -2045,10 +2045,7 @@ mod special_files {
                 ("core.excludesFile", "ignore"),
                 ("core.attributesFile", "attributes"),
             ] {
-                let path = config
-                    .get_path(key)
-                    .ok()
-                    .or_else(|| user_git_file(default));
+                let path = config.get_path(key).ok().or_else(|| user_git_file(default));
                 if let Some(path) = path {
                     check(project, &path, key)?;
                 }
@@ -2159,10 +2156,7 @@ mod tests {
         }
         std::fs::write(&config, &plain).unwrap();
         std::os::unix::fs::symlink(&fifo, work.join(".gitignore")).unwrap();
-        assert!(matches!(
-            head_info(&work),
-            Err(GitError::UnsafeFile { .. })
-        ));
+        assert!(matches!(head_info(&work), Err(GitError::UnsafeFile { .. })));
     }
 
     #[test]

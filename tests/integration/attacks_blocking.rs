@@ -120,7 +120,11 @@ fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path)) {
                 route.name
             );
         }
-        assert!(state.is_file(), "{} (save {round}): no state saved", route.name);
+        assert!(
+            state.is_file(),
+            "{} (save {round}): no state saved",
+            route.name
+        );
         let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
         assert!(
             saved["checkpoint"]["sha"].is_null(),
@@ -131,8 +135,7 @@ fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path)) {
         // Said where the person looks: the save's line in events.jsonl.
         let note = workflow_events_of(&repo.dir, "pipeline")
             .into_iter()
-            .filter(|e| e["step"] == "checkpoint")
-            .last()
+            .rfind(|e| e["step"] == "checkpoint")
             .map(|e| e["detail"].as_str().unwrap_or_default().to_owned())
             .unwrap_or_default();
         if route.refused {

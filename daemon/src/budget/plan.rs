@@ -144,11 +144,11 @@ fn ages(input: &PlanInput, paths: &[String]) -> HashMap<String, f64> {
         None => crate::git::last_changes(project, paths, known, now_ms, window_ms),
     };
     let changed = from_git.unwrap_or_else(|| {
-            paths
-                .iter()
-                .filter_map(|p| Some((p.clone(), mtime_ms(&project.join(p))?)))
-                .collect()
-        });
+        paths
+            .iter()
+            .filter_map(|p| Some((p.clone(), mtime_ms(&project.join(p))?)))
+            .collect()
+    });
     changed
         .into_iter()
         .map(|(p, ms)| (p, now_ms.saturating_sub(ms) as f64 / 86_400_000.0))

@@ -124,17 +124,18 @@ pub fn capture(input: &Input) -> Captured {
     };
     // The caller holds the project's lock: git runs under a deadline.
     let project = input.project.to_path_buf();
-    let from_git = input
-        .repositories
-        .bounded(input.project, git::GIT_DEADLINE, move |repositories| {
-            let snapshot = git::snapshot(&repositories, &project, &opts)?;
-            let changes = git::changes(&repositories, &project, &snapshot);
-            let definitions = match &changes {
-                Ok(changes) => changed_definitions(&project, &snapshot, changes),
-                Err(_) => Default::default(),
-            };
-            Ok((snapshot, changes, definitions))
-        });
+    let from_git =
+        input
+            .repositories
+            .bounded(input.project, git::GIT_DEADLINE, move |repositories| {
+                let snapshot = git::snapshot(&repositories, &project, &opts)?;
+                let changes = git::changes(&repositories, &project, &snapshot);
+                let definitions = match &changes {
+                    Ok(changes) => changed_definitions(&project, &snapshot, changes),
+                    Err(_) => Default::default(),
+                };
+                Ok((snapshot, changes, definitions))
+            });
     let (snapshot, snapshot_note, changes, definitions) = match from_git {
         Ok((snapshot, Ok(changes), definitions)) => (Some(snapshot), None, changes, definitions),
         Ok((snapshot, Err(e), _)) => {

@@ -52,8 +52,9 @@ pub struct PlanInput<'a> {
     /// Where summaries are cached, if they are.
     pub cache_dir: Option<crate::project_fs::Dir>,
     pub now_ms: u64,
-    /// Given by a caller holding the project's lock: git's history is then
-    /// read under a deadline ([`crate::git::Repositories::bounded`]).
+    /// When given, git is read under a deadline
+    /// ([`crate::git::Repositories::bounded`]): a stuck read costs one
+    /// deadline, not a thread for good.
     pub repositories: Option<&'a crate::git::Repositories>,
 }
 
@@ -161,7 +162,17 @@ pub fn score_candidates(input: &PlanInput, keywords: &[String]) -> Vec<FileScore
     let all = input
         .files
         .clone()
-        .unwrap_or_else(|| files::list(project, true));
+        .unwrap_or_else(|| match input.repositories {
+            Some(repositories) => {
+                let at = project.to_path_buf();
+                repositories
+                    .bounded(project, crate::git::GIT_DEADLINE, move |_| {
+                        Ok(files::list(&at, true))
+                    })
+                    .unwrap_or_default()
+            }
+            None => files::list(project, true),
+        });
     let all_set: HashSet<String> = all.iter().cloned().collect();
     let mut evidence: BTreeMap<String, Evidence> = BTreeMap::new();
     let add = |evidence: &mut BTreeMap<String, Evidence>, rel: &str, reason: &str| {

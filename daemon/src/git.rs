@@ -373,6 +373,7 @@ pub fn snapshot(
     repo.set_index(&mut index)
         .map_err(git("use hookd's index"))?;
     let tracked = tracked_paths(&repo);
+    special_files::refuse_in_work_tree(project, &workdir, tracked.iter().map(Vec::as_slice))?;
 
     // Untracked files we hold from earlier snapshots go when they are now
     // ignored, too large, or unwanted.
@@ -1614,6 +1615,7 @@ pub fn project_files(project: &Path, untracked: bool) -> Option<Vec<String>> {
         .include_ignored(false);
     // Without untracked files the index is enough (deleted files may remain).
     let statuses = if untracked {
+        special_files::refuse_in_work_tree_of(&project, &repo).ok()?;
         repo.statuses(Some(&mut opts)).ok()
     } else {
         None
@@ -1681,6 +1683,7 @@ pub fn last_changes(
     let changed: HashSet<String> = match changed {
         Some(list) => list.iter().cloned().collect(),
         None => {
+            special_files::refuse_in_work_tree_of(project, &repo).ok()?;
             let mut opts = git2::StatusOptions::new();
             opts.include_untracked(true).recurse_untracked_dirs(true);
             repo.statuses(Some(&mut opts))
@@ -2033,35 +2036,37 @@ mod special_files {
     }
 
     /// After libgit2 opened the repository (its config is then known to be
-    /// readable): the ignore and attribute files the config names, and the
-    /// work tree's own `.gitignore`, `.gitattributes` and `.gitmodules` in
-    /// every directory the user's index has files in.
+    /// readable): the ignore and attribute files the config names.
     pub(super) fn refuse_after_open(
         project: &Path,
         repo: &git2::Repository,
     ) -> Result<(), GitError> {
-        if let Ok(config) = repo.config() {
-            for (key, default) in [
-                ("core.excludesFile", "ignore"),
-                ("core.attributesFile", "attributes"),
-            ] {
-                let path = config.get_path(key).ok().or_else(|| user_git_file(default));
-                if let Some(path) = path {
-                    check(project, &path, key)?;
-                }
-            }
-        }
-        let Some(workdir) = repo.workdir() else {
+        let Ok(config) = repo.config() else {
             return Ok(());
         };
+        for (key, default) in [
+            ("core.excludesFile", "ignore"),
+            ("core.attributesFile", "attributes"),
+        ] {
+            let path = config.get_path(key).ok().or_else(|| user_git_file(default));
+            if let Some(path) = path {
+                check(project, &path, key)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Before git walks the work tree: its `.gitmodules`, and the
+    /// `.gitignore` and `.gitattributes` of every directory holding one of
+    /// `tracked` (the paths of the user's index). A directory git does not
+    /// track is left to the deadline.
+    pub(super) fn refuse_in_work_tree<'p>(
+        project: &Path,
+        workdir: &Path,
+        tracked: impl Iterator<Item = &'p [u8]>,
+    ) -> Result<(), GitError> {
         let mut dirs: HashSet<&[u8]> = HashSet::from([&b""[..]]);
-        let index = git2::Index::open(&repo.path().join("index")).ok();
-        let paths: Vec<Vec<u8>> = index
-            .iter()
-            .flat_map(|index| index.iter())
-            .map(|entry| entry.path)
-            .collect();
-        for path in &paths {
+        for path in tracked {
             let mut end = path.len();
             while let Some(slash) = path[..end].iter().rposition(|b| *b == b'/') {
                 if !dirs.insert(&path[..slash]) {
@@ -2078,6 +2083,20 @@ mod special_files {
             }
         }
         Ok(())
+    }
+
+    /// [`refuse_in_work_tree`] with the paths of the user's index.
+    pub(super) fn refuse_in_work_tree_of(
+        project: &Path,
+        repo: &git2::Repository,
+    ) -> Result<(), GitError> {
+        let Some(workdir) = repo.workdir() else {
+            return Ok(());
+        };
+        let paths: Vec<Vec<u8>> = git2::Index::open(&repo.path().join("index"))
+            .map(|index| index.iter().map(|entry| entry.path).collect())
+            .unwrap_or_default();
+        refuse_in_work_tree(project, workdir, paths.iter().map(Vec::as_slice))
     }
 
     /// git's per-user file (`~/.config/git/<name>`) read when the config names none.
@@ -2155,8 +2174,17 @@ mod tests {
             }
         }
         std::fs::write(&config, &plain).unwrap();
+        // The work tree's own files are looked at before git walks it.
         std::os::unix::fs::symlink(&fifo, work.join(".gitignore")).unwrap();
-        assert!(matches!(head_info(&work), Err(GitError::UnsafeFile { .. })));
+        let opts = SnapshotOptions {
+            include_untracked: true,
+            max_file_bytes: 1024,
+        };
+        assert!(matches!(
+            snapshot(&Repositories::default(), &work, &opts),
+            Err(GitError::UnsafeFile { .. })
+        ));
+        assert_eq!(project_files(&work, true), None);
     }
 
     #[test]

@@ -59,6 +59,8 @@ struct Route {
     /// Whether hookd refuses the route before git reads anything; else only
     /// the deadline keeps hookd going.
     refused: bool,
+    /// Whether the work tree's `.git` is a `gitdir:` file pointing elsewhere.
+    separate_git_dir: bool,
 }
 
 fn append(path: &Path, text: &str) {
@@ -71,16 +73,27 @@ fn append(path: &Path, text: &str) {
         .unwrap();
 }
 
-/// Builds a repository, plants the route's FIFO, and checks every promise.
-fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path)) {
+/// Builds a repository, plants the route's FIFO (`plant` gets the
+/// repository, its git directory and the FIFO's path), and checks every
+/// promise.
+fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path, &Path)) {
     let lab = Lab::new();
-    let repo = repo_at(&lab.sb.path().join("proj"));
+    let dir = lab.sb.path().join("proj");
+    let repo = if route.separate_git_dir {
+        let repo = GitRepo::init_separate(&dir, &lab.sb.path().join("git-dirs/proj.git"));
+        repo.write("README.md", "# demo\n");
+        repo.write("src/lib.rs", "pub fn a() {}\n");
+        repo.commit_all("initial");
+        repo
+    } else {
+        repo_at(&dir)
+    };
+    let git_dir = repo.git_dir();
     let fifo_path = lab.sb.path().join("trap.fifo");
-    plant(&repo, &fifo_path);
+    plant(&repo, &git_dir, &fifo_path);
     // A change to save: git then reads the attributes of a file to add.
     repo.write("src/lib.rs", "pub fn a() {}\npub fn uncommitted() {}\n");
     let fifo = Fifo::make(&fifo_path);
-    let git_dir = repo.dir.join(".git");
     let state = repo.dir.join(".workflow/context_state.json");
 
     let mut t = lab.transcript(route.name);
@@ -181,10 +194,11 @@ fn a_fifo_in_config_include_does_not_block() {
         Route {
             name: "include-path",
             refused: true,
+            separate_git_dir: false,
         },
-        |repo, fifo| {
+        |repo, git_dir, fifo| {
             append(
-                &repo.dir.join(".git/config"),
+                &git_dir.join("config"),
                 &format!("[include]\n\tpath = {}\n", fifo.display()),
             );
         },
@@ -197,14 +211,15 @@ fn a_fifo_in_a_nested_conditional_include_does_not_block() {
         Route {
             name: "include-if-nested",
             refused: true,
+            separate_git_dir: false,
         },
-        |repo, fifo| {
+        |repo, git_dir, fifo| {
             // .git/config includes, on a condition every repository meets,
             // a file that includes the FIFO by a path relative to itself.
             let middle = fifo.with_file_name("middle.cfg");
             std::fs::write(&middle, "[include]\n\tpath = \"trap.fifo\" ; the trap\n").unwrap();
             append(
-                &repo.dir.join(".git/config"),
+                &git_dir.join("config"),
                 &format!("[includeIf \"gitdir:/\"]\n\tpath = {}\n", middle.display()),
             );
         },
@@ -217,10 +232,11 @@ fn a_fifo_as_core_excludes_file_does_not_block() {
         Route {
             name: "excludes-file",
             refused: true,
+            separate_git_dir: false,
         },
-        |repo, fifo| {
+        |repo, git_dir, fifo| {
             append(
-                &repo.dir.join(".git/config"),
+                &git_dir.join("config"),
                 &format!("[core]\n\texcludesFile = {}\n", fifo.display()),
             );
         },
@@ -233,10 +249,11 @@ fn a_fifo_as_core_attributes_file_does_not_block() {
         Route {
             name: "attributes-file",
             refused: true,
+            separate_git_dir: false,
         },
-        |repo, fifo| {
+        |repo, git_dir, fifo| {
             append(
-                &repo.dir.join(".git/config"),
+                &git_dir.join("config"),
                 &format!("[core]\n\tattributesFile = {}\n", fifo.display()),
             );
         },
@@ -249,12 +266,13 @@ fn a_committed_gitattributes_linked_to_a_fifo_does_not_block() {
         Route {
             name: "gitattributes-link",
             refused: true,
+            separate_git_dir: false,
         },
-        |repo, fifo| {
+        |repo, git_dir, fifo| {
             // Committed while the target is a plain file; the FIFO comes
             // after. A filter driver makes hookd ask for attributes.
             append(
-                &repo.dir.join(".git/config"),
+                &git_dir.join("config"),
                 "[filter \"crypt\"]\n\tclean = cat\n",
             );
             std::fs::write(fifo, "secret.txt filter=crypt\n").unwrap();
@@ -270,10 +288,11 @@ fn a_fifo_as_info_attributes_does_not_block() {
         Route {
             name: "info-attributes",
             refused: true,
+            separate_git_dir: false,
         },
-        |repo, fifo| {
-            std::fs::create_dir_all(repo.dir.join(".git/info")).unwrap();
-            symlink(fifo, repo.dir.join(".git/info/attributes")).unwrap();
+        |repo, git_dir, fifo| {
+            std::fs::create_dir_all(git_dir.join("info")).unwrap();
+            symlink(fifo, git_dir.join("info/attributes")).unwrap();
         },
     );
 }
@@ -287,10 +306,28 @@ fn a_fifo_hookd_does_not_foresee_costs_one_deadline_and_no_lock() {
         Route {
             name: "untracked-gitignore",
             refused: false,
+            separate_git_dir: false,
         },
-        |repo, fifo| {
+        |repo, _, fifo| {
             std::fs::create_dir_all(repo.dir.join("scratch")).unwrap();
             symlink(fifo, repo.dir.join("scratch/.gitignore")).unwrap();
+        },
+    );
+}
+
+#[test]
+fn a_fifo_included_by_a_git_dir_found_through_a_gitdir_file_does_not_block() {
+    survives(
+        Route {
+            name: "gitdir-file-include",
+            refused: true,
+            separate_git_dir: true,
+        },
+        |_, git_dir, fifo| {
+            append(
+                &git_dir.join("config"),
+                &format!("[include]\n\tpath = {}\n", fifo.display()),
+            );
         },
     );
 }

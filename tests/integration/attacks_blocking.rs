@@ -196,7 +196,7 @@ fn a_fifo_in_config_include_does_not_block() {
             refused: true,
             separate_git_dir: false,
         },
-        |repo, git_dir, fifo| {
+        |_, git_dir, fifo| {
             append(
                 &git_dir.join("config"),
                 &format!("[include]\n\tpath = {}\n", fifo.display()),
@@ -213,7 +213,7 @@ fn a_fifo_in_a_nested_conditional_include_does_not_block() {
             refused: true,
             separate_git_dir: false,
         },
-        |repo, git_dir, fifo| {
+        |_, git_dir, fifo| {
             // .git/config includes, on a condition every repository meets,
             // a file that includes the FIFO by a path relative to itself.
             let middle = fifo.with_file_name("middle.cfg");
@@ -234,7 +234,7 @@ fn a_fifo_as_core_excludes_file_does_not_block() {
             refused: true,
             separate_git_dir: false,
         },
-        |repo, git_dir, fifo| {
+        |_, git_dir, fifo| {
             append(
                 &git_dir.join("config"),
                 &format!("[core]\n\texcludesFile = {}\n", fifo.display()),
@@ -251,7 +251,7 @@ fn a_fifo_as_core_attributes_file_does_not_block() {
             refused: true,
             separate_git_dir: false,
         },
-        |repo, git_dir, fifo| {
+        |_, git_dir, fifo| {
             append(
                 &git_dir.join("config"),
                 &format!("[core]\n\tattributesFile = {}\n", fifo.display()),
@@ -290,7 +290,7 @@ fn a_fifo_as_info_attributes_does_not_block() {
             refused: true,
             separate_git_dir: false,
         },
-        |repo, git_dir, fifo| {
+        |_, git_dir, fifo| {
             std::fs::create_dir_all(git_dir.join("info")).unwrap();
             symlink(fifo, git_dir.join("info/attributes")).unwrap();
         },

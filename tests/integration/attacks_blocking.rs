@@ -63,6 +63,21 @@ struct Route {
     separate_git_dir: bool,
 }
 
+/// How many of the daemon's threads are doing git work (hookd names them).
+fn git_threads(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| {
+            tasks
+                .flatten()
+                .filter(|t| {
+                    std::fs::read_to_string(t.path().join("comm"))
+                        .is_ok_and(|name| name.trim() == "hookd-git")
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 fn append(path: &Path, text: &str) {
     use std::io::Write;
     std::fs::OpenOptions::new()
@@ -172,6 +187,15 @@ fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path, &Path)) {
                 .contains("refs/hookd/"),
         "{}: a checkpoint ref was written",
         route.name
+    );
+
+    // One read stuck at most, not one more per save.
+    let stuck = if route.refused { 0 } else { 1 };
+    assert!(
+        wait_until(Duration::from_secs(2), || git_threads(lab.pid) == stuck),
+        "{}: {} threads doing git work, {stuck} expected",
+        route.name,
+        git_threads(lab.pid)
     );
 
     // SAFETY: signalling the daemon this test started.

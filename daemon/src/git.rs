@@ -39,6 +39,23 @@ pub enum GitError {
         "the git repository of {path} has its work tree elsewhere ({workdir}): hookd leaves it alone; no checkpoint was made"
     )]
     WorkTreeElsewhere { path: String, workdir: String },
+    #[error(
+        "hookd leaves the git repository of {project} alone: {path} ({named_by}) is {kind}, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it"
+    )]
+    UnsafeFile {
+        project: String,
+        path: String,
+        named_by: String,
+        kind: &'static str,
+    },
+    #[error(
+        "git work for {path} took longer than {secs} s and was given up; hookd saved the rest without git (a file in the repository may be a FIFO or on a stalled network file system)"
+    )]
+    TimedOut { path: String, secs: f64 },
+    #[error(
+        "git work for {path} is still stuck from an earlier save: hookd skips git there until it returns (a file in the repository may be a FIFO or on a stalled network file system)"
+    )]
+    Stuck { path: String },
     #[error("`{0}` is not under refs/hookd/: hookd moves only refs of its own")]
     ForeignRef(String),
     #[error("cannot {op}: {source}")]
@@ -96,6 +113,9 @@ fn setup_libgit2() {
 fn open(project: &Path) -> Result<git2::Repository, GitError> {
     setup_libgit2();
     let shown = || project.display().to_string();
+    // libgit2 opens every file it reads as it finds it, blocking: a FIFO
+    // would hold the calling thread until someone writes to it.
+    special_files::refuse_before_open(project)?;
     // Not `Repository::discover`: it opens the git dir it found as if by
     // path, forgetting the `.git` file that led there, and takes the git
     // dir's parent for the work tree.
@@ -122,6 +142,7 @@ fn open(project: &Path) -> Result<git2::Repository, GitError> {
             workdir: workdir.display().to_string(),
         });
     }
+    special_files::refuse_after_open(project, &repo)?;
     Ok(repo)
 }
 
@@ -165,12 +186,90 @@ fn is_git_dir(dir: &Path) -> bool {
 }
 
 /// What hookd keeps per repository between snapshots, owned by whoever
-/// snapshots (the engine's [`crate::resources::Resources`]).
+/// snapshots (the engine's [`crate::resources::Resources`]). Cloning it
+/// shares the same locks, cache and stuck list.
+#[derive(Debug, Default, Clone)]
+pub struct Repositories(std::sync::Arc<Shared>);
+
 #[derive(Debug, Default)]
-pub struct Repositories {
+struct Shared {
     /// One lock per git dir: our private index is not for two writers.
     index_locks: PathLocks,
     changes: Mutex<ChangesCache>,
+    /// Work trees whose git work outlived its deadline and has not returned yet.
+    stuck: Mutex<HashSet<PathBuf>>,
+}
+
+/// How long git work on behalf of one project may take before hookd gives
+/// it up (a snapshot of a large tree takes a second or two the first time).
+pub const GIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Repositories {
+    /// Runs `work` (git work for `project`) on a thread of its own and waits
+    /// for it at most `deadline`. Reading a repository can block for good (a
+    /// FIFO hookd did not foresee, a dead network file system), and the
+    /// caller may hold the project's lock: past the deadline the caller gets
+    /// [`GitError::TimedOut`] and goes on without git, the thread is left to
+    /// finish, and until it does every git call for that work tree fails at
+    /// once with [`GitError::Stuck`], so hooks do not pile up threads on it.
+    pub fn bounded<T: Send + 'static>(
+        &self,
+        project: &Path,
+        deadline: std::time::Duration,
+        work: impl FnOnce(Repositories) -> Result<T, GitError> + Send + 'static,
+    ) -> Result<T, GitError> {
+        let key = work_tree_root(project).unwrap_or_else(|| project.to_path_buf());
+        let shown = || project.display().to_string();
+        if self.is_stuck(&key) {
+            return Err(GitError::Stuck { path: shown() });
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let given_up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (shared, thread_key, thread_given_up) = (self.clone(), key.clone(), given_up.clone());
+        std::thread::Builder::new()
+            .name("hookd-git".into())
+            .spawn(move || {
+                let _ = tx.send(work(shared.clone()));
+                // The mark and the flag change under one lock (see below).
+                let mut stuck = shared.stuck_list();
+                if thread_given_up.load(std::sync::atomic::Ordering::SeqCst) {
+                    stuck.remove(&thread_key);
+                    tracing::info!(work_tree = %thread_key.display(), "git work given up earlier has returned");
+                }
+            })
+            .map_err(io("start a thread for git work"))?;
+        match rx.recv_timeout(deadline) {
+            Ok(result) => result,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(GitError::Git {
+                op: "finish git work",
+                source: git2::Error::from_str("the thread doing it ended without an answer"),
+            }),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let mut stuck = self.stuck_list();
+                // An answer that came while we took the lock still counts.
+                if let Ok(result) = rx.try_recv() {
+                    return result;
+                }
+                stuck.insert(key.clone());
+                given_up.store(true, std::sync::atomic::Ordering::SeqCst);
+                tracing::warn!(work_tree = %key.display(), "git work for this project outlived its deadline; git is skipped there until it returns");
+                Err(GitError::TimedOut {
+                    path: shown(),
+                    secs: deadline.as_secs_f64(),
+                })
+            }
+        }
+    }
+
+    /// Whether git work for the work tree holding `project` is stuck.
+    pub fn is_stuck(&self, project: &Path) -> bool {
+        let key = work_tree_root(project).unwrap_or_else(|| project.to_path_buf());
+        self.stuck_list().contains(&key)
+    }
+
+    fn stuck_list(&self) -> std::sync::MutexGuard<'_, HashSet<PathBuf>> {
+        self.0.stuck.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// Adds `pattern` to the repository's `info/exclude` unless it is there.
@@ -262,7 +361,7 @@ pub fn snapshot(
     opts: &SnapshotOptions,
 ) -> Result<Snapshot, GitError> {
     let repo = open(project)?;
-    let lock = repositories.index_locks.for_path(repo.path());
+    let lock = repositories.0.index_locks.for_path(repo.path());
     let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
     let workdir = repo
         .workdir()
@@ -274,6 +373,7 @@ pub fn snapshot(
     repo.set_index(&mut index)
         .map_err(git("use hookd's index"))?;
     let tracked = tracked_paths(&repo);
+    special_files::refuse_in_work_tree(project, &workdir, tracked.iter().map(Vec::as_slice))?;
 
     // Untracked files we hold from earlier snapshots go when they are now
     // ignored, too large, or unwanted.
@@ -615,6 +715,7 @@ pub fn changes(
     snapshot: &Snapshot,
 ) -> Result<Vec<FileChange>, GitError> {
     if let Some((head, tree, list)) = repositories
+        .0
         .changes
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -626,6 +727,7 @@ pub fn changes(
     }
     let list = changes_uncached(project, snapshot)?;
     let mut cache = repositories
+        .0
         .changes
         .lock()
         .unwrap_or_else(|p| p.into_inner());
@@ -1513,6 +1615,7 @@ pub fn project_files(project: &Path, untracked: bool) -> Option<Vec<String>> {
         .include_ignored(false);
     // Without untracked files the index is enough (deleted files may remain).
     let statuses = if untracked {
+        special_files::refuse_in_work_tree_of(&project, &repo).ok()?;
         repo.statuses(Some(&mut opts)).ok()
     } else {
         None
@@ -1580,6 +1683,7 @@ pub fn last_changes(
     let changed: HashSet<String> = match changed {
         Some(list) => list.iter().cloned().collect(),
         None => {
+            special_files::refuse_in_work_tree_of(project, &repo).ok()?;
             let mut opts = git2::StatusOptions::new();
             opts.include_untracked(true).recurse_untracked_dirs(true);
             repo.statuses(Some(&mut opts))
@@ -1644,6 +1748,367 @@ pub fn last_changes(
     Some(found)
 }
 
+/// Keeps libgit2 away from files it could hang on. libgit2 opens what it
+/// reads with a plain blocking `open`, following symlinks: a FIFO named by
+/// the repository (a config include, `core.excludesFile`, a `.gitattributes`
+/// linked to one) would hold hookd's thread until someone writes to it. A
+/// repository that has one among the files git reads is refused with the
+/// file named; whatever this does not foresee is bounded by
+/// [`Repositories::bounded`].
+mod special_files {
+    use super::{GitError, is_git_dir};
+    use std::collections::HashSet;
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileTypeExt;
+    use std::path::{Path, PathBuf};
+
+    /// How deep git follows includes in config files.
+    const MAX_INCLUDE_DEPTH: usize = 10;
+    /// The most bytes read of a config or `.git` file.
+    const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+    /// The most entries of a git directory's trees looked at (refs and logs).
+    const MAX_ENTRIES: usize = 20_000;
+
+    /// What `path` is when it is neither a regular file nor a directory nor
+    /// missing; symlinks followed, as libgit2 does (`stat` never blocks).
+    fn special_kind(path: &Path) -> Option<&'static str> {
+        let kind = std::fs::metadata(path).ok()?.file_type();
+        if kind.is_fifo() {
+            Some("a FIFO")
+        } else if kind.is_socket() {
+            Some("a socket")
+        } else if kind.is_char_device() {
+            Some("a character device")
+        } else if kind.is_block_device() {
+            Some("a block device")
+        } else {
+            None
+        }
+    }
+
+    fn check(project: &Path, path: &Path, named_by: &str) -> Result<(), GitError> {
+        match special_kind(path) {
+            None => Ok(()),
+            Some(kind) => Err(GitError::UnsafeFile {
+                project: project.display().to_string(),
+                path: path.display().to_string(),
+                named_by: named_by.to_owned(),
+                kind,
+            }),
+        }
+    }
+
+    /// A regular file's first bytes; None for anything else.
+    fn read_regular(path: &Path) -> Option<Vec<u8>> {
+        if !std::fs::metadata(path).ok()?.is_file() {
+            return None;
+        }
+        // Opened without blocking and checked again: it may have changed.
+        let (file, _) = crate::tail::open_regular(path).ok()??;
+        let mut bytes = Vec::new();
+        file.take(MAX_CONFIG_BYTES).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
+    }
+
+    /// Before libgit2 looks: the `.git` that leads to the repository, the
+    /// git directory's own files, and its config files with their includes.
+    pub(super) fn refuse_before_open(project: &Path) -> Result<(), GitError> {
+        let Ok(start) = project.canonicalize() else {
+            return Ok(());
+        };
+        for dir in start.ancestors() {
+            let dotgit = dir.join(".git");
+            let found_dotgit = dotgit.symlink_metadata().is_ok();
+            if found_dotgit {
+                check(project, &dotgit, "the repository's .git")?;
+                if std::fs::metadata(&dotgit).is_ok_and(|m| m.is_file()) {
+                    if let Some(git_dir) = git_dir_named_by(&dotgit, dir) {
+                        check_git_dir(project, &git_dir)?;
+                    }
+                } else {
+                    check_git_dir(project, &dotgit)?;
+                }
+            }
+            if is_git_dir(dir) {
+                check_git_dir(project, dir)?;
+            }
+            if found_dotgit {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// The directory a `.git` file points to (`gitdir: <path>`).
+    fn git_dir_named_by(dotgit: &Path, work_tree: &Path) -> Option<PathBuf> {
+        let text = read_regular(dotgit)?;
+        let text = String::from_utf8_lossy(&text);
+        let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+        Some(work_tree.join(target))
+    }
+
+    fn check_git_dir(project: &Path, git_dir: &Path) -> Result<(), GitError> {
+        check(project, git_dir, "the git directory")?;
+        let commondir = git_dir.join("commondir");
+        check(project, &commondir, "the git directory's commondir")?;
+        let common = read_regular(&commondir)
+            .map(|text| git_dir.join(String::from_utf8_lossy(&text).trim()))
+            .unwrap_or_else(|| git_dir.to_path_buf());
+        let mut seen = 0;
+        for dir in [git_dir, common.as_path()] {
+            check(project, dir, "the git directory")?;
+            for sub in ["", "info", "objects/info", "objects/pack"] {
+                check_entries(project, &dir.join(sub), false, &mut seen)?;
+            }
+            for tree in ["refs", "logs/refs/hookd"] {
+                check_entries(project, &dir.join(tree), true, &mut seen)?;
+            }
+            for config in ["config", "config.worktree"] {
+                check_config(project, &dir.join(config), "git's config file", 0)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The entries of `dir` (and below, when `deep`), links followed.
+    fn check_entries(
+        project: &Path,
+        dir: &Path,
+        deep: bool,
+        seen: &mut usize,
+    ) -> Result<(), GitError> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Ok(());
+        };
+        for entry in entries.flatten() {
+            *seen += 1;
+            if *seen > MAX_ENTRIES {
+                return Ok(());
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                if deep {
+                    check_entries(project, &path, deep, seen)?;
+                }
+            } else if !kind.is_file() {
+                check(project, &path, "in the git directory")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A config file and, depth first, the files it includes.
+    fn check_config(
+        project: &Path,
+        path: &Path,
+        named_by: &str,
+        depth: usize,
+    ) -> Result<(), GitError> {
+        check(project, path, named_by)?;
+        if depth >= MAX_INCLUDE_DEPTH {
+            return Ok(());
+        }
+        let Some(bytes) = read_regular(path) else {
+            return Ok(());
+        };
+        for (key, value) in include_paths(&String::from_utf8_lossy(&bytes)) {
+            let target = match value.strip_prefix("~/") {
+                Some(rest) => match std::env::var_os("HOME") {
+                    Some(home) => Path::new(&home).join(rest),
+                    None => continue,
+                },
+                None => path.parent().unwrap_or(Path::new("/")).join(&value),
+            };
+            let named_by = format!("{key} in {}", path.display());
+            check_config(project, &target, &named_by, depth + 1)?;
+        }
+        Ok(())
+    }
+
+    /// The values of `path` in a config file's `[include]` and
+    /// `[includeIf "…"]` sections, whatever their condition, with git's
+    /// quoting, escapes, comments and continued lines.
+    pub(super) fn include_paths(text: &str) -> Vec<(&'static str, String)> {
+        // A value ending in a backslash goes on on the next line.
+        let mut lines: Vec<String> = Vec::new();
+        let mut continued = false;
+        for line in text.lines() {
+            match lines.last_mut() {
+                Some(last) if continued => last.push_str(line),
+                _ => lines.push(line.to_owned()),
+            }
+            let last = lines.last_mut().expect("a line was just pushed");
+            let slashes = last.bytes().rev().take_while(|b| *b == b'\\').count();
+            continued = slashes % 2 == 1;
+            if continued {
+                last.pop();
+            }
+        }
+        let mut out = Vec::new();
+        let mut section: Option<&'static str> = None;
+        for line in &lines {
+            let mut rest = line.trim_start();
+            if rest.starts_with('[') {
+                let (name, after) = section_header(rest);
+                section = match name.to_ascii_lowercase().as_str() {
+                    "include" => Some("include.path"),
+                    "includeif" => Some("includeIf.<condition>.path"),
+                    _ => None,
+                };
+                rest = after.trim_start();
+            }
+            let Some(key_name) = section else { continue };
+            let key_end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .unwrap_or(rest.len());
+            let (key, after) = rest.split_at(key_end);
+            if !key.eq_ignore_ascii_case("path") {
+                continue;
+            }
+            if let Some(value) = after.trim_start().strip_prefix('=') {
+                out.push((key_name, config_value(value)));
+            }
+        }
+        out
+    }
+
+    /// A section header's name (before any `.` or subsection) and what
+    /// follows its `]` on the line.
+    fn section_header(line: &str) -> (&str, &str) {
+        let inner = &line[1..];
+        let name_end = inner
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .unwrap_or(inner.len());
+        let name = &inner[..name_end];
+        let mut quoted = false;
+        let mut escaped = false;
+        for (i, c) in inner.char_indices().skip(name_end) {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' if quoted => escaped = true,
+                '"' => quoted = !quoted,
+                ']' if !quoted => return (name, &inner[i + 1..]),
+                _ => {}
+            }
+        }
+        (name, "")
+    }
+
+    /// A value as git reads it: quotes removed, escapes applied, a comment
+    /// outside quotes cut off, whitespace around it dropped.
+    fn config_value(raw: &str) -> String {
+        let mut out = String::new();
+        let mut pending_space = String::new();
+        let mut quoted = false;
+        let mut chars = raw.trim_start().chars();
+        while let Some(c) = chars.next() {
+            let c = match c {
+                '"' => {
+                    quoted = !quoted;
+                    continue;
+                }
+                '#' | ';' if !quoted => break,
+                c if c.is_whitespace() && !quoted => {
+                    pending_space.push(c);
+                    continue;
+                }
+                '\\' => match chars.next() {
+                    Some('n') => '\n',
+                    Some('t') => '\t',
+                    Some('b') => {
+                        out.pop();
+                        continue;
+                    }
+                    Some(other) => other,
+                    None => break,
+                },
+                c => c,
+            };
+            out.push_str(&pending_space);
+            pending_space.clear();
+            out.push(c);
+        }
+        out
+    }
+
+    /// After libgit2 opened the repository (its config is then known to be
+    /// readable): the ignore and attribute files the config names.
+    pub(super) fn refuse_after_open(
+        project: &Path,
+        repo: &git2::Repository,
+    ) -> Result<(), GitError> {
+        let Ok(config) = repo.config() else {
+            return Ok(());
+        };
+        for (key, default) in [
+            ("core.excludesFile", "ignore"),
+            ("core.attributesFile", "attributes"),
+        ] {
+            let path = config.get_path(key).ok().or_else(|| user_git_file(default));
+            if let Some(path) = path {
+                check(project, &path, key)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Before git walks the work tree: its `.gitmodules`, and the
+    /// `.gitignore` and `.gitattributes` of every directory holding one of
+    /// `tracked` (the paths of the user's index). A directory git does not
+    /// track is left to the deadline.
+    pub(super) fn refuse_in_work_tree<'p>(
+        project: &Path,
+        workdir: &Path,
+        tracked: impl Iterator<Item = &'p [u8]>,
+    ) -> Result<(), GitError> {
+        let mut dirs: HashSet<&[u8]> = HashSet::from([&b""[..]]);
+        for path in tracked {
+            let mut end = path.len();
+            while let Some(slash) = path[..end].iter().rposition(|b| *b == b'/') {
+                if !dirs.insert(&path[..slash]) {
+                    break;
+                }
+                end = slash;
+            }
+        }
+        check(project, &workdir.join(".gitmodules"), "in the work tree")?;
+        for dir in dirs {
+            let dir = workdir.join(std::ffi::OsStr::from_bytes(dir));
+            for name in [".gitignore", ".gitattributes"] {
+                check(project, &dir.join(name), "in the work tree")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`refuse_in_work_tree`] with the paths of the user's index.
+    pub(super) fn refuse_in_work_tree_of(
+        project: &Path,
+        repo: &git2::Repository,
+    ) -> Result<(), GitError> {
+        let Some(workdir) = repo.workdir() else {
+            return Ok(());
+        };
+        let paths: Vec<Vec<u8>> = git2::Index::open(&repo.path().join("index"))
+            .map(|index| index.iter().map(|entry| entry.path).collect())
+            .unwrap_or_default();
+        refuse_in_work_tree(project, workdir, paths.iter().map(Vec::as_slice))
+    }
+
+    /// git's per-user file (`~/.config/git/<name>`) read when the config names none.
+    fn user_git_file(name: &str) -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config")))?;
+        Some(base.join("git").join(name))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1661,6 +2126,98 @@ mod tests {
             exclude(outside.path(), ".workflow/"),
             Err(GitError::NotARepository { .. })
         ));
+    }
+
+    #[test]
+    fn include_paths_are_read_as_git_reads_them() {
+        let text = "[core]\n\tpath = not-an-include\n\
+            [include] path = a.cfg\n\
+            [Include]\n\tPATH = \"b c.cfg\" # a comment\n\
+            [includeIf \"gitdir:/x]y/\"]\n\tpath = ~/d\\\n.cfg ; more\n\
+            [include.old]\n\tpath=e\\\"f\n\
+            [user]\n\tname = x\n\tpath = g\n";
+        let found: Vec<String> = special_files::include_paths(text)
+            .into_iter()
+            .map(|(_, value)| value)
+            .collect();
+        assert_eq!(found, ["a.cfg", "b c.cfg", "~/d.cfg", "e\"f"]);
+    }
+
+    #[test]
+    fn a_fifo_git_would_read_refuses_the_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        git2::Repository::init(&work).unwrap();
+        assert!(head_info(&work).is_ok());
+        let fifo = dir.path().join("trap");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let config = work.join(".git/config");
+        let plain = std::fs::read_to_string(&config).unwrap();
+        for (key, value) in [
+            ("include", "path"),
+            ("core", "excludesFile"),
+            ("core", "attributesFile"),
+        ] {
+            std::fs::write(
+                &config,
+                format!("{plain}[{key}]\n\t{value} = {}\n", fifo.display()),
+            )
+            .unwrap();
+            match head_info(&work) {
+                Err(e @ GitError::UnsafeFile { .. }) => {
+                    let said = e.to_string();
+                    assert!(said.contains("a FIFO") && said.contains("trap"), "{said}");
+                }
+                other => panic!("{key}.{value}: {other:?}"),
+            }
+        }
+        std::fs::write(&config, &plain).unwrap();
+        // The work tree's own files are looked at before git walks it.
+        std::os::unix::fs::symlink(&fifo, work.join(".gitignore")).unwrap();
+        let opts = SnapshotOptions {
+            include_untracked: true,
+            max_file_bytes: 1024,
+        };
+        assert!(matches!(
+            snapshot(&Repositories::default(), &work, &opts),
+            Err(GitError::UnsafeFile { .. })
+        ));
+        assert_eq!(project_files(&work, true), None);
+    }
+
+    #[test]
+    fn git_work_past_its_deadline_marks_the_work_tree_stuck_until_it_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let repositories = Repositories::default();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let slow = repositories.bounded(
+            dir.path(),
+            std::time::Duration::from_millis(50),
+            move |_| {
+                let _ = released.recv();
+                Ok(1)
+            },
+        );
+        assert!(matches!(slow, Err(GitError::TimedOut { .. })), "{slow:?}");
+        assert!(repositories.is_stuck(dir.path()));
+        let next = repositories.bounded(dir.path(), GIT_DEADLINE, |_| Ok(2));
+        assert!(matches!(next, Err(GitError::Stuck { .. })), "{next:?}");
+        release.send(()).unwrap();
+        assert!(
+            (0..200).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                !repositories.is_stuck(dir.path())
+            }),
+            "the mark outlived the work"
+        );
+        assert_eq!(
+            repositories
+                .bounded(dir.path(), GIT_DEADLINE, |_| Ok(3))
+                .unwrap(),
+            3
+        );
     }
 
     #[test]

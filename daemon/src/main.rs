@@ -156,7 +156,10 @@ fn serve(
         .max_blocking_threads(16)
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
+    // When the stop began, for the runtime's own shutdown below.
+    let stopping_since = std::sync::Arc::new(std::sync::OnceLock::new());
+    let mut drain = Duration::ZERO;
+    let served = runtime.block_on(async {
         // Signals are caught before the socket exists.
         let started = hookd::shutdown::Signals::catch()
             .map_err(anyhow::Error::from)
@@ -177,9 +180,23 @@ fn serve(
         if let Some(n) = notifier {
             n.ready();
         }
+        drain = Duration::from_millis(daemon.engine().config().config.daemon.drain_timeout_ms);
+        let (shutdown, since) = (daemon.shutdown_handle(), stopping_since.clone());
+        tokio::spawn(async move {
+            shutdown.wait().await;
+            let _ = since.set(Instant::now());
+        });
         daemon.serve().await?;
         Ok(ExitCode::SUCCESS)
-    })
+    });
+    // Dropping the runtime would wait for every blocking task, and one may
+    // be stuck for good (a read that never returns): what is left of the
+    // drain time is all they get.
+    let spent = stopping_since
+        .get()
+        .map_or(Duration::ZERO, |since: &Instant| since.elapsed());
+    runtime.shutdown_timeout(drain.saturating_sub(spent));
+    served
 }
 
 fn stop(cli: &Cli) -> anyhow::Result<ExitCode> {

@@ -70,10 +70,15 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
     let mut report = SaveReport::default();
     // A save someone asked for by hand outside any repository would only
     // leave a `.workflow/` in a stray directory, with no checkpoint.
+    let project = request.project.clone();
     if request.trigger == SaveTrigger::Manual
         && request.checkpoint
         && let Err(e @ (git::GitError::NotARepository { .. } | git::GitError::Bare { .. })) =
-            git::head_info(&request.project)
+            resources
+                .repositories
+                .bounded(&request.project, git::GIT_DEADLINE, move |_| {
+                    git::head_info(&project)
+                })
     {
         report.problems.push(format!("{e}: nothing was saved"));
         return report;
@@ -192,12 +197,16 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
                     }
                 })
                 .collect();
-            match git::commit_checkpoint(
-                &request.project,
-                snapshot,
-                &meta,
-                &config.checkpoint.ref_prefix,
-            ) {
+            let (project, snapshot_taken) = (request.project.clone(), snapshot.clone());
+            let ref_prefix = config.checkpoint.ref_prefix.clone();
+            // Under the project's lock: git runs under a deadline.
+            let committed =
+                resources
+                    .repositories
+                    .bounded(&request.project, git::GIT_DEADLINE, move |_| {
+                        git::commit_checkpoint(&project, &snapshot_taken, &meta, &ref_prefix)
+                    });
+            match committed {
                 Ok(CommitOutcome::Created { sha, reference }) => Checkpoint {
                     sha: Some(sha),
                     reference: Some(reference),
@@ -243,7 +252,15 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
             Some(room) if room.reload_tokens() == 0 => {
                 Err(format!("no room to reload files ({})", room.describe()))
             }
-            _ => context_budget(request, config, &dir, &state, &captured.changes, room),
+            _ => context_budget(
+                request,
+                config,
+                &dir,
+                &state,
+                &captured.changes,
+                room,
+                &resources.repositories,
+            ),
         };
         let (ok, detail) = match planned {
             Ok((plan, record)) => {
@@ -534,9 +551,15 @@ fn context_budget(
     state: &capture::state::ContextState,
     changes: &[protocol::wire::FileChange],
     room: Option<budget::room::Room>,
+    repositories: &git::Repositories,
 ) -> Result<(BudgetPlan, Option<PathBuf>), String> {
     let task = budget::plan::task_of(state);
-    let mut files = budget::files::list(&request.project, false);
+    let project = request.project.clone();
+    let mut files = repositories
+        .bounded(&request.project, git::GIT_DEADLINE, move |_| {
+            Ok(budget::files::list(&project, false))
+        })
+        .map_err(|e| format!("context budget: {e}"))?;
     files.extend(
         changes
             .iter()
@@ -578,6 +601,7 @@ fn context_budget(
             .flatten()
             .map(|(dir, _)| dir),
         now_ms: now,
+        repositories: Some(repositories),
     };
     let plan = budget::plan::plan(&input).map_err(|e| format!("context budget: {e}"))?;
     let record = budget::plan::save_record(workflow, &plan, now, config.budget.records_keep)

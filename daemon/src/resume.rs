@@ -149,7 +149,9 @@ fn git_status_matches(
     config: &Config,
 ) -> Check {
     const NAME: &str = "git_status_matches";
-    let now = match git::head_info(project) {
+    // Bounded like every git call made while a hook waits.
+    let at = project.to_path_buf();
+    let now = match repositories.bounded(project, git::GIT_DEADLINE, move |_| git::head_info(&at)) {
         Ok(now) => now,
         Err(GitError::NotARepository { .. }) if state.git.is_none() => {
             return check(
@@ -190,11 +192,15 @@ fn git_status_matches(
         max_file_bytes: config.checkpoint.max_file_bytes,
     };
     let checkpoint = state.checkpoint.as_ref().and_then(|c| c.sha.clone());
+    let (at, rev) = (project.to_path_buf(), checkpoint.clone());
+    let changed = repositories.bounded(project, git::GIT_DEADLINE, move |repositories| {
+        git::changed_since(&repositories, &at, rev.as_deref(), &opts)
+    });
     let unexpected = match &checkpoint {
         // The checkpoint is the working tree as it was: any difference is unexpected.
-        Some(sha) => git::changed_since(repositories, project, Some(sha), &opts),
+        Some(_) => changed,
         // Without one, compare the set of changed files with the saved set.
-        None => git::changed_since(repositories, project, None, &opts).map(|now_changed| {
+        None => changed.map(|now_changed| {
             let saved: Vec<&str> = state
                 .modified_files
                 .iter()

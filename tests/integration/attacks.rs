@@ -34,7 +34,7 @@ fn unique_secret(tag: &str) -> String {
 /// (by its own pid) when the lab goes.
 pub(crate) struct Lab {
     pub(crate) sb: Sandbox,
-    pid: i32,
+    pub(crate) pid: i32,
 }
 
 impl Lab {
@@ -97,7 +97,7 @@ impl Lab {
         run_with_stdin(cmd, &t.payload(fixture, dir))
     }
 
-    fn transcript(&self, id: &str) -> Transcript {
+    pub(crate) fn transcript(&self, id: &str) -> Transcript {
         let mut t = Transcript::create(
             self.sb.path().join(format!("claude/{id}.jsonl")),
             id,
@@ -133,7 +133,7 @@ impl Drop for Lab {
     }
 }
 
-fn read_pid(sb: &Sandbox) -> Option<i32> {
+pub(crate) fn read_pid(sb: &Sandbox) -> Option<i32> {
     std::fs::read_to_string(sb.socket().with_file_name("hookd.sock.pid"))
         .ok()?
         .trim()

@@ -2,6 +2,7 @@
 //! temporary socket, driven through the real hookctl.
 
 mod attacks;
+mod attacks_blocking;
 mod attacks_memory;
 mod attacks_text;
 mod budget;

@@ -52,6 +52,10 @@ pub struct PlanInput<'a> {
     /// Where summaries are cached, if they are.
     pub cache_dir: Option<crate::project_fs::Dir>,
     pub now_ms: u64,
+    /// When given, git is read under a deadline
+    /// ([`crate::git::Repositories::bounded`]): a stuck read costs one
+    /// deadline, not a thread for good.
+    pub repositories: Option<&'a crate::git::Repositories>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,13 +125,31 @@ fn ages(input: &PlanInput, paths: &[String]) -> HashMap<String, f64> {
     let (project, now_ms) = (input.project, input.now_ms);
     let window_ms = (input.config.recency_decay_days * 86_400_000.0) as u64;
     let known = input.changed.as_deref();
-    let changed = crate::git::last_changes(project, paths, known, now_ms, window_ms)
-        .unwrap_or_else(|| {
-            paths
-                .iter()
-                .filter_map(|p| Some((p.clone(), mtime_ms(&project.join(p))?)))
-                .collect()
-        });
+    let from_git = match input.repositories {
+        Some(repositories) => {
+            let (project, paths) = (project.to_path_buf(), paths.to_vec());
+            let known = known.map(<[String]>::to_vec);
+            repositories
+                .bounded(&project.clone(), crate::git::GIT_DEADLINE, move |_| {
+                    Ok(crate::git::last_changes(
+                        &project,
+                        &paths,
+                        known.as_deref(),
+                        now_ms,
+                        window_ms,
+                    ))
+                })
+                .ok()
+                .flatten()
+        }
+        None => crate::git::last_changes(project, paths, known, now_ms, window_ms),
+    };
+    let changed = from_git.unwrap_or_else(|| {
+        paths
+            .iter()
+            .filter_map(|p| Some((p.clone(), mtime_ms(&project.join(p))?)))
+            .collect()
+    });
     changed
         .into_iter()
         .map(|(p, ms)| (p, now_ms.saturating_sub(ms) as f64 / 86_400_000.0))
@@ -140,7 +162,17 @@ pub fn score_candidates(input: &PlanInput, keywords: &[String]) -> Vec<FileScore
     let all = input
         .files
         .clone()
-        .unwrap_or_else(|| files::list(project, true));
+        .unwrap_or_else(|| match input.repositories {
+            Some(repositories) => {
+                let at = project.to_path_buf();
+                repositories
+                    .bounded(project, crate::git::GIT_DEADLINE, move |_| {
+                        Ok(files::list(&at, true))
+                    })
+                    .unwrap_or_default()
+            }
+            None => files::list(project, true),
+        });
     let all_set: HashSet<String> = all.iter().cloned().collect();
     let mut evidence: BTreeMap<String, Evidence> = BTreeMap::new();
     let add = |evidence: &mut BTreeMap<String, Evidence>, rel: &str, reason: &str| {
@@ -735,6 +767,7 @@ mod tests {
             config: &config,
             cache_dir: None,
             now_ms: crate::time::now_ms(),
+            repositories: None,
         };
         plan(&input)
     }
@@ -876,6 +909,7 @@ mod tests {
             config: &config,
             cache_dir: None,
             now_ms: crate::time::now_ms(),
+            repositories: None,
         };
         let scores = score_candidates(&input, &score::keywords(&input.task));
         let named = scores

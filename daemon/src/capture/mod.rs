@@ -122,23 +122,34 @@ pub fn capture(input: &Input) -> Captured {
         include_untracked: input.config.checkpoint.include_untracked,
         max_file_bytes: input.config.checkpoint.max_file_bytes,
     };
-    let (snapshot, snapshot_note, changes) =
-        match git::snapshot(input.repositories, input.project, &opts) {
-            Ok(snapshot) => match git::changes(input.repositories, input.project, &snapshot) {
-                Ok(changes) => (Some(snapshot), None, changes),
-                Err(e) => {
-                    state.problems.push(e.to_string());
-                    (Some(snapshot), None, Vec::new())
-                }
-            },
-            Err(e @ (GitError::NotARepository { .. } | GitError::Bare { .. })) => {
-                (None, Some(e.to_string()), Vec::new())
-            }
-            Err(e) => {
-                state.problems.push(e.to_string());
-                (None, Some(e.to_string()), Vec::new())
-            }
-        };
+    // The caller holds the project's lock: git runs under a deadline.
+    let project = input.project.to_path_buf();
+    let from_git =
+        input
+            .repositories
+            .bounded(input.project, git::GIT_DEADLINE, move |repositories| {
+                let snapshot = git::snapshot(&repositories, &project, &opts)?;
+                let changes = git::changes(&repositories, &project, &snapshot);
+                let definitions = match &changes {
+                    Ok(changes) => changed_definitions(&project, &snapshot, changes),
+                    Err(_) => Default::default(),
+                };
+                Ok((snapshot, changes, definitions))
+            });
+    let (snapshot, snapshot_note, changes, definitions) = match from_git {
+        Ok((snapshot, Ok(changes), definitions)) => (Some(snapshot), None, changes, definitions),
+        Ok((snapshot, Err(e), _)) => {
+            state.problems.push(e.to_string());
+            (Some(snapshot), None, Vec::new(), Default::default())
+        }
+        Err(e @ (GitError::NotARepository { .. } | GitError::Bare { .. })) => {
+            (None, Some(e.to_string()), Vec::new(), Default::default())
+        }
+        Err(e) => {
+            state.problems.push(e.to_string());
+            (None, Some(e.to_string()), Vec::new(), Default::default())
+        }
+    };
 
     if workflow_file.is_some() {
         state.sources.push(workflow_file::WORKFLOW_FILE.into());
@@ -160,7 +171,7 @@ pub fn capture(input: &Input) -> Captured {
         workflow_file.as_ref(),
         &records,
         facts.as_ref(),
-        snapshot.as_ref(),
+        snapshot.as_ref().map(|s| (s, &definitions)),
         &changes,
     );
     Captured {
@@ -177,7 +188,8 @@ fn assemble(
     wf: Option<&workflow_file::WorkflowFile>,
     records: &records::Records,
     facts: Option<&WorkFacts>,
-    snapshot: Option<&Snapshot>,
+    // The snapshot, and the definitions each changed file's change touched.
+    snapshot: Option<(&Snapshot, &std::collections::HashMap<String, String>)>,
     changes: &[FileChange],
 ) {
     // The task list: the workflow file's, else the agent's.
@@ -327,8 +339,7 @@ fn assemble(
             .and_then(|f| f.edited.iter().find(|e| relative(project, &e.path) == path))
             .map(|e| e.edits)
     };
-    state.modified_files = if let Some(snapshot) = snapshot {
-        let definitions = changed_definitions(project, snapshot, changes);
+    state.modified_files = if let Some((_, definitions)) = snapshot {
         changes
             .iter()
             .map(|c| {
@@ -404,7 +415,7 @@ fn assemble(
         state.objective = requests.next().or_else(|| f.prompts.last().cloned());
         state.later_requests = requests.collect();
     }
-    state.git = snapshot.map(|s| GitInfo {
+    state.git = snapshot.map(|(s, _)| GitInfo {
         branch: s.branch.clone(),
         head: s.head.map(|h| h.to_string()),
         state: git_state(&s.state, changes),

@@ -120,6 +120,7 @@ impl Engine {
             Err(reply) => return reply,
         };
         let facts = self.session_facts(&query.project, query.session.as_deref(), &config);
+        let repositories = self.resources.repositories.clone();
         off_thread(move || {
             let state = saved_state(&query.project);
             let task = query
@@ -149,6 +150,7 @@ impl Engine {
                 config: &config.budget,
                 cache_dir: cache_dir(&query.project, &config),
                 now_ms: now,
+                repositories: Some(&repositories),
             };
             match plan::plan(&input) {
                 Ok(result) => {
@@ -175,6 +177,7 @@ impl Engine {
             Err(reply) => return reply,
         };
         let facts = self.session_facts(&query.project, query.session.as_deref(), &config);
+        let repositories = self.resources.repositories.clone();
         off_thread(move || {
             let rel = match project_file(&query.project, &query.file) {
                 Ok(rel) => rel,
@@ -199,6 +202,7 @@ impl Engine {
                 config: &config.budget,
                 cache_dir: None,
                 now_ms: now_ms(),
+                repositories: Some(&repositories),
             };
             Response::Score(Box::new(plan::score_one(&input, &rel)))
         })

@@ -14,8 +14,11 @@ impl Engine {
             .for_request(Some(&query.project), &Default::default());
         let limit = query.limit.unwrap_or(50);
         let prefix = config.config.checkpoint.ref_prefix.clone();
+        let repositories = self.resources.repositories.clone();
         blocking(move || {
-            git::list_checkpoints(&query.project, &prefix, limit).map(Response::Checkpoints)
+            repositories.bounded(&query.project.clone(), git::GIT_DEADLINE, move |_| {
+                git::list_checkpoints(&query.project, &prefix, limit).map(Response::Checkpoints)
+            })
         })
         .await
     }
@@ -25,8 +28,12 @@ impl Engine {
             .settings
             .for_request(Some(&rev.project), &Default::default());
         let prefix = config.config.checkpoint.ref_prefix.clone();
+        let repositories = self.resources.repositories.clone();
         blocking(move || {
-            git::show(&rev.project, &rev.rev, &prefix).map(|d| Response::Checkpoint(Box::new(d)))
+            repositories.bounded(&rev.project.clone(), git::GIT_DEADLINE, move |_| {
+                git::show(&rev.project, &rev.rev, &prefix)
+                    .map(|d| Response::Checkpoint(Box::new(d)))
+            })
         })
         .await
     }
@@ -53,7 +60,9 @@ async fn blocking(work: impl FnOnce() -> Result<Response, GitError> + Send + 'st
                 | GitError::Bare { .. }
                 | GitError::WorkTreeElsewhere { .. }
                 | GitError::UnsafePath { .. }
+                | GitError::UnsafeFile { .. }
                 | GitError::ForeignRef(_) => ErrorKind::BadRequest,
+                GitError::TimedOut { .. } | GitError::Stuck { .. } => ErrorKind::Unavailable,
                 _ => ErrorKind::Internal,
             };
             Response::Error(ErrorReply::new(kind, e.to_string()))

@@ -12,6 +12,7 @@ pub mod paths;
 pub mod pressure;
 pub mod trust;
 pub mod wire;
+pub mod yaml_nesting;
 
 /// Bumped whenever a message changes incompatibly.
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -256,12 +256,7 @@ mod tests {
 
     #[test]
     fn closers_in_quotes_comments_and_tags_do_not_hide_openers() {
-        for unit in [
-            "['x]]', ",
-            "[\"]]\\\"]\", ",
-            "[# ]]\n",
-            "[!<x]]]> y, ",
-        ] {
+        for unit in ["['x]]', ", "[\"]]\\\"]\", ", "[# ]]\n", "[!<x]]]> y, "] {
             let text = format!("a: [{}]\n", unit.repeat(70));
             assert!(check(&text, MAX_DEPTH).is_err(), "{text}");
         }

@@ -32,13 +32,13 @@ fn unique_secret(tag: &str) -> String {
 /// A sandbox with a fake home (`.bashrc`, `.ssh/id_rsa`) and an `elsewhere/`
 /// directory of files, served by a real `hookd` process that is stopped
 /// (by its own pid) when the lab goes.
-struct Lab {
-    sb: Sandbox,
+pub(crate) struct Lab {
+    pub(crate) sb: Sandbox,
     pid: i32,
 }
 
 impl Lab {
-    fn new() -> Lab {
+    pub(crate) fn new() -> Lab {
         let sb = Sandbox::new();
         let home = sb.home();
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
@@ -91,13 +91,13 @@ impl Lab {
     }
 
     /// `hookctl hook <event>` run from `dir`, with a fixture payload for `t` in `dir`.
-    fn hook(&self, dir: &Path, t: &Transcript, fixture: &str, event: &str) -> Output {
+    pub(crate) fn hook(&self, dir: &Path, t: &Transcript, fixture: &str, event: &str) -> Output {
         let mut cmd = self.sb.command("hookctl");
         cmd.current_dir(dir).args(["hook", event]);
         run_with_stdin(cmd, &t.payload(fixture, dir))
     }
 
-    fn transcript(&self, id: &str) -> Transcript {
+    pub(crate) fn transcript(&self, id: &str) -> Transcript {
         let mut t = Transcript::create(
             self.sb.path().join(format!("claude/{id}.jsonl")),
             id,
@@ -157,7 +157,7 @@ impl Outside {
 }
 
 /// A repository with one commit, at `dir`.
-fn repo_at(dir: &Path) -> GitRepo {
+pub(crate) fn repo_at(dir: &Path) -> GitRepo {
     let repo = GitRepo::init(dir);
     repo.write("README.md", "# demo\n");
     repo.write("src/lib.rs", "pub fn a() {}\n");
@@ -165,7 +165,7 @@ fn repo_at(dir: &Path) -> GitRepo {
     repo
 }
 
-fn assert_ok(out: &Output, what: &str) {
+pub(crate) fn assert_ok(out: &Output, what: &str) {
     assert_eq!(
         out.status.code(),
         Some(0),

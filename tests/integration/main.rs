@@ -2,6 +2,7 @@
 //! temporary socket, driven through the real hookctl.
 
 mod attacks;
+mod attacks_bounds;
 mod budget;
 mod client_failures;
 mod config;

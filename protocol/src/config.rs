@@ -557,8 +557,8 @@ impl Config {
             shares.history,
         ]
         .iter()
-        .any(|s| !(*s >= 0.0))
-            || !(share_sum <= 100.0 + 1e-9)
+        .any(|s| !(0.0..).contains(s))
+            || !(..=100.0 + 1e-9).contains(&share_sum)
         {
             out.push((
                 "budget.allocation".into(),
@@ -591,7 +591,7 @@ impl Config {
                 "thresholds must rise: include <= supporting <= primary".into(),
             ));
         }
-        if !(b.recency_decay_days > 0.0) {
+        if b.recency_decay_days.is_nan() || b.recency_decay_days <= 0.0 {
             out.push((
                 "budget.recency_decay_days".into(),
                 format!("{} must be greater than 0", b.recency_decay_days),
@@ -647,7 +647,7 @@ impl Config {
             ("dependency_depth", w.dependency_depth),
             ("file_type", w.file_type),
         ] {
-            if !(value >= 0.0) {
+            if !(0.0..).contains(&value) {
                 out.push((
                     format!("budget.weights.{name}"),
                     format!("{value} must be 0 or more"),

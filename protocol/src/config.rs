@@ -260,7 +260,8 @@ impl Default for CheckpointConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ResumeConfig {
-    /// Longest resume prompt, in characters (Claude Code shortens injected text over 10,000).
+    /// Longest resume prompt, in characters (Claude Code shortens injected
+    /// text over 10,000); at most [`MAX_RESUME_CHARS`].
     pub max_chars: usize,
     /// SessionStart sources that get the resume prompt (`compact`, `resume`).
     pub on_sources: Vec<String>,

@@ -10,10 +10,11 @@
 //! parser's rules for flow context, where a bracket counts everywhere but
 //! in a quoted scalar, a comment or a tag. Suppositions in the same lexical
 //! state behave alike from there on, so they are kept as one (the deepest),
-//! and the pass costs a few steps per character. What it may count too
-//! many are brackets in block-context text (a plain or block scalar) that
-//! are left open: 64 of them in a row is not something a hand-written
-//! file does.
+//! and the pass costs a few steps per character. A supposition ends where
+//! the parser would stop with an error (its scanner reads at most a line,
+//! or 1024 characters, ahead of that). What it may count too many are
+//! brackets left open inside text (a quoted, plain or block scalar, a
+//! comment): 64 of them in a row is not something a hand-written file does.
 //!
 //! Block nesting (indentation) costs the parser linear time, and the
 //! parser refuses it beyond 128 levels itself.

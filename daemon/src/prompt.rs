@@ -9,7 +9,7 @@ use crate::capture::state::{ContextState, TaskStatus};
 use crate::capture::workflow_file::WORKFLOW_FILE;
 use crate::harness::work::TaskSource;
 use crate::render::{self, Renderer};
-use protocol::config::ResumeFormat;
+use protocol::config::{MAX_RESUME_CHARS, ResumeFormat};
 use protocol::wire::{Check, CheckStatus};
 use serde_json::{Value, json};
 
@@ -231,10 +231,12 @@ pub struct Fitted {
     pub markdown_tokens: usize,
 }
 
-/// Renders the resume prompt in `format` within `max_chars`, trimming
-/// detail as needed. `auto` picks by the Markdown rendering's size: under 500 tokens the compressed YAML, under 2,000 the
+/// Renders the resume prompt in `format` within `max_chars` (and never over
+/// [`MAX_RESUME_CHARS`], whatever the caller asks), trimming detail as
+/// needed. `auto` picks by the Markdown rendering's size: under 500 tokens the compressed YAML, under 2,000 the
 /// XML message, else the YAML again (the most compact).
 pub fn fit(renderer: &mut Renderer, view: Value, max_chars: usize, format: ResumeFormat) -> Fitted {
+    let max_chars = max_chars.min(MAX_RESUME_CHARS);
     let kind = TextKind::Prose;
     let markdown = fit_template(renderer, render::RESUME_PROMPT, view.clone(), max_chars);
     let markdown_tokens = tokens::estimate(&markdown, kind);
@@ -513,6 +515,39 @@ mod tests {
             large.format
         );
         assert!(large.text.chars().count() <= 20_000);
+    }
+
+    #[test]
+    fn no_prompt_is_longer_than_the_ceiling_whatever_it_is_asked() {
+        let mut r = Renderer::built_in();
+        let mut state = big_state();
+        state.objective = Some("o\"\n".repeat(200_000));
+        state.decisions = (0..5_000)
+            .map(|i| Decision {
+                topic: format!("topic {i}"),
+                decision: "x".repeat(200),
+                ..Decision::default()
+            })
+            .collect();
+        for format in [
+            ResumeFormat::Markdown,
+            ResumeFormat::Yaml,
+            ResumeFormat::Xml,
+        ] {
+            let text = fit(
+                &mut r,
+                resume_view(&state, &[], Some("[hookd-resume c]")),
+                100_000_000,
+                format,
+            )
+            .text;
+            assert!(
+                text.chars().count() <= MAX_RESUME_CHARS,
+                "{format:?}: {}",
+                text.chars().count()
+            );
+            assert!(text.trim_end().ends_with("[hookd-resume c]"), "{format:?}");
+        }
     }
 
     #[test]

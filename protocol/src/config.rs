@@ -8,7 +8,9 @@
 //! 5. command-line flags.
 //!
 //! Every field has a default. An unknown key is an error that names the key
-//! and the file; a bad value names the key, the file and the line.
+//! and the file; a bad value names the key, the file and the line. Every
+//! number has an upper bound ([`UPPER_BOUNDS`]), and a file nested deeper
+//! than [`crate::yaml_nesting::MAX_DEPTH`] is refused before it is parsed.
 //!
 //! A project file comes with the repository, so it may set only what
 //! concerns that project (thresholds, the resume prompt, budgets, captures).
@@ -259,7 +261,8 @@ impl Default for CheckpointConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ResumeConfig {
-    /// Longest resume prompt, in characters (Claude Code shortens injected text over 10,000).
+    /// Longest resume prompt, in characters (Claude Code shortens injected
+    /// text over 10,000); at most [`MAX_RESUME_CHARS`].
     pub max_chars: usize,
     /// SessionStart sources that get the resume prompt (`compact`, `resume`).
     pub on_sources: Vec<String>,
@@ -556,8 +559,8 @@ impl Config {
             shares.history,
         ]
         .iter()
-        .any(|s| *s < 0.0)
-            || share_sum > 100.0 + 1e-9
+        .any(|s| !(0.0..).contains(s))
+            || !(..=100.0 + 1e-9).contains(&share_sum)
         {
             out.push((
                 "budget.allocation".into(),
@@ -590,7 +593,7 @@ impl Config {
                 "thresholds must rise: include <= supporting <= primary".into(),
             ));
         }
-        if b.recency_decay_days <= 0.0 {
+        if b.recency_decay_days.is_nan() || b.recency_decay_days <= 0.0 {
             out.push((
                 "budget.recency_decay_days".into(),
                 format!("{} must be greater than 0", b.recency_decay_days),
@@ -638,8 +641,86 @@ impl Config {
                 out.push((key.to_owned(), "must be greater than 0".to_owned()));
             }
         }
+        let w = &b.weights;
+        for (name, value) in [
+            ("task_alignment", w.task_alignment),
+            ("recency", w.recency),
+            ("mention_density", w.mention_density),
+            ("dependency_depth", w.dependency_depth),
+            ("file_type", w.file_type),
+        ] {
+            if !(0.0..).contains(&value) {
+                out.push((
+                    format!("budget.weights.{name}"),
+                    format!("{value} must be 0 or more"),
+                ));
+            }
+        }
+        out.extend(self.above_upper_bounds());
+        let thresholds = &self.monitor.thresholds;
+        if thresholds.len() > MAX_THRESHOLDS {
+            out.push((
+                "monitor.thresholds".into(),
+                format!(
+                    "{} levels are more than {MAX_THRESHOLDS}, the most hookd takes; keep at most {MAX_THRESHOLDS}",
+                    thresholds.len()
+                ),
+            ));
+        }
+        for (i, t) in thresholds.iter().enumerate() {
+            let chars = t.message.chars().count();
+            if chars > MAX_THRESHOLD_MESSAGE_CHARS {
+                out.push((
+                    format!("monitor.thresholds[{i}].message"),
+                    format!(
+                        "{chars} characters are more than {MAX_THRESHOLD_MESSAGE_CHARS}, the most hookd takes; shorten it"
+                    ),
+                ));
+            }
+        }
         out
     }
+
+    /// Numbers above their [`UPPER_BOUNDS`]. An entry of a map or section
+    /// is named by the map (a model id may hold dots) and the entry.
+    fn above_upper_bounds(&self) -> Vec<(String, String)> {
+        let value = serde_yaml::to_value(self).expect("a config serializes");
+        let mut leaves = BTreeMap::new();
+        collect_leaves(&value, "", &mut leaves);
+        let mut out = Vec::new();
+        for (key, leaf) in leaves {
+            let (Some(number), Some((bounded, max))) = (leaf.as_f64(), upper_bound(&key)) else {
+                continue;
+            };
+            if number <= max {
+                continue;
+            }
+            let entry = match key.strip_prefix(bounded).and_then(|r| r.strip_prefix('.')) {
+                Some(entry) => format!("`{entry}`: "),
+                None => String::new(),
+            };
+            let shown = match &leaf {
+                Value::Number(n) => n.to_string(),
+                _ => number.to_string(),
+            };
+            out.push((
+                bounded.to_owned(),
+                format!(
+                    "{entry}{shown} is more than {max}, the most hookd takes; set at most {max}"
+                ),
+            ));
+        }
+        out
+    }
+}
+
+/// The upper bound of a numeric key (or of the map or section holding it),
+/// with the key it is listed under in [`UPPER_BOUNDS`].
+pub fn upper_bound(key: &str) -> Option<(&'static str, f64)> {
+    UPPER_BOUNDS
+        .iter()
+        .find(|(k, _)| key == *k || key.strip_prefix(k).is_some_and(|r| r.starts_with('.')))
+        .copied()
 }
 
 /// A checkpoint ref prefix must stay inside hookd's own namespace and be a
@@ -729,6 +810,65 @@ pub const USER_ONLY: [&str; 9] = [
 
 /// Every checkpoint ref lives under this prefix, whoever configures it.
 pub const REF_NAMESPACE: &str = "refs/hookd/";
+
+/// The longest resume prompt, in characters, whatever the configuration:
+/// `resume.max_chars` may not go above it, and a prompt is cut to fit it.
+pub const MAX_RESUME_CHARS: usize = 64 * 1024;
+
+/// Most threshold levels, and the longest threshold message, in characters.
+pub const MAX_THRESHOLDS: usize = 20;
+pub const MAX_THRESHOLD_MESSAGE_CHARS: usize = 2000;
+
+const TEN_MINUTES_MS: f64 = 600_000.0;
+const THIRTY_DAYS_SECS: f64 = 30.0 * 24.0 * 3600.0;
+const TOKENS: f64 = 10_000_000.0;
+
+/// The most each numeric key takes (a key that holds a map bounds each of
+/// its values): generous for real use, and small enough that no value
+/// makes a hook or a save slow. A test checks that every number has one.
+pub const UPPER_BOUNDS: &[(&str, f64)] = &[
+    ("client.hook_timeout_ms", TEN_MINUTES_MS),
+    ("client.pre_compact_timeout_ms", TEN_MINUTES_MS),
+    ("client.session_start_timeout_ms", TEN_MINUTES_MS),
+    ("client.statusline_timeout_ms", TEN_MINUTES_MS),
+    ("daemon.idle_timeout_secs", THIRTY_DAYS_SECS),
+    ("daemon.drain_timeout_ms", TEN_MINUTES_MS),
+    ("daemon.max_connections", 4096.0),
+    ("daemon.request_timeout_ms", TEN_MINUTES_MS),
+    ("monitor.reset_drop", 1.0),
+    ("window.models", TOKENS),
+    ("window.default_window_tokens", TOKENS),
+    ("window.tokens_max", TOKENS),
+    ("window.output_reserve_tokens", TOKENS),
+    ("window.autocompact_buffer_tokens", TOKENS),
+    ("sessions.idle_expiry_secs", THIRTY_DAYS_SECS),
+    ("sessions.keep_ended_secs", THIRTY_DAYS_SECS),
+    ("sessions.max_sessions", 10_000.0),
+    ("capture.history_keep", 1000.0),
+    ("capture.transcript_scan_bytes", 256.0 * 1024.0 * 1024.0),
+    ("capture.recent_prompts", 100.0),
+    ("checkpoint.max_file_bytes", 100.0 * 1024.0 * 1024.0),
+    ("resume.max_chars", MAX_RESUME_CHARS as f64),
+    ("budget.max_tokens", TOKENS),
+    ("budget.reserve_for_output", TOKENS),
+    ("budget.reserve_for_system", TOKENS),
+    ("budget.allocation", 100.0),
+    ("budget.weights", 10.0),
+    ("budget.include_threshold", 1.0),
+    ("budget.supporting_threshold", 1.0),
+    ("budget.primary_threshold", 1.0),
+    ("budget.recency_decay_days", 3650.0),
+    ("budget.max_import_depth", 10.0),
+    ("budget.max_candidates", 1000.0),
+    ("budget.prompt_files", 100.0),
+    ("budget.records_keep", 1000.0),
+    ("memory.window", crate::memory::Capacity::MAX as f64),
+    ("memory.top_k", 50.0),
+    ("memory.similarity_threshold", 1.0),
+    ("memory.max_age_days", 3650.0),
+    ("memory.max_tokens", 16_000.0),
+    ("memory.max_learnings", 50.0),
+];
 
 /// The inputs of one configuration: which files and overrides apply.
 #[derive(Debug, Clone, Default)]
@@ -1055,6 +1195,10 @@ fn file_layer(path: &Path, text: &str) -> Result<Option<Value>, ConfigError> {
         path: path.to_path_buf(),
         message,
     };
+    // The parser's time grows with the square of the nesting: a project
+    // file is untrusted, so its nesting is checked first.
+    crate::yaml_nesting::check(text, crate::yaml_nesting::MAX_DEPTH)
+        .map_err(|e| file_error(e.to_string()))?;
     let value: Value = serde_yaml::from_str(text).map_err(|e| file_error(e.to_string()))?;
     if value.is_null() {
         return Ok(None);
@@ -1113,6 +1257,9 @@ fn override_layer(key: &[String], value: Value) -> Result<Value, String> {
 
 /// An environment value as YAML (`500`, `true`, `[a, b]`), else as a string.
 fn parse_scalar(raw: &str) -> Value {
+    if crate::yaml_nesting::check(raw, crate::yaml_nesting::MAX_DEPTH).is_err() {
+        return Value::String(raw.to_owned());
+    }
     serde_yaml::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
 }
 
@@ -1587,6 +1734,138 @@ mod tests {
             err.contains("memory.similarity_threshold") && err.contains("line 2"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn every_number_has_an_upper_bound_the_defaults_keep_and_the_readme_states() {
+        let mut config = Config::default();
+        config.window.models.insert("some-model-1.5".into(), 1);
+        config.window.tokens_max = Some(1);
+        assert!(config.problems().is_empty(), "{:?}", config.problems());
+        let mut leaves = BTreeMap::new();
+        collect_leaves(&serde_yaml::to_value(&config).unwrap(), "", &mut leaves);
+        for (key, leaf) in &leaves {
+            if leaf.is_number() {
+                assert!(upper_bound(key).is_some(), "{key} has no upper bound");
+            }
+        }
+        let readme = include_str!("../../README.md");
+        for (key, max) in UPPER_BOUNDS {
+            assert!(
+                readme.contains(&format!("| `{key}` | {max} |")),
+                "README.md does not give {key}'s upper bound, {max}"
+            );
+        }
+    }
+
+    #[test]
+    fn numbers_above_their_bound_name_the_key_the_file_and_the_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        for (text, key, line) in [
+            (
+                "budget:\n  max_import_depth: 4294967295\n",
+                "budget.max_import_depth",
+                2,
+            ),
+            (
+                "# big\nresume:\n  max_chars: 100000000\n",
+                "resume.max_chars",
+                3,
+            ),
+            (
+                "capture:\n  history_keep: 5\ncheckpoint:\n  max_file_bytes: 1000000000000\n",
+                "checkpoint.max_file_bytes",
+                4,
+            ),
+            (
+                "budget:\n  weights:\n    recency: 11\n",
+                "budget.weights",
+                2,
+            ),
+            (
+                "window:\n  models:\n    big-1.5: 99999999999\n",
+                "window.models",
+                2,
+            ),
+        ] {
+            let path = write(tmp.path(), USER_FILE, text);
+            let err = load(&Layers {
+                user_file: Some(path.clone()),
+                ..Layers::default()
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains(key)
+                    && err.contains(&format!("line {line}"))
+                    && err.contains(&path.display().to_string())
+                    && err.contains("set at most"),
+                "{text}: {err}"
+            );
+        }
+        write(
+            tmp.path(),
+            PROJECT_FILE,
+            "budget:\n  max_import_depth: 4294967295\n",
+        );
+        let err = project_file_error(tmp.path());
+        assert!(
+            err.contains("budget.max_import_depth")
+                && err.contains("line 2")
+                && err.contains(PROJECT_FILE),
+            "{err}"
+        );
+        // Not a number at all is no way around a bound.
+        let err = load(&Layers {
+            env: vec![("HOOKD_BUDGET__WEIGHTS__RECENCY".into(), ".nan".into())],
+            ..Layers::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("budget.weights.recency"), "{err}");
+        // A threshold message is text for the model: bounded too.
+        let long = "w".repeat(MAX_THRESHOLD_MESSAGE_CHARS + 1);
+        let path = write(
+            tmp.path(),
+            USER_FILE,
+            &format!(
+                "monitor:\n  thresholds:\n    - {{level: 0.5, message: {long}, action: log_warning}}\n"
+            ),
+        );
+        let err = load(&Layers {
+            user_file: Some(path),
+            ..Layers::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("monitor.thresholds[0].message"), "{err}");
+    }
+
+    #[test]
+    fn a_deeply_nested_file_is_refused_before_it_is_parsed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = write(
+            tmp.path(),
+            PROJECT_FILE,
+            &format!("resume:\n  on_sources: {}\n", "[".repeat(60_000)),
+        );
+        let started = std::time::Instant::now();
+        let err = project_file_error(tmp.path());
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert!(
+            err.contains(&path.display().to_string())
+                && err.contains("line 2")
+                && err.contains("nested more than 64"),
+            "{err}"
+        );
+        // The environment's values are read as YAML too.
+        let started = std::time::Instant::now();
+        let err = load(&Layers {
+            env: vec![("HOOKD_RESUME__ON_SOURCES".into(), "[".repeat(60_000))],
+            ..Layers::default()
+        });
+        assert!(err.is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod pressure;
 pub mod text;
 pub mod trust;
 pub mod wire;
+pub mod yaml_nesting;
 
 /// Bumped whenever a message changes incompatibly.
 pub const PROTOCOL_VERSION: u32 = 1;

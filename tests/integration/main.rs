@@ -3,6 +3,7 @@
 
 mod attacks;
 mod attacks_blocking;
+mod attacks_bounds;
 mod attacks_memory;
 mod attacks_text;
 mod budget;

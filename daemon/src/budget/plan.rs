@@ -282,6 +282,9 @@ pub fn score_candidates(input: &PlanInput, keywords: &[String]) -> Vec<FileScore
         .collect();
     let mut frontier = seeds.clone();
     for _ in 0..input.config.max_import_depth {
+        if frontier.is_empty() {
+            break;
+        }
         let mut next = Vec::new();
         for rel in &frontier {
             if edges.contains_key(rel) {

@@ -70,14 +70,25 @@ pub struct WorkflowBlocker {
 }
 
 /// The project's workflow file: `Ok(None)` when there is none, `Err` with a
-/// message naming the file, key and line when it cannot be read.
+/// message naming the file, key and line when it cannot be read. A file
+/// over [`yaml::MAX_FILE_BYTES`], or nested too deep, is not parsed: it is
+/// read at every capture and Stop, and the repository may hold any file.
 pub fn load(workflow: &Workflow) -> Result<Option<WorkflowFile>, String> {
     let path = workflow.path(WORKFLOW_FILE);
-    let text = match workflow.read(WORKFLOW_FILE) {
-        Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+    let bytes = match workflow.read(WORKFLOW_FILE) {
+        Ok(Some(bytes)) => bytes,
         Ok(None) => return Ok(None),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
+    if bytes.len() > yaml::MAX_FILE_BYTES {
+        return Err(format!(
+            "{} is {} KiB, more than the {} KiB hookd reads of a workflow file, so it was not read; keep finished tasks and old decisions out of it",
+            path.display(),
+            bytes.len().div_ceil(1024),
+            yaml::MAX_FILE_BYTES / 1024
+        ));
+    }
+    let text = String::from_utf8_lossy(&bytes);
     if text.trim().is_empty() {
         return Ok(Some(WorkflowFile::default()));
     }
@@ -122,6 +133,31 @@ mod tests {
         assert_eq!(w.tasks[0].files, vec!["app/api/auth/login/route.ts"]);
         assert_eq!(w.decisions[0].decision, "JWT in httpOnly cookies");
         assert_eq!(w.blockers[0].status.as_deref(), Some("unresolved"));
+    }
+
+    #[test]
+    fn a_file_too_large_or_too_deep_is_refused_with_its_name() {
+        let (_project, wf) = workflow();
+        let started = std::time::Instant::now();
+        std::fs::write(
+            wf.path(WORKFLOW_FILE),
+            format!("phase: X\nworkflow_id: {}\n", "[".repeat(60_000)),
+        )
+        .unwrap();
+        let err = load(&wf).unwrap_err();
+        assert!(
+            err.contains(WORKFLOW_FILE) && err.contains("more than 64") && err.contains("line 2"),
+            "{err}"
+        );
+        let flat = "decisions:\n".to_owned()
+            + &"  - {topic: a, decision: b}\n".repeat(yaml::MAX_FILE_BYTES / 20);
+        std::fs::write(wf.path(WORKFLOW_FILE), flat).unwrap();
+        let err = load(&wf).unwrap_err();
+        assert!(
+            err.contains(WORKFLOW_FILE) && err.contains("more than the 256 KiB"),
+            "{err}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
     }
 
     #[test]

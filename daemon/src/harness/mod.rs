@@ -169,21 +169,80 @@ pub struct Outcome {
     pub notes: Vec<String>,
 }
 
+/// Most characters of each text an answer carries (for the model, for the
+/// person, plain stdout, the notes): the longest resume prompt and the
+/// lessons after it fit, and an answer stays far inside a frame. Text
+/// beyond it is cut, never the whole answer dropped.
+pub const MAX_ANSWER_CHARS: usize = 128 * 1024;
+
+/// What ends a text that was cut to fit.
+const CUT_NOTE: &str = "\n…(cut: too long for one hook answer)";
+
+// Each character is at most 7 bytes once its JSON is put in a frame's JSON
+// (`\u0001` escaped again): four texts of MAX_ANSWER_CHARS fit a frame.
+const _: () = assert!(4 * 7 * MAX_ANSWER_CHARS < protocol::frame::MAX_FRAME_BYTES);
+
+/// `text`, cut to at most `max` characters, saying so.
+fn cut_to(mut text: String, max: usize) -> String {
+    if text.len() <= max || text.chars().count() <= max {
+        return text;
+    }
+    let note = CUT_NOTE.chars().count();
+    let keep = if max > note { max - note } else { max };
+    let end = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
+    text.truncate(end);
+    if max > note {
+        text.push_str(CUT_NOTE);
+    }
+    text
+}
+
+/// `text` after `before` (if any) with `separator`, within
+/// [`MAX_ANSWER_CHARS`]: what came first stays whole.
+fn append_within(before: Option<String>, separator: &str, text: String) -> String {
+    match before {
+        None => cut_to(text, MAX_ANSWER_CHARS),
+        Some(mut before) => {
+            let used = before.chars().count() + separator.chars().count();
+            if used >= MAX_ANSWER_CHARS {
+                return cut_to(before, MAX_ANSWER_CHARS);
+            }
+            before.push_str(separator);
+            before.push_str(&cut_to(text, MAX_ANSWER_CHARS - used));
+            before
+        }
+    }
+}
+
 impl Outcome {
     /// Adds a line for the person after whatever is there already.
     pub fn say(&mut self, text: String) {
-        self.system_message = Some(match self.system_message.take() {
-            Some(before) => format!("{before}\n{text}"),
-            None => text,
-        });
+        self.system_message = Some(append_within(self.system_message.take(), "\n", text));
     }
 
     /// Adds text for the model after whatever is there already.
     pub fn add_context(&mut self, text: String) {
-        self.additional_context = Some(match self.additional_context.take() {
-            Some(before) => format!("{before}\n\n{text}"),
-            None => text,
-        });
+        self.additional_context = Some(append_within(self.additional_context.take(), "\n\n", text));
+    }
+
+    /// Every text within [`MAX_ANSWER_CHARS`], whichever way it was set.
+    fn cut_to_fit(mut self) -> Outcome {
+        let cut = |text: Option<String>| text.map(|t| cut_to(t, MAX_ANSWER_CHARS));
+        self.system_message = cut(self.system_message);
+        self.additional_context = cut(self.additional_context);
+        self.plain_stdout = cut(self.plain_stdout);
+        let mut left = MAX_ANSWER_CHARS;
+        let mut notes = Vec::new();
+        for note in std::mem::take(&mut self.notes) {
+            if left == 0 {
+                break;
+            }
+            let note = cut_to(note, left);
+            left = left.saturating_sub(note.chars().count() + 1);
+            notes.push(note);
+        }
+        self.notes = notes;
+        self
     }
 }
 
@@ -215,7 +274,8 @@ pub fn parse(req: &HookRequest) -> Result<HookEvent, PayloadError> {
 }
 
 /// Renders an outcome in the harness's output format.
-pub fn render(event: &HookEvent, mut outcome: Outcome) -> HookReply {
+pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
+    let mut outcome = outcome.cut_to_fit();
     // The person's harness shows these words on a terminal, and the model
     // reads the rest: no escape sequence reaches either, whatever they quote.
     for text in [
@@ -460,6 +520,81 @@ impl Fields {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every string in a JSON value.
+    fn strings(value: &Value) -> Vec<String> {
+        match value {
+            Value::String(s) => vec![s.clone()],
+            Value::Array(items) => items.iter().flat_map(strings).collect(),
+            Value::Object(map) => map.values().flat_map(strings).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn every_text_of_an_answer_is_cut_to_fit_and_what_came_first_stays_whole() {
+        use serde_json::value::RawValue;
+        let marker = "[hookd-resume 0123456789ab]";
+        let prompt = format!("{}{marker}", "p\"\n".repeat(20_000));
+        for harness in Harness::ALL {
+            for event in ["SessionStart", "PreCompact"] {
+                let req = HookRequest {
+                    harness,
+                    event: Some(event.into()),
+                    payload: RawValue::from_string(
+                        r#"{"session_id":"s","cwd":"/p","source":"compact","trigger":"auto"}"#
+                            .into(),
+                    )
+                    .unwrap(),
+                    env: BTreeMap::new(),
+                    cwd: Some("/p".into()),
+                };
+                let ev = parse(&req).unwrap();
+                let mut outcome = Outcome::default();
+                outcome.add_context(prompt.clone());
+                outcome.add_context("\u{1}".repeat(40 * 1024 * 1024));
+                outcome.say("s".repeat(MAX_ANSWER_CHARS + 1));
+                outcome.notes = vec!["n".repeat(MAX_ANSWER_CHARS); 3];
+                if event == "PreCompact" {
+                    outcome.plain_stdout = Some("i".repeat(40 * 1024 * 1024));
+                }
+                let reply = render(&ev, outcome);
+                let frame = protocol::frame::encode(&protocol::wire::Response::Hook(reply.clone()))
+                    .unwrap_or_else(|e| panic!("{harness} {event}: {e}"));
+                assert!(
+                    frame.len() < 8 * 1024 * 1024,
+                    "{harness} {event}: {}",
+                    frame.len()
+                );
+                assert!(
+                    reply.stderr.chars().count() <= MAX_ANSWER_CHARS + 10,
+                    "{harness} {event}"
+                );
+                // Every text in the answer, whether JSON or plain.
+                let texts: Vec<String> = match serde_json::from_str::<Value>(reply.stdout.trim()) {
+                    Ok(v) => strings(&v),
+                    Err(_) => vec![reply.stdout.clone()],
+                };
+                for text in &texts {
+                    assert!(
+                        text.chars().count() <= MAX_ANSWER_CHARS,
+                        "{harness} {event}"
+                    );
+                }
+                if event == "SessionStart" {
+                    assert!(
+                        texts.iter().any(|t| t.contains(marker)),
+                        "{harness} {event}: the prompt was cut"
+                    );
+                }
+            }
+        }
+        // Each text alone is cut to the characters allowed, with a note.
+        let cut = cut_to("é".repeat(MAX_ANSWER_CHARS * 2), MAX_ANSWER_CHARS);
+        assert_eq!(cut.chars().count(), MAX_ANSWER_CHARS);
+        assert!(cut.ends_with(CUT_NOTE));
+        assert_eq!(cut_to("short".into(), 3), "sho");
+    }
 
     #[test]
     fn event_names_in_every_spelling() {

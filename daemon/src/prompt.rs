@@ -536,7 +536,7 @@ mod tests {
         ] {
             let text = fit(
                 &mut r,
-                resume_view(&state, &[], Some("[hookd-resume c]")),
+                view_of(&state, &[], Some("[hookd-resume c]")),
                 100_000_000,
                 format,
             )

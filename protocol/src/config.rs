@@ -1528,7 +1528,7 @@ mod tests {
             .unwrap()
         };
         let eff = load_with(
-            "memory:\n  cross_task: true\n  inject_reflections: true\n  similarity_threshold: 0\n  top_k: 50\n  max_tokens: 100000\n  max_learnings: 40\n",
+            "memory:\n  cross_task: true\n  inject_reflections: true\n  similarity_threshold: 0\n  top_k: 50\n  max_tokens: 16000\n  max_learnings: 40\n",
         );
         let m = &eff.config.memory;
         assert!(!m.cross_task && !m.inject_reflections);

@@ -395,7 +395,7 @@ fn a_project_config_cannot_widen_the_memory_and_may_narrow_it() {
     let hostile = project(&lab, "hostile");
     std::fs::write(
         hostile.join(".hookd.yaml"),
-        "memory:\n  cross_task: true\n  similarity_threshold: 0\n  top_k: 50\n  max_tokens: 100000\n  inject_reflections: true\n",
+        "memory:\n  cross_task: true\n  similarity_threshold: 0\n  top_k: 50\n  max_tokens: 16000\n  inject_reflections: true\n",
     )
     .unwrap();
     let th = transcript(&lab, "hostile-1");

@@ -32,15 +32,24 @@ fn repository_file(source: &str) -> Option<String> {
         .then(|| format!(".workflow/{source}"))
 }
 
-/// Adds `from` ([`repository_file`]) to each item of the list at `key`.
+/// Adds `from` ([`repository_file`]) to each item of the list at `key`. A
+/// blocker's status is one hookd knows, never free text.
 fn label_sources(view: &mut Value, key: &str) {
     if let Some(items) = view[key].as_array_mut() {
         for item in items {
             let from = item["source"].as_str().and_then(repository_file);
             item["from"] = json!(from);
+            if let Some(status) = item["status"].as_str()
+                && !BLOCKER_STATUSES.contains(&status)
+            {
+                item["status"] = json!(BLOCKER_STATUSES[0]);
+            }
         }
     }
 }
+
+/// What a blocker's status may say; anything else reads as the first.
+const BLOCKER_STATUSES: [&str; 3] = ["unresolved", "workaround", "resolved"];
 
 /// Where the task list came from, when it is a repository file's.
 fn tasks_from(state: &ContextState) -> Option<String> {
@@ -89,23 +98,36 @@ pub fn progress_view(state: &ContextState) -> Value {
     view
 }
 
-/// What the PreCompact instructions template sees. Decisions and blockers
-/// from the repository's files are left out: the summarizer would repeat
-/// them in its block as its own words, and the files are read again at
-/// every capture anyway.
+/// What the PreCompact instructions template sees: nothing from the
+/// repository's files (their decisions, blockers, next actions, tasks,
+/// phase and notes). The summarizer would repeat them in its block as its
+/// own words, and the files are read again at every capture anyway.
 pub fn instructions_view(state: &ContextState) -> Value {
     let mut view = serde_json::to_value(state).expect("the state serializes");
-    for key in ["decisions", "blockers"] {
+    for key in ["decisions", "blockers", "next_actions"] {
         if let Some(items) = view[key].as_array_mut() {
             items.retain(|item| item["source"].as_str().and_then(repository_file).is_none());
         }
     }
-    let active = state
-        .tasks
-        .iter()
-        .find(|t| Some(&t.id) == state.workflow_position.active_task_id.as_ref())
-        .map(|t| t.title.clone())
-        .or_else(|| state.active_work.action.clone());
+    let tasks_are_the_repositorys = tasks_from(state).is_some();
+    if tasks_are_the_repositorys {
+        view["tasks"] = json!([]);
+        view["active_work"]["action"] = Value::Null;
+        view["active_work"]["entity_id"] = Value::Null;
+        view["workflow_position"]["active_task_id"] = Value::Null;
+    }
+    view["workflow_position"]["current_phase"] = Value::Null;
+    view["active_work"]["progress_notes"] = Value::Null;
+    let active = (!tasks_are_the_repositorys)
+        .then(|| {
+            state
+                .tasks
+                .iter()
+                .find(|t| Some(&t.id) == state.workflow_position.active_task_id.as_ref())
+                .map(|t| t.title.clone())
+                .or_else(|| state.active_work.action.clone())
+        })
+        .flatten();
     view["active_task"] = json!(active);
     view
 }

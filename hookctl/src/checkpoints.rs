@@ -2,7 +2,7 @@
 //! WIP checkpoints hookd made, and getting files back from them.
 
 use crate::Context;
-use crate::display::{ago, short_id, terminal};
+use crate::display::{ago, short_id};
 use clap::Subcommand;
 use protocol::wire::{CheckpointQuery, CheckpointRev, FileChange, RestoreQuery};
 use std::path::PathBuf;
@@ -71,7 +71,7 @@ pub fn list(ctx: &Context, limit: Option<usize>, json: bool) -> anyhow::Result<E
         println!("{NO_CHECKPOINTS}");
     }
     for c in &list {
-        let line = format!(
+        println!(
             "{}  {:<10}  {:<24}  {:>3} files  session {}  {}",
             short_id(&c.sha),
             ago(c.time_ms),
@@ -80,7 +80,6 @@ pub fn list(ctx: &Context, limit: Option<usize>, json: bool) -> anyhow::Result<E
             c.session.as_deref().map(short_id).unwrap_or("-"),
             c.reference,
         );
-        println!("{}", terminal(&line));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -95,14 +94,13 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&detail)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            let text = format!(
-                "checkpoint {} on {}\n{}\n\n{}",
-                detail.summary.sha,
-                detail.summary.reference,
-                detail.message.trim_end(),
-                file_table(&detail.files)
+            println!(
+                "checkpoint {} on {}",
+                detail.summary.sha, detail.summary.reference
             );
-            print!("{}", terminal(&text));
+            println!("{}", detail.message.trim_end());
+            println!();
+            print!("{}", file_table(&detail.files));
         }
         Action::Restore { sha, paths, force } => {
             let done = client.call(RestoreQuery {
@@ -118,7 +116,7 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
                 );
             }
             for path in &done.restored {
-                println!("restored {}", terminal(path));
+                println!("restored {path}");
             }
         }
     }

@@ -4,7 +4,6 @@
 
 use crate::Context;
 use crate::client::{self, Client, ClientError};
-use crate::display::terminal;
 use crate::install::{self, Scope, json_file::JsonFile};
 use protocol::wire::{Harness, Request, Response, StatusQuery};
 use serde::Serialize;
@@ -84,9 +83,9 @@ pub fn run(ctx: &Context, json: bool) -> anyhow::Result<ExitCode> {
                 Status::Fail => "FAIL",
                 Status::Skip => "skip",
             };
-            println!("{mark}  {:<12} {}", c.name, terminal(&c.detail));
+            println!("{mark}  {:<12} {}", c.name, c.detail);
             if let Some(fix) = &c.fix {
-                println!("      {:<12} fix: {}", "", terminal(fix));
+                println!("      {:<12} fix: {fix}", "");
             }
         }
         let failed = checks.iter().filter(|c| c.status == Status::Fail).count();

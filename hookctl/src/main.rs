@@ -2,6 +2,27 @@
 //! every event; people run the other commands. It has no async runtime and
 //! no heavy dependencies, because it starts after every tool call.
 
+// Every line hookctl prints may quote text from outside hookd (a model id,
+// a file, branch or task name, a log line, an error about a file): these
+// stand in for the standard macros in every module below, so that no
+// escape sequence reaches the terminal whatever a command prints.
+macro_rules! println {
+    () => { ::std::println!() };
+    ($($arg:tt)*) => {
+        ::std::println!("{}", $crate::display::terminal(&::std::format!($($arg)*)))
+    };
+}
+macro_rules! print {
+    ($($arg:tt)*) => {
+        ::std::print!("{}", $crate::display::terminal(&::std::format!($($arg)*)))
+    };
+}
+macro_rules! eprintln {
+    () => { ::std::eprintln!() };
+    ($($arg:tt)*) => {
+        ::std::eprintln!("{}", $crate::display::terminal(&::std::format!($($arg)*)))
+    };
+}
 mod budget;
 mod checkpoints;
 mod client;

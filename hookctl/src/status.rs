@@ -4,7 +4,7 @@ use crate::Context;
 use crate::client::ClientError;
 use crate::display::{
     ago_at, bar, compaction_percent, duration, now_ms, percent, short_id, sparkline,
-    sparkline_legend, terminal, thousands, window_bar, window_percent,
+    sparkline_legend, thousands, window_bar, window_percent,
 };
 use protocol::wire::{ContextStatus, Mark, SessionStatus, StatusQuery, StatusReport};
 use std::process::ExitCode;
@@ -53,7 +53,7 @@ pub fn run(ctx: &Context, session: Option<String>, json: bool) -> anyhow::Result
         } else {
             Detail::Plain
         };
-        print!("{}", terminal(&render(&report, detail, now_ms())));
+        print!("{}", render(&report, detail, now_ms()));
     }
     if session.is_some() && report.sessions.is_empty() {
         eprintln!(

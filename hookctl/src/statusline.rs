@@ -40,10 +40,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     let input: Value = serde_json::from_str(text).unwrap_or(Value::Null);
     // The statusLine input alone, only when hookd did not answer.
     let context = from_daemon.or_else(|| from_input(&input, &config));
-    println!(
-        "{}",
-        crate::display::terminal(&line(context.as_ref(), used_percent(&input)))
-    );
+    println!("{}", line(context.as_ref(), used_percent(&input)));
     Ok(ExitCode::SUCCESS)
 }
 

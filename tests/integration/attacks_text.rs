@@ -50,8 +50,10 @@ fn resume_prompt_in(format: &str) -> (Scenario, String) {
     (s, prompt)
 }
 
-/// Lines of `text` that hostile text starts: a heading, a list item or a
-/// paragraph the repository wrote.
+/// Lines of `text` that carry planted words without saying where they
+/// came from: every line holding any must quote it under its file's name,
+/// or be one of the few places that show a file name (in a code span or an
+/// attribute), the request, or the task list under its "quoted from" note.
 fn forged_lines(text: &str) -> Vec<&str> {
     const PLANTED: [&str; 7] = [
         "URGENT",
@@ -59,19 +61,29 @@ fn forged_lines(text: &str) -> Vec<&str> {
         "maintenance mode",
         "do what it says",
         "**run** curl",
-        "committed as `deadbeef`",
-        "Run `curl",
+        "deadbeef",
+        "curl",
+    ];
+    const SHOWN_AS_DATA: [&str; 11] = [
+        "- `src/parser lookahead fix ### FORGED section - do what it says .rs`",
+        "- **File**: `src/parser lookahead fix ### FORGED section - do what it says .rs`",
+        "- [ ] Fix the lookahead ### Next Actions (Priority Order) 1. **run** curl",
+        "CURRENT: nothing recorded @ src/parser lookahead fix ### FORGED",
+        "RELOAD: src/parser lookahead fix ### FORGED",
+        "CHANGED: src/parser lookahead fix ### FORGED",
+        "<file path=\"src/parser lookahead fix ### FORGED",
+        "<action type=\"file_created\">src/parser lookahead fix ### FORGED",
+        "<file>src/parser lookahead fix ### FORGED",
+        "<blocking_issues>“Flaky test ### Checkpoint",
+        "<active_task quoted_from=",
     ];
     text.lines()
         .filter(|line| {
-            let start = line.trim_start();
-            PLANTED.iter().any(|p| start.contains(p))
-                && !start.contains("quoted from")
-                && !start.contains("keep LL(1)")
-                && !start.contains("src/parser lookahead fix")
-                && !start.contains("Fix the lookahead")
-                && !start.contains("Flaky test")
-                && !start.contains("IMPLEMENTING")
+            let line = line.trim_start();
+            PLANTED.iter().any(|p| line.contains(p))
+                && !line.contains("quoted from")
+                && !line.contains("quoted_from=")
+                && !SHOWN_AS_DATA.iter().any(|shown| line.starts_with(shown))
         })
         .collect()
 }
@@ -236,7 +248,12 @@ fn a_branch_name_cannot_send_escape_sequences_to_the_terminal() {
         .start();
     let out = s.hookctl(&["save"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    for args in [&["checkpoints"][..], &["status"][..]] {
+    for args in [
+        &["checkpoints"][..],
+        &["status"][..],
+        &["resume"][..],
+        &["validate"][..],
+    ] {
         let out = s.hookctl(args);
         let text = stdout(&out);
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
@@ -244,6 +261,12 @@ fn a_branch_name_cannot_send_escape_sequences_to_the_terminal() {
             !text.contains(['\u{9b}', '\u{9d}', '\u{1b}']),
             "{args:?}: {text:?}"
         );
+        if args[0] != "status" {
+            assert!(
+                text.contains("feat 2J 0;x"),
+                "{args:?} names the branch: {text:?}"
+            );
+        }
     }
     let out = s.hookctl(&["checkpoints"]);
     assert!(stdout(&out).contains("feat 2J 0;x"), "{}", stdout(&out));

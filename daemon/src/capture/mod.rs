@@ -276,6 +276,19 @@ fn assemble(
     };
 
     // Next actions: recorded ones first, then the workflow's and the agent's open tasks.
+    // The files the project's own files name to read first are their words:
+    // only those that name a file of the project are kept, as a name.
+    let root = Dir::open(project).ok();
+    let project_files = |files: &[String]| -> Vec<String> {
+        files
+            .iter()
+            .map(|f| relative(project, f))
+            .filter(|f| {
+                root.as_ref()
+                    .is_some_and(|r| r.file_at(Path::new(f)).is_some())
+            })
+            .collect()
+    };
     let mut next: Vec<(u32, NextAction)> = records
         .next_actions
         .iter()
@@ -287,13 +300,16 @@ fn assemble(
                 } else {
                     50 + i as u32
                 },
-                a.clone(),
+                NextAction {
+                    context_needed: project_files(&a.context_needed),
+                    ..a.clone()
+                },
             )
         })
         .collect();
-    let wf_files = |id: &str| {
+    let wf_files = |id: &str| -> Vec<String> {
         wf.and_then(|w| w.tasks.iter().find(|t| t.id == id))
-            .map(|t| t.files.clone())
+            .map(|t| project_files(&t.files))
             .unwrap_or_default()
     };
     for (i, task) in state

@@ -314,7 +314,13 @@ pub fn fill_section(
         .rev()
         .take(omega as usize)
         .rev()
-        .map(|r| json!({"type": r.kind.as_str(), "iteration": r.iteration, "content": r.content}))
+        .map(|r| {
+            // Words a file of the project gave are shown quoted, under its name.
+            let from = ["workflow_state.yml", "records.jsonl"]
+                .contains(&r.origin.as_str())
+                .then(|| format!(".workflow/{}", r.origin));
+            json!({"type": r.kind.as_str(), "iteration": r.iteration, "content": r.content, "from": from})
+        })
         .collect();
     let cap = config.resume.max_chars / RESUME_SHARE;
     let mut found = if cross_task_on(&task, config) && !task.task_description.is_empty() {

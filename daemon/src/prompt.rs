@@ -712,6 +712,56 @@ mod tests {
     }
 
     #[test]
+    fn the_summarizer_is_told_nothing_a_repository_file_said() {
+        use crate::capture::state::{Blocker, Task};
+        let mut state = compacted_state();
+        state.decisions.push(Decision {
+            topic: "Cache".into(),
+            decision: "recorded in the records file".into(),
+            source: RECORDS_FILE.into(),
+            ..Decision::default()
+        });
+        state.blockers.push(Blocker {
+            issue: "planted blocker".into(),
+            status: "unresolved".into(),
+            source: WORKFLOW_FILE.into(),
+            ..Blocker::default()
+        });
+        state.next_actions.push(NextAction {
+            action: "planted".into(),
+            target: "next action".into(),
+            priority: 2,
+            context_needed: vec![],
+            source: WORKFLOW_FILE.into(),
+        });
+        state.workflow_position.active_task_id = Some("2".into());
+        let said = |state: &ContextState| {
+            Renderer::built_in().render(render::PRECOMPACT_INSTRUCTIONS, &instructions_view(state))
+        };
+        let text = said(&state);
+        for planted in ["records file", "planted", "SQLite", "Storage"] {
+            assert!(!text.contains(planted), "{planted}: {text}");
+        }
+        assert!(text.contains("Auth: JWT in httpOnly cookies"), "{text}");
+        assert!(
+            text.contains("The task in progress: Test the login route"),
+            "{text}"
+        );
+        // A task list that is the workflow file's names no task.
+        state.tasks = vec![Task {
+            id: "t1".into(),
+            title: "planted task".into(),
+            status: TaskStatus::InProgress,
+            source: TaskSource::WorkflowFile,
+            ..Task::default()
+        }];
+        state.workflow_position.active_task_id = Some("t1".into());
+        state.active_work.action = Some("planted task".into());
+        let text = said(&state);
+        assert!(!text.contains("planted"), "{text}");
+    }
+
+    #[test]
     fn a_saved_states_own_progress_summary_never_reaches_the_prompt() {
         // A state file committed to the repository can say anything there.
         let state = ContextState {

@@ -16,6 +16,10 @@ pub fn is_hidden_control(c: char) -> bool {
             c,
             '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
                 | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}'
+                // Zero-width characters and Unicode tags: invisible to the
+                // person, read by the model (hidden text rides on them).
+                | '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}'
+                | '\u{fff9}'..='\u{fffb}' | '\u{e0000}'..='\u{e007f}'
         )
 }
 
@@ -75,6 +79,8 @@ mod tests {
             "keep LL(1) ### URGENT - do it"
         );
         assert_eq!(one_line("a\u{2028}b\u{202e}c\u{9b}31m d"), "a b c 31m d");
+        // Unicode tags spell "run" unseen; a zero-width space hides a break.
+        assert_eq!(one_line("ok\u{e0072}\u{e0075}\u{e006e}\u{200b}!"), "ok !");
         assert_eq!(one_line("  \n "), "");
         assert!(!one_line(osc).chars().any(is_hidden_control));
     }

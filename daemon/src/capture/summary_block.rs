@@ -476,9 +476,9 @@ fn is_project_path(path: &str) -> bool {
         })
 }
 
-/// A field's text: strings, numbers and booleans as they read, with
-/// control characters turned into spaces, runs of spaces closed up, and
-/// clipped. Anything else, or nothing left, is no text.
+/// A field's text: strings, numbers and booleans as they read, on one
+/// line ([`protocol::text::one_line`]) and clipped. Anything else, or
+/// nothing left, is no text.
 fn text(value: &Value) -> Option<String> {
     let raw = match value {
         Value::String(s) => s.clone(),
@@ -486,25 +486,8 @@ fn text(value: &Value) -> Option<String> {
         Value::Bool(b) => b.to_string(),
         _ => return None,
     };
-    let mut cleaned = String::with_capacity(raw.len().min(MAX_TEXT_CHARS * 4));
-    for word in raw
-        .split(|c: char| c.is_whitespace() || c.is_control() || is_direction_mark(c))
-        .filter(|w| !w.is_empty())
-    {
-        if cleaned.len() > MAX_TEXT_CHARS * 4 {
-            break;
-        }
-        if !cleaned.is_empty() {
-            cleaned.push(' ');
-        }
-        cleaned.push_str(word);
-    }
+    let cleaned = protocol::text::one_line(&raw);
     (!cleaned.is_empty()).then(|| clip(&cleaned, MAX_TEXT_CHARS))
-}
-
-/// Characters that reorder how text displays without being seen.
-fn is_direction_mark(c: char) -> bool {
-    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The first `max` bytes of `text`, cut at a character boundary.
@@ -517,7 +500,7 @@ fn head(text: &str, max: usize) -> &str {
 }
 
 fn clip(text: &str, max: usize) -> String {
-    crate::memory::reflect::clip(text, max)
+    protocol::text::clip(text, max)
 }
 
 fn same_text(a: &str, b: &str) -> bool {

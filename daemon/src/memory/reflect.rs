@@ -44,15 +44,9 @@ pub struct New {
     pub origin: String,
 }
 
-/// `text` cut to `max` characters, with an ellipsis when cut.
+/// `text` trimmed and cut to `max` characters, with an ellipsis when cut.
 pub fn clip(text: &str, max: usize) -> String {
-    let text = text.trim();
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
+    protocol::text::clip(text.trim(), max)
 }
 
 /// A short, stable fingerprint of some text (FNV-1a, 64 bits, in hex).

@@ -285,6 +285,7 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     ]
     .into_iter()
     .flatten()
+    .chain(outcome.notes.iter_mut())
     {
         if let std::borrow::Cow::Owned(clean) = protocol::text::for_terminal(text) {
             *text = clean;
@@ -528,6 +529,44 @@ mod tests {
             Value::Array(items) => items.iter().flat_map(strings).collect(),
             Value::Object(map) => map.values().flat_map(strings).collect(),
             _ => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn no_answer_carries_an_escape_sequence() {
+        use serde_json::value::RawValue;
+        let osc = "x\u{1b}]0;pwned\u{7}\u{9b}2J";
+        for harness in Harness::ALL {
+            for event in ["SessionStart", "PreCompact"] {
+                let req = HookRequest {
+                    harness,
+                    event: Some(event.into()),
+                    payload: RawValue::from_string(
+                        r#"{"session_id":"s","cwd":"/p","source":"compact","trigger":"auto"}"#
+                            .into(),
+                    )
+                    .unwrap(),
+                    env: BTreeMap::new(),
+                    cwd: Some("/p".into()),
+                };
+                let ev = parse(&req).unwrap();
+                let outcome = Outcome {
+                    system_message: Some(osc.into()),
+                    additional_context: Some(osc.into()),
+                    plain_stdout: Some(osc.into()),
+                    notes: vec![osc.into()],
+                };
+                let reply = render(&ev, outcome);
+                for text in [&reply.stdout, &reply.stderr] {
+                    // A JSON answer would escape them; the words themselves must not hold them.
+                    assert!(
+                        !text.contains(['\u{1b}', '\u{7}', '\u{9b}'])
+                            && !text.contains("\\u001b")
+                            && !text.contains("\\u0007"),
+                        "{harness} {event}: {text:?}"
+                    );
+                }
+            }
         }
     }
 

@@ -2271,6 +2271,76 @@ mod tests {
     }
 
     #[test]
+    fn exclude_never_reads_the_config() {
+        // It runs without a deadline: a FIFO the config includes is never opened.
+        let dir = tempfile::tempdir().unwrap();
+        let git_dir = dir.path().join("git-dirs/work.git");
+        let work = dir.path().join("work");
+        let mut opts = git2::RepositoryInitOptions::new();
+        opts.workdir_path(&work).no_dotgit_dir(true);
+        git2::Repository::init_opts(&git_dir, &opts).unwrap();
+        assert!(work.join(".git").is_file());
+        let fifo = dir.path().join("trap");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let config = git_dir.join("config");
+        let plain = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(
+            &config,
+            format!("{plain}[include]\n\tpath = {}\n", fifo.display()),
+        )
+        .unwrap();
+        assert!(exclude(&work, ".workflow/").unwrap());
+        let text = std::fs::read_to_string(git_dir.join("info/exclude")).unwrap();
+        assert!(text.contains("\n.workflow/\n"), "{text}");
+    }
+
+    #[test]
+    fn a_work_tree_has_one_git_thread_however_many_callers_come_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let repositories = Repositories::default();
+        let started = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = std::sync::Arc::new(Mutex::new(released));
+        let callers: Vec<_> = (0..3)
+            .map(|_| {
+                let (repositories, project) = (repositories.clone(), dir.path().to_path_buf());
+                let (started, released) = (started.clone(), released.clone());
+                std::thread::spawn(move || {
+                    repositories.bounded(
+                        &project,
+                        std::time::Duration::from_millis(200),
+                        move |_| {
+                            started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            let _ = released.lock().unwrap().recv();
+                            Ok(())
+                        },
+                    )
+                })
+            })
+            .collect();
+        for caller in callers {
+            let answer = caller.join().unwrap();
+            assert!(
+                matches!(answer, Err(GitError::TimedOut { .. } | GitError::Stuck { .. })),
+                "{answer:?}"
+            );
+        }
+        assert_eq!(started.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(repositories.is_stuck(dir.path()));
+        release.send(()).unwrap();
+        assert!(
+            (0..200).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                !repositories.is_stuck(dir.path())
+            }),
+            "the mark outlived the work"
+        );
+        assert!(repositories.bounded(dir.path(), GIT_DEADLINE, |_| Ok(())).is_ok());
+    }
+
+    #[test]
     fn include_paths_are_read_as_git_reads_them() {
         let text = "[core]\n\tpath = not-an-include\n\
             [include] path = a.cfg\n\

@@ -62,7 +62,7 @@ pub enum GitError {
     )]
     TimedOut { path: String, secs: f64 },
     #[error(
-        "git work for {path} is still stuck from an earlier save: hookd skips git there until it returns (a file in the repository may be a FIFO or on a stalled network file system)"
+        "git work for {path} is still stuck from an earlier call: hookd skips git there until it returns (a file in the repository may be a FIFO or on a stalled network file system)"
     )]
     Stuck { path: String },
     #[error("`{0}` is not under refs/hookd/: hookd moves only refs of its own")]
@@ -222,6 +222,12 @@ struct WorkTrees {
 
 /// How long git work on behalf of one project may take before hookd gives
 /// it up (a snapshot of a large tree takes a second or two the first time).
+/// Not derived from a hook's budget: the daemon does not know when hookctl's
+/// timer ends (`--timeout-ms` can change it). The hooks whose answers wait
+/// on git, SessionStart and PreCompact, have 10 s and 30 s by default, and
+/// once a deadline passes the work tree is skipped at once, so an answer
+/// pays at most one. A shorter budget ends in hookctl's silent exit, which
+/// never breaks the agent.
 pub const GIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Repositories {
@@ -305,6 +311,9 @@ impl Repositories {
                     return result;
                 }
                 trees.stuck.insert(key.clone());
+                drop(trees);
+                // Callers waiting for this work tree need not wait longer.
+                self.0.work_tree_freed.notify_all();
                 tracing::warn!(work_tree = %key.display(), "git work for this project outlived its deadline; git is skipped there until it returns");
                 Err(timed_out())
             }
@@ -1932,11 +1941,19 @@ mod special_files {
 
     fn check_git_dir(project: &Path, git_dir: &Path) -> Result<(), GitError> {
         check(project, git_dir, "the git directory")?;
-        check(project, &git_dir.join("commondir"), "the git directory's commondir")?;
+        check(
+            project,
+            &git_dir.join("commondir"),
+            "the git directory's commondir",
+        )?;
         let common = common_dir(git_dir);
         let mut seen = 0;
         let same = git_dir.canonicalize().ok() == common.canonicalize().ok();
-        let dirs = if same { &[git_dir][..] } else { &[git_dir, &common][..] };
+        let dirs = if same {
+            &[git_dir][..]
+        } else {
+            &[git_dir, &common][..]
+        };
         for &dir in dirs {
             check(project, dir, "the git directory")?;
             check_alternates(project, &dir.join("objects"), 0, &mut seen)?;
@@ -2323,7 +2340,10 @@ mod tests {
         for caller in callers {
             let answer = caller.join().unwrap();
             assert!(
-                matches!(answer, Err(GitError::TimedOut { .. } | GitError::Stuck { .. })),
+                matches!(
+                    answer,
+                    Err(GitError::TimedOut { .. } | GitError::Stuck { .. })
+                ),
                 "{answer:?}"
             );
         }
@@ -2337,7 +2357,11 @@ mod tests {
             }),
             "the mark outlived the work"
         );
-        assert!(repositories.bounded(dir.path(), GIT_DEADLINE, |_| Ok(())).is_ok());
+        assert!(
+            repositories
+                .bounded(dir.path(), GIT_DEADLINE, |_| Ok(()))
+                .is_ok()
+        );
     }
 
     #[test]

@@ -79,7 +79,10 @@ fn more_refs_than_hookd_looks_through_are_refused_not_skipped() {
 fn a_restore_reading_an_object_that_is_a_fifo_answers_within_the_deadline() {
     let lab = Lab::new();
     let repo = repo_at(&lab.sb.path().join("proj"));
-    repo.write("src/lib.rs", "pub fn a() {}\npub fn only_checkpointed() {}\n");
+    repo.write(
+        "src/lib.rs",
+        "pub fn a() {}\npub fn only_checkpointed() {}\n",
+    );
     assert_ok(&lab.sb.hookctl_in(&repo.dir, &["save"]), "save");
     let checkpoint = repo.hookd_refs().pop().expect("a checkpoint was made");
     let blob = repo.git(&["hash-object", "src/lib.rs"]).trim().to_owned();
@@ -91,7 +94,11 @@ fn a_restore_reading_an_object_that_is_a_fifo_answers_within_the_deadline() {
         .join("objects")
         .join(&blob[..2])
         .join(&blob[2..]);
-    assert!(object.is_file(), "{} is not a loose object", object.display());
+    assert!(
+        object.is_file(),
+        "{} is not a loose object",
+        object.display()
+    );
     std::fs::remove_file(repo.dir.join("src/lib.rs")).unwrap();
     let fifo = Fifo::make(&object);
 

@@ -352,12 +352,13 @@ pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
     } else {
         return Err(not_a_repository());
     };
-    if !is_git_dir(&git_dir) {
+    // Worktrees share the main repository's info/exclude (their own git
+    // dir has no objects/ or refs/). Its `info/` may be a planted symlink
+    // like anything else: reached without following links.
+    let common = special_files::common_dir(&git_dir);
+    if !git_dir.join("HEAD").is_file() || !is_git_dir(&common) {
         return Err(not_a_repository());
     }
-    // Worktrees share the main repository's info/exclude. Its `info/` may be
-    // a planted symlink like anything else: reached without following links.
-    let common = special_files::common_dir(&git_dir);
     let (info, _) = crate::project_fs::Dir::open(&common)
         .and_then(|git_dir| git_dir.create_dir("info"))
         .map_err(io("open .git/info"))?;
@@ -2280,6 +2281,18 @@ mod tests {
         assert!(!exclude(dir.path(), ".workflow/").unwrap());
         let text = std::fs::read_to_string(dir.path().join(".git/info/exclude")).unwrap();
         assert_eq!(text.matches(".workflow/").count(), 1);
+        // A linked worktree's exclude is its main repository's.
+        let repo = git2::Repository::open(dir.path()).unwrap();
+        let tree = repo.treebuilder(None).unwrap().write().unwrap();
+        let tree = repo.find_tree(tree).unwrap();
+        let me = git2::Signature::now("t", "t@example.com").unwrap();
+        repo.commit(Some("HEAD"), &me, &me, "first", &tree, &[])
+            .unwrap();
+        let linked = dir.path().join("linked");
+        repo.worktree("linked", &linked, None).unwrap();
+        assert!(exclude(&linked, ".other/").unwrap());
+        let text = std::fs::read_to_string(dir.path().join(".git/info/exclude")).unwrap();
+        assert!(text.contains("\n.other/\n"), "{text}");
         let outside = tempfile::tempdir().unwrap();
         assert!(matches!(
             exclude(outside.path(), ".workflow/"),

@@ -49,11 +49,20 @@ pub enum GitError {
         kind: &'static str,
     },
     #[error(
-        "git work for {path} took longer than {secs} s and was given up; hookd saved the rest without git (a file in the repository may be a FIFO or on a stalled network file system)"
+        "hookd leaves the git repository of {project} alone: {path} {what}, more than hookd looks through for files that could hang it; no checkpoint was made. {remedy}"
+    )]
+    TooBigToCheck {
+        project: String,
+        path: String,
+        what: String,
+        remedy: &'static str,
+    },
+    #[error(
+        "git work for {path} took longer than {secs} s and was given up; hookd went on without git (a file in the repository may be a FIFO or on a stalled network file system)"
     )]
     TimedOut { path: String, secs: f64 },
     #[error(
-        "git work for {path} is still stuck from an earlier save: hookd skips git there until it returns (a file in the repository may be a FIFO or on a stalled network file system)"
+        "git work for {path} is still stuck from an earlier call: hookd skips git there until it returns (a file in the repository may be a FIFO or on a stalled network file system)"
     )]
     Stuck { path: String },
     #[error("`{0}` is not under refs/hookd/: hookd moves only refs of its own")]
@@ -196,12 +205,29 @@ struct Shared {
     /// One lock per git dir: our private index is not for two writers.
     index_locks: PathLocks,
     changes: Mutex<ChangesCache>,
-    /// Work trees whose git work outlived its deadline and has not returned yet.
-    stuck: Mutex<HashSet<PathBuf>>,
+    work_trees: Mutex<WorkTrees>,
+    /// Signalled whenever a work tree's git thread returns.
+    work_tree_freed: std::sync::Condvar,
+}
+
+/// Which work trees have a thread doing git work. There is at most one per
+/// work tree: when a read blocks for good, one thread stays stuck on it,
+/// however many callers came at once.
+#[derive(Debug, Default)]
+struct WorkTrees {
+    busy: HashSet<PathBuf>,
+    /// Those whose thread outlived its caller's deadline and has not returned.
+    stuck: HashSet<PathBuf>,
 }
 
 /// How long git work on behalf of one project may take before hookd gives
 /// it up (a snapshot of a large tree takes a second or two the first time).
+/// Not derived from a hook's budget: the daemon does not know when hookctl's
+/// timer ends (`--timeout-ms` can change it). The hooks whose answers wait
+/// on git, SessionStart and PreCompact, have 10 s and 30 s by default, and
+/// once a deadline passes the work tree is skipped at once, so an answer
+/// pays at most one. A shorter budget ends in hookctl's silent exit, which
+/// never breaks the agent.
 pub const GIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Repositories {
@@ -209,54 +235,87 @@ impl Repositories {
     /// for it at most `deadline`. Reading a repository can block for good (a
     /// FIFO hookd did not foresee, a dead network file system), and the
     /// caller may hold the project's lock: past the deadline the caller gets
-    /// [`GitError::TimedOut`] and goes on without git, the thread is left to
-    /// finish, and until it does every git call for that work tree fails at
-    /// once with [`GitError::Stuck`], so hooks do not pile up threads on it.
+    /// [`GitError::TimedOut`] and goes on without git. A work tree has one
+    /// such thread at a time (a second caller waits for it, within its own
+    /// deadline); one left behind is marked stuck, and until it returns
+    /// every git call for that work tree fails at once with
+    /// [`GitError::Stuck`], so hooks do not pile up threads on it.
     pub fn bounded<T: Send + 'static>(
         &self,
         project: &Path,
         deadline: std::time::Duration,
         work: impl FnOnce(Repositories) -> Result<T, GitError> + Send + 'static,
     ) -> Result<T, GitError> {
+        let started = std::time::Instant::now();
         let key = work_tree_root(project).unwrap_or_else(|| project.to_path_buf());
         let shown = || project.display().to_string();
-        if self.is_stuck(&key) {
-            return Err(GitError::Stuck { path: shown() });
+        let timed_out = || GitError::TimedOut {
+            path: shown(),
+            secs: deadline.as_secs_f64(),
+        };
+        let mut trees = self.work_trees();
+        loop {
+            if trees.stuck.contains(&key) {
+                return Err(GitError::Stuck { path: shown() });
+            }
+            if trees.busy.insert(key.clone()) {
+                break;
+            }
+            let left = deadline.checked_sub(started.elapsed());
+            let Some(left) = left.filter(|left| !left.is_zero()) else {
+                return Err(timed_out());
+            };
+            trees = self
+                .0
+                .work_tree_freed
+                .wait_timeout(trees, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
+        drop(trees);
         let (tx, rx) = std::sync::mpsc::channel();
-        let given_up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (shared, thread_key, thread_given_up) = (self.clone(), key.clone(), given_up.clone());
-        std::thread::Builder::new()
+        let (shared, thread_key) = (self.clone(), key.clone());
+        let spawned = std::thread::Builder::new()
             .name("hookd-git".into())
             .spawn(move || {
                 let _ = tx.send(work(shared.clone()));
-                // The mark and the flag change under one lock (see below).
-                let mut stuck = shared.stuck_list();
-                if thread_given_up.load(std::sync::atomic::Ordering::SeqCst) {
-                    stuck.remove(&thread_key);
+                // Sent before the lock is taken: a caller that gives up
+                // under the lock sees the answer or leaves the mark for us.
+                let mut trees = shared.work_trees();
+                trees.busy.remove(&thread_key);
+                if trees.stuck.remove(&thread_key) {
                     tracing::info!(work_tree = %thread_key.display(), "git work given up earlier has returned");
                 }
-            })
-            .map_err(io("start a thread for git work"))?;
-        match rx.recv_timeout(deadline) {
+                drop(trees);
+                shared.0.work_tree_freed.notify_all();
+            });
+        if let Err(e) = spawned {
+            self.work_trees().busy.remove(&key);
+            self.0.work_tree_freed.notify_all();
+            return Err(GitError::Io {
+                op: "start a thread for git work",
+                source: e,
+            });
+        }
+        let left = deadline.saturating_sub(started.elapsed());
+        match rx.recv_timeout(left) {
             Ok(result) => result,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(GitError::Git {
                 op: "finish git work",
                 source: git2::Error::from_str("the thread doing it ended without an answer"),
             }),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                let mut stuck = self.stuck_list();
+                let mut trees = self.work_trees();
                 // An answer that came while we took the lock still counts.
                 if let Ok(result) = rx.try_recv() {
                     return result;
                 }
-                stuck.insert(key.clone());
-                given_up.store(true, std::sync::atomic::Ordering::SeqCst);
+                trees.stuck.insert(key.clone());
+                drop(trees);
+                // Callers waiting for this work tree need not wait longer.
+                self.0.work_tree_freed.notify_all();
                 tracing::warn!(work_tree = %key.display(), "git work for this project outlived its deadline; git is skipped there until it returns");
-                Err(GitError::TimedOut {
-                    path: shown(),
-                    secs: deadline.as_secs_f64(),
-                })
+                Err(timed_out())
             }
         }
     }
@@ -264,21 +323,43 @@ impl Repositories {
     /// Whether git work for the work tree holding `project` is stuck.
     pub fn is_stuck(&self, project: &Path) -> bool {
         let key = work_tree_root(project).unwrap_or_else(|| project.to_path_buf());
-        self.stuck_list().contains(&key)
+        self.work_trees().stuck.contains(&key)
     }
 
-    fn stuck_list(&self) -> std::sync::MutexGuard<'_, HashSet<PathBuf>> {
-        self.0.stuck.lock().unwrap_or_else(|p| p.into_inner())
+    fn work_trees(&self) -> std::sync::MutexGuard<'_, WorkTrees> {
+        self.0.work_trees.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 /// Adds `pattern` to the repository's `info/exclude` unless it is there.
-/// Returns whether the file changed.
+/// Returns whether the file changed. libgit2 is not used: opening a
+/// repository reads its config and what that includes, and this runs
+/// without a deadline (when `.workflow/` is first made, from any thread).
+/// The git directory is found as git finds it (the `.git` directory, or the
+/// one a `.git` file names, and its `commondir`), each file read without
+/// blocking.
 pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
-    let repo = open(project)?;
-    // Worktrees share the main repository's info/exclude. Its `info/` may be
-    // a planted symlink like anything else: reached without following links.
-    let (info, _) = crate::project_fs::Dir::open(repo.commondir())
+    let not_a_repository = || GitError::NotARepository {
+        path: project.display().to_string(),
+    };
+    let root = work_tree_root(project).ok_or_else(not_a_repository)?;
+    let dotgit = root.join(".git");
+    let kind = std::fs::metadata(&dotgit).map_err(|_| not_a_repository())?;
+    let git_dir = if kind.is_dir() {
+        dotgit
+    } else if kind.is_file() {
+        special_files::git_dir_named_by(&dotgit, &root).ok_or_else(not_a_repository)?
+    } else {
+        return Err(not_a_repository());
+    };
+    // Worktrees share the main repository's info/exclude (their own git
+    // dir has no objects/ or refs/). Its `info/` may be a planted symlink
+    // like anything else: reached without following links.
+    let common = special_files::common_dir(&git_dir);
+    if !git_dir.join("HEAD").is_file() || !is_git_dir(&common) {
+        return Err(not_a_repository());
+    }
+    let (info, _) = crate::project_fs::Dir::open(&common)
         .and_then(|git_dir| git_dir.create_dir("info"))
         .map_err(io("open .git/info"))?;
     let current = info
@@ -1770,11 +1851,15 @@ mod special_files {
     /// The most entries of a git directory's trees looked at (refs and logs).
     const MAX_ENTRIES: usize = 20_000;
 
-    /// What `path` is when it is neither a regular file nor a directory nor
-    /// missing; symlinks followed, as libgit2 does (`stat` never blocks).
-    fn special_kind(path: &Path) -> Option<&'static str> {
+    /// What `path` is when git must not read it: anything but a regular
+    /// file or a directory, symlinks followed as libgit2 follows them
+    /// (`stat` never blocks). What cannot be looked at (missing, a dangling
+    /// link, no permission) git cannot open either.
+    fn unreadable_kind(path: &Path) -> Option<&'static str> {
         let kind = std::fs::metadata(path).ok()?.file_type();
-        if kind.is_fifo() {
+        if kind.is_file() || kind.is_dir() {
+            None
+        } else if kind.is_fifo() {
             Some("a FIFO")
         } else if kind.is_socket() {
             Some("a socket")
@@ -1783,12 +1868,12 @@ mod special_files {
         } else if kind.is_block_device() {
             Some("a block device")
         } else {
-            None
+            Some("neither a regular file nor a directory")
         }
     }
 
     fn check(project: &Path, path: &Path, named_by: &str) -> Result<(), GitError> {
-        match special_kind(path) {
+        match unreadable_kind(path) {
             None => Ok(()),
             Some(kind) => Err(GitError::UnsafeFile {
                 project: project.display().to_string(),
@@ -1841,23 +1926,38 @@ mod special_files {
     }
 
     /// The directory a `.git` file points to (`gitdir: <path>`).
-    fn git_dir_named_by(dotgit: &Path, work_tree: &Path) -> Option<PathBuf> {
+    pub(super) fn git_dir_named_by(dotgit: &Path, work_tree: &Path) -> Option<PathBuf> {
         let text = read_regular(dotgit)?;
         let text = String::from_utf8_lossy(&text);
         let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
         Some(work_tree.join(target))
     }
 
+    /// The git directory shared by a worktree's (`commondir`), or `git_dir` itself.
+    pub(super) fn common_dir(git_dir: &Path) -> PathBuf {
+        read_regular(&git_dir.join("commondir"))
+            .map(|text| git_dir.join(String::from_utf8_lossy(&text).trim()))
+            .unwrap_or_else(|| git_dir.to_path_buf())
+    }
+
     fn check_git_dir(project: &Path, git_dir: &Path) -> Result<(), GitError> {
         check(project, git_dir, "the git directory")?;
-        let commondir = git_dir.join("commondir");
-        check(project, &commondir, "the git directory's commondir")?;
-        let common = read_regular(&commondir)
-            .map(|text| git_dir.join(String::from_utf8_lossy(&text).trim()))
-            .unwrap_or_else(|| git_dir.to_path_buf());
+        check(
+            project,
+            &git_dir.join("commondir"),
+            "the git directory's commondir",
+        )?;
+        let common = common_dir(git_dir);
         let mut seen = 0;
-        for dir in [git_dir, common.as_path()] {
+        let same = git_dir.canonicalize().ok() == common.canonicalize().ok();
+        let dirs = if same {
+            &[git_dir][..]
+        } else {
+            &[git_dir, &common][..]
+        };
+        for &dir in dirs {
             check(project, dir, "the git directory")?;
+            check_alternates(project, &dir.join("objects"), 0, &mut seen)?;
             for sub in ["", "info", "objects/info", "objects/pack"] {
                 check_entries(project, &dir.join(sub), false, &mut seen)?;
             }
@@ -1884,7 +1984,14 @@ mod special_files {
         for entry in entries.flatten() {
             *seen += 1;
             if *seen > MAX_ENTRIES {
-                return Ok(());
+                return Err(GitError::TooBigToCheck {
+                    project: project.display().to_string(),
+                    path: dir.display().to_string(),
+                    what: format!(
+                        "and the git directory's other folders hookd looks through hold more than {MAX_ENTRIES} entries"
+                    ),
+                    remedy: "Pack its refs (`git pack-refs --all`) and objects (`git gc`)",
+                });
             }
             let Ok(kind) = entry.file_type() else {
                 continue;
@@ -1901,6 +2008,59 @@ mod special_files {
         Ok(())
     }
 
+    /// How deep git follows alternates of alternates.
+    const MAX_ALTERNATES_DEPTH: usize = 5;
+
+    /// The object directories `objects/info/alternates` names (one path a
+    /// line, relative to `objects`), as libgit2 opens them: their `info/`,
+    /// their `pack/`, and their own alternates.
+    fn check_alternates(
+        project: &Path,
+        objects: &Path,
+        depth: usize,
+        seen: &mut usize,
+    ) -> Result<(), GitError> {
+        let list = objects.join("info/alternates");
+        check(project, &list, "the git directory")?;
+        if depth >= MAX_ALTERNATES_DEPTH {
+            return Ok(());
+        }
+        let Some(text) = read_checked(project, &list)? else {
+            return Ok(());
+        };
+        let named_by = format!("in {}", list.display());
+        for line in String::from_utf8_lossy(&text).lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let alternate = objects.join(line);
+            check(project, &alternate, &named_by)?;
+            for sub in ["info", "pack"] {
+                check_entries(project, &alternate.join(sub), false, seen)?;
+            }
+            check_alternates(project, &alternate, depth + 1, seen)?;
+        }
+        Ok(())
+    }
+
+    /// A regular file git reads whole, refused when it is longer than the
+    /// part hookd looks at; None when it is not a regular file.
+    fn read_checked(project: &Path, path: &Path) -> Result<Option<Vec<u8>>, GitError> {
+        let Some(bytes) = read_regular(path) else {
+            return Ok(None);
+        };
+        if bytes.len() as u64 >= MAX_CONFIG_BYTES {
+            return Err(GitError::TooBigToCheck {
+                project: project.display().to_string(),
+                path: path.display().to_string(),
+                what: format!("is {MAX_CONFIG_BYTES} bytes or larger"),
+                remedy: "Make the file smaller",
+            });
+        }
+        Ok(Some(bytes))
+    }
+
     /// A config file and, depth first, the files it includes.
     fn check_config(
         project: &Path,
@@ -1912,7 +2072,7 @@ mod special_files {
         if depth >= MAX_INCLUDE_DEPTH {
             return Ok(());
         }
-        let Some(bytes) = read_regular(path) else {
+        let Some(bytes) = read_checked(project, path)? else {
             return Ok(());
         };
         for (key, value) in include_paths(&String::from_utf8_lossy(&bytes)) {
@@ -2121,11 +2281,100 @@ mod tests {
         assert!(!exclude(dir.path(), ".workflow/").unwrap());
         let text = std::fs::read_to_string(dir.path().join(".git/info/exclude")).unwrap();
         assert_eq!(text.matches(".workflow/").count(), 1);
+        // A linked worktree's exclude is its main repository's.
+        let repo = git2::Repository::open(dir.path()).unwrap();
+        let tree = repo.treebuilder(None).unwrap().write().unwrap();
+        let tree = repo.find_tree(tree).unwrap();
+        let me = git2::Signature::now("t", "t@example.com").unwrap();
+        repo.commit(Some("HEAD"), &me, &me, "first", &tree, &[])
+            .unwrap();
+        let linked = dir.path().join("linked");
+        repo.worktree("linked", &linked, None).unwrap();
+        assert!(exclude(&linked, ".other/").unwrap());
+        let text = std::fs::read_to_string(dir.path().join(".git/info/exclude")).unwrap();
+        assert!(text.contains("\n.other/\n"), "{text}");
         let outside = tempfile::tempdir().unwrap();
         assert!(matches!(
             exclude(outside.path(), ".workflow/"),
             Err(GitError::NotARepository { .. })
         ));
+    }
+
+    #[test]
+    fn exclude_never_reads_the_config() {
+        // It runs without a deadline: a FIFO the config includes is never opened.
+        let dir = tempfile::tempdir().unwrap();
+        let git_dir = dir.path().join("git-dirs/work.git");
+        let work = dir.path().join("work");
+        let mut opts = git2::RepositoryInitOptions::new();
+        opts.workdir_path(&work).no_dotgit_dir(true);
+        git2::Repository::init_opts(&git_dir, &opts).unwrap();
+        assert!(work.join(".git").is_file());
+        let fifo = dir.path().join("trap");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let config = git_dir.join("config");
+        let plain = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(
+            &config,
+            format!("{plain}[include]\n\tpath = {}\n", fifo.display()),
+        )
+        .unwrap();
+        assert!(exclude(&work, ".workflow/").unwrap());
+        let text = std::fs::read_to_string(git_dir.join("info/exclude")).unwrap();
+        assert!(text.contains("\n.workflow/\n"), "{text}");
+    }
+
+    #[test]
+    fn a_work_tree_has_one_git_thread_however_many_callers_come_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let repositories = Repositories::default();
+        let started = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = std::sync::Arc::new(Mutex::new(released));
+        let callers: Vec<_> = (0..3)
+            .map(|_| {
+                let (repositories, project) = (repositories.clone(), dir.path().to_path_buf());
+                let (started, released) = (started.clone(), released.clone());
+                std::thread::spawn(move || {
+                    repositories.bounded(
+                        &project,
+                        std::time::Duration::from_millis(200),
+                        move |_| {
+                            started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            let _ = released.lock().unwrap().recv();
+                            Ok(())
+                        },
+                    )
+                })
+            })
+            .collect();
+        for caller in callers {
+            let answer = caller.join().unwrap();
+            assert!(
+                matches!(
+                    answer,
+                    Err(GitError::TimedOut { .. } | GitError::Stuck { .. })
+                ),
+                "{answer:?}"
+            );
+        }
+        assert_eq!(started.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(repositories.is_stuck(dir.path()));
+        release.send(()).unwrap();
+        assert!(
+            (0..200).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                !repositories.is_stuck(dir.path())
+            }),
+            "the mark outlived the work"
+        );
+        assert!(
+            repositories
+                .bounded(dir.path(), GIT_DEADLINE, |_| Ok(()))
+                .is_ok()
+        );
     }
 
     #[test]

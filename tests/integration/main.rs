@@ -3,6 +3,7 @@
 
 mod attacks;
 mod attacks_blocking;
+mod attacks_blocking_git;
 mod attacks_bounds;
 mod attacks_memory;
 mod attacks_text;

@@ -39,9 +39,12 @@ impl Engine {
     }
 
     pub(super) async fn restore_request(&self, q: RestoreQuery) -> Response {
+        let repositories = self.resources.repositories.clone();
         blocking(move || {
-            git::restore(&q.project, &q.rev, &q.paths, q.force)
-                .map(|restored| Response::Restored(RestoreSummary { restored }))
+            repositories.bounded(&q.project.clone(), git::GIT_DEADLINE, move |_| {
+                git::restore(&q.project, &q.rev, &q.paths, q.force)
+                    .map(|restored| Response::Restored(RestoreSummary { restored }))
+            })
         })
         .await
     }
@@ -61,6 +64,7 @@ async fn blocking(work: impl FnOnce() -> Result<Response, GitError> + Send + 'st
                 | GitError::WorkTreeElsewhere { .. }
                 | GitError::UnsafePath { .. }
                 | GitError::UnsafeFile { .. }
+                | GitError::TooBigToCheck { .. }
                 | GitError::ForeignRef(_) => ErrorKind::BadRequest,
                 GitError::TimedOut { .. } | GitError::Stuck { .. } => ErrorKind::Unavailable,
                 _ => ErrorKind::Internal,

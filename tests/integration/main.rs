@@ -5,6 +5,7 @@ mod attacks;
 mod attacks_blocking;
 mod attacks_bounds;
 mod attacks_memory;
+mod attacks_states;
 mod attacks_text;
 mod budget;
 mod client_failures;

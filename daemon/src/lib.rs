@@ -23,6 +23,7 @@ pub mod prompt;
 pub mod render;
 pub mod resources;
 pub mod resume;
+pub mod saved_states;
 pub mod server;
 pub mod session_machine;
 pub mod sessions;

@@ -133,7 +133,8 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
     });
     let mut state = captured.state;
     // What earlier summaries of this session said stays until superseded.
-    if let Some(earlier) = read_state(&dir).filter(|e| {
+    let known = resources.saved_states.known(&request.project);
+    if let Some(earlier) = read_state(&dir, &known).ok().filter(|e| {
         e.harness_session_id.is_some() && e.harness_session_id == state.harness_session_id
     }) {
         summary_block::carry_over(&mut state, &earlier);
@@ -294,7 +295,14 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
 
     // The state itself, the changed files, and the history.
     let state_path = workflow.path(STATE_FILE);
-    match dir.write_atomic(STATE_FILE, &state.to_json()) {
+    let state_bytes = state.to_json();
+    if let Err(problem) = resources
+        .saved_states
+        .record(&request.project, &state_bytes)
+    {
+        report.problems.push(problem);
+    }
+    match dir.write_atomic(STATE_FILE, &state_bytes) {
         Ok(()) => report.state_file = Some(state_path),
         Err(e) => report
             .problems
@@ -311,7 +319,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
             .problems
             .push(format!("cannot write {MODIFIED_FILES_FILE}: {e}"));
     }
-    if let Err(e) = keep_history(&dir, &state, config.capture.history_keep) {
+    if let Err(e) = keep_history(&dir, &state, &state_bytes, config.capture.history_keep) {
         report.problems.push(format!("cannot keep history: {e}"));
     }
 
@@ -386,9 +394,13 @@ fn write_resume_prompt(
         })
 }
 
-/// The project's saved state, if there is a readable one.
-fn read_state(dir: &Dir) -> Option<capture::state::ContextState> {
-    crate::resume::read_state(dir, STATE_FILE).ok().flatten()
+/// The project's saved state, if there is a readable one hookd wrote.
+fn read_state(
+    dir: &Dir,
+    known: &crate::saved_states::Known,
+) -> Result<capture::state::ContextState, String> {
+    crate::resume::read_state(dir, STATE_FILE, known)?
+        .ok_or_else(|| "no saved state to merge into".to_owned())
 }
 
 /// A compaction summary, for [`take_summary`].
@@ -449,7 +461,8 @@ pub fn take_summary(
             .map_err(|_| "no saved state to merge into".to_owned())?;
         let lock = resources.projects.for_path(&request.project);
         let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut state = read_state(&dir).ok_or("no readable saved state to merge into")?;
+        let known = resources.saved_states.known(&request.project);
+        let mut state = read_state(&dir, &known)?;
         if state.harness_session_id.as_deref() != Some(request.session.id.as_str())
             || state.project_dir != request.project.display().to_string()
         {
@@ -477,9 +490,12 @@ pub fn take_summary(
         let mut renderer = Renderer::for_project(Some(&request.project), config);
         state.progress_summary =
             renderer.render(render::PROGRESS_SUMMARY, &prompt::progress_view(&state));
-        dir.write_atomic(STATE_FILE, &state.to_json())
+        let bytes = state.to_json();
+        // Unrecorded, the merged state would not be resumed: keep the one before.
+        resources.saved_states.record(&request.project, &bytes)?;
+        dir.write_atomic(STATE_FILE, &bytes)
             .map_err(|e| format!("cannot write {}: {e}", workflow.path(STATE_FILE).display()))?;
-        if let Err(e) = keep_history(&dir, &state, config.capture.history_keep) {
+        if let Err(e) = keep_history(&dir, &state, &bytes, config.capture.history_keep) {
             tracing::debug!(error = %e, "cannot keep history");
         }
         write_resume_prompt(&dir, &state, &mut renderer, config, resources)?;
@@ -620,10 +636,12 @@ pub fn sort_history(names: &mut [String]) {
     names.sort_by(|a, b| stamp(a).cmp(stamp(b)).then_with(|| a.cmp(b)));
 }
 
-/// Keeps a copy of each capture in `.workflow/history/`, the newest `keep`.
+/// Keeps a copy of each capture (`bytes`, the state file's content) in
+/// `.workflow/history/`, the newest `keep`.
 fn keep_history(
     workflow: &Dir,
     state: &capture::state::ContextState,
+    bytes: &[u8],
     keep: usize,
 ) -> std::io::Result<()> {
     if keep == 0 {
@@ -644,7 +662,7 @@ fn keep_history(
         })
         .collect();
     let name = format!("{}_{who}.json", state.session_id);
-    dir.write_atomic(&name, &state.to_json())?;
+    dir.write_atomic(&name, bytes)?;
     let mut files: Vec<String> = dir
         .names()?
         .into_iter()

@@ -6,6 +6,8 @@
 use crate::git::Repositories;
 use crate::memory::Memories;
 use crate::path_locks::PathLocks;
+use crate::saved_states::{self, SavedStates};
+use std::path::Path;
 
 #[derive(Default)]
 pub struct Resources {
@@ -16,4 +18,16 @@ pub struct Resources {
     pub repositories: Repositories,
     /// The cross-task memories, each loaded once.
     pub memories: Memories,
+    /// Which state files hookd wrote; the default records none and resumes none.
+    pub saved_states: SavedStates,
+}
+
+impl Resources {
+    /// The engine's: records of saved states kept in hookd's `state_dir`.
+    pub fn in_state_dir(state_dir: &Path) -> Resources {
+        Resources {
+            saved_states: SavedStates::in_dir(state_dir.join(saved_states::DIR)),
+            ..Resources::default()
+        }
+    }
 }

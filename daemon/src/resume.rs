@@ -12,6 +12,7 @@ use crate::pipeline::HISTORY_DIR;
 use crate::project_fs::Dir;
 use crate::prompt;
 use crate::render::{Renderer, clean_text};
+use crate::saved_states::{Known, SavedStates};
 use crate::workflow::Workflow;
 use protocol::config::Config;
 use protocol::wire::{Check, CheckStatus, ContextStatus};
@@ -35,8 +36,10 @@ pub enum Loaded {
 
 /// The state saved for `session` in this project: the project's latest if
 /// it is that session's (or nobody's), else that session's newest in the
-/// history.
-pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
+/// history. Only a file whose content hookd recorded in `saved` counts:
+/// `.workflow/` is in the repository, and anyone who can commit can put a
+/// state there.
+pub fn load(workflow: &Workflow, session: Option<&str>, saved: &SavedStates) -> Loaded {
     let path = workflow.path(STATE_FILE);
     let dir = match workflow.open() {
         Ok(dir) => dir,
@@ -50,7 +53,8 @@ pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
         }
         Err(e) => return Loaded::Unusable(format!("cannot use {e}")),
     };
-    let latest = match read_state(&dir, STATE_FILE) {
+    let known = saved.known(workflow.project());
+    let latest = match read_state(&dir, STATE_FILE, &known) {
         Ok(Some(state)) => state,
         Ok(None) => return Loaded::Missing,
         Err(why) => return Loaded::Unusable(why),
@@ -79,7 +83,7 @@ pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
         let mut names = history.names().unwrap_or_default();
         crate::pipeline::sort_history(&mut names);
         for name in names.into_iter().rev() {
-            if let Ok(Some(state)) = read_state(&history, &name)
+            if let Ok(Some(state)) = read_state(&history, &name, &known)
                 && state.harness_session_id.as_deref() == Some(id)
             {
                 return Loaded::Found {
@@ -97,22 +101,35 @@ pub fn load(workflow: &Workflow, session: Option<&str>) -> Loaded {
 }
 
 /// A state file in `dir`: `None` when there is none, an error saying what
-/// is wrong with one that cannot be read.
-pub(crate) fn read_state(dir: &Dir, name: &str) -> Result<Option<ContextState>, String> {
+/// is wrong with one that cannot be read or that hookd did not write
+/// (its content is not among those `known`).
+pub(crate) fn read_state(
+    dir: &Dir,
+    name: &str,
+    known: &Known,
+) -> Result<Option<ContextState>, String> {
     let path = dir.path().join(name);
     let bytes = match dir.read(name, crate::workflow::MAX_FILE_BYTES) {
         Ok(Some(b)) => b,
         Ok(None) => return Ok(None),
         Err(e) => return Err(format!("cannot read {e}")),
     };
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+    let state = serde_json::from_slice(&bytes).map_err(|e| {
         format!(
             "{} is corrupt (line {}, column {}: {e}); not used",
             path.display(),
             e.line(),
             e.column()
         )
-    })
+    })?;
+    if !known.holds(&bytes) {
+        return Err(format!(
+            "{} was not written by hookd on this machine (a copy that came with the repository?); \
+             not used. `hookctl save` saves a state of hookd's own",
+            path.display()
+        ));
+    }
+    Ok(Some(state))
 }
 
 fn check(name: &str, status: CheckStatus, detail: impl Into<String>) -> Check {
@@ -545,6 +562,69 @@ mod tests {
             text.contains("⚠ git_status_matches: HEAD moved") && !text.contains("task_valid"),
             "{text}"
         );
+    }
+
+    /// A state file counts only when hookd recorded its content: the
+    /// latest, and each history copy.
+    #[test]
+    fn only_a_state_hookd_recorded_is_loaded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("proj");
+        std::fs::create_dir(&project).unwrap();
+        let saved = SavedStates::in_dir(tmp.path().join("state"));
+        let workflow = Workflow::new(&project);
+        let dir = workflow.ensure(false).unwrap();
+        let state = |session: Option<&str>, objective: &str| {
+            ContextState {
+                project_dir: project.display().to_string(),
+                harness_session_id: session.map(Into::into),
+                objective: Some(objective.into()),
+                ..ContextState::default()
+            }
+            .to_json()
+        };
+        let objective = |loaded: Loaded| match loaded {
+            Loaded::Found { state, .. } => state.objective.unwrap_or_default(),
+            Loaded::Unusable(why) => format!("unusable: {why}"),
+            Loaded::Missing => "missing".into(),
+        };
+        // Nobody's state, as a repository would ship it.
+        dir.write_atomic(STATE_FILE, &state(None, "forged"))
+            .unwrap();
+        let why = objective(load(&workflow, Some("a"), &saved));
+        assert!(
+            why.starts_with("unusable: ")
+                && why.contains("context_state.json was not written by hookd on this machine")
+                && why.contains("hookctl save"),
+            "{why}"
+        );
+        let own = state(None, "own");
+        saved.record(&project, &own).unwrap();
+        dir.write_atomic(STATE_FILE, &own).unwrap();
+        assert_eq!(objective(load(&workflow, Some("a"), &saved)), "own");
+
+        // Another session saved last: this session's newest recorded copy counts.
+        let theirs = state(Some("b"), "theirs");
+        saved.record(&project, &theirs).unwrap();
+        dir.write_atomic(STATE_FILE, &theirs).unwrap();
+        let (history, _) = dir.create_dir(HISTORY_DIR).unwrap();
+        history
+            .write_atomic(
+                "save_20261125_120000_a.json",
+                &state(Some("a"), "forged copy"),
+            )
+            .unwrap();
+        assert!(
+            objective(load(&workflow, Some("a"), &saved)).contains("belongs to session b"),
+            "a copy hookd did not write is no copy of this session's"
+        );
+        let mine = state(Some("a"), "mine");
+        saved.record(&project, &mine).unwrap();
+        history
+            .write_atomic("save_20261125_110000_a.json", &mine)
+            .unwrap();
+        assert_eq!(objective(load(&workflow, Some("a"), &saved)), "mine");
+        assert_eq!(objective(load(&workflow, None, &saved)), "theirs");
     }
 
     /// After a compaction the room is the session's own figure once the

@@ -6,6 +6,7 @@ mod attacks_blocking;
 mod attacks_blocking_git;
 mod attacks_bounds;
 mod attacks_memory;
+mod attacks_states;
 mod attacks_text;
 mod budget;
 mod client_failures;

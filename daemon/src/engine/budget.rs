@@ -54,8 +54,11 @@ async fn off_thread(work: impl FnOnce() -> Response + Send + 'static) -> Respons
     })
 }
 
-fn saved_state(project: &Path) -> Option<crate::capture::state::ContextState> {
-    match resume::load(&Workflow::new(project), None) {
+fn saved_state(
+    project: &Path,
+    resources: &crate::resources::Resources,
+) -> Option<crate::capture::state::ContextState> {
+    match resume::load(&Workflow::new(project), None, &resources.saved_states) {
         Loaded::Found { state, .. } => Some(*state),
         _ => None,
     }
@@ -120,9 +123,10 @@ impl Engine {
             Err(reply) => return reply,
         };
         let facts = self.session_facts(&query.project, query.session.as_deref(), &config);
-        let repositories = self.resources.repositories.clone();
+        let resources = self.resources.clone();
+        let repositories = resources.repositories.clone();
         off_thread(move || {
-            let state = saved_state(&query.project);
+            let state = saved_state(&query.project, &resources);
             let task = query
                 .task
                 .clone()
@@ -177,13 +181,14 @@ impl Engine {
             Err(reply) => return reply,
         };
         let facts = self.session_facts(&query.project, query.session.as_deref(), &config);
-        let repositories = self.resources.repositories.clone();
+        let resources = self.resources.clone();
+        let repositories = resources.repositories.clone();
         off_thread(move || {
             let rel = match project_file(&query.project, &query.file) {
                 Ok(rel) => rel,
                 Err(reply) => return reply,
             };
-            let state = saved_state(&query.project);
+            let state = saved_state(&query.project, &resources);
             let task = query
                 .task
                 .clone()

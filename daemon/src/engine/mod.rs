@@ -73,6 +73,7 @@ impl Engine {
         let registry_file = identity.state_dir.join(crate::sessions::REGISTRY_FILE);
         let (registry, registry_problem) = Registry::load(&registry_file);
         let (watcher, watch_rx, watch_problem) = TranscriptWatcher::start();
+        let resources = Arc::new(Resources::in_state_dir(&identity.state_dir));
         let engine = Engine {
             last_activity_ms: AtomicU64::new(identity.started_at_ms),
             identity,
@@ -87,7 +88,7 @@ impl Engine {
             events_handled: AtomicU64::new(0),
             shutdown,
             warnings: Mutex::new(Vec::new()),
-            resources: Arc::default(),
+            resources,
         };
         for problem in [registry_problem, watch_problem].into_iter().flatten() {
             tracing::warn!("{problem}");

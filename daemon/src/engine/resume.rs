@@ -72,7 +72,7 @@ fn prepare(ask: Ask, config: Config, resources: &Resources) -> Prepared {
         now,
     } = ask;
     let workflow = Workflow::new(&project);
-    let (state, path) = match resume::load(&workflow, session.as_deref()) {
+    let (state, path) = match resume::load(&workflow, session.as_deref(), &resources.saved_states) {
         Loaded::Found { state, path } => (state, path),
         Loaded::Missing => {
             let report = ResumeReport {

@@ -532,24 +532,27 @@ mod tests {
         }
     }
 
+    /// `event` of a compaction in `harness`, parsed from a small payload.
+    fn compaction_event(harness: Harness, event: &str) -> HookEvent {
+        let req = HookRequest {
+            harness,
+            event: Some(event.into()),
+            payload: serde_json::value::RawValue::from_string(
+                r#"{"session_id":"s","cwd":"/p","source":"compact","trigger":"auto"}"#.into(),
+            )
+            .unwrap(),
+            env: BTreeMap::new(),
+            cwd: Some("/p".into()),
+        };
+        parse(&req).unwrap()
+    }
+
     #[test]
     fn no_answer_carries_an_escape_sequence() {
-        use serde_json::value::RawValue;
         let osc = "x\u{1b}]0;pwned\u{7}\u{9b}2J";
         for harness in Harness::ALL {
             for event in ["SessionStart", "PreCompact"] {
-                let req = HookRequest {
-                    harness,
-                    event: Some(event.into()),
-                    payload: RawValue::from_string(
-                        r#"{"session_id":"s","cwd":"/p","source":"compact","trigger":"auto"}"#
-                            .into(),
-                    )
-                    .unwrap(),
-                    env: BTreeMap::new(),
-                    cwd: Some("/p".into()),
-                };
-                let ev = parse(&req).unwrap();
+                let ev = compaction_event(harness, event);
                 let outcome = Outcome {
                     system_message: Some(osc.into()),
                     additional_context: Some(osc.into()),
@@ -572,23 +575,11 @@ mod tests {
 
     #[test]
     fn every_text_of_an_answer_is_cut_to_fit_and_what_came_first_stays_whole() {
-        use serde_json::value::RawValue;
         let marker = "[hookd-resume 0123456789ab]";
         let prompt = format!("{}{marker}", "p\"\n".repeat(20_000));
         for harness in Harness::ALL {
             for event in ["SessionStart", "PreCompact"] {
-                let req = HookRequest {
-                    harness,
-                    event: Some(event.into()),
-                    payload: RawValue::from_string(
-                        r#"{"session_id":"s","cwd":"/p","source":"compact","trigger":"auto"}"#
-                            .into(),
-                    )
-                    .unwrap(),
-                    env: BTreeMap::new(),
-                    cwd: Some("/p".into()),
-                };
-                let ev = parse(&req).unwrap();
+                let ev = compaction_event(harness, event);
                 let mut outcome = Outcome::default();
                 outcome.add_context(prompt.clone());
                 outcome.add_context("\u{1}".repeat(40 * 1024 * 1024));

@@ -59,7 +59,8 @@ fn checkpoints(c: &mut Criterion) {
     };
     let prefix = config.checkpoint.ref_prefix.clone();
     // What the engine would hold: the index lock and the changes cache.
-    let resources = Resources::default();
+    // A state directory of its own: the saves record what they wrote there.
+    let resources = Resources::in_state_dir(&dir.path().join("state"));
     let repositories = &resources.repositories;
     let checkpoint = || {
         let snapshot = git::snapshot(repositories, &repo, &opts).unwrap();

@@ -58,7 +58,7 @@ pub enum GitError {
         remedy: &'static str,
     },
     #[error(
-        "git work for {path} took longer than {secs} s and was given up; hookd went on without git (a file in the repository may be a FIFO or on a stalled network file system)"
+        "git work for {path} took longer than {secs} s and was given up: hookd went on without waiting for it (it may still finish) and skips git there until it returns (a file in the repository may be a FIFO or on a stalled network file system)"
     )]
     TimedOut { path: String, secs: f64 },
     #[error(
@@ -278,16 +278,14 @@ impl Repositories {
         let spawned = std::thread::Builder::new()
             .name("hookd-git".into())
             .spawn(move || {
-                let _ = tx.send(work(shared.clone()));
+                // Frees the work tree however the work ends, a panic included.
+                let _free = FreeWorkTree {
+                    repositories: shared.clone(),
+                    key: thread_key,
+                };
                 // Sent before the lock is taken: a caller that gives up
                 // under the lock sees the answer or leaves the mark for us.
-                let mut trees = shared.work_trees();
-                trees.busy.remove(&thread_key);
-                if trees.stuck.remove(&thread_key) {
-                    tracing::info!(work_tree = %thread_key.display(), "git work given up earlier has returned");
-                }
-                drop(trees);
-                shared.0.work_tree_freed.notify_all();
+                let _ = tx.send(work(shared));
             });
         if let Err(e) = spawned {
             self.work_trees().busy.remove(&key);
@@ -321,6 +319,7 @@ impl Repositories {
     }
 
     /// Whether git work for the work tree holding `project` is stuck.
+    #[cfg(test)]
     pub fn is_stuck(&self, project: &Path) -> bool {
         let key = work_tree_root(project).unwrap_or_else(|| project.to_path_buf());
         self.work_trees().stuck.contains(&key)
@@ -328,6 +327,24 @@ impl Repositories {
 
     fn work_trees(&self) -> std::sync::MutexGuard<'_, WorkTrees> {
         self.0.work_trees.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Clears a work tree's busy and stuck marks when its git thread ends.
+struct FreeWorkTree {
+    repositories: Repositories,
+    key: PathBuf,
+}
+
+impl Drop for FreeWorkTree {
+    fn drop(&mut self) {
+        let mut trees = self.repositories.work_trees();
+        trees.busy.remove(&self.key);
+        if trees.stuck.remove(&self.key) {
+            tracing::info!(work_tree = %self.key.display(), "git work given up earlier has returned");
+        }
+        drop(trees);
+        self.repositories.0.work_tree_freed.notify_all();
     }
 }
 
@@ -343,15 +360,8 @@ pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
         path: project.display().to_string(),
     };
     let root = work_tree_root(project).ok_or_else(not_a_repository)?;
-    let dotgit = root.join(".git");
-    let kind = std::fs::metadata(&dotgit).map_err(|_| not_a_repository())?;
-    let git_dir = if kind.is_dir() {
-        dotgit
-    } else if kind.is_file() {
-        special_files::git_dir_named_by(&dotgit, &root).ok_or_else(not_a_repository)?
-    } else {
-        return Err(not_a_repository());
-    };
+    let git_dir =
+        special_files::git_dir_of(&root.join(".git"), &root).ok_or_else(not_a_repository)?;
     // Worktrees share the main repository's info/exclude (their own git
     // dir has no objects/ or refs/). Its `info/` may be a planted symlink
     // like anything else: reached without following links.
@@ -1907,12 +1917,8 @@ mod special_files {
             let found_dotgit = dotgit.symlink_metadata().is_ok();
             if found_dotgit {
                 check(project, &dotgit, "the repository's .git")?;
-                if std::fs::metadata(&dotgit).is_ok_and(|m| m.is_file()) {
-                    if let Some(git_dir) = git_dir_named_by(&dotgit, dir) {
-                        check_git_dir(project, &git_dir)?;
-                    }
-                } else {
-                    check_git_dir(project, &dotgit)?;
+                if let Some(git_dir) = git_dir_of(&dotgit, dir) {
+                    check_git_dir(project, &git_dir)?;
                 }
             }
             if is_git_dir(dir) {
@@ -1923,6 +1929,19 @@ mod special_files {
             }
         }
         Ok(())
+    }
+
+    /// The git directory `dotgit` (a work tree's `.git`) stands for: itself
+    /// when it is a directory, the one it names when it is a file.
+    pub(super) fn git_dir_of(dotgit: &Path, work_tree: &Path) -> Option<PathBuf> {
+        let kind = std::fs::metadata(dotgit).ok()?;
+        if kind.is_dir() {
+            Some(dotgit.to_path_buf())
+        } else if kind.is_file() {
+            git_dir_named_by(dotgit, work_tree)
+        } else {
+            None
+        }
     }
 
     /// The directory a `.git` file points to (`gitdir: <path>`).

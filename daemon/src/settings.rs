@@ -17,13 +17,17 @@ const CACHE_LIMIT: usize = 256;
 type Stamp = [Option<(SystemTime, u64)>; 3];
 /// A project and the `HOOKD_*` variables of a request.
 type CacheKey = (Option<PathBuf>, Vec<(String, String)>);
+/// A configuration as loaded: in force, or refused with its problem.
+type Loaded = Result<Arc<Effective>, String>;
 
 pub struct Settings {
     base: Layers,
     /// The user's record of trusted projects.
     trust_store: Option<PathBuf>,
     fallback: Arc<Effective>,
-    cache: Mutex<HashMap<CacheKey, (Stamp, Arc<Effective>)>>,
+    /// A configuration that was refused is cached too (as its problem):
+    /// every hook asks, and a refused file stays refused until it changes.
+    cache: Mutex<HashMap<CacheKey, (Stamp, Loaded)>>,
 }
 
 impl Settings {
@@ -62,14 +66,14 @@ impl Settings {
             stamp_of(self.trust_store.as_deref()),
         ];
         let key = (project.clone(), env.clone());
-        if let Some((cached_stamp, effective)) = self
+        if let Some((cached_stamp, loaded)) = self
             .cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(&key)
             && *cached_stamp == stamp
         {
-            return (effective.clone(), None);
+            return self.answer(loaded.clone());
         }
         let mut layers = self.base.clone();
         layers.trust = project
@@ -78,20 +82,23 @@ impl Settings {
             .and_then(|(root, store)| TrustStore::load(store).lookup(root).cloned());
         layers.project_root = project;
         layers.env.extend(env);
-        match protocol::config::load(&layers) {
-            Ok(effective) => {
-                let effective = Arc::new(effective);
-                let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-                if cache.len() >= CACHE_LIMIT {
-                    cache.clear();
-                }
-                cache.insert(key, (stamp, effective.clone()));
-                (effective, None)
-            }
-            Err(e) => (
-                self.fallback.clone(),
-                Some(format!("{e}; using the daemon's configuration")),
-            ),
+        let loaded = protocol::config::load(&layers)
+            .map(Arc::new)
+            .map_err(|e| format!("{e}; using the daemon's configuration"));
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(key, (stamp, loaded.clone()));
+        drop(cache);
+        self.answer(loaded)
+    }
+
+    /// The configuration to use, and the problem with the one asked for.
+    fn answer(&self, loaded: Loaded) -> (Arc<Effective>, Option<String>) {
+        match loaded {
+            Ok(effective) => (effective, None),
+            Err(problem) => (self.fallback.clone(), Some(problem)),
         }
     }
 }

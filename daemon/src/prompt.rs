@@ -4,8 +4,7 @@
 
 use crate::budget::room::Room;
 use crate::budget::tokens::{self, TextKind};
-use crate::capture::records::RECORDS_FILE;
-use crate::capture::state::{ContextState, TaskStatus};
+use crate::capture::state::{ContextState, TaskStatus, repository_file};
 use crate::capture::workflow_file::WORKFLOW_FILE;
 use crate::harness::work::TaskSource;
 use crate::render::{self, Renderer};
@@ -19,17 +18,6 @@ fn mark(check: &Check) -> &'static str {
         CheckStatus::Warn => "⚠",
         CheckStatus::Fail => "✗",
     }
-}
-
-/// The repository file an item was read from, as the prompt names it,
-/// when it came from one: the templates show such text quoted, under that
-/// label, since anyone who can commit to the repository can write it.
-/// `None` for what hookd established itself (the session file, git, the
-/// compaction summary).
-fn repository_file(source: &str) -> Option<String> {
-    [WORKFLOW_FILE, RECORDS_FILE]
-        .contains(&source)
-        .then(|| format!(".workflow/{source}"))
 }
 
 /// Adds `from` ([`repository_file`]) to each item of the list at `key`. A
@@ -57,7 +45,8 @@ fn tasks_from(state: &ContextState) -> Option<String> {
         .tasks
         .iter()
         .any(|t| t.source == TaskSource::WorkflowFile)
-        .then(|| format!(".workflow/{WORKFLOW_FILE}"))
+        .then(|| repository_file(WORKFLOW_FILE))
+        .flatten()
 }
 
 /// The progress summary's data: tasks by status, notes, open blockers.
@@ -144,9 +133,6 @@ pub fn resume_view(
     let mut view = serde_json::to_value(state).expect("the state serializes");
     view["progress_summary"] =
         json!(renderer.render(render::PROGRESS_SUMMARY, &progress_view(state)));
-    for key in ["decisions", "blockers", "next_actions"] {
-        label_sources(&mut view, key);
-    }
     view["tasks_from"] = json!(tasks_from(state));
     let validation: Vec<Value> = checks
         .iter()
@@ -179,7 +165,9 @@ pub fn resume_view(
             .filter(|b| b.status != "resolved")
             .collect::<Vec<_>>()
     );
-    label_sources(&mut view, "open_blockers");
+    for key in ["decisions", "blockers", "open_blockers", "next_actions"] {
+        label_sources(&mut view, key);
+    }
     let reload = state.context_to_reload.clone().unwrap_or_default();
     view["reload"] = json!(reload.files);
     view["reload_more"] = json!(reload.more);
@@ -369,6 +357,7 @@ mod tests {
     fn view_of(state: &ContextState, checks: &[Check], marker: Option<&str>) -> Value {
         resume_view(&mut Renderer::built_in(), state, checks, marker)
     }
+    use crate::capture::records::RECORDS_FILE;
     use crate::capture::state::{Decision, ModifiedFile, NextAction, SaveTrigger};
 
     fn big_state() -> ContextState {

@@ -158,6 +158,19 @@ pub const SOURCE_SUMMARY: &str = "summary";
 /// What the agent's own task list in its session file says.
 pub const SOURCE_TRANSCRIPT: &str = "transcript";
 
+/// The repository file a decision, blocker, next action or reflection was
+/// read from, as the prompt names it, when it came from one: anyone who can
+/// commit to the repository can write these, so the templates show their
+/// text quoted under that name. `None` for what hookd established itself
+/// (the session file, git, the compaction summary, `hookctl reflect`).
+pub fn repository_file(source: &str) -> Option<String> {
+    use crate::capture::{records::RECORDS_FILE, workflow_file::WORKFLOW_FILE};
+    use crate::workflow::WORKFLOW_DIR;
+    [WORKFLOW_FILE, RECORDS_FILE]
+        .contains(&source)
+        .then(|| format!("{WORKFLOW_DIR}/{source}"))
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContextToReload {
     /// Tokens the files take at their levels.

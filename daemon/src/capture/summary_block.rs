@@ -136,11 +136,7 @@ pub fn parse(summary: &str, token: Option<&str>) -> Parsed {
     let Some(last) = last_fenced_block(summary) else {
         return refused("no block ends the summary");
     };
-    let mut words = last.info.split_whitespace();
-    if !words
-        .next()
-        .is_some_and(|w| w.eq_ignore_ascii_case(INFO_STRING))
-    {
+    if !is_hookd_state(last.info) {
         return refused(&format!(
             "the summary does not end with a {INFO_STRING} block"
         ));
@@ -150,6 +146,7 @@ pub fn parse(summary: &str, token: Option<&str>) -> Parsed {
             "no token was given for this compaction (its PreCompact hook did not run, or gave no instructions)",
         );
     };
+    let mut words = last.info.split_whitespace().skip(1);
     if words.next() != Some(expected) || words.next().is_some() {
         return refused("the final block does not carry this compaction's token");
     }

@@ -316,9 +316,7 @@ pub fn fill_section(
         .rev()
         .map(|r| {
             // Words a file of the project gave are shown quoted, under its name.
-            let from = ["workflow_state.yml", "records.jsonl"]
-                .contains(&r.origin.as_str())
-                .then(|| format!(".workflow/{}", r.origin));
+            let from = super::origin_file(&r.origin);
             json!({"type": r.kind.as_str(), "iteration": r.iteration, "content": r.content, "from": from})
         })
         .collect();

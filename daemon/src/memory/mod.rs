@@ -288,8 +288,10 @@ fn usable_description(text: &str) -> Option<String> {
     if text.starts_with('/') || lexical::terms(text).len() < MIN_DESCRIPTION_TERMS {
         return None;
     }
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    Some(reflect::clip(&one_line, MAX_DESCRIPTION_CHARS))
+    Some(reflect::clip(
+        &protocol::text::one_line(text),
+        MAX_DESCRIPTION_CHARS,
+    ))
 }
 
 /// The workflow file's active task title, if the project keeps one.
@@ -665,6 +667,17 @@ fn attested(task: &TaskRecord, origin: String, fingerprint: &str) -> String {
 
 /// The origin of a `records.jsonl` entry hookd did not write.
 const NOT_THROUGH_HOOKCTL: &str = "records.jsonl, not through hookctl";
+
+/// The repository file a reflection's words came from, as the prompt names
+/// it ([`crate::capture::state::repository_file`]), hookd's own
+/// `records.jsonl` lines and the others alike.
+pub(crate) fn origin_file(origin: &str) -> Option<String> {
+    let origin = match origin {
+        NOT_THROUGH_HOOKCTL => crate::capture::records::RECORDS_FILE,
+        other => other,
+    };
+    crate::capture::state::repository_file(origin)
+}
 /// Recorded fingerprints a task keeps, the latest.
 const MAX_RECORDED: usize = 500;
 
@@ -850,6 +863,22 @@ mod tests {
         }
         found.sort();
         found
+    }
+
+    #[test]
+    fn words_from_the_repositorys_files_are_named_by_their_file() {
+        for origin in ["records.jsonl", NOT_THROUGH_HOOKCTL] {
+            assert_eq!(
+                origin_file(origin).as_deref(),
+                Some(".workflow/records.jsonl")
+            );
+        }
+        assert_eq!(
+            origin_file("workflow_state.yml").as_deref(),
+            Some(".workflow/workflow_state.yml")
+        );
+        assert_eq!(origin_file("summary"), None);
+        assert_eq!(origin_file("hookctl reflect"), None);
     }
 
     #[test]

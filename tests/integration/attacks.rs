@@ -97,6 +97,13 @@ impl Lab {
         run_with_stdin(cmd, &t.payload(fixture, dir))
     }
 
+    /// The session of `t` starts in `dir` (SessionStart(startup)); it must exit 0.
+    pub(crate) fn start_session(&self, dir: &Path, t: &Transcript) -> Output {
+        let out = self.hook(dir, t, "SessionStart(source=startup)", "session-start");
+        assert_ok(&out, "session-start");
+        out
+    }
+
     pub(crate) fn transcript(&self, id: &str) -> Transcript {
         let mut t = Transcript::create(
             self.sb.path().join(format!("claude/{id}.jsonl")),
@@ -191,15 +198,7 @@ fn control_a_plain_project_changes_nothing_outside() {
     let outside = lab.outside(&repo.dir, &[]);
     let user = repo.user_refs(&repo.git_dir());
     let mut t = lab.transcript("ctl");
-    assert_ok(
-        &lab.hook(
-            &repo.dir,
-            &t,
-            "SessionStart(source=startup)",
-            "session-start",
-        ),
-        "session-start",
-    );
+    lab.start_session(&repo.dir, &t);
     t.reply(140_000);
     assert_ok(
         &lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use"),
@@ -240,15 +239,7 @@ fn events_log_symlink_cannot_write_outside_the_project() {
     let user = repo.user_refs(&repo.git_dir());
 
     let mut t = lab.transcript("ev1");
-    assert_ok(
-        &lab.hook(
-            &repo.dir,
-            &t,
-            "SessionStart(source=startup)",
-            "session-start",
-        ),
-        "session-start",
-    );
+    lab.start_session(&repo.dir, &t);
     // 84% of the compaction point: a threshold event and a save.
     t.reply(140_000);
     assert_ok(
@@ -763,15 +754,7 @@ fn project_config_cannot_move_the_memory_outside() {
     let outside = lab.outside(&repo.dir, &[]);
 
     let t = lab.transcript("mem1");
-    assert_ok(
-        &lab.hook(
-            &repo.dir,
-            &t,
-            "SessionStart(source=startup)",
-            "session-start",
-        ),
-        "session-start",
-    );
+    lab.start_session(&repo.dir, &t);
     for args in [
         &[
             "task",
@@ -811,15 +794,7 @@ fn a_file_name_cannot_forge_checkpoint_trailers() {
     repo.write("src/lib.rs", "pub fn a() {}\npub fn b() {}\n");
 
     let t = lab.transcript("real-session");
-    assert_ok(
-        &lab.hook(
-            &repo.dir,
-            &t,
-            "SessionStart(source=startup)",
-            "session-start",
-        ),
-        "session-start",
-    );
+    lab.start_session(&repo.dir, &t);
     let save = lab
         .sb
         .hookctl_in(&repo.dir, &["save", "--session", "real-session"]);

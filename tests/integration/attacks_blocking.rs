@@ -63,6 +63,17 @@ pub(crate) struct Route {
     pub(crate) separate_git_dir: bool,
 }
 
+impl Route {
+    /// A route refused up front, in a plain repository.
+    pub(crate) fn refused(name: &'static str) -> Route {
+        Route {
+            name,
+            refused: true,
+            separate_git_dir: false,
+        }
+    }
+}
+
 /// How many of the daemon's threads are doing git work (hookd names them).
 pub(crate) fn git_threads(pid: i32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -113,13 +124,7 @@ pub(crate) fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path, &Path))
 
     let mut t = lab.transcript(route.name);
     let started = Instant::now();
-    let start = lab.hook(
-        &repo.dir,
-        &t,
-        "SessionStart(source=startup)",
-        "session-start",
-    );
-    assert_ok(&start, "session-start");
+    lab.start_session(&repo.dir, &t);
     assert!(
         started.elapsed() < SESSION_START_BUDGET,
         "{}: SessionStart took {:?}",
@@ -215,84 +220,52 @@ pub(crate) fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path, &Path))
 
 #[test]
 fn a_fifo_in_config_include_does_not_block() {
-    survives(
-        Route {
-            name: "include-path",
-            refused: true,
-            separate_git_dir: false,
-        },
-        |_, git_dir, fifo| {
-            append(
-                &git_dir.join("config"),
-                &format!("[include]\n\tpath = {}\n", fifo.display()),
-            );
-        },
-    );
+    survives(Route::refused("include-path"), |_, git_dir, fifo| {
+        append(
+            &git_dir.join("config"),
+            &format!("[include]\n\tpath = {}\n", fifo.display()),
+        );
+    });
 }
 
 #[test]
 fn a_fifo_in_a_nested_conditional_include_does_not_block() {
-    survives(
-        Route {
-            name: "include-if-nested",
-            refused: true,
-            separate_git_dir: false,
-        },
-        |_, git_dir, fifo| {
-            // .git/config includes, on a condition every repository meets,
-            // a file that includes the FIFO by a path relative to itself.
-            let middle = fifo.with_file_name("middle.cfg");
-            std::fs::write(&middle, "[include]\n\tpath = \"trap.fifo\" ; the trap\n").unwrap();
-            append(
-                &git_dir.join("config"),
-                &format!("[includeIf \"gitdir:/\"]\n\tpath = {}\n", middle.display()),
-            );
-        },
-    );
+    survives(Route::refused("include-if-nested"), |_, git_dir, fifo| {
+        // .git/config includes, on a condition every repository meets,
+        // a file that includes the FIFO by a path relative to itself.
+        let middle = fifo.with_file_name("middle.cfg");
+        std::fs::write(&middle, "[include]\n\tpath = \"trap.fifo\" ; the trap\n").unwrap();
+        append(
+            &git_dir.join("config"),
+            &format!("[includeIf \"gitdir:/\"]\n\tpath = {}\n", middle.display()),
+        );
+    });
 }
 
 #[test]
 fn a_fifo_as_core_excludes_file_does_not_block() {
-    survives(
-        Route {
-            name: "excludes-file",
-            refused: true,
-            separate_git_dir: false,
-        },
-        |_, git_dir, fifo| {
-            append(
-                &git_dir.join("config"),
-                &format!("[core]\n\texcludesFile = {}\n", fifo.display()),
-            );
-        },
-    );
+    survives(Route::refused("excludes-file"), |_, git_dir, fifo| {
+        append(
+            &git_dir.join("config"),
+            &format!("[core]\n\texcludesFile = {}\n", fifo.display()),
+        );
+    });
 }
 
 #[test]
 fn a_fifo_as_core_attributes_file_does_not_block() {
-    survives(
-        Route {
-            name: "attributes-file",
-            refused: true,
-            separate_git_dir: false,
-        },
-        |_, git_dir, fifo| {
-            append(
-                &git_dir.join("config"),
-                &format!("[core]\n\tattributesFile = {}\n", fifo.display()),
-            );
-        },
-    );
+    survives(Route::refused("attributes-file"), |_, git_dir, fifo| {
+        append(
+            &git_dir.join("config"),
+            &format!("[core]\n\tattributesFile = {}\n", fifo.display()),
+        );
+    });
 }
 
 #[test]
 fn a_committed_gitattributes_linked_to_a_fifo_does_not_block() {
     survives(
-        Route {
-            name: "gitattributes-link",
-            refused: true,
-            separate_git_dir: false,
-        },
+        Route::refused("gitattributes-link"),
         |repo, git_dir, fifo| {
             // Committed while the target is a plain file; the FIFO comes
             // after. A filter driver makes hookd ask for attributes.
@@ -309,17 +282,10 @@ fn a_committed_gitattributes_linked_to_a_fifo_does_not_block() {
 
 #[test]
 fn a_fifo_as_info_attributes_does_not_block() {
-    survives(
-        Route {
-            name: "info-attributes",
-            refused: true,
-            separate_git_dir: false,
-        },
-        |_, git_dir, fifo| {
-            std::fs::create_dir_all(git_dir.join("info")).unwrap();
-            symlink(fifo, git_dir.join("info/attributes")).unwrap();
-        },
-    );
+    survives(Route::refused("info-attributes"), |_, git_dir, fifo| {
+        std::fs::create_dir_all(git_dir.join("info")).unwrap();
+        symlink(fifo, git_dir.join("info/attributes")).unwrap();
+    });
 }
 
 #[test]

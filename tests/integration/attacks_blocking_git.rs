@@ -15,37 +15,26 @@ const COMMAND_ANSWERED: Duration = Duration::from_secs(8);
 
 #[test]
 fn a_fifo_in_an_alternate_object_store_does_not_block() {
-    survives(
-        Route {
-            name: "alternates-pack",
-            refused: true,
-            separate_git_dir: false,
-        },
-        |_, git_dir, fifo| {
-            // libgit2 lists the alternate's packs and opens an index when it
-            // looks for an object there.
-            let alternate = fifo.with_file_name("borrowed-objects");
-            std::fs::create_dir_all(alternate.join("pack")).unwrap();
-            std::fs::write(alternate.join("pack/pack-1.pack"), "PACK").unwrap();
-            symlink(fifo, alternate.join("pack/pack-1.idx")).unwrap();
-            std::fs::create_dir_all(git_dir.join("objects/info")).unwrap();
-            std::fs::write(
-                git_dir.join("objects/info/alternates"),
-                format!("# borrowed\n{}\n", alternate.display()),
-            )
-            .unwrap();
-        },
-    );
+    survives(Route::refused("alternates-pack"), |_, git_dir, fifo| {
+        // libgit2 lists the alternate's packs and opens an index when it
+        // looks for an object there.
+        let alternate = fifo.with_file_name("borrowed-objects");
+        std::fs::create_dir_all(alternate.join("pack")).unwrap();
+        std::fs::write(alternate.join("pack/pack-1.pack"), "PACK").unwrap();
+        symlink(fifo, alternate.join("pack/pack-1.idx")).unwrap();
+        std::fs::create_dir_all(git_dir.join("objects/info")).unwrap();
+        std::fs::write(
+            git_dir.join("objects/info/alternates"),
+            format!("# borrowed\n{}\n", alternate.display()),
+        )
+        .unwrap();
+    });
 }
 
 #[test]
 fn a_fifo_included_past_the_first_mebibyte_of_a_config_does_not_block() {
     survives(
-        Route {
-            name: "include-after-padding",
-            refused: true,
-            separate_git_dir: false,
-        },
+        Route::refused("include-after-padding"),
         |_, git_dir, fifo| {
             let padding = "# padding\n".repeat(110_000);
             append(
@@ -58,21 +47,14 @@ fn a_fifo_included_past_the_first_mebibyte_of_a_config_does_not_block() {
 
 #[test]
 fn more_refs_than_hookd_looks_through_are_refused_not_skipped() {
-    survives(
-        Route {
-            name: "too-many-refs",
-            refused: true,
-            separate_git_dir: false,
-        },
-        |_, git_dir, _| {
-            // A FIFO among them would go unseen if hookd stopped looking.
-            let tags = git_dir.join("refs/tags");
-            std::fs::create_dir_all(&tags).unwrap();
-            for i in 0..20_001 {
-                std::fs::write(tags.join(format!("t{i}")), "").unwrap();
-            }
-        },
-    );
+    survives(Route::refused("too-many-refs"), |_, git_dir, _| {
+        // A FIFO among them would go unseen if hookd stopped looking.
+        let tags = git_dir.join("refs/tags");
+        std::fs::create_dir_all(&tags).unwrap();
+        for i in 0..20_001 {
+            std::fs::write(tags.join(format!("t{i}")), "").unwrap();
+        }
+    });
 }
 
 #[test]

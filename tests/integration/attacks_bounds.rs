@@ -26,10 +26,7 @@ fn state_problems(project: &Path) -> String {
 /// workflow file included, before it answers. Returns how long it took.
 fn pre_compact(lab: &Lab, project: &Path) -> Duration {
     let t = lab.transcript("wf1");
-    assert_ok(
-        &lab.hook(project, &t, "SessionStart(source=startup)", "session-start"),
-        "session-start",
-    );
+    lab.start_session(project, &t);
     let started = Instant::now();
     let out = lab.hook(project, &t, "PreCompact(trigger=manual)", "pre-compact");
     let took = started.elapsed();
@@ -155,8 +152,13 @@ fn a_resume_prompt_of_a_hundred_million_characters_is_refused() {
     assert_refused_by_key_file_and_line(&lab, &repo.dir, "resume.max_chars", 3);
 }
 
+/// The workflow file and the oversized setting are both refused (their
+/// limits), so the resume prompt is the one the session itself gives; the
+/// ceiling and the cutting of longer texts are the harness's and the
+/// prompt's unit tests (`every_text_of_an_answer_is_cut_to_fit…`,
+/// `no_prompt_is_longer_than_the_ceiling…`).
 #[test]
-fn a_huge_state_still_gets_a_resume_prompt_that_arrives() {
+fn a_huge_workflow_file_and_prompt_setting_still_leave_a_resume_prompt_that_arrives() {
     let lab = Lab::new();
     let repo = repo_at(&lab.sb.path().join("proj"));
     // 12 MB of decisions full of quotes, each escaped twice on the way out:
@@ -173,15 +175,7 @@ fn a_huge_state_still_gets_a_resume_prompt_that_arrives() {
     repo.commit_all("a huge workflow");
 
     let t = lab.transcript("big1");
-    assert_ok(
-        &lab.hook(
-            &repo.dir,
-            &t,
-            "SessionStart(source=startup)",
-            "session-start",
-        ),
-        "session-start",
-    );
+    lab.start_session(&repo.dir, &t);
     assert_ok(
         &lab.hook(&repo.dir, &t, "PreCompact(trigger=manual)", "pre-compact"),
         "pre-compact",
@@ -208,5 +202,16 @@ fn a_huge_state_still_gets_a_resume_prompt_that_arrives() {
     assert!(
         context.contains("Cache the token table"),
         "the prompt holds the session's task: {context}"
+    );
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.dir.join(".workflow/context_state.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        state["problems"].as_array().is_some_and(|p| p
+            .iter()
+            .any(|p| p.as_str().is_some_and(|p| p.contains("workflow_state.yml")))),
+        "the workflow file was refused and named: {}",
+        state["problems"]
     );
 }

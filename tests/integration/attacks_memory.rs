@@ -78,8 +78,7 @@ fn hook_with(
 /// SessionStart(startup), then the person's first prompt: the task begins.
 /// Returns both answers' words for the model.
 fn begin(lab: &Lab, dir: &Path, t: &Transcript, prompt: &str) -> String {
-    let start = lab.hook(dir, t, "SessionStart(source=startup)", "session-start");
-    assert_ok(&start, "session-start");
+    let start = lab.start_session(dir, t);
     t.prompt(prompt);
     let prompted = hook_with(lab, dir, t, "UserPromptSubmit", "user-prompt-submit", |p| {
         p["prompt"] = Value::from(prompt)

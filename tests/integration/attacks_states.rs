@@ -88,20 +88,22 @@ fn a_state_file_committed_to_the_repository_is_never_resumed() {
             && text.contains("not used"),
         "{text}"
     );
-    let out = s.hookctl(&["resume"]);
-    assert_eq!(
-        planted_in(&stdout(&out)),
-        Vec::<&str>::new(),
-        "{}",
-        stdout(&out)
-    );
-    let out = s.hookctl(&["validate"]);
-    assert_eq!(
-        planted_in(&stdout(&out)),
-        Vec::<&str>::new(),
-        "{}",
-        stdout(&out)
-    );
+    // The other readers refuse it the same way (not merely fail).
+    for args in [&["resume"][..], &["validate"][..]] {
+        let out = s.hookctl(args);
+        let text = stdout(&out);
+        assert_eq!(planted_in(&text), Vec::<&str>::new(), "{args:?}: {text}");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: {text} {}",
+            stderr(&out)
+        );
+        assert!(
+            text.contains("was not written by hookd on this machine"),
+            "{args:?}: {text}"
+        );
+    }
 
     // A resumed conversation, with no save before it: nothing injected.
     let answer = s.hook("SessionStart(source=resume)", "session-start");

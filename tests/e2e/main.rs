@@ -17,6 +17,7 @@ mod compaction;
 mod fail_open;
 mod gemini;
 mod memory;
+mod resume_shapes;
 mod sessions;
 mod thresholds;
 mod workflow_checks;

@@ -11,6 +11,9 @@ Claude Code (`claude -p`, ANTHROPIC_BASE_URL pointing here) sends
   (passed on in the request) ask for, as a summarizer that follows them would;
 - every other /v1/messages request with the script's next reply, in order;
   when the script runs out, with an error text the tests look for;
+- with lanes, a request whose messages name `LANE-<name>` (a lane of the
+  script) from that lane's replies and summaries instead, so that sessions
+  running at once each follow their own script;
 - count_tokens with the last context size it reported.
 
 Each reply reports the `usage` the script chose: the context size `tokens` is
@@ -27,7 +30,11 @@ The script is a JSON file:
                   "content": [{"type": "text", "text": "..."},
                               {"type": "tool_use", "name": "Bash",
                                "input": {"command": "ls"}}]}, ...],
-     "summary": {"text": "...", "tokens": 3000}}
+     "summary": {"text": "...", "tokens": 3000},
+     "summaries": [{"text": "...", "tokens": 3000}, ...],
+     "lanes": {"alpha": {"replies": [...], "summaries": [...]}, ...}}
+"summaries", when given, answer the summary requests in order (the last one
+again once they run out) in place of "summary".
 A reply with a tool_use block stops with "tool_use", else "end_turn";
 tool_use ids are `toolu_e2e_<reply number>_<block number>`.
 
@@ -106,20 +113,50 @@ def is_summary_request(body):
     return bool(users) and SUMMARY_MARKER in text_of(users[-1].get("content"))
 
 
+LANE = re.compile(r"LANE-([a-z0-9]+)")
+
+
+class Script:
+    """One stream of replies and summaries."""
+
+    def __init__(self, script):
+        self.replies = list(script.get("replies", []))
+        summaries = script.get("summaries") or [script.get("summary", {})]
+        self.summaries = [
+            {"text": s.get("text", "<summary>MOCK_SUMMARY</summary>"), "tokens": s.get("tokens", 3000)}
+            for s in summaries
+        ]
+        self.next_reply = 0
+        self.next_summary = 0
+
+    def reply(self):
+        if self.next_reply < len(self.replies):
+            reply = self.replies[self.next_reply]
+            self.next_reply += 1
+            return reply.get("label", f"reply {self.next_reply}"), reply
+        return EXHAUSTED, {"content": [{"type": "text", "text": EXHAUSTED}]}
+
+    def summary(self):
+        summary = self.summaries[min(self.next_summary, len(self.summaries) - 1)]
+        self.next_summary += 1
+        return summary
+
+
 class Mock:
     def __init__(self, script, log_path):
-        self.replies = list(script.get("replies", []))
-        summary = script.get("summary", {})
-        text = summary.get("text", "<summary>MOCK_SUMMARY</summary>")
-        self.summary = {
-            "content": [{"type": "text", "text": text}],
-            "tokens": summary.get("tokens", 3000),
-        }
+        self.main = Script(script)
+        self.lanes = {name: Script(lane) for name, lane in script.get("lanes", {}).items()}
         self.log_path = log_path
         self.lock = threading.Lock()
         self.requests = 0
-        self.next_reply = 0
         self.last_tokens = 0
+
+    def script_for(self, body):
+        """The lane the request's messages name first, else the main script."""
+        for name in LANE.findall(json.dumps(body.get("messages", []))):
+            if name in self.lanes:
+                return self.lanes[name]
+        return self.main
 
     def answer(self, path, body):
         """Logs the request; returns the response body, or None for a 404."""
@@ -150,14 +187,13 @@ class Mock:
             return "count_tokens", "count_tokens", None
         if not path.startswith("/v1/messages"):
             return "other", "not found", None
+        script = self.script_for(body)
         if is_summary_request(body):
-            text = answer_block_request(body, self.summary["content"][0]["text"])
-            return "summary", "summary", dict(self.summary, content=[{"type": "text", "text": text}])
-        if self.next_reply < len(self.replies):
-            reply = self.replies[self.next_reply]
-            self.next_reply += 1
-            return "main", reply.get("label", f"reply {self.next_reply}"), reply
-        return "main", EXHAUSTED, {"content": [{"type": "text", "text": EXHAUSTED}]}
+            summary = script.summary()
+            text = answer_block_request(body, summary["text"])
+            return "summary", "summary", dict(summary, content=[{"type": "text", "text": text}])
+        label, reply = script.reply()
+        return "main", label, reply
 
     @staticmethod
     def message(n, body, reply, tokens):

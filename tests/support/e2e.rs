@@ -371,11 +371,20 @@ impl Drop for MockServer {
     }
 }
 
+/// A script of its own, for the requests that name `LANE-<name>`.
+struct Lane {
+    name: String,
+    replies: Vec<Reply>,
+    summaries: Vec<(String, u64)>,
+}
+
 /// Sets up a [`Scenario`].
 pub struct ScenarioBuilder {
     name: String,
     replies: Vec<Reply>,
     summary: (String, u64),
+    summaries: Vec<(String, u64)>,
+    lanes: Vec<Lane>,
     env: Vec<(String, String)>,
     daemon_available: bool,
 }
@@ -390,6 +399,25 @@ impl ScenarioBuilder {
     /// The answer to the compaction summary request, and the tokens it reports.
     pub fn summary(mut self, text: &str, tokens: u64) -> Self {
         self.summary = (text.into(), tokens);
+        self
+    }
+
+    /// The answers to the compaction summary requests, in order (the last
+    /// one again once they run out), in place of [`Self::summary`].
+    pub fn summaries(mut self, summaries: &[(&str, u64)]) -> Self {
+        self.summaries = summaries.iter().map(|(t, n)| (t.to_string(), *n)).collect();
+        self
+    }
+
+    /// A script of its own for the requests whose messages name
+    /// `LANE-<name>`: sessions that run at once each follow their own.
+    pub fn lane(mut self, name: &str, replies: Vec<Reply>, summaries: &[(&str, u64)]) -> Self {
+        let summaries = summaries.iter().map(|(t, n)| (t.to_string(), *n)).collect();
+        self.lanes.push(Lane {
+            name: name.into(),
+            replies,
+            summaries,
+        });
         self
     }
 
@@ -423,8 +451,13 @@ impl ScenarioBuilder {
             std::fs::copy(bin("hookctl"), dir.join("hookctl")).unwrap();
             dir
         };
-        let mock = MockServer::messages_api(sb.path(), &self.replies, &self.summary);
         let project = sb.path().join("proj");
+        let mock = MockServer::start(
+            sb.path(),
+            Path::new("python3"),
+            &[concat!(env!("CARGO_MANIFEST_DIR"), "/e2e/mock_api.py")],
+            &self.script(&project),
+        );
         let scenario = Scenario {
             name: self.name,
             claude,
@@ -438,6 +471,37 @@ impl ScenarioBuilder {
         scenario.make_project();
         scenario.wire_hooks();
         Some(scenario)
+    }
+}
+
+impl ScenarioBuilder {
+    /// The mock's script; `@PROJECT@` in a reply stands for the project's
+    /// path, as the tools that take absolute paths need it.
+    fn script(&self, project: &Path) -> Value {
+        let summaries = |list: &[(String, u64)]| -> Value {
+            list.iter()
+                .map(|(text, tokens)| json!({"text": text, "tokens": tokens}))
+                .collect()
+        };
+        let replies = |list: &[Reply]| -> Value { list.iter().map(Reply::to_json).collect() };
+        let lanes: serde_json::Map<String, Value> = self
+            .lanes
+            .iter()
+            .map(|lane| {
+                (
+                    lane.name.clone(),
+                    json!({"replies": replies(&lane.replies), "summaries": summaries(&lane.summaries)}),
+                )
+            })
+            .collect();
+        let script = json!({
+            "replies": replies(&self.replies),
+            "summary": {"text": self.summary.0, "tokens": self.summary.1},
+            "summaries": summaries(&self.summaries),
+            "lanes": lanes,
+        });
+        let project = project.display().to_string();
+        serde_json::from_str(&script.to_string().replace("@PROJECT@", &project)).unwrap()
     }
 }
 
@@ -461,6 +525,8 @@ impl Scenario {
             name: name.into(),
             replies: Vec::new(),
             summary: ("<summary>E2E_SUMMARY</summary>".into(), 3_000),
+            summaries: Vec::new(),
+            lanes: Vec::new(),
             env: Vec::new(),
             daemon_available: true,
         }
@@ -609,37 +675,91 @@ impl Scenario {
     /// One headless claude run in the project, with a hard time limit. It
     /// must exit 0 with a successful result.
     fn claude(&mut self, prompt: &str, resume: Option<&str>) -> Run {
+        let project = self.project.clone();
+        self.claude_in(&project, prompt, resume)
+    }
+
+    /// [`Self::claude`] started in `dir` (the project or a directory in it).
+    pub fn claude_in(&mut self, dir: &Path, prompt: &str, resume: Option<&str>) -> Run {
+        self.together(&[(dir, prompt, resume)]).remove(0)
+    }
+
+    /// Headless claude runs `(directory, prompt, session to resume)` started
+    /// at once; each must exit 0 with a successful result.
+    pub fn together(&mut self, runs: &[(&Path, &str, Option<&str>)]) -> Vec<Run> {
+        let started: Vec<(usize, Command, RunFiles)> = runs
+            .iter()
+            .map(|(_, prompt, resume)| self.claude_command(prompt, *resume))
+            .collect();
+        let ended: Vec<(usize, Option<std::process::ExitStatus>, RunFiles, Duration)> =
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = started
+                    .into_iter()
+                    .zip(runs)
+                    .map(|((index, mut cmd, files), (dir, _, _))| {
+                        scope.spawn(move || {
+                            let clock = Instant::now();
+                            let status =
+                                run_bounded(&mut cmd, dir, &files.out, &files.err, RUN_LIMIT);
+                            (index, status, files, clock.elapsed())
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+        ended
+            .into_iter()
+            .zip(runs)
+            .map(|((index, status, files, elapsed), (_, prompt, _))| {
+                self.finish_run(index, prompt, status, files, elapsed)
+            })
+            .collect()
+    }
+
+    /// The command for the next claude run, and where its output goes.
+    fn claude_command(&mut self, prompt: &str, resume: Option<&str>) -> (usize, Command, RunFiles) {
         self.runs += 1;
         let index = self.runs;
         let dir = self.sandbox().path().to_path_buf();
-        let out_file = dir.join(format!("run{index}.stdout.jsonl"));
-        let err_file = dir.join(format!("run{index}.stderr.txt"));
-        let debug_file = dir.join(format!("run{index}.debug.txt"));
+        let files = RunFiles {
+            out: dir.join(format!("run{index}.stdout.jsonl")),
+            err: dir.join(format!("run{index}.stderr.txt")),
+            debug: dir.join(format!("run{index}.debug.txt")),
+        };
         let mut cmd = self.mock.enter(&self.claude);
         self.hookd_env(&mut cmd);
-        headless_claude(&mut cmd, self.mock.port, prompt, &debug_file);
+        headless_claude(&mut cmd, self.mock.port, prompt, &files.debug);
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         if let Some(session) = resume {
             cmd.args(["--resume", session]);
         }
-        let started = Instant::now();
-        let status = run_bounded(&mut cmd, &self.project, &out_file, &err_file, RUN_LIMIT)
-            .unwrap_or_else(|| {
-                panic!(
-                    "{}: claude run {index} ({prompt:?}) took over {RUN_LIMIT:?} and was killed\n{}",
-                    self.name,
-                    self.diagnostics()
-                )
-            });
-        let elapsed = started.elapsed();
-        let events = stream_events(&out_file);
+        (index, cmd, files)
+    }
+
+    /// A finished claude run, which must have exited 0 with a successful result.
+    fn finish_run(
+        &self,
+        index: usize,
+        prompt: &str,
+        status: Option<std::process::ExitStatus>,
+        files: RunFiles,
+        elapsed: Duration,
+    ) -> Run {
+        let status = status.unwrap_or_else(|| {
+            panic!(
+                "{}: claude run {index} ({prompt:?}) took over {RUN_LIMIT:?} and was killed\n{}",
+                self.name,
+                self.diagnostics()
+            )
+        });
+        let events = stream_events(&files.out);
         let run = Run {
             index,
             session_id: String::new(),
             events,
-            stderr: std::fs::read_to_string(&err_file).unwrap_or_default(),
+            stderr: std::fs::read_to_string(&files.err).unwrap_or_default(),
             elapsed,
-            debug_file,
+            debug_file: files.debug,
         };
         let result = run.events.iter().rev().find(|e| e["type"] == "result");
         let ok = status.success()
@@ -695,6 +815,13 @@ impl Drop for Scenario {
             );
         }
     }
+}
+
+/// Where one claude run's output goes.
+struct RunFiles {
+    out: PathBuf,
+    err: PathBuf,
+    debug: PathBuf,
 }
 
 /// Git state a checkpoint must leave alone.

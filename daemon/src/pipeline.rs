@@ -507,6 +507,8 @@ pub fn take_summary(
             "rejected": block.rejected.len(),
             "blockers": block.blockers.len(),
             "next_actions": block.next_actions.len(),
+            "constraints": block.constraints.len(),
+            "lifted_constraints": block.lifted_constraints.len(),
         }))
     })();
     match why_not {
@@ -529,6 +531,8 @@ pub const BLOCK_FIELDS: &str = "of YAML with what applies:
 decisions: [{topic, decision, reasoning}]
 rejected: [{approach, why}]
 blockers: [{issue, status: unresolved|workaround|resolved, notes}]
+constraints: [text]
+lifted_constraints: [text]
 active_task: text
 progress_notes: text
 next_actions: [{action, target, priority, context_needed: [files]}]";

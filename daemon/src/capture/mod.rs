@@ -751,6 +751,78 @@ mod tests {
         );
     }
 
+    /// The task in progress comes before the pending ones, after what was
+    /// recorded with `hookctl next`; each task carries the files it names,
+    /// those not written yet marked to create.
+    #[test]
+    fn next_actions_put_the_task_in_progress_before_the_pending_ones() {
+        let dir = repository(&[("src/jwt.rs", "pub fn sign() {}\n")]);
+        let project = dir.path();
+        std::fs::create_dir_all(project.join(".workflow")).unwrap();
+        std::fs::write(
+            project.join(".workflow/records.jsonl"),
+            r#"{"ts":"2026-11-21T20:00:00Z","kind":"next","action":"run","target":"the auth tests"}"#,
+        )
+        .unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let transcript = elsewhere.path().join("t.jsonl");
+        let lines = [
+            r#"{"type":"user","message":{"role":"user","content":"Add JWT auth to the API"}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c1","name":"TaskCreate","input":{"subject":"Implement JWT signing","description":"Sign tokens in src/jwt.rs; write the design to notes/jwt_design.md first, e.g. the claims."}}]}}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"c1","content":"Task #1 created successfully: Implement JWT signing"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c2","name":"TaskCreate","input":{"subject":"Add token refresh endpoint","description":"POST /auth/refresh"}}]}}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"c2","content":"Task #2 created successfully: Add token refresh endpoint"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"u1","name":"TaskUpdate","input":{"taskId":"1","status":"in_progress"}}]}}"#,
+        ];
+        std::fs::write(&transcript, lines.join("\n")).unwrap();
+        let state = capture_with(project, Harness::ClaudeCode, Some(&transcript));
+        let next: Vec<(u32, &str, &str)> = state
+            .next_actions
+            .iter()
+            .map(|a| (a.priority, a.action.as_str(), a.target.as_str()))
+            .collect();
+        assert_eq!(
+            next,
+            [
+                (1, "run", "the auth tests"),
+                (2, FINISH, "Implement JWT signing"),
+                (3, "add", "token refresh endpoint"),
+            ]
+        );
+        assert_eq!(state.next_actions[1].context_needed, ["src/jwt.rs"]);
+        let files: Vec<(&str, bool)> = state.tasks[0]
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f.to_create))
+            .collect();
+        assert_eq!(
+            files,
+            [("src/jwt.rs", false), ("notes/jwt_design.md", true)],
+            "`/auth/refresh` and `e.g` name no file"
+        );
+        assert!(state.tasks[1].files.is_empty(), "{:?}", state.tasks[1]);
+    }
+
+    #[test]
+    fn only_plain_relative_names_count_as_files_to_create() {
+        for path in ["notes/jwt_design.md", "src/auth/refresh.rs", "schema.sql"] {
+            assert!(looks_like_a_path(path), "{path}");
+        }
+        for word in [
+            "e.g",
+            "v1.2",
+            "auth/refresh",
+            "../up.rs",
+            "/etc/passwd.txt",
+            "https://x.invalid/a.md",
+            "Node.Js",
+            "a//b.rs",
+            "x.",
+        ] {
+            assert!(!looks_like_a_path(word), "{word}");
+        }
+    }
+
     /// A session file that tells nothing is no source; git alone names the
     /// file worked on.
     #[test]

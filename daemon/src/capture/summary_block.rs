@@ -1074,6 +1074,107 @@ next_actions:
         assert_eq!(next, before);
     }
 
+    fn step(action: &str, target: &str, source: &str) -> NextAction {
+        NextAction {
+            action: action.into(),
+            target: target.into(),
+            source: source.into(),
+            ..NextAction::default()
+        }
+    }
+
+    /// The summary's own next actions lead, in its priority order; a
+    /// recorded one it repeats moves up with it, and the step made from the
+    /// task in progress that the summary names is not listed twice.
+    #[test]
+    fn the_summarys_next_actions_come_first_in_its_order() {
+        let mut state = ContextState {
+            next_actions: vec![
+                step("run", "the auth tests", "records.jsonl"),
+                NextAction {
+                    context_needed: vec!["src/jwt.rs".into()],
+                    ..step(
+                        crate::capture::FINISH,
+                        "Implement JWT signing",
+                        "transcript",
+                    )
+                },
+                step("add", "token refresh endpoint", "transcript"),
+            ],
+            ..ContextState::default()
+        };
+        let block = read(&summary_with(
+            "next_actions:\n  - {action: check, target: the key rotation, priority: 2}\n  - {action: implement, target: JWT signing, priority: 1, context_needed: [src/keys.rs]}\n  - {action: Run, target: the auth tests, priority: 3}",
+        ))
+        .unwrap();
+        assert!(merge(&mut state, &block));
+        let order: Vec<(u32, &str, &str, &str)> = state
+            .next_actions
+            .iter()
+            .map(|a| {
+                (
+                    a.priority,
+                    a.action.as_str(),
+                    a.target.as_str(),
+                    a.source.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (1, "implement", "JWT signing", SOURCE_SUMMARY),
+                (2, "check", "the key rotation", SOURCE_SUMMARY),
+                (3, "run", "the auth tests", "records.jsonl"),
+                (4, "add", "token refresh endpoint", "transcript"),
+            ]
+        );
+        assert_eq!(
+            state.next_actions[0].context_needed,
+            ["src/keys.rs", "src/jwt.rs"],
+            "the task's files join the summary's step for it"
+        );
+    }
+
+    /// Constraints are merged like decisions (no repeats, whatever the
+    /// case or spacing), carried to the next capture of the session, and
+    /// dropped only when a summary lifts them.
+    #[test]
+    fn constraints_carry_over_until_lifted() {
+        let block = read(&summary_with(
+            "constraints: [Do not add dependencies, keep the public API,  do NOT add   dependencies]\nlifted_constraints: []",
+        ))
+        .unwrap();
+        assert_eq!(block.problems, Vec::<String>::new());
+        let mut first = ContextState::default();
+        assert!(merge(&mut first, &block));
+        assert_eq!(
+            first.constraints,
+            ["keep the public API", "do NOT add dependencies"]
+        );
+        let mut second = ContextState::default();
+        carry_over(&mut second, &first);
+        assert_eq!(second.constraints, first.constraints);
+        assert_eq!(second.sources, [SOURCE_SUMMARY]);
+        let lifting = read(&summary_with(
+            "constraints: [tests stay green]\nlifted_constraints: [Keep the public API]",
+        ))
+        .unwrap();
+        merge(&mut second, &lifting);
+        assert_eq!(
+            second.constraints,
+            ["do NOT add dependencies", "tests stay green"]
+        );
+        // Not a list of text: noted, not used.
+        let wrong = read(&summary_with("constraints: {a: b}")).unwrap();
+        assert!(wrong.constraints.is_empty());
+        assert!(
+            wrong.problems[0].contains("`constraints`"),
+            "{:?}",
+            wrong.problems
+        );
+    }
+
     #[test]
     fn summaries_kept_across_compactions_are_capped() {
         let mut state = ContextState::default();

@@ -132,11 +132,13 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
         repositories: &resources.repositories,
     });
     let mut state = captured.state;
-    // What earlier summaries of this session said stays until superseded.
-    let known = resources.saved_states.known(&request.project);
-    if let Some(earlier) = read_state(&dir, &known).ok().filter(|e| {
-        e.harness_session_id.is_some() && e.harness_session_id == state.harness_session_id
-    }) {
+    // What earlier summaries of this session said stays until superseded:
+    // from its own last state, in the history when another session saved since.
+    if let Some(id) = state.harness_session_id.clone()
+        && let crate::resume::Loaded::Found { state: earlier, .. } =
+            crate::resume::load(&workflow, Some(&id), &resources.saved_states)
+        && earlier.harness_session_id.as_deref() == Some(id.as_str())
+    {
         summary_block::carry_over(&mut state, &earlier);
     }
     step(

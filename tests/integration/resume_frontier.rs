@@ -216,3 +216,22 @@ next_actions:
         "carried into a new capture of the session"
     );
 }
+
+#[test]
+fn constraints_survive_another_session_saving_in_between() {
+    let s = jwt_session();
+    compact_with_summary(&s, "constraints: [no new dependencies]");
+    assert_eq!(s.state()["constraints"], json!(["no new dependencies"]));
+    // Another session in the same project compacts: the latest state is its.
+    let mut other = s.session("other-session");
+    other.prompt("Tidy the README");
+    other.reply(50_000);
+    s.compact_of(&other, 50_000, 3_000);
+    assert_eq!(s.state()["harness_session_id"], "other-session");
+    assert_eq!(s.state()["constraints"], json!([]), "not the other's");
+    // This session's next capture starts from its own last state.
+    s.hook("PreCompact(trigger=manual)", "pre-compact");
+    let state = s.state();
+    assert_eq!(state["harness_session_id"], "jwt-session");
+    assert_eq!(state["constraints"], json!(["no new dependencies"]));
+}

@@ -937,6 +937,93 @@ mod tests {
         assert!(!text.contains("planted"), "{text}");
     }
 
+    /// Each unfinished task by its title and clipped description, the
+    /// active one first; a workflow file's task stays quoted under its name.
+    #[test]
+    fn open_tasks_show_titles_descriptions_and_files_never_a_bare_id() {
+        use crate::capture::state::{Task, TaskFile};
+        let mut state = compacted_state();
+        state.tasks[1].description = Some("d".repeat(1_000));
+        state.tasks.push(Task {
+            id: "todo-9".into(),
+            status: TaskStatus::Pending,
+            files: vec![TaskFile {
+                path: "src/new.rs".into(),
+                to_create: true,
+            }],
+            ..Task::default()
+        });
+        let view = view_of(&state, &[], None);
+        let open = view["open_tasks"].as_array().unwrap();
+        let titles: Vec<&str> = open.iter().map(|t| t["title"].as_str().unwrap()).collect();
+        assert_eq!(
+            titles,
+            ["Test the login route", "Log failed logins", "todo-9"],
+            "in progress first; a task with no title by its id"
+        );
+        assert_eq!(
+            open[0]["description"].as_str().unwrap().chars().count(),
+            TASK_DESCRIPTION_CHARS
+        );
+        assert_eq!(view["active_task"], "Test the login route");
+        let text = fit(
+            &mut Renderer::built_in(),
+            view,
+            9000,
+            ResumeFormat::Markdown,
+        )
+        .text;
+        assert!(
+            text.contains("- (pending) todo-9 (files: `src/new.rs` (to create))\n"),
+            "{text}"
+        );
+
+        state.tasks = vec![Task {
+            id: "t1".into(),
+            title: "Wire the config".into(),
+            status: TaskStatus::InProgress,
+            source: TaskSource::WorkflowFile,
+            ..Task::default()
+        }];
+        let text = fit(
+            &mut Renderer::built_in(),
+            view_of(&state, &[], None),
+            9000,
+            ResumeFormat::Markdown,
+        )
+        .text;
+        assert!(
+            text.contains(
+                "- **In progress**: “Wire the config” (quoted from `.workflow/workflow_state.yml`)\n"
+            ),
+            "{text}"
+        );
+    }
+
+    /// The person sees shares of the window everywhere else; a state saved
+    /// without the window gives the share of the compaction point, and says so.
+    #[test]
+    fn context_usage_is_a_share_of_the_window() {
+        let mut state = compacted_state();
+        assert_eq!(
+            context_usage_words(&state).unwrap(),
+            "160,000 tokens, 80% of the 200,000-token window; compaction at 83% (167,000 tokens)"
+        );
+        state.context_usage.window_tokens = None;
+        assert_eq!(
+            context_usage_words(&state).unwrap(),
+            "160,000 tokens, 96% of the way to compaction at 167,000 tokens"
+        );
+        state.context_usage.window_tokens = Some(167_000);
+        assert!(
+            context_usage_words(&state)
+                .unwrap()
+                .ends_with("no automatic compaction")
+        );
+        state.context_usage.tokens_used = None;
+        assert_eq!(context_usage_words(&state), None);
+    }
+
     #[test]
     fn a_saved_states_own_progress_summary_never_reaches_the_prompt() {
         // A state file committed to the repository can say anything there.

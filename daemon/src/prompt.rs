@@ -166,14 +166,14 @@ fn task_view(state: &ContextState, task: &crate::capture::state::Task) -> Value 
     })
 }
 
-/// The tasks in progress, the active one first; when the list has none,
+/// The tasks in progress, the active one first (unless it is done); when the list has none,
 /// what the capture or the summary named as the work in progress.
 fn in_progress_view(state: &ContextState) -> Vec<Value> {
     let active = state.workflow_position.active_task_id.as_deref();
     let mut tasks: Vec<&crate::capture::state::Task> = state
         .tasks
         .iter()
-        .filter(|t| Some(t.id.as_str()) == active)
+        .filter(|t| Some(t.id.as_str()) == active && t.status != TaskStatus::Completed)
         .take(1)
         .collect();
     tasks.extend(

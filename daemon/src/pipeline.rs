@@ -132,11 +132,13 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
         repositories: &resources.repositories,
     });
     let mut state = captured.state;
-    // What earlier summaries of this session said stays until superseded.
-    let known = resources.saved_states.known(&request.project);
-    if let Some(earlier) = read_state(&dir, &known).ok().filter(|e| {
-        e.harness_session_id.is_some() && e.harness_session_id == state.harness_session_id
-    }) {
+    // What earlier summaries of this session said stays until superseded:
+    // from its own last state, in the history when another session saved since.
+    if let Some(id) = state.harness_session_id.clone()
+        && let crate::resume::Loaded::Found { state: earlier, .. } =
+            crate::resume::load(&workflow, Some(&id), &resources.saved_states)
+        && earlier.harness_session_id.as_deref() == Some(id.as_str())
+    {
         summary_block::carry_over(&mut state, &earlier);
     }
     step(
@@ -507,6 +509,8 @@ pub fn take_summary(
             "rejected": block.rejected.len(),
             "blockers": block.blockers.len(),
             "next_actions": block.next_actions.len(),
+            "constraints": block.constraints.len(),
+            "lifted_constraints": block.lifted_constraints.len(),
         }))
     })();
     match why_not {
@@ -529,6 +533,8 @@ pub const BLOCK_FIELDS: &str = "of YAML with what applies:
 decisions: [{topic, decision, reasoning}]
 rejected: [{approach, why}]
 blockers: [{issue, status: unresolved|workaround|resolved, notes}]
+constraints: [text]
+lifted_constraints: [text]
 active_task: text
 progress_notes: text
 next_actions: [{action, target, priority, context_needed: [files]}]";

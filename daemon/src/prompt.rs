@@ -121,6 +121,126 @@ pub fn instructions_view(state: &ContextState) -> Value {
     view
 }
 
+/// A path stored in the state (relative to the project root) as the prompt
+/// shows it. Every path a view adds goes through here, so that all of them
+/// are written from the same place.
+pub fn shown_path(_state: &ContextState, path: &str) -> String {
+    path.to_owned()
+}
+
+/// Longest task description the prompt shows, in characters.
+const TASK_DESCRIPTION_CHARS: usize = 300;
+
+/// One unfinished task as the prompt shows it: its title as the agent wrote
+/// it (the id only when it has none), what it is doing for it, its
+/// description clipped, and the files it names.
+fn task_view(state: &ContextState, task: &crate::capture::state::Task) -> Value {
+    let title = if task.title.trim().is_empty() {
+        task.id.clone()
+    } else {
+        task.title.clone()
+    };
+    let files: Vec<Value> = task
+        .files
+        .iter()
+        .map(|f| json!({"path": shown_path(state, &f.path), "to_create": f.to_create}))
+        .collect();
+    json!({
+        "id": task.id,
+        "title": title,
+        "status": match task.status {
+            TaskStatus::InProgress => "in progress",
+            _ => "pending",
+        },
+        "doing": task.active_form.as_ref().filter(|a| **a != task.title),
+        "description": task
+            .description
+            .as_deref()
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(|d| protocol::text::clip(d, TASK_DESCRIPTION_CHARS)),
+        "files": files,
+        "from": (task.source == TaskSource::WorkflowFile)
+            .then(|| repository_file(WORKFLOW_FILE))
+            .flatten(),
+    })
+}
+
+/// The tasks in progress, the active one first (unless it is done); when the list has none,
+/// what the capture or the summary named as the work in progress.
+fn in_progress_view(state: &ContextState) -> Vec<Value> {
+    let active = state.workflow_position.active_task_id.as_deref();
+    let mut tasks: Vec<&crate::capture::state::Task> = state
+        .tasks
+        .iter()
+        .filter(|t| Some(t.id.as_str()) == active && t.status != TaskStatus::Completed)
+        .take(1)
+        .collect();
+    tasks.extend(
+        state
+            .tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::InProgress && Some(t.id.as_str()) != active),
+    );
+    if !tasks.is_empty() {
+        return tasks.into_iter().map(|t| task_view(state, t)).collect();
+    }
+    let named = state
+        .active_work
+        .action
+        .clone()
+        .or_else(|| state.active_work.entity_id.clone());
+    named
+        .map(|title| {
+            // An active task of the workflow file's that its list lacks.
+            let from = state
+                .active_work
+                .entity_id
+                .is_some()
+                .then(|| tasks_from(state))
+                .flatten();
+            json!({"title": title, "status": "in progress", "files": [], "from": from})
+        })
+        .into_iter()
+        .collect()
+}
+
+/// The context figure as `hookctl status` gives it: tokens and the share
+/// of the model's window, then where compaction happens. States saved
+/// before the window was kept give the share of the compaction point.
+fn context_usage_words(state: &ContextState) -> Option<String> {
+    use protocol::figures::{compaction_percent, percent, thousands, window_percent};
+    let usage = &state.context_usage;
+    let used = usage.tokens_used?;
+    let point = usage.tokens_max;
+    Some(match (usage.window_tokens, point) {
+        (Some(window), Some(point)) if window > 0 => {
+            let compaction = if point >= window {
+                "no automatic compaction".to_owned()
+            } else {
+                format!(
+                    "compaction at {}% ({} tokens)",
+                    compaction_percent(point, window),
+                    thousands(point)
+                )
+            };
+            format!(
+                "{} tokens, {}% of the {}-token window; {compaction}",
+                thousands(used),
+                window_percent(used, window),
+                thousands(window)
+            )
+        }
+        (_, Some(point)) if point > 0 => format!(
+            "{} tokens, {} of the way to compaction at {} tokens",
+            thousands(used),
+            percent(used as f64 / point as f64),
+            thousands(point)
+        ),
+        _ => format!("{} tokens", thousands(used)),
+    })
+}
+
 /// What the resume prompt template sees. The progress summary is rendered
 /// again from the state's parts: a saved state's own copy is a file in the
 /// project, and its lines would reach the prompt as they are.
@@ -158,6 +278,35 @@ pub fn resume_view(
     }
     view["done"] = json!(titles(TaskStatus::Completed));
     view["current"] = json!(current);
+    let in_progress = in_progress_view(state);
+    let shown_ids: Vec<&Value> = in_progress.iter().map(|t| &t["id"]).collect();
+    let mut open_tasks = in_progress
+        .iter()
+        .filter(|t| !t["id"].is_null())
+        .cloned()
+        .collect::<Vec<_>>();
+    open_tasks.extend(
+        state
+            .tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Pending && !shown_ids.contains(&&json!(t.id)))
+            .map(|t| task_view(state, t)),
+    );
+    view["active_task"] = in_progress
+        .first()
+        .map_or(Value::Null, |t| t["title"].clone());
+    view["in_progress"] = json!(in_progress);
+    view["open_tasks"] = json!(open_tasks);
+    let (earlier, last) = match state.later_requests.split_last() {
+        Some((last, earlier)) => (earlier.to_vec(), Some(last.clone())),
+        None => (Vec::new(), None),
+    };
+    view["earlier_requests"] = json!(earlier);
+    view["last_request"] = json!(last);
+    view["context_usage_words"] = json!(context_usage_words(state));
+    if let Some(file) = &state.active_work.file_path {
+        view["active_work"]["file_path"] = json!(shown_path(state, file));
+    }
     view["open_blockers"] = json!(
         state
             .blockers
@@ -207,7 +356,7 @@ pub fn fit_reload(view: &mut Value, room: &Room, max_files: usize) {
 /// A way to make the prompt shorter, lowest priority first.
 type Trim = fn(&mut Value) -> Option<String>;
 
-const TRIMS: [Trim; 13] = [
+const TRIMS: [Trim; 15] = [
     |v| keep_first(v, "reload", 6, "more files to reload"),
     |v| {
         keep_first(
@@ -222,10 +371,12 @@ const TRIMS: [Trim; 13] = [
     |v| drop_completed_tasks(v),
     |v| drop_resolved_blockers(v),
     |v| keep_first(v, "next_actions", 5, "later next actions"),
+    |v| keep_first(v, "open_tasks", 8, "more open tasks (all in the task list)"),
     |v| keep_first(v, "modified_files", 3, "more changed files"),
     |v| keep_last(v, "decisions", 2, "more decisions"),
     |v| keep_first(v, "reload", 3, "more files to reload"),
-    |v| keep_last(v, "later_requests", 1, "earlier requests"),
+    |v| keep_last(v, "earlier_requests", 0, "earlier requests"),
+    |v| drop_task_descriptions(v),
     |v| shorten_text(v, "objective", 300),
     |v| shorten_text(v, "progress_summary", 600),
 ];
@@ -329,6 +480,19 @@ fn drop_completed_tasks(view: &mut Value) -> Option<String> {
     let kept: Vec<&str> = text.lines().filter(|l| !l.starts_with("- [x]")).collect();
     view["progress_summary"] = Value::String(kept.join("\n"));
     Some(format!("the {done} completed tasks' names"))
+}
+
+fn drop_task_descriptions(view: &mut Value) -> Option<String> {
+    let mut dropped = 0;
+    for key in ["in_progress", "open_tasks"] {
+        for task in view[key].as_array_mut().into_iter().flatten() {
+            if !task["description"].is_null() {
+                task["description"] = Value::Null;
+                dropped += usize::from(key == "open_tasks");
+            }
+        }
+    }
+    (dropped > 0).then(|| format!("the descriptions of {dropped} open tasks"))
 }
 
 fn drop_resolved_blockers(view: &mut Value) -> Option<String> {
@@ -633,10 +797,33 @@ mod tests {
                     id: "2".into(),
                     title: "Test the login route".into(),
                     status: TaskStatus::InProgress,
+                    description: Some(
+                        "Cover a bad password and an expired cookie in app/api/auth/login/route.test.ts"
+                            .into(),
+                    ),
+                    source: TaskSource::Todos,
+                    files: vec![crate::capture::state::TaskFile {
+                        path: "app/api/auth/login/route.test.ts".into(),
+                        to_create: true,
+                    }],
+                    ..Task::default()
+                },
+                Task {
+                    id: "3".into(),
+                    title: "Log failed logins".into(),
+                    status: TaskStatus::Pending,
                     source: TaskSource::Todos,
                     ..Task::default()
                 },
             ],
+            constraints: vec!["no new dependencies".into()],
+            context_usage: crate::capture::state::ContextUsage {
+                tokens_used: Some(160_000),
+                tokens_max: Some(167_000),
+                percentage: Some(0.958),
+                window_tokens: Some(200_000),
+                threshold_triggered: None,
+            },
             next_actions: vec![NextAction {
                 action: "write".into(),
                 target: "the login tests".into(),
@@ -750,6 +937,93 @@ mod tests {
         assert!(!text.contains("planted"), "{text}");
     }
 
+    /// Each unfinished task by its title and clipped description, the
+    /// active one first; a workflow file's task stays quoted under its name.
+    #[test]
+    fn open_tasks_show_titles_descriptions_and_files_never_a_bare_id() {
+        use crate::capture::state::{Task, TaskFile};
+        let mut state = compacted_state();
+        state.tasks[1].description = Some("d".repeat(1_000));
+        state.tasks.push(Task {
+            id: "todo-9".into(),
+            status: TaskStatus::Pending,
+            files: vec![TaskFile {
+                path: "src/new.rs".into(),
+                to_create: true,
+            }],
+            ..Task::default()
+        });
+        let view = view_of(&state, &[], None);
+        let open = view["open_tasks"].as_array().unwrap();
+        let titles: Vec<&str> = open.iter().map(|t| t["title"].as_str().unwrap()).collect();
+        assert_eq!(
+            titles,
+            ["Test the login route", "Log failed logins", "todo-9"],
+            "in progress first; a task with no title by its id"
+        );
+        assert_eq!(
+            open[0]["description"].as_str().unwrap().chars().count(),
+            TASK_DESCRIPTION_CHARS
+        );
+        assert_eq!(view["active_task"], "Test the login route");
+        let text = fit(
+            &mut Renderer::built_in(),
+            view,
+            9000,
+            ResumeFormat::Markdown,
+        )
+        .text;
+        assert!(
+            text.contains("- (pending) todo-9 (files: `src/new.rs` (to create))\n"),
+            "{text}"
+        );
+
+        state.tasks = vec![Task {
+            id: "t1".into(),
+            title: "Wire the config".into(),
+            status: TaskStatus::InProgress,
+            source: TaskSource::WorkflowFile,
+            ..Task::default()
+        }];
+        let text = fit(
+            &mut Renderer::built_in(),
+            view_of(&state, &[], None),
+            9000,
+            ResumeFormat::Markdown,
+        )
+        .text;
+        assert!(
+            text.contains(
+                "- **In progress**: “Wire the config” (quoted from `.workflow/workflow_state.yml`)\n"
+            ),
+            "{text}"
+        );
+    }
+
+    /// The person sees shares of the window everywhere else; a state saved
+    /// without the window gives the share of the compaction point, and says so.
+    #[test]
+    fn context_usage_is_a_share_of_the_window() {
+        let mut state = compacted_state();
+        assert_eq!(
+            context_usage_words(&state).unwrap(),
+            "160,000 tokens, 80% of the 200,000-token window; compaction at 83% (167,000 tokens)"
+        );
+        state.context_usage.window_tokens = None;
+        assert_eq!(
+            context_usage_words(&state).unwrap(),
+            "160,000 tokens, 96% of the way to compaction at 167,000 tokens"
+        );
+        state.context_usage.window_tokens = Some(167_000);
+        assert!(
+            context_usage_words(&state)
+                .unwrap()
+                .ends_with("no automatic compaction")
+        );
+        state.context_usage.tokens_used = None;
+        assert_eq!(context_usage_words(&state), None);
+    }
+
     #[test]
     fn a_saved_states_own_progress_summary_never_reaches_the_prompt() {
         // A state file committed to the repository can say anything there.
@@ -760,7 +1034,7 @@ mod tests {
         let view = view_of(&state, &[], None);
         let summary = view["progress_summary"].as_str().unwrap();
         assert!(!summary.contains("URGENT"), "{summary}");
-        assert!(summary.starts_with("1 of 2 tasks completed."), "{summary}");
+        assert!(summary.starts_with("1 of 3 tasks completed."), "{summary}");
     }
 
     /// The resume prompt in each format, after a compaction and after a

@@ -487,7 +487,11 @@ mod tests {
             "{:?}",
             r.problems
         );
-        assert_eq!(r.render(PRECOMPACT_INSTRUCTIONS, &json!({})), "");
+        // The built-in template is used instead.
+        assert_eq!(
+            r.render(PRECOMPACT_INSTRUCTIONS, &json!({})),
+            Renderer::built_in().render(PRECOMPACT_INSTRUCTIONS, &json!({}))
+        );
     }
 
     #[test]

@@ -134,10 +134,13 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
     assert_eq!(state["workflow_position"]["active_task_id"], "todo-2");
     assert_eq!(state["active_work"]["action"], "Adding token refresh");
     assert_eq!(state["active_work"]["file_path"], "src/lib.rs");
-    assert_eq!(state["next_actions"][0]["action"], "document");
-    assert_eq!(state["next_actions"][0]["target"], "the flow in README.md");
+    // The task in progress comes first, then the pending one.
+    assert_eq!(state["next_actions"][0]["action"], "finish");
+    assert_eq!(state["next_actions"][0]["target"], "Add token refresh");
+    assert_eq!(state["next_actions"][1]["action"], "document");
+    assert_eq!(state["next_actions"][1]["target"], "the flow in README.md");
     assert_eq!(
-        state["next_actions"][0]["context_needed"],
+        state["next_actions"][1]["context_needed"],
         json!(["README.md"])
     );
     assert_eq!(state["objective"], "add OAuth support to the client");
@@ -475,7 +478,8 @@ fn tasks_from_task_create_and_update() {
     let state = p.state();
     assert_eq!(state["workflow_position"]["active_task_id"], "1");
     assert_eq!(state["tasks"][1]["source"], "tasks");
-    assert_eq!(state["next_actions"][0]["target"], "the CLI flag");
+    assert_eq!(state["next_actions"][0]["target"], "Parse the config");
+    assert_eq!(state["next_actions"][1]["target"], "the CLI flag");
     assert!(
         p.resume_prompt().contains("Parse the config (in progress)"),
         "{}",

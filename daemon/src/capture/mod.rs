@@ -76,6 +76,7 @@ pub fn capture(input: &Input) -> Captured {
             tokens_used: Some(c.tokens_used),
             tokens_max: Some(c.tokens_max),
             percentage: Some((c.pressure * 10_000.0).round() / 10_000.0),
+            window_tokens: Some(c.window_tokens).filter(|w| *w > 0),
             threshold_triggered: input.threshold,
         };
     } else {
@@ -204,6 +205,7 @@ fn assemble(
                 active_form: None,
                 description: None,
                 source: TaskSource::WorkflowFile,
+                files: Vec::new(),
             })
             .collect(),
         None => facts
@@ -218,6 +220,7 @@ fn assemble(
                         active_form: t.active_form.clone(),
                         description: t.description.clone(),
                         source,
+                        files: Vec::new(),
                     })
                     .collect()
             })
@@ -275,9 +278,11 @@ fn assemble(
         }),
     };
 
-    // Next actions: recorded ones first, then the workflow's and the agent's open tasks.
-    // The files the project's own files name to read first are their words:
-    // only those that name a file of the project are kept, as a name.
+    // Next actions: recorded ones first (by their priority), then one for
+    // each task in progress, then the pending ones; the summary's block,
+    // merged later, goes before them all. The files the project's own files
+    // name to read first are their words: only those that name a file of
+    // the project are kept, as a name.
     let root = Dir::open(project).ok();
     let project_files = |files: &[String]| -> Vec<String> {
         files
@@ -289,7 +294,7 @@ fn assemble(
             })
             .collect()
     };
-    let mut next: Vec<(u32, NextAction)> = records
+    let mut recorded: Vec<(u32, NextAction)> = records
         .next_actions
         .iter()
         .enumerate()
@@ -307,44 +312,51 @@ fn assemble(
             )
         })
         .collect();
+    recorded.sort_by_key(|(rank, _)| *rank);
     let wf_files = |id: &str| -> Vec<String> {
         wf.and_then(|w| w.tasks.iter().find(|t| t.id == id))
             .map(|t| project_files(&t.files))
             .unwrap_or_default()
     };
-    for (i, task) in state
+    for task in &mut state.tasks {
+        task.files = task_files(project, task, &wf_files(&task.id));
+    }
+    let task_action = |task: &Task, action: String, target: String| NextAction {
+        action,
+        target,
+        priority: 0,
+        // Only files there are can be read first.
+        context_needed: task
+            .files
+            .iter()
+            .filter(|f| !f.to_create)
+            .map(|f| f.path.clone())
+            .collect(),
+        source: match task.source {
+            TaskSource::WorkflowFile => workflow_file::WORKFLOW_FILE.into(),
+            TaskSource::Todos | TaskSource::Tasks => SOURCE_TRANSCRIPT.into(),
+        },
+    };
+    let in_progress = state
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::InProgress && !t.title.trim().is_empty())
+        .map(|t| task_action(t, FINISH.to_owned(), t.title.trim().to_owned()));
+    let pending = state
         .tasks
         .iter()
         .filter(|t| t.status == TaskStatus::Pending)
-        .enumerate()
-    {
-        let (action, target) = split_action(&task.title);
-        let mut context_needed = wf_files(&task.id);
-        context_needed.extend(files_mentioned(project, &task.title));
-        if let Some(description) = &task.description {
-            context_needed.extend(files_mentioned(project, description));
-        }
-        let mut seen = std::collections::HashSet::new();
-        context_needed.retain(|f| seen.insert(f.clone()));
-        next.push((
-            100 + i as u32,
-            NextAction {
-                action,
-                target,
-                priority: 0,
-                context_needed,
-                source: match task.source {
-                    TaskSource::WorkflowFile => workflow_file::WORKFLOW_FILE.into(),
-                    TaskSource::Todos | TaskSource::Tasks => SOURCE_TRANSCRIPT.into(),
-                },
-            },
-        ));
-    }
-    next.sort_by_key(|(rank, _)| *rank);
-    state.next_actions = next
+        .map(|t| {
+            let (action, target) = split_action(&t.title);
+            task_action(t, action, target)
+        });
+    state.next_actions = recorded
         .into_iter()
+        .map(|(_, a)| a)
+        .chain(in_progress)
+        .chain(pending)
         .enumerate()
-        .map(|(i, (_, a))| NextAction {
+        .map(|(i, a)| NextAction {
             priority: i as u32 + 1,
             ..a
         })
@@ -500,8 +512,93 @@ fn split_action(title: &str) -> (String, String) {
     }
 }
 
+/// The action of the next step made from a task in progress.
+pub const FINISH: &str = "finish";
+
 /// Most file names taken from one text.
 const MAX_FILES_MENTIONED: usize = 12;
+
+/// The files a task names: the workflow file's own list for it, then the
+/// project's files its title and description name, then the names of files
+/// not in the project yet, marked to create, when they plainly are paths
+/// (see [`looks_like_a_path`]).
+fn task_files(project: &Path, task: &Task, listed: &[String]) -> Vec<state::TaskFile> {
+    let texts: Vec<&str> = std::iter::once(task.title.as_str())
+        .chain(task.description.as_deref())
+        .collect();
+    let existing = listed
+        .iter()
+        .cloned()
+        .chain(texts.iter().flat_map(|t| files_mentioned(project, t)));
+    let root = Dir::open(project).ok();
+    let missing = texts
+        .iter()
+        .flat_map(|t| path_words(t))
+        .map(|w| relative(project, w))
+        .filter(|p| looks_like_a_path(p))
+        .filter(|p| root.as_ref().is_some_and(|r| absent(r, Path::new(p))));
+    let mut files: Vec<state::TaskFile> = Vec::new();
+    for (path, to_create) in existing
+        .map(|p| (p, false))
+        .chain(missing.map(|p| (p, true)))
+    {
+        if files.len() < MAX_FILES_MENTIONED && !files.iter().any(|f| f.path == path) {
+            files.push(state::TaskFile { path, to_create });
+        }
+    }
+    files
+}
+
+/// Nothing at all is at `rel` below `root` (not a file, a directory or a
+/// link), so that a task naming it means to create it.
+fn absent(root: &Dir, rel: &Path) -> bool {
+    let Some(name) = rel.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    match root.open_path(rel.parent().unwrap_or(Path::new(""))) {
+        Ok(dir) => !dir.exists(name),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// The words of a text that may name a file, at most a few dozen.
+fn path_words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, '`' | '\'' | '"' | ',' | '(' | ')'))
+        .map(|w| w.trim_end_matches([':', '.', ';']))
+        .filter(|w| w.contains('/') || w.contains('.'))
+        .filter(|w| !w.starts_with('-'))
+        .take(MAX_FILES_MENTIONED * 8)
+}
+
+/// Extensions a file to create is recognised by when its name has no `/`.
+const SOURCE_EXTENSIONS: [&str; 30] = [
+    "rs", "py", "ts", "tsx", "js", "jsx", "mjs", "go", "java", "kt", "c", "h", "cc", "cpp", "hpp",
+    "cs", "rb", "php", "swift", "sh", "sql", "md", "txt", "json", "yaml", "yml", "toml", "html",
+    "css", "proto",
+];
+
+/// A name that can only be a relative path inside the project: no `..`,
+/// not absolute, no URL, plain characters, and either a directory part
+/// with a file name that has an extension, or a known extension.
+fn looks_like_a_path(path: &str) -> bool {
+    let plain = path
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'));
+    let inside = Path::new(path)
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let Some((stem, extension)) = name.rsplit_once('.') else {
+        return false;
+    };
+    plain
+        && inside
+        && !path.contains("//")
+        && !stem.is_empty()
+        && !extension.is_empty()
+        && extension.chars().all(|c| c.is_ascii_alphanumeric())
+        && (path.contains('/') || SOURCE_EXTENSIONS.contains(&extension))
+}
 
 /// Words of `text` that name existing files of the project (relative, or
 /// absolute inside it), as paths relative to the project. Only names: the
@@ -511,13 +608,7 @@ fn files_mentioned(project: &Path, text: &str) -> Vec<String> {
         return Vec::new();
     };
     let mut found: Vec<String> = Vec::new();
-    for word in text
-        .split(|c: char| c.is_whitespace() || matches!(c, '`' | '\'' | '"' | ',' | '(' | ')'))
-        .map(|w| w.trim_end_matches([':', '.', ';']))
-        .filter(|w| w.contains('/') || w.contains('.'))
-        .filter(|w| !w.starts_with('-'))
-        .take(MAX_FILES_MENTIONED * 8)
-    {
+    for word in path_words(text) {
         let path = relative(project, word);
         if found.len() < MAX_FILES_MENTIONED
             && !found.contains(&path)
@@ -658,6 +749,78 @@ mod tests {
             lib.summary,
             "+3 −3 lines; added fn added; edited fn keep; removed fn old"
         );
+    }
+
+    /// The task in progress comes before the pending ones, after what was
+    /// recorded with `hookctl next`; each task carries the files it names,
+    /// those not written yet marked to create.
+    #[test]
+    fn next_actions_put_the_task_in_progress_before_the_pending_ones() {
+        let dir = repository(&[("src/jwt.rs", "pub fn sign() {}\n")]);
+        let project = dir.path();
+        std::fs::create_dir_all(project.join(".workflow")).unwrap();
+        std::fs::write(
+            project.join(".workflow/records.jsonl"),
+            r#"{"ts":"2026-11-21T20:00:00Z","kind":"next","action":"run","target":"the auth tests"}"#,
+        )
+        .unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let transcript = elsewhere.path().join("t.jsonl");
+        let lines = [
+            r#"{"type":"user","message":{"role":"user","content":"Add JWT auth to the API"}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c1","name":"TaskCreate","input":{"subject":"Implement JWT signing","description":"Sign tokens in src/jwt.rs; write the design to notes/jwt_design.md first, e.g. the claims."}}]}}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"c1","content":"Task #1 created successfully: Implement JWT signing"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c2","name":"TaskCreate","input":{"subject":"Add token refresh endpoint","description":"POST /auth/refresh"}}]}}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"c2","content":"Task #2 created successfully: Add token refresh endpoint"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"u1","name":"TaskUpdate","input":{"taskId":"1","status":"in_progress"}}]}}"#,
+        ];
+        std::fs::write(&transcript, lines.join("\n")).unwrap();
+        let state = capture_with(project, Harness::ClaudeCode, Some(&transcript));
+        let next: Vec<(u32, &str, &str)> = state
+            .next_actions
+            .iter()
+            .map(|a| (a.priority, a.action.as_str(), a.target.as_str()))
+            .collect();
+        assert_eq!(
+            next,
+            [
+                (1, "run", "the auth tests"),
+                (2, FINISH, "Implement JWT signing"),
+                (3, "add", "token refresh endpoint"),
+            ]
+        );
+        assert_eq!(state.next_actions[1].context_needed, ["src/jwt.rs"]);
+        let files: Vec<(&str, bool)> = state.tasks[0]
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f.to_create))
+            .collect();
+        assert_eq!(
+            files,
+            [("src/jwt.rs", false), ("notes/jwt_design.md", true)],
+            "`/auth/refresh` and `e.g` name no file"
+        );
+        assert!(state.tasks[1].files.is_empty(), "{:?}", state.tasks[1]);
+    }
+
+    #[test]
+    fn only_plain_relative_names_count_as_files_to_create() {
+        for path in ["notes/jwt_design.md", "src/auth/refresh.rs", "schema.sql"] {
+            assert!(looks_like_a_path(path), "{path}");
+        }
+        for word in [
+            "e.g",
+            "v1.2",
+            "auth/refresh",
+            "../up.rs",
+            "/etc/passwd.txt",
+            "https://x.invalid/a.md",
+            "Node.Js",
+            "a//b.rs",
+            "x.",
+        ] {
+            assert!(!looks_like_a_path(word), "{word}");
+        }
     }
 
     /// A session file that tells nothing is no source; git alone names the

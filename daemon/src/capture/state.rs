@@ -118,6 +118,11 @@ pub struct ContextState {
     /// The request that set the work: the session's first substantial one
     /// (an acknowledgement such as "yes, continue" never is).
     pub objective: Option<String>,
+    /// What the person said must or must not be done, from the compaction
+    /// summary's block; carried from capture to capture of the session
+    /// until a summary lists one as lifted.
+    #[serde(default)]
+    pub constraints: Vec<String>,
     /// Later requests that changed the work, oldest first.
     #[serde(default)]
     pub later_requests: Vec<String>,
@@ -204,6 +209,9 @@ pub struct ContextUsage {
     pub tokens_max: Option<u64>,
     /// `tokens_used / tokens_max`, 0.0 to 1.0 (or more).
     pub percentage: Option<f64>,
+    /// The model's whole window, the figure the person sees shares of.
+    #[serde(default)]
+    pub window_tokens: Option<u64>,
     /// The threshold level behind the save, if a threshold asked for it.
     pub threshold_triggered: Option<f64>,
 }
@@ -299,6 +307,17 @@ pub struct Task {
     pub description: Option<String>,
     /// `todos`, `tasks` or `workflow_state.yml`.
     pub source: TaskSource,
+    /// Files its title or description names, relative to the project.
+    #[serde(default)]
+    pub files: Vec<TaskFile>,
+}
+
+/// A file a task names, and whether it is there yet.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskFile {
+    pub path: String,
+    /// Not in the project when the state was captured.
+    pub to_create: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

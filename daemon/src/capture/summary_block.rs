@@ -10,6 +10,8 @@
 //!   - {approach: a JSON file per record, why: too slow past 10k records}
 //! blockers:
 //!   - {issue: flaky CI on macOS, status: unresolved, notes: retry once}
+//! constraints: [no new dependencies, keep the public API]
+//! lifted_constraints: [do not touch the CLI]
 //! active_task: the migration tool
 //! progress_notes: schema done; migration half written
 //! next_actions:
@@ -31,9 +33,10 @@
 //!
 //! [`merge`] puts a block into a saved state: what the project's workflow
 //! file or hookctl records say wins over the summary on the same topic,
-//! issue or action, and the summary's decisions, rejected approaches and
-//! blockers carry from one capture to the next ([`carry_over`]) until a
-//! later one supersedes them.
+//! issue or action; the summary's own next actions go first. Its
+//! decisions, rejected approaches, blockers and the person's constraints
+//! carry from one capture to the next ([`carry_over`]) until a later one
+//! supersedes them (or lifts the constraint).
 
 use crate::capture::state::{
     Blocker, ContextState, Decision, NextAction, Rejected, SOURCE_SUMMARY,
@@ -71,6 +74,10 @@ pub struct SummaryState {
     pub active_task: Option<String>,
     pub progress_notes: Option<String>,
     pub next_actions: Vec<NextAction>,
+    /// What the person said must or must not be done.
+    pub constraints: Vec<String>,
+    /// Constraints the person lifted.
+    pub lifted_constraints: Vec<String>,
     /// What was left out, and why.
     pub problems: Vec<String>,
     /// Of the block's text, so the same summary is merged once.
@@ -86,6 +93,8 @@ impl SummaryState {
             && self.active_task.is_none()
             && self.progress_notes.is_none()
             && self.next_actions.is_empty()
+            && self.constraints.is_empty()
+            && self.lifted_constraints.is_empty()
     }
 
     fn note(&mut self, problem: String) {
@@ -247,6 +256,12 @@ fn read_block(body: &str) -> SummaryState {
         MAX_ITEMS,
     );
     dedup_latest(&mut out.next_actions, same_action, MAX_ITEMS);
+    dedup_latest(&mut out.constraints, |a, b| same_words(a, b), MAX_ITEMS);
+    dedup_latest(
+        &mut out.lifted_constraints,
+        |a, b| same_words(a, b),
+        MAX_ITEMS,
+    );
     out
 }
 
@@ -330,6 +345,14 @@ fn take_fields(value: &Value, which: &str, out: &mut SummaryState) {
                 );
                 out.next_actions.extend(found);
             }
+            "constraints" => {
+                let found = texts(value, key, which, out);
+                out.constraints.extend(found);
+            }
+            "lifted_constraints" => {
+                let found = texts(value, key, which, out);
+                out.lifted_constraints.extend(found);
+            }
             "active_task" => out.active_task = text(value).or(out.active_task.take()),
             "progress_notes" => {
                 out.progress_notes = match value {
@@ -394,6 +417,28 @@ fn entries<'v>(value: &'v Value, key: &str, which: &str, out: &mut SummaryState)
         ));
     }
     maps[maps.len().saturating_sub(MAX_ITEMS)..].to_vec()
+}
+
+/// The texts of a list of plain strings (one string alone counts as a list
+/// of one), the last [`MAX_ITEMS`] kept.
+fn texts(value: &Value, key: &str, which: &str, out: &mut SummaryState) -> Vec<String> {
+    let items: Vec<&Value> = match value {
+        Value::Array(items) => items.iter().collect(),
+        Value::Null => Vec::new(),
+        Value::String(_) | Value::Number(_) | Value::Bool(_) => vec![value],
+        Value::Object(_) => {
+            out.note(format!("{which}: `{key}` is not a list of text; not used"));
+            Vec::new()
+        }
+    };
+    let found: Vec<String> = items.into_iter().filter_map(text).collect();
+    if found.len() > MAX_ITEMS {
+        out.note(format!(
+            "{which}: `{key}` has {} entries; the last {MAX_ITEMS} were kept",
+            found.len()
+        ));
+    }
+    found[found.len().saturating_sub(MAX_ITEMS)..].to_vec()
 }
 
 fn decision(item: &Value) -> Option<Decision> {
@@ -542,11 +587,21 @@ pub fn merge(state: &mut ContextState, block: &SummaryState) -> bool {
             .clone_from(&block.progress_notes);
         taken = true;
     }
-    let mut wanted: Vec<&NextAction> = block
-        .next_actions
-        .iter()
-        .filter(|a| !state.next_actions.iter().any(|x| same_action(x, a)))
-        .collect();
+    taken |= merge_constraints(state, &block.constraints, &block.lifted_constraints);
+    taken |= put_summary_actions_first(state, &block.next_actions);
+    if taken && !state.sources.iter().any(|s| s == SOURCE_SUMMARY) {
+        state.sources.push(SOURCE_SUMMARY.into());
+    }
+    taken
+}
+
+/// The summary's next actions, in its priority order, before the state's;
+/// then every action numbered 1.. in that order. The state's own entry for
+/// the same action stays (the records' word wins) but moves up to the
+/// summary's place, and the step made from a task in progress is dropped
+/// when a summary action plainly is that task (its files join it).
+fn put_summary_actions_first(state: &mut ContextState, actions: &[NextAction]) -> bool {
+    let mut wanted: Vec<&NextAction> = actions.iter().collect();
     wanted.sort_by_key(|a| {
         if a.priority == 0 {
             u32::MAX
@@ -554,19 +609,76 @@ pub fn merge(state: &mut ContextState, block: &SummaryState) -> bool {
             a.priority
         }
     });
-    taken |= !wanted.is_empty();
-    state.next_actions.extend(wanted.into_iter().cloned());
-    for (i, action) in state.next_actions.iter_mut().enumerate() {
+    let mut rest = std::mem::take(&mut state.next_actions);
+    let mut first: Vec<NextAction> = Vec::new();
+    for action in wanted {
+        let mut action = match rest.iter().position(|x| same_action(x, action)) {
+            Some(at) => rest.remove(at),
+            None => action.clone(),
+        };
+        if let Some(at) = rest.iter().position(|x| finishes_the_same_task(x, &action)) {
+            let task = rest.remove(at);
+            for file in task.context_needed {
+                if action.context_needed.len() < MAX_FILES && !action.context_needed.contains(&file)
+                {
+                    action.context_needed.push(file);
+                }
+            }
+        }
+        first.push(action);
+    }
+    let taken = !first.is_empty();
+    first.extend(rest);
+    for (i, action) in first.iter_mut().enumerate() {
         action.priority = i as u32 + 1;
     }
-    if taken && !state.sources.iter().any(|s| s == SOURCE_SUMMARY) {
-        state.sources.push(SOURCE_SUMMARY.into());
-    }
+    state.next_actions = first;
     taken
 }
 
-/// Brings the summary's decisions, rejected approaches and blockers of an
-/// earlier capture of the same session into a new one.
+/// `task_step` is the step capture made from a task in progress
+/// (`finish <title>`), and `action` names that task: its target or its
+/// whole text is the title.
+fn finishes_the_same_task(task_step: &NextAction, action: &NextAction) -> bool {
+    task_step.action == crate::capture::FINISH
+        && task_step.source != SOURCE_SUMMARY
+        && (same_text(&action.target, &task_step.target)
+            || same_text(
+                &format!("{} {}", action.action, action.target),
+                &task_step.target,
+            ))
+}
+
+/// Adds the constraints the state does not have yet (case and spaces
+/// aside) and drops the lifted ones. Returns whether anything changed.
+fn merge_constraints(state: &mut ContextState, constraints: &[String], lifted: &[String]) -> bool {
+    let before = state.constraints.clone();
+    for c in constraints {
+        if !state.constraints.iter().any(|x| same_words(x, c)) {
+            state.constraints.push(c.clone());
+        }
+    }
+    state
+        .constraints
+        .retain(|c| !lifted.iter().any(|l| same_words(c, l)));
+    let excess = state.constraints.len().saturating_sub(MAX_KEPT);
+    state.constraints.drain(..excess);
+    state.constraints != before
+}
+
+/// The same text, whatever its case and however its words are spaced.
+fn same_words(a: &str, b: &str) -> bool {
+    let words = |t: &str| {
+        t.split_whitespace()
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+    };
+    words(a) == words(b)
+}
+
+/// Brings the summary's decisions, rejected approaches, blockers and the
+/// person's constraints of an earlier capture of the same session into a
+/// new one.
 pub fn carry_over(state: &mut ContextState, earlier: &ContextState) {
     let decisions: Vec<Decision> = earlier
         .decisions
@@ -580,9 +692,9 @@ pub fn carry_over(state: &mut ContextState, earlier: &ContextState) {
         .filter(|b| b.source == SOURCE_SUMMARY)
         .cloned()
         .collect();
-    if merge_lists(state, &decisions, &earlier.rejected, &blockers)
-        && !state.sources.iter().any(|s| s == SOURCE_SUMMARY)
-    {
+    let carried = merge_lists(state, &decisions, &earlier.rejected, &blockers)
+        | merge_constraints(state, &earlier.constraints, &[]);
+    if carried && !state.sources.iter().any(|s| s == SOURCE_SUMMARY) {
         state.sources.push(SOURCE_SUMMARY.into());
     }
 }
@@ -960,6 +1072,107 @@ next_actions:
         let before = next.clone();
         merge(&mut next, &second);
         assert_eq!(next, before);
+    }
+
+    fn step(action: &str, target: &str, source: &str) -> NextAction {
+        NextAction {
+            action: action.into(),
+            target: target.into(),
+            source: source.into(),
+            ..NextAction::default()
+        }
+    }
+
+    /// The summary's own next actions lead, in its priority order; a
+    /// recorded one it repeats moves up with it, and the step made from the
+    /// task in progress that the summary names is not listed twice.
+    #[test]
+    fn the_summarys_next_actions_come_first_in_its_order() {
+        let mut state = ContextState {
+            next_actions: vec![
+                step("run", "the auth tests", "records.jsonl"),
+                NextAction {
+                    context_needed: vec!["src/jwt.rs".into()],
+                    ..step(
+                        crate::capture::FINISH,
+                        "Implement JWT signing",
+                        "transcript",
+                    )
+                },
+                step("add", "token refresh endpoint", "transcript"),
+            ],
+            ..ContextState::default()
+        };
+        let block = read(&summary_with(
+            "next_actions:\n  - {action: check, target: the key rotation, priority: 2}\n  - {action: implement, target: JWT signing, priority: 1, context_needed: [src/keys.rs]}\n  - {action: Run, target: the auth tests, priority: 3}",
+        ))
+        .unwrap();
+        assert!(merge(&mut state, &block));
+        let order: Vec<(u32, &str, &str, &str)> = state
+            .next_actions
+            .iter()
+            .map(|a| {
+                (
+                    a.priority,
+                    a.action.as_str(),
+                    a.target.as_str(),
+                    a.source.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (1, "implement", "JWT signing", SOURCE_SUMMARY),
+                (2, "check", "the key rotation", SOURCE_SUMMARY),
+                (3, "run", "the auth tests", "records.jsonl"),
+                (4, "add", "token refresh endpoint", "transcript"),
+            ]
+        );
+        assert_eq!(
+            state.next_actions[0].context_needed,
+            ["src/keys.rs", "src/jwt.rs"],
+            "the task's files join the summary's step for it"
+        );
+    }
+
+    /// Constraints are merged like decisions (no repeats, whatever the
+    /// case or spacing), carried to the next capture of the session, and
+    /// dropped only when a summary lifts them.
+    #[test]
+    fn constraints_carry_over_until_lifted() {
+        let block = read(&summary_with(
+            "constraints: [Do not add dependencies, keep the public API,  do NOT add   dependencies]\nlifted_constraints: []",
+        ))
+        .unwrap();
+        assert_eq!(block.problems, Vec::<String>::new());
+        let mut first = ContextState::default();
+        assert!(merge(&mut first, &block));
+        assert_eq!(
+            first.constraints,
+            ["keep the public API", "do NOT add dependencies"]
+        );
+        let mut second = ContextState::default();
+        carry_over(&mut second, &first);
+        assert_eq!(second.constraints, first.constraints);
+        assert_eq!(second.sources, [SOURCE_SUMMARY]);
+        let lifting = read(&summary_with(
+            "constraints: [tests stay green]\nlifted_constraints: [Keep the public API]",
+        ))
+        .unwrap();
+        merge(&mut second, &lifting);
+        assert_eq!(
+            second.constraints,
+            ["do NOT add dependencies", "tests stay green"]
+        );
+        // Not a list of text: noted, not used.
+        let wrong = read(&summary_with("constraints: {a: b}")).unwrap();
+        assert!(wrong.constraints.is_empty());
+        assert!(
+            wrong.problems[0].contains("`constraints`"),
+            "{:?}",
+            wrong.problems
+        );
     }
 
     #[test]

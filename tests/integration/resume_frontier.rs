@@ -1,0 +1,237 @@
+//! Where the agent stopped, first: the resume prompt the real daemon gives
+//! after a compaction leads with the task in progress (as the agent wrote
+//! it), the person's constraints and last request, then the next actions in
+//! the order they are to be done; the person's summary (`hookctl resume`)
+//! names the same first step.
+
+use hookd_tests::{Scenario, additional_context, stderr, stdout};
+use serde_json::{Value, json};
+
+/// A session adding JWT auth: one task in progress whose description names
+/// a file there is and one still to write, one pending task, and a later
+/// request. The repository holds `src/jwt.rs`.
+fn jwt_session() -> Scenario {
+    let mut s = Scenario::build()
+        .repository(|repo| {
+            repo.write("src/jwt.rs", "pub fn sign() {}\n");
+            repo.commit_all("initial");
+        })
+        .session("jwt-session")
+        .start();
+    let t = &mut s.transcript;
+    t.prompt("Add JWT auth to the API");
+    for (id, subject, description) in [
+        (
+            "1",
+            "Implement JWT signing",
+            "Sign tokens in src/jwt.rs; write the design to notes/jwt_design.md first",
+        ),
+        ("2", "Add token refresh endpoint", "POST /auth/refresh"),
+    ] {
+        let call = format!("create-{id}");
+        t.tool_use(
+            &call,
+            "TaskCreate",
+            json!({"subject": subject, "description": description}),
+            40_000,
+        );
+        t.tool_result(
+            &call,
+            &format!("Task #{id} created successfully: {subject}"),
+            json!({"task": {"id": id, "subject": subject}}),
+        );
+    }
+    t.tool_use(
+        "update-1",
+        "TaskUpdate",
+        json!({"taskId": "1", "status": "in_progress"}),
+        60_000,
+    );
+    t.tool_result("update-1", "Updated task #1 status", json!({}));
+    t.prompt("Keep the tokens short-lived, fifteen minutes at most");
+    t.reply(120_000);
+    s
+}
+
+/// Where `heading` starts in `prompt`; it must be there.
+fn at(prompt: &str, heading: &str) -> usize {
+    prompt
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading:?} in:\n{prompt}"))
+}
+
+#[test]
+fn the_resume_prompt_leads_with_the_task_in_progress_and_continues_from_it() {
+    let s = jwt_session();
+    let prompt = additional_context(&s.compact(120_000, 3_000));
+    // The agreed order of the sections.
+    let order = [
+        "### Where You Stopped",
+        "### Next Actions (in order)",
+        "### Open Tasks",
+        "### Session Info",
+    ]
+    .map(|h| at(&prompt, h));
+    assert!(order.is_sorted(), "{order:?} in:\n{prompt}");
+    for line in [
+        "- **Objective**: Add JWT auth to the API",
+        "- **In progress**: Implement JWT signing — Sign tokens in src/jwt.rs; write the design to notes/jwt_design.md first (files: `src/jwt.rs`, `notes/jwt_design.md` (to create))",
+        "- **Last request**: Keep the tokens short-lived, fifteen minutes at most",
+        "1. **finish** Implement JWT signing",
+        "   - Read first: src/jwt.rs",
+        "2. **add** token refresh endpoint",
+        "- (pending) Add token refresh endpoint — POST /auth/refresh",
+        "**Action Required**: Continue from next action 1 above: **finish** Implement JWT signing.",
+    ] {
+        assert!(
+            prompt.lines().any(|l| l == line),
+            "missing {line:?} in:\n{prompt}"
+        );
+    }
+    // Tasks by their titles, never a bare id.
+    assert!(
+        !prompt
+            .lines()
+            .any(|l| l.ends_with(": 1") || l.ends_with(": 2")),
+        "{prompt}"
+    );
+    // The context figure is a share of the window, as `hookctl status` gives it.
+    assert!(
+        prompt.contains("- **Context Usage**: 120,000 tokens, 60% of the 200,000-token window"),
+        "{prompt}"
+    );
+
+    let state = s.state();
+    hookd_tests::assert_valid(&hookd_tests::state_schema(), &state);
+    assert_eq!(state["next_actions"][0]["action"], "finish");
+    assert_eq!(
+        state["tasks"][0]["files"],
+        json!([
+            {"path": "src/jwt.rs", "to_create": false},
+            {"path": "notes/jwt_design.md", "to_create": true},
+        ])
+    );
+    // The person's summary names the same first step.
+    let out = s.hookctl(&["resume"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = stdout(&out);
+    assert!(
+        summary.contains("next: finish Implement JWT signing · read first: src/jwt.rs"),
+        "{summary}"
+    );
+}
+
+/// A summary block as the summarizer writes it when PreCompact asked for
+/// one, `{token}` standing for the token the instructions gave.
+fn summary_with(block: &str) -> String {
+    format!(
+        "<summary>\n1. Primary Request: JWT auth for the API.\n\n```hookd-state\n{block}\n```\n</summary>"
+    )
+}
+
+/// One manual compaction whose summary ends with `block`: PreCompact, the
+/// summarizer's SubagentStop, the boundary, SessionStart. Returns the
+/// instructions PreCompact gave and the resume prompt.
+fn compact_with_summary(s: &Scenario, block: &str) -> (String, String) {
+    let instructions = s.hook("PreCompact(trigger=manual)", "pre-compact");
+    let instructions = instructions.as_str().unwrap().to_owned();
+    let summary =
+        hookd_tests::mock_model::answer_block_request(&instructions, &summary_with(block));
+    let out = s.hook_of(&s.transcript, "SubagentStop", "subagent-stop", |p| {
+        p["last_assistant_message"] = Value::from(summary)
+    });
+    assert_eq!(out, Value::Null, "SubagentStop says nothing");
+    s.transcript.boundary("manual", 120_000, 3_000);
+    let start = s.hook("SessionStart(source=compact)", "session-start");
+    (instructions, additional_context(&start))
+}
+
+#[test]
+fn the_summarys_next_action_leads_and_the_persons_constraints_carry_across_compactions() {
+    let s = jwt_session();
+    let (instructions, prompt) = compact_with_summary(
+        &s,
+        "constraints: [no new dependencies, tokens expire within 15 minutes]
+next_actions:
+  - {action: rotate, target: the signing key, priority: 2}
+  - {action: implement, target: JWT signing, priority: 1, context_needed: [src/jwt.rs]}",
+    );
+    assert!(
+        instructions.contains("What the person said must or must not be done")
+            && instructions.contains("lifted_constraints"),
+        "{instructions}"
+    );
+    // The constraints sit right under the objective.
+    assert!(
+        prompt.contains(
+            "- **Objective**: Add JWT auth to the API\n\
+             - **Constraints** (what the person said must or must not be done):\n  \
+             - no new dependencies\n  - tokens expire within 15 minutes\n- **In progress**: "
+        ),
+        "{prompt}"
+    );
+    // The summary's own order first; the task it names is not listed twice.
+    let next = &prompt[at(&prompt, "### Next Actions (in order)")..at(&prompt, "### Open Tasks")];
+    assert_eq!(
+        next.lines()
+            .filter(|l| l.starts_with(char::is_numeric))
+            .collect::<Vec<_>>(),
+        [
+            "1. **implement** JWT signing",
+            "2. **rotate** the signing key",
+            "3. **add** token refresh endpoint",
+        ],
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(
+            "**Action Required**: Continue from next action 1 above: **implement** JWT signing."
+        ),
+        "{prompt}"
+    );
+    let out = s.hookctl(&["resume"]);
+    assert!(
+        stdout(&out).contains("next: implement JWT signing"),
+        "{}",
+        stdout(&out)
+    );
+
+    // The next compaction's capture keeps them, though its summary repeats
+    // only one and lifts the other.
+    let (instructions, _) = compact_with_summary(&s, "lifted_constraints: [No new dependencies]");
+    assert!(
+        instructions.contains("(so far: no new dependencies; tokens expire within 15 minutes)"),
+        "{instructions}"
+    );
+    let state = s.state();
+    hookd_tests::assert_valid(&hookd_tests::state_schema(), &state);
+    assert_eq!(
+        state["constraints"],
+        json!(["tokens expire within 15 minutes"])
+    );
+    s.hook("PreCompact(trigger=manual)", "pre-compact");
+    assert_eq!(
+        s.state()["constraints"],
+        json!(["tokens expire within 15 minutes"]),
+        "carried into a new capture of the session"
+    );
+}
+
+#[test]
+fn constraints_survive_another_session_saving_in_between() {
+    let s = jwt_session();
+    compact_with_summary(&s, "constraints: [no new dependencies]");
+    assert_eq!(s.state()["constraints"], json!(["no new dependencies"]));
+    // Another session in the same project compacts: the latest state is its.
+    let mut other = s.session("other-session");
+    other.prompt("Tidy the README");
+    other.reply(50_000);
+    s.compact_of(&other, 50_000, 3_000);
+    assert_eq!(s.state()["harness_session_id"], "other-session");
+    assert_eq!(s.state()["constraints"], json!([]), "not the other's");
+    // This session's next capture starts from its own last state.
+    s.hook("PreCompact(trigger=manual)", "pre-compact");
+    let state = s.state();
+    assert_eq!(state["harness_session_id"], "jwt-session");
+    assert_eq!(state["constraints"], json!(["no new dependencies"]));
+}

@@ -638,15 +638,26 @@ fn put_summary_actions_first(state: &mut ContextState, actions: &[NextAction]) -
 
 /// `task_step` is the step capture made from a task in progress
 /// (`finish <title>`), and `action` names that task: its target or its
-/// whole text is the title.
+/// whole text is the title, or it holds every word of the title after the
+/// first (the title's verb), when there are two or more ("finish JWT
+/// signing in src/jwt.rs" names "Implement JWT signing").
 fn finishes_the_same_task(task_step: &NextAction, action: &NextAction) -> bool {
-    task_step.action == crate::capture::FINISH
-        && task_step.source != SOURCE_SUMMARY
-        && (same_text(&action.target, &task_step.target)
-            || same_text(
-                &format!("{} {}", action.action, action.target),
-                &task_step.target,
-            ))
+    if task_step.action != crate::capture::FINISH || task_step.source == SOURCE_SUMMARY {
+        return false;
+    }
+    let whole = format!("{} {}", action.action, action.target);
+    if same_text(&action.target, &task_step.target) || same_text(&whole, &task_step.target) {
+        return true;
+    }
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let named = words(&whole);
+    let title = words(&task_step.target);
+    title.len() > 2 && title[1..].iter().all(|w| named.contains(w))
 }
 
 /// Adds the constraints the state does not have yet (case and spaces
@@ -1103,6 +1114,7 @@ next_actions:
             ],
             ..ContextState::default()
         };
+        let mut reworded = state.clone();
         let block = read(&summary_with(
             "next_actions:\n  - {action: check, target: the key rotation, priority: 2}\n  - {action: implement, target: JWT signing, priority: 1, context_needed: [src/keys.rs]}\n  - {action: Run, target: the auth tests, priority: 3}",
         ))
@@ -1134,6 +1146,37 @@ next_actions:
             ["src/keys.rs", "src/jwt.rs"],
             "the task's files join the summary's step for it"
         );
+
+        // In other words: the title's words after its verb, all there.
+        let block = read(&summary_with(
+            "next_actions:\n  - {action: finish, target: JWT signing in src/jwt.rs, priority: 1}",
+        ))
+        .unwrap();
+        assert!(merge(&mut reworded, &block));
+        let targets: Vec<&str> = reworded
+            .next_actions
+            .iter()
+            .map(|a| a.target.as_str())
+            .collect();
+        assert_eq!(
+            targets,
+            [
+                "JWT signing in src/jwt.rs",
+                "the auth tests",
+                "token refresh endpoint"
+            ]
+        );
+        // A title of two words is too short to tell by its words.
+        let mut short = ContextState {
+            next_actions: vec![step(crate::capture::FINISH, "Add tests", "transcript")],
+            ..ContextState::default()
+        };
+        let block = read(&summary_with(
+            "next_actions:\n  - {action: run, target: the tests, priority: 1}",
+        ))
+        .unwrap();
+        assert!(merge(&mut short, &block));
+        assert_eq!(short.next_actions.len(), 2);
     }
 
     /// Constraints are merged like decisions (no repeats, whatever the

@@ -143,8 +143,13 @@ pub fn on_hook(
     }
     // What the file watcher decided since the last hook, said now if this
     // hook can reach the model (after any compaction above, which made it
-    // stale).
-    if event.agent_id.is_none() && harness::takes_model_context(event.harness, &event.kind) {
+    // stale). Not at SessionStart: what it carries stays in the context
+    // past a compaction the new run may do at once (`/compact`), and these
+    // words are about the run before; a hook inside a turn says them.
+    if event.agent_id.is_none()
+        && event.kind != EventKind::SessionStart
+        && harness::takes_model_context(event.harness, &event.kind)
+    {
         for Words { person, model } in s.unsaid.drain(..) {
             effects.push(Effect::Say { person, model });
         }
@@ -633,6 +638,50 @@ mod tests {
             "stale words after a compaction: {e:?}"
         );
         assert!(s.unsaid.is_empty());
+    }
+
+    #[test]
+    fn words_the_watcher_kept_wait_past_a_new_runs_session_start_and_die_with_its_compaction() {
+        let config = Config::default();
+        for harness in [Harness::ClaudeCode, Harness::Codex, Harness::GeminiCli] {
+            let start = |source: &str| {
+                with(event(harness, EventKind::SessionStart), |e| {
+                    e.source = Some(source.into())
+                })
+            };
+            // The last reply of a run crossed a level: its words wait.
+            let mut s = session(harness);
+            s.reported_window = Some(190_000).filter(|_| harness == Harness::Codex);
+            let high = if harness == Harness::GeminiCli {
+                450_000
+            } else {
+                at(75)
+            };
+            on_file_change(&mut s, reading(high, 100, vec![]).unwrap(), &config, 1);
+            assert_eq!(s.unsaid.len(), 1, "{harness}");
+            // The next run starts: SessionStart keeps them.
+            let e = on_hook(&mut s, &start("resume"), None, &config, 2);
+            assert!(words(&e).is_empty(), "{harness}: {e:?}");
+            assert_eq!(s.unsaid.len(), 1, "{harness}");
+            // That run is `/compact`: the compaction drops them.
+            let pre = with(event(harness, EventKind::PreCompact), |e| {
+                e.trigger = Some("manual".into())
+            });
+            on_hook(&mut s, &pre, None, &config, 3);
+            let e = on_hook(&mut s, &start("compact"), None, &config, 4);
+            let e = [e, on_hook(&mut s, &event(harness, EventKind::PostCompact), None, &config, 5)]
+                .concat();
+            assert!(words(&e).is_empty(), "{harness}: stale words: {e:?}");
+            assert!(s.unsaid.is_empty(), "{harness}");
+            // A run that does not compact: its first prompt says them.
+            let mut s = session(harness);
+            s.reported_window = Some(190_000).filter(|_| harness == Harness::Codex);
+            on_file_change(&mut s, reading(high, 100, vec![]).unwrap(), &config, 1);
+            on_hook(&mut s, &start("resume"), None, &config, 2);
+            let prompt = event(harness, EventKind::UserPromptSubmit);
+            let e = on_hook(&mut s, &prompt, None, &config, 3);
+            assert_eq!(words(&e).len(), 1, "{harness}: {e:?}");
+        }
     }
 
     #[test]

@@ -124,7 +124,8 @@ pub struct Session {
     #[serde(default)]
     pub mark_next: Option<PointMark>,
     /// Threshold words decided between hooks (the file watcher saw the
-    /// crossing), said by the next hook that can carry them to the model.
+    /// crossing), said by the next hook inside a turn that can carry them
+    /// to the model; a compaction drops them.
     #[serde(default)]
     pub unsaid: Vec<Words>,
 }

@@ -669,8 +669,17 @@ mod tests {
             });
             on_hook(&mut s, &pre, None, &config, 3);
             let e = on_hook(&mut s, &start("compact"), None, &config, 4);
-            let e = [e, on_hook(&mut s, &event(harness, EventKind::PostCompact), None, &config, 5)]
-                .concat();
+            let e = [
+                e,
+                on_hook(
+                    &mut s,
+                    &event(harness, EventKind::PostCompact),
+                    None,
+                    &config,
+                    5,
+                ),
+            ]
+            .concat();
             assert!(words(&e).is_empty(), "{harness}: stale words: {e:?}");
             assert!(s.unsaid.is_empty(), "{harness}");
             // A run that does not compact: its first prompt says them.

@@ -355,6 +355,23 @@ pub fn read_work(
     }
 }
 
+/// The agent's first tool calls after the line of its session file that
+/// holds `marker` (an injected resume prompt's), read by its harness's
+/// rules from the last `max_bytes`; `None` when no line there holds it.
+pub fn calls_after_marker(
+    harness: Harness,
+    path: &Path,
+    max_bytes: u64,
+    marker: &str,
+) -> io::Result<Option<Vec<work::ToolCall>>> {
+    let facts = match harness {
+        Harness::ClaudeCode => claude_code::work::calls_after(path, max_bytes, marker),
+        Harness::Codex => codex::calls_after(path, max_bytes, marker),
+        Harness::GeminiCli => gemini_cli::calls_after(path, max_bytes, marker),
+    }?;
+    Ok(facts.calls_after_marker)
+}
+
 /// What a harness needs to know of a session to place its compaction point.
 pub struct SessionFacts<'a> {
     pub harness: Harness,

@@ -2,8 +2,10 @@
 //! words queued before a compaction never cross it, and the first tool
 //! calls after the resume prompt are judged against what it asked for.
 
-use hookd_tests::{Scenario, additional_context, wait_until};
-use serde_json::Value;
+use hookd_tests::{
+    Scenario, additional_context, assert_valid, state_schema, stderr, stdout, wait_until,
+};
+use serde_json::{Value, json};
 use std::time::Duration;
 
 /// Where Claude Code compacts a 200k window: 200,000 − 20,000 − 13,000.
@@ -55,4 +57,183 @@ fn a_level_crossed_on_a_runs_last_reply_never_reaches_the_model_after_the_next_r
     let out = s.turn(4_500);
     assert!(!context(&out).contains("Context at 70%"), "{out}");
     assert!(out["systemMessage"].is_null(), "{out}");
+}
+
+/// The agent at work on JWT authentication: a repository with a design
+/// note and a change to `src/jwt.rs`, a task in progress (created with
+/// TaskCreate, as Claude Code 2.1.330 plans), and a test run that failed.
+fn jwt_session() -> Scenario {
+    let mut s = Scenario::build()
+        .setting("resume.records_hint", false)
+        .repository(|repo| {
+            repo.write("notes/jwt_design.md", "# JWT\nSign with HS256.\n");
+            repo.write("src/jwt.rs", "pub fn sign() {}\n");
+            repo.commit_all("initial");
+            repo.write("src/jwt.rs", "pub fn sign() {}\npub fn verify() {}\n");
+        })
+        .session("f1-session")
+        .start();
+    let t = &mut s.transcript;
+    t.prompt("add JWT authentication to the API");
+    t.tool_use(
+        "toolu_c1",
+        "TaskCreate",
+        json!({"subject": "Implement JWT signing", "description": "Sign tokens in src/jwt.rs as notes/jwt_design.md says"}),
+        90_000,
+    );
+    t.tool_result(
+        "toolu_c1",
+        "Task #1 created successfully: Implement JWT signing",
+        json!({"task": {"id": "1", "subject": "Implement JWT signing"}}),
+    );
+    t.tool_use(
+        "toolu_u1",
+        "TaskUpdate",
+        json!({"taskId": "1", "status": "in_progress"}),
+        95_000,
+    );
+    t.tool_result("toolu_u1", "Updated task #1 status", json!({}));
+    t.tool_use(
+        "toolu_b1",
+        "Bash",
+        json!({"command": "cargo test jwt", "description": "run the JWT tests"}),
+        100_000,
+    );
+    failed_result(
+        &s,
+        "toolu_b1",
+        "error: could not compile `api` (lib test)\nmore",
+    );
+    s
+}
+
+/// A tool's result that failed, as Claude Code writes it.
+fn failed_result(s: &Scenario, id: &str, text: &str) {
+    s.transcript.append(&json!({
+        "type": "user", "isSidechain": false, "sessionId": s.transcript.session_id,
+        "message": {"role": "user", "content": [{"tool_use_id": id, "type": "tool_result", "content": text, "is_error": true}]},
+    }));
+}
+
+/// The compaction, and the resume prompt arriving as Claude Code records it.
+fn compact_and_arrive(s: &Scenario) -> String {
+    s.hook("PostToolUse", "post-tool-use");
+    let prompt = context(&s.compact(100_000, 4_000));
+    assert!(prompt.contains("Context Recovery"), "{prompt}");
+    s.transcript.context_arrived("SessionStart", &prompt);
+    s.hook("PostCompact(trigger=manual)", "post-compact");
+    prompt
+}
+
+fn hookctl_text(s: &Scenario, args: &[&str]) -> String {
+    let out = s.hookctl(args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    stdout(&out)
+}
+
+#[test]
+fn the_last_step_before_the_compaction_is_in_the_resume_prompt_and_the_state() {
+    let s = jwt_session();
+    let prompt = compact_and_arrive(&s);
+    assert!(
+        prompt.contains("- **Last step**: Bash `cargo test jwt`: failed: error: could not compile 'api' (lib test)\n"),
+        "{prompt}"
+    );
+    let state = s.state();
+    assert_eq!(
+        state["last_step"],
+        json!({"tool": "Bash", "target": "cargo test jwt", "outcome": "failed: error: could not compile `api` (lib test)"})
+    );
+    assert_valid(&state_schema(), &state);
+}
+
+#[test]
+fn an_agent_that_picks_up_what_the_resume_prompt_named_followed_it() {
+    let mut s = jwt_session();
+    compact_and_arrive(&s);
+    let state = s.state();
+    let named = state["context_to_reload"]["files"][0]["path"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a file to reload: {state}"))
+        .to_owned();
+    // Before any tool call after the compaction: not decided.
+    assert!(
+        hookctl_text(&s, &["status"]).contains("after compaction 1: resumed, not yet decided"),
+        "{}",
+        hookctl_text(&s, &["status"])
+    );
+    let read = s.project.join(&named).display().to_string();
+    s.transcript
+        .tool_use("toolu_r1", "Read", json!({"file_path": read}), 5_000);
+    s.transcript.tool_result("toolu_r1", "…", json!({}));
+    s.hook("PostToolUse", "post-tool-use");
+    let verdicts = s.events("resume_followed");
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert_eq!(verdicts[0]["followed"], true);
+    assert_eq!(verdicts[0]["epoch"], 2);
+    assert!(
+        verdicts[0]["matched"].as_str().unwrap().contains(&named),
+        "{verdicts:?}"
+    );
+    assert_eq!(
+        verdicts[0]["marker"],
+        s.events("resume")[0]["marker"],
+        "the verdict names the prompt it is about"
+    );
+    // Once per compaction: later calls decide nothing more.
+    s.transcript
+        .tool_use("toolu_b2", "Bash", json!({"command": "ls /tmp"}), 6_000);
+    s.hook("PostToolUse", "post-tool-use");
+    assert_eq!(s.events("resume_followed").len(), 1);
+    let status = hookctl_text(&s, &["status"]);
+    assert!(
+        status.contains(&format!(
+            "after compaction 1: resumed and followed (Read {read} (named {named}))"
+        )),
+        "{status}"
+    );
+    let report = hookctl_text(&s, &["context-report"]);
+    assert!(
+        report.contains("after compaction 1: resumed and followed"),
+        "{report}"
+    );
+}
+
+#[test]
+fn an_agent_that_goes_elsewhere_is_recorded_so_and_a_text_answer_decides_nothing() {
+    let mut s = jwt_session();
+    compact_and_arrive(&s);
+    // A reply with no tool call, then Stop: nothing to judge yet.
+    let mut text_only = s.transcript.reply_entry(5_000);
+    text_only["message"]["content"] = json!([{"type": "text", "text": "Where were we?"}]);
+    s.transcript.append(&text_only);
+    s.hook("Stop", "stop");
+    assert!(hookctl_text(&s, &["status"]).contains("after compaction 1: resumed, not yet decided"));
+    assert!(s.events("resume_followed").is_empty());
+    s.transcript.tool_use(
+        "toolu_w1",
+        "WebSearch",
+        json!({"query": "best pizza nearby"}),
+        6_000,
+    );
+    s.hook("PostToolUse", "post-tool-use");
+    let verdicts = s.events("resume_followed");
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert_eq!(verdicts[0]["followed"], false);
+    assert_eq!(
+        verdicts[0]["first_call"],
+        json!({"tool": "WebSearch", "target": "best pizza nearby"})
+    );
+    let status = hookctl_text(&s, &["status"]);
+    assert!(
+        status
+            .contains("after compaction 1: resumed, went elsewhere (WebSearch best pizza nearby)"),
+        "{status}"
+    );
+    let report = hookctl_text(&s, &["context-report"]);
+    assert!(
+        report
+            .contains("after compaction 1: resumed, went elsewhere (WebSearch best pizza nearby)"),
+        "{report}"
+    );
 }

@@ -237,3 +237,55 @@ fn an_agent_that_goes_elsewhere_is_recorded_so_and_a_text_answer_decides_nothing
         "{report}"
     );
 }
+
+/// A decision the prompt shows under "Key Decisions Made" is not repeated
+/// word for word by the memory's reflections on this task; a reflection
+/// the decisions do not hold stays.
+#[test]
+fn the_memory_section_does_not_repeat_the_decisions_the_prompt_shows() {
+    let s = jwt_session();
+    s.hook("SessionStart(source=startup)", "session-start");
+    s.hook_of(
+        &s.transcript,
+        "UserPromptSubmit",
+        "user-prompt-submit",
+        |p| p["prompt"] = Value::from("add JWT authentication to the API"),
+    );
+    let agent = |args: &[&str]| {
+        let mut cmd = s.sb.command("hookctl");
+        cmd.arg("--project").arg(&s.project).args(args);
+        cmd.env("CLAUDE_CODE_SESSION_ID", &s.transcript.session_id);
+        let out = cmd.output().expect("run hookctl");
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    };
+    agent(&[
+        "decision",
+        "signing",
+        "use HS256",
+        "--why",
+        "the design note says so",
+    ]);
+    agent(&["reflect", "the test fixtures hold expired tokens"]);
+    let prompt = compact_and_arrive(&s);
+    let decision = "signing: use HS256 (because the design note says so)";
+    let decisions = prompt
+        .find("### Key Decisions Made")
+        .unwrap_or_else(|| panic!("no decisions in:\n{prompt}"));
+    assert!(prompt[decisions..].contains("use HS256"), "{prompt}");
+    let memory = prompt
+        .find("#### Reflections on This Task")
+        .unwrap_or_else(|| panic!("no reflections in:\n{prompt}"));
+    let window: Vec<&str> = prompt[memory..]
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("- ["))
+        .collect();
+    assert!(
+        window.iter().any(|l| l.contains("expired tokens")),
+        "{prompt}"
+    );
+    assert!(
+        !window.iter().any(|l| l.contains(decision)),
+        "the decision is said twice:\n{prompt}"
+    );
+}

@@ -3,7 +3,8 @@
 //! calls after the resume prompt are judged against what it asked for.
 
 use hookd_tests::{
-    Scenario, additional_context, assert_valid, state_schema, stderr, stdout, wait_until,
+    Sandbox, Scenario, TestDaemon, additional_context, assert_valid, hook_json, run_with_stdin,
+    state_schema, stderr, stdout, wait_until,
 };
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -288,4 +289,136 @@ fn the_memory_section_does_not_repeat_the_decisions_the_prompt_shows() {
         !window.iter().any(|l| l.contains(decision)),
         "the decision is said twice:\n{prompt}"
     );
+}
+
+/// Codex: the resume prompt arrives as a developer message in the rollout,
+/// and the agent's first call after it (a shell command on the file it was
+/// working on) is read from the rollout by Codex's own reader.
+#[test]
+fn codex_the_first_call_after_the_resume_prompt_is_read_from_its_rollout() {
+    let sb = Sandbox::new();
+    let _daemon = TestDaemon::start(sb.daemon_options().set("resume.records_hint", false));
+    let project = sb.path().join("proj");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(project.join("src/http.rs"), "pub fn get() {}\n").unwrap();
+    let rollout = sb
+        .path()
+        .join("codex/sessions/2026/05/01/rollout-2026-05-01T09-00-00-0199c0de.jsonl");
+    std::fs::create_dir_all(rollout.parent().unwrap()).unwrap();
+    let record = |value: Value| append_line_creating(&rollout, &value);
+    record(json!({"type": "session_meta", "payload": {"id": "0199c0de", "cwd": project}}));
+    record(json!({"type": "turn_context", "payload": {"cwd": project, "model": "gpt-5.5-codex"}}));
+    record(
+        json!({"type": "event_msg", "payload": {"type": "user_message", "message": "add retries to the HTTP client"}}),
+    );
+    let call = |id: &str, name: &str, arguments: Value| json!({"type": "response_item", "payload": {"type": "function_call", "name": name, "arguments": arguments.to_string(), "call_id": id}});
+    let output = |id: &str, text: &str| json!({"type": "response_item", "payload": {"type": "function_call_output", "call_id": id, "output": text}});
+    record(call(
+        "c1",
+        "update_plan",
+        json!({"plan": [{"step": "Write the retry loop", "status": "in_progress"}, {"step": "Test the backoff", "status": "pending"}]}),
+    ));
+    record(output("c1", "Plan updated"));
+    record(call(
+        "c2",
+        "exec_command",
+        json!({"cmd": "echo 'fn retry() {}' >> src/http.rs"}),
+    ));
+    record(output(
+        "c2",
+        "Exit code: 0\nWall time: 0.1 seconds\nOutput:\n",
+    ));
+    record(call(
+        "c3",
+        "exec_command",
+        json!({"cmd": "cargo test retry"}),
+    ));
+    record(output(
+        "c3",
+        "Exit code: 101\nWall time: 2 seconds\nOutput:\nerror[E0425]: cannot find function `sleep`\nmore",
+    ));
+    record(token_count(230_000, 272_000));
+    let hook = |event: &str, name: &str, extra: Value| {
+        let mut payload = json!({
+            "session_id": "0199c0de", "turn_id": "t1", "transcript_path": rollout,
+            "cwd": project, "hook_event_name": name, "model": "gpt-5.5-codex",
+            "permission_mode": "default",
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            payload[k] = v.clone();
+        }
+        let mut cmd = sb.command("hookctl");
+        cmd.args(["hook", "--harness", "codex", event]);
+        let out = run_with_stdin(cmd, &serde_json::to_vec(&payload).unwrap());
+        assert!(out.status.success(), "{event}: {}", stderr(&out));
+        hook_json(&out)
+    };
+    hook("pre-compact", "PreCompact", json!({"trigger": "auto"}));
+    hook("post-compact", "PostCompact", json!({"trigger": "auto"}));
+    let start = hook(
+        "session-start",
+        "SessionStart",
+        json!({"source": "compact"}),
+    );
+    let prompt = context(&start);
+    assert!(
+        prompt.contains("- **Last step**: exec_command `cargo test retry`: failed: error[E0425]: cannot find function 'sleep'"),
+        "{prompt}"
+    );
+    let marker_at = prompt.rfind("[hookd-resume ").expect("a marker");
+    let marker = &prompt[marker_at..=marker_at + prompt[marker_at..].find(']').unwrap()];
+    // Codex hands SessionStart's context to the model as a developer message.
+    record(
+        json!({"type": "response_item", "payload": {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": prompt}]}}),
+    );
+    record(token_count(9_000, 272_000));
+    record(call(
+        "c4",
+        "exec_command",
+        json!({"cmd": "sed -n 1,40p src/http.rs"}),
+    ));
+    record(output(
+        "c4",
+        "Exit code: 0\nWall time: 0.1 seconds\nOutput:\npub fn get() {}",
+    ));
+    hook(
+        "post-tool-use",
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_input": {"command": "sed -n 1,40p src/http.rs"}, "tool_response": "ok", "tool_use_id": "c4"}),
+    );
+    let verdicts = hookd_tests::workflow_events_of(&project, "resume_followed");
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert_eq!(verdicts[0]["followed"], true, "{verdicts:?}");
+    assert_eq!(verdicts[0]["marker"], marker);
+    assert!(
+        verdicts[0]["matched"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("(named src/http.rs)")),
+        "{verdicts:?}"
+    );
+    assert_eq!(
+        verdicts[0]["first_call"],
+        json!({"tool": "exec_command", "target": "sed -n 1,40p src/http.rs"})
+    );
+}
+
+/// A `token_count` record as Codex writes it in its rollout file.
+fn token_count(total: u64, window: u64) -> Value {
+    json!({
+        "type": "event_msg",
+        "payload": {"type": "token_count", "info": {
+            "last_token_usage": {"input_tokens": total - 300, "cached_input_tokens": 1000, "output_tokens": 300, "reasoning_output_tokens": 50, "total_tokens": total},
+            "model_context_window": window
+        }}
+    })
+}
+
+fn append_line_creating(path: &std::path::Path, record: &Value) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    writeln!(f, "{record}").unwrap();
 }

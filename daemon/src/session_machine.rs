@@ -1102,6 +1102,7 @@ mod tests {
         FollowWatch {
             epoch: 2,
             marker: "[hookd-resume 1]".into(),
+            from_offset: None,
             files: vec!["notes/jwt_design.md".into(), "src/auth/jwt.rs".into()],
             next_target: Some("src/auth/refresh.rs".into()),
             task_id: Some("2".into()),

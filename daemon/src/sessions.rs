@@ -151,6 +151,10 @@ pub struct FollowWatch {
     pub epoch: u32,
     /// The injected prompt's marker: the calls after it count.
     pub marker: String,
+    /// How far the session's file was read when the prompt went out: the
+    /// marker and the calls after it lie beyond.
+    #[serde(default)]
+    pub from_offset: Option<u64>,
     /// The reload list's files and the first next action's "read first" files.
     pub files: Vec<String>,
     /// The first next action's target.

@@ -242,9 +242,6 @@ mod tests {
             .resumes_followed
             .iter()
             .map(|r| (r.epoch, r.words(), r.detail.clone()))
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|(e, w, d)| (e, w, d))
             .collect();
         assert_eq!(
             outcomes,

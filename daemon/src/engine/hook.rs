@@ -293,18 +293,19 @@ impl Engine {
         key: &SessionKey,
         config: &Config,
     ) -> Vec<(&'static str, serde_json::Value)> {
-        let Some((marker, path)) = self.registry().get(key).and_then(|s| {
+        let Some((marker, from, path)) = self.registry().get(key).and_then(|s| {
             let watch = s
                 .follow_watch
                 .as_ref()
                 .filter(|_| s.resume_pending.is_none())?;
-            Some((watch.marker.clone(), s.transcript_path.clone()?))
+            let path = s.transcript_path.clone()?;
+            Some((watch.marker.clone(), watch.from_offset, path))
         }) else {
             return Vec::new();
         };
         let (harness, max_bytes) = (key.harness, config.capture.transcript_scan_bytes);
         let calls = tokio::task::spawn_blocking(move || {
-            harness::calls_after_marker(harness, &path, max_bytes, &marker)
+            harness::calls_after_marker(harness, &path, max_bytes, &marker, from)
         })
         .await
         .ok()

@@ -78,6 +78,7 @@ fn follow_watch(state: &ContextState) -> FollowWatch {
     FollowWatch {
         epoch: 0,
         marker: String::new(),
+        from_offset: None,
         files,
         next_target: next
             .map(|n| n.target.trim().to_owned())
@@ -252,11 +253,18 @@ impl Engine {
                         reinjected: false,
                     });
                     epoch = s.epoch;
-                    s.follow_watch = prepared.follow.map(|watch| FollowWatch {
-                        epoch,
-                        marker: marker.clone(),
-                        ..watch
-                    });
+                    // Judged per compaction: a plain `--resume` has none.
+                    // Judged per compaction: a plain `--resume` has none.
+                    let from_offset = s.cursor.as_ref().map(|c| c.offset);
+                    s.follow_watch = prepared
+                        .follow
+                        .filter(|_| source == "compact")
+                        .map(|watch| FollowWatch {
+                            epoch,
+                            marker: marker.clone(),
+                            from_offset,
+                            ..watch
+                        });
                 }
                 if let Some(f) = &prepared.fitted {
                     project_events.push(ProjectEvent {

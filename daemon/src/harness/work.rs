@@ -373,16 +373,19 @@ pub fn read_file<R: LineReader>(
     max_bytes: u64,
     keep_prompts: usize,
 ) -> io::Result<WorkFacts> {
-    read_file_after::<R>(path, max_bytes, keep_prompts, None)
+    read_file_after::<R>(path, max_bytes, keep_prompts, None, None)
 }
 
 /// [`read_file`], also keeping the first tool calls after the first line
-/// (in the window read) that holds `marker`.
+/// (in the window read) that holds `marker`. With `from`, the window
+/// starts no earlier than that offset (where the file stood when the
+/// marker went out), so a long session's file is not read again each time.
 pub fn read_file_after<R: LineReader>(
     path: &Path,
     max_bytes: u64,
     keep_prompts: usize,
     marker: Option<&str>,
+    from: Option<u64>,
 ) -> io::Result<WorkFacts> {
     let finder = marker
         .filter(|m| !m.is_empty())
@@ -390,9 +393,11 @@ pub fn read_file_after<R: LineReader>(
     let (mut file, meta) = crate::tail::open_regular(path)?
         .ok_or_else(|| io::Error::other(format!("{} is not a regular file", path.display())))?;
     let len = meta.len();
-    let start = len.saturating_sub(max_bytes);
+    // One byte early: the line `from` begins is whole, the one it cuts dropped.
+    let from = from.filter(|at| *at <= len).map(|at| at.saturating_sub(1));
+    let start = len.saturating_sub(max_bytes).max(from.unwrap_or(0));
     let mut first_request = None;
-    if start > 0 {
+    if start > 0 && from.is_none() {
         let mut head = Vec::new();
         Read::by_ref(&mut file)
             .take(START_BYTES.min(start))

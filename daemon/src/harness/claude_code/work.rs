@@ -17,9 +17,15 @@ pub fn read(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<Work
     work::read_file::<Reader>(path, max_bytes, keep_prompts)
 }
 
-/// The first tool calls after the line holding `marker`, in the last `max_bytes`.
-pub fn calls_after(path: &Path, max_bytes: u64, marker: &str) -> io::Result<WorkFacts> {
-    work::read_file_after::<Reader>(path, max_bytes, 0, Some(marker))
+/// The first tool calls after the line holding `marker`, in the last
+/// `max_bytes` and from `from` on.
+pub fn calls_after(
+    path: &Path,
+    max_bytes: u64,
+    marker: &str,
+    from: Option<u64>,
+) -> io::Result<WorkFacts> {
+    work::read_file_after::<Reader>(path, max_bytes, 0, Some(marker), from)
 }
 
 const TOOLS: [&[u8]; 8] = [
@@ -255,14 +261,25 @@ mod tests {
             "failed: error: test failed, to rerun pass `--lib`"
         );
         assert_eq!(facts.calls_after_marker, None, "no marker asked for");
-        let after = calls_after(f.path(), u64::MAX, "[hookd-resume abc]")
+        let after = calls_after(f.path(), u64::MAX, "[hookd-resume abc]", None)
             .unwrap()
             .calls_after_marker
             .unwrap();
         let tools: Vec<&str> = after.iter().map(|c| c.tool.as_str()).collect();
         assert_eq!(tools, ["Bash"], "after the marker, main chain only");
-        let none = calls_after(f.path(), u64::MAX, "[hookd-resume zzz]").unwrap();
+        let none = calls_after(f.path(), u64::MAX, "[hookd-resume zzz]", None).unwrap();
         assert_eq!(none.calls_after_marker, None);
+        // From where the file stood when the prompt went out: the same calls;
+        // from past the marker's line, none found.
+        let text = std::fs::read_to_string(f.path()).unwrap();
+        let sent_at = text.find("{\"attachment\"").unwrap() as u64;
+        let from = |at| {
+            calls_after(f.path(), u64::MAX, "[hookd-resume abc]", Some(at))
+                .unwrap()
+                .calls_after_marker
+        };
+        assert_eq!(from(sent_at).map(|c| c.len()), Some(1));
+        assert_eq!(from(sent_at + 1), None);
     }
 
     #[test]

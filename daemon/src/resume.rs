@@ -489,6 +489,18 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
     } else if let Some(file) = &state.active_work.file_path {
         parts.push(format!("read first: {file}"));
     }
+    if let Some(step) = &state.last_step {
+        let target = step
+            .target
+            .as_deref()
+            .map(|t| format!(" {}", clip(t, 60)))
+            .unwrap_or_default();
+        parts.push(format!(
+            "last step: {}{target}: {}",
+            step.tool,
+            clip(&step.outcome, 60)
+        ));
+    }
     // Task names, actions and files are outside text: one line each, no escapes.
     let mut text = parts
         .iter()
@@ -504,6 +516,14 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
         text += &format!("\n{mark} {}: {}", c.check, clean_text(&c.detail));
     }
     text
+}
+
+/// At most `max` characters of `text`, with `…` when cut.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -7,13 +7,15 @@
 //! words for the person and the model, resume prompts, lines for
 //! `events.jsonl`.
 
+use crate::harness::work::ToolCall;
 use crate::harness::{self, EventKind, HookEvent, SessionReading};
 use crate::monitor;
 use crate::pipeline::SaveTrigger;
-use crate::sessions::{EpochStart, PendingResume, Session, Words};
+use crate::sessions::{EpochStart, FOLLOWED_KEPT, FollowWatch, PendingResume, Session, Words};
 use protocol::config::Config;
-use protocol::wire::Mark;
+use protocol::wire::{Mark, ResumeFollowed};
 use serde_json::{Value, json};
+use std::path::Path;
 
 /// Longest compaction summary kept in `events.jsonl`.
 const SUMMARY_CHARS: usize = 4000;
@@ -48,6 +50,9 @@ pub enum Effect {
     TakeSummary { summary: String, from: &'static str },
     /// The session's file showed a compaction: merge the summary it keeps, if any.
     TakeSummaryFromFile,
+    /// Read the agent's first tool calls after the resume prompt's marker,
+    /// then decide with [`on_follow_reading`].
+    CheckFollowed,
 }
 
 /// Everything one hook means, given the reading of the session's file taken
@@ -143,8 +148,13 @@ pub fn on_hook(
     }
     // What the file watcher decided since the last hook, said now if this
     // hook can reach the model (after any compaction above, which made it
-    // stale).
-    if event.agent_id.is_none() && harness::takes_model_context(event.harness, &event.kind) {
+    // stale). Not at SessionStart: what it carries stays in the context
+    // past a compaction the new run may do at once (`/compact`), and these
+    // words are about the run before; a hook inside a turn says them.
+    if event.agent_id.is_none()
+        && event.kind != EventKind::SessionStart
+        && harness::takes_model_context(event.harness, &event.kind)
+    {
         for Words { person, model } in s.unsaid.drain(..) {
             effects.push(Effect::Say { person, model });
         }
@@ -153,6 +163,12 @@ pub fn on_hook(
     // An injection is looked for from the next hook on, not this one's.
     if checks && !resume_due && s.resume_pending.is_some() {
         effects.push(Effect::CheckArrival);
+    }
+    // Whether the agent followed the resume prompt shows in the calls it
+    // made after it; a new run's SessionStart has made none yet.
+    if event.agent_id.is_none() && event.kind != EventKind::SessionStart && s.follow_watch.is_some()
+    {
+        effects.push(Effect::CheckFollowed);
     }
     if checks {
         thresholds(s, config, now, Checker::Hook, &mut effects);
@@ -387,6 +403,10 @@ pub fn on_arrival(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
         (false, true) => ("did not arrive, even injected again", false),
     };
     let mut effects = Vec::new();
+    if !found && pending.reinjected {
+        // A prompt that never arrived cannot have been followed.
+        s.follow_watch = None;
+    }
     if !found && !pending.reinjected {
         effects.push(Effect::Say {
             person: None,
@@ -413,6 +433,110 @@ pub fn on_arrival(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
         }),
     });
     effects
+}
+
+/// The agent's first tool calls after the resume prompt's marker (`None`
+/// when the marker is not in the part of the file read): the first call
+/// that touches a file the prompt named, the first next action's target or
+/// the task in progress makes it followed; calls that touch none of them,
+/// went elsewhere. Decided once, after the prompt arrived, on the first
+/// reading with a tool call; a reply without one decides nothing.
+pub fn on_follow_reading(s: &mut Session, calls: Option<Vec<ToolCall>>) -> Vec<Effect> {
+    if s.resume_pending.is_some() {
+        return Vec::new();
+    }
+    let calls = calls.unwrap_or_default();
+    let Some(watch) = s.follow_watch.as_ref().filter(|_| !calls.is_empty()) else {
+        return Vec::new();
+    };
+    let project = s.project_dir.as_deref();
+    let matched = calls.iter().find_map(|call| follows(watch, call, project));
+    let first = &calls[0];
+    let first_call = json!({"tool": first.tool, "target": first.target});
+    let detail = matched.clone().unwrap_or_else(|| match &first.target {
+        Some(target) => format!("{} {target}", first.tool),
+        None => first.tool.clone(),
+    });
+    let verdict = ResumeFollowed {
+        epoch: watch.epoch,
+        followed: Some(matched.is_some()),
+        detail: Some(detail),
+    };
+    let fields = json!({
+        "epoch": watch.epoch,
+        "marker": watch.marker,
+        "followed": matched.is_some(),
+        "matched": matched,
+        "first_call": first_call,
+        "calls": calls.len(),
+    });
+    s.follow_watch = None;
+    s.followed.push(verdict);
+    let excess = s.followed.len().saturating_sub(FOLLOWED_KEPT);
+    s.followed.drain(..excess);
+    vec![Effect::Record {
+        kind: "resume_followed",
+        fields,
+    }]
+}
+
+/// What of the resume prompt `call` took up, in words, if anything.
+fn follows(watch: &FollowWatch, call: &ToolCall, project: Option<&Path>) -> Option<String> {
+    let target = call.target.as_deref()?;
+    let said = |what: &str| Some(format!("{} {target} ({what})", call.tool));
+    let path = project_relative(target, project);
+    if let Some(file) = watch.files.iter().find(|f| touches(&path, target, f)) {
+        return said(&format!("named {file}"));
+    }
+    if let Some(next) = watch
+        .next_target
+        .as_deref()
+        .filter(|t| t.chars().count() >= 3)
+        && (touches(&path, target, next) || target.contains(next))
+    {
+        return said("the first next action");
+    }
+    let is_task_tool = call.tool.starts_with("Task");
+    let works_on_task = watch
+        .task_id
+        .as_deref()
+        .is_some_and(|id| is_task_tool && target == id)
+        || watch.task_title.as_deref().is_some_and(|t| target == t);
+    if works_on_task {
+        return said("the task in progress");
+    }
+    None
+}
+
+/// A call's path relative to the project, when it lies inside it.
+fn project_relative(target: &str, project: Option<&Path>) -> String {
+    let target = target.strip_prefix("./").unwrap_or(target);
+    project
+        .and_then(|p| Path::new(target).strip_prefix(p).ok())
+        .map_or_else(|| target.to_owned(), |p| p.to_string_lossy().into_owned())
+}
+
+/// Whether a call on `path` (its `target` as written, made relative to the
+/// project when inside it) touches `file` (a path from the project's root):
+/// the same file, named from the project or from a directory under it, or
+/// a command that names it. An absolute path left is outside the project.
+fn touches(path: &str, target: &str, file: &str) -> bool {
+    let file = file
+        .strip_prefix("./")
+        .unwrap_or(file)
+        .trim_end_matches('/');
+    if file.is_empty() {
+        return false;
+    }
+    if target.contains(' ') {
+        return target.contains(file);
+    }
+    if Path::new(path).is_absolute() {
+        return false;
+    }
+    let tail =
+        |longer: &str, shorter: &str| longer == shorter || longer.ends_with(&format!("/{shorter}"));
+    tail(path, file) || tail(file, path)
 }
 
 #[cfg(test)]
@@ -633,6 +757,59 @@ mod tests {
             "stale words after a compaction: {e:?}"
         );
         assert!(s.unsaid.is_empty());
+    }
+
+    #[test]
+    fn words_the_watcher_kept_wait_past_a_new_runs_session_start_and_die_with_its_compaction() {
+        let config = Config::default();
+        for harness in [Harness::ClaudeCode, Harness::Codex, Harness::GeminiCli] {
+            let start = |source: &str| {
+                with(event(harness, EventKind::SessionStart), |e| {
+                    e.source = Some(source.into())
+                })
+            };
+            // The last reply of a run crossed a level: its words wait.
+            let mut s = session(harness);
+            s.reported_window = Some(190_000).filter(|_| harness == Harness::Codex);
+            let high = if harness == Harness::GeminiCli {
+                450_000
+            } else {
+                at(75)
+            };
+            on_file_change(&mut s, reading(high, 100, vec![]).unwrap(), &config, 1);
+            assert_eq!(s.unsaid.len(), 1, "{harness}");
+            // The next run starts: SessionStart keeps them.
+            let e = on_hook(&mut s, &start("resume"), None, &config, 2);
+            assert!(words(&e).is_empty(), "{harness}: {e:?}");
+            assert_eq!(s.unsaid.len(), 1, "{harness}");
+            // That run is `/compact`: the compaction drops them.
+            let pre = with(event(harness, EventKind::PreCompact), |e| {
+                e.trigger = Some("manual".into())
+            });
+            on_hook(&mut s, &pre, None, &config, 3);
+            let e = on_hook(&mut s, &start("compact"), None, &config, 4);
+            let e = [
+                e,
+                on_hook(
+                    &mut s,
+                    &event(harness, EventKind::PostCompact),
+                    None,
+                    &config,
+                    5,
+                ),
+            ]
+            .concat();
+            assert!(words(&e).is_empty(), "{harness}: stale words: {e:?}");
+            assert!(s.unsaid.is_empty(), "{harness}");
+            // A run that does not compact: its first prompt says them.
+            let mut s = session(harness);
+            s.reported_window = Some(190_000).filter(|_| harness == Harness::Codex);
+            on_file_change(&mut s, reading(high, 100, vec![]).unwrap(), &config, 1);
+            on_hook(&mut s, &start("resume"), None, &config, 2);
+            let prompt = event(harness, EventKind::UserPromptSubmit);
+            let e = on_hook(&mut s, &prompt, None, &config, 3);
+            assert_eq!(words(&e).len(), 1, "{harness}: {e:?}");
+        }
     }
 
     #[test]
@@ -919,6 +1096,130 @@ mod tests {
         let e = on_hook(&mut s, &prompt, None, &config, 5);
         assert!(!e.iter().any(|e| matches!(e, Effect::Resume { .. })));
         assert!(e.contains(&Effect::CheckArrival));
+    }
+
+    fn watch() -> FollowWatch {
+        FollowWatch {
+            epoch: 2,
+            marker: "[hookd-resume 1]".into(),
+            from_offset: None,
+            files: vec!["notes/jwt_design.md".into(), "src/auth/jwt.rs".into()],
+            next_target: Some("src/auth/refresh.rs".into()),
+            task_id: Some("2".into()),
+            task_title: Some("Implement JWT signing".into()),
+        }
+    }
+
+    fn call(tool: &str, target: &str) -> ToolCall {
+        ToolCall {
+            id: None,
+            tool: tool.into(),
+            target: Some(target.into()).filter(|t: &String| !t.is_empty()),
+            outcome: None,
+        }
+    }
+
+    /// The verdict `calls` lead to: `Some(followed)` once decided.
+    fn verdict(calls: Option<Vec<ToolCall>>) -> (Option<bool>, Vec<Effect>) {
+        let mut s = session(Harness::ClaudeCode);
+        s.follow_watch = Some(watch());
+        let e = on_follow_reading(&mut s, calls);
+        (s.followed.last().and_then(|f| f.followed), e)
+    }
+
+    #[test]
+    fn the_first_tool_calls_after_the_resume_prompt_decide_whether_it_was_followed() {
+        let followed = [
+            vec![call("Read", "/p/notes/jwt_design.md")],
+            // From a directory under the project, or named from the root.
+            vec![call("Read", "jwt.rs"), call("Edit", "auth/jwt.rs")],
+            vec![call("Grep", "src/auth/jwt.rs")],
+            vec![call("Bash", "cat notes/jwt_design.md | head")],
+            vec![call("Write", "src/auth/refresh.rs")],
+            vec![call("TaskUpdate", "2")],
+            vec![call("TodoWrite", "Implement JWT signing")],
+            // Any of the first calls will do.
+            vec![call("Bash", "ls"), call("Read", "./src/auth/jwt.rs")],
+        ];
+        for calls in followed {
+            let (v, e) = verdict(Some(calls.clone()));
+            assert_eq!(v, Some(true), "{calls:?}");
+            let Effect::Record { kind, fields } = &e[0] else {
+                panic!("{e:?}")
+            };
+            assert_eq!(*kind, "resume_followed");
+            assert_eq!(
+                (fields["epoch"].as_u64(), fields["followed"].as_bool()),
+                (Some(2), Some(true))
+            );
+            assert!(fields["matched"].is_string(), "{fields}");
+        }
+        let elsewhere = [
+            vec![call("Bash", "ls -la /tmp")],
+            vec![
+                call("Read", "/p/src/other.rs"),
+                call("Read", "/q/notes/jwt_design.md"),
+            ],
+            vec![call("TaskUpdate", "3")],
+            vec![call("WebSearch", "")],
+        ];
+        for calls in elsewhere {
+            let (v, e) = verdict(Some(calls.clone()));
+            assert_eq!(v, Some(false), "{calls:?}");
+            let Effect::Record { fields, .. } = &e[0] else {
+                panic!("{e:?}")
+            };
+            assert_eq!(fields["first_call"]["tool"], calls[0].tool.as_str());
+        }
+        // No tool call yet (a text-only answer), or the marker not found: undecided.
+        for calls in [Some(Vec::new()), None] {
+            let (v, e) = verdict(calls);
+            assert_eq!(v, None);
+            assert!(e.is_empty());
+        }
+    }
+
+    #[test]
+    fn the_verdict_waits_for_the_arrival_and_is_given_once_per_compaction() {
+        let config = Config::default();
+        let mut s = session(Harness::ClaudeCode);
+        s.follow_watch = Some(watch());
+        s.resume_pending = Some(PendingResume {
+            marker: "[hookd-resume 1]".into(),
+            prompt: "p".into(),
+            injected_at_ms: 0,
+            reinjected: false,
+        });
+        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let e = on_hook(&mut s, &tool, None, &config, 1);
+        assert!(e.contains(&Effect::CheckArrival) && e.contains(&Effect::CheckFollowed));
+        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
+            e.source = Some("resume".into())
+        });
+        assert!(!on_hook(&mut s, &start, None, &config, 2).contains(&Effect::CheckFollowed));
+        let calls = || Some(vec![call("Read", "notes/jwt_design.md")]);
+        assert!(
+            on_follow_reading(&mut s, calls()).is_empty(),
+            "not arrived yet"
+        );
+        on_arrival(&mut s, true, 3);
+        assert_eq!(on_follow_reading(&mut s, calls()).len(), 1);
+        assert!(s.follow_watch.is_none());
+        assert!(on_follow_reading(&mut s, calls()).is_empty(), "once");
+        assert!(!on_hook(&mut s, &tool, None, &config, 4).contains(&Effect::CheckFollowed));
+        let status = s.status(None);
+        assert_eq!(status.resumes_followed.len(), 1);
+        assert_eq!(status.resumes_followed[0].words(), "resumed and followed");
+        // A prompt lost for good cannot be followed: nothing left to decide.
+        s.follow_watch = Some(watch());
+        s.resume_pending = Some(PendingResume {
+            marker: "[hookd-resume 1]".into(),
+            prompt: "p".into(),
+            injected_at_ms: 0,
+            reinjected: true,
+        });
+        on_arrival(&mut s, false, 5);
+        assert!(s.follow_watch.is_none());
     }
 
     #[test]

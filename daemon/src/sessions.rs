@@ -7,7 +7,9 @@ use crate::harness::{
 };
 use protocol::config::Config;
 use protocol::pressure::{Advice, Knobs};
-use protocol::wire::{ContextPoint, ContextStatus, Harness, Mark, PointMark, SessionStatus};
+use protocol::wire::{
+    ContextPoint, ContextStatus, Harness, Mark, PointMark, ResumeFollowed, SessionStatus,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -123,10 +125,43 @@ pub struct Session {
     /// A compaction happened: the next reading is the first after it.
     #[serde(default)]
     pub mark_next: Option<PointMark>,
+    /// What following the injected resume prompt means, until the agent's
+    /// first tool calls after it decide whether it did.
+    #[serde(default)]
+    pub follow_watch: Option<FollowWatch>,
+    /// Whether the agent followed each resume prompt, oldest first, at
+    /// most [`FOLLOWED_KEPT`].
+    #[serde(default)]
+    pub followed: Vec<ResumeFollowed>,
     /// Threshold words decided between hooks (the file watcher saw the
-    /// crossing), said by the next hook that can carry them to the model.
+    /// crossing), said by the next hook inside a turn that can carry them
+    /// to the model; a compaction drops them.
     #[serde(default)]
     pub unsaid: Vec<Words>,
+}
+
+/// Verdicts on resume prompts kept per session.
+pub const FOLLOWED_KEPT: usize = 8;
+
+/// What the resume prompt asked the agent to pick up, to judge its first
+/// tool calls by. Paths are relative to the project, as the state keeps them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FollowWatch {
+    /// The epoch of the compaction the prompt came after.
+    pub epoch: u32,
+    /// The injected prompt's marker: the calls after it count.
+    pub marker: String,
+    /// How far the session's file was read when the prompt went out: the
+    /// marker and the calls after it lie beyond.
+    #[serde(default)]
+    pub from_offset: Option<u64>,
+    /// The reload list's files and the first next action's "read first" files.
+    pub files: Vec<String>,
+    /// The first next action's target.
+    pub next_target: Option<String>,
+    /// The task in progress: its id and title.
+    pub task_id: Option<String>,
+    pub task_title: Option<String>,
 }
 
 /// Words for the person (`systemMessage`) and the model (context).
@@ -245,6 +280,8 @@ impl Session {
             summary_token: None,
             history: Vec::new(),
             mark_next: None,
+            follow_watch: None,
+            followed: Vec::new(),
             unsaid: Vec::new(),
         }
     }
@@ -435,6 +472,16 @@ impl Session {
             resume: self.resume.clone(),
             notes: self.transcript_problem.iter().cloned().collect(),
             history: self.history.clone(),
+            resumes_followed: self
+                .followed
+                .iter()
+                .cloned()
+                .chain(self.follow_watch.as_ref().map(|w| ResumeFollowed {
+                    epoch: w.epoch,
+                    followed: None,
+                    detail: None,
+                }))
+                .collect(),
         }
     }
 }

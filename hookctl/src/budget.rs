@@ -432,6 +432,26 @@ fn report_lines(r: &ContextReport) -> String {
         thousands(t.resume_markdown_tokens),
         ratio(t.format_ratio)
     );
+    if !t.resumes_followed.is_empty() {
+        let _ = writeln!(out, "Resume prompts, followed or not:");
+        for resume in &t.resumes_followed {
+            let session = resume
+                .session
+                .as_deref()
+                .map(|s| format!("session {} ", s.chars().take(8).collect::<String>()))
+                .unwrap_or_default();
+            let when = match resume.epoch {
+                Some(epoch) => format!("after compaction {}", epoch.saturating_sub(1)),
+                None => "after a compaction".to_owned(),
+            };
+            let detail = resume
+                .detail
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "  {session}{when}: {}{detail}", resume.words());
+        }
+    }
     let kinds: Vec<String> = t
         .events_by_kind
         .iter()

@@ -140,6 +140,17 @@ fn session(s: &SessionStatus, detail: Detail, now: u64) -> String {
     if let Some(resume) = &s.resume {
         out += &format!("    resume prompt {}\n", mark(Some(resume), now, false));
     }
+    for r in &s.resumes_followed {
+        out += &format!(
+            "    after compaction {}: {}{}\n",
+            r.epoch.saturating_sub(1),
+            r.words(),
+            r.detail
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        );
+    }
     out += &format!(
         "    last event {} {} · {} events{}\n",
         s.last_event.as_deref().unwrap_or("-"),
@@ -287,7 +298,7 @@ pub fn trigger_words(what: &str) -> String {
 mod tests {
     use super::*;
     use protocol::pressure::Advice;
-    use protocol::wire::{ContextPoint, DaemonInfo, PointMark};
+    use protocol::wire::{ContextPoint, DaemonInfo, PointMark, ResumeFollowed};
 
     /// 2026-11-21T20:00:00Z: every time in the report is relative to it.
     const NOW: u64 = 1_795_291_200_000;
@@ -382,6 +393,36 @@ mod tests {
             resume: None,
             notes: Vec::new(),
             history,
+            resumes_followed: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_compaction_says_whether_its_resume_prompt_was_followed() {
+        let followed = |epoch, followed, detail: Option<&str>| ResumeFollowed {
+            epoch,
+            followed,
+            detail: detail.map(str::to_owned),
+        };
+        let s = SessionStatus {
+            resumes_followed: vec![
+                followed(
+                    2,
+                    Some(true),
+                    Some("Read notes/jwt.md (named notes/jwt.md)"),
+                ),
+                followed(3, Some(false), Some("Bash ls /tmp")),
+                followed(4, None, None),
+            ],
+            ..session()
+        };
+        let text = render(&report(vec![s]), Detail::Plain, NOW);
+        for line in [
+            "    after compaction 1: resumed and followed (Read notes/jwt.md (named notes/jwt.md))",
+            "    after compaction 2: resumed, went elsewhere (Bash ls /tmp)",
+            "    after compaction 3: resumed, not yet decided",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line}\n{text}");
         }
     }
 

@@ -259,6 +259,38 @@ pub struct TransitionTotals {
     pub format_ratio: Option<f64>,
     /// Events by kind (`pipeline`, `threshold`, `compaction`, ...).
     pub events_by_kind: std::collections::BTreeMap<String, u64>,
+    /// Each injected resume prompt, oldest first, and whether the agent
+    /// followed it (the latest [`RESUMES_REPORTED`]).
+    #[serde(default)]
+    pub resumes_followed: Vec<ResumeOutcome>,
+}
+
+/// Resume prompts a context report lists.
+pub const RESUMES_REPORTED: usize = 20;
+
+/// One injected resume prompt in `events.jsonl`, and whether the agent's
+/// first tool calls after it followed it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumeOutcome {
+    pub session: Option<String>,
+    /// The epoch its compaction began (`None` in lines older hookd wrote).
+    pub epoch: Option<u32>,
+    pub marker: String,
+    /// `None` until a tool call decided it.
+    pub followed: Option<bool>,
+    /// What matched, or the first tool call when nothing did.
+    pub detail: Option<String>,
+}
+
+impl ResumeOutcome {
+    /// `resumed and followed`, `resumed, went elsewhere` or `resumed, not yet decided`.
+    pub fn words(&self) -> &'static str {
+        match self.followed {
+            Some(true) => "resumed and followed",
+            Some(false) => "resumed, went elsewhere",
+            None => "resumed, not yet decided",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

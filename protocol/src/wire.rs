@@ -519,6 +519,33 @@ pub struct SessionStatus {
     /// The context over the session's recent replies, oldest first.
     #[serde(default)]
     pub history: Vec<ContextPoint>,
+    /// Whether the agent followed each resume prompt, by compaction, oldest first.
+    #[serde(default)]
+    pub resumes_followed: Vec<ResumeFollowed>,
+}
+
+/// Whether the agent's first tool calls after a resume prompt arrived
+/// followed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumeFollowed {
+    /// The epoch the compaction began.
+    pub epoch: u32,
+    /// `None` while no tool call decided it.
+    pub followed: Option<bool>,
+    /// What matched, or the first tool call when nothing did.
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+impl ResumeFollowed {
+    /// `resumed and followed`, `resumed, went elsewhere` or `resumed, not yet decided`.
+    pub fn words(&self) -> &'static str {
+        match self.followed {
+            Some(true) => "resumed and followed",
+            Some(false) => "resumed, went elsewhere",
+            None => "resumed, not yet decided",
+        }
+    }
 }
 
 /// One reading of a session's context, for the picture of its recent turns.

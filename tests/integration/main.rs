@@ -23,6 +23,7 @@ mod pipeline;
 mod reliability;
 mod resume;
 mod resume_frontier;
+mod resume_followed;
 mod snapshots;
 mod test_command;
 mod untrusted;

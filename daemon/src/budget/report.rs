@@ -4,7 +4,7 @@
 //! totals them.
 
 use super::plan::round3;
-use protocol::budget::TransitionTotals;
+use protocol::budget::{RESUMES_REPORTED, ResumeOutcome, TransitionTotals};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::io::BufRead;
@@ -53,8 +53,13 @@ pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<Tran
             continue;
         };
         *t.events_by_kind.entry(kind.to_owned()).or_insert(0) += 1;
-        if kind != TRANSITION {
-            continue;
+        match kind {
+            "resume" | "resume_followed" => {
+                resume_outcome(&mut t.resumes_followed, kind, &event);
+                continue;
+            }
+            TRANSITION => {}
+            _ => continue,
         }
         let (Some(before), Some(after)) = (
             event["before_tokens"].as_u64(),
@@ -83,11 +88,65 @@ pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<Tran
             _ => {}
         }
     }
+    let excess = t.resumes_followed.len().saturating_sub(RESUMES_REPORTED);
+    t.resumes_followed.drain(..excess);
     let ratio =
         |before: u64, after: u64| (before > 0).then(|| round3(1.0 - after as f64 / before as f64));
     t.compaction_ratio = ratio(t.compacted_before_tokens, t.compacted_after_tokens);
     t.format_ratio = ratio(t.resume_markdown_tokens, t.resume_tokens);
     Ok(t)
+}
+
+/// Takes in a `resume` line (an injected prompt, not yet decided) or a
+/// `resume_followed` line (the verdict on the prompt with its marker).
+fn resume_outcome(list: &mut Vec<ResumeOutcome>, kind: &str, event: &Value) {
+    let Some(marker) = event["marker"].as_str() else {
+        return;
+    };
+    let epoch = event["epoch"]
+        .as_u64()
+        .and_then(|e| u32::try_from(e).ok())
+        .filter(|e| *e > 0);
+    if kind == "resume" {
+        // A prompt injected again keeps its marker: one entry.
+        if event["injected"] == true && !list.iter().any(|r| r.marker == marker) {
+            list.push(ResumeOutcome {
+                session: event["session"].as_str().map(str::to_owned),
+                epoch,
+                marker: marker.to_owned(),
+                followed: None,
+                detail: None,
+            });
+        }
+        return;
+    }
+    let Some(followed) = event["followed"].as_bool() else {
+        return;
+    };
+    let first = &event["first_call"];
+    let detail = event["matched"].as_str().map(str::to_owned).or_else(|| {
+        let tool = first["tool"].as_str()?;
+        Some(match first["target"].as_str() {
+            Some(target) => format!("{tool} {target}"),
+            None => tool.to_owned(),
+        })
+    });
+    let at = match list.iter().position(|r| r.marker == marker) {
+        Some(at) => at,
+        None => {
+            list.push(ResumeOutcome {
+                session: event["session"].as_str().map(str::to_owned),
+                epoch,
+                marker: marker.to_owned(),
+                ..ResumeOutcome::default()
+            });
+            list.len() - 1
+        }
+    };
+    let entry = &mut list[at];
+    entry.followed = Some(followed);
+    entry.detail = detail;
+    entry.epoch = entry.epoch.or(epoch);
 }
 
 #[cfg(test)]
@@ -160,6 +219,45 @@ mod tests {
         assert_eq!(
             totals(&dir.path().join("none"), None).unwrap(),
             TransitionTotals::default()
+        );
+    }
+
+    #[test]
+    fn each_resume_prompt_is_reported_with_whether_it_was_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("events.jsonl");
+        let lines = [
+            json!({"kind": "resume", "session": "s1", "epoch": 2, "injected": true, "marker": "[m1]"}),
+            json!({"kind": "resume_followed", "session": "s1", "epoch": 2, "marker": "[m1]", "followed": true, "matched": "Read notes/a.md (named notes/a.md)"}),
+            json!({"kind": "resume", "session": "s1", "epoch": 3, "injected": true, "marker": "[m2]"}),
+            json!({"kind": "resume_followed", "session": "s1", "epoch": 3, "marker": "[m2]", "followed": false, "matched": null, "first_call": {"tool": "Bash", "target": "ls /tmp"}}),
+            json!({"kind": "resume", "session": "s1", "epoch": 4, "injected": true, "marker": "[m3]"}),
+            json!({"kind": "resume", "session": "s1", "injected": false, "reason": "no saved state"}),
+            json!({"kind": "resume_followed", "session": "s1", "marker": 7, "followed": true}),
+        ];
+        let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+        std::fs::write(&file, text.join("\n") + "\n").unwrap();
+        let outcomes: Vec<(Option<u32>, &str, Option<String>)> = totals(&file, None)
+            .unwrap()
+            .resumes_followed
+            .iter()
+            .map(|r| (r.epoch, r.words(), r.detail.clone()))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                (
+                    Some(2),
+                    "resumed and followed",
+                    Some("Read notes/a.md (named notes/a.md)".into())
+                ),
+                (
+                    Some(3),
+                    "resumed, went elsewhere",
+                    Some("Bash ls /tmp".into())
+                ),
+                (Some(4), "resumed, not yet decided", None),
+            ]
         );
     }
 }

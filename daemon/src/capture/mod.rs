@@ -25,8 +25,8 @@ use crate::workflow::Workflow;
 use protocol::config::Config;
 use protocol::wire::{ContextStatus, FileChange, Harness};
 use state::{
-    ActiveWork, Blocker, ContextState, ContextUsage, Decision, GitInfo, ModifiedFile, NextAction,
-    SOURCE_TRANSCRIPT, Task,
+    ActiveWork, Blocker, ContextState, ContextUsage, Decision, GitInfo, LastStep, ModifiedFile,
+    NextAction, SOURCE_TRANSCRIPT, Task,
 };
 use std::path::Path;
 
@@ -442,6 +442,11 @@ fn assemble(
         let mut requests = f.requests.iter().cloned();
         state.objective = requests.next().or_else(|| f.prompts.last().cloned());
         state.later_requests = requests.collect();
+        state.last_step = f.last_call.as_ref().map(|call| LastStep {
+            tool: call.tool.clone(),
+            target: call.target.as_deref().map(|t| relative(project, t)),
+            outcome: call.outcome_words(),
+        });
     }
     state.git = snapshot.map(|(s, _)| GitInfo {
         branch: s.branch.clone(),

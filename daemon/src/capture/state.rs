@@ -144,6 +144,20 @@ pub struct ContextState {
     /// The compaction summary's `hookd-state` block merged into this state.
     #[serde(default)]
     pub summary: Option<SummaryTaken>,
+    /// The agent's last tool call before the capture, and how it ended.
+    #[serde(default)]
+    pub last_step: Option<LastStep>,
+}
+
+/// A tool call the session's file shows, as the resume prompt names it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastStep {
+    pub tool: String,
+    /// The file it named (relative to the project when inside it), else its
+    /// command's first line or its pattern, clipped.
+    pub target: Option<String>,
+    /// `succeeded`, `failed: <first line of the error, clipped>` or `no result yet`.
+    pub outcome: String,
 }
 
 /// Where the merged `hookd-state` block came from, and what was wrong with it.

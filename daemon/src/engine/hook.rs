@@ -262,6 +262,7 @@ impl Engine {
                         }
                     }
                 }
+                Effect::CheckFollowed => records.extend(self.check_followed(key, config).await),
                 Effect::Say { person, model } => {
                     if let Some(text) = person.as_deref().or(model.as_deref()) {
                         tracing::info!(session = %key, "{text}");
@@ -282,6 +283,44 @@ impl Engine {
         // The resume's own lines, after the ones that led to it.
         self.record(project_events, config);
         records
+    }
+
+    /// Whether the agent's first tool calls after the resume prompt arrived
+    /// followed it: read from the session's file, within the capture's
+    /// scan window, once the prompt arrived. The lines for `events.jsonl`.
+    async fn check_followed(
+        &self,
+        key: &SessionKey,
+        config: &Config,
+    ) -> Vec<(&'static str, serde_json::Value)> {
+        let Some((marker, from, path)) = self.registry().get(key).and_then(|s| {
+            let watch = s
+                .follow_watch
+                .as_ref()
+                .filter(|_| s.resume_pending.is_none())?;
+            let path = s.transcript_path.clone()?;
+            Some((watch.marker.clone(), watch.from_offset, path))
+        }) else {
+            return Vec::new();
+        };
+        let (harness, max_bytes) = (key.harness, config.capture.transcript_scan_bytes);
+        let calls = tokio::task::spawn_blocking(move || {
+            harness::calls_after_marker(harness, &path, max_bytes, &marker, from)
+        })
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .flatten();
+        self.registry()
+            .get_mut(key)
+            .map(|s| session_machine::on_follow_reading(s, calls))
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|effect| match effect {
+                Effect::Record { kind, fields } => Some((kind, fields)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Whether the injected resume prompt has reached the session's file.

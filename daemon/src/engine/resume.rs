@@ -9,10 +9,11 @@
 
 use super::{Engine, ProjectEvent};
 use crate::budget;
+use crate::capture::state::{ContextState, TaskStatus};
 use crate::harness::Outcome;
 use crate::resources::Resources;
 use crate::resume::{self, Loaded};
-use crate::sessions::{PendingResume, SessionKey};
+use crate::sessions::{FollowWatch, PendingResume, SessionKey};
 use crate::time::now_ms;
 use crate::workflow::Workflow;
 use protocol::config::Config;
@@ -45,6 +46,48 @@ struct Prepared {
     /// Why nothing is injected, when nothing is.
     not_used: Option<String>,
     problems: Vec<String>,
+    /// What following the prompt means (no epoch or marker yet).
+    follow: Option<FollowWatch>,
+}
+
+/// What the resume prompt asks the agent to pick up: the reload list's
+/// files, the first next action's target and "read first" files, the task
+/// in progress.
+fn follow_watch(state: &ContextState) -> FollowWatch {
+    let next = state.next_actions.first();
+    let mut files: Vec<String> = state
+        .context_to_reload
+        .iter()
+        .flat_map(|r| r.files.iter().map(|f| f.path.clone()))
+        .chain(
+            next.into_iter()
+                .flat_map(|n| n.context_needed.iter().cloned()),
+        )
+        .chain(state.active_work.file_path.clone())
+        .filter(|f| !f.trim().is_empty())
+        .collect();
+    files.dedup();
+    let task = state
+        .tasks
+        .iter()
+        .find(|t| t.status == TaskStatus::InProgress)
+        .or_else(|| {
+            let id = state.active_work.entity_id.as_ref()?;
+            state.tasks.iter().find(|t| &t.id == id)
+        });
+    FollowWatch {
+        epoch: 0,
+        marker: String::new(),
+        from_offset: None,
+        files,
+        next_target: next
+            .map(|n| n.target.trim().to_owned())
+            .filter(|t| !t.is_empty()),
+        task_id: task
+            .map(|t| t.id.clone())
+            .or_else(|| state.active_work.entity_id.clone()),
+        task_title: task.map(|t| t.title.clone()).filter(|t| !t.is_empty()),
+    }
 }
 
 /// What a resume is asked for.
@@ -84,6 +127,7 @@ fn prepare(ask: Ask, config: Config, resources: &Resources) -> Prepared {
                 fitted: None,
                 not_used: Some("no saved state".into()),
                 problems: Vec::new(),
+                follow: None,
             };
         }
         Loaded::Unusable(why) => {
@@ -96,6 +140,7 @@ fn prepare(ask: Ask, config: Config, resources: &Resources) -> Prepared {
                 fitted: None,
                 not_used: Some(why),
                 problems: Vec::new(),
+                follow: None,
             };
         }
     };
@@ -133,6 +178,7 @@ fn prepare(ask: Ask, config: Config, resources: &Resources) -> Prepared {
         fitted,
         not_used: None,
         problems,
+        follow: Some(follow_watch(&state)),
     }
 }
 
@@ -192,6 +238,7 @@ impl Engine {
                     outcome.system_message = Some(report.summary.clone());
                 }
                 let mut registry = self.registry();
+                let mut epoch = 0;
                 if let Some(s) = registry.get_mut(key) {
                     s.resume = Some(Mark {
                         at_ms: now_ms(),
@@ -205,6 +252,19 @@ impl Engine {
                         injected_at_ms: now_ms(),
                         reinjected: false,
                     });
+                    epoch = s.epoch;
+                    // Judged per compaction: a plain `--resume` has none.
+                    // Judged per compaction: a plain `--resume` has none.
+                    let from_offset = s.cursor.as_ref().map(|c| c.offset);
+                    s.follow_watch = prepared
+                        .follow
+                        .filter(|_| source == "compact")
+                        .map(|watch| FollowWatch {
+                            epoch,
+                            marker: marker.clone(),
+                            from_offset,
+                            ..watch
+                        });
                 }
                 if let Some(f) = &prepared.fitted {
                     project_events.push(ProjectEvent {
@@ -226,6 +286,7 @@ impl Engine {
                     session: key.clone(),
                     fields: json!({
                         "source": source,
+                        "epoch": epoch,
                         "injected": true,
                         "format": prepared.fitted.as_ref().map(|f| f.format),
                         "marker": marker,

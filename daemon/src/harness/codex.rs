@@ -397,6 +397,17 @@ pub fn read_work(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result
     work::read_file::<WorkReader>(path, max_bytes, keep_prompts)
 }
 
+/// The first tool calls after the line holding `marker`, in the last
+/// `max_bytes` and from `from` on.
+pub fn calls_after(
+    path: &Path,
+    max_bytes: u64,
+    marker: &str,
+    from: Option<u64>,
+) -> io::Result<WorkFacts> {
+    work::read_file_after::<WorkReader>(path, max_bytes, 0, Some(marker), from)
+}
+
 #[derive(Default)]
 struct WorkReader {
     log: WorkLog,
@@ -441,18 +452,81 @@ impl LineReader for WorkReader {
                     .as_str()
                     .and_then(|a| serde_json::from_str::<Value>(a).ok())
                     .unwrap_or(Value::Null);
-                self.call(payload["name"].as_str().unwrap_or(""), &arguments);
+                let name = payload["name"].as_str().unwrap_or("");
+                let target = match arguments["input"].as_str() {
+                    Some(patch) if name == "apply_patch" => {
+                        work::files_in_patch(patch).into_iter().next()
+                    }
+                    _ => work::call_target(&arguments),
+                };
+                self.log.call(payload["call_id"].as_str(), name, target);
+                self.call(name, &arguments);
             }
             (Some("response_item"), Some("custom_tool_call")) => {
-                if payload["name"] == "apply_patch"
-                    && let Some(patch) = payload["input"].as_str()
-                {
-                    self.log.patch(patch);
+                let name = payload["name"].as_str().unwrap_or("");
+                let input = payload["input"].as_str().unwrap_or("");
+                let target = if name == "apply_patch" {
+                    work::files_in_patch(input).into_iter().next()
+                } else {
+                    input.lines().next().map(str::to_owned)
+                };
+                self.log.call(payload["call_id"].as_str(), name, target);
+                if name == "apply_patch" {
+                    self.log.patch(input);
                 }
+            }
+            (Some("response_item"), Some("function_call_output" | "custom_tool_call_output")) => {
+                let error = output_error(&payload["output"]);
+                self.log
+                    .result(payload["call_id"].as_str(), error.as_deref());
             }
             _ => {}
         }
     }
+}
+
+/// The error a tool's output reports, if it failed: a non-zero exit code
+/// (`Exit code: N` / `Process exited with code N` in the text, or
+/// `metadata.exit_code` in a JSON output) or `success: false`. The words
+/// are the output's first line after the exit code's.
+fn output_error(output: &Value) -> Option<String> {
+    let (text, json) = match output {
+        Value::String(text) => (
+            text.clone(),
+            serde_json::from_str::<Value>(text).unwrap_or(Value::Null),
+        ),
+        Value::Object(_) => (
+            output["content"].as_str().unwrap_or("").to_owned(),
+            output.clone(),
+        ),
+        _ => return None,
+    };
+    let failed_json = json["metadata"]["exit_code"]
+        .as_i64()
+        .is_some_and(|code| code != 0)
+        || json["success"] == false;
+    let code_line = |line: &str| {
+        ["Exit code: ", "Process exited with code "]
+            .iter()
+            .find_map(|p| line.trim().strip_prefix(p))
+            .map(|code| code.trim() != "0")
+    };
+    let failed_text = text.lines().find_map(code_line).unwrap_or(false);
+    if !(failed_json || failed_text) {
+        return None;
+    }
+    let body = json["output"].as_str().unwrap_or(&text);
+    let words = body
+        .lines()
+        .map(str::trim)
+        .find(|l| {
+            !l.is_empty()
+                && code_line(l).is_none()
+                && !l.starts_with("Wall time")
+                && !l.starts_with("Output:")
+        })
+        .unwrap_or("");
+    Some(words.to_owned())
 }
 
 impl WorkReader {
@@ -835,6 +909,35 @@ mod tests {
         assert_eq!(edited, ["notes.txt", "src/http.rs", "tests/retry.rs"]);
         let empty = rollout(&[TURN_CONTEXT, &token_count(1_000, 200_000)]);
         assert!(read_work(empty.path(), u64::MAX, 3).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_last_tool_call_and_how_it_ended() {
+        let f = rollout(&[
+            r#"{"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"cat src/http.rs\"}","call_id":"c1"}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"Exit code: 0\nWall time: 0.1 seconds\nOutput:\nfn get() {}"}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"cargo test\"}","call_id":"c2"}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c2","output":"Exit code: 101\nWall time: 3 seconds\nOutput:\nerror: could not compile `http`\nmore"}}"#,
+        ]);
+        let last = read_work(f.path(), u64::MAX, 0).unwrap().last_call.unwrap();
+        assert_eq!(
+            (last.tool.as_str(), last.target.as_deref()),
+            ("exec_command", Some("cargo test"))
+        );
+        assert_eq!(
+            last.outcome_words(),
+            "failed: error: could not compile `http`"
+        );
+        let f = rollout(&[
+            r#"{"type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","input":"*** Begin Patch\n*** Update File: src/a.rs\n*** End Patch","call_id":"p1"}}"#,
+            r#"{"type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"p1","output":"{\"output\":\"Success. Updated the following files:\\nM src/a.rs\\n\",\"metadata\":{\"exit_code\":0}}"}}"#,
+        ]);
+        let last = read_work(f.path(), u64::MAX, 0).unwrap().last_call.unwrap();
+        assert_eq!(
+            (last.tool.as_str(), last.target.as_deref()),
+            ("apply_patch", Some("src/a.rs"))
+        );
+        assert_eq!(last.outcome_words(), "succeeded");
     }
 
     #[test]

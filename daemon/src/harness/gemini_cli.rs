@@ -291,6 +291,17 @@ pub fn read_work(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result
     work::read_file::<WorkReader>(path, max_bytes, keep_prompts)
 }
 
+/// The first tool calls after the line holding `marker`, in the last
+/// `max_bytes` and from `from` on.
+pub fn calls_after(
+    path: &Path,
+    max_bytes: u64,
+    marker: &str,
+    from: Option<u64>,
+) -> io::Result<WorkFacts> {
+    work::read_file_after::<WorkReader>(path, max_bytes, 0, Some(marker), from)
+}
+
 #[derive(Default)]
 struct WorkReader {
     log: WorkLog,
@@ -320,10 +331,27 @@ impl LineReader for WorkReader {
             Some("gemini") => {
                 for call in entry["toolCalls"].as_array().into_iter().flatten() {
                     let id = call["id"].as_str().unwrap_or("");
-                    if !id.is_empty() && !self.seen_calls.insert(id.to_owned()) {
-                        continue;
+                    let name = call["name"].as_str().unwrap_or("");
+                    let first = id.is_empty() || self.seen_calls.insert(id.to_owned());
+                    if first {
+                        self.log
+                            .call(Some(id), name, work::call_target(&call["args"]));
                     }
-                    self.call(call["name"].as_str().unwrap_or(""), &call["args"]);
+                    // A finished call's status, on its first line or its rewrite.
+                    match call["status"].as_str() {
+                        Some("success") => self.log.result(Some(id), None),
+                        Some("error" | "cancelled") => {
+                            let words = call["resultDisplay"]
+                                .as_str()
+                                .or(call["status"].as_str())
+                                .unwrap_or("");
+                            self.log.result(Some(id), Some(words));
+                        }
+                        _ => {}
+                    }
+                    if first {
+                        self.call(name, &call["args"]);
+                    }
                 }
             }
             _ => {}
@@ -713,6 +741,35 @@ mod tests {
             edited,
             [("notes.txt", 1), ("/p/src/http.rs", 1)],
             "a reply written twice counts once"
+        );
+        let last = facts.last_call.unwrap();
+        assert_eq!(
+            (
+                last.tool.as_str(),
+                last.target.as_deref(),
+                last.outcome_words().as_str()
+            ),
+            ("write_file", Some("/p/src/http.rs"), "succeeded")
+        );
+        // The calls after the resume prompt's marker (in the prompt of m4).
+        let mut f = f;
+        for l in [
+            r#"{"id":"m5","type":"gemini","content":"","toolCalls":[{"id":"read_1","name":"read_file","args":{"absolute_path":"/p/src/retry.rs"}}],"tokens":{"input":7000}}"#,
+            r#"{"id":"m5","type":"gemini","content":"","toolCalls":[{"id":"read_1","name":"read_file","args":{"absolute_path":"/p/src/retry.rs"},"status":"error","resultDisplay":"File not found: /p/src/retry.rs"}],"tokens":{"input":7000}}"#,
+        ] {
+            std::io::Write::write_all(&mut f, format!("{l}\n").as_bytes()).unwrap();
+        }
+        let after = calls_after(f.path(), u64::MAX, "[hookd-resume 0123]", None).unwrap();
+        let calls = after.calls_after_marker.unwrap();
+        assert_eq!(
+            calls.len(),
+            1,
+            "a reply written twice is one call: {calls:?}"
+        );
+        assert_eq!(calls[0].target.as_deref(), Some("/p/src/retry.rs"));
+        assert_eq!(
+            after.last_call.unwrap().outcome_words(),
+            "failed: File not found: /p/src/retry.rs"
         );
     }
 }

@@ -19,6 +19,12 @@ const MAX_EDITED_FILES: usize = 200;
 const MAX_TASKS: usize = 200;
 /// Requests that changed the work kept besides the first.
 const MAX_LATER_REQUESTS: usize = 3;
+/// Tool calls remembered while reading, for their results to find them.
+const MAX_RECENT_CALLS: usize = 32;
+/// Tool calls kept after the resume prompt's marker: what the agent did first.
+pub const FIRST_CALLS: usize = 3;
+/// Longest target (a command, a pattern) or error line kept of a tool call.
+const MAX_CALL_TEXT_CHARS: usize = 160;
 /// Words of a request that carry meaning, at least, for it to set or change
 /// the work ("yes, continue" does neither).
 const SUBSTANTIAL_WORDS: usize = 2;
@@ -110,6 +116,30 @@ pub struct EditedFile {
     pub edits: u32,
 }
 
+/// A tool call the agent made, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCall {
+    /// The harness's id for the call, which its result repeats.
+    pub id: Option<String>,
+    pub tool: String,
+    /// The file it names, else its command (one line) or pattern, clipped.
+    pub target: Option<String>,
+    /// `None` until its result is read; `Err` holds the first line of the error.
+    pub outcome: Option<Result<(), String>>,
+}
+
+impl ToolCall {
+    /// `succeeded`, `failed: <first line of the error>` or `no result yet`.
+    pub fn outcome_words(&self) -> String {
+        match &self.outcome {
+            None => "no result yet".into(),
+            Some(Ok(())) => "succeeded".into(),
+            Some(Err(error)) if error.is_empty() => "failed".into(),
+            Some(Err(error)) => format!("failed: {error}"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WorkFacts {
     pub tasks: Vec<TaskItem>,
@@ -121,6 +151,11 @@ pub struct WorkFacts {
     /// The requests that set the work: the session's first substantial one,
     /// then the latest ones that changed it (oldest first).
     pub requests: Vec<String>,
+    /// The agent's last tool call in the window read, and how it ended.
+    pub last_call: Option<ToolCall>,
+    /// The first [`FIRST_CALLS`] tool calls after the line holding the
+    /// marker looked for; `None` when no line held it.
+    pub calls_after_marker: Option<Vec<ToolCall>>,
 }
 
 impl WorkFacts {
@@ -164,6 +199,8 @@ pub struct WorkLog {
     prompts: Vec<String>,
     first_request: Option<String>,
     later_requests: Vec<String>,
+    recent_calls: Vec<ToolCall>,
+    calls_after_marker: Option<Vec<ToolCall>>,
 }
 
 impl WorkLog {
@@ -212,6 +249,48 @@ impl WorkLog {
         for path in files_in_patch(patch) {
             self.edited(&path);
         }
+    }
+
+    /// A tool call the agent made (`target` as [`call_target`] finds it).
+    pub fn call(&mut self, id: Option<&str>, tool: &str, target: Option<String>) {
+        let call = ToolCall {
+            id: id.filter(|id| !id.is_empty()).map(str::to_owned),
+            tool: clip_line(tool),
+            target: target.map(|t| clip_line(&t)).filter(|t| !t.is_empty()),
+            outcome: None,
+        };
+        if let Some(after) = self
+            .calls_after_marker
+            .as_mut()
+            .filter(|calls| calls.len() < FIRST_CALLS)
+        {
+            after.push(call.clone());
+        }
+        if self.recent_calls.len() >= MAX_RECENT_CALLS {
+            self.recent_calls.remove(0);
+        }
+        self.recent_calls.push(call);
+    }
+
+    /// How a tool call ended: `error` is its error text when it failed.
+    /// Without an id it answers the latest call still waiting.
+    pub fn result(&mut self, id: Option<&str>, error: Option<&str>) {
+        let call = self.recent_calls.iter_mut().rev().find(|c| match id {
+            Some(id) => c.id.as_deref() == Some(id),
+            None => c.outcome.is_none(),
+        });
+        if let Some(call) = call {
+            call.outcome = Some(match error {
+                None => Ok(()),
+                Some(text) => Err(clip_line(text)),
+            });
+        }
+    }
+
+    /// The line holding the marker looked for was read: the calls from
+    /// here on are the first ones after it (its first appearance counts).
+    pub fn marker_seen(&mut self) {
+        self.calls_after_marker.get_or_insert_with(Vec::new);
     }
 
     /// Something the person typed. Slash commands, their output and
@@ -271,6 +350,8 @@ impl WorkLog {
             edited: self.edited,
             prompts: self.prompts,
             requests,
+            last_call: self.recent_calls.pop(),
+            calls_after_marker: self.calls_after_marker,
         }
     }
 }
@@ -292,12 +373,31 @@ pub fn read_file<R: LineReader>(
     max_bytes: u64,
     keep_prompts: usize,
 ) -> io::Result<WorkFacts> {
+    read_file_after::<R>(path, max_bytes, keep_prompts, None, None)
+}
+
+/// [`read_file`], also keeping the first tool calls after the first line
+/// (in the window read) that holds `marker`. With `from`, the window
+/// starts no earlier than that offset (where the file stood when the
+/// marker went out), so a long session's file is not read again each time.
+pub fn read_file_after<R: LineReader>(
+    path: &Path,
+    max_bytes: u64,
+    keep_prompts: usize,
+    marker: Option<&str>,
+    from: Option<u64>,
+) -> io::Result<WorkFacts> {
+    let finder = marker
+        .filter(|m| !m.is_empty())
+        .map(|m| memchr::memmem::Finder::new(m.as_bytes()));
     let (mut file, meta) = crate::tail::open_regular(path)?
         .ok_or_else(|| io::Error::other(format!("{} is not a regular file", path.display())))?;
     let len = meta.len();
-    let start = len.saturating_sub(max_bytes);
+    // One byte early: the line `from` begins is whole, the one it cuts dropped.
+    let from = from.filter(|at| *at <= len).map(|at| at.saturating_sub(1));
+    let start = len.saturating_sub(max_bytes).max(from.unwrap_or(0));
     let mut first_request = None;
-    if start > 0 {
+    if start > 0 && from.is_none() {
         let mut head = Vec::new();
         Read::by_ref(&mut file)
             .take(START_BYTES.min(start))
@@ -318,6 +418,11 @@ pub fn read_file<R: LineReader>(
     let mut reader = R::default();
     for line in whole_lines(&bytes, start > 0) {
         reader.line(line);
+        if let Some(finder) = &finder
+            && finder.find(line).is_some()
+        {
+            reader.log().marker_seen();
+        }
     }
     let mut log = std::mem::take(reader.log());
     log.first_request_from_start(first_request);
@@ -333,6 +438,69 @@ fn whole_lines(bytes: &[u8], mid_file: bool) -> impl Iterator<Item = &[u8]> {
         0
     };
     bytes[from..].split(|b| *b == b'\n')
+}
+
+/// What a tool call works on, from its input: the file it names, else its
+/// command's first line, else its pattern or query, else the task it
+/// updates; for a whole task list, the title of the item in progress.
+pub fn call_target(input: &Value) -> Option<String> {
+    let text = |key: &str| input[key].as_str().map(str::trim).filter(|t| !t.is_empty());
+    let file = [
+        "file_path",
+        "notebook_path",
+        "absolute_path",
+        "path",
+        "dir_path",
+    ]
+    .into_iter()
+    .find_map(text);
+    if let Some(file) = file {
+        return Some(file.to_owned());
+    }
+    let command = match &input["command"] {
+        Value::String(command) => Some(command.as_str()),
+        // `["bash", "-lc", "<script>"]`: the script is the last word.
+        Value::Array(words) => words.last().and_then(Value::as_str),
+        _ => None,
+    }
+    .or(input["cmd"].as_str());
+    if let Some(command) = command.and_then(|c| c.lines().find(|l| !l.trim().is_empty())) {
+        return Some(command.trim().to_owned());
+    }
+    if let Some(found) = ["pattern", "query", "url", "subject"]
+        .into_iter()
+        .find_map(text)
+    {
+        return Some(found.to_owned());
+    }
+    let task = input["taskId"].clone();
+    match task {
+        Value::String(id) if !id.is_empty() => return Some(id),
+        Value::Number(id) => return Some(id.to_string()),
+        _ => {}
+    }
+    for (list, title) in [
+        ("todos", "content"),
+        ("todos", "description"),
+        ("plan", "step"),
+    ] {
+        let current = input[list]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|item| item["status"] == "in_progress")
+            .and_then(|item| item[title].as_str());
+        if let Some(current) = current {
+            return Some(current.to_owned());
+        }
+    }
+    None
+}
+
+/// One line of outside text, clipped.
+fn clip_line(text: &str) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty());
+    shorten(line.unwrap_or(""), MAX_CALL_TEXT_CHARS)
 }
 
 /// A task's description as kept: trimmed, bounded, `None` when empty.
@@ -628,6 +796,65 @@ mod tests {
             .collect::<Vec<_>>()
             .join(" ");
         assert_eq!(files_written_by_shell(&many).len(), MAX_FILES_PER_COMMAND);
+    }
+
+    #[test]
+    fn tool_calls_keep_their_target_and_outcome_and_the_first_ones_after_the_marker() {
+        use serde_json::json;
+        let targets = [
+            (
+                json!({"file_path": "/p/src/a.rs", "content": "x"}),
+                "/p/src/a.rs",
+            ),
+            (json!({"command": "cargo test\n--all"}), "cargo test"),
+            (json!({"command": ["bash", "-lc", "ls -la"]}), "ls -la"),
+            (json!({"pattern": "fn main", "path": ""}), "fn main"),
+            (json!({"taskId": 2, "status": "in_progress"}), "2"),
+            (
+                json!({"todos": [{"content": "a", "status": "completed"}, {"content": "b", "status": "in_progress"}]}),
+                "b",
+            ),
+        ];
+        for (input, target) in targets {
+            assert_eq!(call_target(&input).as_deref(), Some(target), "{input}");
+        }
+        assert_eq!(call_target(&json!({"x": 1})), None);
+
+        let mut log = WorkLog::default();
+        log.call(Some("t1"), "Read", Some("a.rs".into()));
+        log.result(Some("t1"), None);
+        log.marker_seen();
+        log.call(Some("t2"), "Bash", Some("cargo build".into()));
+        log.result(Some("t2"), Some("error[E0425]: cannot find value\nmore"));
+        for i in 3..8 {
+            log.call(Some(&format!("t{i}")), "Grep", Some(format!("p{i}")));
+        }
+        log.marker_seen();
+        let facts = log.finish(0);
+        let after = facts.calls_after_marker.unwrap();
+        assert_eq!(after.len(), FIRST_CALLS);
+        assert_eq!(after[0].tool, "Bash");
+        let last = facts.last_call.unwrap();
+        assert_eq!(
+            (last.tool.as_str(), last.target.as_deref()),
+            ("Grep", Some("p7"))
+        );
+        assert_eq!(last.outcome_words(), "no result yet");
+
+        let mut log = WorkLog::default();
+        log.call(Some("t2"), "Bash", Some("cargo build".into()));
+        log.result(Some("t2"), Some("error[E0425]: cannot find value\nmore"));
+        assert_eq!(
+            log.finish(0).last_call.unwrap().outcome_words(),
+            "failed: error[E0425]: cannot find value"
+        );
+        let long = "x".repeat(1000);
+        let mut log = WorkLog::default();
+        log.call(None, "Bash", Some(long));
+        log.result(None, None);
+        let last = log.finish(0).last_call.unwrap();
+        assert!(last.target.as_ref().unwrap().chars().count() <= MAX_CALL_TEXT_CHARS + 1);
+        assert_eq!(last.outcome_words(), "succeeded");
     }
 
     #[test]

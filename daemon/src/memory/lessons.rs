@@ -308,8 +308,19 @@ pub fn fill_section(
         return;
     };
     let (omega, from) = window_of(&task, config);
-    let window: Vec<Value> = task
+    // "Key Decisions Made" shows the state's decisions already: their
+    // reflections, word for word the same, are not said twice.
+    let decided: std::collections::HashSet<String> =
+        reflect::candidates(&state.decisions, &[], &[])
+            .into_iter()
+            .map(|new| new.content)
+            .collect();
+    let unsaid: Vec<&Reflection> = task
         .reflections
+        .iter()
+        .filter(|r| !(r.source == "decision" && decided.contains(&r.content)))
+        .collect();
+    let window: Vec<Value> = unsaid
         .iter()
         .rev()
         .take(omega as usize)
@@ -350,7 +361,7 @@ pub fn fill_section(
             "window_len": window.len(),
             "window_size": omega,
             "window_from": from,
-            "reflections_total": task.reflections.len(),
+            "reflections_total": unsaid.len(),
             "similar": similar,
         })
     };

@@ -17,6 +17,17 @@ pub fn read(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<Work
     work::read_file::<Reader>(path, max_bytes, keep_prompts)
 }
 
+/// The first tool calls after the line holding `marker`, in the last
+/// `max_bytes` and from `from` on.
+pub fn calls_after(
+    path: &Path,
+    max_bytes: u64,
+    marker: &str,
+    from: Option<u64>,
+) -> io::Result<WorkFacts> {
+    work::read_file_after::<Reader>(path, max_bytes, 0, Some(marker), from)
+}
+
 const TOOLS: [&[u8]; 8] = [
     b"TodoWrite",
     b"TaskCreate",
@@ -41,7 +52,8 @@ impl LineReader for Reader {
     }
 
     fn line(&mut self, line: &[u8]) {
-        let mentions_tool = mentions_any(line, &TOOLS);
+        // Every call counts for the last step, not only the ones above.
+        let mentions_tool = mentions_any(line, &TOOLS) || mentions_any(line, &[b"tool_use"]);
         let has_result = mentions_any(line, &[b"tool_result"]);
         let answers_create = !self.pending_creates.is_empty() && has_result;
         let maybe_prompt = !has_result && mentions_any(line, &[b"\"user\""]);
@@ -69,7 +81,10 @@ impl Reader {
         };
         for block in blocks.iter().filter(|b| b["type"] == "tool_use") {
             let input = &block["input"];
-            match block["name"].as_str().unwrap_or("") {
+            let name = block["name"].as_str().unwrap_or("");
+            self.log
+                .call(block["id"].as_str(), name, work::call_target(input));
+            match name {
                 "TodoWrite" => {
                     if let Some(todos) = input["todos"].as_array() {
                         self.log.todos(work::task_list(todos, "content", "todo"));
@@ -137,6 +152,10 @@ impl Reader {
         let content = &entry["message"]["content"];
         if let Some(blocks) = content.as_array() {
             for block in blocks.iter().filter(|b| b["type"] == "tool_result") {
+                let error = (block["is_error"] == true)
+                    .then(|| work::content_text(&block["content"], "\n").unwrap_or_default());
+                self.log
+                    .result(block["tool_use_id"].as_str(), error.as_deref());
                 let Some(item) = block["tool_use_id"]
                     .as_str()
                     .and_then(|id| self.pending_creates.remove(id))
@@ -213,6 +232,54 @@ mod tests {
 
     fn prompt(text: &str) -> Value {
         json!({"type": "user", "isSidechain": false, "message": {"role": "user", "content": text}})
+    }
+
+    fn result(id: &str, text: &str, is_error: bool) -> Value {
+        json!({"type": "user", "isSidechain": false, "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": text, "is_error": is_error}]}})
+    }
+
+    #[test]
+    fn the_last_tool_call_and_the_first_ones_after_the_marker() {
+        let f = transcript(&[
+            assistant(json!([{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/p/src/jwt.rs"}}])),
+            result("t1", "fn sign() {}", false),
+            json!({"type": "attachment", "attachment": {"type": "hook_additional_context", "content": ["## Context Recovery [hookd-resume abc]"]}}),
+            assistant(json!([{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "cargo test jwt\ncargo fmt"}}])),
+            result("t2", "error: test failed, to rerun pass `--lib`\nmore", true),
+            assistant(json!([{"type": "tool_use", "id": "s1", "name": "Read", "input": {"file_path": "/p/side.rs"}}]))
+                .as_object().cloned().map(|mut o| { o.insert("isSidechain".into(), json!(true)); Value::Object(o) }).unwrap(),
+        ]);
+        let facts = read(f.path(), u64::MAX, 0).unwrap();
+        let last = facts.last_call.unwrap();
+        assert_eq!(
+            (last.tool.as_str(), last.target.as_deref()),
+            ("Bash", Some("cargo test jwt"))
+        );
+        assert_eq!(
+            last.outcome_words(),
+            "failed: error: test failed, to rerun pass `--lib`"
+        );
+        assert_eq!(facts.calls_after_marker, None, "no marker asked for");
+        let after = calls_after(f.path(), u64::MAX, "[hookd-resume abc]", None)
+            .unwrap()
+            .calls_after_marker
+            .unwrap();
+        let tools: Vec<&str> = after.iter().map(|c| c.tool.as_str()).collect();
+        assert_eq!(tools, ["Bash"], "after the marker, main chain only");
+        let none = calls_after(f.path(), u64::MAX, "[hookd-resume zzz]", None).unwrap();
+        assert_eq!(none.calls_after_marker, None);
+        // From where the file stood when the prompt went out: the same calls;
+        // from past the marker's line, none found.
+        let text = std::fs::read_to_string(f.path()).unwrap();
+        let sent_at = text.find("{\"attachment\"").unwrap() as u64;
+        let from = |at| {
+            calls_after(f.path(), u64::MAX, "[hookd-resume abc]", Some(at))
+                .unwrap()
+                .calls_after_marker
+        };
+        assert_eq!(from(sent_at).map(|c| c.len()), Some(1));
+        assert_eq!(from(sent_at + 1), None);
     }
 
     #[test]

@@ -272,7 +272,9 @@ mod tests {
         // From where the file stood when the prompt went out: the same calls;
         // from past the marker's line, none found.
         let text = std::fs::read_to_string(f.path()).unwrap();
-        let sent_at = text.find("{\"attachment\"").unwrap() as u64;
+        // The marker line's start, whatever order serde_json writes keys in.
+        let marker_at = text.find("hook_additional_context").unwrap();
+        let sent_at = text[..marker_at].rfind('\n').map_or(0, |n| n + 1) as u64;
         let from = |at| {
             calls_after(f.path(), u64::MAX, "[hookd-resume abc]", Some(at))
                 .unwrap()

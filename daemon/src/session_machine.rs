@@ -993,6 +993,30 @@ mod tests {
         )));
     }
 
+    /// A second compaction soon after the first (a `/compact` right after
+    /// an automatic one) is a compaction of its own: its PreCompact
+    /// announced it, so its hooks open the next epoch.
+    #[test]
+    fn two_announced_compactions_in_quick_succession_are_two_epochs() {
+        let config = Config::default();
+        let mut s = session(Harness::ClaudeCode);
+        let pre = with(event(Harness::ClaudeCode, EventKind::PreCompact), |e| {
+            e.trigger = Some("manual".into())
+        });
+        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
+            e.source = Some("compact".into())
+        });
+        let post = with(event(Harness::ClaudeCode, EventKind::PostCompact), |e| {
+            e.trigger = Some("manual".into())
+        });
+        for (n, at) in [(2, 1_000), (3, 11_000)] {
+            on_hook(&mut s, &pre, None, &config, at);
+            on_hook(&mut s, &start, None, &config, at + 1_000);
+            on_hook(&mut s, &post, None, &config, at + 2_000);
+            assert_eq!(s.epoch, n, "one epoch per compaction");
+        }
+    }
+
     #[test]
     fn an_unannounced_compaction_is_found_by_each_signal() {
         let config = Config::default();

@@ -386,7 +386,8 @@ impl Session {
                 self.epoch_boundary = b.uuid.clone();
             }
             EpochStart::Hook(_) => {
-                if recent {
+                // A PreCompact since this epoch began announced another one.
+                if recent && self.compaction_announced_ms.is_none() {
                     return false;
                 }
                 self.epoch_boundary = None;

@@ -100,12 +100,14 @@ BLOCK_FENCE = re.compile(r"^(\s*```+)hookd-state[ \t]*$", re.MULTILINE)
 
 
 def answer_block_request(body, summary):
-    """The summary with the token the request's instructions ask for after
-    each `hookd-state` info string; as it is when they ask for none."""
-    asked = BLOCK_REQUEST.search(json.dumps(body))
+    """The summary with the token the request's latest instructions ask for
+    after each `hookd-state` info string; as it is when they ask for none."""
+    # The latest instructions count: an earlier compaction's may still be
+    # in the conversation.
+    asked = BLOCK_REQUEST.findall(json.dumps(body))
     if not asked:
         return summary
-    return BLOCK_FENCE.sub(lambda m: f"{m.group(1)}hookd-state {asked.group(1)}", summary)
+    return BLOCK_FENCE.sub(lambda m: f"{m.group(1)}hookd-state {asked[-1]}", summary)
 
 
 def is_summary_request(body):

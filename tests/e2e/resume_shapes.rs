@@ -148,7 +148,8 @@ next_actions:
 /// A task list with descriptions, one task done, one in progress, one
 /// pending; the person's constraints in the summary's block. After the
 /// compaction the prompt leads with the task in progress, its description
-/// and the last step (a failed check), lists the constraints under the
+/// and the last step (a failed `ls`; Claude Code does not count grep's
+/// "no match" as a failure), lists the constraints under the
 /// objective, puts the summary's next action first and the pending task
 /// after the one in progress, names the file still to create, and leaves
 /// hookd's own wiring out. The agent's first step after it reads the file
@@ -190,7 +191,7 @@ fn tasks_constraints_and_the_task_in_progress_lead() {
                 "src/auth/jwt.rs",
                 "pub fn sign(claims: &str) -> String {\n    todo!(\"HS256 {claims}\")\n}\n",
             ),
-            Reply::bash("t1.check", 38_000, "grep -q verify src/auth/jwt.rs"),
+            Reply::bash("t1.check", 38_000, "ls src/auth/verify.rs"),
             Reply::text("t1.text", 38_100, "Signing is stubbed; verify is next."),
             read("t3.read", 6_000, "src/auth/jwt.rs"),
             Reply::text("t3.text", 6_500, "Finishing the signing."),
@@ -229,7 +230,7 @@ fn tasks_constraints_and_the_task_in_progress_lead() {
         .find(|l| l.contains("Last step"))
         .expect("the last step");
     assert!(
-        last_step.contains("grep -q verify src/auth/jwt.rs") && last_step.contains("failed"),
+        last_step.contains("ls src/auth/verify.rs") && last_step.contains("failed"),
         "{last_step}"
     );
     let actions = next_actions(&prompt);

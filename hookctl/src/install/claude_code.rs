@@ -96,7 +96,10 @@ fn claude_dir(scope: &Scope) -> anyhow::Result<PathBuf> {
 }
 
 pub fn settings_file(scope: &Scope) -> anyhow::Result<PathBuf> {
-    Ok(claude_dir(scope)?.join("settings.json"))
+    match scope {
+        Scope::Project(dir) => Ok(dir.join(protocol::project::CLAUDE_CODE_PROJECT_SETTINGS)),
+        Scope::User => Ok(claude_dir(scope)?.join("settings.json")),
+    }
 }
 
 /// Makes `hookctl statusline` the statusLine, unless the person has one of

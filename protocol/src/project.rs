@@ -12,6 +12,11 @@ pub const WORKFLOW_DIR: &str = ".workflow";
 pub const CLAUDE_CODE_PROJECT_SETTINGS: &str = ".claude/settings.json";
 pub const CODEX_PROJECT_HOOKS: &str = ".codex/hooks.json";
 pub const GEMINI_CLI_PROJECT_SETTINGS: &str = ".gemini/settings.json";
+/// Claude Code's slash commands it installs beside them (`hooks/claude-code/commands/`).
+pub const CLAUDE_CODE_PROJECT_COMMANDS: &[&str] = &[
+    ".claude/commands/resume.md",
+    ".claude/commands/save-state.md",
+];
 
 /// Whether `rel` (relative to the project root) is one of hookd's own files:
 /// its `.workflow/`, the project's configuration, the harness wiring it
@@ -28,6 +33,7 @@ pub fn is_hookd_file(rel: &str) -> bool {
             GEMINI_CLI_PROJECT_SETTINGS,
         ]
         .contains(&rel)
+        || CLAUDE_CODE_PROJECT_COMMANDS.contains(&rel)
 }
 
 /// Directories walked up before giving up: deeper than any real checkout,
@@ -115,6 +121,7 @@ mod tests {
             ".claude/settings.json",
             ".codex/hooks.json",
             ".gemini/settings.json",
+            ".claude/commands/save-state.md",
         ] {
             assert!(is_hookd_file(own), "{own}");
         }

@@ -22,6 +22,7 @@ mod monitor;
 mod pipeline;
 mod reliability;
 mod resume;
+mod resume_paths;
 mod snapshots;
 mod test_command;
 mod untrusted;

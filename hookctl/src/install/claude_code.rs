@@ -224,3 +224,19 @@ pub fn take_commands(scope: &Scope, dry_run: bool) -> anyhow::Result<Vec<String>
 fn slash_name(file: &str) -> String {
     format!("/{}", file.trim_end_matches(".md"))
 }
+
+#[cfg(test)]
+mod tests {
+    /// The daemon leaves the files `install --project` writes out of every
+    /// resume prompt: its list must name each slash command shipped.
+    #[test]
+    fn every_shipped_command_is_one_of_hookds_own_files() {
+        for (name, _) in super::COMMANDS {
+            let rel = format!(".claude/commands/{name}");
+            assert!(
+                protocol::project::CLAUDE_CODE_PROJECT_COMMANDS.contains(&rel.as_str()),
+                "add {rel} to protocol::project::CLAUDE_CODE_PROJECT_COMMANDS"
+            );
+        }
+    }
+}

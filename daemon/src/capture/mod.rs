@@ -374,10 +374,10 @@ fn assemble(
         })
         .collect();
 
-    let edits = |path: &str| {
+    let by_agent = |path: &str| {
         facts
             .and_then(|f| f.edited.iter().find(|e| base.from_session(&e.path) == path))
-            .map(|e| e.edits)
+            .map(written_by_agent)
     };
     state.changed_elsewhere = if snapshot.is_some() && touched.is_some() {
         elsewhere.iter().map(|c| ModifiedFile::from(*c)).collect()
@@ -391,11 +391,8 @@ fn assemble(
                 if let Some(what) = definitions.get(&c.path) {
                     m.summary += &format!("; {what}");
                 }
-                if let Some(n) = edits(&c.path) {
-                    m.summary += &format!(
-                        "; edited by the agent ({n} edit{})",
-                        if n == 1 { "" } else { "s" }
-                    );
+                if let Some(words) = by_agent(&c.path) {
+                    m.summary += &format!("; {words}");
                 }
                 m
             })
@@ -407,31 +404,10 @@ fn assemble(
                     .iter()
                     .map(|e| (base.from_session(&e.path), e))
                     .filter(|(path, _)| !protocol::project::is_hookd_file(path))
-                    .map(|(path, e)| {
-                        let more = e.edits.saturating_sub(1);
-                        let (action, summary) = match (e.created, more) {
-                            (true, 0) => ("created", "created by the agent".to_owned()),
-                            (true, _) => (
-                                "created",
-                                format!(
-                                    "created by the agent, then edited ({more} edit{})",
-                                    if more == 1 { "" } else { "s" }
-                                ),
-                            ),
-                            (false, _) => (
-                                "edited",
-                                format!(
-                                    "edited by the agent ({} edit{})",
-                                    e.edits,
-                                    if e.edits == 1 { "" } else { "s" }
-                                ),
-                            ),
-                        };
-                        ModifiedFile {
-                            path,
-                            action: action.into(),
-                            summary,
-                        }
+                    .map(|(path, e)| ModifiedFile {
+                        path,
+                        action: if e.created { "created" } else { "edited" }.into(),
+                        summary: written_by_agent(e),
                     })
                     .collect()
             })
@@ -483,6 +459,16 @@ fn assemble(
         head: s.head.map(|h| h.to_string()),
         state: git_state(&s.state, &changes),
     });
+}
+
+/// What the agent's own writes did to a file, in words.
+fn written_by_agent(file: &crate::harness::work::EditedFile) -> String {
+    let plural = |n: u32| if n == 1 { "" } else { "s" };
+    match (file.created, file.edits.saturating_sub(1)) {
+        (true, 0) => "created by the agent".to_owned(),
+        (true, more) => format!("created by the agent, then edited ({more} edit{})", plural(more)),
+        (false, n) => format!("edited by the agent ({} edit{})", n + 1, plural(n + 1)),
+    }
 }
 
 /// Changed files whose definitions are compared, at most.

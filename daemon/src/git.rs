@@ -2389,13 +2389,18 @@ mod tests {
         std::fs::create_dir_all(&other).unwrap();
         let sub = outer.join("sub");
         std::fs::create_dir_all(&sub).unwrap();
-        let belongs = |git_dir: &Path| special_files::git_dir_belongs(&sub.join(".git"), &sub, git_dir);
+        let belongs =
+            |git_dir: &Path| special_files::git_dir_belongs(&sub.join(".git"), &sub, git_dir);
         std::fs::write(sub.join(".git"), "gitdir: x\n").unwrap();
         assert!(belongs(&outer.join(".git/modules/sub")), "a submodule's");
         assert!(!belongs(&other), "another repository's");
         let linked = dir.path().join("other/.git/worktrees/sub");
         std::fs::create_dir_all(&linked).unwrap();
-        std::fs::write(linked.join("gitdir"), format!("{}\n", sub.join(".git").display())).unwrap();
+        std::fs::write(
+            linked.join("gitdir"),
+            format!("{}\n", sub.join(".git").display()),
+        )
+        .unwrap();
         assert!(belongs(&linked), "a worktree's that names it back");
         std::fs::write(linked.join("gitdir"), "/elsewhere/.git\n").unwrap();
         assert!(!belongs(&linked), "a worktree's that names another");

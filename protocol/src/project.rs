@@ -49,16 +49,17 @@ const MAX_LEVELS_UP: usize = 64;
 /// their directory the project. A repository controls what is below its
 /// root, never what is above, so nothing under `dir` is looked at.
 pub fn project_root(dir: &Path) -> PathBuf {
-    let Ok(start) = std::fs::symlink_metadata(dir) else {
+    root_walk(dir, |d| std::fs::symlink_metadata(d).ok().map(|m| m.uid()))
+}
+
+/// [`project_root`], with the owner of each directory from `owner_of`.
+fn root_walk(dir: &Path, owner_of: impl Fn(&Path) -> Option<u32>) -> PathBuf {
+    let Some(owner) = owner_of(dir) else {
         return dir.to_path_buf();
     };
     for candidate in dir.ancestors().take(MAX_LEVELS_UP) {
-        if candidate.as_os_str().is_empty() {
+        if candidate.as_os_str().is_empty() || owner_of(candidate) != Some(owner) {
             break;
-        }
-        match std::fs::symlink_metadata(candidate) {
-            Ok(meta) if meta.uid() == start.uid() => {}
-            _ => break,
         }
         if holds_git_entry(candidate) {
             return candidate.to_path_buf();
@@ -96,6 +97,26 @@ mod tests {
             "pkg/sub"
         );
         assert_eq!(relative_to_root(&root, &root).unwrap(), "");
+    }
+
+    #[test]
+    fn a_git_entry_above_a_directory_of_another_owner_is_not_taken() {
+        let tmp = tempfile::tempdir().unwrap();
+        let shared = tmp.path().join("shared");
+        std::fs::create_dir_all(shared.join(".git")).unwrap();
+        let mine = shared.join("mine/sub");
+        std::fs::create_dir_all(&mine).unwrap();
+        // `shared` belongs to someone else: its `.git` is not ours to join.
+        let owner = |d: &Path| {
+            Some(if d.starts_with(shared.join("mine")) {
+                1000
+            } else {
+                0
+            })
+        };
+        assert_eq!(root_walk(&mine, owner), mine);
+        let same = |_: &Path| Some(1000);
+        assert_eq!(root_walk(&mine, same), shared);
     }
 
     #[test]

@@ -305,26 +305,48 @@ fn a_git_file_in_a_subdirectory_cannot_send_hookd_into_another_repository() {
     let project = repo_at(&lab.sb.path().join("proj"));
     let sub = project.dir.join("pkg/sub");
     std::fs::create_dir_all(&sub).unwrap();
-    std::fs::write(sub.join(".git"), format!("gitdir: {}\n", victim.git_dir().display())).unwrap();
+    std::fs::write(
+        sub.join(".git"),
+        format!("gitdir: {}\n", victim.git_dir().display()),
+    )
+    .unwrap();
     std::fs::write(sub.join("notes.md"), "# notes\n").unwrap();
     let outside = lab.outside(&project.dir, &[]);
 
     let mut t = lab.transcript("gitfile");
     lab.start_session(&sub, &t);
     t.reply(140_000);
-    assert_ok(&lab.hook(&sub, &t, "PostToolUse", "post-tool-use"), "post-tool-use");
+    assert_ok(
+        &lab.hook(&sub, &t, "PostToolUse", "post-tool-use"),
+        "post-tool-use",
+    );
     // A save asked for a checkpoint: it fails, saying why.
     let save = lab.sb.hookctl_in(&sub, &["save"]);
     assert_eq!(save.status.code(), Some(1), "{}", stderr(&save));
     let said = format!("{}{}", hookd_tests::stdout(&save), stderr(&save));
     assert!(said.contains("its .git file names"), "{said}");
-    assert_ok(&lab.hook(&sub, &t, "PreCompact(trigger=manual)", "pre-compact"), "pre-compact");
+    assert_ok(
+        &lab.hook(&sub, &t, "PreCompact(trigger=manual)", "pre-compact"),
+        "pre-compact",
+    );
     t.boundary("manual", 140_000, 4_000);
-    assert_ok(&lab.hook(&sub, &t, "SessionStart(source=compact)", "session-start"), "session-start");
+    assert_ok(
+        &lab.hook(&sub, &t, "SessionStart(source=compact)", "session-start"),
+        "session-start",
+    );
 
-    assert_eq!(victim.git(&["for-each-ref"]), victim_refs, "no ref, refs/hookd/ included");
+    assert_eq!(
+        victim.git(&["for-each-ref"]),
+        victim_refs,
+        "no ref, refs/hookd/ included"
+    );
     assert!(victim.hookd_refs().is_empty());
     assert_eq!(victim.fingerprint(), victim_before);
-    assert_eq!(std::fs::read(&exclude).ok(), exclude_before, "{}", exclude.display());
+    assert_eq!(
+        std::fs::read(&exclude).ok(),
+        exclude_before,
+        "{}",
+        exclude.display()
+    );
     outside.assert_unchanged("a .git file naming another repository");
 }

@@ -466,7 +466,10 @@ fn written_by_agent(file: &crate::harness::work::EditedFile) -> String {
     let plural = |n: u32| if n == 1 { "" } else { "s" };
     match (file.created, file.edits.saturating_sub(1)) {
         (true, 0) => "created by the agent".to_owned(),
-        (true, more) => format!("created by the agent, then edited ({more} edit{})", plural(more)),
+        (true, more) => format!(
+            "created by the agent, then edited ({more} edit{})",
+            plural(more)
+        ),
         (false, n) => format!("edited by the agent ({} edit{})", n + 1, plural(n + 1)),
     }
 }

@@ -93,7 +93,7 @@ pub enum GitError {
     #[error("refusing to restore `{path}`: {why}")]
     UnsafePath { path: String, why: String },
     #[error(
-        "`{path}` is not in checkpoint {rev} (a --path is relative to the repository's root; `hookctl checkpoint show {rev}` lists the checkpoint's files)"
+        "`{path}` is not in checkpoint {rev} (hookd took this --path from the repository's root; `hookctl checkpoint show {rev}` lists the checkpoint's files)"
     )]
     NotInCheckpoint { path: String, rev: String },
 }

@@ -75,8 +75,8 @@ struct Cli {
     /// context (compaction point, epochs, retrieval strategy).
     #[arg(short, long, global = true)]
     verbose: bool,
-    /// The project a command is about (default: $CLAUDE_PROJECT_DIR, else the
-    /// repository around the current directory, else the current directory).
+    /// The project a command is about (default: the repository holding
+    /// $CLAUDE_PROJECT_DIR or the current directory, else that directory).
     #[arg(long, global = true, value_name = "DIR")]
     project: Option<PathBuf>,
     #[command(subcommand)]

@@ -80,6 +80,28 @@ pub fn relative_to_root(root: &Path, dir: &Path) -> Option<String> {
     Some(rel.to_string_lossy().into_owned())
 }
 
+/// `path` as typed in `dir` (relative to it, or absolute), relative to the
+/// project `root` when it lies inside it; as typed otherwise, for the daemon
+/// to refuse with its own words. Worked out on the names alone: `..` climbs
+/// a name, nothing on disk is looked at.
+pub fn typed_in(root: &Path, dir: &Path, path: &Path) -> PathBuf {
+    use std::path::Component;
+    let full = dir.join(path);
+    let Ok(rest) = full.strip_prefix(root) else {
+        return path.to_path_buf();
+    };
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    for component in rest.components() {
+        match component {
+            Component::Normal(part) => parts.push(part),
+            Component::CurDir => {}
+            Component::ParentDir if parts.pop().is_some() => {}
+            _ => return path.to_path_buf(),
+        }
+    }
+    parts.iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +176,24 @@ mod tests {
         ] {
             assert!(!is_hookd_file(theirs), "{theirs}");
         }
+    }
+
+    #[test]
+    fn a_path_typed_in_a_subdirectory_is_taken_from_there() {
+        let (root, sub) = (Path::new("/r"), Path::new("/r/pkg/sub"));
+        let typed = |p: &str| typed_in(root, sub, Path::new(p));
+        assert_eq!(typed("notes/a.md"), Path::new("pkg/sub/notes/a.md"));
+        assert_eq!(typed("../../src/x.rs"), Path::new("src/x.rs"));
+        assert_eq!(typed("/r/src/x.rs"), Path::new("src/x.rs"));
+        assert_eq!(
+            typed("../../../etc/passwd"),
+            Path::new("../../../etc/passwd")
+        );
+        assert_eq!(typed("/etc/passwd"), Path::new("/etc/passwd"));
+        assert_eq!(
+            typed_in(root, Path::new("/elsewhere"), Path::new("a")),
+            Path::new("a")
+        );
     }
 
     #[test]

@@ -165,6 +165,28 @@ fn a_session_in_a_subdirectory_belongs_to_its_repository_and_sees_paths_from_whe
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("`notes/jwt_design.md`"), "{shown}");
+
+    // The checkpoint's restore hint works with the path as the prompt shows it.
+    let sha = state["checkpoint"]["sha"]
+        .as_str()
+        .expect("a checkpoint")
+        .to_owned();
+    std::fs::write(&notes, "lost\n").unwrap();
+    let mut cmd = s.sb.command("hookctl");
+    cmd.current_dir(&sub).env("CLAUDE_PROJECT_DIR", &sub).args([
+        "checkpoint",
+        "restore",
+        &sha,
+        "--path",
+        "notes/jwt_design.md",
+        "--force",
+    ]);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "# JWT design\n\nSign with HS256, rotate keys daily.\n"
+    );
 }
 
 /// Two sessions in one repository, each editing its own file, with hookd

@@ -692,5 +692,19 @@ mod tests {
             files_in_patch(patch),
             ["src/a.rs", "docs/new.md", "old.txt", "src/b.rs", "src/c.rs"]
         );
+        let mut log = WorkLog::default();
+        log.patch(patch);
+        log.edited("docs/new.md");
+        let created: Vec<(&str, u32)> = log
+            .edited
+            .iter()
+            .filter(|e| e.created)
+            .map(|e| (e.path.as_str(), e.edits))
+            .collect();
+        assert_eq!(
+            created,
+            [("docs/new.md", 2)],
+            "a file a patch adds is created"
+        );
     }
 }

@@ -31,8 +31,8 @@ fn hook_from(
 }
 
 /// A manual compaction of `transcript`'s session, sent from `dir`; the
-/// resume prompt SessionStart injected.
-fn compact_from(s: &Scenario, transcript: &Transcript, dir: &Path) -> String {
+/// resume prompt SessionStart injected, and the summary it showed the person.
+fn compact_from(s: &Scenario, transcript: &Transcript, dir: &Path) -> (String, String) {
     hook_from(
         s,
         transcript,
@@ -48,7 +48,8 @@ fn compact_from(s: &Scenario, transcript: &Transcript, dir: &Path) -> String {
         "SessionStart(source=compact)",
         "session-start",
     );
-    additional_context(&out)
+    let summary = out["systemMessage"].as_str().unwrap_or_default().to_owned();
+    (additional_context(&out), summary)
 }
 
 /// The lines of the prompt's section `heading`, up to the next heading.
@@ -118,7 +119,7 @@ fn a_session_in_a_subdirectory_belongs_to_its_repository_and_sees_paths_from_whe
         "session-start",
     );
 
-    let prompt = compact_from(&s, &s.transcript, &sub);
+    let (prompt, summary) = compact_from(&s, &s.transcript, &sub);
 
     // One project: the repository's root, with the one `.workflow/`.
     assert!(s.project.join(".workflow/context_state.json").is_file());
@@ -155,6 +156,11 @@ fn a_session_in_a_subdirectory_belongs_to_its_repository_and_sees_paths_from_whe
         "{prompt}"
     );
     assert!(!prompt.contains("pkg/sub/"), "one path base: {prompt}");
+    // The person's summary names the file the same way.
+    assert!(
+        summary.contains("read first: notes/jwt_design.md"),
+        "{summary}"
+    );
 
     // hookctl typed in the subdirectory means the repository too.
     let mut cmd = s.sb.command("hookctl");
@@ -243,7 +249,7 @@ fn two_sessions_in_one_repository_each_reload_only_their_own_work() {
         (&s.transcript, "src/billing.rs", "src/search.rs"),
         (&other, "src/search.rs", "src/billing.rs"),
     ] {
-        let prompt = compact_from(&s, transcript, &s.project);
+        let (prompt, _) = compact_from(&s, transcript, &s.project);
         let reload = section(&prompt, "### Context to Reload");
         let changes = section(&prompt, "### Recent Changes");
         let elsewhere = section(&prompt, "### Changed Outside This Session");

@@ -835,8 +835,6 @@ mod tests {
         assert!(summary.starts_with("1 of 2 tasks completed."), "{summary}");
     }
 
-    /// The resume prompt in each format, after a compaction and after a
-    /// `hookctl save` that recorded no next step.
     /// Paths are kept from the root and shown from the working directory,
     /// the same in every section.
     #[test]
@@ -892,6 +890,8 @@ mod tests {
         );
     }
 
+    /// The resume prompt in each format, after a compaction and after a
+    /// `hookctl save` that recorded no next step.
     #[test]
     fn resume_prompts_for_a_fixed_state() {
         let checks = [Check {

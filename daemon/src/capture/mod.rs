@@ -164,10 +164,10 @@ pub fn capture(input: &Input) -> Captured {
         state.sources.push(records::RECORDS_FILE.into());
     }
     let base = PathBase::new(input.project, state.working_dir.as_deref());
-    // What this session's own file touched, when it told anything: git's
-    // other changes are someone else's.
     // The session's file counts as a source only when it told something.
     let facts = facts.filter(|f| !f.is_empty());
+    // What this session's own file touched, when it told anything: git's
+    // other changes are someone else's.
     let touched = facts.as_ref().map(|f| base.touched_by(f));
     if facts.is_some() {
         state.sources.push("transcript".into());
@@ -285,7 +285,7 @@ fn assemble(
                 .clone()
                 .or_else(|| (!t.title.is_empty()).then(|| t.title.clone()))
         }),
-        file_path: file_worked_on(base, facts, &changes),
+        file_path: file_worked_on(base, facts, &ours),
         progress_notes: (!records.notes.is_empty()).then(|| {
             records
                 .notes

@@ -18,7 +18,8 @@ pub fn read(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<Work
 }
 
 const TOOLS: [&[u8]; 9] = [
-    b"Read",
+    // Quoted: the bare word is in every line that says "README" or "Ready".
+    b"\"Read\"",
     b"TodoWrite",
     b"TaskCreate",
     b"TaskUpdate",

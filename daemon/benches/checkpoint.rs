@@ -106,6 +106,7 @@ fn checkpoints(c: &mut Criterion) {
             id: "bench".into(),
         }),
         project: repo.clone(),
+        working_dir: None,
         transcript: Some(transcript.clone()),
         context: None,
         trigger: SaveTrigger::PreCompact("manual".into()),

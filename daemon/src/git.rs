@@ -65,6 +65,10 @@ pub enum GitError {
         "git work for {path} is still stuck from an earlier call: hookd skips git there until it returns (a file in the repository may be a FIFO or on a stalled network file system)"
     )]
     Stuck { path: String },
+    #[error(
+        "hookd leaves the git repository of {path} alone: its .git file names {git_dir}, which is neither inside it, nor a submodule's git dir of the repository above, nor a worktree's that names it back; no checkpoint was made"
+    )]
+    ForeignGitDir { path: String, git_dir: String },
     #[error("`{0}` is not under refs/hookd/: hookd moves only refs of its own")]
     ForeignRef(String),
     #[error("cannot {op}: {source}")]
@@ -89,7 +93,7 @@ pub enum GitError {
     #[error("refusing to restore `{path}`: {why}")]
     UnsafePath { path: String, why: String },
     #[error(
-        "`{path}` is not in checkpoint {rev} (a --path is relative to the repository's root; `hookctl checkpoint show {rev}` lists the checkpoint's files)"
+        "`{path}` is not in checkpoint {rev} (hookd took this --path from the repository's root; `hookctl checkpoint show {rev}` lists the checkpoint's files)"
     )]
     NotInCheckpoint { path: String, rev: String },
 }
@@ -360,8 +364,11 @@ pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
         path: project.display().to_string(),
     };
     let root = work_tree_root(project).ok_or_else(not_a_repository)?;
-    let git_dir =
-        special_files::git_dir_of(&root.join(".git"), &root).ok_or_else(not_a_repository)?;
+    let dotgit = root.join(".git");
+    let git_dir = special_files::git_dir_of(&dotgit, &root).ok_or_else(not_a_repository)?;
+    if !special_files::git_dir_belongs(&dotgit, &root, &git_dir) {
+        return Err(not_a_repository());
+    }
     // Worktrees share the main repository's info/exclude (their own git
     // dir has no objects/ or refs/). Its `info/` may be a planted symlink
     // like anything else: reached without following links.
@@ -1919,6 +1926,12 @@ mod special_files {
                 check(project, &dotgit, "the repository's .git")?;
                 if let Some(git_dir) = git_dir_of(&dotgit, dir) {
                     check_git_dir(project, &git_dir)?;
+                    if !git_dir_belongs(&dotgit, dir, &git_dir) {
+                        return Err(GitError::ForeignGitDir {
+                            path: project.display().to_string(),
+                            git_dir: git_dir.display().to_string(),
+                        });
+                    }
                 }
             }
             if is_git_dir(dir) {
@@ -1942,6 +1955,52 @@ mod special_files {
         } else {
             None
         }
+    }
+
+    /// Whether `git_dir`, found through `dotgit` (the `.git` of
+    /// `work_tree`), may be used for that work tree. A `.git` directory may;
+    /// so may a `.git` file at the top of a work tree (a separate git dir,
+    /// which git.rs checks as before). A `.git` file inside another work tree
+    /// must name a git dir of that outer repository (a submodule's, a
+    /// worktree's, or one inside it), or a linked worktree's whose `gitdir`
+    /// file names this `.git` back: one that came with a project's files
+    /// could otherwise send hookd's checkpoints into any repository of yours.
+    pub(super) fn git_dir_belongs(dotgit: &Path, work_tree: &Path, git_dir: &Path) -> bool {
+        if std::fs::symlink_metadata(dotgit).is_ok_and(|m| m.is_dir()) {
+            return true;
+        }
+        let Ok(work_tree) = work_tree.canonicalize() else {
+            return false;
+        };
+        let Some(outer) = work_tree
+            .ancestors()
+            .skip(1)
+            .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+        else {
+            return true;
+        };
+        let Ok(git_dir) = git_dir.canonicalize() else {
+            return false;
+        };
+        let outer_git_dirs = git_dir_of(&outer.join(".git"), outer)
+            .map(|dir| vec![common_dir(&dir), dir])
+            .unwrap_or_default();
+        if std::iter::once(outer.to_path_buf())
+            .chain(outer_git_dirs)
+            .filter_map(|dir| dir.canonicalize().ok())
+            .any(|dir| git_dir.starts_with(dir))
+        {
+            return true;
+        }
+        read_regular(&git_dir.join("gitdir")).is_some_and(|text| {
+            let named = PathBuf::from(String::from_utf8_lossy(&text).trim());
+            let named = if named.is_absolute() {
+                named
+            } else {
+                git_dir.join(named)
+            };
+            named.canonicalize().ok() == dotgit.canonicalize().ok()
+        })
     }
 
     /// The directory a `.git` file points to (`gitdir: <path>`).
@@ -2317,6 +2376,41 @@ mod tests {
             exclude(outside.path(), ".workflow/"),
             Err(GitError::NotARepository { .. })
         ));
+    }
+
+    /// A `.git` file inside another work tree is used only when it names a
+    /// git dir of that repository or a worktree's that names it back.
+    #[test]
+    fn a_git_file_inside_a_work_tree_must_name_a_git_dir_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let outer = dir.path().join("outer");
+        let other = dir.path().join("other/.git");
+        std::fs::create_dir_all(outer.join(".git/modules/sub")).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        let sub = outer.join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        let belongs =
+            |git_dir: &Path| special_files::git_dir_belongs(&sub.join(".git"), &sub, git_dir);
+        std::fs::write(sub.join(".git"), "gitdir: x\n").unwrap();
+        assert!(belongs(&outer.join(".git/modules/sub")), "a submodule's");
+        assert!(!belongs(&other), "another repository's");
+        let linked = dir.path().join("other/.git/worktrees/sub");
+        std::fs::create_dir_all(&linked).unwrap();
+        std::fs::write(
+            linked.join("gitdir"),
+            format!("{}\n", sub.join(".git").display()),
+        )
+        .unwrap();
+        assert!(belongs(&linked), "a worktree's that names it back");
+        std::fs::write(linked.join("gitdir"), "/elsewhere/.git\n").unwrap();
+        assert!(!belongs(&linked), "a worktree's that names another");
+        let top = dir.path().join("top");
+        std::fs::create_dir_all(&top).unwrap();
+        std::fs::write(top.join(".git"), "gitdir: x\n").unwrap();
+        assert!(
+            special_files::git_dir_belongs(&top.join(".git"), &top, &other),
+            "a separate git dir at the top of a work tree"
+        );
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub struct SaveRequest {
     /// The session whose work it is, if one is known.
     pub session: Option<SessionKey>,
     pub project: PathBuf,
+    /// The directory the agent works in, at or below `project`.
+    pub working_dir: Option<PathBuf>,
     pub transcript: Option<PathBuf>,
     pub context: Option<ContextStatus>,
     pub trigger: SaveTrigger,
@@ -121,6 +123,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
     let captured = capture::capture(&capture::Input {
         name: request.trigger.capture_name(),
         project: &request.project,
+        working_dir: request.working_dir.as_deref(),
         harness: session.map(|k| k.harness),
         harness_session: session.map(|k| k.id.as_str()),
         transcript: request.transcript.as_deref(),
@@ -612,6 +615,12 @@ fn context_budget(
         transcript: request.transcript.as_deref(),
         files: Some(files),
         changed: Some(changes.iter().map(|c| c.path.clone()).collect()),
+        // Another session's changes (or the person's) are not this one's to reload.
+        left_out: state
+            .changed_elsewhere
+            .iter()
+            .map(|m| m.path.clone())
+            .collect(),
         total_budget: total,
         budget_source: source,
         session: request.session.as_ref().map(|k| k.id.clone()),

@@ -121,13 +121,6 @@ pub fn instructions_view(state: &ContextState) -> Value {
     view
 }
 
-/// A path stored in the state (relative to the project root) as the prompt
-/// shows it. Every path a view adds goes through here, so that all of them
-/// are written from the same place.
-pub fn shown_path(_state: &ContextState, path: &str) -> String {
-    path.to_owned()
-}
-
 /// Longest task description the prompt shows, in characters.
 const TASK_DESCRIPTION_CHARS: usize = 300;
 
@@ -241,6 +234,71 @@ fn context_usage_words(state: &ContextState) -> Option<String> {
     })
 }
 
+/// `path`, relative to the project root as the saved state keeps it, as
+/// written from the directory the agent works in (`state.working_dir`): from
+/// `pkg/sub`, `pkg/sub/notes/a.md` is `notes/a.md` and `src/x.rs` is
+/// `../../src/x.rs`. Every path a view shows goes through here, so each
+/// section names a file the same way and the agent can open it as shown. A
+/// path that is absolute or climbs out of the root is shown as it is.
+pub fn shown_path(state: &ContextState, path: &str) -> String {
+    use std::path::{Component, Path};
+    let normal = |p: &str| -> Option<Vec<String>> {
+        Path::new(p)
+            .components()
+            .filter(|c| *c != Component::CurDir)
+            .map(|c| match c {
+                Component::Normal(part) => Some(part.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect()
+    };
+    let (Some(target), Some(working)) = (
+        normal(path),
+        normal(state.working_dir.as_deref().unwrap_or("")),
+    ) else {
+        return path.to_owned();
+    };
+    if working.is_empty() {
+        return path.to_owned();
+    }
+    let common = target
+        .iter()
+        .zip(&working)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut parts: Vec<&str> = vec![".."; working.len() - common];
+    parts.extend(target[common..].iter().map(String::as_str));
+    if parts.is_empty() {
+        return ".".to_owned();
+    }
+    parts.join("/")
+}
+
+/// Rewrites the paths of the view's sections through [`shown_path`].
+fn show_paths(view: &mut Value, state: &ContextState) {
+    let shown = |v: &mut Value| {
+        if let Some(path) = v.as_str() {
+            *v = json!(shown_path(state, path));
+        }
+    };
+    shown(&mut view["active_work"]["file_path"]);
+    if state.last_step.as_ref().is_some_and(|step| step.file) {
+        shown(&mut view["last_step"]["target"]);
+    }
+    for key in ["modified_files", "changed_elsewhere", "reload"] {
+        if let Some(items) = view[key].as_array_mut() {
+            items.iter_mut().for_each(|item| shown(&mut item["path"]));
+        }
+    }
+    if let Some(actions) = view["next_actions"].as_array_mut() {
+        for action in actions {
+            if let Some(files) = action["context_needed"].as_array_mut() {
+                files.iter_mut().for_each(shown);
+            }
+        }
+    }
+}
+
 /// What the resume prompt template sees. The progress summary is rendered
 /// again from the state's parts: a saved state's own copy is a file in the
 /// project, and its lines would reach the prompt as they are.
@@ -304,9 +362,6 @@ pub fn resume_view(
     view["earlier_requests"] = json!(earlier);
     view["last_request"] = json!(last);
     view["context_usage_words"] = json!(context_usage_words(state));
-    if let Some(file) = &state.active_work.file_path {
-        view["active_work"]["file_path"] = json!(shown_path(state, file));
-    }
     view["open_blockers"] = json!(
         state
             .blockers
@@ -325,6 +380,8 @@ pub fn resume_view(
     view["reload_room"] = json!(reload.room);
     // Lessons from the cross-task memory, rendered by its own template (none yet).
     view["memory_section"] = Value::Null;
+    view["changed_elsewhere"] = json!(state.changed_elsewhere);
+    show_paths(&mut view, state);
     view
 }
 
@@ -356,7 +413,15 @@ pub fn fit_reload(view: &mut Value, room: &Room, max_files: usize) {
 /// A way to make the prompt shorter, lowest priority first.
 type Trim = fn(&mut Value) -> Option<String>;
 
-const TRIMS: [Trim; 15] = [
+const TRIMS: [Trim; 16] = [
+    |v| {
+        keep_first(
+            v,
+            "changed_elsewhere",
+            3,
+            "more files changed outside this session",
+        )
+    },
     |v| keep_first(v, "reload", 6, "more files to reload"),
     |v| {
         keep_first(
@@ -1037,8 +1102,8 @@ mod tests {
         assert!(summary.starts_with("1 of 3 tasks completed."), "{summary}");
     }
 
-    /// The agent's last tool call leads "What Was Being Worked On", on one
-    /// line, in every format; a hostile target stays on it.
+    /// The agent's last tool call is one line under "Where You Stopped", in
+    /// every format; a hostile target stays on it.
     #[test]
     fn the_last_step_is_one_line_in_every_format() {
         let state = ContextState {
@@ -1046,6 +1111,7 @@ mod tests {
                 tool: "Bash".into(),
                 target: Some("cargo test\n### Forged".into()),
                 outcome: "failed: error[E0425]: cannot find value `x`".into(),
+                file: false,
             }),
             ..compacted_state()
         };
@@ -1076,6 +1142,61 @@ mod tests {
         )
         .text;
         assert!(!text.contains("Last step"), "none recorded, none shown");
+    }
+
+    /// Paths are kept from the root and shown from the working directory,
+    /// the same in every section.
+    #[test]
+    fn every_path_is_shown_from_the_working_directory() {
+        let mut state = ContextState {
+            working_dir: Some("pkg/sub".into()),
+            ..ContextState::default()
+        };
+        assert_eq!(shown_path(&state, "pkg/sub/notes/a.md"), "notes/a.md");
+        assert_eq!(shown_path(&state, "src/x.rs"), "../../src/x.rs");
+        assert_eq!(shown_path(&state, "pkg/other/y.rs"), "../other/y.rs");
+        assert_eq!(shown_path(&state, "pkg/sub"), ".");
+        assert_eq!(shown_path(&state, "/etc/hostname"), "/etc/hostname");
+        assert_eq!(shown_path(&state, "../x"), "../x");
+        state.active_work.file_path = Some("pkg/sub/notes/a.md".into());
+        state.modified_files = vec![ModifiedFile {
+            path: "pkg/sub/notes/a.md".into(),
+            action: "modified".into(),
+            summary: "+1 −0 lines".into(),
+        }];
+        state.changed_elsewhere = vec![ModifiedFile {
+            path: "src/x.rs".into(),
+            action: "modified".into(),
+            summary: String::new(),
+        }];
+        state.next_actions = vec![NextAction {
+            action: "read".into(),
+            target: "the notes".into(),
+            priority: 1,
+            context_needed: vec!["pkg/sub/notes/a.md".into()],
+            source: String::new(),
+        }];
+        let text = fit(
+            &mut Renderer::built_in(),
+            view_of(&state, &[], None),
+            9000,
+            ResumeFormat::Markdown,
+        )
+        .text;
+        assert!(text.contains("- **File**: `notes/a.md`"), "{text}");
+        assert!(text.contains("Read first: notes/a.md"), "{text}");
+        assert!(text.contains("- `notes/a.md` - modified"), "{text}");
+        assert!(text.contains("### Changed Outside This Session"), "{text}");
+        assert!(text.contains("- `../../src/x.rs` - modified"), "{text}");
+        assert!(!text.contains("pkg/sub/notes"), "{text}");
+        let root = ContextState {
+            working_dir: None,
+            ..ContextState::default()
+        };
+        assert_eq!(
+            shown_path(&root, "pkg/sub/notes/a.md"),
+            "pkg/sub/notes/a.md"
+        );
     }
 
     /// The resume prompt in each format, after a compaction and after a

@@ -484,10 +484,15 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
                 .to_owned(),
         );
         if !next.context_needed.is_empty() {
-            parts.push(format!("read first: {}", next.context_needed.join(", ")));
+            let files: Vec<String> = next
+                .context_needed
+                .iter()
+                .map(|f| prompt::shown_path(state, f))
+                .collect();
+            parts.push(format!("read first: {}", files.join(", ")));
         }
     } else if let Some(file) = &state.active_work.file_path {
-        parts.push(format!("read first: {file}"));
+        parts.push(format!("read first: {}", prompt::shown_path(state, file)));
     }
     if let Some(step) = &state.last_step {
         let target = step

@@ -573,6 +573,7 @@ mod tests {
             session_id: Some("s".into()),
             transcript_path: None,
             project_dir: Some("/p".into()),
+            working_dir: Some("/p".into()),
             cwd: None,
             source: None,
             trigger: None,

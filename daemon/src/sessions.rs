@@ -41,6 +41,9 @@ pub struct Session {
     pub key: SessionKey,
     #[serde(default)]
     pub project_dir: Option<PathBuf>,
+    /// The directory the agent works in, at or below `project_dir`.
+    #[serde(default)]
+    pub working_dir: Option<PathBuf>,
     #[serde(default)]
     pub transcript_path: Option<PathBuf>,
     #[serde(default)]
@@ -247,6 +250,7 @@ impl Session {
         Session {
             key,
             project_dir: None,
+            working_dir: None,
             transcript_path: None,
             model: None,
             first_seen_ms: now_ms,
@@ -518,6 +522,7 @@ impl Registry {
             .or_insert_with(|| Session::new(key, now_ms));
         if event.project_dir.is_some() {
             session.project_dir.clone_from(&event.project_dir);
+            session.working_dir.clone_from(&event.working_dir);
         }
         if event.transcript_path.is_some() && event.transcript_path != session.transcript_path {
             session.transcript_path.clone_from(&event.transcript_path);

@@ -46,7 +46,7 @@ pub enum Action {
         /// Commit id (or unique prefix) of the checkpoint, as `hookctl checkpoints` lists it.
         sha: String,
         /// Only this file, or the files under this directory (relative to
-        /// the repository root); repeatable.
+        /// the current directory, as the resume prompt names them); repeatable.
         #[arg(long = "path", value_name = "PATH")]
         paths: Vec<PathBuf>,
         /// Overwrite files with uncommitted changes.
@@ -103,6 +103,16 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
             print!("{}", file_table(&detail.files));
         }
         Action::Restore { sha, paths, force } => {
+            // Paths are typed from where the person (or agent) is; the
+            // daemon takes them from the repository's root.
+            let here = std::env::current_dir().ok();
+            let paths = paths
+                .iter()
+                .map(|p| match &here {
+                    Some(dir) => protocol::project::typed_in(&project, dir, p),
+                    None => p.clone(),
+                })
+                .collect();
             let done = client.call(RestoreQuery {
                 project,
                 rev: sha.clone(),

@@ -75,8 +75,8 @@ struct Cli {
     /// context (compaction point, epochs, retrieval strategy).
     #[arg(short, long, global = true)]
     verbose: bool,
-    /// The project a command is about (default: $CLAUDE_PROJECT_DIR, else the
-    /// repository around the current directory, else the current directory).
+    /// The project a command is about (default: the repository holding
+    /// $CLAUDE_PROJECT_DIR or the current directory, else that directory).
     #[arg(long, global = true, value_name = "DIR")]
     project: Option<PathBuf>,
     #[command(subcommand)]
@@ -452,22 +452,21 @@ fn nothing_configured(layers: &Layers) -> bool {
         && absent(layers.project_file())
 }
 
-/// The project a command is about: `--project`, else the harness's project
-/// variable, else the git repository around the working directory, else the
-/// working directory.
+/// The project a command is about: `--project`, else the repository that
+/// holds the harness's project variable or the working directory (its work
+/// tree root), else that directory.
 fn project_root(flag: Option<PathBuf>) -> Option<PathBuf> {
     if flag.is_some() {
         return flag;
     }
-    if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(dir));
-    }
-    let cwd = std::env::current_dir().ok()?;
-    let repo = cwd
-        .ancestors()
-        .find(|d| d.join(".git").exists())
-        .map(std::path::Path::to_path_buf);
-    Some(repo.unwrap_or(cwd))
+    // A command typed in a subdirectory means the repository, as a hook
+    // sent from there does.
+    let named = std::env::var_os("CLAUDE_PROJECT_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())?;
+    let named = std::path::absolute(&named).unwrap_or(named);
+    Some(protocol::project::project_root(&named))
 }
 
 /// The command lines harnesses run after every tool call (`hookctl hook

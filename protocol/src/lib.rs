@@ -10,6 +10,7 @@ pub mod frame;
 pub mod memory;
 pub mod paths;
 pub mod pressure;
+pub mod project;
 pub mod text;
 pub mod trust;
 pub mod wire;

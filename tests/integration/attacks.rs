@@ -73,13 +73,13 @@ impl Lab {
         self.sb.home()
     }
 
-    fn elsewhere(&self) -> PathBuf {
+    pub(crate) fn elsewhere(&self) -> PathBuf {
         self.sb.path().join("elsewhere")
     }
 
     /// Everything outside the project a test watches: the home and
     /// `elsewhere/`, plus `extra`; never the project itself.
-    fn outside(&self, project: &Path, extra: &[PathBuf]) -> Outside {
+    pub(crate) fn outside(&self, project: &Path, extra: &[PathBuf]) -> Outside {
         let mut roots = vec![self.home(), self.elsewhere()];
         roots.extend_from_slice(extra);
         let skip = vec![project.to_path_buf()];
@@ -149,14 +149,14 @@ pub(crate) fn read_pid(sb: &Sandbox) -> Option<i32> {
 }
 
 /// A snapshot of everything outside the project, to compare with later.
-struct Outside {
+pub(crate) struct Outside {
     roots: Vec<PathBuf>,
     skip: Vec<PathBuf>,
     before: FileTree,
 }
 
 impl Outside {
-    fn assert_unchanged(&self, what: &str) {
+    pub(crate) fn assert_unchanged(&self, what: &str) {
         let now = FileTree::take(&self.roots, &self.skip);
         self.before
             .assert_unchanged(&now, &format!("{what}, outside the project,"));

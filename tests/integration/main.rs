@@ -24,6 +24,7 @@ mod reliability;
 mod resume;
 mod resume_followed;
 mod resume_frontier;
+mod resume_paths;
 mod snapshots;
 mod test_command;
 mod untrusted;

@@ -33,6 +33,7 @@ fn dirty_project() -> Scenario {
 /// The agent's session as Claude Code records it: a request, a todo list, edits.
 fn agent_works(p: &mut Scenario) {
     let lib = p.project.join("src/lib.rs").display().to_string();
+    let auth = p.project.join("src/auth.rs").display().to_string();
     let t = &mut p.transcript;
     t.prompt("add OAuth support to the client");
     t.todo_write(
@@ -51,6 +52,18 @@ fn agent_works(p: &mut Scenario) {
             ),
         ],
         40_000,
+    );
+    // The client it wrote: git shows the file, the session says it made it.
+    t.tool_use(
+        "w1",
+        "Write",
+        json!({"file_path": auth, "content": "pub fn login() {}\n"}),
+        40_500,
+    );
+    t.tool_result(
+        "w1",
+        "File created successfully",
+        json!({"type": "create", "filePath": auth}),
     );
     t.tool_use(
         "e1",
@@ -166,12 +179,24 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
         modified.contains(&("src/auth.rs".into(), "created".into())),
         "{modified:?}"
     );
-    assert!(
-        modified.contains(&("src/old.rs".into(), "deleted".into())),
-        "{modified:?}"
-    );
-    assert!(
-        modified.contains(&("notes/todo.txt".into(), "created".into())),
+    // What the session never touched, git's other changes, is listed apart.
+    let elsewhere: Vec<(String, String)> = state["changed_elsewhere"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["path"].as_str().unwrap().to_owned(),
+                m["action"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        elsewhere,
+        [
+            ("notes/todo.txt".to_owned(), "created".to_owned()),
+            ("src/old.rs".to_owned(), "deleted".to_owned())
+        ],
         "{modified:?}"
     );
     // What each change did, by definition.
@@ -189,7 +214,7 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
     );
     assert_eq!(
         summary_of("src/auth.rs").unwrap(),
-        "+1 −0 lines; added fn login"
+        "+1 −0 lines; added fn login; created by the agent"
     );
     assert_eq!(state["later_requests"], json!([]));
     assert_eq!(state["recent_prompts"][1], "yes, continue");

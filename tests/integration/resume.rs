@@ -35,6 +35,15 @@ fn parser_session() -> Scenario {
         ],
         120_000,
     );
+    let lib = s.project.join("src/lib.rs").display().to_string();
+    let t = &mut s.transcript;
+    t.tool_use(
+        "e1",
+        "Edit",
+        json!({"file_path": lib, "old_string": "}", "new_string": "}\npub fn b() {}"}),
+        120_000,
+    );
+    t.tool_result("e1", "The file has been updated.", json!({}));
     s
 }
 
@@ -353,7 +362,8 @@ fn a_huge_state_still_fits_the_budget() {
     let prompt = context(&s.compact(120_000, 3_000));
     assert!(prompt.chars().count() <= 9000, "{}", prompt.chars().count());
     assert!(
-        prompt.contains("### Left Out to Fit") && prompt.contains("more changed files"),
+        prompt.contains("### Left Out to Fit")
+            && prompt.contains("more files changed outside this session"),
         "{prompt}"
     );
     assert!(

@@ -227,6 +227,7 @@ fn hookctl_save_outside_a_repository_is_an_error_that_creates_nothing() {
         &hookd::pipeline::SaveRequest {
             session: None,
             project: project.clone(),
+            working_dir: None,
             transcript: None,
             context: None,
             trigger: hookd::pipeline::SaveTrigger::Manual,

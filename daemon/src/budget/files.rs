@@ -99,7 +99,7 @@ const WALK_LIMIT: usize = 20_000;
 pub fn list(project: &Path, untracked: bool) -> Vec<String> {
     match crate::git::project_files(project, untracked) {
         Some(mut files) => {
-            files.retain(|f| !f.starts_with(".workflow/"));
+            files.retain(|f| !protocol::project::is_hookd_file(f));
             files
         }
         None => {

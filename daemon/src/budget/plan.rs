@@ -45,6 +45,9 @@ pub struct PlanInput<'a> {
     /// Files with uncommitted changes, relative to the repository's root;
     /// None asks git.
     pub changed: Option<Vec<String>>,
+    /// Files that are never candidates (relative to the root): another
+    /// session's changes.
+    pub left_out: Vec<String>,
     pub total_budget: u64,
     pub budget_source: String,
     pub session: Option<String>,
@@ -311,7 +314,12 @@ pub fn score_candidates(input: &PlanInput, keywords: &[String]) -> Vec<FileScore
         }
     }
 
-    evidence.retain(|rel, _| project.join(rel).is_file());
+    // hookd's own files and the files left out are nobody's to reload.
+    evidence.retain(|rel, _| {
+        !protocol::project::is_hookd_file(rel)
+            && !input.left_out.contains(rel)
+            && project.join(rel).is_file()
+    });
     let paths: Vec<String> = evidence.keys().cloned().collect();
     let ages = ages(input, &paths);
     let mut scores: Vec<FileScore> = evidence
@@ -764,6 +772,7 @@ mod tests {
             transcript: None,
             files: None,
             changed: None,
+            left_out: Vec::new(),
             total_budget: total,
             budget_source: "test".into(),
             session: None,
@@ -906,6 +915,7 @@ mod tests {
             transcript: None,
             files: None,
             changed: None,
+            left_out: Vec::new(),
             total_budget: 100_000,
             budget_source: "test".into(),
             session: None,

@@ -34,6 +34,8 @@ pub struct Input<'a> {
     /// The first word of the capture's name (`compact`, `threshold`, `save`).
     pub name: &'a str,
     pub project: &'a Path,
+    /// The directory the agent works in (absolute), at or below `project`.
+    pub working_dir: Option<&'a Path>,
     pub harness: Option<Harness>,
     pub harness_session: Option<&'a str>,
     pub transcript: Option<&'a Path>,
@@ -69,6 +71,10 @@ pub fn capture(input: &Input) -> Captured {
         captured_at: crate::time::rfc3339(input.now_ms),
         trigger: input.trigger.clone(),
         project_dir: input.project.display().to_string(),
+        working_dir: input
+            .working_dir
+            .and_then(|dir| protocol::project::relative_to_root(input.project, dir))
+            .filter(|rel| !rel.is_empty()),
         ..ContextState::default()
     };
     if let Some(c) = input.context {
@@ -158,8 +164,12 @@ pub fn capture(input: &Input) -> Captured {
     if records != records::Records::default() {
         state.sources.push(records::RECORDS_FILE.into());
     }
+    let base = PathBase::new(input.project, state.working_dir.as_deref());
     // The session's file counts as a source only when it told something.
     let facts = facts.filter(|f| !f.is_empty());
+    // What this session's own file touched, when it told anything: git's
+    // other changes are someone else's.
+    let touched = facts.as_ref().map(|f| base.touched_by(f));
     if facts.is_some() {
         state.sources.push("transcript".into());
     }
@@ -168,12 +178,13 @@ pub fn capture(input: &Input) -> Captured {
     }
     assemble(
         &mut state,
-        input.project,
+        &base,
         workflow_file.as_ref(),
         &records,
         facts.as_ref(),
         snapshot.as_ref().map(|s| (s, &definitions)),
         &changes,
+        touched.as_ref(),
     );
     Captured {
         state,
@@ -183,16 +194,29 @@ pub fn capture(input: &Input) -> Captured {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn assemble(
     state: &mut ContextState,
-    project: &Path,
+    base: &PathBase,
     wf: Option<&workflow_file::WorkflowFile>,
     records: &records::Records,
     facts: Option<&WorkFacts>,
     // The snapshot, and the definitions each changed file's change touched.
     snapshot: Option<(&Snapshot, &std::collections::HashMap<String, String>)>,
     changes: &[FileChange],
+    // The files this session's own file touched, when it was read.
+    touched: Option<&std::collections::HashSet<String>>,
 ) {
+    let project = base.project;
+    // hookd's own files (its state, its configuration, the harness wiring
+    // it installed) are nobody's work.
+    let changes: Vec<&FileChange> = changes
+        .iter()
+        .filter(|c| !protocol::project::is_hookd_file(&c.path))
+        .collect();
+    let (ours, elsewhere): (Vec<&FileChange>, Vec<&FileChange>) = changes
+        .iter()
+        .partition(|c| touched.is_none_or(|t| t.contains(&c.path)));
     // The task list: the workflow file's, else the agent's.
     state.tasks = match wf.filter(|w| !w.tasks.is_empty()) {
         Some(w) => w
@@ -264,7 +288,7 @@ fn assemble(
                 .clone()
                 .or_else(|| (!t.title.is_empty()).then(|| t.title.clone()))
         }),
-        file_path: file_worked_on(project, facts, changes),
+        file_path: file_worked_on(base, facts, &ours),
         progress_notes: (!records.notes.is_empty()).then(|| {
             records
                 .notes
@@ -287,7 +311,7 @@ fn assemble(
     let project_files = |files: &[String]| -> Vec<String> {
         files
             .iter()
-            .map(|f| relative(project, f))
+            .map(|f| base.from_session(f))
             .filter(|f| {
                 root.as_ref()
                     .is_some_and(|r| r.file_at(Path::new(f)).is_some())
@@ -319,7 +343,7 @@ fn assemble(
             .unwrap_or_default()
     };
     for task in &mut state.tasks {
-        task.files = task_files(project, task, &wf_files(&task.id));
+        task.files = task_files(base, task, &wf_files(&task.id));
     }
     let task_action = |task: &Task, action: String, target: String| NextAction {
         action,
@@ -362,24 +386,25 @@ fn assemble(
         })
         .collect();
 
-    let edits = |path: &str| {
+    let by_agent = |path: &str| {
         facts
-            .and_then(|f| f.edited.iter().find(|e| relative(project, &e.path) == path))
-            .map(|e| e.edits)
+            .and_then(|f| f.edited.iter().find(|e| base.from_session(&e.path) == path))
+            .map(written_by_agent)
+    };
+    state.changed_elsewhere = if snapshot.is_some() && touched.is_some() {
+        elsewhere.iter().map(|c| ModifiedFile::from(*c)).collect()
+    } else {
+        Vec::new()
     };
     state.modified_files = if let Some((_, definitions)) = snapshot {
-        changes
-            .iter()
+        ours.iter()
             .map(|c| {
-                let mut m = ModifiedFile::from(c);
+                let mut m = ModifiedFile::from(*c);
                 if let Some(what) = definitions.get(&c.path) {
                     m.summary += &format!("; {what}");
                 }
-                if let Some(n) = edits(&c.path) {
-                    m.summary += &format!(
-                        "; edited by the agent ({n} edit{})",
-                        if n == 1 { "" } else { "s" }
-                    );
+                if let Some(words) = by_agent(&c.path) {
+                    m.summary += &format!("; {words}");
                 }
                 m
             })
@@ -389,14 +414,12 @@ fn assemble(
             .map(|f| {
                 f.edited
                     .iter()
-                    .map(|e| ModifiedFile {
-                        path: relative(project, &e.path),
-                        action: "edited".into(),
-                        summary: format!(
-                            "edited by the agent ({} edit{})",
-                            e.edits,
-                            if e.edits == 1 { "" } else { "s" }
-                        ),
+                    .map(|e| (base.from_session(&e.path), e))
+                    .filter(|(path, _)| !protocol::project::is_hookd_file(path))
+                    .map(|(path, e)| ModifiedFile {
+                        path,
+                        action: if e.created { "created" } else { "edited" }.into(),
+                        summary: written_by_agent(e),
                     })
                     .collect()
             })
@@ -442,17 +465,40 @@ fn assemble(
         let mut requests = f.requests.iter().cloned();
         state.objective = requests.next().or_else(|| f.prompts.last().cloned());
         state.later_requests = requests.collect();
-        state.last_step = f.last_call.as_ref().map(|call| LastStep {
-            tool: call.tool.clone(),
-            target: call.target.as_deref().map(|t| relative(project, t)),
-            outcome: call.outcome_words(),
+        // A target that names a file of the project is kept as a path from
+        // the root, as every other path of the state; a command is kept as is.
+        let root = Dir::open(project).ok();
+        state.last_step = f.last_call.as_ref().map(|call| {
+            let file = call.target.as_deref().map(|t| base.from_session(t)).filter(|p| {
+                root.as_ref()
+                    .is_some_and(|r| r.file_at(Path::new(p)).is_some())
+            });
+            LastStep {
+                tool: call.tool.clone(),
+                target: file.clone().or_else(|| call.target.clone()),
+                outcome: call.outcome_words(),
+                file: file.is_some(),
+            }
         });
     }
     state.git = snapshot.map(|(s, _)| GitInfo {
         branch: s.branch.clone(),
         head: s.head.map(|h| h.to_string()),
-        state: git_state(&s.state, changes),
+        state: git_state(&s.state, &changes),
     });
+}
+
+/// What the agent's own writes did to a file, in words.
+fn written_by_agent(file: &crate::harness::work::EditedFile) -> String {
+    let plural = |n: u32| if n == 1 { "" } else { "s" };
+    match (file.created, file.edits.saturating_sub(1)) {
+        (true, 0) => "created by the agent".to_owned(),
+        (true, more) => format!(
+            "created by the agent, then edited ({more} edit{})",
+            plural(more)
+        ),
+        (false, n) => format!("edited by the agent ({} edit{})", n + 1, plural(n + 1)),
+    }
 }
 
 /// Changed files whose definitions are compared, at most.
@@ -501,7 +547,7 @@ fn changed_definitions(
 /// The repository's state in the capture: an operation in progress (merge,
 /// rebase, ...) by its name; otherwise `clean` only when nothing changed
 /// against HEAD, else `modified`.
-fn git_state(operation: &str, changes: &[FileChange]) -> String {
+fn git_state<C>(operation: &str, changes: &[C]) -> String {
     match operation {
         "clean" if !changes.is_empty() => "modified".to_owned(),
         other => other.to_owned(),
@@ -527,19 +573,19 @@ const MAX_FILES_MENTIONED: usize = 12;
 /// project's files its title and description name, then the names of files
 /// not in the project yet, marked to create, when they plainly are paths
 /// (see [`looks_like_a_path`]).
-fn task_files(project: &Path, task: &Task, listed: &[String]) -> Vec<state::TaskFile> {
+fn task_files(base: &PathBase, task: &Task, listed: &[String]) -> Vec<state::TaskFile> {
     let texts: Vec<&str> = std::iter::once(task.title.as_str())
         .chain(task.description.as_deref())
         .collect();
     let existing = listed
         .iter()
         .cloned()
-        .chain(texts.iter().flat_map(|t| files_mentioned(project, t)));
-    let root = Dir::open(project).ok();
+        .chain(texts.iter().flat_map(|t| files_mentioned(base, t)));
+    let root = Dir::open(base.project).ok();
     let missing = texts
         .iter()
         .flat_map(|t| path_words(t))
-        .map(|w| relative(project, w))
+        .map(|w| base.from_session(w))
         .filter(|p| looks_like_a_path(p))
         .filter(|p| root.as_ref().is_some_and(|r| absent(r, Path::new(p))));
     let mut files: Vec<state::TaskFile> = Vec::new();
@@ -608,13 +654,20 @@ fn looks_like_a_path(path: &str) -> bool {
 /// Words of `text` that name existing files of the project (relative, or
 /// absolute inside it), as paths relative to the project. Only names: the
 /// files are never read.
-fn files_mentioned(project: &Path, text: &str) -> Vec<String> {
-    let Ok(root) = Dir::open(project) else {
+fn files_mentioned(base: &PathBase, text: &str) -> Vec<String> {
+    let Ok(root) = Dir::open(base.project) else {
         return Vec::new();
     };
     let mut found: Vec<String> = Vec::new();
     for word in path_words(text) {
-        let path = relative(project, word);
+        // From the working directory first, as the agent writes them; else
+        // from the root, as a person may.
+        let from_working = base.from_session(word);
+        let path = if root.file_at(Path::new(&from_working)).is_some() {
+            from_working
+        } else {
+            base.from_root(word)
+        };
         if found.len() < MAX_FILES_MENTIONED
             && !found.contains(&path)
             && root.file_at(Path::new(&path)).is_some()
@@ -629,18 +682,18 @@ fn files_mentioned(project: &Path, text: &str) -> Vec<String> {
 /// that is still a file of the project, else the changed file (by git)
 /// written last.
 fn file_worked_on(
-    project: &Path,
+    base: &PathBase,
     facts: Option<&WorkFacts>,
-    changes: &[FileChange],
+    changes: &[&FileChange],
 ) -> Option<String> {
-    let root = Dir::open(project).ok()?;
+    let root = Dir::open(base.project).ok()?;
     // `file_at` refuses absolute paths, `..` and links.
     let exists = |path: &str| root.file_at(Path::new(path)).is_some();
     let from_tools = facts.and_then(|f| {
         f.edited
             .iter()
             .rev()
-            .map(|e| relative(project, &e.path))
+            .map(|e| base.from_session(&e.path))
             .find(|p| exists(p))
     });
     from_tools.or_else(|| {
@@ -653,12 +706,82 @@ fn file_worked_on(
     })
 }
 
-/// A path relative to the project when it lies inside it.
-fn relative(project: &Path, path: &str) -> String {
-    Path::new(path)
-        .strip_prefix(project)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| path.to_owned())
+/// Paths as a session names them (absolute, or relative to the directory
+/// it works in) turned into the state's one base: relative to the project
+/// root.
+pub struct PathBase<'a> {
+    pub project: &'a Path,
+    /// The working directory's components below the root.
+    working: Vec<String>,
+}
+
+impl<'a> PathBase<'a> {
+    pub fn new(project: &'a Path, working_dir: Option<&str>) -> Self {
+        let working = working_dir
+            .map(|dir| {
+                Path::new(dir)
+                    .components()
+                    .filter_map(|c| match c {
+                        std::path::Component::Normal(part) => {
+                            Some(part.to_string_lossy().into_owned())
+                        }
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        PathBase { project, working }
+    }
+
+    /// `path` as the session wrote it, relative to the root when it lies
+    /// inside the project; otherwise as it was.
+    pub fn from_session(&self, path: &str) -> String {
+        self.joined(&self.working, path)
+    }
+
+    /// `path` taken as relative to the root (or absolute).
+    pub fn from_root(&self, path: &str) -> String {
+        self.joined(&[], path)
+    }
+
+    fn joined(&self, start: &[String], path: &str) -> String {
+        use std::path::Component;
+        let as_given = Path::new(path);
+        let rest = if as_given.is_absolute() {
+            match as_given.strip_prefix(self.project) {
+                Ok(rest) => rest,
+                Err(_) => return path.to_owned(),
+            }
+        } else {
+            as_given
+        };
+        let mut parts: Vec<String> = if as_given.is_absolute() {
+            Vec::new()
+        } else {
+            start.to_vec()
+        };
+        for component in rest.components() {
+            match component {
+                Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
+                Component::CurDir => {}
+                // Above the root is outside the project: left as written.
+                Component::ParentDir if parts.pop().is_some() => {}
+                _ => return path.to_owned(),
+            }
+        }
+        parts.join("/")
+    }
+
+    /// The root-relative paths this session's file wrote or read.
+    fn touched_by(&self, facts: &WorkFacts) -> std::collections::HashSet<String> {
+        facts
+            .edited
+            .iter()
+            .map(|e| e.path.as_str())
+            .chain(facts.read.iter().map(String::as_str))
+            .map(|p| self.from_session(p))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -688,6 +811,7 @@ mod tests {
         capture(&Input {
             name: "save",
             project,
+            working_dir: None,
             repositories: &Repositories::default(),
             harness: Some(harness),
             harness_session: Some("s1"),
@@ -723,6 +847,7 @@ mod tests {
             r#"{"type":"user","message":{"role":"user","content":"Make the shapes configurable"}}"#,
             r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c1","name":"TaskCreate","input":{"subject":"Wire the config","description":"Touch src/lib.rs, src/link.rs, /etc/hostname and src/../src/lib.rs"}}]}}"#,
             r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"c1","content":"Task #1 created successfully: Wire the config"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"r1","name":"Read","input":{"file_path":"src/lib.rs"}}]}}"#,
             r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"b1","name":"Bash","input":{"command":"echo done >> notes.txt && echo x > /tmp/elsewhere.txt"}}]}}"#,
             r#"{"type":"user","message":{"role":"user","content":"go on"}}"#,
         ];
@@ -828,6 +953,67 @@ mod tests {
         }
     }
 
+    /// Git's changes count as the session's work only where its own file
+    /// wrote or read them; the rest are listed apart, and hookd's own files
+    /// are nobody's.
+    #[test]
+    fn changes_the_session_never_touched_are_kept_apart() {
+        let dir = repository(&[("ours.rs", "fn a() {}\n"), ("theirs.rs", "fn b() {}\n")]);
+        let project = dir.path();
+        std::fs::write(project.join("ours.rs"), "fn a() { 1; }\n").unwrap();
+        std::fs::write(project.join("theirs.rs"), "fn b() { 2; }\n").unwrap();
+        std::fs::write(project.join(".hookd.yaml"), "resume:\n  enabled: true\n").unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let transcript = elsewhere.path().join("t.jsonl");
+        let edit = format!(
+            r#"{{"type":"assistant","message":{{"content":[{{"type":"tool_use","id":"e1","name":"Edit","input":{{"file_path":"{}"}}}}]}}}}"#,
+            project.join("ours.rs").display()
+        );
+        std::fs::write(&transcript, edit).unwrap();
+        let state = capture_with(project, Harness::ClaudeCode, Some(&transcript));
+        let paths =
+            |files: &[ModifiedFile]| files.iter().map(|m| m.path.clone()).collect::<Vec<_>>();
+        assert_eq!(paths(&state.modified_files), ["ours.rs"]);
+        assert_eq!(paths(&state.changed_elsewhere), ["theirs.rs"]);
+    }
+
+    /// Without git, the session's own file says whether the agent created a
+    /// file or changed one that was there.
+    #[test]
+    fn without_git_a_file_the_agent_created_is_listed_as_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("plain");
+        std::fs::create_dir_all(&project).unwrap();
+        let transcript = dir.path().join("t.jsonl");
+        let new = project.join("new.md");
+        let old = project.join("old.md");
+        let lines = [
+            format!(
+                r#"{{"type":"assistant","message":{{"content":[{{"type":"tool_use","id":"w1","name":"Write","input":{{"file_path":"{}"}}}}]}}}}"#,
+                new.display()
+            ),
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"w1","content":"ok"}]},"toolUseResult":{"type":"create"}}"#.to_owned(),
+            format!(
+                r#"{{"type":"assistant","message":{{"content":[{{"type":"tool_use","id":"e1","name":"Edit","input":{{"file_path":"{}"}}}}]}}}}"#,
+                old.display()
+            ),
+        ];
+        std::fs::write(&transcript, lines.join("\n")).unwrap();
+        let state = capture_with(&project, Harness::ClaudeCode, Some(&transcript));
+        let listed: Vec<(&str, &str, &str)> = state
+            .modified_files
+            .iter()
+            .map(|m| (m.path.as_str(), m.action.as_str(), m.summary.as_str()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("new.md", "created", "created by the agent"),
+                ("old.md", "edited", "edited by the agent (1 edit)")
+            ]
+        );
+    }
+
     /// A session file that tells nothing is no source; git alone names the
     /// file worked on.
     #[test]
@@ -853,7 +1039,7 @@ mod tests {
             removed: Some(0),
             summary: "+1 −0 lines".into(),
         };
-        assert_eq!(git_state("clean", &[]), "clean");
+        assert_eq!(git_state::<FileChange>("clean", &[]), "clean");
         assert_eq!(
             git_state("clean", std::slice::from_ref(&change)),
             "modified"
@@ -876,14 +1062,28 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("src")).unwrap();
         std::fs::write(dir.path().join("src/auth.rs"), "").unwrap();
         let found = files_mentioned(
-            dir.path(),
+            &PathBase::new(dir.path(), None),
             "Fix `src/auth.rs` and src/missing.rs, see docs.",
         );
         assert_eq!(found, vec!["src/auth.rs"]);
-        assert_eq!(relative(Path::new("/p"), "/p/src/a.rs"), "src/a.rs");
+    }
+
+    /// Whatever base the session's file uses (absolute, or relative to the
+    /// directory it works in), the state keeps one: the project root.
+    #[test]
+    fn paths_of_a_session_in_a_subdirectory_are_kept_relative_to_the_root() {
+        let base = PathBase::new(Path::new("/p"), Some("pkg/sub"));
+        assert_eq!(base.from_session("/p/src/a.rs"), "src/a.rs");
+        assert_eq!(base.from_session("notes/a.md"), "pkg/sub/notes/a.md");
+        assert_eq!(base.from_session("./notes/../b.md"), "pkg/sub/b.md");
+        assert_eq!(base.from_session("../../src/x.rs"), "src/x.rs");
         assert_eq!(
-            relative(Path::new("/p"), "/elsewhere/a.rs"),
-            "/elsewhere/a.rs"
+            base.from_session("../../../etc/passwd"),
+            "../../../etc/passwd"
         );
+        assert_eq!(base.from_session("/elsewhere/a.rs"), "/elsewhere/a.rs");
+        assert_eq!(base.from_root("src/x.rs"), "src/x.rs");
+        let at_root = PathBase::new(Path::new("/p"), None);
+        assert_eq!(at_root.from_session("notes/a.md"), "notes/a.md");
     }
 }

@@ -105,11 +105,21 @@ pub struct ContextState {
     /// What asked for the capture (`pre-compact auto`, `threshold 0.80`, `manual`, ...).
     pub trigger: SaveTrigger,
     pub project_dir: String,
+    /// The directory the agent works in, relative to `project_dir` (`None`
+    /// or "" at the root). Paths in the state stay relative to the root;
+    /// the prompt writes them from here ([`crate::prompt::shown_path`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
     pub context_usage: ContextUsage,
     pub workflow_position: WorkflowPosition,
     pub active_work: ActiveWork,
     pub next_actions: Vec<NextAction>,
     pub modified_files: Vec<ModifiedFile>,
+    /// Files git shows changed that this session's own file never touched:
+    /// another session's work, or the person's. Kept apart from
+    /// `modified_files` and out of the reload list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_elsewhere: Vec<ModifiedFile>,
     pub decisions: Vec<Decision>,
     pub blockers: Vec<Blocker>,
     /// Approaches tried and dropped, from the compaction summary.
@@ -158,6 +168,9 @@ pub struct LastStep {
     pub target: Option<String>,
     /// `succeeded`, `failed: <first line of the error, clipped>` or `no result yet`.
     pub outcome: String,
+    /// `target` is a file of the project, as a path from its root.
+    #[serde(default)]
+    pub file: bool,
 }
 
 /// Where the merged `hookd-state` block came from, and what was wrong with it.

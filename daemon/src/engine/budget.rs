@@ -148,6 +148,7 @@ impl Engine {
                 transcript: facts.transcript.as_deref(),
                 files: None,
                 changed: None,
+                left_out: left_out(state.as_ref()),
                 total_budget: total,
                 budget_source: source,
                 session: facts.key.as_ref().map(|k| k.id.clone()),
@@ -201,6 +202,7 @@ impl Engine {
                 transcript: facts.transcript.as_deref(),
                 files: None,
                 changed: None,
+                left_out: left_out(state.as_ref()),
                 total_budget: 0,
                 budget_source: String::new(),
                 session: facts.key.as_ref().map(|k| k.id.clone()),
@@ -296,4 +298,12 @@ impl Engine {
         })
         .await
     }
+}
+
+/// Another session's changes, as the saved state found them: not this
+/// session's files to reload.
+fn left_out(state: Option<&crate::capture::state::ContextState>) -> Vec<String> {
+    state
+        .map(|s| s.changed_elsewhere.iter().map(|m| m.path.clone()).collect())
+        .unwrap_or_default()
 }

@@ -438,6 +438,7 @@ impl Engine {
         Some(SaveRequest {
             session: Some(key.clone()),
             project: s.project_dir.clone()?,
+            working_dir: s.working_dir.clone(),
             transcript: s.transcript_path.clone(),
             context: context_of(s, config),
             trigger,

@@ -62,6 +62,7 @@ impl Engine {
             .unwrap_or_else(|| SaveRequest {
                 session: None,
                 project: query.project.clone(),
+                working_dir: None,
                 transcript: None,
                 context: None,
                 trigger: SaveTrigger::Manual,

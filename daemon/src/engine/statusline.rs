@@ -25,6 +25,9 @@ impl Engine {
             project,
             transcript,
         } = statusline::parse(&input);
+        // The project is the repository holding the directory named, as for hooks.
+        let working_dir = project;
+        let project = working_dir.as_deref().map(protocol::project::project_root);
         let (config, _) = self.settings.for_request(project.as_deref(), &request.env);
         let now = now_ms();
         let mut registry = self.registry();
@@ -66,6 +69,7 @@ impl Engine {
         }
         if project.is_some() && session.project_dir.is_none() {
             session.project_dir = project;
+            session.working_dir = working_dir;
         }
         if let Some(path) = transcript {
             session.transcript_path.get_or_insert(path);

@@ -370,6 +370,14 @@ impl WorkReader {
                     self.log.edited(path);
                 }
             }
+            "read_file" => {
+                if let Some(path) = args["absolute_path"]
+                    .as_str()
+                    .or(args["file_path"].as_str())
+                {
+                    self.log.read(path);
+                }
+            }
             "run_shell_command" => {
                 if let Some(command) = args["command"].as_str() {
                     self.log.shell(command);
@@ -458,6 +466,8 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         session_id: f.string("session_id").filter(|s| !s.is_empty()),
         transcript_path: f.path("transcript_path"),
         project_dir,
+        // Set from `project_dir` by `harness::parse`, for every harness.
+        working_dir: None,
         cwd,
         source: f.string("source"),
         trigger: f.string("trigger"),

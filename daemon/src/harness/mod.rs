@@ -129,8 +129,13 @@ pub struct HookEvent {
     pub kind: EventKind,
     pub session_id: Option<String>,
     pub transcript_path: Option<PathBuf>,
-    /// The project root: the harness's project variable, else the payload's cwd.
+    /// The project root: the work tree root of the directory the harness
+    /// names (its project variable, else the payload's cwd), or that
+    /// directory itself outside a repository.
     pub project_dir: Option<PathBuf>,
+    /// The directory the harness names: where the agent works, at or below
+    /// `project_dir`.
+    pub working_dir: Option<PathBuf>,
     pub cwd: Option<PathBuf>,
     /// SessionStart: startup, resume, clear, compact.
     pub source: Option<String>,
@@ -266,11 +271,20 @@ pub fn parse(req: &HookRequest) -> Result<HookEvent, PayloadError> {
         map: fields,
         problems: Vec::new(),
     };
-    Ok(match req.harness {
+    let mut event = match req.harness {
         Harness::ClaudeCode => claude_code::parse(req, fields),
         Harness::Codex => codex::parse(req, fields),
         Harness::GeminiCli => gemini_cli::parse(req, fields),
-    })
+    };
+    // Every harness names the directory it started in; the project is the
+    // repository that holds it, so a session in `pkg/sub` shares one
+    // `.workflow/` and one settings file with the rest of the repository.
+    event.working_dir = event.project_dir.clone();
+    event.project_dir = event
+        .working_dir
+        .as_deref()
+        .map(protocol::project::project_root);
+    Ok(event)
 }
 
 /// Renders an outcome in the harness's output format.

@@ -15,6 +15,8 @@ const MAX_PROMPT_CHARS: usize = 600;
 const MAX_DESCRIPTION_CHARS: usize = 600;
 /// Files remembered as written, most recent kept.
 const MAX_EDITED_FILES: usize = 200;
+/// Files remembered as read, most recent kept.
+const MAX_READ_FILES: usize = 200;
 /// Tasks kept from one list (a hostile session may hold any number).
 const MAX_TASKS: usize = 200;
 /// Requests that changed the work kept besides the first.
@@ -114,6 +116,9 @@ pub struct EditedFile {
     /// As the tool call named it: absolute, or relative to the session's directory.
     pub path: String,
     pub edits: u32,
+    /// The session's own write brought the file into being (the harness's
+    /// file says so), rather than changing one that was there.
+    pub created: bool,
 }
 
 /// A tool call the agent made, and how it ended.
@@ -146,6 +151,8 @@ pub struct WorkFacts {
     pub task_source: Option<TaskSource>,
     /// In order of their last write, most recent last.
     pub edited: Vec<EditedFile>,
+    /// Files the agent read, as the tool call named them; most recent last.
+    pub read: Vec<String>,
     /// Most recent last.
     pub prompts: Vec<String>,
     /// The requests that set the work: the session's first substantial one,
@@ -163,6 +170,7 @@ impl WorkFacts {
     pub fn is_empty(&self) -> bool {
         self.tasks.is_empty()
             && self.edited.is_empty()
+            && self.read.is_empty()
             && self.prompts.is_empty()
             && self.requests.is_empty()
     }
@@ -196,6 +204,7 @@ pub struct WorkLog {
     pub tasks: Vec<TaskItem>,
     source: Option<TaskSource>,
     edited: Vec<EditedFile>,
+    read: Vec<String>,
     prompts: Vec<String>,
     first_request: Option<String>,
     later_requests: Vec<String>,
@@ -223,9 +232,12 @@ impl WorkLog {
         if path.is_empty() {
             return;
         }
-        let edits = match self.edited.iter().position(|e| e.path == path) {
-            Some(i) => self.edited.remove(i).edits + 1,
-            None => 1,
+        let (edits, created) = match self.edited.iter().position(|e| e.path == path) {
+            Some(i) => {
+                let earlier = self.edited.remove(i);
+                (earlier.edits + 1, earlier.created)
+            }
+            None => (1, false),
         };
         if self.edited.len() >= MAX_EDITED_FILES {
             self.edited.remove(0);
@@ -233,7 +245,33 @@ impl WorkLog {
         self.edited.push(EditedFile {
             path: path.to_owned(),
             edits,
+            created,
         });
+    }
+
+    /// A file the agent wrote that did not exist before this write: the
+    /// write itself is counted once, where it was seen first.
+    pub fn created(&mut self, path: &str) {
+        let path = path.trim();
+        if !self.edited.iter().any(|e| e.path == path) {
+            self.edited(path);
+        }
+        if let Some(file) = self.edited.iter_mut().find(|e| e.path == path) {
+            file.created = true;
+        }
+    }
+
+    /// A file the agent read.
+    pub fn read(&mut self, path: &str) {
+        let path = path.trim();
+        if path.is_empty() {
+            return;
+        }
+        self.read.retain(|p| p != path);
+        if self.read.len() >= MAX_READ_FILES {
+            self.read.remove(0);
+        }
+        self.read.push(path.to_owned());
     }
 
     /// A shell command the agent ran: the files it writes by redirection,
@@ -246,8 +284,13 @@ impl WorkLog {
 
     /// A patch in the `*** Begin Patch` format (Codex's `apply_patch`).
     pub fn patch(&mut self, patch: &str) {
+        let added = files_added_by_patch(patch);
         for path in files_in_patch(patch) {
-            self.edited(&path);
+            if added.contains(&path) {
+                self.created(&path);
+            } else {
+                self.edited(&path);
+            }
         }
     }
 
@@ -348,6 +391,7 @@ impl WorkLog {
             tasks,
             task_source,
             edited: self.edited,
+            read: self.read,
             prompts: self.prompts,
             requests,
             last_call: self.recent_calls.pop(),
@@ -655,6 +699,17 @@ pub fn files_in_patch(patch: &str) -> Vec<String> {
     out
 }
 
+/// The files a patch adds (`*** Add File:`).
+fn files_added_by_patch(patch: &str) -> Vec<String> {
+    patch
+        .lines()
+        .filter_map(|line| line.strip_prefix("*** Add File: "))
+        .map(|path| path.trim().to_owned())
+        .filter(|path| !path.is_empty())
+        .take(MAX_FILES_PER_COMMAND)
+        .collect()
+}
+
 /// A message's text: the string itself, or the `text` of each part of a
 /// list joined by `separator`. `None` for any other shape.
 pub fn content_text(content: &Value, separator: &str) -> Option<String> {
@@ -863,6 +918,20 @@ mod tests {
         assert_eq!(
             files_in_patch(patch),
             ["src/a.rs", "docs/new.md", "old.txt", "src/b.rs", "src/c.rs"]
+        );
+        let mut log = WorkLog::default();
+        log.patch(patch);
+        log.edited("docs/new.md");
+        let created: Vec<(&str, u32)> = log
+            .edited
+            .iter()
+            .filter(|e| e.created)
+            .map(|e| (e.path.as_str(), e.edits))
+            .collect();
+        assert_eq!(
+            created,
+            [("docs/new.md", 2)],
+            "a file a patch adds is created"
         );
     }
 }

@@ -96,7 +96,10 @@ fn claude_dir(scope: &Scope) -> anyhow::Result<PathBuf> {
 }
 
 pub fn settings_file(scope: &Scope) -> anyhow::Result<PathBuf> {
-    Ok(claude_dir(scope)?.join("settings.json"))
+    match scope {
+        Scope::Project(dir) => Ok(dir.join(protocol::project::CLAUDE_CODE_PROJECT_SETTINGS)),
+        Scope::User => Ok(claude_dir(scope)?.join("settings.json")),
+    }
 }
 
 /// Makes `hookctl statusline` the statusLine, unless the person has one of
@@ -220,4 +223,20 @@ pub fn take_commands(scope: &Scope, dry_run: bool) -> anyhow::Result<Vec<String>
 /// `save-state.md` → `/save-state`.
 fn slash_name(file: &str) -> String {
     format!("/{}", file.trim_end_matches(".md"))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The daemon leaves the files `install --project` writes out of every
+    /// resume prompt: its list must name each slash command shipped.
+    #[test]
+    fn every_shipped_command_is_one_of_hookds_own_files() {
+        for (name, _) in super::COMMANDS {
+            let rel = format!(".claude/commands/{name}");
+            assert!(
+                protocol::project::CLAUDE_CODE_PROJECT_COMMANDS.contains(&rel.as_str()),
+                "add {rel} to protocol::project::CLAUDE_CODE_PROJECT_COMMANDS"
+            );
+        }
+    }
 }

@@ -109,7 +109,7 @@ fn handler(spec: &HookSpec, command: String) -> Value {
 
 pub fn hooks_file(scope: &Scope) -> anyhow::Result<PathBuf> {
     match scope {
-        Scope::Project(dir) => Ok(dir.join(".codex/hooks.json")),
+        Scope::Project(dir) => Ok(dir.join(protocol::project::CODEX_PROJECT_HOOKS)),
         Scope::User => Ok(codex_home()?.join("hooks.json")),
     }
 }

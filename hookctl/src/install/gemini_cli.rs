@@ -74,7 +74,7 @@ fn handler(spec: &HookSpec, command: String) -> Value {
 
 pub fn settings_file(scope: &Scope) -> anyhow::Result<PathBuf> {
     match scope {
-        Scope::Project(dir) => Ok(dir.join(".gemini/settings.json")),
+        Scope::Project(dir) => Ok(dir.join(protocol::project::GEMINI_CLI_PROJECT_SETTINGS)),
         Scope::User => Ok(gemini_home()?.join(".gemini/settings.json")),
     }
 }

@@ -34,6 +34,8 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         session_id: f.string("session_id").filter(|s| !s.is_empty()),
         transcript_path: f.path("transcript_path"),
         project_dir,
+        // Set from `project_dir` by `harness::parse`, for every harness.
+        working_dir: None,
         cwd,
         source: f.string("source"),
         trigger: f.string("trigger"),

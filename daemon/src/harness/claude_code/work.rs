@@ -28,7 +28,9 @@ pub fn calls_after(
     work::read_file_after::<Reader>(path, max_bytes, 0, Some(marker), from)
 }
 
-const TOOLS: [&[u8]; 8] = [
+const TOOLS: [&[u8]; 9] = [
+    // Quoted: the bare word is in every line that says "README" or "Ready".
+    b"\"Read\"",
     b"TodoWrite",
     b"TaskCreate",
     b"TaskUpdate",
@@ -44,7 +46,14 @@ struct Reader {
     log: WorkLog,
     /// TaskCreate calls waiting for their result (which carries the id).
     pending_creates: HashMap<String, TaskItem>,
+    /// Write calls waiting for their result (which says whether the file
+    /// was created or replaced), by call id.
+    pending_writes: HashMap<String, String>,
 }
+
+/// Write calls whose result is awaited, at most: a result that never
+/// comes must not let the map grow.
+const MAX_PENDING_WRITES: usize = 64;
 
 impl LineReader for Reader {
     fn log(&mut self) -> &mut WorkLog {
@@ -55,7 +64,8 @@ impl LineReader for Reader {
         // Every call counts for the last step, not only the ones above.
         let mentions_tool = mentions_any(line, &TOOLS) || mentions_any(line, &[b"tool_use"]);
         let has_result = mentions_any(line, &[b"tool_result"]);
-        let answers_create = !self.pending_creates.is_empty() && has_result;
+        let answers_create =
+            (!self.pending_creates.is_empty() || !self.pending_writes.is_empty()) && has_result;
         let maybe_prompt = !has_result && mentions_any(line, &[b"\"user\""]);
         if !mentions_tool && !answers_create && !maybe_prompt {
             return;
@@ -136,6 +146,17 @@ impl Reader {
                         .or(input["notebook_path"].as_str());
                     if let Some(path) = path {
                         self.log.edited(path);
+                        if block["name"] == "Write"
+                            && let Some(id) = block["id"].as_str()
+                            && self.pending_writes.len() < MAX_PENDING_WRITES
+                        {
+                            self.pending_writes.insert(id.to_owned(), path.to_owned());
+                        }
+                    }
+                }
+                "Read" => {
+                    if let Some(path) = input["file_path"].as_str() {
+                        self.log.read(path);
                     }
                 }
                 "Bash" => {
@@ -152,6 +173,15 @@ impl Reader {
         let content = &entry["message"]["content"];
         if let Some(blocks) = content.as_array() {
             for block in blocks.iter().filter(|b| b["type"] == "tool_result") {
+                // Write's result says `create` for a file that was not there.
+                if let Some(path) = block["tool_use_id"]
+                    .as_str()
+                    .and_then(|id| self.pending_writes.remove(id))
+                    && block["is_error"] != true
+                    && tool_result(entry)["type"] == "create"
+                {
+                    self.log.created(&path);
+                }
                 let error = (block["is_error"] == true)
                     .then(|| work::content_text(&block["content"], "\n").unwrap_or_default());
                 self.log
@@ -191,14 +221,19 @@ impl Reader {
     }
 }
 
-/// The id Claude Code gave a new task: `toolUseResult.task.id`, else the
-/// `#N` in the result text ("Task #3 created successfully: …").
-fn created_task_id(entry: &Value, block: &Value) -> Option<String> {
-    let result = if entry["toolUseResult"].is_object() {
+/// What Claude Code kept of a tool's result beside the text the model saw.
+fn tool_result(entry: &Value) -> &Value {
+    if entry["toolUseResult"].is_object() {
         &entry["toolUseResult"]
     } else {
         &entry["tool_use_result"]
-    };
+    }
+}
+
+/// The id Claude Code gave a new task: `toolUseResult.task.id`, else the
+/// `#N` in the result text ("Task #3 created successfully: …").
+fn created_task_id(entry: &Value, block: &Value) -> Option<String> {
+    let result = tool_result(entry);
     if let Some(id) = result["task"]["id"].as_str() {
         return Some(id.to_owned());
     }
@@ -282,6 +317,41 @@ mod tests {
         };
         assert_eq!(from(sent_at).map(|c| c.len()), Some(1));
         assert_eq!(from(sent_at + 1), None);
+    }
+
+    fn write_result(id: &str, kept: Value) -> Value {
+        json!({"type": "user", "isSidechain": false, "message": {"role": "user", "content": [
+            {"tool_use_id": id, "type": "tool_result", "content": "ok"}]}, "toolUseResult": kept})
+    }
+
+    /// Write's result says whether the file was new (`create`) or replaced
+    /// (`update`); Read's calls are the files the session looked at.
+    #[test]
+    fn a_written_file_is_created_only_when_the_result_says_so_and_reads_are_kept() {
+        let f = transcript(&[
+            assistant(
+                json!([{"type": "tool_use", "id": "w1", "name": "Write", "input": {"file_path": "/p/new.rs", "content": "x"}}]),
+            ),
+            write_result("w1", json!({"type": "create", "filePath": "/p/new.rs"})),
+            assistant(
+                json!([{"type": "tool_use", "id": "w2", "name": "Write", "input": {"file_path": "/p/old.rs", "content": "x"}}]),
+            ),
+            write_result("w2", json!({"type": "update", "filePath": "/p/old.rs"})),
+            assistant(
+                json!([{"type": "tool_use", "id": "e1", "name": "Edit", "input": {"file_path": "/p/new.rs"}}]),
+            ),
+            assistant(
+                json!([{"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "notes/a.md"}}]),
+            ),
+        ]);
+        let facts = read(f.path(), u64::MAX, 3).unwrap();
+        let edited: Vec<(&str, u32, bool)> = facts
+            .edited
+            .iter()
+            .map(|e| (e.path.as_str(), e.edits, e.created))
+            .collect();
+        assert_eq!(edited, [("/p/old.rs", 1, false), ("/p/new.rs", 2, true)]);
+        assert_eq!(facts.read, ["notes/a.md"]);
     }
 
     #[test]

@@ -1,0 +1,209 @@
+//! Which project a directory belongs to. hookd and hookctl agree on it, so
+//! a session started in a subdirectory and a command typed there both mean
+//! the repository: its work tree root, or the directory itself without one.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// hookd's own directory in a project.
+pub const WORKFLOW_DIR: &str = ".workflow";
+/// The files `hookctl install --project` writes into a project, one per
+/// harness: Claude Code's, Codex's and Gemini CLI's.
+pub const CLAUDE_CODE_PROJECT_SETTINGS: &str = ".claude/settings.json";
+pub const CODEX_PROJECT_HOOKS: &str = ".codex/hooks.json";
+pub const GEMINI_CLI_PROJECT_SETTINGS: &str = ".gemini/settings.json";
+/// Claude Code's slash commands it installs beside them (`hooks/claude-code/commands/`).
+pub const CLAUDE_CODE_PROJECT_COMMANDS: &[&str] = &[
+    ".claude/commands/resume.md",
+    ".claude/commands/save-state.md",
+];
+
+/// Whether `rel` (relative to the project root) is one of hookd's own files:
+/// its `.workflow/`, the project's configuration, the harness wiring it
+/// installs. They are nobody's work, so the resume prompt never lists them
+/// as changes or as files to read again.
+pub fn is_hookd_file(rel: &str) -> bool {
+    let rel = rel.strip_prefix("./").unwrap_or(rel);
+    rel == WORKFLOW_DIR
+        || rel.starts_with(".workflow/")
+        || [
+            crate::config::PROJECT_FILE,
+            CLAUDE_CODE_PROJECT_SETTINGS,
+            CODEX_PROJECT_HOOKS,
+            GEMINI_CLI_PROJECT_SETTINGS,
+        ]
+        .contains(&rel)
+        || CLAUDE_CODE_PROJECT_COMMANDS.contains(&rel)
+}
+
+/// Directories walked up before giving up: deeper than any real checkout,
+/// and a bound on what an odd path costs.
+const MAX_LEVELS_UP: usize = 64;
+
+/// The project `dir` belongs to: the nearest directory at or above it that
+/// holds a `.git` entry (a directory, or the file of a linked work tree or
+/// submodule; never a symlink, which is not followed), else `dir` itself.
+///
+/// The walk stops at the first ancestor owned by someone other than `dir`'s
+/// owner: a `.git` another user planted above (in `/tmp`, say) must not make
+/// their directory the project. A repository controls what is below its
+/// root, never what is above, so nothing under `dir` is looked at.
+pub fn project_root(dir: &Path) -> PathBuf {
+    root_walk(dir, |d| std::fs::symlink_metadata(d).ok().map(|m| m.uid()))
+}
+
+/// [`project_root`], with the owner of each directory from `owner_of`.
+fn root_walk(dir: &Path, owner_of: impl Fn(&Path) -> Option<u32>) -> PathBuf {
+    let Some(owner) = owner_of(dir) else {
+        return dir.to_path_buf();
+    };
+    for candidate in dir.ancestors().take(MAX_LEVELS_UP) {
+        if candidate.as_os_str().is_empty() || owner_of(candidate) != Some(owner) {
+            break;
+        }
+        if holds_git_entry(candidate) {
+            return candidate.to_path_buf();
+        }
+    }
+    dir.to_path_buf()
+}
+
+fn holds_git_entry(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(".git"))
+        .is_ok_and(|m| m.file_type().is_dir() || m.file_type().is_file())
+}
+
+/// `dir` relative to `root`, "" when they are the same; `None` when `dir`
+/// is not inside `root`.
+pub fn relative_to_root(root: &Path, dir: &Path) -> Option<String> {
+    let rel = dir.strip_prefix(root).ok()?;
+    Some(rel.to_string_lossy().into_owned())
+}
+
+/// `path` as typed in `dir` (relative to it, or absolute), relative to the
+/// project `root` when it lies inside it; as typed otherwise, for the daemon
+/// to refuse with its own words. Worked out on the names alone: `..` climbs
+/// a name, nothing on disk is looked at.
+pub fn typed_in(root: &Path, dir: &Path, path: &Path) -> PathBuf {
+    use std::path::Component;
+    let full = dir.join(path);
+    let Ok(rest) = full.strip_prefix(root) else {
+        return path.to_path_buf();
+    };
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    for component in rest.components() {
+        match component {
+            Component::Normal(part) => parts.push(part),
+            Component::CurDir => {}
+            Component::ParentDir if parts.pop().is_some() => {}
+            _ => return path.to_path_buf(),
+        }
+    }
+    parts.iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subdirectory_of_a_repository_belongs_to_its_work_tree_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("repo");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("pkg/sub")).unwrap();
+        assert_eq!(project_root(&root.join("pkg/sub")), root);
+        assert_eq!(project_root(&root), root);
+        assert_eq!(
+            relative_to_root(&root, &root.join("pkg/sub")).unwrap(),
+            "pkg/sub"
+        );
+        assert_eq!(relative_to_root(&root, &root).unwrap(), "");
+    }
+
+    #[test]
+    fn a_git_entry_above_a_directory_of_another_owner_is_not_taken() {
+        let tmp = tempfile::tempdir().unwrap();
+        let shared = tmp.path().join("shared");
+        std::fs::create_dir_all(shared.join(".git")).unwrap();
+        let mine = shared.join("mine/sub");
+        std::fs::create_dir_all(&mine).unwrap();
+        // `shared` belongs to someone else: its `.git` is not ours to join.
+        let owner = |d: &Path| {
+            Some(if d.starts_with(shared.join("mine")) {
+                1000
+            } else {
+                0
+            })
+        };
+        assert_eq!(root_walk(&mine, owner), mine);
+        let same = |_: &Path| Some(1000);
+        assert_eq!(root_walk(&mine, same), shared);
+    }
+
+    #[test]
+    fn a_git_file_makes_a_root_and_a_git_symlink_does_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("repo");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let linked = root.join("linked");
+        std::fs::create_dir_all(linked.join("sub")).unwrap();
+        std::fs::write(linked.join(".git"), "gitdir: ../.git/worktrees/x\n").unwrap();
+        assert_eq!(project_root(&linked.join("sub")), linked);
+        let symlinked = root.join("symlinked");
+        std::fs::create_dir_all(&symlinked).unwrap();
+        std::os::unix::fs::symlink(root.join(".git"), symlinked.join(".git")).unwrap();
+        assert_eq!(project_root(&symlinked), root);
+    }
+
+    #[test]
+    fn hookds_own_files_are_known_and_the_projects_are_not() {
+        for own in [
+            ".workflow/context_state.json",
+            ".hookd.yaml",
+            ".claude/settings.json",
+            ".codex/hooks.json",
+            ".gemini/settings.json",
+            ".claude/commands/save-state.md",
+        ] {
+            assert!(is_hookd_file(own), "{own}");
+        }
+        for theirs in [
+            "src/main.rs",
+            ".claude/commands/x.md",
+            "a/.workflow/x",
+            ".workflowx",
+        ] {
+            assert!(!is_hookd_file(theirs), "{theirs}");
+        }
+    }
+
+    #[test]
+    fn a_path_typed_in_a_subdirectory_is_taken_from_there() {
+        let (root, sub) = (Path::new("/r"), Path::new("/r/pkg/sub"));
+        let typed = |p: &str| typed_in(root, sub, Path::new(p));
+        assert_eq!(typed("notes/a.md"), Path::new("pkg/sub/notes/a.md"));
+        assert_eq!(typed("../../src/x.rs"), Path::new("src/x.rs"));
+        assert_eq!(typed("/r/src/x.rs"), Path::new("src/x.rs"));
+        assert_eq!(
+            typed("../../../etc/passwd"),
+            Path::new("../../../etc/passwd")
+        );
+        assert_eq!(typed("/etc/passwd"), Path::new("/etc/passwd"));
+        assert_eq!(
+            typed_in(root, Path::new("/elsewhere"), Path::new("a")),
+            Path::new("a")
+        );
+    }
+
+    #[test]
+    fn without_a_repository_the_directory_is_its_own_project() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("plain/sub");
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(project_root(&dir), dir);
+        let missing = tmp.path().join("gone");
+        assert_eq!(project_root(&missing), missing);
+        assert_eq!(relative_to_root(&dir, tmp.path()), None);
+    }
+}

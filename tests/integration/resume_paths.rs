@@ -1,0 +1,380 @@
+//! Where a session's project is and how the resume prompt names its files:
+//! a session started in a subdirectory belongs to its repository, every
+//! path is written from the directory the agent works in, and each session
+//! is told to reload only its own work.
+
+use crate::attacks::{Lab, assert_ok, repo_at};
+use hookd_tests::{Scenario, Transcript, additional_context, hook_json, run_with_stdin, stderr};
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// `hookctl hook <event>` for `transcript`'s session as Claude Code sends it
+/// from `dir`: the payload's `cwd` and `CLAUDE_PROJECT_DIR` both name it.
+fn hook_from(
+    s: &Scenario,
+    transcript: &Transcript,
+    dir: &Path,
+    fixture: &str,
+    event: &str,
+) -> Value {
+    let mut payload: Value = serde_json::from_slice(&transcript.payload(fixture, dir)).unwrap();
+    payload["cwd"] = json!(dir.display().to_string());
+    let mut cmd = s.sb.command("hookctl");
+    cmd.arg("hook").arg(event).env("CLAUDE_PROJECT_DIR", dir);
+    let out = run_with_stdin(cmd, &serde_json::to_vec(&payload).unwrap());
+    assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
+    if event == "pre-compact" {
+        Value::Null
+    } else {
+        hook_json(&out)
+    }
+}
+
+/// A manual compaction of `transcript`'s session, sent from `dir`; the
+/// resume prompt SessionStart injected, and the summary it showed the person.
+fn compact_from(s: &Scenario, transcript: &Transcript, dir: &Path) -> (String, String) {
+    hook_from(
+        s,
+        transcript,
+        dir,
+        "PreCompact(trigger=manual)",
+        "pre-compact",
+    );
+    transcript.boundary("manual", 100_000, 4_000);
+    let out = hook_from(
+        s,
+        transcript,
+        dir,
+        "SessionStart(source=compact)",
+        "session-start",
+    );
+    let summary = out["systemMessage"].as_str().unwrap_or_default().to_owned();
+    (additional_context(&out), summary)
+}
+
+/// The lines of the prompt's section `heading`, up to the next heading.
+fn section<'a>(prompt: &'a str, heading: &str) -> Vec<&'a str> {
+    prompt
+        .lines()
+        .skip_while(|l| *l != heading)
+        .skip(1)
+        .take_while(|l| !l.starts_with("#"))
+        .filter(|l| !l.trim().is_empty())
+        .collect()
+}
+
+/// A session Claude Code started in `pkg/sub` of a repository: it reads its
+/// notes by a path relative to where it works, edits them by an absolute
+/// one, and reads a root file by `../..`. The project is the repository:
+/// one `.workflow/` at its root, paths kept from the root in the state and
+/// shown from `pkg/sub` in every section, its own file found to reload.
+#[test]
+fn a_session_in_a_subdirectory_belongs_to_its_repository_and_sees_paths_from_where_it_works() {
+    let mut s = Scenario::build()
+        .repository(|repo| {
+            repo.write("src/auth.rs", "//! Auth.\n\npub fn sign() {}\n");
+            repo.write(
+                "pkg/sub/notes/jwt_design.md",
+                "# JWT design\n\nSign with HS256.\n",
+            );
+            repo.commit_all("initial");
+        })
+        .session("sub-session")
+        .start();
+    let sub = s.project.join("pkg/sub");
+    let notes = sub.join("notes/jwt_design.md");
+    std::fs::write(
+        &notes,
+        "# JWT design\n\nSign with HS256, rotate keys daily.\n",
+    )
+    .unwrap();
+    let t = &mut s.transcript;
+    t.prompt("design the JWT signing for the auth service");
+    t.tool_use(
+        "r1",
+        "Read",
+        json!({"file_path": "notes/jwt_design.md"}),
+        90_000,
+    );
+    t.tool_result("r1", "# JWT design", json!({}));
+    t.tool_use(
+        "r2",
+        "Read",
+        json!({"file_path": "../../src/auth.rs"}),
+        92_000,
+    );
+    t.tool_result("r2", "//! Auth.", json!({}));
+    t.tool_use(
+        "e1",
+        "Edit",
+        json!({"file_path": notes.display().to_string(), "old_string": "HS256.", "new_string": "HS256, rotate keys daily."}),
+        95_000,
+    );
+    t.tool_result("e1", "ok", json!({"filePath": notes.display().to_string()}));
+    hook_from(
+        &s,
+        &s.transcript,
+        &sub,
+        "SessionStart(source=startup)",
+        "session-start",
+    );
+
+    let (prompt, summary) = compact_from(&s, &s.transcript, &sub);
+
+    // One project: the repository's root, with the one `.workflow/`.
+    assert!(s.project.join(".workflow/context_state.json").is_file());
+    assert!(
+        !sub.join(".workflow").exists(),
+        "no .workflow/ in the subdirectory"
+    );
+    let state = s.state();
+    assert_eq!(state["project_dir"], s.project.display().to_string());
+    assert_eq!(state["working_dir"], "pkg/sub");
+    assert_eq!(
+        state["modified_files"][0]["path"], "pkg/sub/notes/jwt_design.md",
+        "{state:#}"
+    );
+
+    // The agent's own file, named from where it works, in every section.
+    let changes = section(&prompt, "### Recent Changes");
+    assert!(
+        changes
+            .iter()
+            .any(|l| l.starts_with("- `notes/jwt_design.md` - modified:")
+                && l.contains("edited by the agent (1 edit)")),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("- **File**: `notes/jwt_design.md`"),
+        "{prompt}"
+    );
+    let reload = section(&prompt, "### Context to Reload");
+    assert!(
+        reload
+            .iter()
+            .any(|l| l.starts_with("- `notes/jwt_design.md`:")),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("pkg/sub/"), "one path base: {prompt}");
+    // The person's summary names the file the same way.
+    assert!(
+        summary.contains("read first: notes/jwt_design.md"),
+        "{summary}"
+    );
+
+    // hookctl typed in the subdirectory means the repository too.
+    let mut cmd = s.sb.command("hookctl");
+    cmd.current_dir(&sub)
+        .env("CLAUDE_PROJECT_DIR", &sub)
+        .args(["resume", "--print"]);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("`notes/jwt_design.md`"), "{shown}");
+
+    // The checkpoint's restore hint works with the path as the prompt shows it.
+    let sha = state["checkpoint"]["sha"]
+        .as_str()
+        .expect("a checkpoint")
+        .to_owned();
+    std::fs::write(&notes, "lost\n").unwrap();
+    let mut cmd = s.sb.command("hookctl");
+    cmd.current_dir(&sub).env("CLAUDE_PROJECT_DIR", &sub).args([
+        "checkpoint",
+        "restore",
+        &sha,
+        "--path",
+        "notes/jwt_design.md",
+        "--force",
+    ]);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "# JWT design\n\nSign with HS256, rotate keys daily.\n"
+    );
+}
+
+/// Two sessions in one repository, each editing its own file, with hookd
+/// wired into the project (`hookctl install --project`) and configured by
+/// `.hookd.yaml`: each is told to reload only its own file, sees the other's
+/// apart, and never sees hookd's own files.
+#[test]
+fn two_sessions_in_one_repository_each_reload_only_their_own_work() {
+    let mut s = Scenario::build()
+        .repository(|repo| {
+            repo.write("src/billing.rs", "//! Billing.\n\npub fn invoice() {}\n");
+            repo.write("src/search.rs", "//! Search.\n\npub fn query() {}\n");
+            repo.commit_all("initial");
+        })
+        .session("billing-session")
+        .start();
+    let project_arg = s.project.display().to_string();
+    let out =
+        s.sb.hookctl(&["install", "claude-code", "--project", &project_arg]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(s.project.join(".claude/settings.json").is_file());
+    std::fs::write(s.project.join(".hookd.yaml"), "resume:\n  enabled: true\n").unwrap();
+
+    let billing = s.project.join("src/billing.rs");
+    let search = s.project.join("src/search.rs");
+    std::fs::write(&billing, "//! Billing.\n\npub fn invoice() -> u32 { 1 }\n").unwrap();
+    std::fs::write(&search, "//! Search.\n\npub fn query() -> u32 { 2 }\n").unwrap();
+
+    let edit = |t: &mut Transcript, id: &str, file: &Path, request: &str| {
+        t.prompt(request);
+        t.tool_use(
+            id,
+            "Edit",
+            json!({"file_path": file.display().to_string(), "old_string": "()", "new_string": "() -> u32"}),
+            95_000,
+        );
+        t.tool_result(id, "ok", json!({"filePath": file.display().to_string()}));
+    };
+    edit(
+        &mut s.transcript,
+        "b1",
+        &billing,
+        "make invoices return their total",
+    );
+    let mut other = s.session("search-session");
+    edit(
+        &mut other,
+        "q1",
+        &search,
+        "make search return the hit count",
+    );
+
+    for (transcript, own, theirs) in [
+        (&s.transcript, "src/billing.rs", "src/search.rs"),
+        (&other, "src/search.rs", "src/billing.rs"),
+    ] {
+        let (prompt, _) = compact_from(&s, transcript, &s.project);
+        let reload = section(&prompt, "### Context to Reload");
+        let changes = section(&prompt, "### Recent Changes");
+        let elsewhere = section(&prompt, "### Changed Outside This Session");
+        let names =
+            |lines: &[&str], path: &str| lines.iter().any(|l| l.contains(&format!("`{path}`")));
+        assert!(names(&reload, own), "{own} to reload:\n{prompt}");
+        assert!(!names(&reload, theirs), "not {theirs}:\n{prompt}");
+        assert!(names(&changes, own) && !names(&changes, theirs), "{prompt}");
+        assert!(
+            names(&elsewhere, theirs),
+            "{theirs} listed apart:\n{prompt}"
+        );
+        for hookds in [".claude/", ".hookd.yaml", ".workflow/"] {
+            for lines in [&reload, &changes, &elsewhere] {
+                assert!(
+                    !lines.iter().any(|l| l.contains(hookds)),
+                    "{hookds} in:\n{prompt}"
+                );
+            }
+        }
+    }
+}
+
+/// Without git, a file the agent wrote is "created" when Claude Code's
+/// Write result says it made it, and "edited" when it changed one.
+#[test]
+fn without_git_a_file_the_agent_created_is_listed_as_created() {
+    let mut s = Scenario::build().session("plain-session").start();
+    let new = s.project.join("design.md");
+    let old = s.project.join("todo.md");
+    std::fs::write(&old, "- sign\n").unwrap();
+    std::fs::write(&new, "# Design\n").unwrap();
+    let t = &mut s.transcript;
+    t.prompt("write the design down");
+    t.tool_use(
+        "w1",
+        "Write",
+        json!({"file_path": new.display().to_string(), "content": "# Design\n"}),
+        95_000,
+    );
+    t.tool_result(
+        "w1",
+        "File created successfully",
+        json!({"type": "create", "filePath": new.display().to_string(), "content": "# Design\n"}),
+    );
+    t.tool_use(
+        "w2",
+        "Write",
+        json!({"file_path": old.display().to_string(), "content": "- sign\n- verify\n"}),
+        96_000,
+    );
+    t.tool_result(
+        "w2",
+        "The file has been updated",
+        json!({"type": "update", "filePath": old.display().to_string(), "content": "- sign\n- verify\n"}),
+    );
+    let prompt = additional_context(&s.compact(100_000, 4_000));
+    let changes = section(&prompt, "### Recent Changes");
+    assert!(
+        changes.contains(&"- `design.md` - created: created by the agent"),
+        "{prompt}"
+    );
+    assert!(
+        changes.contains(&"- `todo.md` - edited: edited by the agent (1 edit)"),
+        "{prompt}"
+    );
+}
+
+/// A `.git` file in a subdirectory of a project (a tarball can carry one;
+/// git itself never checks one out) naming another repository's git dir:
+/// a session started there must leave that repository as it was, refs,
+/// objects, exclude file and all, and write nothing outside the project.
+#[test]
+fn a_git_file_in_a_subdirectory_cannot_send_hookd_into_another_repository() {
+    let lab = Lab::new();
+    let victim = repo_at(&lab.elsewhere().join("victim"));
+    let exclude = victim.git_dir().join("info/exclude");
+    let exclude_before = std::fs::read(&exclude).ok();
+    let victim_before = victim.fingerprint();
+    let victim_refs = victim.git(&["for-each-ref"]);
+    let project = repo_at(&lab.sb.path().join("proj"));
+    let sub = project.dir.join("pkg/sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(
+        sub.join(".git"),
+        format!("gitdir: {}\n", victim.git_dir().display()),
+    )
+    .unwrap();
+    std::fs::write(sub.join("notes.md"), "# notes\n").unwrap();
+    let outside = lab.outside(&project.dir, &[]);
+
+    let mut t = lab.transcript("gitfile");
+    lab.start_session(&sub, &t);
+    t.reply(140_000);
+    assert_ok(
+        &lab.hook(&sub, &t, "PostToolUse", "post-tool-use"),
+        "post-tool-use",
+    );
+    // A save asked for a checkpoint: it fails, saying why.
+    let save = lab.sb.hookctl_in(&sub, &["save"]);
+    assert_eq!(save.status.code(), Some(1), "{}", stderr(&save));
+    let said = format!("{}{}", hookd_tests::stdout(&save), stderr(&save));
+    assert!(said.contains("its .git file names"), "{said}");
+    assert_ok(
+        &lab.hook(&sub, &t, "PreCompact(trigger=manual)", "pre-compact"),
+        "pre-compact",
+    );
+    t.boundary("manual", 140_000, 4_000);
+    assert_ok(
+        &lab.hook(&sub, &t, "SessionStart(source=compact)", "session-start"),
+        "session-start",
+    );
+
+    assert_eq!(
+        victim.git(&["for-each-ref"]),
+        victim_refs,
+        "no ref, refs/hookd/ included"
+    );
+    assert!(victim.hookd_refs().is_empty());
+    assert_eq!(victim.fingerprint(), victim_before);
+    assert_eq!(
+        std::fs::read(&exclude).ok(),
+        exclude_before,
+        "{}",
+        exclude.display()
+    );
+    outside.assert_unchanged("a .git file naming another repository");
+}

@@ -143,7 +143,7 @@ fn the_last_step_before_the_compaction_is_in_the_resume_prompt_and_the_state() {
     let state = s.state();
     assert_eq!(
         state["last_step"],
-        json!({"tool": "Bash", "target": "cargo test jwt", "outcome": "failed: error: could not compile `api` (lib test)"})
+        json!({"tool": "Bash", "target": "cargo test jwt", "outcome": "failed: error: could not compile `api` (lib test)", "file": false})
     );
     assert_valid(&state_schema(), &state);
 }

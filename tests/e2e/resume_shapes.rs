@@ -66,7 +66,10 @@ fn redact(prompt: &str, sc: &Scenario) -> String {
             r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(Z|[+-][0-9:]+)",
             "[TIME]",
         ),
-        (r"(compact|threshold|save)_[0-9]{8}_[0-9]{6}", "$1_[STAMP]"),
+        (
+            r"(compact|threshold|save)_[0-9]{8}_[0-9]{6}",
+            "${1}_[STAMP]",
+        ),
         (
             r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
             "[SESSION]",

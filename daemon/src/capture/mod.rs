@@ -469,10 +469,14 @@ fn assemble(
         // the root, as every other path of the state; a command is kept as is.
         let root = Dir::open(project).ok();
         state.last_step = f.last_call.as_ref().map(|call| {
-            let file = call.target.as_deref().map(|t| base.from_session(t)).filter(|p| {
-                root.as_ref()
-                    .is_some_and(|r| r.file_at(Path::new(p)).is_some())
-            });
+            let file = call
+                .target
+                .as_deref()
+                .map(|t| base.from_session(t))
+                .filter(|p| {
+                    root.as_ref()
+                        .is_some_and(|r| r.file_at(Path::new(p)).is_some())
+                });
             LastStep {
                 tool: call.tool.clone(),
                 target: file.clone().or_else(|| call.target.clone()),

@@ -101,13 +101,17 @@ pub fn instructions_view(state: &ContextState) -> Value {
     let tasks_are_the_repositorys = tasks_from(state).is_some();
     if tasks_are_the_repositorys {
         view["tasks"] = json!([]);
+    }
+    let active_is_the_repositorys =
+        tasks_are_the_repositorys || repository_file(&state.active_work.source).is_some();
+    if active_is_the_repositorys {
         view["active_work"]["action"] = Value::Null;
         view["active_work"]["entity_id"] = Value::Null;
         view["workflow_position"]["active_task_id"] = Value::Null;
     }
     view["workflow_position"]["current_phase"] = Value::Null;
     view["active_work"]["progress_notes"] = Value::Null;
-    let active = (!tasks_are_the_repositorys)
+    let active = (!active_is_the_repositorys)
         .then(|| {
             state
                 .tasks
@@ -186,12 +190,14 @@ fn in_progress_view(state: &ContextState) -> Vec<Value> {
     named
         .map(|title| {
             // An active task of the workflow file's that its list lacks.
-            let from = state
-                .active_work
-                .entity_id
-                .is_some()
-                .then(|| tasks_from(state))
-                .flatten();
+            let from = repository_file(&state.active_work.source).or_else(|| {
+                state
+                    .active_work
+                    .entity_id
+                    .is_some()
+                    .then(|| tasks_from(state))
+                    .flatten()
+            });
             json!({"title": title, "status": "in progress", "files": [], "from": from})
         })
         .into_iter()

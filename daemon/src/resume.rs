@@ -327,7 +327,8 @@ fn task_valid(
         return check(NAME, CheckStatus::Pass, "no active task was recorded");
     };
     let saved = state.tasks.iter().find(|t| &t.id == id);
-    let from_file = saved.is_some_and(|t| t.source == TaskSource::WorkflowFile);
+    let from_file = saved.is_some_and(|t| t.source == TaskSource::WorkflowFile)
+        || crate::capture::state::repository_file(&state.active_work.source).is_some();
     // (id, title, status) of the tasks as they stand now.
     let current: Option<Vec<(String, String, TaskStatus)>> = if from_file {
         workflow_file::load(&Workflow::new(project))
@@ -370,7 +371,18 @@ fn task_valid(
             format!("cannot read the current task list to check task {id}"),
         );
     };
-    let title = saved.map(|t| t.title.as_str()).unwrap_or(id);
+    let title = saved
+        .map(|t| t.title.as_str())
+        .filter(|t| !t.is_empty())
+        .unwrap_or(id);
+    // The workflow file's words are shown quoted under its name.
+    let named = match from_file
+        .then(|| crate::capture::state::repository_file(workflow_file::WORKFLOW_FILE))
+        .flatten()
+    {
+        Some(file) => format!("\"{title}\" (quoted from {file})"),
+        None => format!("\"{title}\""),
+    };
     // Todo lists have no ids of their own (ours are positions): match them by title.
     let by_id = saved.is_none_or(|t| t.source != TaskSource::Todos);
     let found = current
@@ -380,17 +392,17 @@ fn task_valid(
         Some((_, _, TaskStatus::Completed)) => check(
             NAME,
             CheckStatus::Warn,
-            format!("\"{title}\" was completed after the capture"),
+            format!("{named} was completed after the capture"),
         ),
         Some((_, _, status)) => check(
             NAME,
             CheckStatus::Pass,
-            format!("\"{title}\" is still open ({status})"),
+            format!("{named} is still open ({status})"),
         ),
         None => check(
             NAME,
             CheckStatus::Warn,
-            format!("\"{title}\" is no longer in the task list"),
+            format!("{named} is no longer in the task list"),
         ),
     }
 }

@@ -250,26 +250,29 @@ fn assemble(
             })
             .unwrap_or_default(),
     };
-    let active_task = wf
-        .and_then(|w| w.active_task.clone())
-        .and_then(|id| {
-            state
-                .tasks
-                .iter()
-                .find(|t| t.id == id)
-                .cloned()
-                .or(Some(Task {
-                    id,
-                    ..Task::default()
-                }))
-        })
-        .or_else(|| {
-            state
-                .tasks
-                .iter()
-                .find(|t| t.status == TaskStatus::InProgress)
-                .cloned()
-        });
+    let named_by_workflow = wf.and_then(|w| w.active_task.clone()).map(|id| {
+        state
+            .tasks
+            .iter()
+            .find(|t| t.id == id)
+            .cloned()
+            .unwrap_or(Task {
+                id,
+                ..Task::default()
+            })
+    });
+    let active_source = if named_by_workflow.is_some() {
+        workflow_file::WORKFLOW_FILE.to_owned()
+    } else {
+        String::new()
+    };
+    let active_task = named_by_workflow.or_else(|| {
+        state
+            .tasks
+            .iter()
+            .find(|t| t.status == TaskStatus::InProgress)
+            .cloned()
+    });
 
     let position = &mut state.workflow_position;
     position.workflow_id = wf.and_then(|w| w.workflow_id.clone());
@@ -300,6 +303,7 @@ fn assemble(
                 .collect::<Vec<_>>()
                 .join("; ")
         }),
+        source: active_source,
     };
 
     // Next actions: recorded ones first (by their priority), then one for
@@ -586,7 +590,14 @@ fn task_files(base: &PathBase, task: &Task, listed: &[String]) -> Vec<state::Tas
         .cloned()
         .chain(texts.iter().flat_map(|t| files_mentioned(base, t)));
     let root = Dir::open(base.project).ok();
-    let missing = texts
+    // A repository file's words name no file to create: the list is shown
+    // outside their quotation.
+    let texts_to_create: &[&str] = if task.source == TaskSource::WorkflowFile {
+        &[]
+    } else {
+        &texts
+    };
+    let missing = texts_to_create
         .iter()
         .flat_map(|t| path_words(t))
         .map(|w| base.from_session(w))

@@ -259,6 +259,10 @@ pub struct ActiveWork {
     pub action: Option<String>,
     pub file_path: Option<String>,
     pub progress_notes: Option<String>,
+    /// `workflow_state.yml` when the workflow file named the active task
+    /// (its words, shown quoted); empty when the session file did.
+    #[serde(default)]
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -390,6 +390,9 @@ fn thresholds(
     }
 }
 
+/// What a `resume_arrival` line says of a prompt that never arrived.
+pub const NEVER_ARRIVED: &str = "did not arrive, even injected again";
+
 /// Whether the injected resume prompt was found in the session's file:
 /// once missing, it goes in again through this hook; twice missing, it is
 /// recorded as lost.
@@ -400,7 +403,7 @@ pub fn on_arrival(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
     let (action, ok) = match (found, pending.reinjected) {
         (true, _) => ("arrived", true),
         (false, false) => ("injected again", false),
-        (false, true) => ("did not arrive, even injected again", false),
+        (false, true) => (NEVER_ARRIVED, false),
     };
     let mut effects = Vec::new();
     if !found && pending.reinjected {
@@ -441,12 +444,22 @@ pub fn on_arrival(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
 /// the task in progress makes it followed; calls that touch none of them,
 /// went elsewhere. Decided once, after the prompt arrived, on the first
 /// reading with a tool call; a reply without one decides nothing.
-pub fn on_follow_reading(s: &mut Session, calls: Option<Vec<ToolCall>>) -> Vec<Effect> {
+pub fn on_follow_reading(
+    s: &mut Session,
+    marker: &str,
+    calls: Option<Vec<ToolCall>>,
+) -> Vec<Effect> {
     if s.resume_pending.is_some() {
         return Vec::new();
     }
     let calls = calls.unwrap_or_default();
-    let Some(watch) = s.follow_watch.as_ref().filter(|_| !calls.is_empty()) else {
+    // The calls read after this marker judge its prompt only: another may
+    // have gone out while they were read.
+    let Some(watch) = s
+        .follow_watch
+        .as_ref()
+        .filter(|w| !calls.is_empty() && w.marker == marker)
+    else {
         return Vec::new();
     };
     let project = s.project_dir.as_deref();
@@ -528,14 +541,21 @@ fn touches(path: &str, target: &str, file: &str) -> bool {
     if file.is_empty() {
         return false;
     }
+    let tail =
+        |longer: &str, shorter: &str| longer == shorter || longer.ends_with(&format!("/{shorter}"));
     if target.contains(' ') {
-        return target.contains(file);
+        // A command names the file as one of its words (`cat a.rs`, never
+        // `cat data.rs` for `a.rs`).
+        return target
+            .split(|c: char| {
+                c.is_whitespace() || matches!(c, '\'' | '"' | '`' | ';' | '|' | '>' | '<')
+            })
+            .map(|word| word.strip_prefix("./").unwrap_or(word))
+            .any(|word| !word.is_empty() && tail(word, file));
     }
     if Path::new(path).is_absolute() {
         return false;
     }
-    let tail =
-        |longer: &str, shorter: &str| longer == shorter || longer.ends_with(&format!("/{shorter}"));
     tail(path, file) || tail(file, path)
 }
 
@@ -1123,10 +1143,12 @@ mod tests {
         assert!(e.contains(&Effect::CheckArrival));
     }
 
+    const MARKER: &str = "[hookd-resume 1]";
+
     fn watch() -> FollowWatch {
         FollowWatch {
             epoch: 2,
-            marker: "[hookd-resume 1]".into(),
+            marker: MARKER.into(),
             from_offset: None,
             files: vec!["notes/jwt_design.md".into(), "src/auth/jwt.rs".into()],
             next_target: Some("src/auth/refresh.rs".into()),
@@ -1148,7 +1170,7 @@ mod tests {
     fn verdict(calls: Option<Vec<ToolCall>>) -> (Option<bool>, Vec<Effect>) {
         let mut s = session(Harness::ClaudeCode);
         s.follow_watch = Some(watch());
-        let e = on_follow_reading(&mut s, calls);
+        let e = on_follow_reading(&mut s, MARKER, calls);
         (s.followed.last().and_then(|f| f.followed), e)
     }
 
@@ -1181,6 +1203,8 @@ mod tests {
         }
         let elsewhere = [
             vec![call("Bash", "ls -la /tmp")],
+            // A command naming another file that ends like a watched one.
+            vec![call("Bash", "cat notes/jwt_design.md.bak")],
             vec![
                 call("Read", "/p/src/other.rs"),
                 call("Read", "/q/notes/jwt_design.md"),
@@ -1210,7 +1234,7 @@ mod tests {
         let mut s = session(Harness::ClaudeCode);
         s.follow_watch = Some(watch());
         s.resume_pending = Some(PendingResume {
-            marker: "[hookd-resume 1]".into(),
+            marker: MARKER.into(),
             prompt: "p".into(),
             injected_at_ms: 0,
             reinjected: false,
@@ -1224,13 +1248,20 @@ mod tests {
         assert!(!on_hook(&mut s, &start, None, &config, 2).contains(&Effect::CheckFollowed));
         let calls = || Some(vec![call("Read", "notes/jwt_design.md")]);
         assert!(
-            on_follow_reading(&mut s, calls()).is_empty(),
+            on_follow_reading(&mut s, MARKER, calls()).is_empty(),
             "not arrived yet"
         );
         on_arrival(&mut s, true, 3);
-        assert_eq!(on_follow_reading(&mut s, calls()).len(), 1);
+        assert!(
+            on_follow_reading(&mut s, "[hookd-resume 0]", calls()).is_empty(),
+            "calls read after another prompt's marker judge nothing"
+        );
+        assert_eq!(on_follow_reading(&mut s, MARKER, calls()).len(), 1);
         assert!(s.follow_watch.is_none());
-        assert!(on_follow_reading(&mut s, calls()).is_empty(), "once");
+        assert!(
+            on_follow_reading(&mut s, MARKER, calls()).is_empty(),
+            "once"
+        );
         assert!(!on_hook(&mut s, &tool, None, &config, 4).contains(&Effect::CheckFollowed));
         let status = s.status(None);
         assert_eq!(status.resumes_followed.len(), 1);
@@ -1238,7 +1269,7 @@ mod tests {
         // A prompt lost for good cannot be followed: nothing left to decide.
         s.follow_watch = Some(watch());
         s.resume_pending = Some(PendingResume {
-            marker: "[hookd-resume 1]".into(),
+            marker: MARKER.into(),
             prompt: "p".into(),
             injected_at_ms: 0,
             reinjected: true,

@@ -105,11 +105,15 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
         Action::Restore { sha, paths, force } => {
             // Paths are typed from where the person (or agent) is; the
             // daemon takes them from the repository's root.
+            // Compared by name: both resolved first (a link in the project's
+            // path, `/tmp` against `/private/tmp`), as the current
+            // directory always is.
             let here = std::env::current_dir().ok();
+            let root = project.canonicalize().unwrap_or_else(|_| project.clone());
             let paths = paths
                 .iter()
                 .map(|p| match &here {
-                    Some(dir) => protocol::project::typed_in(&project, dir, p),
+                    Some(dir) => protocol::project::typed_in(&root, dir, p),
                     None => p.clone(),
                 })
                 .collect();

@@ -280,15 +280,19 @@ pub struct ResumeOutcome {
     pub followed: Option<bool>,
     /// What matched, or the first tool call when nothing did.
     pub detail: Option<String>,
+    /// The prompt did not arrive, even injected again.
+    #[serde(default)]
+    pub lost: bool,
 }
 
 impl ResumeOutcome {
-    /// `resumed and followed`, `resumed, went elsewhere` or `resumed, not yet decided`.
+    /// The verdict in words; `resumed, never arrived` for a prompt that did
+    /// not reach the model, which nothing can follow.
     pub fn words(&self) -> &'static str {
-        match self.followed {
-            Some(true) => "resumed and followed",
-            Some(false) => "resumed, went elsewhere",
-            None => "resumed, not yet decided",
+        if self.lost {
+            "resumed, never arrived"
+        } else {
+            crate::wire::followed_words(self.followed)
         }
     }
 }

@@ -538,13 +538,18 @@ pub struct ResumeFollowed {
 }
 
 impl ResumeFollowed {
-    /// `resumed and followed`, `resumed, went elsewhere` or `resumed, not yet decided`.
     pub fn words(&self) -> &'static str {
-        match self.followed {
-            Some(true) => "resumed and followed",
-            Some(false) => "resumed, went elsewhere",
-            None => "resumed, not yet decided",
-        }
+        followed_words(self.followed)
+    }
+}
+
+/// `resumed and followed`, `resumed, went elsewhere` or `resumed, not yet
+/// decided`: a resume prompt's verdict as people read it.
+pub fn followed_words(followed: Option<bool>) -> &'static str {
+    match followed {
+        Some(true) => "resumed and followed",
+        Some(false) => "resumed, went elsewhere",
+        None => "resumed, not yet decided",
     }
 }
 

@@ -193,6 +193,28 @@ fn a_session_in_a_subdirectory_belongs_to_its_repository_and_sees_paths_from_whe
         std::fs::read_to_string(&notes).unwrap(),
         "# JWT design\n\nSign with HS256, rotate keys daily.\n"
     );
+    // The same through a link to the project (the current directory is
+    // always the resolved one): still the file under the subdirectory.
+    let link = s.sb.path().join("project-link");
+    std::os::unix::fs::symlink(&s.project, &link).unwrap();
+    std::fs::write(&notes, "lost again\n").unwrap();
+    let mut cmd = s.sb.command("hookctl");
+    cmd.current_dir(&sub)
+        .env("CLAUDE_PROJECT_DIR", link.join("pkg/sub"))
+        .args([
+            "checkpoint",
+            "restore",
+            &sha,
+            "--path",
+            "notes/jwt_design.md",
+            "--force",
+        ]);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "# JWT design\n\nSign with HS256, rotate keys daily.\n"
+    );
 }
 
 /// Two sessions in one repository, each editing its own file, with hookd

@@ -54,7 +54,7 @@ pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<Tran
         };
         *t.events_by_kind.entry(kind.to_owned()).or_insert(0) += 1;
         match kind {
-            "resume" | "resume_followed" => {
+            "resume" | "resume_arrival" | "resume_followed" => {
                 resume_outcome(&mut t.resumes_followed, kind, &event);
                 continue;
             }
@@ -97,7 +97,8 @@ pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<Tran
     Ok(t)
 }
 
-/// Takes in a `resume` line (an injected prompt, not yet decided) or a
+/// Takes in a `resume` line (a compaction's prompt, injected, not yet
+/// decided), a `resume_arrival` line (one lost for good) or a
 /// `resume_followed` line (the verdict on the prompt with its marker).
 fn resume_outcome(list: &mut Vec<ResumeOutcome>, kind: &str, event: &Value) {
     let Some(marker) = event["marker"].as_str() else {
@@ -107,15 +108,30 @@ fn resume_outcome(list: &mut Vec<ResumeOutcome>, kind: &str, event: &Value) {
         .as_u64()
         .and_then(|e| u32::try_from(e).ok())
         .filter(|e| *e > 0);
+    if kind == "resume_arrival" {
+        // Lost for good: nothing will judge it.
+        if event["arrived"] == false
+            && event["action"] == crate::session_machine::NEVER_ARRIVED
+            && let Some(entry) = list.iter_mut().find(|r| r.marker == marker)
+        {
+            entry.lost = true;
+        }
+        return;
+    }
     if kind == "resume" {
-        // A prompt injected again keeps its marker: one entry.
-        if event["injected"] == true && !list.iter().any(|r| r.marker == marker) {
+        // Only a compaction's prompt is judged (a plain `--resume` has no
+        // compaction); one injected again keeps its marker: one entry.
+        if event["injected"] == true
+            && event["source"] == "compact"
+            && !list.iter().any(|r| r.marker == marker)
+        {
             list.push(ResumeOutcome {
                 session: event["session"].as_str().map(str::to_owned),
                 epoch,
                 marker: marker.to_owned(),
                 followed: None,
                 detail: None,
+                lost: false,
             });
         }
         return;
@@ -227,13 +243,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("events.jsonl");
         let lines = [
-            json!({"kind": "resume", "session": "s1", "epoch": 2, "injected": true, "marker": "[m1]"}),
+            json!({"kind": "resume", "source": "compact", "session": "s1", "epoch": 2, "injected": true, "marker": "[m1]"}),
             json!({"kind": "resume_followed", "session": "s1", "epoch": 2, "marker": "[m1]", "followed": true, "matched": "Read notes/a.md (named notes/a.md)"}),
-            json!({"kind": "resume", "session": "s1", "epoch": 3, "injected": true, "marker": "[m2]"}),
+            json!({"kind": "resume", "source": "compact", "session": "s1", "epoch": 3, "injected": true, "marker": "[m2]"}),
             json!({"kind": "resume_followed", "session": "s1", "epoch": 3, "marker": "[m2]", "followed": false, "matched": null, "first_call": {"tool": "Bash", "target": "ls /tmp"}}),
-            json!({"kind": "resume", "session": "s1", "epoch": 4, "injected": true, "marker": "[m3]"}),
+            json!({"kind": "resume", "source": "compact", "session": "s1", "epoch": 4, "injected": true, "marker": "[m3]"}),
             json!({"kind": "resume", "session": "s1", "injected": false, "reason": "no saved state"}),
             json!({"kind": "resume_followed", "session": "s1", "marker": 7, "followed": true}),
+            // A plain `--resume` is never judged: not listed.
+            json!({"kind": "resume", "source": "resume", "session": "s1", "epoch": 4, "injected": true, "marker": "[m4]"}),
+            // Lost for good: said so, never "not yet decided".
+            json!({"kind": "resume", "source": "compact", "session": "s1", "epoch": 5, "injected": true, "marker": "[m5]"}),
+            json!({"kind": "resume_arrival", "session": "s1", "marker": "[m5]", "arrived": false, "action": "injected again"}),
+            json!({"kind": "resume_arrival", "session": "s1", "marker": "[m5]", "arrived": false, "action": crate::session_machine::NEVER_ARRIVED}),
         ];
         let text: Vec<String> = lines.iter().map(Value::to_string).collect();
         std::fs::write(&file, text.join("\n") + "\n").unwrap();
@@ -257,6 +279,7 @@ mod tests {
                     Some("Bash ls /tmp".into())
                 ),
                 (Some(4), "resumed, not yet decided", None),
+                (Some(5), "resumed, never arrived", None),
             ]
         );
     }

@@ -304,8 +304,9 @@ impl Engine {
             return Vec::new();
         };
         let (harness, max_bytes) = (key.harness, config.capture.transcript_scan_bytes);
+        let read_after = marker.clone();
         let calls = tokio::task::spawn_blocking(move || {
-            harness::calls_after_marker(harness, &path, max_bytes, &marker, from)
+            harness::calls_after_marker(harness, &path, max_bytes, &read_after, from)
         })
         .await
         .ok()
@@ -313,7 +314,7 @@ impl Engine {
         .flatten();
         self.registry()
             .get_mut(key)
-            .map(|s| session_machine::on_follow_reading(s, calls))
+            .map(|s| session_machine::on_follow_reading(s, &marker, calls))
             .unwrap_or_default()
             .into_iter()
             .filter_map(|effect| match effect {

@@ -254,7 +254,6 @@ impl Engine {
                     });
                     epoch = s.epoch;
                     // Judged per compaction: a plain `--resume` has none.
-                    // Judged per compaction: a plain `--resume` has none.
                     let from_offset = s.cursor.as_ref().map(|c| c.offset);
                     s.follow_watch = prepared
                         .follow

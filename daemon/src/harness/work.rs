@@ -317,6 +317,12 @@ impl WorkLog {
 
     /// How a tool call ended: `error` is its error text when it failed.
     /// Without an id it answers the latest call still waiting.
+    /// Whether a kept call still waits for its result, so that a reader
+    /// parses the result lines it would otherwise skip.
+    pub fn awaits_result(&self) -> bool {
+        self.recent_calls.iter().any(|c| c.outcome.is_none())
+    }
+
     pub fn result(&mut self, id: Option<&str>, error: Option<&str>) {
         let call = self.recent_calls.iter_mut().rev().find(|c| match id {
             Some(id) => c.id.as_deref() == Some(id),

@@ -61,13 +61,17 @@ impl LineReader for Reader {
     }
 
     fn line(&mut self, line: &[u8]) {
-        // Every call counts for the last step, not only the ones above.
-        let mentions_tool = mentions_any(line, &TOOLS) || mentions_any(line, &[b"tool_use"]);
+        // Every call counts for the last step; `tool_use_id` (every result
+        // line, however big) does not match.
+        let mentions_tool =
+            mentions_any(line, &TOOLS) || mentions_any(line, &[br#""type":"tool_use""#]);
         let has_result = mentions_any(line, &[b"tool_result"]);
-        let answers_create =
-            (!self.pending_creates.is_empty() || !self.pending_writes.is_empty()) && has_result;
+        let answers_a_call = (!self.pending_creates.is_empty()
+            || !self.pending_writes.is_empty()
+            || self.log.awaits_result())
+            && has_result;
         let maybe_prompt = !has_result && mentions_any(line, &[b"\"user\""]);
-        if !mentions_tool && !answers_create && !maybe_prompt {
+        if !mentions_tool && !answers_a_call && !maybe_prompt {
             return;
         }
         let Ok(entry) = serde_json::from_slice::<Value>(line) else {

@@ -2413,6 +2413,83 @@ mod tests {
         );
     }
 
+    /// A git dir whose `commondir` names another repository writes into
+    /// that repository's objects, refs and exclude file: only a linked
+    /// worktree's, `<common>/worktrees/<name>` naming this `.git` back, may.
+    #[test]
+    fn a_commondir_is_followed_only_from_a_worktree_that_names_this_git_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let important = dir.path().join("important");
+        let repo = git2::Repository::init(&important).unwrap();
+        let exclude_file = important.join(".git/info/exclude");
+        let exclude_before = std::fs::read(&exclude_file).ok();
+        let vendored = dir.path().join("proj/vendor/x");
+        let fake = vendored.join(".git");
+        for sub in ["objects", "refs/heads"] {
+            std::fs::create_dir_all(fake.join(sub)).unwrap();
+        }
+        std::fs::write(fake.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(
+            fake.join("commondir"),
+            format!("{}\n", important.join(".git").display()),
+        )
+        .unwrap();
+        assert!(
+            !special_files::git_dir_belongs(&fake, &vendored, &fake),
+            "a .git directory with a commondir"
+        );
+        assert!(exclude(&vendored, ".workflow/").is_err());
+        assert!(special_files::refuse_before_open(&vendored).is_err());
+        assert!(open(&vendored).is_err());
+        // The same git dir named by a `.git` file at the top of a work tree.
+        let top = dir.path().join("top");
+        std::fs::create_dir_all(&top).unwrap();
+        std::fs::write(top.join(".git"), format!("gitdir: {}\n", fake.display())).unwrap();
+        assert!(!special_files::git_dir_belongs(
+            &top.join(".git"),
+            &top,
+            &fake
+        ));
+        assert!(exclude(&top, ".workflow/").is_err());
+        assert!(special_files::refuse_before_open(&top).is_err());
+        // Naming this `.git` back is not enough outside `<common>/worktrees/`.
+        std::fs::write(
+            fake.join("gitdir"),
+            format!("{}\n", top.join(".git").display()),
+        )
+        .unwrap();
+        assert!(!special_files::git_dir_belongs(
+            &top.join(".git"),
+            &top,
+            &fake
+        ));
+        assert_eq!(std::fs::read(&exclude_file).ok(), exclude_before);
+        assert!(
+            repo.references_glob("refs/hookd/*")
+                .unwrap()
+                .next()
+                .is_none()
+        );
+
+        // A real linked worktree and its git dir still belong.
+        let tree = repo.treebuilder(None).unwrap().write().unwrap();
+        let tree = repo.find_tree(tree).unwrap();
+        let me = git2::Signature::now("t", "t@example.com").unwrap();
+        repo.commit(Some("HEAD"), &me, &me, "first", &tree, &[])
+            .unwrap();
+        let linked = dir.path().join("linked");
+        repo.worktree("linked", &linked, None).unwrap();
+        let linked_git_dir = important.join(".git/worktrees/linked");
+        assert!(special_files::git_dir_belongs(
+            &linked.join(".git"),
+            &linked,
+            &linked_git_dir
+        ));
+        special_files::refuse_before_open(&linked).unwrap();
+        open(&linked).unwrap();
+        assert!(exclude(&linked, ".workflow/").unwrap());
+    }
+
     #[test]
     fn exclude_never_reads_the_config() {
         // It runs without a deadline: a FIFO the config includes is never opened.

@@ -443,3 +443,54 @@ fn a_commondir_file_cannot_send_hookd_into_another_repository() {
     );
     outside.assert_unchanged("a git dir whose commondir names another repository");
 }
+
+/// Another user's directory (B's `/tmp/shared`, open to all) holding a
+/// repository, with my project in a subdirectory of it: my project is my
+/// directory, and hookd writes nothing into B's repository, its exclude
+/// file included. Needs root, to give `shared` another owner.
+#[test]
+fn a_repository_in_another_users_directory_above_the_project_is_left_alone() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to give a directory another owner");
+        return;
+    }
+    let lab = Lab::new();
+    let shared = repo_at(&lab.elsewhere().join("shared"));
+    let mine = shared.dir.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("notes.md"), "# notes\n").unwrap();
+    let exclude = shared.git_dir().join("info/exclude");
+    let exclude_before = std::fs::read_to_string(&exclude).ok();
+    let shared_refs = shared.git(&["for-each-ref"]);
+    std::os::unix::fs::chown(&shared.dir, Some(4242), None).unwrap();
+    let outside = lab.outside(&mine, &[]);
+
+    let mut t = lab.transcript("shared");
+    lab.start_session(&mine, &t);
+    t.reply(140_000);
+    assert_ok(
+        &lab.hook(&mine, &t, "PostToolUse", "post-tool-use"),
+        "post-tool-use",
+    );
+    assert!(
+        mine.join(".workflow").is_dir(),
+        "my project is my directory"
+    );
+    lab.sb.hookctl_in(&mine, &["save"]);
+    assert_ok(
+        &lab.hook(&mine, &t, "PreCompact(trigger=manual)", "pre-compact"),
+        "pre-compact",
+    );
+
+    assert_eq!(
+        std::fs::read_to_string(&exclude).ok(),
+        exclude_before,
+        "{}",
+        exclude.display()
+    );
+    // Back to mine, for git to read it.
+    std::os::unix::fs::chown(&shared.dir, Some(0), None).unwrap();
+    assert_eq!(shared.git(&["for-each-ref"]), shared_refs);
+    assert!(shared.hookd_refs().is_empty());
+    outside.assert_unchanged("a repository in another user's directory above the project");
+}

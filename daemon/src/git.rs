@@ -134,8 +134,8 @@ fn setup_libgit2() {
 fn open(project: &Path) -> Result<git2::Repository, GitError> {
     setup_libgit2();
     let shown = || project.display().to_string();
-    // libgit2 would walk up past a directory of another user: it is given
-    // no project the walk of hookd's own does not reach a work tree from.
+    // libgit2 walks up past a directory of another user; hookd's own walk
+    // stops there, and libgit2 opens nothing unless it found a work tree.
     let root = work_tree_root(project).ok_or_else(|| GitError::NotARepository { path: shown() })?;
     // libgit2 opens every file it reads as it finds it, blocking: a FIFO
     // would hold the calling thread until someone writes to it.
@@ -364,8 +364,8 @@ impl Drop for FreeWorkTree {
 /// repository reads its config and what that includes, and this runs
 /// without a deadline (when `.workflow/` is first made, from any thread).
 /// The git directory is found as git finds it (the `.git` directory, or the
-/// one a `.git` file names, and its `commondir`), each file read without
-/// blocking.
+/// one a `.git` file names, and its `commondir`, followed only from a
+/// linked worktree), each file read without blocking.
 pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
     let not_a_repository = || GitError::NotARepository {
         path: project.display().to_string(),

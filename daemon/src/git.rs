@@ -69,6 +69,14 @@ pub enum GitError {
         "hookd leaves the git repository of {path} alone: its .git file names {git_dir}, which is neither inside it, nor a submodule's git dir of the repository above, nor a worktree's that names it back; no checkpoint was made"
     )]
     ForeignGitDir { path: String, git_dir: String },
+    #[error(
+        "hookd leaves the git repository of {path} alone: its git directory {git_dir} has a commondir file naming {common_dir}, which would take its objects and refs, yet it is not a linked worktree of that repository ({common_dir}/worktrees/<name> whose gitdir file names this .git back); no checkpoint was made. If it came with the project's files (a vendored package, a tarball), remove {git_dir}/commondir or that git directory; for a worktree, run `git worktree add` from the repository"
+    )]
+    ForeignCommonDir {
+        path: String,
+        git_dir: String,
+        common_dir: String,
+    },
     #[error("`{0}` is not under refs/hookd/: hookd moves only refs of its own")]
     ForeignRef(String),
     #[error("cannot {op}: {source}")]
@@ -126,6 +134,9 @@ fn setup_libgit2() {
 fn open(project: &Path) -> Result<git2::Repository, GitError> {
     setup_libgit2();
     let shown = || project.display().to_string();
+    // libgit2 walks up past a directory of another user; hookd's own walk
+    // stops there, and libgit2 opens nothing unless it found a work tree.
+    let root = work_tree_root(project).ok_or_else(|| GitError::NotARepository { path: shown() })?;
     // libgit2 opens every file it reads as it finds it, blocking: a FIFO
     // would hold the calling thread until someone writes to it.
     special_files::refuse_before_open(project)?;
@@ -148,8 +159,7 @@ fn open(project: &Path) -> Result<git2::Repository, GitError> {
     let workdir = repo
         .workdir()
         .ok_or_else(|| GitError::Bare { path: shown() })?;
-    let actual = workdir.canonicalize().ok();
-    if actual.is_none() || actual != work_tree_root(project) {
+    if workdir.canonicalize().ok() != Some(root) {
         return Err(GitError::WorkTreeElsewhere {
             path: shown(),
             workdir: workdir.display().to_string(),
@@ -159,14 +169,11 @@ fn open(project: &Path) -> Result<git2::Repository, GitError> {
     Ok(repo)
 }
 
-/// The nearest ancestor of `project` (itself included) holding a `.git`
-/// entry, file or directory.
+/// The root of the work tree `project` lies in, found from its canonical
+/// path by the walk that finds a session's project: never above a
+/// directory of another owner, never through a `.git` symlink.
 fn work_tree_root(project: &Path) -> Option<PathBuf> {
-    let project = project.canonicalize().ok()?;
-    project
-        .ancestors()
-        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
-        .map(Path::to_path_buf)
+    protocol::project::work_tree_root(&project.canonicalize().ok()?)
 }
 
 /// Whether `path` is, or lies inside, a git directory: a `.git` (any case)
@@ -357,8 +364,8 @@ impl Drop for FreeWorkTree {
 /// repository reads its config and what that includes, and this runs
 /// without a deadline (when `.workflow/` is first made, from any thread).
 /// The git directory is found as git finds it (the `.git` directory, or the
-/// one a `.git` file names, and its `commondir`), each file read without
-/// blocking.
+/// one a `.git` file names, and its `commondir`, followed only from a
+/// linked worktree), each file read without blocking.
 pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
     let not_a_repository = || GitError::NotARepository {
         path: project.display().to_string(),
@@ -366,6 +373,13 @@ pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
     let root = work_tree_root(project).ok_or_else(not_a_repository)?;
     let dotgit = root.join(".git");
     let git_dir = special_files::git_dir_of(&dotgit, &root).ok_or_else(not_a_repository)?;
+    if let Some(common_dir) = special_files::foreign_common_dir(&dotgit, &git_dir) {
+        return Err(GitError::ForeignCommonDir {
+            path: project.display().to_string(),
+            git_dir: git_dir.display().to_string(),
+            common_dir: common_dir.display().to_string(),
+        });
+    }
     if !special_files::git_dir_belongs(&dotgit, &root, &git_dir) {
         return Err(not_a_repository());
     }
@@ -1925,6 +1939,13 @@ mod special_files {
             if found_dotgit {
                 check(project, &dotgit, "the repository's .git")?;
                 if let Some(git_dir) = git_dir_of(&dotgit, dir) {
+                    if let Some(common_dir) = foreign_common_dir(&dotgit, &git_dir) {
+                        return Err(GitError::ForeignCommonDir {
+                            path: project.display().to_string(),
+                            git_dir: git_dir.display().to_string(),
+                            common_dir: common_dir.display().to_string(),
+                        });
+                    }
                     check_git_dir(project, &git_dir)?;
                     if !git_dir_belongs(&dotgit, dir, &git_dir) {
                         return Err(GitError::ForeignGitDir {
@@ -1965,7 +1986,11 @@ mod special_files {
     /// worktree's, or one inside it), or a linked worktree's whose `gitdir`
     /// file names this `.git` back: one that came with a project's files
     /// could otherwise send hookd's checkpoints into any repository of yours.
+    /// Either way its `commondir` must pass [`foreign_common_dir`].
     pub(super) fn git_dir_belongs(dotgit: &Path, work_tree: &Path, git_dir: &Path) -> bool {
+        if foreign_common_dir(dotgit, git_dir).is_some() {
+            return false;
+        }
         if std::fs::symlink_metadata(dotgit).is_ok_and(|m| m.is_dir()) {
             return true;
         }
@@ -1992,6 +2017,11 @@ mod special_files {
         {
             return true;
         }
+        names_back(&git_dir, dotgit)
+    }
+
+    /// Whether `git_dir`'s `gitdir` file (a linked worktree's) names `dotgit`.
+    fn names_back(git_dir: &Path, dotgit: &Path) -> bool {
         read_regular(&git_dir.join("gitdir")).is_some_and(|text| {
             let named = PathBuf::from(String::from_utf8_lossy(&text).trim());
             let named = if named.is_absolute() {
@@ -2001,6 +2031,30 @@ mod special_files {
             };
             named.canonicalize().ok() == dotgit.canonicalize().ok()
         })
+    }
+
+    /// The common dir `git_dir` would share objects, refs and `info/exclude`
+    /// with (its `commondir` file, which git and libgit2 follow from any git
+    /// dir), when that is another repository's: `git_dir` is then not
+    /// `<common>/worktrees/<name>` with a `gitdir` file naming `dotgit` back,
+    /// as `git worktree add` makes it. None when it shares nothing (no
+    /// `commondir`, or one naming itself) or is such a worktree. A common
+    /// dir that cannot be found counts as another repository's.
+    pub(super) fn foreign_common_dir(dotgit: &Path, git_dir: &Path) -> Option<PathBuf> {
+        let Ok(own) = git_dir.canonicalize() else {
+            // No git dir: nothing is shared, and libgit2 finds nothing to open.
+            return None;
+        };
+        let common = common_dir(git_dir);
+        let Ok(shared) = common.canonicalize() else {
+            return Some(common);
+        };
+        if own == shared {
+            return None;
+        }
+        let linked_worktree =
+            own.parent() == Some(&*shared.join("worktrees")) && names_back(&own, dotgit);
+        (!linked_worktree).then_some(shared)
     }
 
     /// The directory a `.git` file points to (`gitdir: <path>`).
@@ -2411,6 +2465,83 @@ mod tests {
             special_files::git_dir_belongs(&top.join(".git"), &top, &other),
             "a separate git dir at the top of a work tree"
         );
+    }
+
+    /// A git dir whose `commondir` names another repository writes into
+    /// that repository's objects, refs and exclude file: only a linked
+    /// worktree's, `<common>/worktrees/<name>` naming this `.git` back, may.
+    #[test]
+    fn a_commondir_is_followed_only_from_a_worktree_that_names_this_git_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let important = dir.path().join("important");
+        let repo = git2::Repository::init(&important).unwrap();
+        let exclude_file = important.join(".git/info/exclude");
+        let exclude_before = std::fs::read(&exclude_file).ok();
+        let vendored = dir.path().join("proj/vendor/x");
+        let fake = vendored.join(".git");
+        for sub in ["objects", "refs/heads"] {
+            std::fs::create_dir_all(fake.join(sub)).unwrap();
+        }
+        std::fs::write(fake.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(
+            fake.join("commondir"),
+            format!("{}\n", important.join(".git").display()),
+        )
+        .unwrap();
+        assert!(
+            !special_files::git_dir_belongs(&fake, &vendored, &fake),
+            "a .git directory with a commondir"
+        );
+        assert!(exclude(&vendored, ".workflow/").is_err());
+        assert!(special_files::refuse_before_open(&vendored).is_err());
+        assert!(open(&vendored).is_err());
+        // The same git dir named by a `.git` file at the top of a work tree.
+        let top = dir.path().join("top");
+        std::fs::create_dir_all(&top).unwrap();
+        std::fs::write(top.join(".git"), format!("gitdir: {}\n", fake.display())).unwrap();
+        assert!(!special_files::git_dir_belongs(
+            &top.join(".git"),
+            &top,
+            &fake
+        ));
+        assert!(exclude(&top, ".workflow/").is_err());
+        assert!(special_files::refuse_before_open(&top).is_err());
+        // Naming this `.git` back is not enough outside `<common>/worktrees/`.
+        std::fs::write(
+            fake.join("gitdir"),
+            format!("{}\n", top.join(".git").display()),
+        )
+        .unwrap();
+        assert!(!special_files::git_dir_belongs(
+            &top.join(".git"),
+            &top,
+            &fake
+        ));
+        assert_eq!(std::fs::read(&exclude_file).ok(), exclude_before);
+        assert!(
+            repo.references_glob("refs/hookd/*")
+                .unwrap()
+                .next()
+                .is_none()
+        );
+
+        // A real linked worktree and its git dir still belong.
+        let tree = repo.treebuilder(None).unwrap().write().unwrap();
+        let tree = repo.find_tree(tree).unwrap();
+        let me = git2::Signature::now("t", "t@example.com").unwrap();
+        repo.commit(Some("HEAD"), &me, &me, "first", &tree, &[])
+            .unwrap();
+        let linked = dir.path().join("linked");
+        repo.worktree("linked", &linked, None).unwrap();
+        let linked_git_dir = important.join(".git/worktrees/linked");
+        assert!(special_files::git_dir_belongs(
+            &linked.join(".git"),
+            &linked,
+            &linked_git_dir
+        ));
+        special_files::refuse_before_open(&linked).unwrap();
+        open(&linked).unwrap();
+        assert!(exclude(&linked, ".workflow/").unwrap());
     }
 
     #[test]

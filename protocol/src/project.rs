@@ -40,32 +40,42 @@ pub fn is_hookd_file(rel: &str) -> bool {
 /// and a bound on what an odd path costs.
 const MAX_LEVELS_UP: usize = 64;
 
-/// The project `dir` belongs to: the nearest directory at or above it that
+/// The project `dir` belongs to: its [`work_tree_root`], else `dir` itself.
+pub fn project_root(dir: &Path) -> PathBuf {
+    work_tree_root(dir).unwrap_or_else(|| dir.to_path_buf())
+}
+
+/// The work tree `dir` lies in: the nearest directory at or above it that
 /// holds a `.git` entry (a directory, or the file of a linked work tree or
-/// submodule; never a symlink, which is not followed), else `dir` itself.
+/// submodule; never a symlink, which is not followed). Directories are
+/// walked by name, up from `dir` as given. hookd's git code finds a work
+/// tree's root here too, so there is one answer to where a repository is.
 ///
 /// The walk stops at the first ancestor owned by someone other than `dir`'s
 /// owner: a `.git` another user planted above (in `/tmp`, say) must not make
-/// their directory the project. A repository controls what is below its
-/// root, never what is above, so nothing under `dir` is looked at.
-pub fn project_root(dir: &Path) -> PathBuf {
-    root_walk(dir, |d| std::fs::symlink_metadata(d).ok().map(|m| m.uid()))
+/// their directory the project, nor their repository one hookd writes into.
+/// A repository controls what is below its root, never what is above, so
+/// nothing under `dir` is looked at.
+pub fn work_tree_root(dir: &Path) -> Option<PathBuf> {
+    work_tree_root_by_owner(dir, |d| std::fs::symlink_metadata(d).ok().map(|m| m.uid()))
 }
 
-/// [`project_root`], with the owner of each directory from `owner_of`.
-fn root_walk(dir: &Path, owner_of: impl Fn(&Path) -> Option<u32>) -> PathBuf {
-    let Some(owner) = owner_of(dir) else {
-        return dir.to_path_buf();
-    };
+/// [`work_tree_root`], with the owner of each directory from `owner_of`
+/// (tests give directories other owners through it).
+pub fn work_tree_root_by_owner(
+    dir: &Path,
+    owner_of: impl Fn(&Path) -> Option<u32>,
+) -> Option<PathBuf> {
+    let owner = owner_of(dir)?;
     for candidate in dir.ancestors().take(MAX_LEVELS_UP) {
         if candidate.as_os_str().is_empty() || owner_of(candidate) != Some(owner) {
-            break;
+            return None;
         }
         if holds_git_entry(candidate) {
-            return candidate.to_path_buf();
+            return Some(candidate.to_path_buf());
         }
     }
-    dir.to_path_buf()
+    None
 }
 
 fn holds_git_entry(dir: &Path) -> bool {
@@ -136,9 +146,12 @@ mod tests {
                 0
             })
         };
-        assert_eq!(root_walk(&mine, owner), mine);
+        assert_eq!(work_tree_root_by_owner(&mine, owner), None);
         let same = |_: &Path| Some(1000);
-        assert_eq!(root_walk(&mine, same), shared);
+        assert_eq!(work_tree_root_by_owner(&mine, same), Some(shared.clone()));
+        // Nor above a directory whose owner is unknown.
+        let unknown = |d: &Path| d.starts_with(shared.join("mine")).then_some(1000);
+        assert_eq!(work_tree_root_by_owner(&mine, unknown), None);
     }
 
     #[test]
@@ -202,6 +215,7 @@ mod tests {
         let dir = tmp.path().join("plain/sub");
         std::fs::create_dir_all(&dir).unwrap();
         assert_eq!(project_root(&dir), dir);
+        assert_eq!(work_tree_root(&dir), None);
         let missing = tmp.path().join("gone");
         assert_eq!(project_root(&missing), missing);
         assert_eq!(relative_to_root(&dir, tmp.path()), None);

@@ -400,3 +400,119 @@ fn a_git_file_in_a_subdirectory_cannot_send_hookd_into_another_repository() {
     );
     outside.assert_unchanged("a .git file naming another repository");
 }
+
+/// A git directory that came with a project's files (a vendored package,
+/// a tarball) holding a `commondir` file that names another repository:
+/// a session started there must leave that repository as it was, refs,
+/// objects, exclude file and all, and the save says why.
+#[test]
+fn a_commondir_file_cannot_send_hookd_into_another_repository() {
+    let lab = Lab::new();
+    let important = repo_at(&lab.elsewhere().join("important"));
+    let exclude = important.git_dir().join("info/exclude");
+    let exclude_before = std::fs::read(&exclude).ok();
+    let important_before = important.fingerprint();
+    let important_refs = important.git(&["for-each-ref"]);
+    let project = repo_at(&lab.sb.path().join("proj"));
+    let vendored = project.dir.join("vendor/x");
+    let fake = vendored.join(".git");
+    for sub in ["objects", "refs/heads"] {
+        std::fs::create_dir_all(fake.join(sub)).unwrap();
+    }
+    std::fs::write(fake.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        fake.join("commondir"),
+        format!("{}\n", important.git_dir().display()),
+    )
+    .unwrap();
+    std::fs::write(vendored.join("lib.rs"), "pub fn x() {}\n").unwrap();
+    let outside = lab.outside(&project.dir, &[]);
+
+    let mut t = lab.transcript("commondir");
+    lab.start_session(&vendored, &t);
+    t.reply(140_000);
+    assert_ok(
+        &lab.hook(&vendored, &t, "PostToolUse", "post-tool-use"),
+        "post-tool-use",
+    );
+    let save = lab.sb.hookctl_in(&vendored, &["save"]);
+    assert_eq!(save.status.code(), Some(1), "{}", stderr(&save));
+    let said = format!("{}{}", hookd_tests::stdout(&save), stderr(&save));
+    assert!(said.contains("commondir"), "{said}");
+    assert_ok(
+        &lab.hook(&vendored, &t, "PreCompact(trigger=manual)", "pre-compact"),
+        "pre-compact",
+    );
+    t.boundary("manual", 140_000, 4_000);
+    assert_ok(
+        &lab.hook(
+            &vendored,
+            &t,
+            "SessionStart(source=compact)",
+            "session-start",
+        ),
+        "session-start",
+    );
+
+    assert_eq!(important.git(&["for-each-ref"]), important_refs);
+    assert!(important.hookd_refs().is_empty());
+    assert_eq!(important.fingerprint(), important_before);
+    assert_eq!(
+        std::fs::read(&exclude).ok(),
+        exclude_before,
+        "{}",
+        exclude.display()
+    );
+    outside.assert_unchanged("a git dir whose commondir names another repository");
+}
+
+/// Another user's directory (B's `/tmp/shared`, open to all) holding a
+/// repository, with my project in a subdirectory of it: my project is my
+/// directory, and hookd writes nothing into B's repository, its exclude
+/// file included. Needs root, to give `shared` another owner.
+#[test]
+fn a_repository_in_another_users_directory_above_the_project_is_left_alone() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to give a directory another owner");
+        return;
+    }
+    let lab = Lab::new();
+    let shared = repo_at(&lab.elsewhere().join("shared"));
+    let mine = shared.dir.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("notes.md"), "# notes\n").unwrap();
+    let exclude = shared.git_dir().join("info/exclude");
+    let exclude_before = std::fs::read_to_string(&exclude).ok();
+    let shared_refs = shared.git(&["for-each-ref"]);
+    std::os::unix::fs::chown(&shared.dir, Some(4242), None).unwrap();
+    let outside = lab.outside(&mine, &[]);
+
+    let mut t = lab.transcript("shared");
+    lab.start_session(&mine, &t);
+    t.reply(140_000);
+    assert_ok(
+        &lab.hook(&mine, &t, "PostToolUse", "post-tool-use"),
+        "post-tool-use",
+    );
+    assert!(
+        mine.join(".workflow").is_dir(),
+        "my project is my directory"
+    );
+    lab.sb.hookctl_in(&mine, &["save"]);
+    assert_ok(
+        &lab.hook(&mine, &t, "PreCompact(trigger=manual)", "pre-compact"),
+        "pre-compact",
+    );
+
+    assert_eq!(
+        std::fs::read_to_string(&exclude).ok(),
+        exclude_before,
+        "{}",
+        exclude.display()
+    );
+    // Back to mine, for git to read it.
+    std::os::unix::fs::chown(&shared.dir, Some(0), None).unwrap();
+    assert_eq!(shared.git(&["for-each-ref"]), shared_refs);
+    assert!(shared.hookd_refs().is_empty());
+    outside.assert_unchanged("a repository in another user's directory above the project");
+}

@@ -510,12 +510,12 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
         let target = step
             .target
             .as_deref()
-            .map(|t| format!(" {}", clip(t, 60)))
+            .map(|t| format!(" {}", protocol::text::clip(t, 60)))
             .unwrap_or_default();
         parts.push(format!(
             "last step: {}{target}: {}",
             step.tool,
-            clip(&step.outcome, 60)
+            protocol::text::clip(&step.outcome, 60)
         ));
     }
     // Task names, actions and files are outside text: one line each, no escapes.
@@ -536,13 +536,6 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
 }
 
 /// At most `max` characters of `text`, with `…` when cut.
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,7 +66,8 @@ fn follow_watch(state: &ContextState) -> FollowWatch {
         .chain(state.active_work.file_path.clone())
         .filter(|f| !f.trim().is_empty())
         .collect();
-    files.dedup();
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| seen.insert(f.clone()));
     let task = state
         .tasks
         .iter()

@@ -17,17 +17,6 @@ pub fn read(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<Work
     work::read_file::<Reader>(path, max_bytes, keep_prompts)
 }
 
-/// The first tool calls after the line holding `marker`, in the last
-/// `max_bytes` and from `from` on.
-pub fn calls_after(
-    path: &Path,
-    max_bytes: u64,
-    marker: &str,
-    from: Option<u64>,
-) -> io::Result<WorkFacts> {
-    work::read_file_after::<Reader>(path, max_bytes, 0, Some(marker), from)
-}
-
 const TOOLS: [&[u8]; 9] = [
     // Quoted: the bare word is in every line that says "README" or "Ready".
     b"\"Read\"",
@@ -42,7 +31,7 @@ const TOOLS: [&[u8]; 9] = [
 ];
 
 #[derive(Default)]
-struct Reader {
+pub(crate) struct Reader {
     log: WorkLog,
     /// TaskCreate calls waiting for their result (which carries the id).
     pending_creates: HashMap<String, TaskItem>,
@@ -300,13 +289,26 @@ mod tests {
             "failed: error: test failed, to rerun pass `--lib`"
         );
         assert_eq!(facts.calls_after_marker, None, "no marker asked for");
-        let after = calls_after(f.path(), u64::MAX, "[hookd-resume abc]", None)
-            .unwrap()
-            .calls_after_marker
-            .unwrap();
+        let after = work::read_file_after::<Reader>(
+            f.path(),
+            u64::MAX,
+            0,
+            Some("[hookd-resume abc]"),
+            None,
+        )
+        .unwrap()
+        .calls_after_marker
+        .unwrap();
         let tools: Vec<&str> = after.iter().map(|c| c.tool.as_str()).collect();
         assert_eq!(tools, ["Bash"], "after the marker, main chain only");
-        let none = calls_after(f.path(), u64::MAX, "[hookd-resume zzz]", None).unwrap();
+        let none = work::read_file_after::<Reader>(
+            f.path(),
+            u64::MAX,
+            0,
+            Some("[hookd-resume zzz]"),
+            None,
+        )
+        .unwrap();
         assert_eq!(none.calls_after_marker, None);
         // From where the file stood when the prompt went out: the same calls;
         // from past the marker's line, none found.
@@ -315,9 +317,15 @@ mod tests {
         let marker_at = text.find("hook_additional_context").unwrap();
         let sent_at = text[..marker_at].rfind('\n').map_or(0, |n| n + 1) as u64;
         let from = |at| {
-            calls_after(f.path(), u64::MAX, "[hookd-resume abc]", Some(at))
-                .unwrap()
-                .calls_after_marker
+            work::read_file_after::<Reader>(
+                f.path(),
+                u64::MAX,
+                0,
+                Some("[hookd-resume abc]"),
+                Some(at),
+            )
+            .unwrap()
+            .calls_after_marker
         };
         assert_eq!(from(sent_at).map(|c| c.len()), Some(1));
         assert_eq!(from(sent_at + 1), None);

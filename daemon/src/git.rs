@@ -2613,10 +2613,7 @@ mod tests {
         assert!(repositories.is_stuck(dir.path()));
         release.send(()).unwrap();
         assert!(
-            (0..200).any(|_| {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-                !repositories.is_stuck(dir.path())
-            }),
+            frees_within_two_seconds(&repositories, dir.path()),
             "the mark outlived the work"
         );
         assert!(
@@ -2624,6 +2621,14 @@ mod tests {
                 .bounded(dir.path(), GIT_DEADLINE, |_| Ok(()))
                 .is_ok()
         );
+    }
+
+    /// Whether the work tree's stuck mark goes once its git work returned.
+    fn frees_within_two_seconds(repositories: &Repositories, dir: &Path) -> bool {
+        (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            !repositories.is_stuck(dir)
+        })
     }
 
     #[test]
@@ -2704,10 +2709,7 @@ mod tests {
         assert!(matches!(next, Err(GitError::Stuck { .. })), "{next:?}");
         release.send(()).unwrap();
         assert!(
-            (0..200).any(|_| {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-                !repositories.is_stuck(dir.path())
-            }),
+            frees_within_two_seconds(&repositories, dir.path()),
             "the mark outlived the work"
         );
         assert_eq!(

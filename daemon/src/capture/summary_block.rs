@@ -42,6 +42,7 @@ use crate::capture::state::{
     Blocker, ContextState, Decision, NextAction, Rejected, SOURCE_SUMMARY,
 };
 use crate::capture::yaml;
+use protocol::text::clip;
 use serde_json::Value;
 
 /// The fenced code block's info string: its first word, before the token.
@@ -539,10 +540,6 @@ fn head(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
-}
-
-fn clip(text: &str, max: usize) -> String {
-    protocol::text::clip(text, max)
 }
 
 fn same_text(a: &str, b: &str) -> bool {

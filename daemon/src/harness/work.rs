@@ -547,10 +547,14 @@ pub fn call_target(input: &Value) -> Option<String> {
     None
 }
 
-/// One line of outside text, clipped.
+/// The first line of outside text, cleaned and clipped as every outside
+/// text hookd shows.
 fn clip_line(text: &str) -> String {
     let line = text.lines().map(str::trim).find(|l| !l.is_empty());
-    shorten(line.unwrap_or(""), MAX_CALL_TEXT_CHARS)
+    protocol::text::clip(
+        &protocol::text::one_line(line.unwrap_or("")),
+        MAX_CALL_TEXT_CHARS,
+    )
 }
 
 /// A task's description as kept: trimmed, bounded, `None` when empty.

@@ -366,6 +366,41 @@ mod tests {
         assert_eq!(facts.read, ["notes/a.md"]);
     }
 
+    /// After a marker, the window read starts where the file stood when it
+    /// went out: the first calls are found however much the file grew after
+    /// them, and that growth is not read.
+    #[test]
+    fn the_calls_after_a_marker_are_read_from_where_it_went_out() {
+        let mut f = transcript(&[prompt("start")]);
+        let sent_at = std::fs::metadata(f.path()).unwrap().len();
+        for e in [
+            json!({"type": "attachment", "attachment": {"type": "hook_additional_context", "content": ["[hookd-resume w]"]}}),
+            assistant(
+                json!([{"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "/p/a.rs"}}]),
+            ),
+        ] {
+            writeln!(f, "{e}").unwrap();
+        }
+        let filler = "x".repeat(1000);
+        for _ in 0..200 {
+            writeln!(f, "{}", json!({"type": "progress", "data": filler})).unwrap();
+        }
+        let window = 4096;
+        assert!(std::fs::metadata(f.path()).unwrap().len() > sent_at + 40 * window);
+        let calls = work::read_file_after::<Reader>(
+            f.path(),
+            window,
+            0,
+            Some("[hookd-resume w]"),
+            Some(sent_at),
+        )
+        .unwrap()
+        .calls_after_marker
+        .expect("the marker is in the window");
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].target.as_deref(), Some("/p/a.rs"));
+    }
+
     #[test]
     fn the_latest_todo_list_and_edits() {
         let f = transcript(&[

@@ -451,7 +451,7 @@ fn assemble(
                 .iter()
                 .map(|b| Blocker {
                     issue: b.issue.clone(),
-                    status: b.status.clone().unwrap_or_else(|| "unresolved".into()),
+                    status: state::blocker_status(b.status.as_deref().unwrap_or("")).into(),
                     notes: b.notes.clone(),
                     source: workflow_file::WORKFLOW_FILE.into(),
                 })

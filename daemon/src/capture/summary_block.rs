@@ -461,15 +461,10 @@ fn rejected(item: &Value) -> Option<Rejected> {
 }
 
 fn blocker(item: &Value) -> Option<Blocker> {
-    let status = text(&item["status"]).unwrap_or_default().to_lowercase();
-    let status = match status.as_str() {
-        "resolved" | "fixed" | "done" | "closed" => "resolved",
-        "workaround" => "workaround",
-        _ => "unresolved",
-    };
+    let status = text(&item["status"]).unwrap_or_default();
     Some(Blocker {
         issue: text(&item["issue"])?,
-        status: status.into(),
+        status: crate::capture::state::blocker_status(&status).into(),
         notes: text(&item["notes"]),
         source: SOURCE_SUMMARY.into(),
     })

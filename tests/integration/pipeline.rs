@@ -177,7 +177,7 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
             ("notes/todo.txt".to_owned(), "created".to_owned()),
             ("src/old.rs".to_owned(), "deleted".to_owned())
         ],
-        "{modified:?}"
+        "{elsewhere:?}"
     );
     // What each change did, by definition.
     let summary_of = |path: &str| {

@@ -37,6 +37,30 @@ pub fn ago_at(ms: u64, now: u64) -> String {
 /// terminal would act on.
 pub use protocol::text::for_terminal as terminal;
 
+/// Writes to standard output. The standard macros panic when the reader
+/// has gone (`hookctl status | head -1`); here the rest of the output is
+/// dropped and the command goes on, so that one which changes something
+/// (an install) still finishes.
+pub fn out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// [`out`] for standard error.
+pub fn err(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// Whether a command failed only because its reader went away.
+pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// The first 8 characters of an id, as git shortens hashes.
 pub fn short_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)

@@ -7,20 +7,20 @@
 // stand in for the standard macros in every module below, so that no
 // escape sequence reaches the terminal whatever a command prints.
 macro_rules! println {
-    () => { ::std::println!() };
+    () => { $crate::display::out("\n") };
     ($($arg:tt)*) => {
-        ::std::println!("{}", $crate::display::terminal(&::std::format!($($arg)*)))
+        $crate::display::out(&::std::format!("{}\n", $crate::display::terminal(&::std::format!($($arg)*))))
     };
 }
 macro_rules! print {
     ($($arg:tt)*) => {
-        ::std::print!("{}", $crate::display::terminal(&::std::format!($($arg)*)))
+        $crate::display::out(&$crate::display::terminal(&::std::format!($($arg)*)))
     };
 }
 macro_rules! eprintln {
-    () => { ::std::eprintln!() };
+    () => { $crate::display::err("\n") };
     ($($arg:tt)*) => {
-        ::std::eprintln!("{}", $crate::display::terminal(&::std::format!($($arg)*)))
+        $crate::display::err(&::std::format!("{}\n", $crate::display::terminal(&::std::format!($($arg)*))))
     };
 }
 mod budget;
@@ -674,6 +674,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader went away (`hookctl … | head`): what it wanted it has.
+        Err(e) if display::is_closed_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hookctl: {e:#}");
             ExitCode::FAILURE

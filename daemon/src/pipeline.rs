@@ -59,6 +59,8 @@ pub struct SaveReport {
     pub summary_token: Option<String>,
     /// Steps that failed, in words.
     pub problems: Vec<String>,
+    /// Steps left out by design, each with why.
+    pub skipped: Vec<String>,
 }
 
 impl SaveReport {
@@ -255,9 +257,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
         let started = Instant::now();
         let room = crate::resume::room(&state, None, config);
         let planned = match room {
-            Some(room) if room.reload_tokens() == 0 => {
-                Err(format!("no room to reload files ({})", room.describe()))
-            }
+            Some(room) if room.reload_tokens() == 0 => Ok(None),
             _ => context_budget(
                 request,
                 config,
@@ -266,10 +266,20 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
                 &captured.changes,
                 room,
                 &resources.repositories,
-            ),
+            )
+            .map(Some),
         };
         let (ok, detail) = match planned {
-            Ok((plan, record)) => {
+            // By design: the context is all but full, so nothing more goes in.
+            Ok(None) => {
+                let why = format!(
+                    "files to reload left out: {}",
+                    room.map(|r| r.describe()).unwrap_or_default()
+                );
+                report.skipped.push(why.clone());
+                (true, Some(format!("skipped: {why}")))
+            }
+            Ok(Some((plan, record))) => {
                 let max_files = room.map_or(config.budget.prompt_files, |r| {
                     r.reload_files(config.budget.prompt_files)
                 });

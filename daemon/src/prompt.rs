@@ -835,7 +835,10 @@ mod tests {
         assert_eq!(listed(Room::at(967_000, 30_000)).0, 12);
         let (kept, more, words) = listed(Room::at(167_000, 150_000));
         assert_eq!((kept, more), (1, 11), "1,700 tokens hold one file");
-        assert_eq!(words, "17,000 of 167,000 tokens free: selective");
+        assert_eq!(
+            words,
+            "17,000 of 167,000 tokens free: room for a quarter of the files"
+        );
         assert_eq!(listed(Room::at(167_000, 165_000)).0, 0);
     }
 
@@ -915,7 +918,7 @@ mod tests {
                 }],
                 more: 0,
                 room: Some(
-                    "142,000 of 167,000 tokens free after the compaction (estimated): stuff".into(),
+                    "142,000 of 167,000 tokens free after the compaction (estimated): room for every file".into(),
                 ),
             }),
             decisions: vec![

@@ -425,6 +425,7 @@ pub fn on_arrival(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
         what: action.to_owned(),
         ok,
         detail: Some(pending.marker.clone()),
+        skipped: None,
     });
     effects.push(Effect::Record {
         kind: "resume_arrival",

@@ -853,6 +853,7 @@ mod tests {
             what: "manual".into(),
             ok: true,
             detail: None,
+            skipped: None,
         });
         s.mark_save_in_history();
         // A threshold save with its checkpoint.
@@ -861,6 +862,7 @@ mod tests {
             what: "threshold 0.95".into(),
             ok: true,
             detail: None,
+            skipped: None,
         });
         s.last_save = Some(Mark {
             at_ms: 2_600,

@@ -260,8 +260,13 @@ fn mark(m: Option<&Mark>, now: u64, detail: bool) -> String {
                 .filter(|_| detail || !m.ok)
                 .map(|d| format!(": {d}"))
                 .unwrap_or_default();
+            let skipped = m
+                .skipped
+                .as_deref()
+                .map(|s| format!("; {s}"))
+                .unwrap_or_default();
             format!(
-                "{} ({}{status}{detail})",
+                "{} ({}{status}{detail}{skipped})",
                 ago_at(m.at_ms, now),
                 trigger_words(&m.what)
             )
@@ -376,18 +381,50 @@ mod tests {
                 what: "pre-compact auto".into(),
                 ok: true,
                 detail: Some("/home/dev/proj/.workflow/context_state.json".into()),
+                skipped: None,
             }),
             last_checkpoint: Some(Mark {
                 at_ms: NOW - 360_000,
                 what: "threshold 0.95".into(),
                 ok: true,
                 detail: Some("3f2a9c1e".into()),
+                skipped: None,
             }),
             resume: None,
             notes: Vec::new(),
             history,
             resumes_followed: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_save_says_what_it_left_out_and_a_failure_says_why_first() {
+        let save = |ok, detail: &str, skipped: Option<&str>| Mark {
+            at_ms: NOW - 1_000,
+            what: "threshold 0.95".into(),
+            ok,
+            detail: Some(detail.into()),
+            skipped: skipped.map(Into::into),
+        };
+        let at_95 = save(
+            true,
+            "/p/.workflow/context_state.json",
+            Some("files to reload left out: 2,000 of 167,000 tokens free: no room to reload files"),
+        );
+        assert_eq!(
+            mark(Some(&at_95), NOW, false),
+            "1s ago (at 95% of the way to compaction; files to reload left out: 2,000 of 167,000 tokens free: \
+             no room to reload files)"
+        );
+        let failed = save(
+            false,
+            "cannot write .workflow/context_state.json: disk full",
+            None,
+        );
+        assert_eq!(
+            mark(Some(&failed), NOW, false),
+            "1s ago (at 95% of the way to compaction, FAILED: cannot write .workflow/context_state.json: disk full)"
+        );
     }
 
     #[test]

@@ -273,6 +273,9 @@ pub struct SaveSummary {
     /// Steps that failed.
     #[serde(default)]
     pub problems: Vec<String>,
+    /// Steps left out by design, each with why.
+    #[serde(default)]
+    pub skipped: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -622,6 +625,9 @@ pub struct Mark {
     /// A commit, a file, or what went wrong.
     #[serde(default)]
     pub detail: Option<String>,
+    /// A step left out by design, and why (it went well all the same).
+    #[serde(default)]
+    pub skipped: Option<String>,
 }
 
 #[cfg(test)]

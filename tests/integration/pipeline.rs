@@ -201,7 +201,7 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
     // The reload list was sized for the room left after the compaction.
     assert_eq!(
         state["context_to_reload"]["room"],
-        "142,000 of 167,000 tokens free after the compaction (estimated): stuff"
+        "142,000 of 167,000 tokens free after the compaction (estimated): room for every file"
     );
 
     // The resume prompt, from the template.
@@ -412,6 +412,34 @@ fn threshold_saves_capture_without_a_checkpoint_until_95() {
             .is_some()),
         "95%: checkpoint"
     );
+    // At 95% there is no room to reload files: the save says so, and
+    // still counts as a save.
+    let mut last_save = serde_json::Value::Null;
+    assert!(hookd_tests::wait_until(
+        std::time::Duration::from_secs(10),
+        || {
+            let out = p.hookctl(&["status", "--json"]);
+            let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            last_save = status["sessions"][0]["last_save"].clone();
+            last_save["what"] == "threshold 0.95"
+        }
+    ));
+    assert_eq!(last_save["ok"], true, "{last_save}");
+    assert!(
+        last_save["skipped"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("files to reload left out: ")
+                && s.ends_with("no room to reload files")),
+        "{last_save}"
+    );
+    let shown = stdout(&p.hookctl(&["status"]));
+    assert!(!shown.contains("FAILED"), "{shown}");
+    assert!(
+        shown.contains("(at 95% of the way to compaction; files to reload left out: "),
+        "{shown}"
+    );
+    let out = p.hookctl(&["save", "--no-checkpoint"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
 #[test]

@@ -87,7 +87,8 @@ impl Room {
         scaled.div_ceil(BASE_PREFETCH_LIMIT as usize)
     }
 
-    /// `142,000 of 167,000 tokens free after the compaction (estimated): stuff`.
+    /// `142,000 of 167,000 tokens free after the compaction (estimated):
+    /// room for every file`.
     pub fn describe(&self) -> String {
         format!(
             "{} of {} tokens free{}: {}",
@@ -98,8 +99,20 @@ impl Room {
             } else {
                 ""
             },
-            self.advice.strategy.as_str()
+            self.reload_words()
         )
+    }
+
+    /// What the room allows the reload list, in words.
+    fn reload_words(&self) -> &'static str {
+        if self.advice.skip_prefetch {
+            return "no room to reload files";
+        }
+        match self.advice.strategy {
+            Strategy::Stuff => "room for every file",
+            Strategy::Hybrid => "room for half the files",
+            Strategy::Selective => "room for a quarter of the files",
+        }
     }
 }
 
@@ -139,11 +152,15 @@ mod tests {
     fn the_room_in_words() {
         assert_eq!(
             Room::after_compaction(167_000).describe(),
-            "142,000 of 167,000 tokens free after the compaction (estimated): stuff"
+            "142,000 of 167,000 tokens free after the compaction (estimated): room for every file"
         );
         assert_eq!(
             Room::at(167_000, 150_000).describe(),
-            "17,000 of 167,000 tokens free: selective"
+            "17,000 of 167,000 tokens free: room for a quarter of the files"
+        );
+        assert_eq!(
+            Room::at(167_000, 165_000).describe(),
+            "2,000 of 167,000 tokens free: no room to reload files"
         );
         assert_eq!(Room::at(0, 0).reload_tokens(), 0);
     }

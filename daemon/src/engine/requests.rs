@@ -88,6 +88,7 @@ impl Engine {
             checkpoint_ref: report.checkpoint_ref,
             checkpoint_note: report.checkpoint_note,
             problems: report.problems,
+            skipped: report.skipped,
         }))
     }
 

@@ -246,6 +246,7 @@ impl Engine {
                         what: format!("injected on {source}"),
                         ok: true,
                         detail: Some(marker.clone()),
+                        skipped: None,
                     });
                     s.resume_pending = config.resume.verify_arrival.then(|| PendingResume {
                         marker: marker.clone(),

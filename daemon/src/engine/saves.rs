@@ -42,16 +42,17 @@ impl Engine {
             let now = now_ms();
             let mut registry = self.registry();
             if let Some(s) = registry.get_mut(&key) {
-                let detail = report
-                    .state_file
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .or_else(|| report.problems.first().cloned());
+                // What went wrong comes first; the file only when all went well.
+                let detail = match report.problems.first() {
+                    Some(problem) => Some(problem.clone()),
+                    None => report.state_file.as_ref().map(|p| p.display().to_string()),
+                };
                 s.last_save = Some(Mark {
                     at_ms: now,
                     what: what.clone(),
                     ok: report.ok(),
                     detail,
+                    skipped: report.skipped.first().cloned(),
                 });
                 if wants_checkpoint {
                     s.last_checkpoint = Some(Mark {
@@ -62,6 +63,7 @@ impl Engine {
                             .checkpoint
                             .clone()
                             .or_else(|| report.checkpoint_note.clone()),
+                        skipped: None,
                     });
                 }
                 s.mark_save_in_history();

@@ -237,7 +237,7 @@ PATH="${bindir}:${PATH}" "$hookctl" doctor || status=$?
 if [ "$status" != 0 ]; then
   say "some checks failed (see above); fix them, then run ./install.sh again"
 elif ! on_path; then
-  say "done, one step left: ${bindir} is not on your PATH (hooks work without it; typing hookctl, /resume and /save-state need it): $(path_line), then open a new shell"
+  say "done, one step left: ${bindir} is not on your PATH (hooks work without it; typing hookctl, /hookd-resume and /hookd-save need it): $(path_line), then open a new shell"
 else
   if [ "$wire" = 1 ]; then
     say "done: hookd is running and Claude Code is wired; restart running Claude Code sessions, then try: hookctl status"

@@ -1,5 +1,5 @@
 //! `hookctl resume [--print]` and `hookctl validate`: the saved state
-//! checked against the repository, and the resume prompt (what `/resume`
+//! checked against the repository, and the resume prompt (what `/hookd-resume`
 //! runs).
 
 use crate::Context;

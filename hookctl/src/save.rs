@@ -1,5 +1,5 @@
 //! `hookctl save`: capture the workflow state and checkpoint the working
-//! tree now (what `/save-state` runs).
+//! tree now (what `/hookd-save` runs).
 
 use crate::Context;
 use protocol::wire::SaveQuery;

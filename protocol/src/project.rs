@@ -14,8 +14,8 @@ pub const CODEX_PROJECT_HOOKS: &str = ".codex/hooks.json";
 pub const GEMINI_CLI_PROJECT_SETTINGS: &str = ".gemini/settings.json";
 /// Claude Code's slash commands it installs beside them (`hooks/claude-code/commands/`).
 pub const CLAUDE_CODE_PROJECT_COMMANDS: &[&str] = &[
-    ".claude/commands/resume.md",
-    ".claude/commands/save-state.md",
+    ".claude/commands/hookd-resume.md",
+    ".claude/commands/hookd-save.md",
 ];
 
 /// Whether `rel` (relative to the project root) is one of hookd's own files:
@@ -246,13 +246,14 @@ mod tests {
             ".claude/settings.json",
             ".codex/hooks.json",
             ".gemini/settings.json",
-            ".claude/commands/save-state.md",
+            ".claude/commands/hookd-save.md",
         ] {
             assert!(is_hookd_file(own), "{own}");
         }
         for theirs in [
             "src/main.rs",
             ".claude/commands/x.md",
+            ".claude/commands/resume.md",
             "a/.workflow/x",
             ".workflowx",
         ] {

@@ -217,7 +217,7 @@ fn install_keeps_every_foreign_hook_and_key_and_uninstall_restores_the_file() {
         FOREIGN_SETTINGS
     );
     // The slash commands are there.
-    for name in ["save-state.md", "resume.md"] {
+    for name in ["hookd-save.md", "hookd-resume.md"] {
         let text = std::fs::read_to_string(sb.home().join(".claude/commands").join(name)).unwrap();
         assert!(text.contains("hookctl"), "{name}: {text}");
     }
@@ -399,7 +399,7 @@ fn project_scope_wires_the_projects_own_files() {
         ok(&sb.hookctl(&["install", harness, "--project", &project_arg]));
         assert!(project.join(file).is_file(), "{harness}");
     }
-    assert!(project.join(".claude/commands/save-state.md").is_file());
+    assert!(project.join(".claude/commands/hookd-save.md").is_file());
     assert!(
         !sb.home().join(".claude").exists(),
         "the user's settings stay untouched"
@@ -1036,4 +1036,48 @@ fn install_sh_checks_for_a_c_compiler_before_building() {
         "{err}"
     );
     assert!(!stdout(&out).contains("building"), "{}", stdout(&out));
+}
+
+/// hookd's slash commands never hide Claude Code's own (`/resume`): an
+/// older install's `/resume` and `/save-state` are taken away, exactly as
+/// written; a person's own command of that name stays.
+#[test]
+fn install_takes_away_an_older_hookds_resume_and_keeps_the_persons_own() {
+    let retired = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hooks/claude-code/retired");
+    for (version, theirs) in [(1, false), (2, false), (3, true)] {
+        let sb = Sandbox::new();
+        let commands = sb.home().join(".claude/commands");
+        std::fs::create_dir_all(&commands).unwrap();
+        let older = |name: &str| std::fs::read(retired.join(format!("{version}-{name}"))).unwrap();
+        std::fs::write(commands.join("save-state.md"), older("save-state.md")).unwrap();
+        let own_resume = "---\ndescription: my own resume\n---\nDo it my way.\n";
+        if theirs {
+            std::fs::write(commands.join("resume.md"), own_resume).unwrap();
+        } else {
+            std::fs::write(commands.join("resume.md"), older("resume.md")).unwrap();
+        }
+        let out = sb.hookctl(&["install", "claude-code"]);
+        ok(&out);
+        let said = stdout(&out);
+        assert!(
+            said.contains("/save-state: removed") && said.contains("now /hookd-save"),
+            "{said}"
+        );
+        assert!(!commands.join("save-state.md").exists());
+        assert!(commands.join("hookd-save.md").is_file());
+        assert!(commands.join("hookd-resume.md").is_file());
+        if theirs {
+            assert_eq!(
+                std::fs::read_to_string(commands.join("resume.md")).unwrap(),
+                own_resume
+            );
+            assert!(!said.contains("/resume:"), "{said}");
+        } else {
+            assert!(!commands.join("resume.md").exists(), "version {version}");
+            assert!(said.contains("now /hookd-resume"), "{said}");
+        }
+        ok(&sb.hookctl(&["uninstall", "claude-code"]));
+        assert!(!commands.join("hookd-resume.md").exists());
+        assert_eq!(commands.join("resume.md").exists(), theirs);
+    }
 }

@@ -1,8 +1,9 @@
 //! Claude Code's wiring: hook entries in `settings.json` (user:
 //! `~/.claude/settings.json`, or `$CLAUDE_CONFIG_DIR`; project:
 //! `<dir>/.claude/settings.json`), the `statusLine` (unless the person has
-//! their own), and the `/save-state` and `/resume` slash commands
-//! (`commands/*.md` next to the settings file). Claude Code reads all of
+//! their own), and the `/hookd-save` and `/hookd-resume` slash commands
+//! (`commands/*.md` next to the settings file; named so that none hides
+//! one of Claude Code's own). Claude Code reads all of
 //! these when a session starts.
 
 use super::{HookSpec, Scope, Wiring, runs_hookctl, shell_quote};
@@ -159,7 +160,7 @@ fn statusline_command(v: &Value) -> Option<String> {
 /// Writes the slash commands that are missing (or differ, with `force`).
 pub fn put_commands(scope: &Scope, dry_run: bool, force: bool) -> anyhow::Result<Vec<String>> {
     let dir = claude_dir(scope)?.join("commands");
-    let mut done = Vec::new();
+    let mut done = take_retired(&dir, dry_run)?;
     for (name, text) in COMMANDS {
         let path = dir.join(name);
         let slash = slash_name(name);
@@ -190,19 +191,17 @@ pub fn put_commands(scope: &Scope, dry_run: bool, force: bool) -> anyhow::Result
     Ok(done)
 }
 
-/// Removes the slash commands that are still exactly hookd's.
+/// Removes the slash commands that are still exactly hookd's, and those an
+/// older hookd installed.
 pub fn take_commands(scope: &Scope, dry_run: bool) -> anyhow::Result<Vec<String>> {
     let dir = claude_dir(scope)?.join("commands");
-    let mut done = Vec::new();
+    let mut done = take_retired(&dir, dry_run)?;
     for (name, text) in COMMANDS {
         let path = dir.join(name);
         let slash = slash_name(name);
         match std::fs::read_to_string(&path) {
             Ok(existing) if existing == *text => {
-                if !dry_run {
-                    std::fs::remove_file(&path)
-                        .with_context(|| format!("cannot remove {}", path.display()))?;
-                }
+                remove(&path, dry_run)?;
                 let removed = if dry_run { "would remove" } else { "removed" };
                 done.push(format!("{slash}: {removed} {}", path.display()));
             }
@@ -220,13 +219,63 @@ pub fn take_commands(scope: &Scope, dry_run: bool) -> anyhow::Result<Vec<String>
     Ok(done)
 }
 
-/// `save-state.md` → `/save-state`.
+/// Removes the commands an older hookd installed under names that are now
+/// Claude Code's own (`/resume`) or were renamed, when they are exactly as
+/// it wrote them: a file of the same name with other words is the
+/// person's, and stays without a word.
+fn take_retired(dir: &Path, dry_run: bool) -> anyhow::Result<Vec<String>> {
+    let mut done = Vec::new();
+    for (name, text) in RETIRED {
+        let path = dir.join(name);
+        if std::fs::read_to_string(&path).is_ok_and(|existing| existing == *text) {
+            remove(&path, dry_run)?;
+            let removed = if dry_run { "would remove" } else { "removed" };
+            done.push(format!(
+                "{}: {removed} {} (an older hookd's; now {})",
+                slash_name(name),
+                path.display(),
+                renamed(name)
+            ));
+        }
+    }
+    Ok(done)
+}
+
+/// What a retired command is called now.
+fn renamed(retired: &str) -> String {
+    slash_name(&format!("hookd-{}", retired.replace("save-state", "save")))
+}
+
+fn remove(path: &Path, dry_run: bool) -> anyhow::Result<()> {
+    if !dry_run {
+        std::fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `hookd-save.md` → `/hookd-save`.
 fn slash_name(file: &str) -> String {
     format!("/{}", file.trim_end_matches(".md"))
 }
 
 #[cfg(test)]
 mod tests {
+    /// Each retired command is named by the file an older hookd wrote, and
+    /// its new name is one that ships.
+    #[test]
+    fn every_retired_command_has_a_successor() {
+        assert_eq!(super::RETIRED.len(), 6);
+        for (name, _) in super::RETIRED {
+            let now = super::renamed(name);
+            assert!(
+                super::COMMANDS
+                    .iter()
+                    .any(|(shipped, _)| super::slash_name(shipped) == now),
+                "{name} → {now}"
+            );
+        }
+    }
+
     /// The daemon leaves the files `install --project` writes out of every
     /// resume prompt: its list must name each slash command shipped.
     #[test]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets hookd up in one command: builds hookd and hookctl, installs them,
-# installs the default templates and config (never over yours), wires Claude
+# writes the default config (never over yours) and takes away template copies
+# an older install left unchanged, wires Claude
 # Code, starts the daemon and ends with `hookctl doctor`. Running it again
 # changes nothing; --uninstall undoes it.
 #
@@ -114,16 +115,12 @@ if [ "$uninstall" = 1 ]; then
   if [ -x "${bindir}/hookd" ]; then "${bindir}/hookd" stop; fi
   # The lock hookctl takes to start hookd: ours, and useless without hookd.
   if [ -e "${socket}.start" ]; then rm -f "${socket}.start"; say "removed ${socket}.start"; fi
+  # Copies an older install made, unchanged; the person's own stay.
+  "$hookctl" templates tidy | while IFS= read -r line; do say "$line"; done
   for t in "${src}"/templates/*.hbs; do
-    [ -e "$t" ] || continue
     dest="${templates_dir}/$(basename "$t")"
-    if [ -e "$dest" ] && cmp -s "$t" "$dest"; then
-      rm -f "$dest"; say "removed ${dest}"
-    elif [ -e "$dest" ]; then
-      say "kept ${dest} (you changed it)"
-    fi
+    if [ -e "$dest" ]; then say "kept ${dest} (yours)"; fi
   done
-  rmdir "$templates_dir" 2>/dev/null || true
   if [ -e "$config_file" ] && cmp -s <(default_config) "$config_file"; then
     rm -f "$config_file"; say "removed ${config_file}"
   elif [ -e "$config_file" ]; then
@@ -195,18 +192,11 @@ for bin in hookd hookctl; do
   fi
 done
 
-# 2. Default templates and config, only where the person has none.
-templates_dir="$("$hookctl" paths templates-dir)"
+# 2. The default config, only where the person has none. The templates are
+# built into hookd: copies an older install left, never changed, would hide
+# this version's, so they go (`hookctl templates edit NAME` makes one of yours).
 config_file="$("$hookctl" paths config-file)"
-for t in "${src}"/templates/*.hbs; do
-  [ -e "$t" ] || continue
-  dest="${templates_dir}/$(basename "$t")"
-  if [ ! -e "$dest" ]; then
-    mkdir -p "$templates_dir"
-    cp "$t" "$dest"
-    say "installed ${dest}"
-  fi
-done
+"$hookctl" templates tidy | while IFS= read -r line; do say "$line"; done
 if [ ! -e "$config_file" ]; then
   mkdir -p "$(dirname "$config_file")"
   default_config >"$config_file"

@@ -46,31 +46,14 @@ pub fn file_name(name: &str) -> String {
     }
 }
 
-pub const BUILT_IN: [(&str, &str); 6] = [
-    (
-        RESUME_PROMPT,
-        include_str!("../../templates/resume_prompt.md.hbs"),
-    ),
-    (
-        RESUME_PROMPT_YAML,
-        include_str!("../../templates/resume_prompt.yaml.hbs"),
-    ),
-    (
-        RESUME_PROMPT_XML,
-        include_str!("../../templates/resume_prompt.xml.hbs"),
-    ),
-    (
-        PROGRESS_SUMMARY,
-        include_str!("../../templates/progress_summary.md.hbs"),
-    ),
-    (
-        PRECOMPACT_INSTRUCTIONS,
-        include_str!("../../templates/precompact_instructions.md.hbs"),
-    ),
-    (
-        MEMORY_SECTION,
-        include_str!("../../templates/memory_section.md.hbs"),
-    ),
+/// Each template by name, as compiled in.
+pub const NAMES: [&str; 6] = [
+    RESUME_PROMPT,
+    RESUME_PROMPT_YAML,
+    RESUME_PROMPT_XML,
+    PROGRESS_SUMMARY,
+    PRECOMPACT_INSTRUCTIONS,
+    MEMORY_SECTION,
 ];
 
 handlebars_helper!(pct: |v: Value| match v.as_f64() {
@@ -284,14 +267,24 @@ impl Renderer {
         let mut hb = engine();
         let mut overridden = Vec::new();
         let mut problems = Vec::new();
-        for (name, text) in BUILT_IN {
+        for name in NAMES {
+            let file = file_name(name);
+            let text = protocol::templates::built_in(&file).expect("every name has a built-in");
             hb.register_template_string(&format!("builtin/{name}"), text)
                 .expect("built-in templates compile");
             let mut chosen = false;
             for source in sources {
-                let Some((path, text)) = source.read(&file_name(name)) else {
+                let Some((path, text)) = source.read(&file) else {
                     continue;
                 };
+                // A copy an older install made, never changed: not the
+                // person's own, and stale after an upgrade.
+                if text
+                    .as_ref()
+                    .is_ok_and(|t| protocol::templates::is_shipped_copy(&file, t.as_bytes()))
+                {
+                    continue;
+                }
                 let text = match text.and_then(|t| check_structure(&t).map(|()| t)) {
                     Ok(text) => text,
                     Err(why) => {
@@ -413,6 +406,24 @@ mod tests {
             r.render(PROGRESS_SUMMARY, &data),
             "Notes (quoted from `.workflow/records.jsonl`): “n1”\n"
         );
+    }
+
+    /// An older install copied the built-in templates into the user's
+    /// folder; such a copy, unchanged, must not hide the newer built-in one.
+    #[test]
+    fn an_unchanged_copy_an_older_install_left_is_not_an_override() {
+        let dir = tempfile::tempdir().unwrap();
+        let older = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/older-templates/resume_prompt.md.hbs");
+        let older = std::fs::read_to_string(older).unwrap();
+        std::fs::write(dir.path().join("resume_prompt.md.hbs"), &older).unwrap();
+        let r = Renderer::load(&[Overrides::User(dir.path().to_path_buf())]);
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert!(!r.overridden.iter().any(|n| n == RESUME_PROMPT));
+        // Changed by one character, it is the person's own.
+        std::fs::write(dir.path().join("resume_prompt.md.hbs"), older + " ").unwrap();
+        let r = Renderer::load(&[Overrides::User(dir.path().to_path_buf())]);
+        assert!(r.overridden.iter().any(|n| n == RESUME_PROMPT));
     }
 
     #[test]

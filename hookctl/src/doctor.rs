@@ -549,60 +549,76 @@ fn writable(path: &Path) -> bool {
     unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
-/// The user's own templates are readable. Rendering them is hookd's part;
-/// with no templates of the user's, the built-in ones apply.
+/// The user's own templates: readable, balanced, and not missing what a
+/// newer built-in one shows. A copy an older install left unchanged is
+/// ignored by hookd, and named here so it can go.
 fn templates() -> Check {
-    let Some(dir) = protocol::paths::config_dir().map(|d| d.join("templates")) else {
+    use crate::templates::Found;
+    let Ok(dir) = crate::templates::folder() else {
         return Check::new(
             "templates",
             Status::Skip,
             "no config directory (HOME is not set)",
         );
     };
-    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "hbs"))
-        .collect();
-    if files.is_empty() {
+    let mut own = Vec::new();
+    let mut stale = Vec::new();
+    let mut behind = Vec::new();
+    let mut broken = Vec::new();
+    for (file, _) in protocol::templates::BUILT_IN {
+        let path = dir.join(file);
+        match crate::templates::found(&dir, file) {
+            Found::None => {}
+            Found::ShippedCopy => stale.push(path.display().to_string()),
+            Found::Unreadable(why) => broken.push(format!("{} ({why})", path.display())),
+            Found::Own { lacks } => {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                if text.matches("{{").count() != text.matches("}}").count() {
+                    broken.push(format!("{} (unbalanced {{{{ }}}})", path.display()));
+                } else if !lacks.is_empty() {
+                    behind.push(format!("{} lacks {}", path.display(), lacks.join(", ")));
+                }
+                own.push(file);
+            }
+        }
+    }
+    if !broken.is_empty() {
+        return Check::new("templates", Status::Fail, broken.join("; "))
+            .fix("fix them, or delete them to use the built-in templates");
+    }
+    if !behind.is_empty() {
         return Check::new(
             "templates",
-            Status::Skip,
+            Status::Warn,
             format!(
-                "no templates in {}; hookd uses its built-in ones",
-                dir.display()
+                "yours hide parts of newer built-in ones: {}",
+                behind.join("; ")
             ),
+        )
+        .fix(
+            "add what they lack (`hookctl templates show NAME` prints the built-in one), or \
+             delete them to use the built-in templates",
         );
     }
-    let broken: Vec<String> = files
-        .iter()
-        .filter(|f| {
-            std::fs::read_to_string(f)
-                .map(|t| t.matches("{{").count() != t.matches("}}").count())
-                .unwrap_or(true)
-        })
-        .map(|f| f.display().to_string())
-        .collect();
-    if broken.is_empty() {
-        Check::new(
+    if !stale.is_empty() {
+        return Check::new(
             "templates",
-            Status::Ok,
+            Status::Warn,
             format!(
-                "{} template(s) in {} read cleanly",
-                files.len(),
-                dir.display()
+                "unchanged copies an older install left (hookd ignores them): {}",
+                stale.join(", ")
             ),
         )
-    } else {
-        Check::new(
-            "templates",
-            Status::Fail,
-            format!("unreadable or unbalanced {{{{ }}}}: {}", broken.join(", ")),
-        )
-        .fix("fix them, or delete them to use the built-in templates")
+        .fix("hookctl templates tidy");
     }
+    if own.is_empty() {
+        return Check::new("templates", Status::Ok, "built-in (none of yours)");
+    }
+    Check::new(
+        "templates",
+        Status::Ok,
+        format!("yours for {}, built-in for the rest", own.join(", ")),
+    )
 }
 
 fn claude_code_version() -> Check {

@@ -44,6 +44,7 @@ mod service;
 mod status;
 mod statusline;
 mod task;
+mod templates;
 mod trust;
 mod watch;
 
@@ -343,6 +344,11 @@ enum Command {
     Memory {
         #[command(subcommand)]
         action: memory::Action,
+    },
+    /// The templates hookd renders, and your own versions of them (list, edit NAME, tidy).
+    Templates {
+        #[command(subcommand)]
+        action: Option<templates::Action>,
     },
 }
 
@@ -671,6 +677,7 @@ fn main() -> ExitCode {
         } => reflect::run(&ctx, text, kind, session, json),
         Command::Task { action } => task::run(&ctx, action),
         Command::Memory { action } => memory::run(&ctx, action),
+        Command::Templates { action } => templates::run(action),
     };
     match result {
         Ok(code) => code,

@@ -643,7 +643,10 @@ fn doctor_explains_what_fails_and_passes_once_it_is_fixed() {
     let claude = check(&report, "claude-code");
     assert_eq!(claude["status"], "fail", "{claude:#}");
     assert_eq!(claude["fix"], "hookctl install claude-code");
-    assert_eq!(check(&report, "templates")["status"], "skip");
+    assert_eq!(
+        check(&report, "templates")["detail"],
+        "built-in (none of yours)"
+    );
     assert_eq!(check(&report, "hookd")["status"], "ok");
     assert_eq!(check(&report, "daemon")["status"], "ok", "autostartable");
 
@@ -835,6 +838,16 @@ fn install_sh_sets_up_twice_without_change_and_uninstalls_cleanly() {
     let file = settings_file(sb);
     write(&file, FOREIGN_SETTINGS);
 
+    // An older install's copy of a template, never changed, and one of the
+    // person's own.
+    let templates = sb.config_dir().join("templates");
+    std::fs::create_dir_all(&templates).unwrap();
+    let older = repo().join("tests/fixtures/older-templates/resume_prompt.md.hbs");
+    std::fs::copy(&older, templates.join("resume_prompt.md.hbs")).unwrap();
+    let own = std::fs::read_to_string(repo().join("templates/progress_summary.md.hbs")).unwrap()
+        + "\n(my own line)\n";
+    write(&templates.join("progress_summary.md.hbs"), &own);
+
     let out = setup.install(&[]);
     ok(&out);
     let text = stdout(&out);
@@ -866,21 +879,18 @@ fn install_sh_sets_up_twice_without_change_and_uninstalls_cleanly() {
             .unwrap()
             .starts_with("# hookd configuration")
     );
-    let mut templates = 0;
-    for t in std::fs::read_dir(repo().join("templates"))
+    // The built-in templates are not copied; the stale copy went, the
+    // person's own stayed.
+    assert!(
+        text.contains("removed ") && text.contains("an older hookd's copy, unchanged"),
+        "{text}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&templates)
         .unwrap()
         .flatten()
-    {
-        let name = t.file_name();
-        if Path::new(&name).extension().is_some_and(|x| x == "hbs") {
-            templates += 1;
-            assert!(
-                sb.config_dir().join("templates").join(&name).is_file(),
-                "{name:?}"
-            );
-        }
-    }
-    assert!(templates > 0, "the repository's templates were found");
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, ["progress_summary.md.hbs"]);
     let status = sb.hookctl(&["daemon", "status"]);
     assert!(
         stdout(&status).contains("is running"),
@@ -931,6 +941,14 @@ fn install_sh_sets_up_twice_without_change_and_uninstalls_cleanly() {
     assert!(!setup.bin_dir().join("hookd").exists());
     assert!(!setup.bin_dir().join("hookctl").exists());
     assert!(!config.exists());
+    assert!(
+        text.contains("kept ") && text.contains("progress_summary.md.hbs (yours)"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(templates.join("progress_summary.md.hbs")).unwrap(),
+        own
+    );
     let status = sb.hookctl(&["daemon", "status"]);
     assert_eq!(status.status.code(), Some(3), "{}", stdout(&status));
 }
@@ -1080,4 +1098,71 @@ fn install_takes_away_an_older_hookds_resume_and_keeps_the_persons_own() {
         assert!(!commands.join("hookd-resume.md").exists());
         assert_eq!(commands.join("resume.md").exists(), theirs);
     }
+}
+
+/// A template copy an older install left unchanged never hides a newer
+/// built-in one; a person's own edited one is used, and doctor names what
+/// it lacks of the built-in.
+#[test]
+fn templates_of_an_older_install_give_way_and_edited_ones_are_named() {
+    let sb = Sandbox::new();
+    let templates = sb.config_dir().join("templates");
+    std::fs::create_dir_all(&templates).unwrap();
+    let older = repo().join("tests/fixtures/older-templates/resume_prompt.md.hbs");
+    std::fs::copy(&older, templates.join("resume_prompt.md.hbs")).unwrap();
+
+    let listed = stdout(&sb.hookctl(&["templates"]));
+    assert!(
+        listed.contains("an older hookd's, unchanged: `hookctl templates tidy` removes it"),
+        "{listed}"
+    );
+    let (_, report) = doctor(&sb);
+    let templates_check = check(&report, "templates").clone();
+    assert_eq!(templates_check["status"], "warn", "{templates_check:#}");
+    assert_eq!(templates_check["fix"], "hookctl templates tidy");
+    let out = sb.hookctl(&["templates", "tidy"]);
+    ok(&out);
+    assert!(stdout(&out).contains("removed "), "{}", stdout(&out));
+    assert!(!templates.exists(), "an emptied folder goes too");
+
+    // A copy to edit, then an edit that drops a section.
+    let out = sb.hookctl(&["templates", "edit", "resume_prompt"]);
+    ok(&out);
+    let mine = templates.join("resume_prompt.md.hbs");
+    let text = std::fs::read_to_string(&mine).unwrap();
+    assert_eq!(
+        text,
+        std::fs::read_to_string(repo().join("templates/resume_prompt.md.hbs")).unwrap()
+    );
+    let out = sb.hookctl(&["templates", "edit", "resume_prompt"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is already there"),
+        "{}",
+        stderr(&out)
+    );
+    write(
+        &mine,
+        &text.replace("### Approaches Ruled Out", "### Dead ends"),
+    );
+    let (_, report) = doctor(&sb);
+    let templates_check = check(&report, "templates").clone();
+    assert_eq!(templates_check["status"], "warn", "{templates_check:#}");
+    assert!(
+        templates_check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("lacks Approaches Ruled Out"),
+        "{templates_check:#}"
+    );
+    let listed = stdout(&sb.hookctl(&["templates", "list"]));
+    assert!(
+        listed.contains("yours, without: Approaches Ruled Out"),
+        "{listed}"
+    );
+    // Tidy leaves it: it is the person's.
+    ok(&sb.hookctl(&["templates", "tidy"]));
+    assert!(mine.is_file());
+    let shown = stdout(&sb.hookctl(&["templates", "show", "resume_prompt.md.hbs"]));
+    assert!(shown.contains("### Approaches Ruled Out"), "{shown}");
 }

@@ -2,7 +2,7 @@
 //! and what it says. Pure functions; the engine applies them to sessions.
 
 use protocol::config::{Action, Threshold};
-use protocol::figures::{thousands, window_percent};
+use protocol::figures::context_words;
 use protocol::wire::ContextStatus;
 
 /// A threshold to fire now, and every level crossed with it.
@@ -45,20 +45,28 @@ pub fn saves(action: Action) -> Option<bool> {
     }
 }
 
-/// The configured message with the figures behind it, in the basis the
-/// person sees: the share of the window (Claude Code's own figure) and where
-/// compaction comes.
+/// For the model: the configured message with the figures behind it.
 pub fn message(threshold: &Threshold, context: &ContextStatus) -> String {
-    let compaction = if context.tokens_max >= context.window_tokens {
-        "no automatic compaction".to_owned()
-    } else {
-        format!("compaction at {}", thousands(context.tokens_max))
+    format!("{} [hookd: {}]", threshold.message, words(context))
+}
+
+/// For the person: one short line with the figure every screen leads with,
+/// and what hookd does about it (the model's instructions stay the model's).
+pub fn person_line(threshold: &Threshold, context: &ContextStatus) -> String {
+    let doing = match threshold.action {
+        Action::LogWarning => "",
+        Action::AutoSaveState => "; saving the work state",
+        Action::RecommendCompact => "; saving the work state: a good moment for /compact",
+        Action::ForceSaveState => "; saving the work state with a git checkpoint",
     };
-    format!(
-        "{} [hookd: {} tokens, {}% of the window; {compaction}]",
-        threshold.message,
-        thousands(context.tokens_used),
-        window_percent(context.tokens_used, context.window_tokens),
+    format!("hookd: context {}{doing}", words(context))
+}
+
+fn words(context: &ContextStatus) -> String {
+    context_words(
+        context.tokens_used,
+        context.tokens_max,
+        context.window_tokens,
     )
 }
 
@@ -111,12 +119,17 @@ mod tests {
         assert_eq!(
             warn,
             "Context at 70% of the way to compaction. Read only what the task needs: \
-             search first, then open line ranges. [hookd: 120,240 tokens, 60% of the \
-             window; compaction at 167,000]"
+             search first, then open line ranges. [hookd: 72% of the way to compaction \
+             (120,240 of 167,000 tokens), 60% of the window]"
+        );
+        assert_eq!(
+            person_line(&levels()[3], &ctx),
+            "hookd: context 72% of the way to compaction (120,240 of 167,000 tokens), 60% \
+             of the window; saving the work state with a git checkpoint"
         );
         // No jargon reaches the model or the person.
         for t in levels() {
-            let text = message(&t, &ctx);
+            let text = message(&t, &ctx) + &person_line(&t, &ctx);
             assert!(
                 !text.contains("strategy") && !text.contains("prefetch") && !text.contains("trust"),
                 "{text}"
@@ -145,10 +158,13 @@ mod tests {
         };
         let mut out = String::new();
         for (t, tokens) in levels().iter().zip([120_240, 138_610, 153_640, 160_320]) {
+            let at = ctx(tokens, 167_000);
             out += &format!(
-                "{:.0}%: {}\n\n",
+                "{:.0}%, to the model: {}\n{:.0}%, to the person: {}\n\n",
                 t.level * 100.0,
-                message(t, &ctx(tokens, 167_000))
+                message(t, &at),
+                t.level * 100.0,
+                person_line(t, &at)
             );
         }
         out += &format!(

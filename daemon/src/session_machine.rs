@@ -365,10 +365,15 @@ fn thresholds(
         return;
     };
     s.fired.extend(firing.crossed.iter().copied());
-    let text = monitor::message(&firing.threshold, &context);
     effects.push(Effect::Say {
-        person: config.monitor.system_message.then(|| text.clone()),
-        model: config.monitor.additional_context.then_some(text),
+        person: config
+            .monitor
+            .system_message
+            .then(|| monitor::person_line(&firing.threshold, &context)),
+        model: config
+            .monitor
+            .additional_context
+            .then(|| monitor::message(&firing.threshold, &context)),
     });
     effects.push(Effect::Record {
         kind: "threshold",

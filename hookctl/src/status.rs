@@ -3,8 +3,8 @@
 use crate::Context;
 use crate::client::ClientError;
 use crate::display::{
-    ago_at, bar, compaction_percent, duration, now_ms, percent, short_id, sparkline,
-    sparkline_legend, thousands, window_bar, window_percent,
+    ago_at, compaction_percent, duration, now_ms, percent, short_id, sparkline, sparkline_legend,
+    thousands, window_bar,
 };
 use protocol::wire::{ContextStatus, Mark, SessionStatus, StatusQuery, StatusReport};
 use std::process::ExitCode;
@@ -19,7 +19,7 @@ pub enum Detail {
     /// What a person needs: the context in words and a picture.
     Plain,
     /// Also the figures behind it: the compaction point's basis, the
-    /// epoch, the levels fired and the retrieval strategy.
+    /// levels passed since the last compaction and the room for what hookd adds.
     Verbose,
 }
 
@@ -122,13 +122,16 @@ fn session(s: &SessionStatus, detail: Detail, now: u64) -> String {
     out += &format!("    {}\n", compactions(s));
     if detail == Detail::Verbose {
         let fired: Vec<String> = s.fired.iter().map(|l| percent(*l)).collect();
+        let since = match s.epoch.saturating_sub(1) {
+            0 => "since the session began".to_owned(),
+            n => format!("since compaction {n}"),
+        };
         out += &format!(
-            "    epoch {} · levels fired {}\n",
-            s.epoch,
+            "    levels passed {since}: {}\n",
             if fired.is_empty() {
                 "none".to_owned()
             } else {
-                fired.join(" ")
+                fired.join(", ")
             }
         );
     }
@@ -160,44 +163,40 @@ fn session(s: &SessionStatus, detail: Detail, now: u64) -> String {
     out
 }
 
-/// `60% of the window (120,240 of 200,000 tokens) · compacts at 83%`, a
-/// bar of the window with compaction marked, and with `Verbose` the figures
-/// against the compaction point and the retrieval strategy.
+/// `72% of the way to compaction (120,240 of 167,000 tokens), 60% of the
+/// window`: the figure the levels are measured against first, as every
+/// screen and message leads with it; a bar of the window with compaction
+/// marked; and with `Verbose` where the point comes from and the room.
 fn context_lines(c: &ContextStatus, detail: Detail) -> String {
-    let used = window_percent(c.tokens_used, c.window_tokens);
     let at = compaction_percent(c.tokens_max, c.window_tokens);
     let mut out = format!(
-        "    context  {used}% of the window ({} of {} tokens) · {}\n",
-        thousands(c.tokens_used),
-        thousands(c.window_tokens),
-        compaction_words(c),
+        "    context  {}\n",
+        protocol::figures::context_words(c.tokens_used, c.tokens_max, c.window_tokens)
     );
     out += &format!(
-        "             {}  {} of the way to compaction\n",
+        "             {}  the window, {}\n",
         window_bar(c.window_fraction, at as f64 / 100.0, 20),
-        percent(c.pressure),
+        compaction_words(c),
     );
     if detail == Detail::Verbose {
         out += &format!(
-            "             {} / {} tokens of the compaction point {}  ({}, {})\n             retrieval strategy {}\n",
-            thousands(c.tokens_used),
+            "             compaction point: {} ({}, figure from the {})\n             room: {}\n",
             thousands(c.tokens_max),
-            bar(c.pressure, 20),
-            c.source,
             c.basis,
+            c.source,
             c.advice.summary(),
         );
     }
     out
 }
 
-/// `compacts at 83%`, or that it does not compact by itself.
+/// `│ = compaction at 83%`, or that it does not compact by itself.
 pub fn compaction_words(c: &ContextStatus) -> String {
     if c.tokens_max >= c.window_tokens {
         "no automatic compaction".to_owned()
     } else {
         format!(
-            "compacts at {}%",
+            "│ = compaction at {}%",
             compaction_percent(c.tokens_max, c.window_tokens)
         )
     }
@@ -212,7 +211,7 @@ fn history_lines(s: &SessionStatus, c: &ContextStatus) -> String {
     let (line, marks) = sparkline(&s.history, c.tokens_max);
     let n = s.history.len();
     let mut out = format!(
-        "    recent   {line}  {}, █ = compaction\n",
+        "    recent   {line}  {}, █ = at the compaction point\n",
         if n == 1 {
             "the latest reply".to_owned()
         } else {
@@ -484,8 +483,19 @@ mod tests {
 
     #[test]
     fn the_plain_status_names_no_internal_figure() {
-        let text = render(&report(vec![session()]), Detail::Plain, NOW);
-        for jargon in ["prefetch", "trust", "selective", "epoch", "fired"] {
+        let plain = render(&report(vec![session()]), Detail::Plain, NOW);
+        let verbose = render(&report(vec![session()]), Detail::Verbose, NOW);
+        for jargon in [
+            "prefetch",
+            "trust",
+            "stuff",
+            "hybrid",
+            "selective",
+            "epoch",
+            "fired",
+            "Ω",
+        ] {
+            let text = format!("{plain}{verbose}");
             assert!(!text.contains(jargon), "{jargon}: {text}");
         }
         assert_eq!(

@@ -1,13 +1,16 @@
 //! `hookctl statusline`: Claude Code's statusLine command. It reads the
 //! statusLine JSON, tells hookd about the window it names, and prints one
-//! short line such as `ctx 60% · compacts at 83%`: the share of the window
-//! exactly as Claude Code counts it, and where compaction comes. When hookd
-//! is away it works the figures out from the input alone.
+//! short line such as `ctx 72% to compaction · 60% of window`: how far the
+//! context is on its way to compaction (what hookd's levels are measured
+//! against, coloured by them), then the share of the window exactly as
+//! Claude Code counts it. When hookd is away it works the figures out from
+//! the input alone.
 
 use crate::Context;
 use crate::client::Client;
 use crate::display::window_percent;
 use protocol::config::Config;
+use protocol::figures::way_percent;
 use protocol::pressure::{Advice, CONTEXT_COUNTS, Knobs, compaction_point, token_count, token_sum};
 use protocol::wire::{ContextStatus, Request, Response, StatusLineRequest};
 use serde_json::Value;
@@ -40,7 +43,11 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     let input: Value = serde_json::from_str(text).unwrap_or(Value::Null);
     // The statusLine input alone, only when hookd did not answer.
     let context = from_daemon.or_else(|| from_input(&input, &config));
-    println!("{}", line(context.as_ref(), used_percent(&input)));
+    let levels: Vec<f64> = config.monitor.thresholds.iter().map(|t| t.level).collect();
+    let shown = line(context.as_ref(), used_percent(&input));
+    // Cleaned first: the colour is ours, the rest may quote the input.
+    let shown = coloured(&crate::display::terminal(&shown), context.as_ref(), &levels);
+    crate::display::out(&format!("{shown}\n"));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -99,7 +106,10 @@ fn used_percent(input: &Value) -> Option<u64> {
     Some(window_percent(tokens, size))
 }
 
-/// `ctx 60% · compacts at 83%`; `ctx –` before the first reply.
+/// `ctx 72% to compaction · 60% of window`: how far the context is on its
+/// way to compaction (what the levels are measured against) first, then
+/// the share of the window as Claude Code counts it; `ctx –` before the
+/// first reply.
 pub fn line(context: Option<&ContextStatus>, used: Option<u64>) -> String {
     if context.is_some_and(|c| c.invalid.is_some()) {
         return "ctx ? (invalid usage)".to_owned();
@@ -110,10 +120,47 @@ pub fn line(context: Option<&ContextStatus>, used: Option<u64>) -> String {
             .map(|c| window_percent(c.tokens_used, c.window_tokens))
     });
     match (used, context) {
-        (Some(used), Some(c)) => format!("ctx {used}% · {}", crate::status::compaction_words(c)),
-        (Some(used), None) => format!("ctx {used}%"),
+        (Some(used), Some(c)) if c.tokens_max >= c.window_tokens => {
+            format!("ctx {used}% of window · no automatic compaction")
+        }
+        (Some(used), Some(c)) => format!(
+            "ctx {}% to compaction · {used}% of window",
+            way_percent(c.tokens_used, c.tokens_max)
+        ),
+        (Some(used), None) => format!("ctx {used}% of window"),
         (None, _) => "ctx –".to_owned(),
     }
+}
+
+/// `line` with its leading figure coloured by the levels it has passed:
+/// green below the first, yellow past it, red past the second highest, bold
+/// red past the highest. Plain when `NO_COLOR` is set.
+pub fn coloured(line: &str, context: Option<&ContextStatus>, levels: &[f64]) -> String {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let Some(c) = context.filter(|c| c.invalid.is_none() && c.tokens_max < c.window_tokens) else {
+        return line.to_owned();
+    };
+    // Only a figure against compaction has a level to show.
+    if no_color || !line.contains("% to compaction") {
+        return line.to_owned();
+    }
+    let mut levels = levels.to_vec();
+    levels.sort_by(f64::total_cmp);
+    let passed = levels.iter().filter(|l| c.pressure >= **l).count();
+    let colour = match (passed, levels.len()) {
+        (0, _) => "32",
+        (p, n) if p == n => "1;31",
+        (p, n) if p + 1 == n => "31",
+        _ => "33",
+    };
+    // The figure is the text up to the first ` · `.
+    let (figure, rest) = line.split_once(" · ").unwrap_or((line, ""));
+    let rest = if rest.is_empty() {
+        String::new()
+    } else {
+        format!(" · {rest}")
+    };
+    format!("\x1b[{colour}m{figure}\x1b[0m{rest}")
 }
 
 #[cfg(test)]
@@ -129,7 +176,7 @@ mod tests {
         assert_eq!((c.tokens_used, c.tokens_max), (120_240, 167_000));
         assert_eq!(
             line(Some(&c), used_percent(&input)),
-            "ctx 60% · compacts at 83%"
+            "ctx 72% to compaction · 60% of window"
         );
         let before_first_reply: Value = serde_json::from_str(
             r#"{"context_window":{"context_window_size":200000,"current_usage":null}}"#,
@@ -177,9 +224,10 @@ mod tests {
             input["context_window"]["used_percentage"] = Value::Null;
             assert_eq!(used_percent(&input), Some(claude), "{row}");
             let c = from_input(&input, &Config::default());
+            let shown = line(c.as_ref(), used_percent(&input));
             assert!(
-                line(c.as_ref(), used_percent(&input)).starts_with(&format!("ctx {claude}% · ")),
-                "{row}"
+                shown.ends_with(&format!(" · {claude}% of window")),
+                "{shown}: {row}"
             );
             seen += 1;
         }
@@ -197,16 +245,59 @@ mod tests {
             .unwrap()
         };
         let shown = |i: &Value| line(from_input(i, &config).as_ref(), used_percent(i));
-        assert_eq!(shown(&input(200_000, 84_000)), "ctx 42% · compacts at 83%");
+        assert_eq!(
+            shown(&input(200_000, 84_000)),
+            "ctx 50% to compaction · 42% of window"
+        );
         assert_eq!(
             shown(&input(1_000_000, 500_000)),
-            "ctx 50% · compacts at 96%"
+            "ctx 51% to compaction · 50% of window"
         );
         // Right after /compact Claude Code shows 0, and so do we.
-        assert_eq!(shown(&input(200_000, 0)), "ctx 0% · compacts at 83%");
+        assert_eq!(
+            shown(&input(200_000, 0)),
+            "ctx 0% to compaction · 0% of window"
+        );
         // hookd away and nothing to go on.
         assert_eq!(line(None, None), "ctx –");
-        assert_eq!(line(None, Some(12)), "ctx 12%");
+        assert_eq!(line(None, Some(12)), "ctx 12% of window");
+    }
+
+    /// The leading figure takes the colour of the levels it passed, so
+    /// 95% of the way looks like danger; the rest of the line stays plain.
+    #[test]
+    fn the_figure_is_coloured_by_the_levels_passed() {
+        let config = Config::default();
+        let levels: Vec<f64> = config.monitor.thresholds.iter().map(|t| t.level).collect();
+        let at = |tokens: u64| {
+            let input: Value = serde_json::from_str(&format!(
+                r#"{{"context_window":{{"context_window_size":200000,"current_usage":{{"input_tokens":{tokens}}}}}}}"#
+            ))
+            .unwrap();
+            let c = from_input(&input, &config);
+            coloured(&line(c.as_ref(), used_percent(&input)), c.as_ref(), &levels)
+        };
+        assert_eq!(
+            at(50_000),
+            "\x1b[32mctx 29% to compaction\x1b[0m · 25% of window"
+        );
+        assert!(
+            at(120_240).starts_with("\x1b[33mctx 72% to"),
+            "{}",
+            at(120_240)
+        );
+        assert!(
+            at(153_640).starts_with("\x1b[31mctx 92% to"),
+            "{}",
+            at(153_640)
+        );
+        assert!(
+            at(160_320).starts_with("\x1b[1;31mctx 96% to"),
+            "{}",
+            at(160_320)
+        );
+        // Nothing to colour without a compaction to measure against.
+        assert_eq!(coloured("ctx –", None, &levels), "ctx –");
     }
 
     /// The line for fixed inputs: a climb through one 200k session, a 1M

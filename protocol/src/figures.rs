@@ -38,6 +38,41 @@ pub fn compaction_percent(point: u64, window: u64) -> u64 {
     (u128::from(point) * 100 / u128::from(window)).min(100) as u64
 }
 
+/// How far a context is on its way to compaction, in whole percent
+/// rounded down: a level shown as reached has been reached.
+pub fn way_percent(used: u64, point: u64) -> u64 {
+    if point == 0 {
+        return 100;
+    }
+    (u128::from(used) * 100 / u128::from(point)).min(u128::from(u64::MAX)) as u64
+}
+
+/// The context as every screen and message says it, leading with the
+/// share the levels are measured against: `96% of the way to compaction
+/// (160,320 of 167,000 tokens), 80% of the window`; with no automatic
+/// compaction, `45% of the window (90,000 of 200,000 tokens), no automatic
+/// compaction`.
+pub fn context_words(used: u64, point: u64, window: u64) -> String {
+    if window > 0 && point >= window {
+        return format!(
+            "{}% of the window ({} of {} tokens), no automatic compaction",
+            window_percent(used, window),
+            thousands(used),
+            thousands(window)
+        );
+    }
+    let mut words = format!(
+        "{}% of the way to compaction ({} of {} tokens)",
+        way_percent(used, point),
+        thousands(used),
+        thousands(point)
+    );
+    if window > 0 {
+        words += &format!(", {}% of the window", window_percent(used, window));
+    }
+    words
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +85,24 @@ mod tests {
         assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(percent(0.724), "72%");
         assert_eq!(percent(1.02), "102%");
+    }
+
+    #[test]
+    fn one_figure_leads() {
+        assert_eq!(
+            context_words(160_320, 167_000, 200_000),
+            "96% of the way to compaction (160,320 of 167,000 tokens), 80% of the window"
+        );
+        // 94.99% has not reached the 95% level, and does not say it has.
+        assert_eq!(way_percent(158_649, 167_000), 94);
+        assert_eq!(way_percent(170_000, 167_000), 101);
+        assert_eq!(
+            context_words(90_000, 200_000, 200_000),
+            "45% of the window (90,000 of 200,000 tokens), no automatic compaction"
+        );
+        assert_eq!(
+            context_words(50_000, 100_000, 0),
+            "50% of the way to compaction (50,000 of 100,000 tokens)"
+        );
     }
 }

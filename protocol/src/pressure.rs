@@ -261,17 +261,22 @@ impl Advice {
     }
 
     /// `selective (prefetch ≤2, trust ≥0.5)` or `selective (skip prefetch)`.
+    /// What hookd may add to the context at this pressure, in words a
+    /// person reads: `half the files to reload, up to 5 lessons of past
+    /// tasks scored 0.3 or more`.
     pub fn summary(&self) -> String {
         if self.skip_prefetch {
-            format!("{} (skip prefetch)", self.strategy.as_str())
-        } else {
-            format!(
-                "{} (prefetch ≤{}, trust ≥{:.1})",
-                self.strategy.as_str(),
-                self.prefetch_limit,
-                self.min_trust
-            )
+            return "no room for more: no files to reload, no lessons of past tasks".to_owned();
         }
+        let files = match self.strategy {
+            Strategy::Stuff => "every file",
+            Strategy::Hybrid => "half the files",
+            Strategy::Selective => "a quarter of the files",
+        };
+        format!(
+            "{files} to reload, up to {} lessons of past tasks scored {:.1} or more",
+            self.prefetch_limit, self.min_trust
+        )
     }
 }
 
@@ -392,6 +397,13 @@ mod tests {
         let full = Advice::for_pressure(0.96);
         assert!(full.skip_prefetch);
         assert_eq!(full.prefetch_limit, 0);
-        assert_eq!(full.summary(), "selective (skip prefetch)");
+        assert_eq!(
+            full.summary(),
+            "no room for more: no files to reload, no lessons of past tasks"
+        );
+        assert_eq!(
+            tight.summary(),
+            "a quarter of the files to reload, up to 2 lessons of past tasks scored 0.5 or more"
+        );
     }
 }

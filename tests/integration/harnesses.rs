@@ -98,7 +98,7 @@ fn codex_usage_comes_from_its_rollout_and_crossing_a_level_warns_in_codexs_forma
         answer["systemMessage"]
             .as_str()
             .unwrap_or("")
-            .contains("70%"),
+            .contains("72% of the way to compaction"),
         "{answer:#}"
     );
     assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "PostToolUse");

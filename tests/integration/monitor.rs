@@ -23,8 +23,11 @@ fn monitored() -> Scenario {
         .start()
 }
 
+/// What a level says to the model (the person gets one short line of it).
 fn message(output: &Value) -> Option<String> {
-    output["systemMessage"].as_str().map(str::to_owned)
+    output["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .map(str::to_owned)
 }
 
 #[test]
@@ -43,8 +46,10 @@ fn each_threshold_fires_once_at_the_right_call() {
         "{text}"
     );
     assert!(
-        text.ends_with("[hookd: 120,240 tokens, 60% of the window; compaction at 167,000]"),
-        "the figures in the person's basis: {text}"
+        text.ends_with(
+            "[hookd: 72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window]"
+        ),
+        "the figures, leading with the one the levels are measured against: {text}"
     );
     assert!(
         !text.contains("prefetch") && !text.contains("strategy"),
@@ -52,9 +57,9 @@ fn each_threshold_fires_once_at_the_right_call() {
     );
     assert_eq!(at_72["hookSpecificOutput"]["hookEventName"], "PostToolUse");
     assert_eq!(
-        at_72["hookSpecificOutput"]["additionalContext"],
-        Value::from(text.clone()),
-        "the model hears it too"
+        at_72["systemMessage"],
+        "hookd: context 72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window",
+        "the person reads the figure, not the model's instructions"
     );
     assert_eq!(s.turn(at(0.75)), Value::Null, "70% fires once");
 
@@ -144,7 +149,12 @@ fn the_watcher_decides_with_the_hooks_environment() {
         s.events("threshold")
     );
     let out = hook(&s, "PostToolUse", "post-tool-use");
-    assert!(message(&out).is_some(), "said to the person: {out}");
+    assert!(
+        out["systemMessage"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("hookd: context 85% of the way to compaction")),
+        "said to the person: {out}"
+    );
     assert!(
         out["hookSpecificOutput"]["additionalContext"].is_null(),
         "not to the model: {out}"
@@ -444,16 +454,21 @@ fn statusline_with_and_without_the_daemon() {
     let mut alone = sb.command("hookctl");
     alone
         .env("HOOKD_CLIENT__AUTOSTART", "false")
+        .env("NO_COLOR", "1")
         .arg("statusline");
     let out = run_with_stdin(alone, input);
     assert!(out.status.success());
-    assert_eq!(stdout(&out).trim(), "ctx 10% · compacts at 83%");
+    assert_eq!(stdout(&out).trim(), "ctx 11% to compaction · 10% of window");
 
     let daemon = TestDaemon::start(sb.daemon_options());
     let mut cmd = sb.command("hookctl");
     cmd.arg("statusline");
     let out = run_with_stdin(cmd, input);
-    assert_eq!(stdout(&out).trim(), "ctx 10% · compacts at 83%");
+    // Coloured by the levels passed: none yet.
+    assert_eq!(
+        stdout(&out).trim(),
+        "\x1b[32mctx 11% to compaction\x1b[0m · 10% of window"
+    );
     let report = daemon.engine().status(&Default::default());
     let s = &report.sessions[0];
     assert_eq!(s.session_id, "4d7453d0-1db5-4325-aa8c-30d671da3857");
@@ -479,10 +494,12 @@ fn status_text_shows_the_figures() {
     let out = s.sb.hookctl(&["status"]);
     let text = stdout(&out);
     assert!(
-        text.contains("60% of the window (120,240 of 200,000 tokens) · compacts at 83%"),
+        text.contains(
+            "context  72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window"
+        ),
         "{text}"
     );
-    assert!(text.contains("72% of the way to compaction"), "{text}");
+    assert!(text.contains("the window, │ = compaction at 83%"), "{text}");
     assert!(text.contains("passed 70% of the way"), "{text}");
     assert!(text.contains("recent   ▆  the latest reply"), "{text}");
     // The retrieval strategy is for those who ask.
@@ -492,9 +509,11 @@ fn status_text_shows_the_figures() {
     );
     let verbose = stdout(&s.sb.hookctl(&["status", "-v"]));
     assert!(
-        verbose.contains("120,240 / 167,000 tokens of the compaction point")
-            && verbose.contains("retrieval strategy selective (prefetch ≤2, trust ≥0.5)")
-            && verbose.contains("epoch 1 · levels fired 70%"),
+        verbose.contains("compaction point: 167,000 (")
+            && verbose.contains(
+                "room: a quarter of the files to reload, up to 2 lessons of past tasks scored 0.5 or more"
+            )
+            && verbose.contains("levels passed since the session began: 70%"),
         "{verbose}"
     );
     let out = s.sb.hookctl(&["status", "--session", "nope"]);
@@ -516,7 +535,7 @@ fn watch_redraws_when_usage_changes() {
     let mut seen = String::new();
     let mut line = String::new();
     // The first frame, then a change made only in the transcript.
-    while !seen.contains("(66,800 of 200,000 tokens)") {
+    while !seen.contains("(66,800 of 167,000 tokens)") {
         line.clear();
         assert!(
             reader.read_line(&mut line).unwrap() > 0,
@@ -525,7 +544,7 @@ fn watch_redraws_when_usage_changes() {
         seen += &line;
     }
     s.transcript.reply(100_200);
-    while !seen.contains("(100,200 of 200,000 tokens)") {
+    while !seen.contains("(100,200 of 167,000 tokens)") {
         line.clear();
         assert!(
             reader.read_line(&mut line).unwrap() > 0,
@@ -534,7 +553,7 @@ fn watch_redraws_when_usage_changes() {
         seen += &line;
     }
     // The sparkline follows the readings.
-    assert!(seen.contains("█ = compaction"), "{seen}");
+    assert!(seen.contains("█ = at the compaction point"), "{seen}");
     child.kill().unwrap();
     let _ = child.wait();
 }

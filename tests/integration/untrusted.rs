@@ -92,7 +92,7 @@ fn invalid_usage_in_a_transcript_is_shown_and_fires_nothing() {
     assert!(
         out["systemMessage"]
             .as_str()
-            .is_some_and(|m| m.starts_with("Context at 70%")),
+            .is_some_and(|m| m.starts_with("hookd: context 72% of the way to compaction")),
         "{out}"
     );
     assert_eq!(s.status()["context"]["invalid"], Value::Null);

@@ -292,15 +292,15 @@ pub fn trigger_words(what: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use protocol::pressure::Advice;
     use protocol::wire::{ContextPoint, DaemonInfo, PointMark, ResumeFollowed};
 
     /// 2026-11-21T20:00:00Z: every time in the report is relative to it.
-    const NOW: u64 = 1_795_291_200_000;
+    pub(crate) const NOW: u64 = 1_795_291_200_000;
 
-    fn report(sessions: Vec<SessionStatus>) -> StatusReport {
+    pub(crate) fn report(sessions: Vec<SessionStatus>) -> StatusReport {
         StatusReport {
             daemon: DaemonInfo {
                 version: "0.1.0".into(),
@@ -336,7 +336,7 @@ mod tests {
 
     /// A session that climbed, saved with a checkpoint at 95%, compacted,
     /// and is climbing again.
-    fn session() -> SessionStatus {
+    pub(crate) fn session() -> SessionStatus {
         let climb = [
             (20_000, None),
             (45_000, None),

@@ -23,6 +23,7 @@ pub fn run(ctx: &Context, session: Option<String>) -> anyhow::Result<ExitCode> {
     if let Some(keys) = &keys {
         keys.leave_on_q();
     }
+    let project = ctx.project().ok();
     let detail = if ctx.verbose {
         Detail::Verbose
     } else {
@@ -38,11 +39,9 @@ pub fn run(ctx: &Context, session: Option<String>) -> anyhow::Result<ExitCode> {
                 } else {
                     writeln!(out, "---")?;
                 }
-                write!(
-                    out,
-                    "{}",
-                    display::terminal(&render(&report, detail, now_ms()))
-                )?;
+                let rows = terminal.then(terminal_rows).flatten();
+                let shown = frame(*report, detail, now_ms(), project.as_deref(), rows);
+                write!(out, "{}", display::terminal(&shown))?;
                 if terminal {
                     write!(out, "\n{HOW_TO_LEAVE}\n")?;
                 }
@@ -56,6 +55,49 @@ pub fn run(ctx: &Context, session: Option<String>) -> anyhow::Result<ExitCode> {
             }
         }
     }
+}
+
+/// One frame: the live sessions only, those of the current project first
+/// (then the most recently active), cut to the terminal's `rows` so that
+/// the header and the first sessions never scroll off the top.
+pub fn frame(
+    mut report: protocol::wire::StatusReport,
+    detail: Detail,
+    now: u64,
+    project: Option<&std::path::Path>,
+    rows: Option<usize>,
+) -> String {
+    report.sessions.retain(|s| !s.ended);
+    report.sessions.sort_by_key(|s| {
+        (
+            s.project_dir.as_deref() != project,
+            std::cmp::Reverse(s.last_event_at_ms),
+        )
+    });
+    let text = render(&report, detail, now);
+    let Some(rows) = rows else {
+        return text;
+    };
+    // One row stays for the line saying how to leave, one for the cut.
+    let room = rows.saturating_sub(2).max(1);
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= room + 1 {
+        return text;
+    }
+    let mut shown = lines[..room].join("\n");
+    shown += &format!(
+        "\n… {} more lines: a taller terminal, or `hookctl status`, shows them all\n",
+        lines.len() - room
+    );
+    shown
+}
+
+/// The terminal's height, when standard output is one.
+fn terminal_rows() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ fills a winsize we own, or fails.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_row > 0).then_some(usize::from(size.ws_row))
 }
 
 /// The terminal with line buffering, echo and signal keys off, put back as
@@ -112,5 +154,76 @@ fn restore(original: &libc::termios) {
 impl Drop for KeyMode {
     fn drop(&mut self) {
         restore(&self.original);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::tests::{NOW, report, session};
+    use std::path::{Path, PathBuf};
+
+    /// Four sessions in a short terminal: the header and the current
+    /// project's live session stay on screen; an ended one is not shown.
+    #[test]
+    fn a_frame_fits_the_terminal_and_leads_with_the_current_project() {
+        let at = |id: &str, project: &str, ago_ms: u64, ended: bool| {
+            SessionStatusBuilder {
+                id,
+                project,
+                ago_ms,
+                ended,
+            }
+            .build()
+        };
+        let sessions = vec![
+            at("aaaaaaaa-1", "/work/other", 1_000, false),
+            at("bbbbbbbb-2", "/work/other", 2_000, false),
+            at("cccccccc-3", "/work/gone", 500, true),
+            at("dddddddd-4", "/work/mine", 60_000, false),
+        ];
+        let shown = frame(
+            report(sessions.clone()),
+            Detail::Plain,
+            NOW,
+            Some(Path::new("/work/mine")),
+            Some(24),
+        );
+        let lines: Vec<&str> = shown.lines().collect();
+        assert!(lines.len() <= 23, "{} lines:\n{shown}", lines.len());
+        assert!(lines[0].starts_with("hookd "), "{shown}");
+        assert_eq!(lines[2], "3 sessions", "{shown}");
+        assert!(lines[4].contains("dddddddd  /work/mine"), "{shown}");
+        assert!(!shown.contains("cccccccc"), "{shown}");
+        assert!(
+            shown.ends_with("shows them all\n") && shown.contains("… "),
+            "{shown}"
+        );
+        // A tall terminal shows every live session whole.
+        let tall = frame(report(sessions), Detail::Plain, NOW, None, Some(200));
+        assert!(
+            tall.contains("aaaaaaaa") && tall.contains("bbbbbbbb"),
+            "{tall}"
+        );
+        assert!(!tall.contains("more lines"), "{tall}");
+    }
+
+    struct SessionStatusBuilder<'a> {
+        id: &'a str,
+        project: &'a str,
+        ago_ms: u64,
+        ended: bool,
+    }
+
+    impl SessionStatusBuilder<'_> {
+        fn build(self) -> protocol::wire::SessionStatus {
+            protocol::wire::SessionStatus {
+                session_id: self.id.to_owned(),
+                project_dir: Some(PathBuf::from(self.project)),
+                last_event_at_ms: NOW - self.ago_ms,
+                ended: self.ended,
+                ..session()
+            }
+        }
     }
 }

@@ -461,14 +461,30 @@ fn statusline_with_and_without_the_daemon() {
     assert_eq!(stdout(&out).trim(), "ctx 11% to compaction · 10% of window");
 
     let daemon = TestDaemon::start(sb.daemon_options());
-    let mut cmd = sb.command("hookctl");
-    cmd.arg("statusline");
-    let out = run_with_stdin(cmd, input);
+    let statusline = |input: &[u8]| {
+        let mut cmd = sb.command("hookctl");
+        cmd.arg("statusline");
+        stdout(&run_with_stdin(cmd, input)).trim().to_owned()
+    };
     // Coloured by the levels passed: none yet.
-    assert_eq!(
-        stdout(&out).trim(),
-        "\x1b[32mctx 11% to compaction\x1b[0m · 10% of window"
+    let coloured = "\x1b[32mctx 11% to compaction\x1b[0m · 10% of window";
+    assert_eq!(statusline(input), coloured);
+    // A statusLine input alone (tried by hand) makes no session.
+    let report = daemon.engine().status(&Default::default());
+    assert!(report.sessions.is_empty(), "{:?}", report.sessions);
+    // Once a hook made the session, the statusLine's window is kept.
+    let mut start = hookd_tests::payload("SessionStart(source=startup)");
+    start["session_id"] = "4d7453d0-1db5-4325-aa8c-30d671da3857".into();
+    start["cwd"] = sb.path().display().to_string().into();
+    start["transcript_path"] = sb.path().join("none.jsonl").display().to_string().into();
+    let mut cmd = sb.command("hookctl");
+    cmd.args(["hook", "session-start"]);
+    assert!(
+        run_with_stdin(cmd, start.to_string().as_bytes())
+            .status
+            .success()
     );
+    assert_eq!(statusline(input), coloured);
     let report = daemon.engine().status(&Default::default());
     let s = &report.sessions[0];
     assert_eq!(s.session_id, "4d7453d0-1db5-4325-aa8c-30d671da3857");
@@ -479,11 +495,10 @@ fn statusline_with_and_without_the_daemon() {
     );
     // A new session before its first reply: no figure yet.
     let first = lines[0].replace("4d7453d0-1db5-4325-aa8c-30d671da3857", "another-session");
-    let mut cmd = sb.command("hookctl");
-    cmd.arg("statusline");
+    assert_eq!(statusline(first.as_bytes()), "ctx –");
     assert_eq!(
-        stdout(&run_with_stdin(cmd, first.as_bytes())).trim(),
-        "ctx –"
+        daemon.engine().status(&Default::default()).sessions.len(),
+        1
     );
 }
 

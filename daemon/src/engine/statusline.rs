@@ -31,34 +31,19 @@ impl Engine {
         let (config, _) = self.settings.for_request(project.as_deref(), &request.env);
         let now = now_ms();
         let mut registry = self.registry();
-        let session = match session_id {
-            Some(id) => registry.entry(
-                SessionKey {
-                    harness: statusline::HARNESS,
-                    id,
-                },
-                now,
-            ),
+        // Only hooks make a session: a statusLine input alone (someone
+        // trying the command by hand) is answered from itself and kept
+        // nowhere.
+        let key = SessionKey {
+            harness: statusline::HARNESS,
+            id: session_id.unwrap_or_default(),
+        };
+        let mut scratch;
+        let session = match registry.get_mut(&key) {
+            Some(session) => session,
             None => {
-                let mut scratch = Session::new(
-                    SessionKey {
-                        harness: statusline::HARNESS,
-                        id: String::new(),
-                    },
-                    now,
-                );
-                scratch.statusline_window = window;
-                scratch.model = model;
-                scratch.usage = tokens.map(|t| match t {
-                    Ok(tokens) => harness::Usage {
-                        tokens,
-                        ..Default::default()
-                    },
-                    Err(why) => harness::Usage::invalidated(None, why),
-                });
-                let context = context_of(&scratch, &config.config)
-                    .unwrap_or_else(|| empty_context(&scratch, &config.config));
-                return Response::Context(Box::new(context));
+                scratch = Session::new(key, now);
+                &mut scratch
             }
         };
         if window.is_some() {

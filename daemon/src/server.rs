@@ -104,9 +104,9 @@ impl Daemon {
         let trust_store = opts.state_dir.join(protocol::trust::STORE_FILE);
         let settings = crate::settings::Settings::new(opts.layers, config, Some(trust_store));
         let engine = Arc::new(Engine::new(identity, settings, shutdown.clone()));
+        // Logged only: status says the configuration's problem while it lasts.
         if let Some(problem) = config_problem {
             tracing::error!("{problem}");
-            engine.add_warning(problem);
         }
         tracing::info!(socket = %socket.display(), pid = std::process::id(), "listening");
         Ok(Daemon {

@@ -24,7 +24,10 @@ pub struct Settings {
     base: Layers,
     /// The user's record of trusted projects.
     trust_store: Option<PathBuf>,
-    fallback: Arc<Effective>,
+    /// The daemon's own configuration (user file and flags) as of the user
+    /// file's stamp: taken up again when the file changes, and kept as it
+    /// was while a changed file is broken.
+    fallback: Mutex<(Option<(SystemTime, u64)>, Arc<Effective>)>,
     /// A configuration that was refused is cached too (as its problem):
     /// every hook asks, and a refused file stays refused until it changes.
     cache: Mutex<HashMap<CacheKey, (Stamp, Loaded)>>,
@@ -34,17 +37,33 @@ impl Settings {
     /// `base` holds the user file and daemon flags; `fallback` is used when a
     /// project's layers are broken.
     pub fn new(base: Layers, fallback: Effective, trust_store: Option<PathBuf>) -> Self {
+        let stamp = stamp_of(base.user_file.as_deref());
         Settings {
             base,
             trust_store,
-            fallback: Arc::new(fallback),
+            fallback: Mutex::new((stamp, Arc::new(fallback))),
             cache: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The daemon's own configuration.
-    pub fn daemon(&self) -> &Arc<Effective> {
-        &self.fallback
+    /// The daemon's own configuration, with the user file as it is now
+    /// (the last good one while it is broken).
+    pub fn daemon(&self) -> Arc<Effective> {
+        let stamp = stamp_of(self.base.user_file.as_deref());
+        let mut fallback = self.fallback.lock().unwrap_or_else(|p| p.into_inner());
+        if fallback.0 != stamp {
+            fallback.0 = stamp;
+            if let Ok(effective) = protocol::config::load(&self.base) {
+                fallback.1 = Arc::new(effective);
+            }
+        }
+        fallback.1.clone()
+    }
+
+    /// What is wrong with the user's configuration now, if anything: said
+    /// while it lasts, gone as soon as the file is fixed.
+    pub fn user_problem(&self) -> Option<String> {
+        self.for_request(None, &BTreeMap::new()).1
     }
 
     /// The configuration for a project and a hook's environment. A broken
@@ -98,7 +117,7 @@ impl Settings {
     fn answer(&self, loaded: Loaded) -> (Arc<Effective>, Option<String>) {
         match loaded {
             Ok(effective) => (effective, None),
-            Err(problem) => (self.fallback.clone(), Some(problem)),
+            Err(problem) => (self.daemon(), Some(problem)),
         }
     }
 }
@@ -111,6 +130,30 @@ fn stamp_of(path: Option<&Path>) -> Option<(SystemTime, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_daemons_own_configuration_follows_the_user_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.yaml");
+        std::fs::write(&file, "monitor:\n  reset_drop: [oops\n").unwrap();
+        let layers = Layers {
+            user_file: Some(file.clone()),
+            ..Layers::default()
+        };
+        let (effective, problem) = crate::load_daemon_config(&layers);
+        assert!(problem.is_some());
+        let settings = Settings::new(layers, effective, None);
+        assert_eq!(settings.daemon().config.monitor.reset_drop, 0.30);
+        assert!(settings.user_problem().is_some());
+        // A second apart at most in mtime: the length differs anyway.
+        std::fs::write(&file, "monitor:\n  reset_drop: 0.5\n").unwrap();
+        assert_eq!(settings.daemon().config.monitor.reset_drop, 0.5);
+        assert_eq!(settings.user_problem(), None);
+        // Broken again: the last good one stays, and the problem is said.
+        std::fs::write(&file, "monitor: [\n").unwrap();
+        assert_eq!(settings.daemon().config.monitor.reset_drop, 0.5);
+        assert!(settings.user_problem().is_some());
+    }
 
     #[test]
     fn project_files_apply_and_changes_are_seen() {

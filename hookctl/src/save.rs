@@ -56,6 +56,9 @@ pub fn run(
         if summary.session.is_none() {
             println!("(no agent session seen in this project: saved from git and records only)");
         }
+        for warning in &summary.warnings {
+            eprintln!("warning: {warning}");
+        }
         for skipped in &summary.skipped {
             println!("skipped: {skipped}");
         }

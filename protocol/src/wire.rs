@@ -276,6 +276,10 @@ pub struct SaveSummary {
     /// Steps left out by design, each with why.
     #[serde(default)]
     pub skipped: Vec<String>,
+    /// What is wrong around the save (a broken configuration file, and
+    /// what was used instead).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -79,3 +79,71 @@ fn a_broken_config_names_the_key_the_file_and_the_line() {
         "{err}"
     );
 }
+
+/// The user's configuration is live: a broken file is said by the next
+/// hook (once) and by `save`, shown by `status` while it lasts, and a fixed
+/// one is taken up without a restart, the warning gone.
+#[test]
+fn a_broken_user_config_is_said_and_a_fixed_one_taken_up_without_a_restart() {
+    let sb = Sandbox::new();
+    let file = sb.config_dir().join("config.yaml");
+    std::fs::create_dir_all(sb.config_dir()).unwrap();
+    std::fs::write(&file, "monitor:\n  reset_drop: [oops\n").unwrap();
+    let project = sb.path().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut start = hookd_tests::payload("SessionStart(source=startup)");
+    start["cwd"] = project.display().to_string().into();
+    start["transcript_path"] = sb.path().join("t.jsonl").display().to_string().into();
+    let hook = || {
+        let out = sb.hook("session-start", start.to_string().as_bytes());
+        assert_eq!(out.status.code(), Some(0));
+        hookd_tests::hook_json(&out)
+    };
+    let first = hook();
+    assert!(
+        first["systemMessage"].as_str().is_some_and(
+            |m| m.contains("your configuration is broken") && m.contains("config.yaml")
+        ),
+        "{first}"
+    );
+    let again = hook();
+    assert!(
+        !again.to_string().contains("your configuration is broken"),
+        "said once: {again}"
+    );
+    let status = stdout(&sb.hookctl(&["status"]));
+    assert!(
+        status.contains("warning: ") && status.contains("config.yaml"),
+        "{status}"
+    );
+    let out = sb.hookctl(&[
+        "save",
+        "--no-checkpoint",
+        "--project",
+        &project.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: ") && stderr(&out).contains("config.yaml"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Fixed: taken up at once, the warning gone, doctor clear of it.
+    std::fs::write(&file, "monitor:\n  reset_drop: 0.5\n").unwrap();
+    let status = stdout(&sb.hookctl(&["status"]));
+    assert!(!status.contains("warning: "), "{status}");
+    let out = sb.hookctl(&["doctor", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let daemon = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "daemon")
+        .unwrap();
+    assert_eq!(daemon["status"], "ok", "{daemon:#}");
+    // Broken anew, it is said anew.
+    std::fs::write(&file, "monitor:\n  reset_drop: {\n").unwrap();
+    assert!(hook().to_string().contains("your configuration is broken"));
+    let _ = sb.hookd(&["stop"]);
+}

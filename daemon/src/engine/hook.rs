@@ -43,7 +43,11 @@ impl Engine {
             ..Outcome::default()
         };
         if let Some(problem) = config_problem {
-            self.add_warning(problem.clone());
+            // Said to the person once while it lasts (status shows it all
+            // along); every hook notes it for the harness's verbose mode.
+            if self.first_time_said(&problem) {
+                outcome.say(format!("hookd: your configuration is broken: {problem}"));
+            }
             outcome.notes.push(problem);
         }
 

@@ -55,6 +55,8 @@ pub struct Engine {
     last_activity_ms: AtomicU64,
     shutdown: Shutdown,
     warnings: Mutex<Vec<String>>,
+    /// Configuration problems already said to the person.
+    said_problems: Mutex<std::collections::HashSet<String>>,
     /// The locks, caches and open memories of the blocking work.
     resources: Arc<Resources>,
 }
@@ -88,6 +90,7 @@ impl Engine {
             events_handled: AtomicU64::new(0),
             shutdown,
             warnings: Mutex::new(Vec::new()),
+            said_problems: Mutex::new(Default::default()),
             resources,
         };
         for problem in [registry_problem, watch_problem].into_iter().flatten() {
@@ -110,12 +113,23 @@ impl Engine {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn config(&self) -> &Effective {
+    pub fn config(&self) -> Arc<Effective> {
         self.settings.daemon()
     }
 
     pub fn shutdown(&self) -> &Shutdown {
         &self.shutdown
+    }
+
+    /// Whether `problem` is new since it was last said (a configuration
+    /// problem is said once, by the next hook, and again only once fixed
+    /// and broken anew).
+    pub(super) fn first_time_said(&self, problem: &str) -> bool {
+        let mut said = self.said_problems.lock().unwrap_or_else(|p| p.into_inner());
+        if self.settings.user_problem().is_none() {
+            said.retain(|p| p == problem);
+        }
+        said.insert(problem.to_owned())
     }
 
     /// Records a problem for `hookctl status` to show.
@@ -160,7 +174,8 @@ impl Engine {
 
     /// Ends idle sessions and forgets old ones.
     pub fn expire_sessions(&self) {
-        let config = &self.settings.daemon().config.sessions;
+        let daemon = self.settings.daemon();
+        let config = &daemon.config.sessions;
         let removed = self.registry().expire(
             now_ms(),
             config.idle_expiry_secs * 1000,

@@ -51,7 +51,7 @@ impl Engine {
     /// `hookctl save`: the whole pipeline, now.
     pub(super) async fn save_now(self: &Arc<Self>, query: SaveQuery) -> Response {
         let key = self.session_for(&query.project, query.session.as_deref());
-        let (config, _) = self
+        let (config, config_problem) = self
             .settings
             .for_request(Some(&query.project), &Default::default());
         let request = key
@@ -89,6 +89,7 @@ impl Engine {
             checkpoint_note: report.checkpoint_note,
             problems: report.problems,
             skipped: report.skipped,
+            warnings: config_problem.into_iter().collect(),
         }))
     }
 

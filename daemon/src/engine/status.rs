@@ -33,11 +33,18 @@ impl Engine {
                 state_dir: self.identity.state_dir.clone(),
                 log_dir: self.identity.log_dir.clone(),
                 events_handled: self.events_handled.load(Ordering::Relaxed),
-                warnings: self
-                    .warnings
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone(),
+                warnings: {
+                    // The configuration's problem as it is now, not as it was.
+                    let mut warnings = self.settings.user_problem().into_iter().collect::<Vec<_>>();
+                    warnings.extend(
+                        self.warnings
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .iter()
+                            .cloned(),
+                    );
+                    warnings
+                },
             },
             sessions,
         }

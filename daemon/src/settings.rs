@@ -13,8 +13,10 @@ use std::time::SystemTime;
 /// Cached configurations kept at most (one per project and environment).
 const CACHE_LIMIT: usize = 256;
 
-/// Modification time and length of the user file, the project file and the trust store.
-type Stamp = [Option<(SystemTime, u64)>; 3];
+/// Modification time and length of one file, if it is there.
+type FileStamp = Option<(SystemTime, u64)>;
+/// Those of the user file, the project file and the trust store.
+type Stamp = [FileStamp; 3];
 /// A project and the `HOOKD_*` variables of a request.
 type CacheKey = (Option<PathBuf>, Vec<(String, String)>);
 /// A configuration as loaded: in force, or refused with its problem.
@@ -27,7 +29,7 @@ pub struct Settings {
     /// The daemon's own configuration (user file and flags) as of the user
     /// file's stamp: taken up again when the file changes, and kept as it
     /// was while a changed file is broken.
-    fallback: Mutex<(Option<(SystemTime, u64)>, Arc<Effective>)>,
+    fallback: Mutex<(FileStamp, Arc<Effective>)>,
     /// A configuration that was refused is cached too (as its problem):
     /// every hook asks, and a refused file stays refused until it changes.
     cache: Mutex<HashMap<CacheKey, (Stamp, Loaded)>>,
@@ -122,7 +124,7 @@ impl Settings {
     }
 }
 
-fn stamp_of(path: Option<&Path>) -> Option<(SystemTime, u64)> {
+fn stamp_of(path: Option<&Path>) -> FileStamp {
     let meta = std::fs::symlink_metadata(path?).ok()?;
     Some((meta.modified().ok()?, meta.len()))
 }

@@ -542,37 +542,34 @@ pub fn take_summary(
 /// What PreCompact asks the summary to end with, after the info string
 /// with its token, in the state's own field names; read back by
 /// [`summary_block`]. Every compaction pays for these words, so they are few.
-pub const BLOCK_FIELDS: &str = "of YAML with what applies:
-decisions: [{topic, decision, reasoning}]
-rejected: [{approach, why}]
-blockers: [{issue, status: unresolved|workaround|resolved, notes}]
-constraints: [text]
-lifted_constraints: [text]
-active_task: text
-progress_notes: text
-next_actions: [{action, target, priority, context_needed: [files]}]";
+pub const BLOCK_FIELDS: &str = "of YAML, each key only if it applies: \
+decisions [{topic, decision, reasoning}], rejected [{approach, why}], \
+blockers [{issue, status: unresolved|workaround|resolved, notes}], constraints [text], \
+lifted_constraints [text], active_task, progress_notes, \
+next_actions [{action, target, priority, context_needed: [files]}].";
 
-/// PreCompact's answer: its first line is hookd's own, so that no template
-/// can make the text parse as a hook decision; the template only adds the
-/// list of what to keep, and hookd's request for the `hookd-state` block
-/// with this compaction's token closes it (no token: no block asked for).
+/// PreCompact's answer, which Claude Code also shows the person under
+/// "Compacted": two lines. Its first words are hookd's own, so that no
+/// template can make the text parse as a hook decision; the template adds
+/// what to keep, and hookd's request for the `hookd-state` block with this
+/// compaction's token closes it (no token: no block asked for).
 fn instructions(checkpoint: Option<&Checkpoint>, list: &str, token: Option<&str>) -> String {
     let checkpointed = checkpoint
         .and_then(|c| c.sha.as_deref())
-        .map(|sha| format!(" and checkpointed the working tree as {sha}"))
+        .map(|sha| format!(", checkpoint {}", sha.get(..12).unwrap_or(sha)))
         .unwrap_or_default();
-    let list = list.trim_end();
+    let list = list.split_whitespace().collect::<Vec<_>>().join(" ");
     let block = token
         .map(|token| {
             format!(
-                "End the summary with one fenced code block, info string `{} {token}`, {BLOCK_FIELDS}\n",
+                "End it with one fenced code block, info string `{} {token}`, {BLOCK_FIELDS}\n",
                 summary_block::INFO_STRING
             )
         })
         .unwrap_or_default();
     format!(
-        "hookd saved the workflow state to .workflow/context_state.json{checkpointed}. \
-         In your summary, keep what the work needs to continue:\n{list}\n{block}"
+        "hookd saved the workflow state (.workflow/context_state.json{checkpointed}). \
+         Keep in your summary: {list}.\n{block}"
     )
 }
 

@@ -988,9 +988,8 @@ mod tests {
         for planted in ["records file", "planted", "SQLite", "Storage"] {
             assert!(!text.contains(planted), "{planted}: {text}");
         }
-        assert!(text.contains("Auth: JWT in httpOnly cookies"), "{text}");
         assert!(
-            text.contains("The task in progress: Test the login route"),
+            text.contains("the task in progress (Test the login route)"),
             "{text}"
         );
         // A task list that is the workflow file's names no task.

@@ -233,7 +233,7 @@ fn compaction_starts_a_new_epoch_and_rearms_the_levels() {
         instructions
             .as_str()
             .unwrap()
-            .contains("keep what the work needs"),
+            .contains("Keep in your summary: "),
         "plain text for the summarizer"
     );
     s.transcript.boundary("auto", 160_320, 3_000);

@@ -95,7 +95,7 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
     let out = p.hook("PreCompact(trigger=auto)", "pre-compact");
     let instructions = out.as_str().unwrap();
     assert!(
-        instructions.contains("keep what the work needs"),
+        instructions.contains("Keep in your summary: "),
         "{instructions}"
     );
     assert!(instructions.contains("Add token refresh"), "{instructions}");

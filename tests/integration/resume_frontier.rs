@@ -157,7 +157,7 @@ next_actions:
   - {action: implement, target: JWT signing, priority: 1, context_needed: [src/jwt.rs]}",
     );
     assert!(
-        instructions.contains("What the person said must or must not be done")
+        instructions.contains("what the person said must or must not be done")
             && instructions.contains("lifted_constraints"),
         "{instructions}"
     );

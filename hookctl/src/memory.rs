@@ -162,7 +162,7 @@ fn print_stats(s: &MemoryStats) {
         );
     }
     if let Some(w) = s.mean_window {
-        println!("mean Ω: {w:.1}");
+        println!("reflections kept per resume prompt, on average: {w:.1}");
     }
     println!("closed tasks with lessons: {}", rate(&s.with_lessons));
     println!("closed tasks without:      {}", rate(&s.without_lessons));

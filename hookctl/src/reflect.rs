@@ -36,7 +36,7 @@ pub fn run(
         last.iteration
     );
     println!(
-        "{} reflection{} in all; resume prompts keep the last {} (Ω)",
+        "{} reflection{} in all; resume prompts keep the last {}",
         task.reflections.len(),
         if task.reflections.len() == 1 { "" } else { "s" },
         report.window

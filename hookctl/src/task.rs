@@ -14,7 +14,7 @@ pub enum Action {
     Start {
         /// What the task is, in a sentence (similar past tasks are found by it).
         description: String,
-        /// Ω for this task: how many of its reflections each resume prompt keeps
+        /// How many of this task's reflections each resume prompt keeps
         /// (a number, or simple 1, moderate 3, complex 5, maximum 10).
         #[arg(short, long, value_name = "N|PRESET", value_parser = parse_capacity)]
         memory: Option<u32>,
@@ -137,7 +137,10 @@ fn print_started(report: &TaskReport, project: &std::path::Path) {
         crate::display::short_id(&task.task_id),
         describe(task)
     );
-    println!("Ω = {} ({})", report.window, report.window_from);
+    println!(
+        "resume prompts keep its last {} reflections ({})",
+        report.window, report.window_from
+    );
     if let Some(why) = &task.scaled_because {
         println!("auto-scaled: {why}");
     }
@@ -199,7 +202,7 @@ pub fn print_task(report: &TaskReport) {
         println!("  outcome from: {why}");
     }
     println!(
-        "  Ω = {} ({}); lessons from similar tasks: {}",
+        "  resume prompts keep its last {} reflections ({}); lessons from similar tasks: {}",
         report.window,
         report.window_from,
         if report.cross_task { "on" } else { "off" }

@@ -112,6 +112,16 @@ impl ReflectionType {
         }
     }
 
+    /// The kind in words, as the resume prompt names it.
+    pub fn words(self) -> &'static str {
+        match self {
+            ReflectionType::ErrorAnalysis => "what went wrong",
+            ReflectionType::StrategyChange => "a change of approach",
+            ReflectionType::SuccessPattern => "what worked",
+            ReflectionType::ConstraintDiscovery => "a constraint found",
+        }
+    }
+
     /// Accepts `error_analysis` and `error-analysis` alike.
     pub fn parse(name: &str) -> Option<ReflectionType> {
         let name = name.trim().replace('-', "_").to_ascii_lowercase();

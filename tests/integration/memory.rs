@@ -345,12 +345,12 @@ fn the_resume_prompt_keeps_exactly_omega_reflections() {
     // The default Ω: 3.
     let prompt = env.compact(&t);
     assert!(
-        prompt.contains("#### Reflections on This Task (last 3 of 6; Ω = 3)"),
+        prompt.contains("#### Reflections on This Task (the last 3 of 6)"),
         "{prompt}"
     );
     assert_eq!(numbers(&window(&prompt)), vec![4, 5, 6]);
     assert!(
-        window(&prompt)[0].starts_with("- [strategy_change, iteration 1]"),
+        window(&prompt)[0].starts_with("- [a change of approach, before any compaction]"),
         "{prompt}"
     );
     // The file PreCompact wrote has the same window.
@@ -368,7 +368,7 @@ fn the_resume_prompt_keeps_exactly_omega_reflections() {
     let prompt = env.compact(&t);
     assert_eq!(numbers(&window(&prompt)), vec![7]);
     assert!(
-        window(&prompt)[0].starts_with("- [strategy_change, iteration 2]"),
+        window(&prompt)[0].starts_with("- [a change of approach, after 1 compaction]"),
         "after one compaction, iteration 2: {prompt}"
     );
 
@@ -377,7 +377,10 @@ fn the_resume_prompt_keeps_exactly_omega_reflections() {
         Some("omega-1"),
         &["task", "start", "make the parser faster", "--memory", "5"],
     );
-    assert!(out.contains("Ω = 5 (hookctl task start --memory)"), "{out}");
+    assert!(
+        out.contains("resume prompts keep its last 5 reflections (hookctl task start --memory)"),
+        "{out}"
+    );
     let prompt = env.compact(&t);
     assert_eq!(numbers(&window(&prompt)), vec![3, 4, 5, 6, 7]);
 

@@ -363,7 +363,9 @@ fn auto_scale(store: &Store, task: &TaskRecord, base: u32) -> Option<(u32, Strin
         return (w != base).then(|| {
             (
                 w,
-                format!("the last {SCALE_LOOKBACK} {kind} tasks failed: Ω {base} → {w}"),
+                format!(
+                    "the last {SCALE_LOOKBACK} {kind} tasks failed: reflections kept {base} → {w}"
+                ),
             )
         });
     }
@@ -376,7 +378,7 @@ fn auto_scale(store: &Store, task: &TaskRecord, base: u32) -> Option<(u32, Strin
             (
                 w,
                 format!(
-                    "the last {SCALE_LOOKBACK} {kind} tasks succeeded without a compaction: Ω {base} → {w}"
+                    "the last {SCALE_LOOKBACK} {kind} tasks succeeded without a compaction: reflections kept {base} → {w}"
                 ),
             )
         });
@@ -946,7 +948,7 @@ mod tests {
         assert_eq!(w, Some(5));
         assert!(
             why.unwrap()
-                .contains("the last 2 debugging tasks failed: Ω 3 → 5")
+                .contains("the last 2 debugging tasks failed: reflections kept 3 → 5")
         );
         closed(&mut store, 3, TaskOutcome::Success, 0);
         assert_eq!(scaled(&store), (None, None), "a success breaks the streak");
@@ -955,7 +957,7 @@ mod tests {
         assert_eq!(w, Some(1));
         assert!(
             why.unwrap()
-                .contains("succeeded without a compaction: Ω 3 → 1")
+                .contains("succeeded without a compaction: reflections kept 3 → 1")
         );
         let mut off = Config::default();
         off.memory.auto_scale = false;

@@ -404,6 +404,23 @@ fn project_scope_wires_the_projects_own_files() {
         !sb.home().join(".claude").exists(),
         "the user's settings stay untouched"
     );
+    // A file a team commits names no path of this user's.
+    let home = sb.path().display().to_string();
+    for (_, file) in [
+        ("claude-code", ".claude/settings.json"),
+        ("codex", ".codex/hooks.json"),
+        ("gemini-cli", ".gemini/settings.json"),
+    ] {
+        let text = std::fs::read_to_string(project.join(file)).unwrap();
+        assert!(!text.contains(&home), "{file}: {text}");
+        assert!(text.contains("\"hookctl hook"), "{file}: {text}");
+    }
+    // Uninstalled, the project holds nothing of hookd's: no `{}`, no backup.
+    for harness in ["claude-code", "codex", "gemini-cli"] {
+        ok(&sb.hookctl(&["uninstall", harness, "--project", &project_arg]));
+    }
+    let left: Vec<_> = walk(&project);
+    assert!(left.is_empty(), "left behind: {left:?}");
 
     let out = sb.hookctl(&["install", "codex", "--project", "/no/such/dir"]);
     assert_eq!(out.status.code(), Some(1));
@@ -1165,4 +1182,18 @@ fn templates_of_an_older_install_give_way_and_edited_ones_are_named() {
     assert!(mine.is_file());
     let shown = stdout(&sb.hookctl(&["templates", "show", "resume_prompt.md.hbs"]));
     assert!(shown.contains("### Approaches Ruled Out"), "{shown}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
 }

@@ -217,9 +217,23 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     let wiring = wiring(args.harness);
     let path = (wiring.file)(&scope)?;
     let file = JsonFile::load(&path)?;
-    let exe = hookctl_exe()?;
-    let mut value = file.value.clone();
     let mut report = Report::new("install", args.harness, &scope, &path, args.dry_run);
+    let exe = match &scope {
+        Scope::User => hookctl_exe()?,
+        // A project's file is shared: it names no path of this user's, and
+        // each person's hooks run the hookctl on their own PATH.
+        Scope::Project(_) => {
+            if crate::client::find_on_path("hookctl").is_none() {
+                report.notes.push(
+                    "hookctl is not on your PATH: the project's hooks run `hookctl` from PATH, \
+                     so put its directory there (install.sh says how)"
+                        .into(),
+                );
+            }
+            PathBuf::from("hookctl")
+        }
+    };
+    let mut value = file.value.clone();
     if args.harness == Harness::Codex
         && let Some(other) = wired_elsewhere(wiring, &scope)
     {
@@ -287,6 +301,29 @@ pub fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     }
     if file.original.is_some() {
         finish(&file, &value, &mut report)?;
+    }
+    // A project's file that held only hookd's wiring goes whole, with the
+    // backups hookd made of it: nothing of hookd's is left for a team to commit.
+    if matches!(scope, Scope::Project(_)) && value.is_empty() && file.original.is_some() {
+        let removed = if args.dry_run {
+            "would remove"
+        } else {
+            "removed"
+        };
+        for gone in std::iter::once(path.clone()).chain(json_file::backups_of(&path)) {
+            if !args.dry_run {
+                std::fs::remove_file(&gone)
+                    .with_context(|| format!("cannot remove {}", gone.display()))?;
+            }
+            report.done.push(format!("{removed} {}", gone.display()));
+        }
+        report.backup = None;
+        if !args.dry_run
+            && let Some(dir) = path.parent()
+        {
+            // Only when empty: the folder may hold the project's own files.
+            let _ = std::fs::remove_dir(dir);
+        }
     }
     if !args.dry_run {
         report.backups_kept = json_file::backups_of(&path);

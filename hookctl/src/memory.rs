@@ -86,6 +86,21 @@ pub fn run(ctx: &Context, action: Action) -> anyhow::Result<ExitCode> {
 fn print_list(list: &MemoryList) {
     if list.tasks.is_empty() {
         println!("no stored tasks");
+    } else {
+        println!(
+            "{}{:<8}  {:<10}  {:<8} {:<14} {:>3} {:>3}  description",
+            if list.threshold.is_some() {
+                "score  "
+            } else {
+                ""
+            },
+            "task",
+            "changed",
+            "outcome",
+            "type",
+            "cmp",
+            "ref",
+        );
     }
     for t in &list.tasks {
         let score = t.score.map(|s| {
@@ -94,7 +109,7 @@ fn print_list(list: &MemoryList) {
             } else {
                 " "
             };
-            format!("{s:.2}{mark} ")
+            format!("{s:.2}{mark}  ")
         });
         let outcome = match (t.closed, t.outcome) {
             (_, Some(o)) => o.as_str(),
@@ -112,7 +127,7 @@ fn print_list(list: &MemoryList) {
             }
         };
         println!(
-            "{}{}  {}  {:<8} {:<14} {:>2}c {:>2}r  {description}",
+            "{}{:<8}  {:<10}  {:<8} {:<14} {:>3} {:>3}  {description}",
             score.unwrap_or_default(),
             crate::display::short_id(&t.task_id),
             t.updated_at.get(..10).unwrap_or(&t.updated_at),
@@ -121,6 +136,9 @@ fn print_list(list: &MemoryList) {
             t.iterations,
             t.reflections,
         );
+    }
+    if !list.tasks.is_empty() {
+        println!("(cmp: compactions during the task; ref: its reflections)");
     }
     if let Some(th) = list.threshold {
         println!("(★: at or above the similarity threshold, {th:.2})");

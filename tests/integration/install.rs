@@ -1037,6 +1037,11 @@ fn install_sh_says_clearly_what_is_wrong() {
             )),
         "{text}"
     );
+    // Its doctor says the same, not "on PATH" a line above.
+    assert!(
+        !text.contains("(on PATH)") && text.contains("not on your PATH (hooks run it by its path"),
+        "{text}"
+    );
     assert!(text.contains("all checks passed"), "{text}");
     assert!(setup.bin_dir().join("hookctl").is_file());
 }

@@ -554,6 +554,12 @@ fn the_memory_commands_list_search_show_and_forget() {
             && list.contains("fix the flaky login test"),
         "{list}"
     );
+    // Each column is named, and the short ones explained.
+    assert!(
+        list.starts_with("task      changed     outcome  type")
+            && list.contains("(cmp: compactions during the task; ref: its reflections)"),
+        "{list}"
+    );
     let search = env.ok(None, &["memory", "search", "flaky signup test"]);
     assert!(
         search.contains('★') && search.contains(&id[..8]),

@@ -723,4 +723,28 @@ mod tests {
             ]
         );
     }
+
+    /// What Claude Code shows the person under "Compacted": two lines.
+    #[test]
+    fn the_summarizers_instructions_are_two_lines() {
+        let checkpoint = Checkpoint {
+            sha: Some("f3523529f0893337a2a746e3e46abbf0be1e8ed6".into()),
+            ..Checkpoint::default()
+        };
+        let list = Renderer::built_in().render(
+            render::PRECOMPACT_INSTRUCTIONS,
+            &serde_json::json!({
+                "constraints": ["no new dependencies"],
+                "active_task": "Implement JWT signing",
+                "active_work": {"file_path": "src/auth/jwt.rs"}
+            }),
+        );
+        let text = instructions(
+            Some(&checkpoint),
+            &list,
+            Some("0123456789abcdef0123456789abcdef"),
+        );
+        assert_eq!(text.lines().count(), 2, "{text}");
+        insta::assert_snapshot!(text);
+    }
 }

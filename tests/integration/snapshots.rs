@@ -77,3 +77,24 @@ fn doctor_and_install_as_a_person_reads_them() {
     assert_eq!(doctor.status.code(), Some(0), "{}", stdout(&doctor));
     insta::assert_snapshot!("doctor", redact(&stdout(&doctor), &sb));
 }
+
+/// `hookctl templates`: which of the person's templates apply, what an
+/// edited one lacks, and a copy an older install left.
+#[test]
+fn templates_as_a_person_reads_them() {
+    let sb = Sandbox::new();
+    let dir = sb.config_dir().join("templates");
+    std::fs::create_dir_all(&dir).unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    std::fs::copy(
+        repo.join("tests/fixtures/older-templates/resume_prompt.md.hbs"),
+        dir.join("resume_prompt.md.hbs"),
+    )
+    .unwrap();
+    let progress = std::fs::read_to_string(repo.join("templates/progress_summary.md.hbs")).unwrap();
+    std::fs::write(dir.join("progress_summary.md.hbs"), progress + "\nmine\n").unwrap();
+    std::fs::write(dir.join("resume_prompt.xml.hbs"), "<workflow_context/>\n").unwrap();
+    let out = sb.hookctl(&["templates"]);
+    assert!(out.status.success());
+    insta::assert_snapshot!("templates", redact(&stdout(&out), &sb));
+}

@@ -16,6 +16,7 @@ mod codex;
 mod compaction;
 mod fail_open;
 mod gemini;
+mod gemini_points;
 mod memory;
 mod resume_shapes;
 mod sessions;

@@ -158,6 +158,7 @@ pub struct AgentBuilder {
     wiring: Wiring,
     codex_window: u64,
     codex_compact_limit: Option<u64>,
+    gemini_model: String,
 }
 
 impl AgentBuilder {
@@ -183,6 +184,12 @@ impl AgentBuilder {
     pub fn codex_limits(mut self, window: u64, compact_limit: Option<u64>) -> Self {
         self.codex_window = window;
         self.codex_compact_limit = compact_limit;
+        self
+    }
+
+    /// The model Gemini CLI is asked for (`-m`); [`GEMINI_MODEL`] unless set.
+    pub fn gemini_model(mut self, model: &str) -> Self {
+        self.gemini_model = model.into();
         self
     }
 
@@ -220,6 +227,7 @@ impl AgentBuilder {
             wiring: self.wiring,
             runs: Vec::new(),
             session_id: None,
+            gemini_model: self.gemini_model,
             sb: Some(sb),
         };
         crate::e2e::make_project(&agent.project, &agent.sandbox().home());
@@ -264,6 +272,7 @@ pub struct Agent {
     wiring: Wiring,
     pub runs: Vec<AgentRun>,
     session_id: Option<String>,
+    gemini_model: String,
     /// `None` only while being dropped.
     sb: Option<Sandbox>,
 }
@@ -278,6 +287,7 @@ impl Agent {
             wiring: Wiring::Hookd,
             codex_window: 200_000,
             codex_compact_limit: None,
+            gemini_model: GEMINI_MODEL.into(),
         }
     }
 
@@ -547,7 +557,7 @@ impl Agent {
                     .env("GOOGLE_GEMINI_BASE_URL", &base_url)
                     .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
                     .env("NO_COLOR", "1")
-                    .args(["-m", GEMINI_MODEL, "--yolo", "-p", prompt]);
+                    .args(["-m", &self.gemini_model, "--yolo", "-p", prompt]);
                 if self.session_id.is_some() {
                     cmd.args(["--resume", "latest"]);
                 }

@@ -29,9 +29,11 @@
 //! the resume prompt goes in at the next prompt or tool call after the
 //! session file shows one (a reply whose `tokens.input` fell);
 //! PreCompress fires before every model call, compression or not, so it
-//! means a compression only near the compression point
-//! (`model.compressionThreshold` of the window, 0.5 by default); and it
-//! cannot add instructions to the summary.
+//! means a compression only when Gemini CLI's own rule says so: the last
+//! reply's `tokens.input` at or past `model.compressionThreshold` (0.5 by
+//! default; settings files system defaults < user < project < system) of
+//! its window for the model (1,048,576, or 256,000 for gemma-4 models);
+//! and it cannot add instructions to the summary.
 
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
@@ -52,12 +54,17 @@ const DEFAULT_COMPRESSION_THRESHOLD: f64 = 0.5;
 /// A reply whose input fell below this share of the one before shows a
 /// compression (nothing else makes a conversation's input shrink).
 const COMPRESSED_BELOW: f64 = 0.7;
-/// How close to the compression point a PreCompress has to come to count.
-const DUE_AT: f64 = 0.9;
-/// Gemini models' windows.
-const MODEL_WINDOWS: &[(&str, u64)] = &[("gemini-", 1_048_576)];
+/// Gemini CLI's window for every model its table does not list.
+const DEFAULT_TOKEN_LIMIT: u64 = 1_048_576;
+/// The models Gemini CLI gives another window (exact names, as it matches them).
+const MODEL_TOKEN_LIMITS: &[(&str, u64)] =
+    &[("gemma-4-31b-it", 256_000), ("gemma-4-26b-a4b-it", 256_000)];
 /// A backward scan of a session file gives up after this many bytes.
 const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
+/// A settings file larger than this is not read (they are a few kilobytes).
+const SETTINGS_LIMIT: u64 = 1024 * 1024;
+/// Where Gemini CLI keeps its system-wide settings on Linux.
+const SYSTEM_SETTINGS_DIR: &str = "/etc/gemini-cli";
 
 /// One reply's figure.
 struct Reply {
@@ -110,13 +117,10 @@ pub fn read(
         dev: meta.dev(),
         ino: meta.ino(),
     };
-    let compaction_point = gemini_dir_of(path)
-        .and_then(|dir| configured_threshold(&dir))
-        .map(|threshold| HarnessPoint {
-            tokens: None,
-            fraction: Some(threshold),
-            basis: format!("model.compressionThreshold {threshold} of the window (settings.json)"),
-        });
+    let compaction_point = gemini_dir_of(path).and_then(|dir| {
+        let project = project_root_of(path);
+        configured_threshold(&settings_files(&dir, project.as_deref()))
+    });
     let unchanged = cursor == Some(&now);
     let mut latest: Option<Reply> = None;
     let mut before: Option<Reply> = None;
@@ -203,13 +207,193 @@ fn gemini_dir_of(session_file: &Path) -> Option<PathBuf> {
     (tmp.file_name()? == "tmp").then(|| tmp.parent().map(Path::to_path_buf))?
 }
 
-/// `model.compressionThreshold` from Gemini CLI's user settings, if set.
-fn configured_threshold(gemini_dir: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(gemini_dir.join("settings.json")).ok()?;
-    let settings: Value = serde_json::from_str(&text).ok()?;
-    settings["model"]["compressionThreshold"]
-        .as_f64()
-        .filter(|t| *t > 0.0 && *t <= 1.0)
+/// The directory Gemini CLI ran in, which it records in
+/// `~/.gemini/tmp/<project>/.project_root`: its project settings are there.
+fn project_root_of(session_file: &Path) -> Option<PathBuf> {
+    let slug_dir = session_file.ancestors().nth(2)?;
+    let bytes = crate::project_fs::Dir::open(slug_dir)
+        .ok()?
+        .read(".project_root", 4096)
+        .ok()??;
+    let text = String::from_utf8(bytes).ok()?;
+    let root = PathBuf::from(text.trim_end_matches(['\n', '\r']));
+    root.is_absolute().then_some(root)
+}
+
+/// Where one settings layer lives.
+#[derive(Debug, Clone, PartialEq)]
+enum SettingsFile {
+    /// The user's or the system's: read as they are.
+    Own(PathBuf),
+    /// `<project>/.gemini/settings.json`: repository content, read without
+    /// following a link and with a bound.
+    Project(PathBuf),
+}
+
+/// Gemini CLI's settings files, lowest precedence first: system defaults,
+/// user, project (not when the project is the home directory, as Gemini CLI
+/// skips it then), system.
+fn settings_files(gemini_dir: &Path, project: Option<&Path>) -> Vec<SettingsFile> {
+    let system = Path::new(SYSTEM_SETTINGS_DIR);
+    let mut files = vec![
+        SettingsFile::Own(system.join("system-defaults.json")),
+        SettingsFile::Own(gemini_dir.join("settings.json")),
+    ];
+    let home = gemini_dir.parent();
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if let Some(project) = project.filter(|p| !home.is_some_and(|h| same(p, h))) {
+        files.push(SettingsFile::Project(project.to_path_buf()));
+    }
+    files.push(SettingsFile::Own(system.join("settings.json")));
+    files
+}
+
+/// The text of one settings file; `Ok(None)` when it is absent.
+fn settings_text(file: &SettingsFile) -> Result<Option<(String, String)>, String> {
+    let (shown, bytes) = match file {
+        SettingsFile::Own(path) => {
+            let shown = path.display().to_string();
+            let bytes = match open_regular(path) {
+                Ok(Some((file, meta))) if meta.len() <= SETTINGS_LIMIT => {
+                    let mut bytes = Vec::new();
+                    io::Read::read_to_end(&mut io::Read::take(file, SETTINGS_LIMIT), &mut bytes)
+                        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+                    bytes
+                }
+                Ok(Some(_)) => {
+                    return Err(format!("{shown} is larger than {SETTINGS_LIMIT} bytes"));
+                }
+                Ok(None) => return Err(format!("{shown} is not a regular file")),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(format!("cannot read {shown}: {e}")),
+            };
+            (shown, bytes)
+        }
+        SettingsFile::Project(root) => {
+            let shown = root.join(".gemini/settings.json").display().to_string();
+            let read = crate::project_fs::Dir::open(root)
+                .and_then(|dir| dir.open_dir(".gemini"))
+                .and_then(|dir| dir.read("settings.json", SETTINGS_LIMIT));
+            match read {
+                Ok(Some(bytes)) => (shown, bytes),
+                Ok(None) => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(format!("cannot read {shown}: {e}")),
+            }
+        }
+    };
+    let text = String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8"))?;
+    Ok(Some((shown, text)))
+}
+
+/// `model.compressionThreshold` as Gemini CLI settles it: the settings
+/// file of highest precedence that sets it wins. A value Gemini CLI would
+/// not take as a share of the window, or a file hookd cannot read, is
+/// passed over, and said in the basis.
+fn configured_threshold(files: &[SettingsFile]) -> Option<HarnessPoint> {
+    let mut chosen: Option<(f64, String)> = None;
+    let mut passed_over = Vec::new();
+    for file in files {
+        let (shown, text) = match settings_text(file) {
+            Ok(Some(found)) => found,
+            Ok(None) => continue,
+            Err(why) => {
+                passed_over.push(format!("{why}: its settings are not counted"));
+                continue;
+            }
+        };
+        let settings: Value = match serde_json::from_str(&without_comments(&text)) {
+            Ok(v) => v,
+            Err(e) => {
+                passed_over.push(format!(
+                    "{shown} is not valid JSON ({e}): its settings are not counted"
+                ));
+                continue;
+            }
+        };
+        match &settings["model"]["compressionThreshold"] {
+            Value::Null => {}
+            // Gemini CLI takes a zero as "not set".
+            Value::Number(n) if n.as_f64() == Some(0.0) => {}
+            Value::Number(n) if n.as_f64().is_some_and(|t| t > 0.0 && t <= 1.0) => {
+                chosen = n.as_f64().map(|t| (t, shown));
+            }
+            other => passed_over.push(format!(
+                "model.compressionThreshold {} in {shown} is not a share of the window \
+                 (a number above 0, at most 1): ignored, fix it there",
+                protocol::text::clip(&other.to_string(), 40)
+            )),
+        }
+    }
+    if chosen.is_none() && passed_over.is_empty() {
+        return None;
+    }
+    let mut basis = match &chosen {
+        Some((t, shown)) => format!("model.compressionThreshold {t} in {shown}"),
+        None => "Gemini CLI's default compression threshold".to_owned(),
+    };
+    for note in passed_over {
+        basis.push_str("; ");
+        basis.push_str(&note);
+    }
+    Some(HarnessPoint {
+        tokens: None,
+        fraction: chosen.map(|(t, _)| t),
+        basis,
+    })
+}
+
+/// JSON text without `//` and `/* */` comments (Gemini CLI's settings may
+/// carry them), strings left as they are.
+fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                '\\' => {
+                    if let Some(escaped) = chars.next() {
+                        out.push(escaped);
+                    }
+                }
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+                out.push(' ');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// The threshold the session's settings gave, else Gemini CLI's default.
@@ -220,7 +404,21 @@ fn threshold(session: &SessionFacts) -> f64 {
         .unwrap_or(DEFAULT_COMPRESSION_THRESHOLD)
 }
 
-/// Gemini CLI compresses at `model.compressionThreshold` of the model's window.
+/// Gemini CLI's window for `model`, by its own table, and whether the table
+/// names the model.
+fn token_limit(model: Option<&str>) -> (u64, bool) {
+    model
+        .and_then(|m| MODEL_TOKEN_LIMITS.iter().find(|(name, _)| *name == m))
+        .map_or((DEFAULT_TOKEN_LIMIT, false), |(_, limit)| (*limit, true))
+}
+
+/// Where Gemini CLI itself compresses: `threshold × tokenLimit(model)`.
+fn client_point(session: &SessionFacts) -> f64 {
+    threshold(session) * token_limit(session.model).0 as f64
+}
+
+/// Gemini CLI compresses at `model.compressionThreshold` of the model's
+/// window (hookd's `window.models` may name another window).
 pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
     let model = session.model;
     let configured = model.and_then(|m| {
@@ -231,13 +429,8 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
             .max_by_key(|(prefix, _)| prefix.len())
             .map(|(_, w)| *w)
     });
-    let known = model.and_then(|m| {
-        MODEL_WINDOWS
-            .iter()
-            .find(|(prefix, _)| m.starts_with(prefix))
-            .map(|(_, w)| *w)
-    });
-    let window = configured.or(known).unwrap_or(config.default_window_tokens);
+    let (limit, listed) = token_limit(model);
+    let window = configured.unwrap_or(limit);
     if let Some(forced) = config.tokens_max.filter(|t| *t > 0) {
         return CompactionPoint {
             window,
@@ -246,25 +439,39 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
         };
     }
     let threshold = threshold(session);
+    let whose_window = match (configured, listed, model) {
+        (Some(_), _, _) => "window.models".to_owned(),
+        (None, true, Some(m)) => format!("Gemini CLI's window for {m}"),
+        (None, false, Some(m)) => {
+            format!("Gemini CLI's window for {m}, as for every model it does not list")
+        }
+        (None, _, None) => "Gemini CLI's default window; the model is not known yet".to_owned(),
+    };
     CompactionPoint {
         window,
         tokens: (window as f64 * threshold) as u64,
         basis: match session.harness_point {
-            Some(p) => p.basis.clone(),
+            Some(p) => format!(
+                "{threshold} of the {window}-token window ({whose_window}; {})",
+                p.basis
+            ),
             None => format!(
-                "{threshold} of the {window}-token window (Gemini CLI's default compression threshold)"
+                "{threshold} of the {window}-token window ({whose_window}; \
+                 Gemini CLI's default compression threshold)"
             ),
         },
     }
 }
 
-/// Whether the session stands at (or near) its compression point.
-pub fn compression_is_due(session: &SessionFacts, config: &WindowConfig) -> bool {
+/// Whether Gemini CLI compresses at the model call a PreCompress precedes:
+/// its own rule, the last prompt's tokens at or past its point. PreCompress
+/// fires before every model call, so anything looser saves on calls that
+/// compress nothing.
+pub fn compression_is_due(session: &SessionFacts, _config: &WindowConfig) -> bool {
     let Some(usage) = session.usage.filter(|u| u.invalid.is_none()) else {
         return false;
     };
-    let point = compaction_point(session, config);
-    usage.tokens as f64 >= point.tokens as f64 * DUE_AT
+    usage.tokens as f64 >= client_point(session)
 }
 
 /// Whether the session file holds `marker` since its latest compression
@@ -687,6 +894,233 @@ mod tests {
         let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(c.tokens_max, 209_715);
         assert!(c.basis.contains("compressionThreshold"), "{}", c.basis);
+    }
+
+    /// The facts of a session whose latest reply came from `model` with
+    /// `tokens` of input.
+    fn facts_of<'a>(
+        model: &'a str,
+        usage: &'a Usage,
+        point: Option<&'a HarnessPoint>,
+        knobs: &'a protocol::pressure::Knobs,
+    ) -> SessionFacts<'a> {
+        SessionFacts {
+            harness: Harness::GeminiCli,
+            model: Some(model),
+            usage: Some(usage),
+            statusline_window: None,
+            reported_window: None,
+            harness_point: point,
+            knobs,
+        }
+    }
+
+    fn usage(tokens: u64) -> Usage {
+        Usage {
+            tokens,
+            model: None,
+            from_boundary: false,
+            message_id: None,
+            invalid: None,
+        }
+    }
+
+    #[test]
+    fn the_window_is_gemini_clis_own_for_every_model_name() {
+        let knobs = protocol::pressure::Knobs::default();
+        let config = WindowConfig::default();
+        let used = usage(1000);
+        for (model, window, point) in [
+            ("gemini-2.5-flash", 1_048_576, 524_288),
+            ("my-local-model", 1_048_576, 524_288),
+            ("gemma-4-31b-it", 256_000, 128_000),
+            ("gemma-4-26b-a4b-it", 256_000, 128_000),
+            // Gemini CLI matches whole names: a longer one is not gemma-4's.
+            ("gemma-4-31b-it-custom", 1_048_576, 524_288),
+        ] {
+            let c = compaction_point(&facts_of(model, &used, None, &knobs), &config);
+            assert_eq!(
+                (c.window, c.tokens),
+                (window, point),
+                "{model}: {}",
+                c.basis
+            );
+            assert!(c.basis.contains(model), "{}", c.basis);
+        }
+        // hookd's own window table still wins where the user set one.
+        let config = WindowConfig {
+            models: [("my-local".to_owned(), 32_000)].into_iter().collect(),
+            ..WindowConfig::default()
+        };
+        let c = compaction_point(&facts_of("my-local-model", &used, None, &knobs), &config);
+        assert_eq!((c.window, c.tokens), (32_000, 16_000), "{}", c.basis);
+    }
+
+    #[test]
+    fn precompress_means_a_compression_only_by_gemini_clis_own_rule() {
+        let knobs = protocol::pressure::Knobs::default();
+        let config = WindowConfig::default();
+        for (model, tokens, due) in [
+            // The 90-100% band compresses nothing.
+            ("gemini-2.5-flash", 480_000, false),
+            ("gemini-2.5-flash", 524_287, false),
+            ("gemini-2.5-flash", 524_288, true),
+            ("my-local-model", 490_000, false),
+            ("gemma-4-31b-it", 127_999, false),
+            ("gemma-4-31b-it", 128_000, true),
+        ] {
+            let used = usage(tokens);
+            assert_eq!(
+                compression_is_due(&facts_of(model, &used, None, &knobs), &config),
+                due,
+                "{model} at {tokens}"
+            );
+        }
+        let point = HarnessPoint {
+            tokens: None,
+            fraction: Some(0.3),
+            basis: "model.compressionThreshold 0.3".into(),
+        };
+        let used = usage(314_573);
+        let facts = facts_of("gemini-2.5-flash", &used, Some(&point), &knobs);
+        assert!(
+            compression_is_due(&facts, &config),
+            "0.3 × 1,048,576 = 314,572.8"
+        );
+        let used = usage(314_572);
+        let facts = facts_of("gemini-2.5-flash", &used, Some(&point), &knobs);
+        assert!(!compression_is_due(&facts, &config));
+        let bad = usage(600_000);
+        let bad = Usage {
+            invalid: Some("bad".into()),
+            ..bad
+        };
+        assert!(!compression_is_due(
+            &facts_of("gemini-2.5-flash", &bad, None, &knobs),
+            &config
+        ));
+    }
+
+    #[test]
+    fn settings_layers_are_taken_in_gemini_clis_order() {
+        let home = tempfile::tempdir().unwrap();
+        let gemini = home.path().join(".gemini");
+        let project = home.path().join("proj");
+        std::fs::create_dir_all(&gemini).unwrap();
+        std::fs::create_dir_all(project.join(".gemini")).unwrap();
+        let files = settings_files(&gemini, Some(&project));
+        assert_eq!(
+            files,
+            [
+                SettingsFile::Own("/etc/gemini-cli/system-defaults.json".into()),
+                SettingsFile::Own(gemini.join("settings.json")),
+                SettingsFile::Project(project.clone()),
+                SettingsFile::Own("/etc/gemini-cli/settings.json".into()),
+            ]
+        );
+        // The home directory as the project: Gemini CLI reads no project file.
+        assert!(
+            !settings_files(&gemini, Some(home.path()))
+                .contains(&SettingsFile::Project(home.path().into()))
+        );
+
+        let user = SettingsFile::Own(gemini.join("settings.json"));
+        let proj = SettingsFile::Project(project.clone());
+        assert_eq!(
+            configured_threshold(&[user.clone(), proj.clone()]),
+            None,
+            "nothing set"
+        );
+        std::fs::write(
+            gemini.join("settings.json"),
+            "{\n  // comments are allowed\n  \"model\": {\"compressionThreshold\": 0.2 /* user */}\n}",
+        )
+        .unwrap();
+        let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
+        assert_eq!(p.fraction, Some(0.2), "{}", p.basis);
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            r#"{"model": {"compressionThreshold": 0.3}, "url": "http://x//y"}"#,
+        )
+        .unwrap();
+        let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
+        assert_eq!(p.fraction, Some(0.3), "the project's wins: {}", p.basis);
+        assert!(
+            p.basis.contains("proj/.gemini/settings.json"),
+            "{}",
+            p.basis
+        );
+
+        // Out of range in the project: the user's stands, and the basis says why.
+        for bad in ["1.5", "-0.2", "\"0.3\""] {
+            std::fs::write(
+                project.join(".gemini/settings.json"),
+                format!(r#"{{"model": {{"compressionThreshold": {bad}}}}}"#),
+            )
+            .unwrap();
+            let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
+            assert_eq!(p.fraction, Some(0.2), "{bad}: {}", p.basis);
+            assert!(p.basis.contains("ignored"), "{}", p.basis);
+        }
+        // A zero is "not set" to Gemini CLI.
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            r#"{"model": {"compressionThreshold": 0}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            configured_threshold(&[user.clone(), proj.clone()])
+                .unwrap()
+                .fraction,
+            Some(0.2)
+        );
+
+        // A link in the project is not followed; a huge file is not read.
+        std::fs::remove_file(project.join(".gemini/settings.json")).unwrap();
+        let elsewhere = home.path().join("elsewhere.json");
+        std::fs::write(&elsewhere, r#"{"model": {"compressionThreshold": 0.1}}"#).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, project.join(".gemini/settings.json")).unwrap();
+        let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
+        assert_eq!(p.fraction, Some(0.2), "{}", p.basis);
+        assert!(p.basis.contains("symlink"), "{}", p.basis);
+        std::fs::remove_file(project.join(".gemini/settings.json")).unwrap();
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            vec![b' '; SETTINGS_LIMIT as usize + 1],
+        )
+        .unwrap();
+        let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
+        assert!(p.basis.contains("larger than"), "{}", p.basis);
+        std::fs::write(project.join(".gemini/settings.json"), "{not json").unwrap();
+        let p = configured_threshold(&[user, proj]).unwrap();
+        assert!(p.basis.contains("not valid JSON"), "{}", p.basis);
+    }
+
+    #[test]
+    fn the_project_settings_are_found_from_the_session_file() {
+        let home = tempfile::tempdir().unwrap();
+        let project = home.path().join("work/proj");
+        std::fs::create_dir_all(project.join(".gemini")).unwrap();
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            r#"{"model": {"compressionThreshold": 0.3}}"#,
+        )
+        .unwrap();
+        let path = session_file(home.path(), &[reply("a", 5000)]);
+        std::fs::write(
+            path.parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join(".project_root"),
+            project.display().to_string(),
+        )
+        .unwrap();
+        let mut s = session();
+        s.take_reading(read(&path, None, None).unwrap(), 1);
+        let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
+        assert_eq!(c.tokens_max, 314_572, "{}", c.basis);
+        assert!(c.basis.contains("0.3"), "{}", c.basis);
     }
 
     #[test]

@@ -431,8 +431,8 @@ pub fn injected_context_arrived(harness: Harness, path: &Path, marker: &str) -> 
 }
 
 /// Whether a PreCompact-like hook means a compaction now. Gemini CLI fires
-/// PreCompress before every model call; only near its compression point
-/// does one follow.
+/// PreCompress before every model call; a compression follows only when its
+/// own rule says so.
 pub fn compaction_is_due(session: &SessionFacts, config: &protocol::config::WindowConfig) -> bool {
     match session.harness {
         Harness::GeminiCli => gemini_cli::compression_is_due(session, config),

@@ -56,9 +56,16 @@ const DEFAULT_COMPRESSION_THRESHOLD: f64 = 0.5;
 const COMPRESSED_BELOW: f64 = 0.7;
 /// Gemini CLI's window for every model its table does not list.
 const DEFAULT_TOKEN_LIMIT: u64 = 1_048_576;
-/// The models Gemini CLI gives another window (exact names, as it matches them).
-const MODEL_TOKEN_LIMITS: &[(&str, u64)] =
-    &[("gemma-4-31b-it", 256_000), ("gemma-4-26b-a4b-it", 256_000)];
+/// The models Gemini CLI's table names (exact names, as it matches them).
+const MODEL_TOKEN_LIMITS: &[(&str, u64)] = &[
+    ("gemma-4-31b-it", 256_000),
+    ("gemma-4-26b-a4b-it", 256_000),
+    ("gemini-3-pro-preview", 1_048_576),
+    ("gemini-3-flash-preview", 1_048_576),
+    ("gemini-2.5-pro", 1_048_576),
+    ("gemini-3.5-flash", 1_048_576),
+    ("gemini-3.1-flash-lite", 1_048_576),
+];
 /// A backward scan of a session file gives up after this many bytes.
 const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
 /// A settings file larger than this is not read (they are a few kilobytes).
@@ -947,6 +954,10 @@ mod tests {
             );
             assert!(c.basis.contains(model), "{}", c.basis);
         }
+        let basis = |m| compaction_point(&facts_of(m, &used, None, &knobs), &config).basis;
+        assert!(!basis("gemini-2.5-pro").contains("does not list"));
+        // 0.61.0's table no longer names gemini-2.5-flash: the default applies.
+        assert!(basis("gemini-2.5-flash").contains("does not list"));
         // hookd's own window table still wins where the user set one.
         let config = WindowConfig {
             models: [("my-local".to_owned(), 32_000)].into_iter().collect(),

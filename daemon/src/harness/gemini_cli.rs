@@ -70,6 +70,9 @@ const MODEL_TOKEN_LIMITS: &[(&str, u64)] = &[
 const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
 /// A settings file larger than this is not read (they are a few kilobytes).
 const SETTINGS_LIMIT: u64 = 1024 * 1024;
+/// Sign-ins with which Gemini CLI may take its compression threshold from
+/// Google's server when no settings file sets one.
+const SERVER_THRESHOLD_AUTH: &[&str] = &["oauth-personal", "compute-default-credentials"];
 /// Where Gemini CLI keeps its system-wide settings on Linux.
 const SYSTEM_SETTINGS_DIR: &str = "/etc/gemini-cli";
 
@@ -303,6 +306,7 @@ fn settings_text(file: &SettingsFile) -> Result<Option<(String, String)>, String
 fn configured_threshold(files: &[SettingsFile]) -> Option<HarnessPoint> {
     let mut chosen: Option<(f64, String)> = None;
     let mut passed_over = Vec::new();
+    let mut auth: Option<String> = None;
     for file in files {
         let (shown, text) = match settings_text(file) {
             Ok(Some(found)) => found,
@@ -321,6 +325,9 @@ fn configured_threshold(files: &[SettingsFile]) -> Option<HarnessPoint> {
                 continue;
             }
         };
+        if let Some(selected) = settings["security"]["auth"]["selectedType"].as_str() {
+            auth = Some(selected.to_owned());
+        }
         match &settings["model"]["compressionThreshold"] {
             Value::Null => {}
             // Gemini CLI takes a zero as "not set".
@@ -335,11 +342,24 @@ fn configured_threshold(files: &[SettingsFile]) -> Option<HarnessPoint> {
             )),
         }
     }
-    if chosen.is_none() && passed_over.is_empty() {
+    // Signed in with Google, Gemini CLI asks Google's server for a
+    // threshold when no settings file sets one; hookd cannot see that answer.
+    let server_may_set = chosen.is_none()
+        && auth
+            .as_deref()
+            .is_some_and(|a| SERVER_THRESHOLD_AUTH.contains(&a));
+    if chosen.is_none() && passed_over.is_empty() && !server_may_set {
         return None;
     }
     let mut basis = match &chosen {
         Some((t, shown)) => format!("model.compressionThreshold {t} in {shown}"),
+        None if server_may_set => format!(
+            "Gemini CLI's default compression threshold, assumed: signed in with Google \
+             (security.auth.selectedType {}), Gemini CLI may take another from Google's \
+             server, which hookd cannot see; set model.compressionThreshold in \
+             ~/.gemini/settings.json to make it known",
+            auth.as_deref().unwrap_or("")
+        ),
         None => "Gemini CLI's default compression threshold".to_owned(),
     };
     for note in passed_over {
@@ -1102,6 +1122,22 @@ mod tests {
         .unwrap();
         let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
         assert!(p.basis.contains("larger than"), "{}", p.basis);
+        // Signed in with Google and no threshold set: the default is an assumption.
+        std::fs::remove_file(project.join(".gemini/settings.json")).unwrap();
+        std::fs::write(
+            gemini.join("settings.json"),
+            r#"{"security": {"auth": {"selectedType": "oauth-personal"}}}"#,
+        )
+        .unwrap();
+        let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
+        assert_eq!(p.fraction, None, "{}", p.basis);
+        assert!(p.basis.contains("Google's server"), "{}", p.basis);
+        std::fs::write(
+            gemini.join("settings.json"),
+            r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(configured_threshold(&[user.clone(), proj.clone()]), None);
         std::fs::write(project.join(".gemini/settings.json"), "{not json").unwrap();
         let p = configured_threshold(&[user, proj]).unwrap();
         assert!(p.basis.contains("not valid JSON"), "{}", p.basis);

@@ -493,7 +493,10 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
 /// Whether Gemini CLI compresses at the model call a PreCompress precedes:
 /// its own rule, the last prompt's tokens at or past its point. PreCompress
 /// fires before every model call, so anything looser saves on calls that
-/// compress nothing.
+/// compress nothing. Gemini CLI also needs an earlier prompt to fold into
+/// its summary, so within a chat's first prompt it compresses nothing even
+/// past the point; the session file would show that, but nothing carries it
+/// here yet.
 pub fn compression_is_due(session: &SessionFacts, _config: &WindowConfig) -> bool {
     let Some(usage) = session.usage.filter(|u| u.invalid.is_none()) else {
         return false;

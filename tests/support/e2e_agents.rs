@@ -158,6 +158,7 @@ pub struct AgentBuilder {
     wiring: Wiring,
     codex_window: u64,
     codex_compact_limit: Option<u64>,
+    client_args: Vec<String>,
 }
 
 impl AgentBuilder {
@@ -183,6 +184,13 @@ impl AgentBuilder {
     pub fn codex_limits(mut self, window: u64, compact_limit: Option<u64>) -> Self {
         self.codex_window = window;
         self.codex_compact_limit = compact_limit;
+        self
+    }
+
+    /// Arguments every run of the client gets before its prompt (for Codex,
+    /// before `resume`), as a person would type them.
+    pub fn client_args(mut self, args: &[&str]) -> Self {
+        self.client_args = args.iter().map(|a| a.to_string()).collect();
         self
     }
 
@@ -218,6 +226,7 @@ impl AgentBuilder {
             binary,
             mock,
             wiring: self.wiring,
+            client_args: self.client_args,
             runs: Vec::new(),
             session_id: None,
             sb: Some(sb),
@@ -262,6 +271,7 @@ pub struct Agent {
     binary: PathBuf,
     mock: MockServer,
     wiring: Wiring,
+    client_args: Vec<String>,
     pub runs: Vec<AgentRun>,
     session_id: Option<String>,
     /// `None` only while being dropped.
@@ -278,6 +288,7 @@ impl Agent {
             wiring: Wiring::Hookd,
             codex_window: 200_000,
             codex_compact_limit: None,
+            client_args: Vec::new(),
         }
     }
 
@@ -536,7 +547,8 @@ impl Agent {
             Client::Codex => {
                 cmd.env("MOCK_API_KEY", "e2e-not-a-key")
                     .env("NO_COLOR", "1")
-                    .args(["exec", "--dangerously-bypass-hook-trust"]);
+                    .args(["exec", "--dangerously-bypass-hook-trust"])
+                    .args(&self.client_args);
                 if let Some(id) = &self.session_id {
                     cmd.args(["resume", id]);
                 }
@@ -547,6 +559,7 @@ impl Agent {
                     .env("GOOGLE_GEMINI_BASE_URL", &base_url)
                     .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
                     .env("NO_COLOR", "1")
+                    .args(&self.client_args)
                     .args(["-m", GEMINI_MODEL, "--yolo", "-p", prompt]);
                 if self.session_id.is_some() {
                     cmd.args(["--resume", "latest"]);

@@ -37,7 +37,7 @@
 
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
-    Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionFacts,
+    Boundary, Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionFacts,
     SessionReading, Usage, claude_code,
 };
 use crate::tail::{ReverseLines, mentions_any};
@@ -137,6 +137,17 @@ pub struct RolloutUsage {
     pub model: Option<String>,
     /// Why the latest `token_count` cannot be used, when it cannot.
     pub invalid: Option<String>,
+    /// The latest compaction in the latest turn, if there is one.
+    pub compaction: Option<RolloutCompaction>,
+}
+
+/// A compaction record (`compacted`) in a rollout file. Codex writes its
+/// estimate of the context after it as a `token_count` right below it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RolloutCompaction {
+    /// Where its line starts: the file only grows, so this names it.
+    pub offset: u64,
+    pub timestamp: Option<String>,
 }
 
 /// Reads a rollout file from its end: the latest `token_count`, whether a
@@ -158,20 +169,25 @@ pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
     let mut usage = RolloutUsage::default();
     let mut compacted_since = false;
     let mut counted = false;
+    let mut turn_started = false;
     while let Some(line) = lines
         .next_line()
         .map_err(|e| format!("cannot read Codex rollout file {}: {e}", path.display()))?
     {
-        if counted && usage.window.is_some() && usage.model.is_some()
+        if counted
+            && usage.window.is_some()
+            && usage.model.is_some()
+            && (turn_started || usage.compaction.is_some())
             || lines.bytes_read() > SEARCH_LIMIT
         {
             break;
         }
-        let needles: [&[u8]; 4] = [
+        let needles: [&[u8]; 5] = [
             b"token_count",
             b"token_usage_record",
             b"turn_context",
             b"compacted",
+            b"task_started",
         ];
         if !mentions_any(&line, &needles) {
             continue;
@@ -181,9 +197,18 @@ pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
         };
         let payload = &record["payload"];
         match (record["type"].as_str(), payload["type"].as_str()) {
-            (Some("compacted"), _) | (Some("event_msg"), Some("context_compacted")) if !counted => {
-                compacted_since = true;
+            (Some("compacted"), _) | (Some("event_msg"), Some("context_compacted")) => {
+                compacted_since |= !counted;
+                // Looked for back to the turn's start, past the figure
+                // Codex writes right after compacting.
+                if record["type"] == "compacted" && usage.compaction.is_none() && !turn_started {
+                    usage.compaction = Some(RolloutCompaction {
+                        offset: lines.position(),
+                        timestamp: record["timestamp"].as_str().map(str::to_owned),
+                    });
+                }
             }
+            (Some("event_msg"), Some("task_started")) => turn_started = true,
             // Written right after the reply, before its tool runs: the
             // freshest figure a tool hook can see.
             (Some("token_usage_record"), _) if !counted && payload["usage"].is_object() => {
@@ -281,6 +306,19 @@ pub fn read(
         });
     }
     let rollout = read_rollout(path)?;
+    // Each compaction is named by where its record is, so two close
+    // together are two.
+    let boundaries = rollout
+        .compaction
+        .iter()
+        .map(|c| Boundary {
+            uuid: Some(format!("rollout byte {}", c.offset)),
+            trigger: None,
+            pre_tokens: None,
+            post_tokens: None,
+            timestamp: c.timestamp.clone(),
+        })
+        .collect();
     let usage = match rollout.invalid {
         // The figure stands; the reading is shown as what it is.
         Some(why) => Some(Usage::invalidated(current.cloned(), why)),
@@ -295,7 +333,7 @@ pub fn read(
     Ok(SessionReading {
         reading: Reading {
             usage,
-            boundaries: Vec::new(),
+            boundaries,
             cursor: now,
             method: Method::Backward,
             bytes_read: meta.len().min(SEARCH_LIMIT),
@@ -335,6 +373,95 @@ fn top_level_integer(text: &str, key: &str) -> Option<u64> {
         }
     }
     None
+}
+
+/// The config key that sets Codex's compaction point.
+const LIMIT_KEY: &str = "model_auto_compact_token_limit";
+/// Processes above the hook's own looked at for the codex that ran it: the
+/// hook command may run through a shell or two.
+const ANCESTORS_SEARCHED: usize = 4;
+/// A process's arguments are read up to this many bytes.
+const CMDLINE_LIMIT: u64 = 256 * 1024;
+
+/// Where the codex that ran a hook was told to compact on its command line
+/// (`-c` / `--config model_auto_compact_token_limit=N`), which outranks
+/// every config file and is written nowhere else. `peer_pid` is the hook's
+/// process (the socket's peer); codex is it or one of its nearest
+/// ancestors. `None` when no codex process is found there; `Some(None)`
+/// when codex sets no limit on its command line.
+pub fn launch_point(peer_pid: u32) -> Option<Option<HarnessPoint>> {
+    let mut pid = peer_pid;
+    for _ in 0..=ANCESTORS_SEARCHED {
+        if pid <= 1 {
+            return None;
+        }
+        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+        let args = process_args(&proc_dir)?;
+        if args.first().is_some_and(|argv0| is_codex(argv0)) {
+            return Some(command_line_limit(&args).map(|tokens| HarnessPoint {
+                tokens: Some(tokens),
+                fraction: None,
+                basis: format!("{tokens} ({LIMIT_KEY} on codex's command line)"),
+            }));
+        }
+        pid = parent_pid(&proc_dir)?;
+    }
+    None
+}
+
+/// Codex's native binary, or the npm launcher that runs it.
+fn is_codex(argv0: &str) -> bool {
+    Path::new(argv0)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == "codex")
+}
+
+/// A process's arguments (`/proc/<pid>/cmdline`), NUL-separated.
+fn process_args(proc_dir: &Path) -> Option<Vec<String>> {
+    use std::io::Read;
+    let mut raw = Vec::new();
+    std::fs::File::open(proc_dir.join("cmdline"))
+        .ok()?
+        .take(CMDLINE_LIMIT)
+        .read_to_end(&mut raw)
+        .ok()?;
+    Some(
+        raw.split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
+}
+
+/// The parent of a process, from `/proc/<pid>/stat` (after the command
+/// name, which may hold spaces and parentheses: `pid (comm) state ppid`).
+fn parent_pid(proc_dir: &Path) -> Option<u32> {
+    let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The last `model_auto_compact_token_limit` a command line sets, as Codex
+/// applies its `-c` overrides in order.
+fn command_line_limit(args: &[String]) -> Option<u64> {
+    let mut limit = None;
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        let setting = match arg.as_str() {
+            "--" => break,
+            "-c" | "--config" => rest.next().map(String::as_str),
+            other => other
+                .strip_prefix("--config=")
+                .or_else(|| other.strip_prefix("-c")),
+        };
+        if let Some((key, value)) = setting.and_then(|s| s.split_once('='))
+            && key.trim() == LIMIT_KEY
+        {
+            limit = value.trim().replace('_', "").parse().ok().or(limit);
+        }
+    }
+    limit
 }
 
 /// Codex compacts at `model_auto_compact_token_limit`, else at 90% of the

@@ -403,6 +403,17 @@ pub struct SessionFacts<'a> {
     pub knobs: &'a protocol::pressure::Knobs,
 }
 
+/// Where the harness that ran a hook was told to compact on its command
+/// line, read from the hook's process (`peer_pid`) and its ancestors:
+/// `Some(None)` when it sets none there, `None` when that cannot be known.
+/// Blocking, a few small reads.
+pub fn launch_point(harness: Harness, peer_pid: u32) -> Option<Option<HarnessPoint>> {
+    match harness {
+        Harness::Codex => codex::launch_point(peer_pid),
+        Harness::ClaudeCode | Harness::GeminiCli => None,
+    }
+}
+
 /// Where the session's harness compacts (or compresses) its context.
 pub fn compaction_point(
     session: &SessionFacts,

@@ -830,6 +830,7 @@ mod tests {
                 window: Some(272_000),
                 model: Some("gpt-5.5-codex".into()),
                 invalid: None,
+                compaction: None,
             }
         );
     }
@@ -957,6 +958,197 @@ mod tests {
 
         let gone = read(Path::new("/nonexistent/rollout.jsonl"), None, None).unwrap_err();
         assert!(gone.contains("rollout"), "{gone}");
+    }
+
+    const COMPACTED: &str = r#"{"timestamp":"2026-05-01T10:01:00.000Z","type":"compacted","payload":{"message":"summary"}}"#;
+    const TASK_STARTED: &str =
+        r#"{"type":"event_msg","payload":{"type":"task_started","turn_id":"u2"}}"#;
+
+    /// Codex 0.169.0 writes its estimate of the context right after the
+    /// compaction record: the compaction is still this turn's, and named by
+    /// where its record is.
+    #[test]
+    fn a_compaction_in_the_latest_turn_is_found_past_the_figure_after_it() {
+        let lines = [
+            TURN_CONTEXT.to_owned(),
+            token_count(21_000, 190_000),
+            TASK_STARTED.to_owned(),
+            token_count(21_000, 190_000),
+            token_count(2_000, 190_000),
+            COMPACTED.to_owned(),
+            TURN_CONTEXT.to_owned(),
+            token_count(6_219, 190_000),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let f = rollout(&refs);
+        let usage = read_rollout(f.path()).unwrap();
+        assert_eq!(usage.tokens, Some(6_219));
+        let at = std::fs::read_to_string(f.path())
+            .unwrap()
+            .find(COMPACTED)
+            .unwrap() as u64;
+        assert_eq!(usage.compaction.as_ref().map(|c| c.offset), Some(at));
+        let taken = read(f.path(), None, None).unwrap();
+        let named: Vec<_> = taken
+            .reading
+            .boundaries
+            .iter()
+            .map(|b| b.uuid.clone())
+            .collect();
+        assert_eq!(named, [Some(format!("rollout byte {at}"))]);
+
+        // The next turn no longer shows it: it was named while it was new.
+        let mut later = refs.clone();
+        later.extend([TASK_STARTED, TURN_CONTEXT]);
+        let next = token_count(9_000, 190_000);
+        later.push(&next);
+        let f = rollout(&later);
+        let usage = read_rollout(f.path()).unwrap();
+        assert_eq!((usage.tokens, usage.compaction), (Some(9_000), None));
+    }
+
+    /// Two compactions seconds apart are two epochs, each named by its own
+    /// record; a hook's epoch is named by the record that follows it.
+    #[test]
+    fn two_close_compactions_are_two_epochs() {
+        let key = crate::sessions::SessionKey {
+            harness: Harness::Codex,
+            id: "s".into(),
+        };
+        let mut s = Session::new(key, 0);
+        let first = [TURN_CONTEXT, TASK_STARTED, COMPACTED];
+        let f = rollout(&first);
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 1_000)
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (1, 2));
+        let mut second = first.to_vec();
+        let count = token_count(20_500, 190_000);
+        second.extend([TASK_STARTED, count.as_str(), COMPACTED]);
+        let f = rollout(&second);
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 3_000)
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (1, 3), "two seconds later");
+        // Read again: the same record names the same epoch.
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 4_000)
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (0, 3));
+        assert!(!s.compaction_in_flight(4_000));
+
+        // A hook opens the next epoch before the record is written.
+        let hook = crate::sessions::EpochStart::Hook("post-compact auto".into());
+        s.compaction_announced_ms = Some(5_000);
+        assert!(s.begin_epoch(&hook, 5_000));
+        s.compaction_announced_ms = None;
+        assert!(s.compaction_in_flight(5_000));
+        let mut third = second.clone();
+        third.extend([TASK_STARTED, COMPACTED]);
+        let f = rollout(&third);
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 5_100)
+            .unwrap();
+        assert_eq!(
+            (began.len(), s.epoch),
+            (0, 4),
+            "the record names the hook's epoch"
+        );
+        assert!(!s.compaction_in_flight(5_100), "the compaction is over");
+    }
+
+    #[test]
+    fn the_command_line_limit_is_the_last_one_given() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for (line, limit) in [
+            (&["codex", "exec", "hi"][..], None),
+            (
+                &[
+                    "codex",
+                    "-c",
+                    "model_auto_compact_token_limit=100000",
+                    "exec",
+                ],
+                Some(100_000),
+            ),
+            (
+                &[
+                    "codex",
+                    "exec",
+                    "--config",
+                    "model_auto_compact_token_limit = 90_000",
+                ],
+                Some(90_000),
+            ),
+            (
+                &[
+                    "codex",
+                    "--config=model_auto_compact_token_limit=5",
+                    "-cmodel_auto_compact_token_limit=7",
+                ],
+                Some(7),
+            ),
+            (
+                &[
+                    "codex",
+                    "-c",
+                    "model_auto_compact_token_limit=8",
+                    "-c",
+                    "model_auto_compact_token_limit=x",
+                ],
+                Some(8),
+            ),
+            (&["codex", "-c", "model_context_window=8"], None),
+            (
+                &[
+                    "codex",
+                    "exec",
+                    "--",
+                    "-c",
+                    "model_auto_compact_token_limit=8",
+                ],
+                None,
+            ),
+            (&["codex", "-c"], None),
+        ] {
+            assert_eq!(command_line_limit(&args(line)), limit, "{line:?}");
+        }
+    }
+
+    /// The limit is read from a running process named `codex`; any other
+    /// process (this test's) has none to give.
+    #[test]
+    fn the_launch_point_is_read_from_the_codex_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let codex = dir.path().join("codex");
+        std::os::unix::fs::symlink("/bin/sh", &codex).unwrap();
+        // sh runs its -c command; the second -c pair is its $0 and $1.
+        let mut child = std::process::Command::new(&codex)
+            .args([
+                "-c",
+                "sleep 30; exit",
+                "-c",
+                "model_auto_compact_token_limit=1234",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The spawn may return before the exec shows in /proc.
+        let mut point = None;
+        for _ in 0..100 {
+            point = launch_point(child.id());
+            if point.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let point = point.expect("a codex process").expect("a limit");
+        assert_eq!(point.tokens, Some(1_234));
+        assert!(point.basis.contains("command line"), "{}", point.basis);
+        assert_eq!(launch_point(std::process::id()), None);
     }
 
     #[test]

@@ -17,8 +17,10 @@ use std::path::{Path, PathBuf};
 /// File name of the registry in the state directory.
 pub const REGISTRY_FILE: &str = "sessions.json";
 const REGISTRY_VERSION: u32 = 1;
-/// A compaction announced by hooks and one seen in the transcript are the
-/// same compaction when they are this close together.
+/// Where nothing names a compaction, a guess: a hook after it with no
+/// PreCompact before it belongs to the epoch this recent, and a boundary
+/// that never comes is given up on after this long. A boundary names its
+/// compaction (by uuid, or a hook's epoch still waiting for one).
 const SAME_COMPACTION_MS: u64 = 120_000;
 /// Readings kept per session for the picture of its recent turns: enough
 /// to see a climb and a compaction, small enough for every status.

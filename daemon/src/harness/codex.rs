@@ -22,8 +22,12 @@
 //!   `info.last_token_usage.total_tokens` is the context now,
 //!   `info.model_context_window` the window; a `token_usage_record` written
 //!   right after each reply (before its tool runs) carries the same figure
-//!   sooner. Codex compacts at `model_auto_compact_token_limit` from
-//!   `config.toml`, else at 90% of the window;
+//!   sooner. Codex compacts at `model_auto_compact_token_limit` from its
+//!   command line (`-c`, which no file records: read from the process that
+//!   ran the hook), else from `config.toml`, else at 90% of the window;
+//! - each compaction writes a `compacted` record, then a `token_count` with
+//!   the context after it; a pre-turn compaction comes before the turn's
+//!   prompt hooks run;
 //! - injected context reaches the model as a `developer` message, which the
 //!   rollout records: that is where the arrival check looks;
 //! - the person's prompts are `event_msg` records of type `item_completed`

@@ -74,8 +74,8 @@ pub struct Session {
     /// Where the harness's own settings say it compacts.
     #[serde(default)]
     pub harness_point: Option<HarnessPoint>,
-    /// Where the harness's command line says it compacts (it outranks its
-    /// settings files), as the latest hook's process showed it.
+    /// Where the harness's command line or project settings say it
+    /// compacts (they outrank its user settings), as the latest hook saw.
     #[serde(default)]
     pub launch_point: Option<HarnessPoint>,
     /// A compaction the session's file showed, whose resume prompt goes in

@@ -51,22 +51,69 @@ fn levels_and_figures(agent: &Agent) -> Vec<(f64, u64)> {
 /// climb to 96,000 would reach none).
 #[test]
 fn codex_command_line_limit_is_the_point() {
-    let Some(mut agent) = codex("codex-cli-limit")
+    climb_to_the_limit(
+        codex("codex-cli-limit").client_args(&LIMIT_ARGS),
+        |_| {},
+        "on codex's command line",
+    );
+}
+
+/// A trusted project's `.codex/config.toml` outranks the user's.
+#[test]
+fn codex_project_config_limit_is_the_point() {
+    climb_to_the_limit(
+        codex("codex-project-limit"),
+        |agent| {
+            let dir = agent.project.join(".codex");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("config.toml"),
+                format!("model_auto_compact_token_limit = {LIMIT}\n"),
+            )
+            .unwrap();
+        },
+        ".codex/config.toml",
+    );
+}
+
+/// `--profile P` reads `$CODEX_HOME/P.config.toml`.
+#[test]
+fn codex_profile_limit_is_the_point() {
+    climb_to_the_limit(
+        codex("codex-profile-limit").client_args(&["--profile", "tight"]),
+        |agent| {
+            let home = agent.sandbox().home().join(".codex");
+            std::fs::write(
+                home.join("tight.config.toml"),
+                format!("model_auto_compact_token_limit = {LIMIT}\n"),
+            )
+            .unwrap();
+        },
+        "tight.config.toml",
+    );
+}
+
+/// The climb to 96% of [`LIMIT`], set where `setup` puts it: hookd shows
+/// that point (with `basis` in its basis), each level fires once on the
+/// reply that crossed it, the saves run (no compaction), and the words
+/// reach the model.
+fn climb_to_the_limit(builder: AgentBuilder, setup: impl Fn(&Agent), basis: &str) {
+    let Some(mut agent) = builder
         .codex_limits(WINDOW, None)
-        .client_args(&LIMIT_ARGS)
         .replies(agents::climb_script(LIMIT))
         .start()
     else {
         return;
     };
+    setup(&agent);
     agent.run("CLIMB: add five steps to notes.txt, one command each");
     agent.run("WRAP UP: say that you are done");
     let id = agent.session_id().to_owned();
     let (session, ok) = agent.session_until(&id, |s| s["context"]["tokens_max"] == LIMIT);
-    eprintln!("codex-cli-limit: hookd {}", session["context"]);
-    assert!(ok, "hookd's point is the command line's {LIMIT}: {session}");
-    let basis = session["context"]["basis"].as_str().unwrap_or("");
-    assert!(basis.contains("command line"), "{basis}");
+    eprintln!("{}: hookd {}", agent.name, session["context"]);
+    assert!(ok, "hookd's point is {LIMIT}: {session}");
+    let shown = session["context"]["basis"].as_str().unwrap_or("");
+    assert!(shown.contains(basis), "{shown}");
 
     let expected = [
         (0.70, 72_000),
@@ -80,7 +127,8 @@ fn codex_command_line_limit_is_the_point() {
     let fired = levels_and_figures(&agent);
     let runs = agent.pipeline_runs(None);
     eprintln!(
-        "codex-cli-limit: fired {fired:?}, pipeline runs {:?}, checkpoints {}",
+        "{}: fired {fired:?}, pipeline runs {:?}, checkpoints {}",
+        agent.name,
         runs.iter().map(|r| &r["trigger"]).collect::<Vec<_>>(),
         checkpoints(&agent)
     );

@@ -49,7 +49,7 @@ impl Engine {
         }
 
         let now = now_ms();
-        let launch_point = peer_pid.and_then(|pid| harness::launch_point(event.harness, pid));
+        let launch_point = harness::launch_point(&event, peer_pid);
         let (key, new_session) = {
             let mut registry = self.registry();
             let known = registry.len();

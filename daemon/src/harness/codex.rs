@@ -24,7 +24,9 @@
 //!   right after each reply (before its tool runs) carries the same figure
 //!   sooner. Codex compacts at `model_auto_compact_token_limit` from its
 //!   command line (`-c`, which no file records: read from the process that
-//!   ran the hook), else from `config.toml`, else at 90% of the window;
+//!   ran the hook), else a trusted project's `.codex/config.toml`, else the
+//!   `--profile P` file `P.config.toml`, else `config.toml`, else at 90% of
+//!   the window (a legacy `profile = "P"` in config.toml is an error now);
 //! - each compaction writes a `compacted` record, then a `token_count` with
 //!   the context after it; a pre-turn compaction comes before the turn's
 //!   prompt hooks run;
@@ -387,13 +389,46 @@ const ANCESTORS_SEARCHED: usize = 4;
 /// A process's arguments are read up to this many bytes.
 const CMDLINE_LIMIT: u64 = 256 * 1024;
 
-/// Where the codex that ran a hook was told to compact on its command line
-/// (`-c` / `--config model_auto_compact_token_limit=N`), which outranks
-/// every config file and is written nowhere else. `peer_pid` is the hook's
-/// process (the socket's peer); codex is it or one of its nearest
-/// ancestors. `None` when no codex process is found there; `Some(None)`
-/// when codex sets no limit on its command line.
-pub fn launch_point(peer_pid: u32) -> Option<Option<HarnessPoint>> {
+/// Where the codex that ran a hook compacts, from what only the hook can
+/// see, in Codex's order: its command line (`-c` / `--config
+/// model_auto_compact_token_limit=N`), the project's `.codex/config.toml`
+/// (when the project is trusted), then the profile its command line names
+/// (`--profile P`: `<CODEX_HOME>/P.config.toml`). `config.toml` itself is
+/// read with the rollout. `peer_pid` is the hook's process (the socket's
+/// peer): codex is it or one of its nearest ancestors. `None` when none of
+/// this can be known; `Some(None)` when codex sets no limit in them.
+pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<HarnessPoint>> {
+    let args = peer_pid.and_then(codex_args);
+    if let Some(tokens) = args.as_deref().and_then(command_line_limit) {
+        return Some(Some(HarnessPoint {
+            tokens: Some(tokens),
+            fraction: None,
+            basis: format!("{tokens} ({LIMIT_KEY} on codex's command line)"),
+        }));
+    }
+    let mut problems = Vec::new();
+    let home = codex_home(&event.env, &mut problems);
+    if let (Some(home), Some(cwd)) = (&home, &event.cwd)
+        && let Some((file, tokens)) = project_limit(home, cwd)
+    {
+        return Some(Some(HarnessPoint {
+            tokens: Some(tokens),
+            fraction: None,
+            basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
+        }));
+    }
+    let args = args?;
+    let profile = profile_limit(home.as_deref(), &args).map(|(file, tokens)| HarnessPoint {
+        tokens: Some(tokens),
+        fraction: None,
+        basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
+    });
+    Some(profile)
+}
+
+/// The arguments of the codex process that is `peer_pid` or one of its
+/// nearest ancestors.
+fn codex_args(peer_pid: u32) -> Option<Vec<String>> {
     let mut pid = peer_pid;
     for _ in 0..=ANCESTORS_SEARCHED {
         if pid <= 1 {
@@ -402,11 +437,7 @@ pub fn launch_point(peer_pid: u32) -> Option<Option<HarnessPoint>> {
         let proc_dir = PathBuf::from(format!("/proc/{pid}"));
         let args = process_args(&proc_dir)?;
         if args.first().is_some_and(|argv0| is_codex(argv0)) {
-            return Some(command_line_limit(&args).map(|tokens| HarnessPoint {
-                tokens: Some(tokens),
-                fraction: None,
-                basis: format!("{tokens} ({LIMIT_KEY} on codex's command line)"),
-            }));
+            return Some(args);
         }
         pid = parent_pid(&proc_dir)?;
     }
@@ -444,6 +475,70 @@ fn parent_pid(proc_dir: &Path) -> Option<u32> {
     let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
     let (_, rest) = stat.rsplit_once(')')?;
     rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The limit in the nearest `.codex/config.toml` from `cwd` up to the
+/// repository's root, if Codex trusts that project (it reads a project's
+/// settings only then).
+fn project_limit(codex_home: &Path, cwd: &Path) -> Option<(PathBuf, u64)> {
+    let user = std::fs::read_to_string(codex_home.join("config.toml")).unwrap_or_default();
+    for dir in cwd.ancestors() {
+        let file = dir.join(".codex").join("config.toml");
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            let trusted = trusts(&user, dir);
+            return top_level_integer(&text, LIMIT_KEY)
+                .filter(|_| trusted)
+                .map(|t| (file, t));
+        }
+        if dir.join(".git").exists() {
+            return None;
+        }
+    }
+    None
+}
+
+/// Whether the user's `config.toml` marks `project` trusted
+/// (`[projects."<path>"]` with `trust_level = "trusted"`).
+fn trusts(user_config: &str, project: &Path) -> bool {
+    let header = format!("[projects.\"{}\"]", project.display());
+    let mut in_table = false;
+    for line in user_config.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_table = line == header;
+        } else if in_table
+            && let Some((k, v)) = line.split_once('=')
+            && k.trim() == "trust_level"
+        {
+            return v
+                .split('#')
+                .next()
+                .is_some_and(|v| v.trim() == "\"trusted\"");
+        }
+    }
+    false
+}
+
+/// The limit in the profile the command line names (`--profile P`, `-p P`):
+/// `<CODEX_HOME>/P.config.toml`.
+fn profile_limit(codex_home: Option<&Path>, args: &[String]) -> Option<(PathBuf, u64)> {
+    let mut profile = None;
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--" => break,
+            "--profile" | "-p" => profile = rest.next().cloned(),
+            other => {
+                if let Some(name) = other.strip_prefix("--profile=") {
+                    profile = Some(name.to_owned());
+                }
+            }
+        }
+    }
+    // A name, not a path: nothing outside CODEX_HOME is read.
+    let profile = profile.filter(|p| !p.is_empty() && !p.contains('/') && p != ".." && p != ".")?;
+    let file = codex_home?.join(format!("{profile}.config.toml"));
+    let text = std::fs::read_to_string(&file).ok()?;
+    top_level_integer(&text, LIMIT_KEY).map(|t| (file, t))
 }
 
 /// The last `model_auto_compact_token_limit` a command line sets, as Codex
@@ -1061,6 +1156,50 @@ mod tests {
         assert!(!s.compaction_in_flight(5_100), "the compaction is over");
     }
 
+    /// Codex 0.169.0 reads a trusted project's `.codex/config.toml` before
+    /// the profile `--profile` names, and both before `config.toml`.
+    #[test]
+    fn project_and_profile_limits_in_codexs_order() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let sub = project.path().join("src");
+        std::fs::create_dir_all(sub.join(".git").parent().unwrap()).unwrap();
+        std::fs::create_dir_all(project.path().join(".git")).unwrap();
+        std::fs::create_dir_all(project.path().join(".codex")).unwrap();
+        std::fs::write(
+            home.path().join("p.config.toml"),
+            "model_auto_compact_token_limit = 20000\n",
+        )
+        .unwrap();
+        let args: Vec<String> = ["codex", "exec", "--profile", "p"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            profile_limit(Some(home.path()), &args).map(|p| p.1),
+            Some(20_000)
+        );
+        let escape: Vec<String> = ["codex", "-p", "../p"].map(String::from).to_vec();
+        assert_eq!(profile_limit(Some(home.path()), &escape), None);
+
+        std::fs::write(
+            project.path().join(".codex/config.toml"),
+            "model_auto_compact_token_limit = 50000\n",
+        )
+        .unwrap();
+        assert_eq!(project_limit(home.path(), &sub), None, "not trusted");
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!(
+                "model = \"m\"\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                project.path().display()
+            ),
+        )
+        .unwrap();
+        assert_eq!(project_limit(home.path(), &sub).map(|p| p.1), Some(50_000));
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_eq!(project_limit(home.path(), elsewhere.path()), None);
+    }
+
     #[test]
     fn the_command_line_limit_is_the_last_one_given() {
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
@@ -1139,20 +1278,29 @@ mod tests {
             .spawn()
             .unwrap();
         // The spawn may return before the exec shows in /proc.
-        let mut point = None;
+        let mut args = None;
         for _ in 0..100 {
-            point = launch_point(child.id());
-            if point.is_some() {
+            args = codex_args(child.id());
+            if args.is_some() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+        let event = crate::harness::parse(&request(
+            Some("post-tool-use"),
+            r#"{"session_id":"s","cwd":"/nonexistent"}"#,
+            &[("CODEX_HOME", "/nonexistent")],
+        ))
+        .unwrap();
+        let point = launch_point(&event, Some(child.id()));
         child.kill().unwrap();
         child.wait().unwrap();
         let point = point.expect("a codex process").expect("a limit");
         assert_eq!(point.tokens, Some(1_234));
         assert!(point.basis.contains("command line"), "{}", point.basis);
-        assert_eq!(launch_point(std::process::id()), None);
+        assert!(args.is_some());
+        assert_eq!(launch_point(&event, Some(std::process::id())), None);
+        assert_eq!(launch_point(&event, None), None);
     }
 
     #[test]

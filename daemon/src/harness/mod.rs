@@ -403,13 +403,13 @@ pub struct SessionFacts<'a> {
     pub knobs: &'a protocol::pressure::Knobs,
 }
 
-/// Where the harness that ran a hook was told to compact on its command
-/// line, read from the hook's process (`peer_pid`) and its ancestors:
-/// `Some(None)` when it sets none there, `None` when that cannot be known.
-/// Blocking, a few small reads.
-pub fn launch_point(harness: Harness, peer_pid: u32) -> Option<Option<HarnessPoint>> {
-    match harness {
-        Harness::Codex => codex::launch_point(peer_pid),
+/// Where the harness that ran a hook compacts, from what only its hooks can
+/// see (its command line, read from the hook's process `peer_pid` and its
+/// ancestors; its project's settings): `Some(None)` when they set none,
+/// `None` when that cannot be known. Blocking, a few small reads.
+pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<HarnessPoint>> {
+    match event.harness {
+        Harness::Codex => codex::launch_point(event, peer_pid),
         Harness::ClaudeCode | Harness::GeminiCli => None,
     }
 }

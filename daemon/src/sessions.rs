@@ -78,6 +78,10 @@ pub struct Session {
     /// compacts (they outrank its user settings), as the latest hook saw.
     #[serde(default)]
     pub launch_point: Option<HarnessPoint>,
+    /// Where an automatic compaction showed the harness compacts, when that
+    /// was below every point hookd could read (set somewhere it cannot see).
+    #[serde(default)]
+    pub learned_point: Option<HarnessPoint>,
     /// A compaction the session's file showed, whose resume prompt goes in
     /// at the next prompt or tool call (harnesses with no SessionStart after
     /// compacting).
@@ -272,6 +276,7 @@ impl Session {
             reported_window: None,
             harness_point: None,
             launch_point: None,
+            learned_point: None,
             resume_due: false,
             knobs: Knobs::default(),
             config_env: BTreeMap::new(),
@@ -308,7 +313,11 @@ impl Session {
             usage: self.usage.as_ref(),
             statusline_window: self.statusline_window,
             reported_window: self.reported_window,
-            harness_point: self.launch_point.as_ref().or(self.harness_point.as_ref()),
+            harness_point: self
+                .launch_point
+                .as_ref()
+                .or(self.learned_point.as_ref())
+                .or(self.harness_point.as_ref()),
             knobs: &self.knobs,
         }
     }

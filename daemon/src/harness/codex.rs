@@ -563,6 +563,16 @@ fn command_line_limit(args: &[String]) -> Option<u64> {
     limit
 }
 
+/// Codex compacts automatically once a reply's figure reaches its limit:
+/// one that compacted at `tokens` has its limit at or just below it.
+pub fn point_shown_by_compaction(tokens: u64) -> HarnessPoint {
+    HarnessPoint {
+        tokens: Some(tokens),
+        fraction: None,
+        basis: format!("{tokens} (learned: Codex compacted there automatically)"),
+    }
+}
+
 /// Codex compacts at `model_auto_compact_token_limit`, else at 90% of the
 /// window its rollout reports.
 pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
@@ -1198,6 +1208,50 @@ mod tests {
         assert_eq!(project_limit(home.path(), &sub).map(|p| p.1), Some(50_000));
         let elsewhere = tempfile::tempdir().unwrap();
         assert_eq!(project_limit(home.path(), elsewhere.path()), None);
+    }
+
+    /// A limit hookd could not see (the command line unreadable): Codex
+    /// compacting automatically at 96,100 shows the point is there.
+    #[test]
+    fn an_automatic_compaction_below_the_expected_point_teaches_it() {
+        let home = tempfile::tempdir().unwrap();
+        let day = home.path().join("sessions/2026/05/01");
+        std::fs::create_dir_all(&day).unwrap();
+        let path = day.join("rollout-2026-05-01T09-00-00-s.jsonl");
+        std::fs::write(
+            &path,
+            format!("{TURN_CONTEXT}\n{}\n", token_count(96_100, 190_000)),
+        )
+        .unwrap();
+        let config = protocol::config::Config::default();
+        let payload = |trigger: &str| {
+            format!(
+                r#"{{"session_id":"s","hook_event_name":"PreCompact","trigger":"{trigger}","transcript_path":{:?}}}"#,
+                path.display().to_string()
+            )
+        };
+        let key = crate::sessions::SessionKey {
+            harness: Harness::Codex,
+            id: "s".into(),
+        };
+        for (trigger, learned) in [("manual", None), ("auto", Some(96_100))] {
+            let mut s = Session::new(key.clone(), 0);
+            let event =
+                crate::harness::parse(&request(Some("pre-compact"), &payload(trigger), &[]))
+                    .unwrap();
+            let reading = read(&path, None, None);
+            crate::session_machine::on_hook(&mut s, &event, Some(reading), &config, 10);
+            let c = crate::sessions::context_of(&s, &config).unwrap();
+            assert_eq!(
+                s.learned_point.as_ref().and_then(|p| p.tokens),
+                learned,
+                "{trigger}"
+            );
+            assert_eq!(c.tokens_max, learned.unwrap_or(171_000), "{trigger}");
+            if learned.is_some() {
+                assert!(c.basis.contains("learned"), "{}", c.basis);
+            }
+        }
     }
 
     #[test]

@@ -414,6 +414,15 @@ pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<H
     }
 }
 
+/// The point an automatic compaction at `tokens` shows, for a harness
+/// that compacts as soon as its figure reaches its point.
+pub fn point_shown_by_compaction(harness: Harness, tokens: u64) -> Option<HarnessPoint> {
+    match harness {
+        Harness::Codex => Some(codex::point_shown_by_compaction(tokens)),
+        Harness::ClaudeCode | Harness::GeminiCli => None,
+    }
+}
+
 /// Where the session's harness compacts (or compresses) its context.
 pub fn compaction_point(
     session: &SessionFacts,

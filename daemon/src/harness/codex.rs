@@ -487,7 +487,7 @@ fn project_limit(codex_home: &Path, cwd: &Path) -> Option<(PathBuf, u64)> {
         if let Ok(text) = std::fs::read_to_string(&file) {
             let trusted = trusts(&user, dir);
             return top_level_integer(&text, LIMIT_KEY)
-                .filter(|_| trusted)
+                .filter(|t| trusted && *t > 0)
                 .map(|t| (file, t));
         }
         if dir.join(".git").exists() {
@@ -538,7 +538,9 @@ fn profile_limit(codex_home: Option<&Path>, args: &[String]) -> Option<(PathBuf,
     let profile = profile.filter(|p| !p.is_empty() && !p.contains('/') && p != ".." && p != ".")?;
     let file = codex_home?.join(format!("{profile}.config.toml"));
     let text = std::fs::read_to_string(&file).ok()?;
-    top_level_integer(&text, LIMIT_KEY).map(|t| (file, t))
+    top_level_integer(&text, LIMIT_KEY)
+        .filter(|t| *t > 0)
+        .map(|t| (file, t))
 }
 
 /// The last `model_auto_compact_token_limit` a command line sets, as Codex
@@ -557,7 +559,13 @@ fn command_line_limit(args: &[String]) -> Option<u64> {
         if let Some((key, value)) = setting.and_then(|s| s.split_once('='))
             && key.trim() == LIMIT_KEY
         {
-            limit = value.trim().replace('_', "").parse().ok().or(limit);
+            limit = value
+                .trim()
+                .replace('_', "")
+                .parse()
+                .ok()
+                .filter(|t| *t > 0)
+                .or(limit);
         }
     }
     limit
@@ -586,7 +594,11 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
             basis: format!("{forced} (window.tokens_max)"),
         };
     }
-    match session.harness_point.and_then(|p| Some((p.tokens?, p))) {
+    // A limit of 0 is no point to measure against.
+    match session
+        .harness_point
+        .and_then(|p| Some((p.tokens.filter(|t| *t > 0)?, p)))
+    {
         Some((tokens, p)) => CompactionPoint {
             window,
             tokens,
@@ -1173,7 +1185,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();
         let sub = project.path().join("src");
-        std::fs::create_dir_all(sub.join(".git").parent().unwrap()).unwrap();
+        std::fs::create_dir_all(&sub).unwrap();
         std::fs::create_dir_all(project.path().join(".git")).unwrap();
         std::fs::create_dir_all(project.path().join(".codex")).unwrap();
         std::fs::write(
@@ -1190,6 +1202,13 @@ mod tests {
         );
         let escape: Vec<String> = ["codex", "-p", "../p"].map(String::from).to_vec();
         assert_eq!(profile_limit(Some(home.path()), &escape), None);
+        std::fs::write(
+            home.path().join("zero.config.toml"),
+            "model_auto_compact_token_limit = 0\n",
+        )
+        .unwrap();
+        let zero: Vec<String> = ["codex", "--profile=zero"].map(String::from).to_vec();
+        assert_eq!(profile_limit(Some(home.path()), &zero), None);
 
         std::fs::write(
             project.path().join(".codex/config.toml"),

@@ -147,7 +147,7 @@ fn hooks(c: &mut Criterion) {
                 })
             },
             |request| {
-                let response = runtime.block_on(engine.handle(request));
+                let response = runtime.block_on(engine.handle(request, None));
                 assert!(matches!(response, Response::Hook(_)));
             },
             BatchSize::SmallInput,

@@ -119,6 +119,9 @@ pub fn on_hook(
             first: resuming,
         });
     }
+    if event.kind == EventKind::PreCompact && event.trigger.as_deref() == Some("auto") {
+        learn_point(s, config);
+    }
     if event.kind == EventKind::PreCompact && harness::compaction_is_due(&s.facts(), &config.window)
     {
         let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
@@ -292,6 +295,20 @@ fn on_reading(
         });
     }
     unannounced
+}
+
+/// An automatic compaction below the point hookd expected shows the point
+/// was set where hookd cannot see (a limit on a command line it could not
+/// read): the figure it compacted at stands in for it from now on.
+fn learn_point(s: &mut Session, config: &Config) {
+    let Some(context) = crate::sessions::context_of(s, config).filter(|c| c.invalid.is_none())
+    else {
+        return;
+    };
+    if context.tokens_used == 0 || context.tokens_used >= context.tokens_max {
+        return;
+    }
+    s.learned_point = harness::point_shown_by_compaction(s.key.harness, context.tokens_used);
 }
 
 /// A SessionStart(compact) or PostCompact hook: a compaction happened.

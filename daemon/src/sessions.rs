@@ -17,8 +17,10 @@ use std::path::{Path, PathBuf};
 /// File name of the registry in the state directory.
 pub const REGISTRY_FILE: &str = "sessions.json";
 const REGISTRY_VERSION: u32 = 1;
-/// A compaction announced by hooks and one seen in the transcript are the
-/// same compaction when they are this close together.
+/// Where nothing names a compaction, a guess: a hook after it with no
+/// PreCompact before it belongs to the epoch this recent, and a boundary
+/// that never comes is given up on after this long. A boundary names its
+/// compaction (by uuid, or a hook's epoch still waiting for one).
 const SAME_COMPACTION_MS: u64 = 120_000;
 /// Readings kept per session for the picture of its recent turns: enough
 /// to see a climb and a compaction, small enough for every status.
@@ -72,6 +74,14 @@ pub struct Session {
     /// Where the harness's own settings say it compacts.
     #[serde(default)]
     pub harness_point: Option<HarnessPoint>,
+    /// Where the harness's command line or project settings say it
+    /// compacts (they outrank its user settings), as the latest hook saw.
+    #[serde(default)]
+    pub launch_point: Option<HarnessPoint>,
+    /// Where an automatic compaction showed the harness compacts, when that
+    /// was below every point hookd could read (set somewhere it cannot see).
+    #[serde(default)]
+    pub learned_point: Option<HarnessPoint>,
     /// A compaction the session's file showed, whose resume prompt goes in
     /// at the next prompt or tool call (harnesses with no SessionStart after
     /// compacting).
@@ -265,6 +275,8 @@ impl Session {
             statusline_window: None,
             reported_window: None,
             harness_point: None,
+            launch_point: None,
+            learned_point: None,
             resume_due: false,
             knobs: Knobs::default(),
             config_env: BTreeMap::new(),
@@ -301,7 +313,11 @@ impl Session {
             usage: self.usage.as_ref(),
             statusline_window: self.statusline_window,
             reported_window: self.reported_window,
-            harness_point: self.harness_point.as_ref(),
+            harness_point: self
+                .launch_point
+                .as_ref()
+                .or(self.learned_point.as_ref())
+                .or(self.harness_point.as_ref()),
             knobs: &self.knobs,
         }
     }
@@ -333,8 +349,12 @@ impl Session {
             self.harness_point = taken.compaction_point;
         }
         let mut began = Vec::new();
-        for boundary in reading.boundaries {
+        for mut boundary in reading.boundaries {
             let announced = self.compaction_announced_ms.is_some();
+            if boundary.trigger.is_none() {
+                // The file does not say; the PreCompact that announced it did.
+                boundary.trigger.clone_from(&self.announced_trigger);
+            }
             // A boundary the hooks already opened an epoch for only names it.
             if self.begin_epoch(&EpochStart::Boundary(boundary.clone()), now_ms) {
                 self.compaction_announced_ms = None;
@@ -381,7 +401,7 @@ impl Session {
                 if b.uuid.is_some() && b.uuid == self.epoch_boundary {
                     return false;
                 }
-                if self.epoch_boundary.is_none() && recent {
+                if self.awaiting_boundary && self.epoch_boundary.is_none() {
                     // A hook already opened this epoch; now we know its boundary.
                     self.epoch_boundary = b.uuid.clone();
                     self.awaiting_boundary = false;

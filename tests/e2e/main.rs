@@ -13,6 +13,7 @@
 
 mod agents;
 mod codex;
+mod codex_points;
 mod compaction;
 mod fail_open;
 mod gemini;

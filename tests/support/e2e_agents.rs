@@ -159,6 +159,7 @@ pub struct AgentBuilder {
     codex_window: u64,
     codex_compact_limit: Option<u64>,
     gemini_model: String,
+    client_args: Vec<String>,
 }
 
 impl AgentBuilder {
@@ -190,6 +191,13 @@ impl AgentBuilder {
     /// The model Gemini CLI is asked for (`-m`); [`GEMINI_MODEL`] unless set.
     pub fn gemini_model(mut self, model: &str) -> Self {
         self.gemini_model = model.into();
+        self
+    }
+
+    /// Arguments every run of the client gets before its prompt (for Codex,
+    /// before `resume`), as a person would type them.
+    pub fn client_args(mut self, args: &[&str]) -> Self {
+        self.client_args = args.iter().map(|a| a.to_string()).collect();
         self
     }
 
@@ -225,6 +233,7 @@ impl AgentBuilder {
             binary,
             mock,
             wiring: self.wiring,
+            client_args: self.client_args,
             runs: Vec::new(),
             session_id: None,
             gemini_model: self.gemini_model,
@@ -270,6 +279,7 @@ pub struct Agent {
     binary: PathBuf,
     mock: MockServer,
     wiring: Wiring,
+    client_args: Vec<String>,
     pub runs: Vec<AgentRun>,
     session_id: Option<String>,
     gemini_model: String,
@@ -288,6 +298,7 @@ impl Agent {
             codex_window: 200_000,
             codex_compact_limit: None,
             gemini_model: GEMINI_MODEL.into(),
+            client_args: Vec::new(),
         }
     }
 
@@ -546,7 +557,8 @@ impl Agent {
             Client::Codex => {
                 cmd.env("MOCK_API_KEY", "e2e-not-a-key")
                     .env("NO_COLOR", "1")
-                    .args(["exec", "--dangerously-bypass-hook-trust"]);
+                    .args(["exec", "--dangerously-bypass-hook-trust"])
+                    .args(&self.client_args);
                 if let Some(id) = &self.session_id {
                     cmd.args(["resume", id]);
                 }
@@ -557,6 +569,7 @@ impl Agent {
                     .env("GOOGLE_GEMINI_BASE_URL", &base_url)
                     .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
                     .env("NO_COLOR", "1")
+                    .args(&self.client_args)
                     .args(["-m", &self.gemini_model, "--yolo", "-p", prompt]);
                 if self.session_id.is_some() {
                     cmd.args(["--resume", "latest"]);

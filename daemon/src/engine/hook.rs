@@ -16,7 +16,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 impl Engine {
-    pub(super) async fn hook(self: &Arc<Self>, request: HookRequest) -> Response {
+    /// `peer_pid`: the hook's process, where the OS says which it is.
+    pub(super) async fn hook(
+        self: &Arc<Self>,
+        request: HookRequest,
+        peer_pid: Option<u32>,
+    ) -> Response {
         let event = match harness::parse(&request) {
             Ok(event) => event,
             Err(e) => {
@@ -44,10 +49,16 @@ impl Engine {
         }
 
         let now = now_ms();
+        let launch_point = harness::launch_point(&event, peer_pid);
         let (key, new_session) = {
             let mut registry = self.registry();
             let known = registry.len();
-            let observed = registry.observe(&event, now).map(|s| s.key.clone());
+            let observed = registry.observe(&event, now).map(|s| {
+                if let Some(point) = launch_point {
+                    s.launch_point = point;
+                }
+                s.key.clone()
+            });
             let new_session = registry.len() > known;
             for gone in registry.evict_over(config.config.sessions.max_sessions) {
                 self.watcher.unfollow(&gone);

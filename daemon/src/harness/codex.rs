@@ -22,8 +22,14 @@
 //!   `info.last_token_usage.total_tokens` is the context now,
 //!   `info.model_context_window` the window; a `token_usage_record` written
 //!   right after each reply (before its tool runs) carries the same figure
-//!   sooner. Codex compacts at `model_auto_compact_token_limit` from
-//!   `config.toml`, else at 90% of the window;
+//!   sooner. Codex compacts at `model_auto_compact_token_limit` from its
+//!   command line (`-c`, which no file records: read from the process that
+//!   ran the hook), else a trusted project's `.codex/config.toml`, else the
+//!   `--profile P` file `P.config.toml`, else `config.toml`, else at 90% of
+//!   the window (a legacy `profile = "P"` in config.toml is an error now);
+//! - each compaction writes a `compacted` record, then a `token_count` with
+//!   the context after it; a pre-turn compaction comes before the turn's
+//!   prompt hooks run;
 //! - injected context reaches the model as a `developer` message, which the
 //!   rollout records: that is where the arrival check looks;
 //! - the person's prompts are `event_msg` records of type `item_completed`
@@ -37,7 +43,7 @@
 
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
-    Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionFacts,
+    Boundary, Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionFacts,
     SessionReading, Usage, claude_code,
 };
 use crate::tail::{ReverseLines, mentions_any};
@@ -137,6 +143,17 @@ pub struct RolloutUsage {
     pub model: Option<String>,
     /// Why the latest `token_count` cannot be used, when it cannot.
     pub invalid: Option<String>,
+    /// The latest compaction in the latest turn, if there is one.
+    pub compaction: Option<RolloutCompaction>,
+}
+
+/// A compaction record (`compacted`) in a rollout file. Codex writes its
+/// estimate of the context after it as a `token_count` right below it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RolloutCompaction {
+    /// Where its line starts: the file only grows, so this names it.
+    pub offset: u64,
+    pub timestamp: Option<String>,
 }
 
 /// Reads a rollout file from its end: the latest `token_count`, whether a
@@ -158,20 +175,25 @@ pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
     let mut usage = RolloutUsage::default();
     let mut compacted_since = false;
     let mut counted = false;
+    let mut turn_started = false;
     while let Some(line) = lines
         .next_line()
         .map_err(|e| format!("cannot read Codex rollout file {}: {e}", path.display()))?
     {
-        if counted && usage.window.is_some() && usage.model.is_some()
+        if counted
+            && usage.window.is_some()
+            && usage.model.is_some()
+            && (turn_started || usage.compaction.is_some())
             || lines.bytes_read() > SEARCH_LIMIT
         {
             break;
         }
-        let needles: [&[u8]; 4] = [
+        let needles: [&[u8]; 5] = [
             b"token_count",
             b"token_usage_record",
             b"turn_context",
             b"compacted",
+            b"task_started",
         ];
         if !mentions_any(&line, &needles) {
             continue;
@@ -181,9 +203,18 @@ pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
         };
         let payload = &record["payload"];
         match (record["type"].as_str(), payload["type"].as_str()) {
-            (Some("compacted"), _) | (Some("event_msg"), Some("context_compacted")) if !counted => {
-                compacted_since = true;
+            (Some("compacted"), _) | (Some("event_msg"), Some("context_compacted")) => {
+                compacted_since |= !counted;
+                // Looked for back to the turn's start, past the figure
+                // Codex writes right after compacting.
+                if record["type"] == "compacted" && usage.compaction.is_none() && !turn_started {
+                    usage.compaction = Some(RolloutCompaction {
+                        offset: lines.position(),
+                        timestamp: record["timestamp"].as_str().map(str::to_owned),
+                    });
+                }
             }
+            (Some("event_msg"), Some("task_started")) => turn_started = true,
             // Written right after the reply, before its tool runs: the
             // freshest figure a tool hook can see.
             (Some("token_usage_record"), _) if !counted && payload["usage"].is_object() => {
@@ -281,6 +312,19 @@ pub fn read(
         });
     }
     let rollout = read_rollout(path)?;
+    // Each compaction is named by where its record is, so two close
+    // together are two.
+    let boundaries = rollout
+        .compaction
+        .iter()
+        .map(|c| Boundary {
+            uuid: Some(format!("rollout byte {}", c.offset)),
+            trigger: None,
+            pre_tokens: None,
+            post_tokens: None,
+            timestamp: c.timestamp.clone(),
+        })
+        .collect();
     let usage = match rollout.invalid {
         // The figure stands; the reading is shown as what it is.
         Some(why) => Some(Usage::invalidated(current.cloned(), why)),
@@ -295,7 +339,7 @@ pub fn read(
     Ok(SessionReading {
         reading: Reading {
             usage,
-            boundaries: Vec::new(),
+            boundaries,
             cursor: now,
             method: Method::Backward,
             bytes_read: meta.len().min(SEARCH_LIMIT),
@@ -337,6 +381,206 @@ fn top_level_integer(text: &str, key: &str) -> Option<u64> {
     None
 }
 
+/// The config key that sets Codex's compaction point.
+const LIMIT_KEY: &str = "model_auto_compact_token_limit";
+/// Processes above the hook's own looked at for the codex that ran it: the
+/// hook command may run through a shell or two.
+const ANCESTORS_SEARCHED: usize = 4;
+/// A process's arguments are read up to this many bytes.
+const CMDLINE_LIMIT: u64 = 256 * 1024;
+
+/// Where the codex that ran a hook compacts, from what only the hook can
+/// see, in Codex's order: its command line (`-c` / `--config
+/// model_auto_compact_token_limit=N`), the project's `.codex/config.toml`
+/// (when the project is trusted), then the profile its command line names
+/// (`--profile P`: `<CODEX_HOME>/P.config.toml`). `config.toml` itself is
+/// read with the rollout. `peer_pid` is the hook's process (the socket's
+/// peer): codex is it or one of its nearest ancestors. `None` when none of
+/// this can be known; `Some(None)` when codex sets no limit in them.
+pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<HarnessPoint>> {
+    let args = peer_pid.and_then(codex_args);
+    if let Some(tokens) = args.as_deref().and_then(command_line_limit) {
+        return Some(Some(HarnessPoint {
+            tokens: Some(tokens),
+            fraction: None,
+            basis: format!("{tokens} ({LIMIT_KEY} on codex's command line)"),
+        }));
+    }
+    let mut problems = Vec::new();
+    let home = codex_home(&event.env, &mut problems);
+    if let (Some(home), Some(cwd)) = (&home, &event.cwd)
+        && let Some((file, tokens)) = project_limit(home, cwd)
+    {
+        return Some(Some(HarnessPoint {
+            tokens: Some(tokens),
+            fraction: None,
+            basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
+        }));
+    }
+    let args = args?;
+    let profile = profile_limit(home.as_deref(), &args).map(|(file, tokens)| HarnessPoint {
+        tokens: Some(tokens),
+        fraction: None,
+        basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
+    });
+    Some(profile)
+}
+
+/// The arguments of the codex process that is `peer_pid` or one of its
+/// nearest ancestors.
+fn codex_args(peer_pid: u32) -> Option<Vec<String>> {
+    let mut pid = peer_pid;
+    for _ in 0..=ANCESTORS_SEARCHED {
+        if pid <= 1 {
+            return None;
+        }
+        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+        let args = process_args(&proc_dir)?;
+        if args.first().is_some_and(|argv0| is_codex(argv0)) {
+            return Some(args);
+        }
+        pid = parent_pid(&proc_dir)?;
+    }
+    None
+}
+
+/// Codex's native binary, or the npm launcher that runs it.
+fn is_codex(argv0: &str) -> bool {
+    Path::new(argv0)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == "codex")
+}
+
+/// A process's arguments (`/proc/<pid>/cmdline`), NUL-separated.
+fn process_args(proc_dir: &Path) -> Option<Vec<String>> {
+    use std::io::Read;
+    let mut raw = Vec::new();
+    std::fs::File::open(proc_dir.join("cmdline"))
+        .ok()?
+        .take(CMDLINE_LIMIT)
+        .read_to_end(&mut raw)
+        .ok()?;
+    Some(
+        raw.split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
+}
+
+/// The parent of a process, from `/proc/<pid>/stat` (after the command
+/// name, which may hold spaces and parentheses: `pid (comm) state ppid`).
+fn parent_pid(proc_dir: &Path) -> Option<u32> {
+    let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The limit in the nearest `.codex/config.toml` from `cwd` up to the
+/// repository's root, if Codex trusts that project (it reads a project's
+/// settings only then).
+fn project_limit(codex_home: &Path, cwd: &Path) -> Option<(PathBuf, u64)> {
+    let user = std::fs::read_to_string(codex_home.join("config.toml")).unwrap_or_default();
+    for dir in cwd.ancestors() {
+        let file = dir.join(".codex").join("config.toml");
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            let trusted = trusts(&user, dir);
+            return top_level_integer(&text, LIMIT_KEY)
+                .filter(|t| trusted && *t > 0)
+                .map(|t| (file, t));
+        }
+        if dir.join(".git").exists() {
+            return None;
+        }
+    }
+    None
+}
+
+/// Whether the user's `config.toml` marks `project` trusted
+/// (`[projects."<path>"]` with `trust_level = "trusted"`).
+fn trusts(user_config: &str, project: &Path) -> bool {
+    let header = format!("[projects.\"{}\"]", project.display());
+    let mut in_table = false;
+    for line in user_config.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_table = line == header;
+        } else if in_table
+            && let Some((k, v)) = line.split_once('=')
+            && k.trim() == "trust_level"
+        {
+            return v
+                .split('#')
+                .next()
+                .is_some_and(|v| v.trim() == "\"trusted\"");
+        }
+    }
+    false
+}
+
+/// The limit in the profile the command line names (`--profile P`, `-p P`):
+/// `<CODEX_HOME>/P.config.toml`.
+fn profile_limit(codex_home: Option<&Path>, args: &[String]) -> Option<(PathBuf, u64)> {
+    let mut profile = None;
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--" => break,
+            "--profile" | "-p" => profile = rest.next().cloned(),
+            other => {
+                if let Some(name) = other.strip_prefix("--profile=") {
+                    profile = Some(name.to_owned());
+                }
+            }
+        }
+    }
+    // A name, not a path: nothing outside CODEX_HOME is read.
+    let profile = profile.filter(|p| !p.is_empty() && !p.contains('/') && p != ".." && p != ".")?;
+    let file = codex_home?.join(format!("{profile}.config.toml"));
+    let text = std::fs::read_to_string(&file).ok()?;
+    top_level_integer(&text, LIMIT_KEY)
+        .filter(|t| *t > 0)
+        .map(|t| (file, t))
+}
+
+/// The last `model_auto_compact_token_limit` a command line sets, as Codex
+/// applies its `-c` overrides in order.
+fn command_line_limit(args: &[String]) -> Option<u64> {
+    let mut limit = None;
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        let setting = match arg.as_str() {
+            "--" => break,
+            "-c" | "--config" => rest.next().map(String::as_str),
+            other => other
+                .strip_prefix("--config=")
+                .or_else(|| other.strip_prefix("-c")),
+        };
+        if let Some((key, value)) = setting.and_then(|s| s.split_once('='))
+            && key.trim() == LIMIT_KEY
+        {
+            limit = value
+                .trim()
+                .replace('_', "")
+                .parse()
+                .ok()
+                .filter(|t| *t > 0)
+                .or(limit);
+        }
+    }
+    limit
+}
+
+/// Codex compacts automatically once a reply's figure reaches its limit:
+/// one that compacted at `tokens` has its limit at or just below it.
+pub fn point_shown_by_compaction(tokens: u64) -> HarnessPoint {
+    HarnessPoint {
+        tokens: Some(tokens),
+        fraction: None,
+        basis: format!("{tokens} (learned: Codex compacted there automatically)"),
+    }
+}
+
 /// Codex compacts at `model_auto_compact_token_limit`, else at 90% of the
 /// window its rollout reports.
 pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
@@ -350,7 +594,11 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
             basis: format!("{forced} (window.tokens_max)"),
         };
     }
-    match session.harness_point.and_then(|p| Some((p.tokens?, p))) {
+    // A limit of 0 is no point to measure against.
+    match session
+        .harness_point
+        .and_then(|p| Some((p.tokens.filter(|t| *t > 0)?, p)))
+    {
         Some((tokens, p)) => CompactionPoint {
             window,
             tokens,
@@ -703,6 +951,7 @@ mod tests {
                 window: Some(272_000),
                 model: Some("gpt-5.5-codex".into()),
                 invalid: None,
+                compaction: None,
             }
         );
     }
@@ -830,6 +1079,301 @@ mod tests {
 
         let gone = read(Path::new("/nonexistent/rollout.jsonl"), None, None).unwrap_err();
         assert!(gone.contains("rollout"), "{gone}");
+    }
+
+    const COMPACTED: &str = r#"{"timestamp":"2026-05-01T10:01:00.000Z","type":"compacted","payload":{"message":"summary"}}"#;
+    const TASK_STARTED: &str =
+        r#"{"type":"event_msg","payload":{"type":"task_started","turn_id":"u2"}}"#;
+
+    /// Codex 0.169.0 writes its estimate of the context right after the
+    /// compaction record: the compaction is still this turn's, and named by
+    /// where its record is.
+    #[test]
+    fn a_compaction_in_the_latest_turn_is_found_past_the_figure_after_it() {
+        let lines = [
+            TURN_CONTEXT.to_owned(),
+            token_count(21_000, 190_000),
+            TASK_STARTED.to_owned(),
+            token_count(21_000, 190_000),
+            token_count(2_000, 190_000),
+            COMPACTED.to_owned(),
+            TURN_CONTEXT.to_owned(),
+            token_count(6_219, 190_000),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let f = rollout(&refs);
+        let usage = read_rollout(f.path()).unwrap();
+        assert_eq!(usage.tokens, Some(6_219));
+        let at = std::fs::read_to_string(f.path())
+            .unwrap()
+            .find(COMPACTED)
+            .unwrap() as u64;
+        assert_eq!(usage.compaction.as_ref().map(|c| c.offset), Some(at));
+        let taken = read(f.path(), None, None).unwrap();
+        let named: Vec<_> = taken
+            .reading
+            .boundaries
+            .iter()
+            .map(|b| b.uuid.clone())
+            .collect();
+        assert_eq!(named, [Some(format!("rollout byte {at}"))]);
+
+        // The next turn no longer shows it: it was named while it was new.
+        let mut later = refs.clone();
+        later.extend([TASK_STARTED, TURN_CONTEXT]);
+        let next = token_count(9_000, 190_000);
+        later.push(&next);
+        let f = rollout(&later);
+        let usage = read_rollout(f.path()).unwrap();
+        assert_eq!((usage.tokens, usage.compaction), (Some(9_000), None));
+    }
+
+    /// Two compactions seconds apart are two epochs, each named by its own
+    /// record; a hook's epoch is named by the record that follows it.
+    #[test]
+    fn two_close_compactions_are_two_epochs() {
+        let key = crate::sessions::SessionKey {
+            harness: Harness::Codex,
+            id: "s".into(),
+        };
+        let mut s = Session::new(key, 0);
+        let first = [TURN_CONTEXT, TASK_STARTED, COMPACTED];
+        let f = rollout(&first);
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 1_000)
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (1, 2));
+        let mut second = first.to_vec();
+        let count = token_count(20_500, 190_000);
+        second.extend([TASK_STARTED, count.as_str(), COMPACTED]);
+        let f = rollout(&second);
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 3_000)
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (1, 3), "two seconds later");
+        // Read again: the same record names the same epoch.
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 4_000)
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (0, 3));
+        assert!(!s.compaction_in_flight(4_000));
+
+        // A hook opens the next epoch before the record is written.
+        let hook = crate::sessions::EpochStart::Hook("post-compact auto".into());
+        s.compaction_announced_ms = Some(5_000);
+        assert!(s.begin_epoch(&hook, 5_000));
+        s.compaction_announced_ms = None;
+        assert!(s.compaction_in_flight(5_000));
+        let mut third = second.clone();
+        third.extend([TASK_STARTED, COMPACTED]);
+        let f = rollout(&third);
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 5_100)
+            .unwrap();
+        assert_eq!(
+            (began.len(), s.epoch),
+            (0, 4),
+            "the record names the hook's epoch"
+        );
+        assert!(!s.compaction_in_flight(5_100), "the compaction is over");
+    }
+
+    /// Codex 0.169.0 reads a trusted project's `.codex/config.toml` before
+    /// the profile `--profile` names, and both before `config.toml`.
+    #[test]
+    fn project_and_profile_limits_in_codexs_order() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let sub = project.path().join("src");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::create_dir_all(project.path().join(".git")).unwrap();
+        std::fs::create_dir_all(project.path().join(".codex")).unwrap();
+        std::fs::write(
+            home.path().join("p.config.toml"),
+            "model_auto_compact_token_limit = 20000\n",
+        )
+        .unwrap();
+        let args: Vec<String> = ["codex", "exec", "--profile", "p"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            profile_limit(Some(home.path()), &args).map(|p| p.1),
+            Some(20_000)
+        );
+        let escape: Vec<String> = ["codex", "-p", "../p"].map(String::from).to_vec();
+        assert_eq!(profile_limit(Some(home.path()), &escape), None);
+        std::fs::write(
+            home.path().join("zero.config.toml"),
+            "model_auto_compact_token_limit = 0\n",
+        )
+        .unwrap();
+        let zero: Vec<String> = ["codex", "--profile=zero"].map(String::from).to_vec();
+        assert_eq!(profile_limit(Some(home.path()), &zero), None);
+
+        std::fs::write(
+            project.path().join(".codex/config.toml"),
+            "model_auto_compact_token_limit = 50000\n",
+        )
+        .unwrap();
+        assert_eq!(project_limit(home.path(), &sub), None, "not trusted");
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!(
+                "model = \"m\"\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                project.path().display()
+            ),
+        )
+        .unwrap();
+        assert_eq!(project_limit(home.path(), &sub).map(|p| p.1), Some(50_000));
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_eq!(project_limit(home.path(), elsewhere.path()), None);
+    }
+
+    /// A limit hookd could not see (the command line unreadable): Codex
+    /// compacting automatically at 96,100 shows the point is there.
+    #[test]
+    fn an_automatic_compaction_below_the_expected_point_teaches_it() {
+        let home = tempfile::tempdir().unwrap();
+        let day = home.path().join("sessions/2026/05/01");
+        std::fs::create_dir_all(&day).unwrap();
+        let path = day.join("rollout-2026-05-01T09-00-00-s.jsonl");
+        std::fs::write(
+            &path,
+            format!("{TURN_CONTEXT}\n{}\n", token_count(96_100, 190_000)),
+        )
+        .unwrap();
+        let config = protocol::config::Config::default();
+        let payload = |trigger: &str| {
+            format!(
+                r#"{{"session_id":"s","hook_event_name":"PreCompact","trigger":"{trigger}","transcript_path":{:?}}}"#,
+                path.display().to_string()
+            )
+        };
+        let key = crate::sessions::SessionKey {
+            harness: Harness::Codex,
+            id: "s".into(),
+        };
+        for (trigger, learned) in [("manual", None), ("auto", Some(96_100))] {
+            let mut s = Session::new(key.clone(), 0);
+            let event =
+                crate::harness::parse(&request(Some("pre-compact"), &payload(trigger), &[]))
+                    .unwrap();
+            let reading = read(&path, None, None);
+            crate::session_machine::on_hook(&mut s, &event, Some(reading), &config, 10);
+            let c = crate::sessions::context_of(&s, &config).unwrap();
+            assert_eq!(
+                s.learned_point.as_ref().and_then(|p| p.tokens),
+                learned,
+                "{trigger}"
+            );
+            assert_eq!(c.tokens_max, learned.unwrap_or(171_000), "{trigger}");
+            if learned.is_some() {
+                assert!(c.basis.contains("learned"), "{}", c.basis);
+            }
+        }
+    }
+
+    #[test]
+    fn the_command_line_limit_is_the_last_one_given() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for (line, limit) in [
+            (&["codex", "exec", "hi"][..], None),
+            (
+                &[
+                    "codex",
+                    "-c",
+                    "model_auto_compact_token_limit=100000",
+                    "exec",
+                ],
+                Some(100_000),
+            ),
+            (
+                &[
+                    "codex",
+                    "exec",
+                    "--config",
+                    "model_auto_compact_token_limit = 90_000",
+                ],
+                Some(90_000),
+            ),
+            (
+                &[
+                    "codex",
+                    "--config=model_auto_compact_token_limit=5",
+                    "-cmodel_auto_compact_token_limit=7",
+                ],
+                Some(7),
+            ),
+            (
+                &[
+                    "codex",
+                    "-c",
+                    "model_auto_compact_token_limit=8",
+                    "-c",
+                    "model_auto_compact_token_limit=x",
+                ],
+                Some(8),
+            ),
+            (&["codex", "-c", "model_context_window=8"], None),
+            (
+                &[
+                    "codex",
+                    "exec",
+                    "--",
+                    "-c",
+                    "model_auto_compact_token_limit=8",
+                ],
+                None,
+            ),
+            (&["codex", "-c"], None),
+        ] {
+            assert_eq!(command_line_limit(&args(line)), limit, "{line:?}");
+        }
+    }
+
+    /// The limit is read from a running process named `codex`; any other
+    /// process (this test's) has none to give.
+    #[test]
+    fn the_launch_point_is_read_from_the_codex_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let codex = dir.path().join("codex");
+        std::os::unix::fs::symlink("/bin/sh", &codex).unwrap();
+        // sh runs its -c command; the second -c pair is its $0 and $1.
+        let mut child = std::process::Command::new(&codex)
+            .args([
+                "-c",
+                "sleep 30; exit",
+                "-c",
+                "model_auto_compact_token_limit=1234",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The spawn may return before the exec shows in /proc.
+        let mut args = None;
+        for _ in 0..100 {
+            args = codex_args(child.id());
+            if args.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let event = crate::harness::parse(&request(
+            Some("post-tool-use"),
+            r#"{"session_id":"s","cwd":"/nonexistent"}"#,
+            &[("CODEX_HOME", "/nonexistent")],
+        ))
+        .unwrap();
+        let point = launch_point(&event, Some(child.id()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let point = point.expect("a codex process").expect("a limit");
+        assert_eq!(point.tokens, Some(1_234));
+        assert!(point.basis.contains("command line"), "{}", point.basis);
+        assert!(args.is_some());
+        assert_eq!(launch_point(&event, Some(std::process::id())), None);
+        assert_eq!(launch_point(&event, None), None);
     }
 
     #[test]

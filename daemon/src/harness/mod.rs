@@ -403,6 +403,26 @@ pub struct SessionFacts<'a> {
     pub knobs: &'a protocol::pressure::Knobs,
 }
 
+/// Where the harness that ran a hook compacts, from what only its hooks can
+/// see (its command line, read from the hook's process `peer_pid` and its
+/// ancestors; its project's settings): `Some(None)` when they set none,
+/// `None` when that cannot be known. Blocking, a few small reads.
+pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<HarnessPoint>> {
+    match event.harness {
+        Harness::Codex => codex::launch_point(event, peer_pid),
+        Harness::ClaudeCode | Harness::GeminiCli => None,
+    }
+}
+
+/// The point an automatic compaction at `tokens` shows, for a harness
+/// that compacts as soon as its figure reaches its point.
+pub fn point_shown_by_compaction(harness: Harness, tokens: u64) -> Option<HarnessPoint> {
+    match harness {
+        Harness::Codex => Some(codex::point_shown_by_compaction(tokens)),
+        Harness::ClaudeCode | Harness::GeminiCli => None,
+    }
+}
+
 /// Where the session's harness compacts (or compresses) its context.
 pub fn compaction_point(
     session: &SessionFacts,

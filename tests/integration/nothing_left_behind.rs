@@ -65,7 +65,12 @@ fn an_absent_hookd_leaves_no_trace_in_the_runtime_dir() {
     let runtime = runtime_dir(&sb);
     let (out, took) = hook_in(&sb, &runtime, Path::new("/nonexistent/hookd"), &[]);
     assert_failed_open(&out, took);
-    assert_eq!(entries(&runtime), Vec::<String>::new(), "left in {}", runtime.display());
+    assert_eq!(
+        entries(&runtime),
+        Vec::<String>::new(),
+        "left in {}",
+        runtime.display()
+    );
 }
 
 #[test]
@@ -75,7 +80,12 @@ fn a_hookd_that_fails_to_start_leaves_no_trace() {
     let broken = fake_hookd(&sb, "broken-hookd", "echo 'hookd: cannot bind' >&2; exit 1");
     let (out, took) = hook_in(&sb, &runtime, &broken, &[]);
     assert_failed_open(&out, took);
-    assert_eq!(entries(&runtime), Vec::<String>::new(), "left in {}", runtime.display());
+    assert_eq!(
+        entries(&runtime),
+        Vec::<String>::new(),
+        "left in {}",
+        runtime.display()
+    );
 }
 
 #[test]
@@ -90,11 +100,24 @@ fn a_hookd_start_that_outlives_the_hook_leaves_no_lock() {
     );
     let (out, took) = hook_in(&sb, &runtime, &slow, &["--timeout-ms", "200"]);
     assert_failed_open(&out, took);
-    assert!(took < Duration::from_millis(900), "waited for hookd start: {took:?}");
+    assert!(
+        took < Duration::from_millis(900),
+        "waited for hookd start: {took:?}"
+    );
     let socket_dir = runtime.join("hookd");
-    assert_eq!(entries(&socket_dir), Vec::<String>::new(), "left in {}", socket_dir.display());
+    assert_eq!(
+        entries(&socket_dir),
+        Vec::<String>::new(),
+        "left in {}",
+        socket_dir.display()
+    );
     assert!(wait_until(Duration::from_secs(10), || done.exists()));
-    assert_eq!(entries(&socket_dir), Vec::<String>::new(), "left in {}", socket_dir.display());
+    assert_eq!(
+        entries(&socket_dir),
+        Vec::<String>::new(),
+        "left in {}",
+        socket_dir.display()
+    );
 }
 
 #[test]
@@ -108,7 +131,12 @@ fn a_socket_dir_the_person_named_keeps_only_what_was_there() {
     assert_failed_open(&out, started.elapsed());
     let named = sb.socket().parent().unwrap().to_path_buf();
     assert!(named.is_dir(), "the directory the person made stays");
-    assert_eq!(entries(&named), Vec::<String>::new(), "left in {}", named.display());
+    assert_eq!(
+        entries(&named),
+        Vec::<String>::new(),
+        "left in {}",
+        named.display()
+    );
 }
 
 #[test]
@@ -135,7 +163,12 @@ fn a_burst_of_hooks_starts_one_daemon_and_leaves_no_lock() {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
     }
     let started = std::fs::read_to_string(&starts).unwrap_or_default();
-    assert_eq!(started.lines().count(), 1, "hookd start ran {} times", started.lines().count());
+    assert_eq!(
+        started.lines().count(),
+        1,
+        "hookd start ran {} times",
+        started.lines().count()
+    );
     let socket_dir = runtime.join("hookd");
     assert_eq!(
         entries(&socket_dir),

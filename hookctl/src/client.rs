@@ -13,9 +13,9 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::{Duration, Instant};
 
 /// Environment variable naming the hookd binary to autostart.

@@ -19,6 +19,7 @@ mod install;
 mod lifecycle;
 mod memory;
 mod monitor;
+mod nothing_left_behind;
 mod pipeline;
 mod reliability;
 mod resume;

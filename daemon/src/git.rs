@@ -1997,13 +1997,15 @@ mod special_files {
         let Ok(work_tree) = work_tree.canonicalize() else {
             return false;
         };
+        // The repository around this one, found as the project's root is
+        // (an empty `.git` is none).
         let Some(outer) = work_tree
-            .ancestors()
-            .skip(1)
-            .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+            .parent()
+            .and_then(protocol::project::work_tree_root)
         else {
             return true;
         };
+        let outer = outer.as_path();
         let Ok(git_dir) = git_dir.canonicalize() else {
             return false;
         };
@@ -2439,7 +2441,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let outer = dir.path().join("outer");
         let other = dir.path().join("other/.git");
-        std::fs::create_dir_all(outer.join(".git/modules/sub")).unwrap();
+        for part in ["modules/sub", "objects", "refs"] {
+            std::fs::create_dir_all(outer.join(".git").join(part)).unwrap();
+        }
+        std::fs::write(outer.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::create_dir_all(&other).unwrap();
         let sub = outer.join("sub");
         std::fs::create_dir_all(&sub).unwrap();

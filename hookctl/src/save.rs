@@ -67,7 +67,7 @@ pub fn run(
     })
 }
 
-/// Whether `dir` lies in a git work tree, found as hookctl finds the project.
+/// Whether `dir` lies in a git work tree, found as hookd finds the project.
 fn in_git_repository(dir: &Path) -> bool {
-    dir.ancestors().any(|d| d.join(".git").exists())
+    protocol::project::work_tree_root(dir).is_some()
 }

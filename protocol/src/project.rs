@@ -78,9 +78,32 @@ pub fn work_tree_root_by_owner(
     None
 }
 
+/// Whether `dir` holds a `.git` that git itself takes for a repository: a
+/// directory with `HEAD`, `objects/` and `refs/`, or a file that starts
+/// `gitdir:`. An empty `.git` directory is not one: Codex's sandbox leaves
+/// one in `/tmp` as a mount point, and it must not make `/tmp` a project.
 fn holds_git_entry(dir: &Path) -> bool {
-    std::fs::symlink_metadata(dir.join(".git"))
-        .is_ok_and(|m| m.file_type().is_dir() || m.file_type().is_file())
+    let dotgit = dir.join(".git");
+    let Ok(meta) = std::fs::symlink_metadata(&dotgit) else {
+        return false;
+    };
+    if meta.file_type().is_dir() {
+        let is = |name: &str, dir_wanted: bool| {
+            std::fs::symlink_metadata(dotgit.join(name))
+                .is_ok_and(|m| if dir_wanted { m.is_dir() } else { m.is_file() })
+        };
+        return is("HEAD", false) && is("objects", true) && is("refs", true);
+    }
+    // A regular file (never a FIFO or a link), its first bytes only.
+    meta.file_type().is_file() && starts_with_gitdir(&dotgit)
+}
+
+fn starts_with_gitdir(file: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 7];
+    std::fs::File::open(file)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"gitdir:")
 }
 
 /// `dir` relative to `root`, "" when they are the same; `None` when `dir`
@@ -116,11 +139,37 @@ pub fn typed_in(root: &Path, dir: &Path, path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
+    /// A `.git` directory as git makes one (what the walk looks for).
+    fn git_dir_in(dir: &Path) {
+        for sub in ["objects", "refs"] {
+            std::fs::create_dir_all(dir.join(".git").join(sub)).unwrap();
+        }
+        std::fs::write(dir.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    }
+
+    #[test]
+    fn an_empty_git_directory_or_a_stray_git_file_is_no_repository() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outer = tmp.path().join("outer");
+        git_dir_in(&outer);
+        let scratch = outer.join("tmp");
+        std::fs::create_dir_all(scratch.join(".git")).unwrap();
+        let work = scratch.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        assert_eq!(project_root(&work), outer, "the empty .git is passed by");
+        std::fs::remove_dir(scratch.join(".git")).unwrap();
+        std::fs::write(scratch.join(".git"), "not a gitdir line\n").unwrap();
+        assert_eq!(project_root(&work), outer);
+        std::fs::remove_file(scratch.join(".git")).unwrap();
+        std::fs::write(scratch.join(".git"), "gitdir: ../.git/worktrees/t\n").unwrap();
+        assert_eq!(project_root(&work), scratch);
+    }
+
     #[test]
     fn a_subdirectory_of_a_repository_belongs_to_its_work_tree_root() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("repo");
-        std::fs::create_dir_all(root.join(".git")).unwrap();
+        git_dir_in(&root);
         std::fs::create_dir_all(root.join("pkg/sub")).unwrap();
         assert_eq!(project_root(&root.join("pkg/sub")), root);
         assert_eq!(project_root(&root), root);
@@ -135,7 +184,7 @@ mod tests {
     fn a_git_entry_above_a_directory_of_another_owner_is_not_taken() {
         let tmp = tempfile::tempdir().unwrap();
         let shared = tmp.path().join("shared");
-        std::fs::create_dir_all(shared.join(".git")).unwrap();
+        git_dir_in(&shared);
         let mine = shared.join("mine/sub");
         std::fs::create_dir_all(&mine).unwrap();
         // `shared` belongs to someone else: its `.git` is not ours to join.
@@ -158,7 +207,7 @@ mod tests {
     fn a_git_file_makes_a_root_and_a_git_symlink_does_not() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("repo");
-        std::fs::create_dir_all(root.join(".git")).unwrap();
+        git_dir_in(&root);
         let linked = root.join("linked");
         std::fs::create_dir_all(linked.join("sub")).unwrap();
         std::fs::write(linked.join(".git"), "gitdir: ../.git/worktrees/x\n").unwrap();

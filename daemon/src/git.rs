@@ -373,16 +373,10 @@ pub fn exclude(project: &Path, pattern: &str) -> Result<bool, GitError> {
     let root = work_tree_root(project).ok_or_else(not_a_repository)?;
     let dotgit = root.join(".git");
     let git_dir = special_files::git_dir_of(&dotgit, &root).ok_or_else(not_a_repository)?;
-    if let Some(common_dir) = special_files::foreign_common_dir(&dotgit, &git_dir) {
-        return Err(GitError::ForeignCommonDir {
-            path: project.display().to_string(),
-            git_dir: git_dir.display().to_string(),
-            common_dir: common_dir.display().to_string(),
-        });
-    }
-    if !special_files::git_dir_belongs(&dotgit, &root, &git_dir) {
-        return Err(not_a_repository());
-    }
+    special_files::ours(project, &dotgit, &root, &git_dir).map_err(|e| match e {
+        GitError::ForeignGitDir { .. } => not_a_repository(),
+        other => other,
+    })?;
     // Worktrees share the main repository's info/exclude (their own git
     // dir has no objects/ or refs/). Its `info/` may be a planted symlink
     // like anything else: reached without following links.
@@ -1939,20 +1933,8 @@ mod special_files {
             if found_dotgit {
                 check(project, &dotgit, "the repository's .git")?;
                 if let Some(git_dir) = git_dir_of(&dotgit, dir) {
-                    if let Some(common_dir) = foreign_common_dir(&dotgit, &git_dir) {
-                        return Err(GitError::ForeignCommonDir {
-                            path: project.display().to_string(),
-                            git_dir: git_dir.display().to_string(),
-                            common_dir: common_dir.display().to_string(),
-                        });
-                    }
+                    ours(project, &dotgit, dir, &git_dir)?;
                     check_git_dir(project, &git_dir)?;
-                    if !git_dir_belongs(&dotgit, dir, &git_dir) {
-                        return Err(GitError::ForeignGitDir {
-                            path: project.display().to_string(),
-                            git_dir: git_dir.display().to_string(),
-                        });
-                    }
                 }
             }
             if is_git_dir(dir) {
@@ -1961,6 +1943,31 @@ mod special_files {
             if found_dotgit {
                 return Ok(());
             }
+        }
+        Ok(())
+    }
+
+    /// `git_dir`, which `dotgit` in `work_tree` leads to, is the work tree's
+    /// own: its `commondir` names no other repository, and it is no other
+    /// repository's git dir (see [`git_dir_belongs`]).
+    pub(super) fn ours(
+        project: &Path,
+        dotgit: &Path,
+        work_tree: &Path,
+        git_dir: &Path,
+    ) -> Result<(), GitError> {
+        if let Some(common_dir) = foreign_common_dir(dotgit, git_dir) {
+            return Err(GitError::ForeignCommonDir {
+                path: project.display().to_string(),
+                git_dir: git_dir.display().to_string(),
+                common_dir: common_dir.display().to_string(),
+            });
+        }
+        if !git_dir_belongs(dotgit, work_tree, git_dir) {
+            return Err(GitError::ForeignGitDir {
+                path: project.display().to_string(),
+                git_dir: git_dir.display().to_string(),
+            });
         }
         Ok(())
     }
@@ -2613,10 +2620,7 @@ mod tests {
         assert!(repositories.is_stuck(dir.path()));
         release.send(()).unwrap();
         assert!(
-            (0..200).any(|_| {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-                !repositories.is_stuck(dir.path())
-            }),
+            frees_within_two_seconds(&repositories, dir.path()),
             "the mark outlived the work"
         );
         assert!(
@@ -2624,6 +2628,14 @@ mod tests {
                 .bounded(dir.path(), GIT_DEADLINE, |_| Ok(()))
                 .is_ok()
         );
+    }
+
+    /// Whether the work tree's stuck mark goes once its git work returned.
+    fn frees_within_two_seconds(repositories: &Repositories, dir: &Path) -> bool {
+        (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            !repositories.is_stuck(dir)
+        })
     }
 
     #[test]
@@ -2704,10 +2716,7 @@ mod tests {
         assert!(matches!(next, Err(GitError::Stuck { .. })), "{next:?}");
         release.send(()).unwrap();
         assert!(
-            (0..200).any(|_| {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-                !repositories.is_stuck(dir.path())
-            }),
+            frees_within_two_seconds(&repositories, dir.path()),
             "the mark outlived the work"
         );
         assert_eq!(

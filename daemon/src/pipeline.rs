@@ -632,7 +632,7 @@ fn context_budget(
             .flatten()
             .map(|(dir, _)| dir),
         now_ms: now,
-        repositories: Some(repositories),
+        repositories,
     };
     let plan = budget::plan::plan(&input).map_err(|e| format!("context budget: {e}"))?;
     let record = budget::plan::save_record(workflow, &plan, now, config.budget.records_keep)

@@ -27,17 +27,13 @@ fn label_sources(view: &mut Value, key: &str) {
         for item in items {
             let from = item["source"].as_str().and_then(repository_file);
             item["from"] = json!(from);
-            if let Some(status) = item["status"].as_str()
-                && !BLOCKER_STATUSES.contains(&status)
-            {
-                item["status"] = json!(BLOCKER_STATUSES[0]);
+            // States saved before every source went through it.
+            if let Some(status) = item["status"].as_str() {
+                item["status"] = json!(crate::capture::state::blocker_status(status));
             }
         }
     }
 }
-
-/// What a blocker's status may say; anything else reads as the first.
-const BLOCKER_STATUSES: [&str; 3] = ["unresolved", "workaround", "resolved"];
 
 /// Where the task list came from, when it is a repository file's.
 fn tasks_from(state: &ContextState) -> Option<String> {

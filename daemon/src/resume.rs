@@ -535,7 +535,6 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
     text
 }
 
-/// At most `max` characters of `text`, with `…` when cut.
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -440,16 +440,12 @@ fn report_lines(r: &ContextReport) -> String {
                 .as_deref()
                 .map(|s| format!("session {} ", s.chars().take(8).collect::<String>()))
                 .unwrap_or_default();
-            let when = match resume.epoch {
-                Some(epoch) => format!("after compaction {}", epoch.saturating_sub(1)),
-                None => "after a compaction".to_owned(),
-            };
-            let detail = resume
-                .detail
-                .as_deref()
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default();
-            let _ = writeln!(out, "  {session}{when}: {}{detail}", resume.words());
+            let line = protocol::wire::followed_line(
+                resume.epoch,
+                resume.words(),
+                resume.detail.as_deref(),
+            );
+            let _ = writeln!(out, "  {session}{line}");
         }
     }
     let kinds: Vec<String> = t

@@ -46,7 +46,8 @@ pub enum Action {
         /// Commit id (or unique prefix) of the checkpoint, as `hookctl checkpoints` lists it.
         sha: String,
         /// Only this file, or the files under this directory (relative to
-        /// the current directory, as the resume prompt names them); repeatable.
+        /// the current directory, as the resume prompt names them; to the
+        /// project's root when run outside the project); repeatable.
         #[arg(long = "path", value_name = "PATH")]
         paths: Vec<PathBuf>,
         /// Overwrite files with uncommitted changes.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub fn run(ctx: &Context, project: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
-    let layers = Layers::from_process(project.or_else(|| ctx.project_root.clone()));
+    let layers = Layers::from_process(project.or_else(|| ctx.project_root()));
     let effective = load(&layers)?;
     let entries = effective.entries();
     if json {

@@ -63,10 +63,10 @@ pub fn run(ctx: &Context, json: bool) -> anyhow::Result<ExitCode> {
     ];
     checks.push(config(ctx));
     for harness in Harness::ALL {
-        checks.push(wiring(harness, &exe, ctx.project_root.as_deref()));
+        checks.push(wiring(harness, &exe, ctx.project_root().as_deref()));
     }
     checks.push(git());
-    checks.push(workflow_dir(ctx.project_root.as_deref()));
+    checks.push(workflow_dir(ctx.project_root().as_deref()));
     checks.push(templates());
     checks.push(claude_code_version());
     let ok = checks.iter().all(|c| c.status != Status::Fail);
@@ -306,7 +306,7 @@ fn socket_dir(ctx: &Context) -> Check {
 }
 
 fn config(ctx: &Context) -> Check {
-    let layers = protocol::config::Layers::from_process(ctx.project_root.clone());
+    let layers = protocol::config::Layers::from_process(ctx.project_root());
     let files: Vec<String> = [layers.user_file.clone(), layers.project_file()]
         .into_iter()
         .flatten()

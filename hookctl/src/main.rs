@@ -370,14 +370,34 @@ fn parse_harness(name: &str) -> Result<Harness, String> {
 pub struct Context {
     pub socket: SocketPath,
     pub verbose: bool,
-    pub project_root: Option<PathBuf>,
+    /// `--project`, if given.
+    project_flag: Option<PathBuf>,
+    /// The project, found on first use: hooks and the statusline never
+    /// need it, and finding it walks the directories up.
+    project_root: std::cell::OnceCell<Option<PathBuf>>,
 }
 
 impl Context {
+    pub fn new(socket: SocketPath, verbose: bool, project_flag: Option<PathBuf>) -> Context {
+        Context {
+            socket,
+            verbose,
+            project_flag,
+            project_root: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The project a command is about (see [`project_root`]).
+    pub fn project_root(&self) -> Option<PathBuf> {
+        self.project_root
+            .get_or_init(|| project_root(self.project_flag.clone()))
+            .clone()
+    }
+
     /// The configuration; a broken config file must not break a hook, so
     /// errors fall back to the defaults (and are shown with -v).
     pub fn config(&self) -> Config {
-        Self::load(Layers::from_process(self.project_root.clone()), self)
+        Self::load(Layers::from_process(self.project_root()), self)
     }
 
     /// The user's own layers alone: what a project file may not set (the
@@ -429,8 +449,7 @@ impl Context {
     /// The project, as an absolute path.
     pub fn project(&self) -> anyhow::Result<PathBuf> {
         let root = self
-            .project_root
-            .clone()
+            .project_root()
             .ok_or_else(|| anyhow::anyhow!("no current directory; pass --project"))?;
         std::path::absolute(&root)
             .map_err(|e| anyhow::anyhow!("cannot resolve {}: {e}", root.display()))
@@ -539,11 +558,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let ctx = Context {
-        socket,
-        verbose: cli.verbose,
-        project_root: project_root(cli.project),
-    };
+    let ctx = Context::new(socket, cli.verbose, cli.project);
     let result = match cli.command {
         Command::Hook {
             event,

@@ -141,15 +141,8 @@ fn session(s: &SessionStatus, detail: Detail, now: u64) -> String {
         out += &format!("    resume prompt {}\n", mark(Some(resume), now, false));
     }
     for r in &s.resumes_followed {
-        out += &format!(
-            "    after compaction {}: {}{}\n",
-            r.epoch.saturating_sub(1),
-            r.words(),
-            r.detail
-                .as_deref()
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default()
-        );
+        let line = protocol::wire::followed_line(Some(r.epoch), r.words(), r.detail.as_deref());
+        out += &format!("    {line}\n");
     }
     out += &format!(
         "    last event {} {} · {} events{}\n",

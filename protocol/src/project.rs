@@ -98,11 +98,23 @@ fn holds_git_entry(dir: &Path) -> bool {
     meta.file_type().is_file() && starts_with_gitdir(&dotgit)
 }
 
+/// Whether `file` starts `gitdir:`. Opened without following a link and
+/// without blocking, and read only as a regular file: what was a file when
+/// looked at may be a FIFO by the time it is opened.
 fn starts_with_gitdir(file: &Path) -> bool {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let mut head = [0u8; 7];
-    std::fs::File::open(file)
-        .and_then(|mut f| f.read_exact(&mut head))
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(file)
+        .and_then(|mut f| {
+            if !f.metadata()?.is_file() {
+                return Err(std::io::ErrorKind::InvalidInput.into());
+            }
+            f.read_exact(&mut head)
+        })
         .is_ok_and(|()| &head == b"gitdir:")
 }
 
@@ -159,6 +171,14 @@ mod tests {
         assert_eq!(project_root(&work), outer, "the empty .git is passed by");
         std::fs::remove_dir(scratch.join(".git")).unwrap();
         std::fs::write(scratch.join(".git"), "not a gitdir line\n").unwrap();
+        assert_eq!(project_root(&work), outer);
+        std::fs::remove_file(scratch.join(".git")).unwrap();
+        // A FIFO is no repository, and reading it would block.
+        let fifo =
+            std::ffi::CString::new(scratch.join(".git").as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert!(!starts_with_gitdir(&scratch.join(".git")));
         assert_eq!(project_root(&work), outer);
         std::fs::remove_file(scratch.join(".git")).unwrap();
         std::fs::write(scratch.join(".git"), "gitdir: ../.git/worktrees/t\n").unwrap();

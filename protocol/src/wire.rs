@@ -543,6 +543,18 @@ impl ResumeFollowed {
     }
 }
 
+/// `after compaction N: <words> (<detail>)`, one resume prompt's verdict as
+/// `hookctl status` and `context-report` print it. An epoch counts from 1
+/// and each compaction starts the next, so epoch N follows compaction N−1.
+pub fn followed_line(epoch: Option<u32>, words: &str, detail: Option<&str>) -> String {
+    let when = match epoch {
+        Some(epoch) => format!("after compaction {}", epoch.saturating_sub(1)),
+        None => "after a compaction".to_owned(),
+    };
+    let detail = detail.map(|d| format!(" ({d})")).unwrap_or_default();
+    format!("{when}: {words}{detail}")
+}
+
 /// `resumed and followed`, `resumed, went elsewhere` or `resumed, not yet
 /// decided`: a resume prompt's verdict as people read it.
 pub fn followed_words(followed: Option<bool>) -> &'static str {

@@ -263,13 +263,7 @@ fn world_writable_workflow_dir_is_refused_and_named() {
     std::fs::set_permissions(&workflow, std::fs::Permissions::from_mode(0o777)).unwrap();
 
     let mut t = lab.transcript("ww1");
-    let start = lab.hook(
-        &repo.dir,
-        &t,
-        "SessionStart(source=startup)",
-        "session-start",
-    );
-    assert_ok(&start, "session-start");
+    let start = lab.start_session(&repo.dir, &t);
     t.reply(140_000);
     assert_ok(
         &lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use"),

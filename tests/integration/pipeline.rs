@@ -160,17 +160,7 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
     assert_eq!(state["checkpoint"]["sha"], Value::from(sha.clone()));
     assert_eq!(state["context_usage"]["tokens_used"], 41_000);
     assert_eq!(state["context_usage"]["tokens_max"], 167_000);
-    let modified: Vec<(String, String)> = state["modified_files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["path"].as_str().unwrap().to_owned(),
-                m["action"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let modified = paths_and_actions(&state["modified_files"]);
     assert!(
         modified.contains(&("src/lib.rs".into(), "modified".into())),
         "{modified:?}"
@@ -180,24 +170,14 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
         "{modified:?}"
     );
     // What the session never touched, git's other changes, is listed apart.
-    let elsewhere: Vec<(String, String)> = state["changed_elsewhere"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["path"].as_str().unwrap().to_owned(),
-                m["action"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let elsewhere = paths_and_actions(&state["changed_elsewhere"]);
     assert_eq!(
         elsewhere,
         [
             ("notes/todo.txt".to_owned(), "created".to_owned()),
             ("src/old.rs".to_owned(), "deleted".to_owned())
         ],
-        "{modified:?}"
+        "{elsewhere:?}"
     );
     // What each change did, by definition.
     let summary_of = |path: &str| {
@@ -729,4 +709,19 @@ fn an_unknown_checkpoint_points_to_the_list() {
             stderr(&out)
         );
     }
+}
+
+/// `(path, action)` of each file a state's list names.
+fn paths_and_actions(files: &Value) -> Vec<(String, String)> {
+    files
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["path"].as_str().unwrap().to_owned(),
+                m["action"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
 }

@@ -16,13 +16,6 @@ fn at(fraction: f64) -> u64 {
     (COMPACTS_AT as f64 * fraction) as u64
 }
 
-fn context(answer: &Value) -> String {
-    if answer.is_null() {
-        return String::new();
-    }
-    additional_context(answer)
-}
-
 /// A level crossed by a run's last reply is about that run: the next run's
 /// SessionStart(resume) does not carry it, and when that run is `/compact`
 /// the compaction drops it, so the model never reads it past the
@@ -44,19 +37,25 @@ fn a_level_crossed_on_a_runs_last_reply_never_reaches_the_model_after_the_next_r
     // `claude -p --resume <id> "/compact"`: SessionStart(resume), then the compaction.
     let resumed = s.hook("SessionStart(source=resume)", "session-start");
     assert!(
-        !context(&resumed).contains("Context at 70%"),
+        !additional_context(&resumed).contains("Context at 70%"),
         "SessionStart(resume) carried the last run's level, which outlives the compaction: {resumed}"
     );
     let start = s.compact(at(0.75), 4_000);
-    let prompt = context(&start);
+    let prompt = additional_context(&start);
     assert!(prompt.contains("Context Recovery"), "{start}");
     assert!(!prompt.contains("Context at 70%"), "{prompt}");
     s.transcript.context_arrived("SessionStart", &prompt);
     let post = s.hook("PostCompact(trigger=manual)", "post-compact");
-    assert!(!context(&post).contains("Context at 70%"), "{post}");
+    assert!(
+        !additional_context(&post).contains("Context at 70%"),
+        "{post}"
+    );
     // The first turn after the compaction hears nothing of the old level either.
     let out = s.turn(4_500);
-    assert!(!context(&out).contains("Context at 70%"), "{out}");
+    assert!(
+        !additional_context(&out).contains("Context at 70%"),
+        "{out}"
+    );
     assert!(out["systemMessage"].is_null(), "{out}");
 }
 
@@ -119,7 +118,7 @@ fn failed_result(s: &Scenario, id: &str, text: &str) {
 /// The compaction, and the resume prompt arriving as Claude Code records it.
 fn compact_and_arrive(s: &Scenario) -> String {
     s.hook("PostToolUse", "post-tool-use");
-    let prompt = context(&s.compact(100_000, 4_000));
+    let prompt = additional_context(&s.compact(100_000, 4_000));
     assert!(prompt.contains("Context Recovery"), "{prompt}");
     s.transcript.context_arrived("SessionStart", &prompt);
     s.hook("PostCompact(trigger=manual)", "post-compact");
@@ -305,7 +304,7 @@ fn codex_the_first_call_after_the_resume_prompt_is_read_from_its_rollout() {
         .path()
         .join("codex/sessions/2026/05/01/rollout-2026-05-01T09-00-00-0199c0de.jsonl");
     std::fs::create_dir_all(rollout.parent().unwrap()).unwrap();
-    let record = |value: Value| append_line_creating(&rollout, &value);
+    let record = |value: Value| hookd_tests::append_line(&rollout, &value);
     record(json!({"type": "session_meta", "payload": {"id": "0199c0de", "cwd": project}}));
     record(json!({"type": "turn_context", "payload": {"cwd": project, "model": "gpt-5.5-codex"}}));
     record(
@@ -360,7 +359,7 @@ fn codex_the_first_call_after_the_resume_prompt_is_read_from_its_rollout() {
         "SessionStart",
         json!({"source": "compact"}),
     );
-    let prompt = context(&start);
+    let prompt = additional_context(&start);
     assert!(
         prompt.contains("- **Last step**: exec_command `cargo test retry`: failed: error[E0425]: cannot find function 'sleep'"),
         "{prompt}"
@@ -411,14 +410,4 @@ fn token_count(total: u64, window: u64) -> Value {
             "model_context_window": window
         }}
     })
-}
-
-fn append_line_creating(path: &std::path::Path, record: &Value) {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    writeln!(f, "{record}").unwrap();
 }

@@ -4,7 +4,9 @@
 //! is told to reload only its own work.
 
 use crate::attacks::{Lab, assert_ok, repo_at};
-use hookd_tests::{Scenario, Transcript, additional_context, hook_json, run_with_stdin, stderr};
+use hookd_tests::{
+    GitRepo, Scenario, Transcript, additional_context, hook_json, run_with_stdin, stderr,
+};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -348,10 +350,6 @@ fn without_git_a_file_the_agent_created_is_listed_as_created() {
 fn a_git_file_in_a_subdirectory_cannot_send_hookd_into_another_repository() {
     let lab = Lab::new();
     let victim = repo_at(&lab.elsewhere().join("victim"));
-    let exclude = victim.git_dir().join("info/exclude");
-    let exclude_before = std::fs::read(&exclude).ok();
-    let victim_before = victim.fingerprint();
-    let victim_refs = victim.git(&["for-each-ref"]);
     let project = repo_at(&lab.sb.path().join("proj"));
     let sub = project.dir.join("pkg/sub");
     std::fs::create_dir_all(&sub).unwrap();
@@ -361,27 +359,84 @@ fn a_git_file_in_a_subdirectory_cannot_send_hookd_into_another_repository() {
     )
     .unwrap();
     std::fs::write(sub.join("notes.md"), "# notes\n").unwrap();
+    a_session_there_leaves_it_alone(
+        &lab,
+        &project,
+        &sub,
+        &victim,
+        "its .git file names",
+        "a .git file naming another repository",
+    );
+}
+
+/// A git directory that came with a project's files (a vendored package,
+/// a tarball) holding a `commondir` file that names another repository:
+/// a session started there must leave that repository as it was, refs,
+/// objects, exclude file and all, and the save says why.
+#[test]
+fn a_commondir_file_cannot_send_hookd_into_another_repository() {
+    let lab = Lab::new();
+    let important = repo_at(&lab.elsewhere().join("important"));
+    let project = repo_at(&lab.sb.path().join("proj"));
+    let vendored = project.dir.join("vendor/x");
+    let fake = vendored.join(".git");
+    for sub in ["objects", "refs/heads"] {
+        std::fs::create_dir_all(fake.join(sub)).unwrap();
+    }
+    std::fs::write(fake.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        fake.join("commondir"),
+        format!("{}\n", important.git_dir().display()),
+    )
+    .unwrap();
+    std::fs::write(vendored.join("lib.rs"), "pub fn x() {}\n").unwrap();
+    a_session_there_leaves_it_alone(
+        &lab,
+        &project,
+        &vendored,
+        &important,
+        "commondir",
+        "a git dir whose commondir names another repository",
+    );
+}
+
+/// A session started in `dir` of `project` (which leads git to `victim`):
+/// a save fails saying `why`, a compaction runs its pipeline, and `victim`
+/// keeps its refs, objects and exclude file, with nothing written outside
+/// the project.
+fn a_session_there_leaves_it_alone(
+    lab: &Lab,
+    project: &GitRepo,
+    dir: &Path,
+    victim: &GitRepo,
+    why: &str,
+    what: &str,
+) {
+    let exclude = victim.git_dir().join("info/exclude");
+    let exclude_before = std::fs::read(&exclude).ok();
+    let victim_before = victim.fingerprint();
+    let victim_refs = victim.git(&["for-each-ref"]);
     let outside = lab.outside(&project.dir, &[]);
 
-    let mut t = lab.transcript("gitfile");
-    lab.start_session(&sub, &t);
+    let mut t = lab.transcript("planted-git");
+    lab.start_session(dir, &t);
     t.reply(140_000);
     assert_ok(
-        &lab.hook(&sub, &t, "PostToolUse", "post-tool-use"),
+        &lab.hook(dir, &t, "PostToolUse", "post-tool-use"),
         "post-tool-use",
     );
     // A save asked for a checkpoint: it fails, saying why.
-    let save = lab.sb.hookctl_in(&sub, &["save"]);
+    let save = lab.sb.hookctl_in(dir, &["save"]);
     assert_eq!(save.status.code(), Some(1), "{}", stderr(&save));
     let said = format!("{}{}", hookd_tests::stdout(&save), stderr(&save));
-    assert!(said.contains("its .git file names"), "{said}");
+    assert!(said.contains(why), "{said}");
     assert_ok(
-        &lab.hook(&sub, &t, "PreCompact(trigger=manual)", "pre-compact"),
+        &lab.hook(dir, &t, "PreCompact(trigger=manual)", "pre-compact"),
         "pre-compact",
     );
     t.boundary("manual", 140_000, 4_000);
     assert_ok(
-        &lab.hook(&sub, &t, "SessionStart(source=compact)", "session-start"),
+        &lab.hook(dir, &t, "SessionStart(source=compact)", "session-start"),
         "session-start",
     );
 
@@ -398,72 +453,7 @@ fn a_git_file_in_a_subdirectory_cannot_send_hookd_into_another_repository() {
         "{}",
         exclude.display()
     );
-    outside.assert_unchanged("a .git file naming another repository");
-}
-
-/// A git directory that came with a project's files (a vendored package,
-/// a tarball) holding a `commondir` file that names another repository:
-/// a session started there must leave that repository as it was, refs,
-/// objects, exclude file and all, and the save says why.
-#[test]
-fn a_commondir_file_cannot_send_hookd_into_another_repository() {
-    let lab = Lab::new();
-    let important = repo_at(&lab.elsewhere().join("important"));
-    let exclude = important.git_dir().join("info/exclude");
-    let exclude_before = std::fs::read(&exclude).ok();
-    let important_before = important.fingerprint();
-    let important_refs = important.git(&["for-each-ref"]);
-    let project = repo_at(&lab.sb.path().join("proj"));
-    let vendored = project.dir.join("vendor/x");
-    let fake = vendored.join(".git");
-    for sub in ["objects", "refs/heads"] {
-        std::fs::create_dir_all(fake.join(sub)).unwrap();
-    }
-    std::fs::write(fake.join("HEAD"), "ref: refs/heads/main\n").unwrap();
-    std::fs::write(
-        fake.join("commondir"),
-        format!("{}\n", important.git_dir().display()),
-    )
-    .unwrap();
-    std::fs::write(vendored.join("lib.rs"), "pub fn x() {}\n").unwrap();
-    let outside = lab.outside(&project.dir, &[]);
-
-    let mut t = lab.transcript("commondir");
-    lab.start_session(&vendored, &t);
-    t.reply(140_000);
-    assert_ok(
-        &lab.hook(&vendored, &t, "PostToolUse", "post-tool-use"),
-        "post-tool-use",
-    );
-    let save = lab.sb.hookctl_in(&vendored, &["save"]);
-    assert_eq!(save.status.code(), Some(1), "{}", stderr(&save));
-    let said = format!("{}{}", hookd_tests::stdout(&save), stderr(&save));
-    assert!(said.contains("commondir"), "{said}");
-    assert_ok(
-        &lab.hook(&vendored, &t, "PreCompact(trigger=manual)", "pre-compact"),
-        "pre-compact",
-    );
-    t.boundary("manual", 140_000, 4_000);
-    assert_ok(
-        &lab.hook(
-            &vendored,
-            &t,
-            "SessionStart(source=compact)",
-            "session-start",
-        ),
-        "session-start",
-    );
-
-    assert_eq!(important.git(&["for-each-ref"]), important_refs);
-    assert!(important.hookd_refs().is_empty());
-    assert_eq!(important.fingerprint(), important_before);
-    assert_eq!(
-        std::fs::read(&exclude).ok(),
-        exclude_before,
-        "{}",
-        exclude.display()
-    );
-    outside.assert_unchanged("a git dir whose commondir names another repository");
+    outside.assert_unchanged(what);
 }
 
 /// Another user's directory (B's `/tmp/shared`, open to all) holding a

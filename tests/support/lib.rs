@@ -592,9 +592,14 @@ impl Transcript {
     }
 }
 
-/// Appends one JSON line to a file, as Claude Code appends to a transcript.
+/// Appends one JSON line to a file (made if missing), as a harness appends
+/// to its session file.
 pub fn append_line(path: &Path, entry: &Value) {
-    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
     writeln!(f, "{entry}").unwrap();
 }
 

@@ -58,7 +58,7 @@ pub struct PlanInput<'a> {
     /// When given, git is read under a deadline
     /// ([`crate::git::Repositories::bounded`]): a stuck read costs one
     /// deadline, not a thread for good.
-    pub repositories: Option<&'a crate::git::Repositories>,
+    pub repositories: &'a crate::git::Repositories,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -128,24 +128,22 @@ fn ages(input: &PlanInput, paths: &[String]) -> HashMap<String, f64> {
     let (project, now_ms) = (input.project, input.now_ms);
     let window_ms = (input.config.recency_decay_days * 86_400_000.0) as u64;
     let known = input.changed.as_deref();
-    let from_git = match input.repositories {
-        Some(repositories) => {
-            let (project, paths) = (project.to_path_buf(), paths.to_vec());
-            let known = known.map(<[String]>::to_vec);
-            repositories
-                .bounded(&project.clone(), crate::git::GIT_DEADLINE, move |_| {
-                    Ok(crate::git::last_changes(
-                        &project,
-                        &paths,
-                        known.as_deref(),
-                        now_ms,
-                        window_ms,
-                    ))
-                })
-                .ok()
-                .flatten()
-        }
-        None => crate::git::last_changes(project, paths, known, now_ms, window_ms),
+    let from_git = {
+        let (project, paths) = (project.to_path_buf(), paths.to_vec());
+        let known = known.map(<[String]>::to_vec);
+        input
+            .repositories
+            .bounded(&project.clone(), crate::git::GIT_DEADLINE, move |_| {
+                Ok(crate::git::last_changes(
+                    &project,
+                    &paths,
+                    known.as_deref(),
+                    now_ms,
+                    window_ms,
+                ))
+            })
+            .ok()
+            .flatten()
     };
     let changed = from_git.unwrap_or_else(|| {
         paths
@@ -162,20 +160,15 @@ fn ages(input: &PlanInput, paths: &[String]) -> HashMap<String, f64> {
 /// Scores every candidate for the task, best first.
 pub fn score_candidates(input: &PlanInput, keywords: &[String]) -> Vec<FileScore> {
     let project = input.project;
-    let all = input
-        .files
-        .clone()
-        .unwrap_or_else(|| match input.repositories {
-            Some(repositories) => {
-                let at = project.to_path_buf();
-                repositories
-                    .bounded(project, crate::git::GIT_DEADLINE, move |_| {
-                        Ok(files::list(&at, true))
-                    })
-                    .unwrap_or_default()
-            }
-            None => files::list(project, true),
-        });
+    let all = input.files.clone().unwrap_or_else(|| {
+        let at = project.to_path_buf();
+        input
+            .repositories
+            .bounded(project, crate::git::GIT_DEADLINE, move |_| {
+                Ok(files::list(&at, true))
+            })
+            .unwrap_or_default()
+    });
     let all_set: HashSet<String> = all.iter().cloned().collect();
     let mut evidence: BTreeMap<String, Evidence> = BTreeMap::new();
     let add = |evidence: &mut BTreeMap<String, Evidence>, rel: &str, reason: &str| {
@@ -779,7 +772,7 @@ mod tests {
             config: &config,
             cache_dir: None,
             now_ms: crate::time::now_ms(),
-            repositories: None,
+            repositories: &crate::git::Repositories::default(),
         };
         plan(&input)
     }
@@ -922,7 +915,7 @@ mod tests {
             config: &config,
             cache_dir: None,
             now_ms: crate::time::now_ms(),
-            repositories: None,
+            repositories: &crate::git::Repositories::default(),
         };
         let scores = score_candidates(&input, &score::keywords(&input.task));
         let named = scores

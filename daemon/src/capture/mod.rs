@@ -451,7 +451,7 @@ fn assemble(
                 .iter()
                 .map(|b| Blocker {
                     issue: b.issue.clone(),
-                    status: b.status.clone().unwrap_or_else(|| "unresolved".into()),
+                    status: state::blocker_status(b.status.as_deref().unwrap_or("")).into(),
                     notes: b.notes.clone(),
                     source: workflow_file::WORKFLOW_FILE.into(),
                 })
@@ -726,65 +726,44 @@ fn file_worked_on(
 /// root.
 pub struct PathBase<'a> {
     pub project: &'a Path,
-    /// The working directory's components below the root.
-    working: Vec<String>,
+    /// The directory the session works in (the root, or one below it).
+    working: std::path::PathBuf,
 }
 
 impl<'a> PathBase<'a> {
     pub fn new(project: &'a Path, working_dir: Option<&str>) -> Self {
-        let working = working_dir
-            .map(|dir| {
-                Path::new(dir)
-                    .components()
-                    .filter_map(|c| match c {
-                        std::path::Component::Normal(part) => {
-                            Some(part.to_string_lossy().into_owned())
-                        }
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        PathBase { project, working }
+        // Only a path below the root counts: anything else is the root.
+        let below = working_dir.map(Path::new).filter(|dir| {
+            dir.components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+        });
+        PathBase {
+            project,
+            working: below.map_or_else(|| project.to_path_buf(), |dir| project.join(dir)),
+        }
     }
 
     /// `path` as the session wrote it, relative to the root when it lies
     /// inside the project; otherwise as it was.
     pub fn from_session(&self, path: &str) -> String {
-        self.joined(&self.working, path)
+        Self::shown(protocol::project::typed_in(
+            self.project,
+            &self.working,
+            Path::new(path),
+        ))
     }
 
     /// `path` taken as relative to the root (or absolute).
     pub fn from_root(&self, path: &str) -> String {
-        self.joined(&[], path)
+        Self::shown(protocol::project::typed_in(
+            self.project,
+            self.project,
+            Path::new(path),
+        ))
     }
 
-    fn joined(&self, start: &[String], path: &str) -> String {
-        use std::path::Component;
-        let as_given = Path::new(path);
-        let rest = if as_given.is_absolute() {
-            match as_given.strip_prefix(self.project) {
-                Ok(rest) => rest,
-                Err(_) => return path.to_owned(),
-            }
-        } else {
-            as_given
-        };
-        let mut parts: Vec<String> = if as_given.is_absolute() {
-            Vec::new()
-        } else {
-            start.to_vec()
-        };
-        for component in rest.components() {
-            match component {
-                Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
-                Component::CurDir => {}
-                // Above the root is outside the project: left as written.
-                Component::ParentDir if parts.pop().is_some() => {}
-                _ => return path.to_owned(),
-            }
-        }
-        parts.join("/")
+    fn shown(path: std::path::PathBuf) -> String {
+        path.to_string_lossy().into_owned()
     }
 
     /// The root-relative paths this session's file wrote or read.

@@ -83,10 +83,10 @@ pub fn load(workflow: &Workflow) -> io::Result<Records> {
                 notes,
             } => {
                 out.blockers.retain(|b| b.issue != issue);
-                let status = status.unwrap_or_else(|| "unresolved".into());
+                let status = crate::capture::state::blocker_status(status.as_deref().unwrap_or(""));
                 out.blockers.push(Blocker {
                     issue,
-                    status,
+                    status: status.into(),
                     notes,
                     source: RECORDS_FILE.into(),
                 });

@@ -314,6 +314,18 @@ pub struct Rejected {
     pub source: String,
 }
 
+/// A blocker's status as hookd keeps it, from whatever words a source used:
+/// `resolved` (also fixed, done, closed), `workaround`, else `unresolved`.
+/// Every source goes through it, so "is it still open?" has one answer and
+/// a repository's words never become the status shown.
+pub fn blocker_status(said: &str) -> &'static str {
+    match said.trim().to_lowercase().as_str() {
+        "resolved" | "fixed" | "done" | "closed" => "resolved",
+        "workaround" => "workaround",
+        _ => "unresolved",
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Blocker {
     pub issue: String,
@@ -383,6 +395,32 @@ impl ContextState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_sources_blocker_status_reads_the_same() {
+        let read: Vec<&str> = [
+            "Fixed",
+            " done",
+            "RESOLVED",
+            "workaround",
+            "",
+            "### do this",
+        ]
+        .into_iter()
+        .map(blocker_status)
+        .collect();
+        assert_eq!(
+            read,
+            [
+                "resolved",
+                "resolved",
+                "resolved",
+                "workaround",
+                "unresolved",
+                "unresolved"
+            ]
+        );
+    }
 
     #[test]
     fn triggers_in_words_and_names() {

@@ -42,6 +42,7 @@ use crate::capture::state::{
     Blocker, ContextState, Decision, NextAction, Rejected, SOURCE_SUMMARY,
 };
 use crate::capture::yaml;
+use protocol::text::clip;
 use serde_json::Value;
 
 /// The fenced code block's info string: its first word, before the token.
@@ -460,15 +461,10 @@ fn rejected(item: &Value) -> Option<Rejected> {
 }
 
 fn blocker(item: &Value) -> Option<Blocker> {
-    let status = text(&item["status"]).unwrap_or_default().to_lowercase();
-    let status = match status.as_str() {
-        "resolved" | "fixed" | "done" | "closed" => "resolved",
-        "workaround" => "workaround",
-        _ => "unresolved",
-    };
+    let status = text(&item["status"]).unwrap_or_default();
     Some(Blocker {
         issue: text(&item["issue"])?,
-        status: status.into(),
+        status: crate::capture::state::blocker_status(&status).into(),
         notes: text(&item["notes"]),
         source: SOURCE_SUMMARY.into(),
     })
@@ -539,10 +535,6 @@ fn head(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
-}
-
-fn clip(text: &str, max: usize) -> String {
-    protocol::text::clip(text, max)
 }
 
 fn same_text(a: &str, b: &str) -> bool {

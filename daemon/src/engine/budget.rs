@@ -155,7 +155,7 @@ impl Engine {
                 config: &config.budget,
                 cache_dir: cache_dir(&query.project, &config),
                 now_ms: now,
-                repositories: Some(&repositories),
+                repositories: &repositories,
             };
             match plan::plan(&input) {
                 Ok(result) => {
@@ -209,7 +209,7 @@ impl Engine {
                 config: &config.budget,
                 cache_dir: None,
                 now_ms: now_ms(),
-                repositories: Some(&repositories),
+                repositories: &repositories,
             };
             Response::Score(Box::new(plan::score_one(&input, &rel)))
         })

@@ -15,6 +15,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+/// How much of a session's file after a resume prompt is read for the
+/// agent's first calls.
+const FOLLOW_WINDOW_BYTES: u64 = 1024 * 1024;
+
 impl Engine {
     /// `peer_pid`: the hook's process, where the OS says which it is.
     pub(super) async fn hook(
@@ -314,7 +318,14 @@ impl Engine {
         }) else {
             return Vec::new();
         };
-        let (harness, max_bytes) = (key.harness, config.capture.transcript_scan_bytes);
+        // The first calls after the prompt follow it closely: a window from
+        // where the file stood, never the whole file, on every hook until
+        // they come.
+        let max_bytes = config
+            .capture
+            .transcript_scan_bytes
+            .min(FOLLOW_WINDOW_BYTES);
+        let harness = key.harness;
         let read_after = marker.clone();
         let calls = tokio::task::spawn_blocking(move || {
             harness::calls_after_marker(harness, &path, max_bytes, &read_after, from)

@@ -645,19 +645,8 @@ pub fn read_work(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result
     work::read_file::<WorkReader>(path, max_bytes, keep_prompts)
 }
 
-/// The first tool calls after the line holding `marker`, in the last
-/// `max_bytes` and from `from` on.
-pub fn calls_after(
-    path: &Path,
-    max_bytes: u64,
-    marker: &str,
-    from: Option<u64>,
-) -> io::Result<WorkFacts> {
-    work::read_file_after::<WorkReader>(path, max_bytes, 0, Some(marker), from)
-}
-
 #[derive(Default)]
-struct WorkReader {
+pub(crate) struct WorkReader {
     log: WorkLog,
 }
 

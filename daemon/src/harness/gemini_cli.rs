@@ -528,19 +528,8 @@ pub fn read_work(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result
     work::read_file::<WorkReader>(path, max_bytes, keep_prompts)
 }
 
-/// The first tool calls after the line holding `marker`, in the last
-/// `max_bytes` and from `from` on.
-pub fn calls_after(
-    path: &Path,
-    max_bytes: u64,
-    marker: &str,
-    from: Option<u64>,
-) -> io::Result<WorkFacts> {
-    work::read_file_after::<WorkReader>(path, max_bytes, 0, Some(marker), from)
-}
-
 #[derive(Default)]
-struct WorkReader {
+pub(crate) struct WorkReader {
     log: WorkLog,
     /// Tool calls already taken in: a reply is written again when its calls finish.
     seen_calls: std::collections::HashSet<String>,
@@ -1253,7 +1242,14 @@ mod tests {
         ] {
             std::io::Write::write_all(&mut f, format!("{l}\n").as_bytes()).unwrap();
         }
-        let after = calls_after(f.path(), u64::MAX, "[hookd-resume 0123]", None).unwrap();
+        let after = work::read_file_after::<WorkReader>(
+            f.path(),
+            u64::MAX,
+            0,
+            Some("[hookd-resume 0123]"),
+            None,
+        )
+        .unwrap();
         let calls = after.calls_after_marker.unwrap();
         assert_eq!(
             calls.len(),

@@ -380,10 +380,17 @@ pub fn calls_after_marker(
     marker: &str,
     from: Option<u64>,
 ) -> io::Result<Option<Vec<work::ToolCall>>> {
+    let after = Some(marker);
     let facts = match harness {
-        Harness::ClaudeCode => claude_code::work::calls_after(path, max_bytes, marker, from),
-        Harness::Codex => codex::calls_after(path, max_bytes, marker, from),
-        Harness::GeminiCli => gemini_cli::calls_after(path, max_bytes, marker, from),
+        Harness::ClaudeCode => {
+            work::read_file_after::<claude_code::work::Reader>(path, max_bytes, 0, after, from)
+        }
+        Harness::Codex => {
+            work::read_file_after::<codex::WorkReader>(path, max_bytes, 0, after, from)
+        }
+        Harness::GeminiCli => {
+            work::read_file_after::<gemini_cli::WorkReader>(path, max_bytes, 0, after, from)
+        }
     }?;
     Ok(facts.calls_after_marker)
 }

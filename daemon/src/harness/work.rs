@@ -427,9 +427,10 @@ pub fn read_file<R: LineReader>(
 }
 
 /// [`read_file`], also keeping the first tool calls after the first line
-/// (in the window read) that holds `marker`. With `from`, the window
-/// starts no earlier than that offset (where the file stood when the
-/// marker went out), so a long session's file is not read again each time.
+/// (in the window read) that holds `marker`. With `from` (where the file
+/// stood when the marker went out), the window is the `max_bytes` from
+/// that offset on, not the file's last ones: the calls that follow a marker
+/// come right after it, however long the session's file has grown since.
 pub fn read_file_after<R: LineReader>(
     path: &Path,
     max_bytes: u64,
@@ -445,7 +446,10 @@ pub fn read_file_after<R: LineReader>(
     let len = meta.len();
     // One byte early: the line `from` begins is whole, the one it cuts dropped.
     let from = from.filter(|at| *at <= len).map(|at| at.saturating_sub(1));
-    let start = len.saturating_sub(max_bytes).max(from.unwrap_or(0));
+    let (start, end) = match from {
+        Some(at) => (at, len.min(at.saturating_add(max_bytes))),
+        None => (len.saturating_sub(max_bytes), len),
+    };
     let mut first_request = None;
     if start > 0 && from.is_none() {
         let mut head = Vec::new();
@@ -462,9 +466,9 @@ pub fn read_file_after<R: LineReader>(
         first_request = first.log().first_request.take();
     }
     file.seek(SeekFrom::Start(start))?;
-    let mut bytes = Vec::with_capacity((len - start) as usize);
+    let mut bytes = Vec::with_capacity((end - start) as usize);
     // No further than the length measured: the harness may still be writing.
-    file.take(len - start).read_to_end(&mut bytes)?;
+    file.take(end - start).read_to_end(&mut bytes)?;
     let mut reader = R::default();
     for line in whole_lines(&bytes, start > 0) {
         reader.line(line);
@@ -547,10 +551,14 @@ pub fn call_target(input: &Value) -> Option<String> {
     None
 }
 
-/// One line of outside text, clipped.
+/// The first line of outside text, cleaned and clipped as every outside
+/// text hookd shows.
 fn clip_line(text: &str) -> String {
     let line = text.lines().map(str::trim).find(|l| !l.is_empty());
-    shorten(line.unwrap_or(""), MAX_CALL_TEXT_CHARS)
+    protocol::text::clip(
+        &protocol::text::one_line(line.unwrap_or("")),
+        MAX_CALL_TEXT_CHARS,
+    )
 }
 
 /// A task's description as kept: trimmed, bounded, `None` when empty.

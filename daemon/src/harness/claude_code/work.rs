@@ -17,17 +17,6 @@ pub fn read(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<Work
     work::read_file::<Reader>(path, max_bytes, keep_prompts)
 }
 
-/// The first tool calls after the line holding `marker`, in the last
-/// `max_bytes` and from `from` on.
-pub fn calls_after(
-    path: &Path,
-    max_bytes: u64,
-    marker: &str,
-    from: Option<u64>,
-) -> io::Result<WorkFacts> {
-    work::read_file_after::<Reader>(path, max_bytes, 0, Some(marker), from)
-}
-
 const TOOLS: [&[u8]; 9] = [
     // Quoted: the bare word is in every line that says "README" or "Ready".
     b"\"Read\"",
@@ -42,7 +31,7 @@ const TOOLS: [&[u8]; 9] = [
 ];
 
 #[derive(Default)]
-struct Reader {
+pub(crate) struct Reader {
     log: WorkLog,
     /// TaskCreate calls waiting for their result (which carries the id).
     pending_creates: HashMap<String, TaskItem>,
@@ -300,13 +289,26 @@ mod tests {
             "failed: error: test failed, to rerun pass `--lib`"
         );
         assert_eq!(facts.calls_after_marker, None, "no marker asked for");
-        let after = calls_after(f.path(), u64::MAX, "[hookd-resume abc]", None)
-            .unwrap()
-            .calls_after_marker
-            .unwrap();
+        let after = work::read_file_after::<Reader>(
+            f.path(),
+            u64::MAX,
+            0,
+            Some("[hookd-resume abc]"),
+            None,
+        )
+        .unwrap()
+        .calls_after_marker
+        .unwrap();
         let tools: Vec<&str> = after.iter().map(|c| c.tool.as_str()).collect();
         assert_eq!(tools, ["Bash"], "after the marker, main chain only");
-        let none = calls_after(f.path(), u64::MAX, "[hookd-resume zzz]", None).unwrap();
+        let none = work::read_file_after::<Reader>(
+            f.path(),
+            u64::MAX,
+            0,
+            Some("[hookd-resume zzz]"),
+            None,
+        )
+        .unwrap();
         assert_eq!(none.calls_after_marker, None);
         // From where the file stood when the prompt went out: the same calls;
         // from past the marker's line, none found.
@@ -315,9 +317,15 @@ mod tests {
         let marker_at = text.find("hook_additional_context").unwrap();
         let sent_at = text[..marker_at].rfind('\n').map_or(0, |n| n + 1) as u64;
         let from = |at| {
-            calls_after(f.path(), u64::MAX, "[hookd-resume abc]", Some(at))
-                .unwrap()
-                .calls_after_marker
+            work::read_file_after::<Reader>(
+                f.path(),
+                u64::MAX,
+                0,
+                Some("[hookd-resume abc]"),
+                Some(at),
+            )
+            .unwrap()
+            .calls_after_marker
         };
         assert_eq!(from(sent_at).map(|c| c.len()), Some(1));
         assert_eq!(from(sent_at + 1), None);
@@ -356,6 +364,41 @@ mod tests {
             .collect();
         assert_eq!(edited, [("/p/old.rs", 1, false), ("/p/new.rs", 2, true)]);
         assert_eq!(facts.read, ["notes/a.md"]);
+    }
+
+    /// After a marker, the window read starts where the file stood when it
+    /// went out: the first calls are found however much the file grew after
+    /// them, and that growth is not read.
+    #[test]
+    fn the_calls_after_a_marker_are_read_from_where_it_went_out() {
+        let mut f = transcript(&[prompt("start")]);
+        let sent_at = std::fs::metadata(f.path()).unwrap().len();
+        for e in [
+            json!({"type": "attachment", "attachment": {"type": "hook_additional_context", "content": ["[hookd-resume w]"]}}),
+            assistant(
+                json!([{"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "/p/a.rs"}}]),
+            ),
+        ] {
+            writeln!(f, "{e}").unwrap();
+        }
+        let filler = "x".repeat(1000);
+        for _ in 0..200 {
+            writeln!(f, "{}", json!({"type": "progress", "data": filler})).unwrap();
+        }
+        let window = 4096;
+        assert!(std::fs::metadata(f.path()).unwrap().len() > sent_at + 40 * window);
+        let calls = work::read_file_after::<Reader>(
+            f.path(),
+            window,
+            0,
+            Some("[hookd-resume w]"),
+            Some(sent_at),
+        )
+        .unwrap()
+        .calls_after_marker
+        .expect("the marker is in the window");
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].target.as_deref(), Some("/p/a.rs"));
     }
 
     #[test]

@@ -461,10 +461,16 @@ fn binaries(build: bool) -> PathBuf {
             "hookd",
             "-p",
             "hookctl",
-            "--bins",
-            // The scripted model server Codex and Gemini CLI run against.
             "-p",
             "hookd-tests",
+            "--bin",
+            "hookd",
+            "--bin",
+            "hookctl",
+            // The scripted model server Codex and Gemini CLI run against.
+            // Named one by one: `--bins` would take this package's bins
+            // too, and relinking this very program while it runs leaves
+            // it nothing to re-execute in the mock's namespace.
             "--bin",
             "hookd-mock-model",
         ]);

@@ -1813,6 +1813,153 @@ mod tests {
         assert_eq!(s.learned_point, None, "config.toml's limit");
     }
 
+    /// A compaction record is taken once: read again (a second reading of
+    /// the same lines, or from the end by a daemon restarted with the
+    /// registry it saved), it neither names the epoch a hook opened for
+    /// the next compaction nor makes that one count twice.
+    #[test]
+    fn a_compaction_record_read_again_is_not_another_compaction() {
+        let f = rollout(&[TURN_CONTEXT, TASK_STARTED, COMPACTED]);
+        let mut s = codex_session();
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 1_000)
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (1, 2));
+        // The next compaction's PostCompact comes before its record.
+        s.compaction_announced_ms = Some(5_000);
+        assert!(s.begin_epoch(
+            &crate::sessions::EpochStart::Hook("post-compact auto".into()),
+            5_000
+        ));
+        s.compaction_announced_ms = None;
+        // The registry as a restarted daemon loads it.
+        let mut s: Session = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
+        let again = read(f.path(), None, None).unwrap();
+        assert_eq!(again.reading.boundaries.len(), 1, "read from the end");
+        let began = s.take_reading(again, 5_100).unwrap();
+        assert_eq!((began.len(), s.epoch), (0, 3));
+        assert!(s.awaiting_boundary, "the old record names nothing");
+        let count = token_count(20_500, 190_000);
+        append(
+            f.path(),
+            &[count, TASK_STARTED.to_owned(), COMPACTED.to_owned()],
+        );
+        let began = s
+            .take_reading(
+                read(f.path(), s.cursor.as_ref(), s.usage.as_ref()).unwrap(),
+                5_200,
+            )
+            .unwrap();
+        assert_eq!(
+            (began.len(), s.epoch),
+            (0, 3),
+            "its own record names the hook's epoch"
+        );
+        assert!(!s.awaiting_boundary);
+    }
+
+    /// A hook's epoch waits for its record a short while only: a record
+    /// that comes much later is another compaction.
+    #[test]
+    fn a_record_that_never_came_does_not_swallow_the_next_compaction() {
+        let f = rollout(&[TURN_CONTEXT]);
+        let mut s = codex_session();
+        s.take_reading(read(f.path(), None, None).unwrap(), 1_000);
+        s.compaction_announced_ms = Some(5_000);
+        assert!(s.begin_epoch(
+            &crate::sessions::EpochStart::Hook("post-compact auto".into()),
+            5_000
+        ));
+        s.compaction_announced_ms = None;
+        assert_eq!(s.epoch, 2);
+        append(f.path(), &[TASK_STARTED.to_owned(), COMPACTED.to_owned()]);
+        let hour_later = 5_000 + 3_600_000;
+        let began = s
+            .take_reading(
+                read(f.path(), s.cursor.as_ref(), s.usage.as_ref()).unwrap(),
+                hour_later,
+            )
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (1, 3));
+    }
+
+    /// A reading reads what Codex appended since the last one, whatever
+    /// the file's size, and finds what a reading from the end finds.
+    #[test]
+    fn a_reading_reads_only_what_was_appended() {
+        let f = rollout(&[TURN_CONTEXT, &token_count(40_000, 190_000)]);
+        let filler = format!(
+            r#"{{"type":"response_item","payload":{{"type":"function_call_output","call_id":"c","output":"{}"}}}}"#,
+            "x".repeat(4_000)
+        );
+        append(f.path(), &vec![filler; 1_000]);
+        let mut s = codex_session();
+        let first = read(f.path(), None, None).unwrap();
+        assert_eq!(first.reading.method, Method::Backward);
+        s.take_reading(first, 1);
+        let before = std::fs::metadata(f.path()).unwrap().len();
+        let mut appended = reply(61_000).to_vec();
+        appended.push(r#"{"type":"turn_context","payload":{"model":"gpt-5.5"}}"#.to_owned());
+        append(f.path(), &appended);
+        let after = std::fs::metadata(f.path()).unwrap().len();
+        let next = read(f.path(), s.cursor.as_ref(), s.usage.as_ref()).unwrap();
+        assert_eq!(next.reading.method, Method::Forward);
+        assert_eq!(next.reading.bytes_read, after - before);
+        assert_eq!(next.reading.cursor.offset, after);
+        let usage = next.reading.usage.clone().unwrap();
+        assert_eq!(
+            (usage.tokens, usage.model.as_deref()),
+            (61_000, Some("gpt-5.5"))
+        );
+        assert_eq!(next.window, Some(190_000));
+        let from_end = read_rollout(f.path()).unwrap();
+        assert_eq!(
+            (from_end.tokens, from_end.window),
+            (Some(61_000), Some(190_000))
+        );
+        s.take_reading(next, 2);
+        let unchanged = read(f.path(), s.cursor.as_ref(), s.usage.as_ref()).unwrap();
+        assert_eq!(
+            (unchanged.reading.method, unchanged.reading.bytes_read),
+            (Method::Unchanged, 0)
+        );
+    }
+
+    /// Before Codex reported a window and with no limit hookd can read,
+    /// the point is not guessed: `hookctl status` says it is unknown, and
+    /// no level fires against a Claude Code figure.
+    #[test]
+    fn an_unknown_point_is_said_and_fires_nothing() {
+        let config = protocol::config::Config::default();
+        let f = rollout(&[TURN_CONTEXT, &reply(150_000)[0]]);
+        let mut s = codex_session();
+        let payload = format!(
+            r#"{{"session_id":"s","hook_event_name":"PostToolUse","transcript_path":{:?}}}"#,
+            f.path().display().to_string()
+        );
+        let event = crate::harness::parse(&request(Some("post-tool-use"), &payload, &[])).unwrap();
+        let effects = crate::session_machine::on_hook(
+            &mut s,
+            &event,
+            Some(read(f.path(), None, None)),
+            &config,
+            10,
+        );
+        let c = crate::sessions::context_of(&s, &config).unwrap();
+        assert_eq!(c.tokens_used, 150_000);
+        assert_eq!(c.basis, POINT_UNKNOWN);
+        assert_eq!(s.point_note(&config).as_deref(), Some(POINT_UNKNOWN));
+        assert!(s.fired.is_empty(), "{effects:?}");
+        // Once Codex reports its window, 90% of it.
+        append(f.path(), &[token_count(150_000, 190_000)]);
+        let reading = read(f.path(), s.cursor.as_ref(), s.usage.as_ref());
+        crate::session_machine::on_hook(&mut s, &event, Some(reading), &config, 20);
+        let c = crate::sessions::context_of(&s, &config).unwrap();
+        assert_eq!(c.tokens_max, 171_000);
+        assert_eq!(s.point_note(&config), None);
+        assert!(!s.fired.is_empty());
+    }
+
     #[test]
     fn the_command_line_limit_is_the_last_one_given() {
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();

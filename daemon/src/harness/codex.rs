@@ -821,11 +821,12 @@ fn project_limit(codex_home: &Path, working_dir: &Path, root: &Path) -> Option<(
         };
         dirs.push(next);
     }
-    // Above a directory of another user, nothing is the user's project.
-    if let Some(foreign) = dirs.iter().position(|d| !d.is_own()) {
-        dirs.truncate(foreign);
-    }
+    // Up from the working directory, stopping at a directory of another
+    // user: what is above it is not the user's project.
     for dir in dirs.iter().rev() {
+        if !dir.is_own() {
+            break;
+        }
         let Ok(codex) = dir.open_dir(".codex") else {
             continue;
         };
@@ -1646,6 +1647,42 @@ mod tests {
             path.display().to_string()
         );
         crate::harness::parse(&request(Some("pre-compact"), &payload, &[])).unwrap()
+    }
+
+    /// The walk up from the working directory stops at a directory of
+    /// another user: a `.codex/config.toml` above it is not read. Needs
+    /// root to give a directory another owner; skipped without.
+    #[test]
+    fn a_project_limit_above_another_users_directory_is_not_read() {
+        if protocol::paths::effective_uid() != 0 {
+            eprintln!("skipped: needs root to give a directory another owner");
+            return;
+        }
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let theirs = project.path().join("theirs");
+        let cwd = theirs.join("mine");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::create_dir_all(project.path().join(".codex")).unwrap();
+        std::fs::write(
+            project.path().join(".codex/config.toml"),
+            "model_auto_compact_token_limit = 50000\n",
+        )
+        .unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!(
+                "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                project.path().display()
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            project_limit(home.path(), &cwd, project.path()).map(|p| p.1),
+            Some(50_000)
+        );
+        std::os::unix::fs::chown(&theirs, Some(65_534), None).unwrap();
+        assert_eq!(project_limit(home.path(), &cwd, project.path()), None);
     }
 
     /// A limit hookd could not see (the command line unreadable): Codex

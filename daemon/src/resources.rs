@@ -21,7 +21,7 @@ pub struct Resources {
     /// Which state files hookd wrote; the default records none and resumes none.
     pub saved_states: SavedStates,
     /// Where each harness process seen compacts, read once per process.
-    pub launch_points: crate::harness::codex::LaunchPoints,
+    pub launch_points: crate::harness::LaunchPoints,
 }
 
 impl Resources {

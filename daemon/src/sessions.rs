@@ -436,7 +436,7 @@ impl Session {
     /// Takes in where the harness process that ran a hook compacts. A
     /// point learned from a compaction goes when a point hookd can read
     /// appears or changes, and when another process runs the session.
-    pub fn take_launch(&mut self, launch: crate::harness::codex::Launch) {
+    pub fn take_launch(&mut self, launch: crate::harness::Launch) {
         let other_process = launch.process.is_some()
             && self.launch_process.is_some()
             && launch.process != self.launch_process;
@@ -454,7 +454,7 @@ impl Session {
     /// it cannot be known yet.
     pub fn point_note(&self, config: &Config) -> Option<String> {
         crate::harness::point_unknown(&self.facts(), &config.window)
-            .then(|| crate::harness::codex::POINT_UNKNOWN.to_owned())
+            .then(|| crate::harness::POINT_UNKNOWN.to_owned())
     }
 
     /// Whether a compaction is under way that the session's file does not

@@ -188,7 +188,7 @@ impl Engine {
         &self,
         event: &HookEvent,
         peer_pid: Option<u32>,
-    ) -> Option<harness::codex::Launch> {
+    ) -> Option<harness::Launch> {
         if !harness::has_launch_point(event.harness) {
             return None;
         }

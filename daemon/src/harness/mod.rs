@@ -11,6 +11,8 @@ pub use claude_code::transcript::{Boundary, Cursor, Method, Reading, Usage};
 
 pub use claude_code::statusline;
 
+pub use codex::{Launch, LaunchPoints, POINT_UNKNOWN};
+
 /// The harness of a session hookd knows only by its id (one a person named
 /// to hookctl before any hook of it arrived).
 pub const FIRST: Harness = Harness::ClaudeCode;
@@ -418,8 +420,8 @@ pub struct SessionFacts<'a> {
 pub fn launch_point(
     event: &HookEvent,
     peer_pid: Option<u32>,
-    known: &codex::LaunchPoints,
-) -> Option<codex::Launch> {
+    known: &LaunchPoints,
+) -> Option<Launch> {
     match event.harness {
         Harness::Codex => codex::launch_point(event, peer_pid, known),
         Harness::ClaudeCode | Harness::GeminiCli => None,

@@ -69,7 +69,7 @@ pub fn on_hook(
     // (Claude Code writes the boundary after SessionStart(compact)); either
     // may be the first word of one that no PreCompact announced.
     let mut unannounced = match reading {
-        Some(reading) => on_reading(s, reading, now, &mut effects),
+        Some(reading) => on_reading(s, reading, config, now, &mut effects),
         None => false,
     };
     match &event.kind {
@@ -118,9 +118,6 @@ pub fn on_hook(
             checkpoint: true,
             first: resuming,
         });
-    }
-    if event.kind == EventKind::PreCompact && event.trigger.as_deref() == Some("auto") {
-        learn_point(s, config);
     }
     if event.kind == EventKind::PreCompact && harness::compaction_is_due(&s.facts(), &config.window)
     {
@@ -194,7 +191,7 @@ pub fn on_file_change(
     now: u64,
 ) -> Vec<Effect> {
     let mut effects = Vec::new();
-    if on_reading(s, reading, now, &mut effects) {
+    if on_reading(s, reading, config, now, &mut effects) {
         effects.push(Effect::Save {
             trigger: SaveTrigger::UnannouncedCompaction,
             checkpoint: true,
@@ -245,6 +242,7 @@ fn checks(event: &HookEvent, config: &Config) -> bool {
 fn on_reading(
     s: &mut Session,
     reading: Result<SessionReading, String>,
+    config: &Config,
     now: u64,
     effects: &mut Vec<Effect>,
 ) -> bool {
@@ -259,6 +257,9 @@ fn on_reading(
     let Some(began) = s.take_reading(reading, now) else {
         return false;
     };
+    if let Some(tokens) = s.auto_compacted_at.take() {
+        learn_point(s, tokens, config);
+    }
     for boundary in &boundaries {
         if let (Some(before), Some(after)) = (boundary.pre_tokens, boundary.post_tokens) {
             effects.push(Effect::Record {
@@ -297,18 +298,18 @@ fn on_reading(
     unannounced
 }
 
-/// An automatic compaction below the point hookd expected shows the point
-/// was set where hookd cannot see (a limit on a command line it could not
-/// read): the figure it compacted at stands in for it from now on.
-fn learn_point(s: &mut Session, config: &Config) {
-    let Some(context) = crate::sessions::context_of(s, config).filter(|c| c.invalid.is_none())
-    else {
-        return;
-    };
-    if context.tokens_used == 0 || context.tokens_used >= context.tokens_max {
+/// An automatic compaction below the point hookd expected (or before it
+/// could know one) shows the point was set where hookd cannot see (a limit
+/// on a command line it could not read): `tokens`, the context it
+/// compacted (the last reply's figure before its record, never one read
+/// after it), stands in for it until a point hookd can read appears.
+fn learn_point(s: &mut Session, tokens: u64, config: &Config) {
+    let facts = s.facts();
+    let expected = harness::compaction_point(&facts, &config.window).tokens;
+    if tokens == 0 || (tokens >= expected && !harness::point_unknown(&facts, &config.window)) {
         return;
     }
-    s.learned_point = harness::point_shown_by_compaction(s.key.harness, context.tokens_used);
+    s.learned_point = harness::point_shown_by_compaction(s.key.harness, tokens);
 }
 
 /// A SessionStart(compact) or PostCompact hook: a compaction happened.
@@ -354,11 +355,15 @@ fn thresholds(
     checker: Checker,
     effects: &mut Vec<Effect>,
 ) {
-    // A figure that cannot be right fires nothing, and moves no epoch.
+    // A figure that cannot be right fires nothing, and moves no epoch;
+    // neither does one measured against a point no one knows yet.
     let Some(context) = crate::sessions::context_of(s, config).filter(|c| c.invalid.is_none())
     else {
         return;
     };
+    if harness::point_unknown(&s.facts(), &config.window) {
+        return;
+    }
     if checker == Checker::Hook
         && monitor::dropped_enough(s.peak_pressure, context.pressure, config.monitor.reset_drop)
     {

@@ -82,6 +82,19 @@ pub struct Session {
     /// was below every point hookd could read (set somewhere it cannot see).
     #[serde(default)]
     pub learned_point: Option<HarnessPoint>,
+    /// The harness process whose launch gave `launch_point`: another one
+    /// may have been started with another limit.
+    #[serde(default)]
+    pub launch_process: Option<String>,
+    /// An automatic compaction just taken in, and the figure it compacted:
+    /// what [`crate::session_machine`] may learn the point from.
+    #[serde(skip)]
+    pub auto_compacted_at: Option<u64>,
+    /// The latest compaction record taken from the session's file, for a
+    /// harness that names them by where they start: only a later one is
+    /// another compaction.
+    #[serde(default)]
+    pub boundaries_taken_to: Option<Cursor>,
     /// A compaction the session's file showed, whose resume prompt goes in
     /// at the next prompt or tool call (harnesses with no SessionStart after
     /// compacting).
@@ -277,6 +290,9 @@ impl Session {
             harness_point: None,
             launch_point: None,
             learned_point: None,
+            launch_process: None,
+            auto_compacted_at: None,
+            boundaries_taken_to: None,
             resume_due: false,
             knobs: Knobs::default(),
             config_env: BTreeMap::new(),
@@ -346,14 +362,24 @@ impl Session {
             self.reported_window = taken.window;
         }
         if taken.compaction_point.is_some() {
+            if taken.compaction_point != self.harness_point {
+                // A point set where hookd reads it beats one it guessed.
+                self.learned_point = None;
+            }
             self.harness_point = taken.compaction_point;
         }
         let mut began = Vec::new();
         for mut boundary in reading.boundaries {
+            if !self.is_new_boundary(&boundary, &reading.cursor) {
+                continue;
+            }
             let announced = self.compaction_announced_ms.is_some();
             if boundary.trigger.is_none() {
                 // The file does not say; the PreCompact that announced it did.
                 boundary.trigger.clone_from(&self.announced_trigger);
+            }
+            if boundary.trigger.as_deref() == Some("auto") {
+                self.auto_compacted_at = boundary.pre_tokens;
             }
             // A boundary the hooks already opened an epoch for only names it.
             if self.begin_epoch(&EpochStart::Boundary(boundary.clone()), now_ms) {
@@ -382,6 +408,55 @@ impl Session {
         Some(began)
     }
 
+    /// Whether a compaction record read from the file at `cursor` was not
+    /// taken before: the file only grows, so a record at or before the
+    /// latest one taken is that one or an older one read again (two
+    /// readings of the same lines, or a reading from the end after a
+    /// restart).
+    fn is_new_boundary(&mut self, boundary: &Boundary, cursor: &Cursor) -> bool {
+        let Some(at) = crate::harness::boundary_offset(self.key.harness, boundary) else {
+            return true;
+        };
+        let same_file = |t: &Cursor| t.dev == cursor.dev && t.ino == cursor.ino;
+        if self
+            .boundaries_taken_to
+            .as_ref()
+            .is_some_and(|t| same_file(t) && at <= t.offset)
+        {
+            return false;
+        }
+        self.boundaries_taken_to = Some(Cursor {
+            offset: at,
+            dev: cursor.dev,
+            ino: cursor.ino,
+        });
+        true
+    }
+
+    /// Takes in where the harness process that ran a hook compacts. A
+    /// point learned from a compaction goes when a point hookd can read
+    /// appears or changes, and when another process runs the session.
+    pub fn take_launch(&mut self, launch: crate::harness::Launch) {
+        let other_process = launch.process.is_some()
+            && self.launch_process.is_some()
+            && launch.process != self.launch_process;
+        let new_point = launch.point.is_some() && launch.point != self.launch_point;
+        if other_process || new_point {
+            self.learned_point = None;
+        }
+        if launch.process.is_some() {
+            self.launch_process = launch.process;
+        }
+        self.launch_point = launch.point;
+    }
+
+    /// What `hookctl status` notes of the session's compaction point, when
+    /// it cannot be known yet.
+    pub fn point_note(&self, config: &Config) -> Option<String> {
+        crate::harness::point_unknown(&self.facts(), &config.window)
+            .then(|| crate::harness::POINT_UNKNOWN.to_owned())
+    }
+
     /// Whether a compaction is under way that the session's file does not
     /// show yet (announced by PreCompact, or opened by a hook before its
     /// boundary was written): a figure read now is from before it.
@@ -400,6 +475,14 @@ impl Session {
             EpochStart::Boundary(b) => {
                 if b.uuid.is_some() && b.uuid == self.epoch_boundary {
                     return false;
+                }
+                // A hook opened this epoch and its compaction's record
+                // follows within moments; one that never came must not
+                // swallow the next compaction, so the wait is bounded.
+                if self.awaiting_boundary
+                    && now_ms.saturating_sub(self.epoch_started_ms) >= SAME_COMPACTION_MS
+                {
+                    self.awaiting_boundary = false;
                 }
                 if self.awaiting_boundary && self.epoch_boundary.is_none() {
                     // A hook already opened this epoch; now we know its boundary.
@@ -547,6 +630,7 @@ impl Registry {
         if event.transcript_path.is_some() && event.transcript_path != session.transcript_path {
             session.transcript_path.clone_from(&event.transcript_path);
             session.cursor = None;
+            session.boundaries_taken_to = None;
         }
         if event.model.is_some() {
             session.model.clone_from(&event.model);

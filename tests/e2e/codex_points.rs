@@ -216,6 +216,14 @@ fn codex_two_compactions_in_quick_succession() {
     assert!(settled, "{}", agent.diagnostics());
     assert_eq!(compactions.len(), 2, "one record per compaction");
     assert_ne!(compactions[0]["epoch"], compactions[1]["epoch"]);
+    // Each record says the context Codex compacted (its point was reached
+    // there), not the figure its summarizer's own reply wrote after it.
+    let compacted_at: Vec<Option<u64>> = compactions
+        .iter()
+        .map(|c| c["pre_tokens"].as_u64())
+        .collect();
+    eprintln!("codex-two-compactions: point {limit}, Codex compacted at {compacted_at:?}");
+    assert_eq!(compacted_at, [Some(21_000), Some(20_500)]);
     // 21,000 and then 20,500 each cross 95% of the 20,000 limit in their
     // own epoch; neither is lost to the compaction that follows it.
     assert_eq!(fired, [(0.95, 21_000), (0.95, 20_500)], "{fired:?}");

@@ -10,6 +10,7 @@ mod attacks_states;
 mod attacks_text;
 mod budget;
 mod client_failures;
+mod codex_point_safety;
 mod config;
 mod git_edges;
 mod git_trust;

@@ -52,14 +52,14 @@ impl Engine {
             outcome.notes.push(problem);
         }
 
+        let launch = self.launch_point(&event, peer_pid).await;
         let now = now_ms();
-        let launch_point = harness::launch_point(&event, peer_pid);
         let (key, new_session) = {
             let mut registry = self.registry();
             let known = registry.len();
             let observed = registry.observe(&event, now).map(|s| {
-                if let Some(point) = launch_point {
-                    s.launch_point = point;
+                if let Some(launch) = launch {
+                    s.take_launch(launch);
                 }
                 s.key.clone()
             });
@@ -180,6 +180,25 @@ impl Engine {
             }
         }
         self.record(records, config);
+    }
+
+    /// Where the harness process that ran the hook compacts: /proc and
+    /// small files, read off the async threads, once per process.
+    async fn launch_point(
+        &self,
+        event: &HookEvent,
+        peer_pid: Option<u32>,
+    ) -> Option<harness::Launch> {
+        if !harness::has_launch_point(event.harness) {
+            return None;
+        }
+        let (event, resources) = (event.clone(), self.resources.clone());
+        tokio::task::spawn_blocking(move || {
+            harness::launch_point(&event, peer_pid, &resources.launch_points)
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     /// What is new in the session's file, read by its harness's rules.

@@ -11,6 +11,8 @@ pub use claude_code::transcript::{Boundary, Cursor, Method, Reading, Usage};
 
 pub use claude_code::statusline;
 
+pub use codex::{Launch, LaunchPoints, POINT_UNKNOWN};
+
 /// The harness of a session hookd knows only by its id (one a person named
 /// to hookctl before any hook of it arrived).
 pub const FIRST: Harness = Harness::ClaudeCode;
@@ -412,12 +414,41 @@ pub struct SessionFacts<'a> {
 
 /// Where the harness that ran a hook compacts, from what only its hooks can
 /// see (its command line, read from the hook's process `peer_pid` and its
-/// ancestors; its project's settings): `Some(None)` when they set none,
-/// `None` when that cannot be known. Blocking, a few small reads.
-pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<HarnessPoint>> {
+/// ancestors; its project's settings), kept per harness process in
+/// `known`: `None` when that cannot be known. Blocking: run it off the
+/// async runtime, and only for a harness that [`has_launch_point`].
+pub fn launch_point(
+    event: &HookEvent,
+    peer_pid: Option<u32>,
+    known: &LaunchPoints,
+) -> Option<Launch> {
     match event.harness {
-        Harness::Codex => codex::launch_point(event, peer_pid),
+        Harness::Codex => codex::launch_point(event, peer_pid, known),
         Harness::ClaudeCode | Harness::GeminiCli => None,
+    }
+}
+
+/// Whether a hook of this harness can tell where its process compacts.
+pub fn has_launch_point(harness: Harness) -> bool {
+    harness == Harness::Codex
+}
+
+/// Where a compaction's record starts in the session's file, for a harness
+/// that names its compactions so (the file only grows: a later record is a
+/// later compaction).
+pub fn boundary_offset(harness: Harness, boundary: &Boundary) -> Option<u64> {
+    match harness {
+        Harness::Codex => codex::boundary_offset(boundary),
+        Harness::ClaudeCode | Harness::GeminiCli => None,
+    }
+}
+
+/// Whether the session's compaction point cannot be known yet (it is
+/// learned at the first compaction): no level fires against a guess.
+pub fn point_unknown(session: &SessionFacts, config: &protocol::config::WindowConfig) -> bool {
+    match session.harness {
+        Harness::Codex => codex::point_unknown(session, config),
+        Harness::ClaudeCode | Harness::GeminiCli => false,
     }
 }
 

@@ -491,13 +491,21 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
 }
 
 /// Whether Gemini CLI compresses at the model call a PreCompress precedes:
-/// its own rule, the last prompt's tokens at or past its point. PreCompress
+/// its own rule, the last prompt's tokens at or past its point; `/compress`
+/// (trigger `manual`) compresses wherever the figure stands. PreCompress
 /// fires before every model call, so anything looser saves on calls that
 /// compress nothing. Gemini CLI also needs an earlier prompt to fold into
 /// its summary, so within a chat's first prompt it compresses nothing even
 /// past the point; the session file would show that, but nothing carries it
 /// here yet.
-pub fn compression_is_due(session: &SessionFacts, _config: &WindowConfig) -> bool {
+pub fn compression_is_due(
+    session: &SessionFacts,
+    trigger: Option<&str>,
+    _config: &WindowConfig,
+) -> bool {
+    if trigger == Some("manual") {
+        return true;
+    }
     let Some(usage) = session.usage.filter(|u| u.invalid.is_none()) else {
         return false;
     };
@@ -879,7 +887,11 @@ mod tests {
             (c.tokens_used, c.window_tokens, c.tokens_max),
             (6000, 1_048_576, 524_288)
         );
-        assert!(!compression_is_due(&s.facts(), &WindowConfig::default()));
+        assert!(!compression_is_due(
+            &s.facts(),
+            Some("auto"),
+            &WindowConfig::default()
+        ));
     }
 
     #[test]
@@ -889,7 +901,11 @@ mod tests {
         let path = session_file(home.path(), &lines);
         let mut s = session();
         s.take_reading(read(&path, None, None).unwrap(), 1);
-        assert!(compression_is_due(&s.facts(), &WindowConfig::default()));
+        assert!(compression_is_due(
+            &s.facts(),
+            Some("auto"),
+            &WindowConfig::default()
+        ));
         lines.push(reply("c", 2100));
         let path = session_file(home.path(), &lines);
         let taken = read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap();
@@ -994,7 +1010,7 @@ mod tests {
         ] {
             let used = usage(tokens);
             assert_eq!(
-                compression_is_due(&facts_of(model, &used, None, &knobs), &config),
+                compression_is_due(&facts_of(model, &used, None, &knobs), Some("auto"), &config),
                 due,
                 "{model} at {tokens}"
             );
@@ -1007,12 +1023,12 @@ mod tests {
         let used = usage(314_573);
         let facts = facts_of("gemini-2.5-flash", &used, Some(&point), &knobs);
         assert!(
-            compression_is_due(&facts, &config),
+            compression_is_due(&facts, Some("auto"), &config),
             "0.3 × 1,048,576 = 314,572.8"
         );
         let used = usage(314_572);
         let facts = facts_of("gemini-2.5-flash", &used, Some(&point), &knobs);
-        assert!(!compression_is_due(&facts, &config));
+        assert!(!compression_is_due(&facts, Some("auto"), &config));
         let bad = usage(600_000);
         let bad = Usage {
             invalid: Some("bad".into()),
@@ -1020,6 +1036,14 @@ mod tests {
         };
         assert!(!compression_is_due(
             &facts_of("gemini-2.5-flash", &bad, None, &knobs),
+            Some("auto"),
+            &config
+        ));
+        // `/compress` compresses wherever the figure stands.
+        let low = usage(5_000);
+        assert!(compression_is_due(
+            &facts_of("gemini-2.5-flash", &low, None, &knobs),
+            Some("manual"),
             &config
         ));
     }

@@ -11,6 +11,7 @@ mod attacks_text;
 mod budget;
 mod client_failures;
 mod config;
+mod gemini_point_safety;
 mod git_edges;
 mod git_trust;
 mod harnesses;

@@ -417,7 +417,8 @@ pub struct SessionFacts<'a> {
 pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<HarnessPoint>> {
     match event.harness {
         Harness::Codex => codex::launch_point(event, peer_pid),
-        Harness::ClaudeCode | Harness::GeminiCli => None,
+        Harness::GeminiCli => gemini_cli::launch_point(event, peer_pid),
+        Harness::ClaudeCode => None,
     }
 }
 

@@ -31,9 +31,11 @@
 //! PreCompress fires before every model call, compression or not, so it
 //! means a compression only when Gemini CLI's own rule says so: the last
 //! reply's `tokens.input` at or past `model.compressionThreshold` (0.5 by
-//! default; settings files system defaults < user < project < system) of
-//! its window for the model (1,048,576, or 256,000 for gemma-4 models);
-//! and it cannot add instructions to the summary.
+//! default; settings files system defaults < user < project < system, the
+//! project's only in a folder Gemini CLI trusts) of its window for the
+//! model (1,048,576, or 256,000 for gemma-4 models), once per epoch, as a
+//! compression that does not happen leaves PreCompress firing; and it
+//! cannot add instructions to the summary.
 
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{

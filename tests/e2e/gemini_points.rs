@@ -1,9 +1,10 @@
 //! Where Gemini CLI 0.61.0 compresses, in the configurations people run:
 //! a model name its table does not list (it then takes a 1,048,576-token
 //! window), a gemma-4 model (256,000), a project `.gemini/settings.json`
-//! moving `model.compressionThreshold`, and a long session held just under
-//! the point, where PreCompress fires before every model call and nothing
-//! compresses. Each checks the point hookd shows against the one Gemini CLI
+//! moving `model.compressionThreshold` (and not moving it in a folder
+//! Gemini CLI does not trust), a long session held just under the point,
+//! where PreCompress fires before every model call and nothing compresses,
+//! and one held past it by a compression that fails. Each checks the point hookd shows against the one Gemini CLI
 //! compresses at, the levels fired and on which figure, the pipeline runs
 //! and checkpoints, and what reached the model.
 

@@ -119,8 +119,7 @@ pub fn on_hook(
             first: resuming,
         });
     }
-    if event.kind == EventKind::PreCompact && harness::compaction_is_due(&s.facts(), &config.window)
-    {
+    if event.kind == EventKind::PreCompact && precompact_saves(s, event, config) {
         let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
         effects.push(Effect::Save {
             trigger: SaveTrigger::PreCompact(trigger),
@@ -296,6 +295,21 @@ fn on_reading(
         });
     }
     unannounced
+}
+
+/// Whether a PreCompact hook runs the pipeline: when its harness compacts
+/// now, and, for a harness whose automatic PreCompact fires on every model
+/// call, only once per epoch: a compaction announced in this epoch that has
+/// not shown up (the harness gave up on it, or the file still holds the
+/// figure from before it) already has its save.
+fn precompact_saves(s: &Session, event: &HookEvent, config: &Config) -> bool {
+    let trigger = event.trigger.as_deref();
+    if !harness::compaction_is_due(&s.facts(), trigger, &config.window) {
+        return false;
+    }
+    let repeats =
+        harness::precompact_repeats_without_compaction(s.key.harness) && trigger != Some("manual");
+    !(repeats && s.compaction_announced_ms.is_some())
 }
 
 /// An automatic compaction below the point hookd expected (or before it
@@ -1163,6 +1177,77 @@ mod tests {
         let e = on_hook(&mut s, &prompt, None, &config, 5);
         assert!(!e.iter().any(|e| matches!(e, Effect::Resume { .. })));
         assert!(e.contains(&Effect::CheckArrival));
+    }
+
+    /// Past the point, PreCompress keeps firing before every model call while
+    /// Gemini CLI compresses nothing (it gave up after a failed attempt, or
+    /// the file still shows the figure from before the compression): one
+    /// pipeline for the epoch, a lookup for the rest, and the next epoch's
+    /// compression gets its own. `/compress` always saves.
+    #[test]
+    fn gemini_pre_compress_saves_once_per_epoch_past_the_point() {
+        let config = Config::default();
+        let mut s = session(Harness::GeminiCli);
+        let pre = with(event(Harness::GeminiCli, EventKind::PreCompact), |e| {
+            e.trigger = Some("auto".into())
+        });
+        let mut runs = Vec::new();
+        for (n, tokens) in [600_000, 610_000, 620_000, 630_000].into_iter().enumerate() {
+            let n = n as u64 + 1;
+            let e = on_hook(&mut s, &pre, reading(tokens, n * 10, vec![]), &config, n);
+            runs.push(
+                saves(&e)
+                    .iter()
+                    .filter(|s| s.0 == SaveTrigger::PreCompact("auto".into()))
+                    .count(),
+            );
+        }
+        assert_eq!(runs, [1, 0, 0, 0], "one pipeline for the epoch");
+        // The compression shows: a new epoch, and past the point again, a new save.
+        let boundary = Boundary {
+            uuid: Some("r5".into()),
+            trigger: Some("auto".into()),
+            pre_tokens: Some(630_000),
+            post_tokens: Some(2_100),
+            timestamp: None,
+        };
+        let e = on_hook(&mut s, &pre, reading(2_100, 50, vec![boundary]), &config, 5);
+        assert!(
+            saves(&e)
+                .iter()
+                .all(|s| !matches!(s.0, SaveTrigger::PreCompact(_)))
+        );
+        let e = on_hook(&mut s, &pre, reading(700_000, 60, vec![]), &config, 6);
+        assert_eq!(
+            saves(&e)
+                .iter()
+                .filter(|s| s.0 == SaveTrigger::PreCompact("auto".into()))
+                .count(),
+            1,
+            "the next compression's save"
+        );
+        let e = on_hook(&mut s, &pre, reading(710_000, 70, vec![]), &config, 7);
+        assert!(
+            saves(&e)
+                .iter()
+                .all(|s| !matches!(s.0, SaveTrigger::PreCompact(_)))
+        );
+        let manual = with(pre.clone(), |e| e.trigger = Some("manual".into()));
+        let e = on_hook(&mut s, &manual, reading(710_000, 70, vec![]), &config, 8);
+        assert_eq!(
+            saves(&e),
+            [(SaveTrigger::PreCompact("manual".into()), true, true)],
+            "/compress compresses: it saves"
+        );
+        // Claude Code's PreCompact is always a compaction: each one saves.
+        let mut s = session(Harness::ClaudeCode);
+        let pre = with(event(Harness::ClaudeCode, EventKind::PreCompact), |e| {
+            e.trigger = Some("auto".into())
+        });
+        for n in 1..=2 {
+            let e = on_hook(&mut s, &pre, reading(at(99), n * 10, vec![]), &config, n);
+            assert_eq!(saves(&e).len(), 1, "PreCompact {n}");
+        }
     }
 
     const MARKER: &str = "[hookd-resume 1]";

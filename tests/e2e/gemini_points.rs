@@ -1,9 +1,10 @@
 //! Where Gemini CLI 0.61.0 compresses, in the configurations people run:
 //! a model name its table does not list (it then takes a 1,048,576-token
 //! window), a gemma-4 model (256,000), a project `.gemini/settings.json`
-//! moving `model.compressionThreshold`, and a long session held just under
-//! the point, where PreCompress fires before every model call and nothing
-//! compresses. Each checks the point hookd shows against the one Gemini CLI
+//! moving `model.compressionThreshold` (and not moving it in a folder
+//! Gemini CLI does not trust), a long session held just under the point,
+//! where PreCompress fires before every model call and nothing compresses,
+//! and one held past it by a compression that fails. Each checks the point hookd shows against the one Gemini CLI
 //! compresses at, the levels fired and on which figure, the pipeline runs
 //! and checkpoints, and what reached the model.
 
@@ -372,4 +373,147 @@ fn gemini_long_session_near_the_point_saves_only_at_its_levels() {
             "{words:?} once, after {crossing}"
         );
     }
+}
+
+/// A project's `.gemini/settings.json` in a folder Gemini CLI does not
+/// trust (`--skip-trust` runs it there headless, with the project's
+/// settings left out) does not move the point: Gemini CLI compresses at
+/// 524,288, not at the file's 0.3 (314,572). At 350,000 (67%) no level
+/// fires, no PreCompress saves, and nothing compresses.
+#[test]
+fn gemini_untrusted_project_threshold_does_not_move_the_point() {
+    let Some(mut agent) = gemini("gemini-untrusted-project")
+        .client_args(&["--skip-trust"])
+        .replies(vec![
+            Reply::shell("r1.tool", 5_000, "echo 'step 1' > notes.txt"),
+            Reply::text("r1.text", 6_000, "Step 1 noted."),
+            Reply::shell("r2.tool", 350_000, "echo 'step 2' >> notes.txt"),
+            Reply::text("r2.text", 350_500, "Step 2 noted."),
+            Reply::text("r3.text", 351_000, "Carrying on."),
+        ])
+        .start()
+    else {
+        return;
+    };
+    let settings = agent.project.join(".gemini");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(
+        settings.join("settings.json"),
+        r#"{"model": {"compressionThreshold": 0.3}}"#,
+    )
+    .unwrap();
+    agent.run("TURN 1: add step 1 to notes.txt");
+    agent.run("TURN 2: add step 2 to notes.txt");
+    agent.run("TURN 3: carry on");
+    let context = context_at(&agent, 351_000);
+    eprintln!(
+        "{}: hookd shows {} of {} (window {}): {}",
+        agent.name,
+        context["tokens_used"],
+        context["tokens_max"],
+        context["window_tokens"],
+        context["basis"]
+    );
+    let log = agent.log();
+    assert!(
+        log.of_kind("summary").is_empty(),
+        "Gemini CLI did not compress at 350,000: {:?}",
+        log.labels()
+    );
+    assert_eq!(context["tokens_max"], 524_288, "{context}");
+    assert!(
+        context["basis"]
+            .as_str()
+            .unwrap_or("")
+            .contains("does not trust"),
+        "the basis says why the project's file is left out: {context}"
+    );
+    wait_until(std::time::Duration::from_millis(1500), || {
+        !levels(&agent).is_empty() || !agent.pipeline_runs(None).is_empty()
+    });
+    assert_eq!(levels(&agent), [], "{}", agent.diagnostics());
+    assert_eq!(pipeline_triggers(&agent), Vec::<String>::new());
+    assert_eq!(agent.hookd_refs(), Vec::<String>::new());
+    assert!(log.first_containing(LEVEL_WORDS).is_none());
+}
+
+/// Past the point, a compression that fails leaves the session there:
+/// with `model.compressionThreshold: 0.01` (10,486 tokens) and a summary
+/// larger than what it replaces, Gemini CLI's attempt inflates the count,
+/// so it keeps the history and stops summarising for the rest of the run
+/// (it truncates old tool output instead), while PreCompress still fires
+/// before every model call. The pipeline runs once for the epoch (and its
+/// checkpoint with it); every later PreCompress is a lookup.
+#[test]
+fn gemini_failed_compression_past_the_point_saves_once() {
+    // About 25,000 tokens by Gemini CLI's estimate: more than the 12,000 it replaces.
+    let summary = "the state of the work, at length. ".repeat(3_000);
+    let Some(mut agent) = gemini("gemini-failed-compression")
+        .summary(&summary, 25_000)
+        .replies(vec![
+            Reply::shell("r1.tool", 3_000, "echo 'step 1' > notes.txt"),
+            Reply::text("r1.text", 4_000, "Step 1 noted."),
+            Reply::shell("r2.tool1", 12_000, "echo 'step 2' >> notes.txt"),
+            Reply::shell("r2.tool2", 12_500, "echo 'step 3' >> notes.txt"),
+            Reply::shell("r2.tool3", 13_000, "echo 'step 4' >> notes.txt"),
+            Reply::text("r2.text", 13_500, "Steps noted."),
+            Reply::shell("r3.tool", 14_000, "echo 'step 5' >> notes.txt"),
+            Reply::text("r3.text", 14_500, "Done."),
+        ])
+        .start()
+    else {
+        return;
+    };
+    let settings = agent.project.join(".gemini");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(
+        settings.join("settings.json"),
+        r#"{"model": {"compressionThreshold": 0.01}}"#,
+    )
+    .unwrap();
+    agent.run("TURN 1: add step 1 to notes.txt");
+    agent.run("TURN 2: add steps 2 to 4 to notes.txt");
+    agent.run("TURN 3: add step 5 to notes.txt");
+    let log = agent.log();
+    let context = context_at(&agent, 14_500);
+    let fired = levels(&agent);
+    let triggers = pipeline_triggers(&agent);
+    let checkpoints = checkpoint_commits(&agent);
+    eprintln!(
+        "{}: hookd shows {} of {}; {} model calls, {} summary requests; levels {fired:?}; \
+         pipeline runs {triggers:?}; {checkpoints} checkpoint commits in {:?}",
+        agent.name,
+        context["tokens_used"],
+        context["tokens_max"],
+        log.of_kind("main").len(),
+        log.of_kind("summary").len(),
+        agent.hookd_refs()
+    );
+    assert_eq!(context["tokens_max"], 10_485, "{context}");
+    assert!(
+        !log.of_kind("summary").is_empty(),
+        "Gemini CLI tried to compress: {:?}",
+        log.labels()
+    );
+    assert!(
+        agent.events("compaction").is_empty(),
+        "nothing compressed: the input never fell\n{}",
+        agent.diagnostics()
+    );
+    assert_eq!(
+        agent.pipeline_runs(Some("pre-compact")).len(),
+        1,
+        "one PreCompress save for the epoch: {triggers:?}\n{}",
+        agent.diagnostics()
+    );
+    assert_eq!(fired, [(0.95, 12_000)], "{}", agent.diagnostics());
+    assert!(
+        triggers.len() == 2,
+        "the 95% level's save and one PreCompress save: {triggers:?}"
+    );
+    assert!(
+        checkpoints <= 2,
+        "checkpoints only from those saves: {checkpoints}"
+    );
+    assert!(log.first_containing(RESUME_MARKER).is_none());
 }

@@ -12,6 +12,7 @@ mod budget;
 mod client_failures;
 mod codex_point_safety;
 mod config;
+mod gemini_point_safety;
 mod git_edges;
 mod git_trust;
 mod harnesses;

@@ -19,7 +19,8 @@
 //! Codex skips hooks it has not been told to trust, silently, so every run
 //! passes `--dangerously-bypass-hook-trust` (what a person does once in the
 //! TUI's hook review). Gemini runs with `GEMINI_CLI_TRUST_WORKSPACE=true`
-//! (headless refuses an untrusted folder) and `-m gemini-2.5-flash` (without
+//! (headless refuses an untrusted folder; not when its arguments hold
+//! `--skip-trust`, which runs it there untrusted) and `-m gemini-2.5-flash` (without
 //! it, 0.61.0 picks a preview model and adds routing calls).
 
 use crate::e2e::{MockServer, git_in, run_bounded};
@@ -565,9 +566,13 @@ impl Agent {
                 cmd.arg(prompt);
             }
             Client::Gemini => {
+                // `--skip-trust` runs headless in a folder Gemini does not
+                // trust: the variable would trust it.
+                if !self.client_args.iter().any(|a| a == "--skip-trust") {
+                    cmd.env("GEMINI_CLI_TRUST_WORKSPACE", "true");
+                }
                 cmd.env("GEMINI_API_KEY", "e2e-not-a-key")
                     .env("GOOGLE_GEMINI_BASE_URL", &base_url)
-                    .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
                     .env("NO_COLOR", "1")
                     .args(&self.client_args)
                     .args(["-m", &self.gemini_model, "--yolo", "-p", prompt]);

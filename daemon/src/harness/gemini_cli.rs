@@ -31,9 +31,11 @@
 //! PreCompress fires before every model call, compression or not, so it
 //! means a compression only when Gemini CLI's own rule says so: the last
 //! reply's `tokens.input` at or past `model.compressionThreshold` (0.5 by
-//! default; settings files system defaults < user < project < system) of
-//! its window for the model (1,048,576, or 256,000 for gemma-4 models);
-//! and it cannot add instructions to the summary.
+//! default; settings files system defaults < user < project < system, the
+//! project's only in a folder Gemini CLI trusts) of its window for the
+//! model (1,048,576, or 256,000 for gemma-4 models), once per epoch, as a
+//! compression that does not happen leaves PreCompress firing; and it
+//! cannot add instructions to the summary.
 
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
@@ -45,6 +47,7 @@ use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count};
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -127,10 +130,6 @@ pub fn read(
         dev: meta.dev(),
         ino: meta.ino(),
     };
-    let compaction_point = gemini_dir_of(path).and_then(|dir| {
-        let project = project_root_of(path);
-        configured_threshold(&settings_files(&dir, project.as_deref()))
-    });
     let unchanged = cursor == Some(&now);
     let mut latest: Option<Reply> = None;
     let mut before: Option<Reply> = None;
@@ -207,8 +206,37 @@ pub fn read(
             bytes_read: 0,
         },
         window: None,
-        compaction_point,
+        // Settled from the hook, which sees Gemini CLI's environment: see
+        // [`launch_point`].
+        compaction_point: None,
     })
+}
+
+/// Where Gemini CLI compresses by its settings files, read at a hook: which
+/// of them it took depends on its environment (`GEMINI_CLI_TRUST_WORKSPACE`,
+/// `GEMINI_RESTRICTED_MODE`, `GEMINI_CLI_TRUSTED_FOLDERS_PATH`), as it was
+/// when Gemini CLI started (the process that ran the hook, `peer_pid`, or
+/// an ancestor), else as the hook sees it. `None` when the session file
+/// does not say where Gemini CLI keeps its settings.
+pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<HarnessPoint>> {
+    let transcript = event.transcript_path.as_deref()?;
+    let gemini_dir = gemini_dir_of(transcript)?;
+    let project = project_root_of(transcript).or_else(|| event.cwd.clone());
+    let env = peer_pid
+        .and_then(gemini_process_env)
+        .unwrap_or_else(|| trust_env(|name| event.env.get(name).cloned()));
+    let trusted_folders = env
+        .get(TRUSTED_FOLDERS_PATH_VAR)
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| gemini_dir.join(TRUSTED_FOLDERS_FILE), PathBuf::from);
+    let trust = TrustInputs {
+        env,
+        trusted_folders,
+    };
+    Some(configured_threshold(
+        &settings_files(&gemini_dir, project.as_deref()),
+        &trust,
+    ))
 }
 
 /// `~/.gemini` of a session file at `~/.gemini/tmp/<project>/chats/session-*.jsonl`.
@@ -299,32 +327,62 @@ fn settings_text(file: &SettingsFile) -> Result<Option<(String, String)>, String
     Ok(Some((shown, text)))
 }
 
+/// One settings file, parsed; `None` when it is absent, or cannot be read
+/// or parsed (then said in `passed_over`).
+fn settings_of(file: &SettingsFile, passed_over: &mut Vec<String>) -> Option<(String, Value)> {
+    let (shown, text) = match settings_text(file) {
+        Ok(Some(found)) => found,
+        Ok(None) => return None,
+        Err(why) => {
+            passed_over.push(format!("{why}: its settings are not counted"));
+            return None;
+        }
+    };
+    match serde_json::from_str(&without_comments(&text)) {
+        Ok(settings) => Some((shown, settings)),
+        Err(e) => {
+            passed_over.push(format!(
+                "{shown} is not valid JSON ({e}): its settings are not counted"
+            ));
+            None
+        }
+    }
+}
+
 /// `model.compressionThreshold` as Gemini CLI settles it: the settings
-/// file of highest precedence that sets it wins. A value Gemini CLI would
-/// not take as a share of the window, or a file hookd cannot read, is
-/// passed over, and said in the basis.
-fn configured_threshold(files: &[SettingsFile]) -> Option<HarnessPoint> {
+/// file of highest precedence that sets it wins. The project's file counts
+/// only in a folder Gemini CLI trusts, and is not even read otherwise. A
+/// value Gemini CLI would not take as a share of the window, or a file
+/// hookd cannot read, is passed over, and said in the basis.
+fn configured_threshold(files: &[SettingsFile], trust: &TrustInputs) -> Option<HarnessPoint> {
     let mut chosen: Option<(f64, String)> = None;
     let mut passed_over = Vec::new();
     let mut auth: Option<String> = None;
-    for file in files {
-        let (shown, text) = match settings_text(file) {
-            Ok(Some(found)) => found,
-            Ok(None) => continue,
-            Err(why) => {
-                passed_over.push(format!("{why}: its settings are not counted"));
-                continue;
-            }
-        };
-        let settings: Value = match serde_json::from_str(&without_comments(&text)) {
-            Ok(v) => v,
-            Err(e) => {
-                passed_over.push(format!(
-                    "{shown} is not valid JSON ({e}): its settings are not counted"
-                ));
-                continue;
-            }
-        };
+    let mut layers: Vec<Option<(String, Value)>> = files
+        .iter()
+        .map(|file| match file {
+            SettingsFile::Own(_) => settings_of(file, &mut passed_over),
+            SettingsFile::Project(_) => None,
+        })
+        .collect();
+    let project = files.iter().enumerate().find_map(|(at, file)| match file {
+        SettingsFile::Project(root) => Some((at, root)),
+        SettingsFile::Own(_) => None,
+    });
+    if let Some((at, root)) = project {
+        let own: Vec<&(String, Value)> = layers.iter().flatten().collect();
+        match workspace_trust(trust, &own, root) {
+            Ok(()) => layers[at] = settings_of(&files[at], &mut passed_over),
+            Err(why) => passed_over.push(format!(
+                "{} is not read: Gemini CLI does not trust {} ({why})",
+                root.join(protocol::project::GEMINI_CLI_PROJECT_SETTINGS)
+                    .display(),
+                root.display()
+            )),
+        }
+    }
+    for (shown, settings) in layers.iter().flatten() {
+        let shown = shown.clone();
         if let Some(selected) = settings["security"]["auth"]["selectedType"].as_str() {
             auth = Some(selected.to_owned());
         }
@@ -371,6 +429,206 @@ fn configured_threshold(files: &[SettingsFile]) -> Option<HarnessPoint> {
         fraction: chosen.map(|(t, _)| t),
         basis,
     })
+}
+
+/// What decides whether Gemini CLI trusts the folder it runs in.
+struct TrustInputs {
+    /// Its trust variables ([`TRUST_VARS`]), as set when it read its settings.
+    env: BTreeMap<String, String>,
+    /// Its `trustedFolders.json`.
+    trusted_folders: PathBuf,
+}
+
+/// Gemini CLI's variables that trust or distrust the folder it runs in, and
+/// the one that moves its `trustedFolders.json`.
+const TRUST_WORKSPACE_VAR: &str = "GEMINI_CLI_TRUST_WORKSPACE";
+const RESTRICTED_MODE_VAR: &str = "GEMINI_RESTRICTED_MODE";
+const TRUSTED_FOLDERS_PATH_VAR: &str = "GEMINI_CLI_TRUSTED_FOLDERS_PATH";
+const TRUST_VARS: [&str; 3] = [
+    TRUST_WORKSPACE_VAR,
+    RESTRICTED_MODE_VAR,
+    TRUSTED_FOLDERS_PATH_VAR,
+];
+const TRUSTED_FOLDERS_FILE: &str = "trustedFolders.json";
+/// The trust levels `trustedFolders.json` may give a path.
+const TRUST_LEVELS: [&str; 3] = ["TRUST_FOLDER", "TRUST_PARENT", "DO_NOT_TRUST"];
+/// Ancestors of a hook's process looked through for Gemini CLI's own.
+const ANCESTORS_SEARCHED: usize = 6;
+/// How much of a process's `cmdline` or `environ` is read.
+const PROC_FILE_LIMIT: u64 = 1024 * 1024;
+
+fn trust_env(get: impl Fn(&str) -> Option<String>) -> BTreeMap<String, String> {
+    TRUST_VARS
+        .iter()
+        .filter_map(|name| get(name).map(|value| ((*name).to_owned(), value)))
+        .collect()
+}
+
+/// The trust variables of the Gemini CLI that ran a hook, as they were when
+/// it started and read its settings: the environment it was started with,
+/// of `peer_pid` or its nearest ancestor running Gemini CLI. (The hook's
+/// own environment may differ: `--skip-trust` sets
+/// `GEMINI_CLI_TRUST_WORKSPACE` after the settings were read.)
+fn gemini_process_env(peer_pid: u32) -> Option<BTreeMap<String, String>> {
+    let mut pid = peer_pid;
+    for _ in 0..=ANCESTORS_SEARCHED {
+        if pid <= 1 {
+            return None;
+        }
+        let dir = PathBuf::from(format!("/proc/{pid}"));
+        let args = nul_separated(&dir.join("cmdline"))?;
+        if runs_gemini(&args) {
+            let environ = nul_separated(&dir.join("environ"))?;
+            return Some(trust_env(|name| {
+                environ.iter().find_map(|entry| {
+                    entry
+                        .strip_prefix(name)?
+                        .strip_prefix('=')
+                        .map(str::to_owned)
+                })
+            }));
+        }
+        pid = parent_pid(&dir)?;
+    }
+    None
+}
+
+/// Whether a command line runs Gemini CLI: its program, or the script node
+/// runs, is `gemini` (npm's launcher) or `gemini.js` (the bundle).
+fn runs_gemini(args: &[String]) -> bool {
+    let script = args.iter().skip(1).find(|a| !a.starts_with('-'));
+    args.first().into_iter().chain(script).any(|a| {
+        matches!(
+            Path::new(a).file_name().and_then(|n| n.to_str()),
+            Some("gemini" | "gemini.js")
+        )
+    })
+}
+
+/// A `/proc` file of NUL-separated strings, read up to a bound.
+fn nul_separated(path: &Path) -> Option<Vec<String>> {
+    let mut raw = Vec::new();
+    io::Read::read_to_end(
+        &mut io::Read::take(std::fs::File::open(path).ok()?, PROC_FILE_LIMIT),
+        &mut raw,
+    )
+    .ok()?;
+    Some(
+        raw.split(|b| *b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect(),
+    )
+}
+
+/// A process's parent, from `/proc/<pid>/stat` (`pid (comm) state ppid`,
+/// where the command name may hold spaces and parentheses).
+fn parent_pid(proc_dir: &Path) -> Option<u32> {
+    let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether Gemini CLI trusts `project`, and so takes its settings file, as
+/// Gemini CLI decides it: `GEMINI_RESTRICTED_MODE=true` or
+/// `GEMINI_CLI_TRUST_WORKSPACE=false` distrust it, `…=true` trusts it;
+/// otherwise, with folder trust on (`security.folderTrust.enabled`, true
+/// unless the user's or system settings turn it off; `own` holds them,
+/// lowest precedence first), the longest rule of `trustedFolders.json` that
+/// covers it decides, and no rule means not trusted. `Err` says why not.
+/// (Trust an IDE grants is not seen here.)
+fn workspace_trust(
+    trust: &TrustInputs,
+    own: &[&(String, Value)],
+    project: &Path,
+) -> Result<(), String> {
+    let var = |name: &str| trust.env.get(name).map(String::as_str);
+    if var(RESTRICTED_MODE_VAR) == Some("true") {
+        return Err(format!("{RESTRICTED_MODE_VAR}=true"));
+    }
+    match var(TRUST_WORKSPACE_VAR) {
+        Some("false") => return Err(format!("{TRUST_WORKSPACE_VAR}=false")),
+        Some("true") => return Ok(()),
+        _ => {}
+    }
+    let folder_trust = own
+        .iter()
+        .rev()
+        .find_map(|(_, settings)| settings["security"]["folderTrust"]["enabled"].as_bool());
+    if folder_trust == Some(false) {
+        return Ok(());
+    }
+    folder_rule(&trust.trusted_folders, project)
+}
+
+/// What the user's `trustedFolders.json` says of `project`: the rule with
+/// the longest path that is `project` or above it (`TRUST_PARENT` covers
+/// the rule path's parent). Gemini CLI refuses to start with a file it
+/// cannot read or parse, so such a file trusts nothing.
+fn folder_rule(file: &Path, project: &Path) -> Result<(), String> {
+    let shown = file.display().to_string();
+    let text = match settings_text(&SettingsFile::Own(file.to_path_buf())) {
+        Ok(Some((_, text))) => text,
+        Ok(None) => return Err(format!("no rule for it in {shown}")),
+        Err(why) => return Err(format!("{why}; Gemini CLI does not start with it")),
+    };
+    let rules: Value = serde_json::from_str(&without_comments(&text)).map_err(|e| {
+        format!("{shown} is not valid JSON ({e}); Gemini CLI does not start with it")
+    })?;
+    let Some(rules) = rules.as_object() else {
+        return Err(format!(
+            "{shown} is not a JSON object; Gemini CLI does not start with it"
+        ));
+    };
+    let location = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
+    let mut longest: Option<(usize, &str, &str)> = None;
+    for (raw, level) in rules {
+        let Some(level) = level.as_str().filter(|l| TRUST_LEVELS.contains(l)) else {
+            return Err(format!(
+                "the trust level of {} in {shown} is not one of {}; Gemini CLI does not \
+                 start with it",
+                protocol::text::clip(raw, 200),
+                TRUST_LEVELS.join(", ")
+            ));
+        };
+        let rule = absolute(Path::new(raw), project);
+        let covered = if level == "TRUST_PARENT" {
+            rule.parent().unwrap_or(&rule).to_path_buf()
+        } else {
+            rule.clone()
+        };
+        let covered = covered.canonicalize().unwrap_or(covered);
+        // Gemini CLI compares the rule paths' lengths in UTF-16 units.
+        let length = rule.to_string_lossy().encode_utf16().count();
+        if location.starts_with(&covered) && longest.is_none_or(|(l, _, _)| length > l) {
+            longest = Some((length, raw, level));
+        }
+    }
+    match longest {
+        Some((_, raw, "DO_NOT_TRUST")) => Err(format!(
+            "{} is DO_NOT_TRUST in {shown}",
+            protocol::text::clip(raw, 200)
+        )),
+        Some(_) => Ok(()),
+        None => Err(format!("no rule for it in {shown}")),
+    }
+}
+
+/// `path` made absolute from `base`, `.` and `..` resolved by name.
+fn absolute(path: &Path, base: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in base.join(path).components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// JSON text without `//` and `/* */` comments (Gemini CLI's settings may
@@ -491,13 +749,21 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
 }
 
 /// Whether Gemini CLI compresses at the model call a PreCompress precedes:
-/// its own rule, the last prompt's tokens at or past its point. PreCompress
+/// its own rule, the last prompt's tokens at or past its point; `/compress`
+/// (trigger `manual`) compresses wherever the figure stands. PreCompress
 /// fires before every model call, so anything looser saves on calls that
 /// compress nothing. Gemini CLI also needs an earlier prompt to fold into
 /// its summary, so within a chat's first prompt it compresses nothing even
 /// past the point; the session file would show that, but nothing carries it
 /// here yet.
-pub fn compression_is_due(session: &SessionFacts, _config: &WindowConfig) -> bool {
+pub fn compression_is_due(
+    session: &SessionFacts,
+    trigger: Option<&str>,
+    _config: &WindowConfig,
+) -> bool {
+    if trigger == Some("manual") {
+        return true;
+    }
     let Some(usage) = session.usage.filter(|u| u.invalid.is_none()) else {
         return false;
     };
@@ -879,7 +1145,11 @@ mod tests {
             (c.tokens_used, c.window_tokens, c.tokens_max),
             (6000, 1_048_576, 524_288)
         );
-        assert!(!compression_is_due(&s.facts(), &WindowConfig::default()));
+        assert!(!compression_is_due(
+            &s.facts(),
+            Some("auto"),
+            &WindowConfig::default()
+        ));
     }
 
     #[test]
@@ -889,7 +1159,11 @@ mod tests {
         let path = session_file(home.path(), &lines);
         let mut s = session();
         s.take_reading(read(&path, None, None).unwrap(), 1);
-        assert!(compression_is_due(&s.facts(), &WindowConfig::default()));
+        assert!(compression_is_due(
+            &s.facts(),
+            Some("auto"),
+            &WindowConfig::default()
+        ));
         lines.push(reply("c", 2100));
         let path = session_file(home.path(), &lines);
         let taken = read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap();
@@ -903,13 +1177,13 @@ mod tests {
         assert!(s.take_reading(again, 200_001).unwrap().is_empty());
         assert_eq!(s.epoch, 2);
 
-        // A threshold in the user's settings moves the point.
+        // A threshold in the user's settings moves the point, as the next hook reads it.
         std::fs::write(
             home.path().join(".gemini/settings.json"),
             r#"{"model": {"compressionThreshold": 0.2}}"#,
         )
         .unwrap();
-        s.take_reading(read(&path, None, s.usage.as_ref()).unwrap(), 200_002);
+        s.launch_point = launch_point(&hook_in(&path, &[]), None).unwrap();
         let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(c.tokens_max, 209_715);
         assert!(c.basis.contains("compressionThreshold"), "{}", c.basis);
@@ -994,7 +1268,7 @@ mod tests {
         ] {
             let used = usage(tokens);
             assert_eq!(
-                compression_is_due(&facts_of(model, &used, None, &knobs), &config),
+                compression_is_due(&facts_of(model, &used, None, &knobs), Some("auto"), &config),
                 due,
                 "{model} at {tokens}"
             );
@@ -1007,12 +1281,12 @@ mod tests {
         let used = usage(314_573);
         let facts = facts_of("gemini-2.5-flash", &used, Some(&point), &knobs);
         assert!(
-            compression_is_due(&facts, &config),
+            compression_is_due(&facts, Some("auto"), &config),
             "0.3 × 1,048,576 = 314,572.8"
         );
         let used = usage(314_572);
         let facts = facts_of("gemini-2.5-flash", &used, Some(&point), &knobs);
-        assert!(!compression_is_due(&facts, &config));
+        assert!(!compression_is_due(&facts, Some("auto"), &config));
         let bad = usage(600_000);
         let bad = Usage {
             invalid: Some("bad".into()),
@@ -1020,6 +1294,14 @@ mod tests {
         };
         assert!(!compression_is_due(
             &facts_of("gemini-2.5-flash", &bad, None, &knobs),
+            Some("auto"),
+            &config
+        ));
+        // `/compress` compresses wherever the figure stands.
+        let low = usage(5_000);
+        assert!(compression_is_due(
+            &facts_of("gemini-2.5-flash", &low, None, &knobs),
+            Some("manual"),
             &config
         ));
     }
@@ -1049,6 +1331,11 @@ mod tests {
 
         let user = SettingsFile::Own(gemini.join("settings.json"));
         let proj = SettingsFile::Project(project.clone());
+        let trusted = TrustInputs {
+            env: BTreeMap::from([(TRUST_WORKSPACE_VAR.to_owned(), "true".to_owned())]),
+            trusted_folders: gemini.join(TRUSTED_FOLDERS_FILE),
+        };
+        let configured_threshold = |files: &[SettingsFile]| configured_threshold(files, &trusted);
         assert_eq!(
             configured_threshold(&[user.clone(), proj.clone()]),
             None,
@@ -1135,6 +1422,20 @@ mod tests {
         assert!(p.basis.contains("not valid JSON"), "{}", p.basis);
     }
 
+    /// A hook of the session whose chat file is `transcript`, with `env`.
+    fn hook_in(transcript: &Path, env: &[(&str, &str)]) -> HookEvent {
+        let payload = json!({
+            "session_id": "g",
+            "transcript_path": transcript,
+            "cwd": "/nowhere",
+            "hook_event_name": "PreCompress",
+        });
+        let mut req = request(Some("pre-compress"), &payload.to_string());
+        req.env
+            .extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        crate::harness::parse(&req).unwrap()
+    }
+
     #[test]
     fn the_project_settings_are_found_from_the_session_file() {
         let home = tempfile::tempdir().unwrap();
@@ -1157,9 +1458,139 @@ mod tests {
         .unwrap();
         let mut s = session();
         s.take_reading(read(&path, None, None).unwrap(), 1);
+        let hook = hook_in(&path, &[(TRUST_WORKSPACE_VAR, "true")]);
+        s.launch_point = launch_point(&hook, None).unwrap();
         let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(c.tokens_max, 314_572, "{}", c.basis);
         assert!(c.basis.contains("0.3"), "{}", c.basis);
+    }
+
+    /// Gemini CLI takes a project's settings only in a folder it trusts:
+    /// folder trust is on unless the user's or system settings turn it off,
+    /// and then `GEMINI_CLI_TRUST_WORKSPACE`, `GEMINI_RESTRICTED_MODE` or the
+    /// longest rule of `trustedFolders.json` decides; no rule, not trusted.
+    /// Untrusted, the project's file is not read at all.
+    #[test]
+    fn a_project_threshold_counts_only_in_a_folder_gemini_cli_trusts() {
+        let home = tempfile::tempdir().unwrap();
+        let gemini = home.path().join(".gemini");
+        let project = home.path().join("work/proj");
+        std::fs::create_dir_all(&gemini).unwrap();
+        std::fs::create_dir_all(project.join(".gemini")).unwrap();
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            r#"{"model": {"compressionThreshold": 0.3}}"#,
+        )
+        .unwrap();
+        let path = session_file(home.path(), &[reply("a", 5000)]);
+        std::fs::write(
+            path.parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join(".project_root"),
+            project.display().to_string(),
+        )
+        .unwrap();
+        let folders = gemini.join(TRUSTED_FOLDERS_FILE);
+        let point = |env: &[(&str, &str)]| {
+            launch_point(&hook_in(&path, env), None)
+                .expect("the session file says where Gemini CLI's settings are")
+        };
+        let fraction = |env: &[(&str, &str)]| point(env).and_then(|p| p.fraction);
+        let basis = |env: &[(&str, &str)]| point(env).map(|p| p.basis).unwrap_or_default();
+
+        // No rule: not trusted, and the basis says why.
+        assert_eq!(fraction(&[]), None, "{}", basis(&[]));
+        assert!(basis(&[]).contains("does not trust"), "{}", basis(&[]));
+        assert!(basis(&[]).contains("no rule"), "{}", basis(&[]));
+        // The environment decides first.
+        assert_eq!(fraction(&[(TRUST_WORKSPACE_VAR, "true")]), Some(0.3));
+        assert_eq!(
+            fraction(&[(TRUST_WORKSPACE_VAR, "true"), (RESTRICTED_MODE_VAR, "true")]),
+            None
+        );
+        // The rules: the longest that covers the project wins.
+        let rules = |text: &str| std::fs::write(&folders, text).unwrap();
+        let work = home.path().join("work");
+        rules(&format!(r#"{{"{}": "TRUST_FOLDER"}}"#, work.display()));
+        assert_eq!(fraction(&[]), Some(0.3), "{}", basis(&[]));
+        rules(&format!(
+            r#"{{"{}": "TRUST_FOLDER", "{}": "DO_NOT_TRUST"}}"#,
+            work.display(),
+            project.display()
+        ));
+        assert_eq!(fraction(&[]), None);
+        assert!(basis(&[]).contains("DO_NOT_TRUST"), "{}", basis(&[]));
+        assert_eq!(fraction(&[(TRUST_WORKSPACE_VAR, "true")]), Some(0.3));
+        rules(&format!(
+            "{{\n  // a comment\n  \"{}\": \"TRUST_PARENT\"\n}}",
+            project.join("src").display()
+        ));
+        assert_eq!(fraction(&[]), Some(0.3), "TRUST_PARENT covers the parent");
+        rules(&format!(
+            r#"{{"{}": "TRUST_FOLDER"}}"#,
+            project.join("src").display()
+        ));
+        assert_eq!(
+            fraction(&[]),
+            None,
+            "a rule below the project does not cover it"
+        );
+        // The variable that moves the file.
+        let elsewhere = home.path().join("folders.json");
+        std::fs::write(
+            &elsewhere,
+            format!(r#"{{"{}": "TRUST_FOLDER"}}"#, project.display()),
+        )
+        .unwrap();
+        let moved = elsewhere.display().to_string();
+        assert_eq!(fraction(&[(TRUSTED_FOLDERS_PATH_VAR, &moved)]), Some(0.3));
+        // A file Gemini CLI refuses to start with trusts nothing, and says so.
+        for bad in [
+            "{not json".to_owned(),
+            "[1, 2]".to_owned(),
+            format!(r#"{{"{}": "TRUST_EVERYTHING"}}"#, project.display()),
+        ] {
+            rules(&bad);
+            assert_eq!(fraction(&[]), None, "{bad}");
+            assert!(basis(&[]).contains("does not start"), "{}", basis(&[]));
+        }
+        std::fs::remove_file(&folders).unwrap();
+        std::fs::write(&folders, vec![b' '; SETTINGS_LIMIT as usize + 1]).unwrap();
+        assert!(basis(&[]).contains("larger than"), "{}", basis(&[]));
+        std::fs::remove_file(&folders).unwrap();
+        // Folder trust turned off in the user's settings: every folder is trusted.
+        std::fs::write(
+            gemini.join("settings.json"),
+            r#"{"security": {"folderTrust": {"enabled": false}}}"#,
+        )
+        .unwrap();
+        assert_eq!(fraction(&[]), Some(0.3), "{}", basis(&[]));
+        std::fs::write(
+            gemini.join("settings.json"),
+            r#"{"security": {"folderTrust": {"enabled": true}}}"#,
+        )
+        .unwrap();
+        assert_eq!(fraction(&[]), None);
+
+        // Untrusted, nothing of the project's file is read: a FIFO there
+        // would block a reader, and an unreadable file would be named.
+        std::fs::remove_file(project.join(".gemini/settings.json")).unwrap();
+        let fifo = std::ffi::CString::new(
+            project
+                .join(".gemini/settings.json")
+                .to_str()
+                .unwrap()
+                .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let b = basis(&[]);
+        assert!(
+            b.contains("does not trust") && !b.contains("FIFO") && !b.contains("not a regular"),
+            "{b}"
+        );
     }
 
     #[test]

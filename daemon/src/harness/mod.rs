@@ -424,13 +424,19 @@ pub fn launch_point(
 ) -> Option<Launch> {
     match event.harness {
         Harness::Codex => codex::launch_point(event, peer_pid, known),
-        Harness::ClaudeCode | Harness::GeminiCli => None,
+        Harness::GeminiCli => {
+            gemini_cli::launch_point(event, peer_pid).map(|point| Launch {
+                process: None,
+                point,
+            })
+        }
+        Harness::ClaudeCode => None,
     }
 }
 
 /// Whether a hook of this harness can tell where its process compacts.
 pub fn has_launch_point(harness: Harness) -> bool {
-    harness == Harness::Codex
+    matches!(harness, Harness::Codex | Harness::GeminiCli)
 }
 
 /// Where a compaction's record starts in the session's file, for a harness
@@ -488,14 +494,25 @@ pub fn injected_context_arrived(harness: Harness, path: &Path, marker: &str) -> 
     }
 }
 
-/// Whether a PreCompact-like hook means a compaction now. Gemini CLI fires
-/// PreCompress before every model call; a compression follows only when its
-/// own rule says so.
-pub fn compaction_is_due(session: &SessionFacts, config: &protocol::config::WindowConfig) -> bool {
+/// Whether a PreCompact-like hook with this `trigger` means a compaction
+/// now. Gemini CLI fires PreCompress before every model call; a compression
+/// follows only when its own rule says so.
+pub fn compaction_is_due(
+    session: &SessionFacts,
+    trigger: Option<&str>,
+    config: &protocol::config::WindowConfig,
+) -> bool {
     match session.harness {
-        Harness::GeminiCli => gemini_cli::compression_is_due(session, config),
+        Harness::GeminiCli => gemini_cli::compression_is_due(session, trigger, config),
         Harness::ClaudeCode | Harness::Codex => true,
     }
+}
+
+/// Whether the harness's automatic PreCompact-like hook fires again and
+/// again while no compaction follows (Gemini CLI's, before every model
+/// call), so that one save per epoch stands for all of them.
+pub fn precompact_repeats_without_compaction(harness: Harness) -> bool {
+    harness == Harness::GeminiCli
 }
 
 /// The compaction summary a hook carries, and what to call where it came

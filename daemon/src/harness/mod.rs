@@ -424,12 +424,10 @@ pub fn launch_point(
 ) -> Option<Launch> {
     match event.harness {
         Harness::Codex => codex::launch_point(event, peer_pid, known),
-        Harness::GeminiCli => {
-            gemini_cli::launch_point(event, peer_pid).map(|point| Launch {
-                process: None,
-                point,
-            })
-        }
+        Harness::GeminiCli => gemini_cli::launch_point(event, peer_pid).map(|point| Launch {
+            process: None,
+            point,
+        }),
         Harness::ClaudeCode => None,
     }
 }

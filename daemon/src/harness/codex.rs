@@ -806,7 +806,7 @@ fn read_own_config(path: &Path) -> Option<String> {
 /// only as a regular file of at most [`CONFIG_LIMIT`] bytes.
 fn project_limit(codex_home: &Path, working_dir: &Path, root: &Path) -> Option<(PathBuf, u64)> {
     let user = read_own_config(&codex_home.join("config.toml"))?;
-    if !(trusts(&user, working_dir) || trusts(&user, root)) {
+    if !codex_trusts(&user, working_dir, root) {
         return None;
     }
     let below = working_dir.strip_prefix(root).ok()?;
@@ -844,9 +844,18 @@ fn project_limit(codex_home: &Path, working_dir: &Path, root: &Path) -> Option<(
     None
 }
 
-/// Whether the user's `config.toml` marks `project` trusted
-/// (`[projects."<path>"]` with `trust_level = "trusted"`).
-fn trusts(user_config: &str, project: &Path) -> bool {
+/// Whether Codex trusts the project it runs in, by its rule: the working
+/// directory's own entry in the user's `config.toml` decides, whatever its
+/// level; without one, the repository root's does.
+fn codex_trusts(user_config: &str, working_dir: &Path, root: &Path) -> bool {
+    trust_level(user_config, working_dir)
+        .or_else(|| trust_level(user_config, root))
+        .is_some_and(|level| level == "trusted")
+}
+
+/// The `trust_level` of `[projects."<project>"]` in the user's
+/// `config.toml`, if it has one.
+fn trust_level(user_config: &str, project: &Path) -> Option<String> {
     let header = format!("[projects.\"{}\"]", project.display());
     let mut in_table = false;
     for line in user_config.lines().map(str::trim) {
@@ -856,13 +865,11 @@ fn trusts(user_config: &str, project: &Path) -> bool {
             && let Some((k, v)) = line.split_once('=')
             && k.trim() == "trust_level"
         {
-            return v
-                .split('#')
-                .next()
-                .is_some_and(|v| v.trim() == "\"trusted\"");
+            let value = v.split('#').next().unwrap_or_default().trim();
+            return Some(value.trim_matches('"').to_owned());
         }
     }
-    false
+    None
 }
 
 /// The limit in the profile the command line names (`--profile P`, `-p P`):
@@ -1533,6 +1540,29 @@ mod tests {
 
     /// Codex 0.169.0 reads a trusted project's `.codex/config.toml` before
     /// the profile `--profile` names, and both before `config.toml`.
+    /// The working directory's own entry decides, whatever its level: an
+    /// untrusted folder inside a trusted repository stays untrusted.
+    #[test]
+    fn codex_trust_is_the_working_directorys_entry_first() {
+        let user = "[projects.\"/repo\"]\ntrust_level = \"trusted\"\n\n\
+                    [projects.\"/repo/vendor/x\"]\ntrust_level = \"untrusted\" # theirs\n";
+        let (root, vendor, src) = (
+            Path::new("/repo"),
+            Path::new("/repo/vendor/x"),
+            Path::new("/repo/src"),
+        );
+        assert!(
+            codex_trusts(user, src, root),
+            "the root's entry, for lack of one"
+        );
+        assert!(!codex_trusts(user, vendor, root), "its own entry wins");
+        assert!(codex_trusts(user, root, root));
+        let only_below = "[projects.\"/repo/src\"]\ntrust_level = \"trusted\"\n";
+        assert!(codex_trusts(only_below, src, root));
+        assert!(!codex_trusts(only_below, vendor, root));
+        assert!(!codex_trusts("", src, root));
+    }
+
     #[test]
     fn project_and_profile_limits_in_codexs_order() {
         let home = tempfile::tempdir().unwrap();

@@ -120,6 +120,7 @@ pub fn on_hook(
         });
     }
     if event.kind == EventKind::PreCompact && precompact_saves(s, event, config) {
+        s.precompact_saved_epoch = Some(s.epoch);
         let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
         effects.push(Effect::Save {
             trigger: SaveTrigger::PreCompact(trigger),
@@ -309,7 +310,7 @@ fn precompact_saves(s: &Session, event: &HookEvent, config: &Config) -> bool {
     }
     let repeats =
         harness::precompact_repeats_without_compaction(s.key.harness) && trigger != Some("manual");
-    !(repeats && s.compaction_announced_ms.is_some())
+    !(repeats && s.precompact_saved_epoch == Some(s.epoch))
 }
 
 /// An automatic compaction below the point hookd expected (or before it
@@ -343,6 +344,9 @@ fn hook_epoch(
     let trigger = trigger
         .map(str::to_owned)
         .or_else(|| s.announced_trigger.take());
+    // The record that names this compaction, read later, takes its trigger
+    // from here; nothing after it does.
+    s.announced_trigger.clone_from(&trigger);
     effects.push(Effect::Record {
         kind: "compaction",
         fields: json!({ "epoch": s.epoch, "trigger": trigger, "source": what, "announced": announced }),
@@ -1184,6 +1188,44 @@ mod tests {
     /// the file still shows the figure from before the compression): one
     /// pipeline for the epoch, a lookup for the rest, and the next epoch's
     /// compression gets its own. `/compress` always saves.
+    /// A compaction's trigger goes with it: a later compaction no hook
+    /// announced is not taken for an automatic one (which would teach a
+    /// point where none is).
+    #[test]
+    fn a_compactions_trigger_is_not_inherited_by_the_next() {
+        let mut s = session(Harness::Codex);
+        s.announced_trigger = Some("auto".into());
+        s.compaction_announced_ms = Some(1_000);
+        let mut effects = Vec::new();
+        assert!(!hook_epoch(
+            &mut s,
+            "post-compact",
+            Some("auto"),
+            2_000,
+            &mut effects
+        ));
+        let record = |uuid: &str, pre| Boundary {
+            uuid: Some(uuid.into()),
+            trigger: None,
+            pre_tokens: Some(pre),
+            post_tokens: None,
+            timestamp: None,
+        };
+        let Some(Ok(r1)) = reading(3_000, 10, vec![record("r1", 90_000)]) else {
+            unreachable!()
+        };
+        s.take_reading(r1, 2_100);
+        assert_eq!(s.auto_compacted_at, Some(90_000), "its record knows it");
+        s.auto_compacted_at = None;
+        let Some(Ok(r2)) = reading(2_000, 20, vec![record("r2", 30_000)]) else {
+            unreachable!()
+        };
+        let began = s.take_reading(r2, 900_000).unwrap();
+        assert_eq!(began.len(), 1);
+        assert_eq!(began[0].0.trigger, None, "not announced, not known");
+        assert_eq!(s.auto_compacted_at, None);
+    }
+
     #[test]
     fn gemini_pre_compress_saves_once_per_epoch_past_the_point() {
         let config = Config::default();
@@ -1238,6 +1280,22 @@ mod tests {
             saves(&e),
             [(SaveTrigger::PreCompact("manual".into()), true, true)],
             "/compress compresses: it saves"
+        );
+        // A compression too small to show as one, seen as a drop of usage:
+        // a new epoch, so the next compression past the point saves again.
+        let epoch = s.epoch;
+        let tool = event(Harness::GeminiCli, EventKind::PostToolUse);
+        on_hook(&mut s, &tool, reading(712_000, 75, vec![]), &config, 9);
+        on_hook(&mut s, &tool, reading(300_000, 80, vec![]), &config, 9);
+        assert_eq!(s.epoch, epoch + 1, "the drop began an epoch");
+        let e = on_hook(&mut s, &pre, reading(600_000, 90, vec![]), &config, 10);
+        assert_eq!(
+            saves(&e)
+                .iter()
+                .filter(|s| s.0 == SaveTrigger::PreCompact("auto".into()))
+                .count(),
+            1,
+            "a save for the new epoch"
         );
         // Claude Code's PreCompact is always a compaction: each one saves.
         let mut s = session(Harness::ClaudeCode);

@@ -130,6 +130,10 @@ pub struct Session {
     /// That PreCompact's trigger (manual or auto).
     #[serde(default)]
     pub announced_trigger: Option<String>,
+    /// The epoch whose PreCompact ran the pipeline: a harness that fires it
+    /// before every model call gets one save per epoch.
+    #[serde(default)]
+    pub precompact_saved_epoch: Option<u32>,
     #[serde(default)]
     pub last_save: Option<Mark>,
     #[serde(default)]
@@ -304,6 +308,7 @@ impl Session {
             peak_pressure: 0.0,
             compaction_announced_ms: None,
             announced_trigger: None,
+            precompact_saved_epoch: None,
             last_save: None,
             last_checkpoint: None,
             resume: None,
@@ -374,17 +379,19 @@ impl Session {
                 continue;
             }
             let announced = self.compaction_announced_ms.is_some();
-            if boundary.trigger.is_none() {
-                // The file does not say; the PreCompact that announced it did.
+            if boundary.trigger.is_none() && (announced || self.awaiting_boundary) {
+                // The file does not say; the hook that announced it did.
                 boundary.trigger.clone_from(&self.announced_trigger);
             }
             if boundary.trigger.as_deref() == Some("auto") {
                 self.auto_compacted_at = boundary.pre_tokens;
             }
             // A boundary the hooks already opened an epoch for only names it.
-            if self.begin_epoch(&EpochStart::Boundary(boundary.clone()), now_ms) {
+            let began_one = self.begin_epoch(&EpochStart::Boundary(boundary.clone()), now_ms);
+            // Its trigger is said; a later compaction must not inherit it.
+            self.announced_trigger = None;
+            if began_one {
                 self.compaction_announced_ms = None;
-                self.announced_trigger = None;
                 began.push((boundary, announced));
             }
         }

@@ -62,6 +62,72 @@ fn transcripts(c: &mut Criterion) {
     group.finish();
 }
 
+/// A Codex rollout whose latest turn is long: `calls` tool calls, each a
+/// reply's figures and a tool's output of about 2 KiB.
+fn codex_rollout(path: &Path, calls: u64) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    writeln!(
+        f,
+        r#"{{"type":"turn_context","payload":{{"model":"gpt-5.5-codex"}}}}"#
+    )
+    .unwrap();
+    writeln!(
+        f,
+        r#"{{"type":"event_msg","payload":{{"type":"task_started"}}}}"#
+    )
+    .unwrap();
+    for n in 0..calls {
+        codex_reply(&mut f, 10_000 + n * 10);
+    }
+}
+
+fn codex_reply(f: &mut impl Write, tokens: u64) {
+    let usage = format!(
+        r#"{{"input_tokens":{},"cached_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":0,"total_tokens":{tokens}}}"#,
+        tokens - 50
+    );
+    writeln!(f, r#"{{"type":"response_item","payload":{{"type":"function_call","name":"exec_command","arguments":"{{\"cmd\":\"cargo test\"}}","call_id":"c{tokens}"}}}}"#).unwrap();
+    writeln!(
+        f,
+        r#"{{"type":"token_usage_record","payload":{{"response_id":"r{tokens}","usage":{usage}}}}}"#
+    )
+    .unwrap();
+    writeln!(f, r#"{{"type":"response_item","payload":{{"type":"function_call_output","call_id":"c{tokens}","output":"{}"}}}}"#, "x".repeat(2_000)).unwrap();
+    writeln!(f, r#"{{"type":"event_msg","payload":{{"type":"token_count","info":{{"last_token_usage":{usage},"model_context_window":190000}}}}}}"#).unwrap();
+}
+
+/// A Codex rollout reading after one more reply, against reading the same
+/// file from its end (what every reading cost when it scanned back to the
+/// turn's start), in the same run.
+fn rollouts(c: &mut Criterion) {
+    use hookd::harness::codex;
+    let dir = tempfile::tempdir().unwrap();
+    let mut group = c.benchmark_group("codex rollout");
+    let path = dir.path().join("rollout.jsonl");
+    codex_rollout(&path, 4_000);
+    let mut tokens = 60_000;
+    group.bench_function("from the end, an 8 MB turn", |b| {
+        b.iter(|| codex::read(&path, None, None).unwrap())
+    });
+    group.bench_function("one appended reply, an 8 MB turn", |b| {
+        b.iter_batched(
+            || {
+                let at = codex::read(&path, None, None).unwrap().reading;
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .unwrap();
+                tokens += 10;
+                codex_reply(&mut f, tokens);
+                at
+            },
+            |at| codex::read(&path, Some(&at.cursor), at.usage.as_ref()).unwrap(),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
 fn hook_frames(payload: &[u8]) -> (Vec<u8>, Box<RawValue>) {
     let raw = RawValue::from_string(String::from_utf8(payload.to_vec()).unwrap()).unwrap();
     let request = Request::Hook(HookRequest {
@@ -147,7 +213,7 @@ fn hooks(c: &mut Criterion) {
                 })
             },
             |request| {
-                let response = runtime.block_on(engine.handle(request));
+                let response = runtime.block_on(engine.handle(request, None));
                 assert!(matches!(response, Response::Hook(_)));
             },
             BatchSize::SmallInput,
@@ -158,5 +224,5 @@ fn hooks(c: &mut Criterion) {
     runtime.block_on(served).unwrap().unwrap();
 }
 
-criterion_group!(benches, transcripts, hooks);
+criterion_group!(benches, transcripts, rollouts, hooks);
 criterion_main!(benches);

@@ -154,6 +154,12 @@ impl Dir {
         })
     }
 
+    /// Whether this directory belongs to the user hookd runs as.
+    pub fn is_own(&self) -> bool {
+        rustix::fs::fstat(&self.fd)
+            .is_ok_and(|stat| stat.st_uid == rustix::process::geteuid().as_raw())
+    }
+
     /// Refuses a directory another user could write into: owned by someone
     /// else, or writable by group or others.
     pub fn check_private(&self) -> io::Result<()> {

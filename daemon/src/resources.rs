@@ -20,6 +20,8 @@ pub struct Resources {
     pub memories: Memories,
     /// Which state files hookd wrote; the default records none and resumes none.
     pub saved_states: SavedStates,
+    /// Where each harness process seen compacts, read once per process.
+    pub launch_points: crate::harness::LaunchPoints,
 }
 
 impl Resources {

@@ -402,6 +402,12 @@ async fn serve_connection(
         )
         .await;
     }
+    let peer_pid = conn
+        .peer_creds()
+        .ok()
+        .and_then(|c| c.pid())
+        .and_then(|pid| u32::try_from(pid).ok())
+        .filter(|pid| *pid > 0);
     let mut reader = BufReader::new(&conn);
     let Some(frame) = next_frame(&mut reader, shutdown, request_timeout).await? else {
         return Ok(());
@@ -429,7 +435,7 @@ async fn serve_connection(
             Ok(Request::Watch(query)) => {
                 return stream_status(&conn, &mut reader, engine, shutdown, query).await;
             }
-            Ok(request) => engine.handle(request).await,
+            Ok(request) => engine.handle(request, peer_pid).await,
             Err(e) => {
                 let reply = Response::Error(ErrorReply::new(ErrorKind::BadRequest, e.to_string()));
                 return send(&conn, &reply).await;

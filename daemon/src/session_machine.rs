@@ -69,7 +69,7 @@ pub fn on_hook(
     // (Claude Code writes the boundary after SessionStart(compact)); either
     // may be the first word of one that no PreCompact announced.
     let mut unannounced = match reading {
-        Some(reading) => on_reading(s, reading, now, &mut effects),
+        Some(reading) => on_reading(s, reading, config, now, &mut effects),
         None => false,
     };
     match &event.kind {
@@ -119,8 +119,8 @@ pub fn on_hook(
             first: resuming,
         });
     }
-    if event.kind == EventKind::PreCompact && harness::compaction_is_due(&s.facts(), &config.window)
-    {
+    if event.kind == EventKind::PreCompact && precompact_saves(s, event, config) {
+        s.precompact_saved_epoch = Some(s.epoch);
         let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
         effects.push(Effect::Save {
             trigger: SaveTrigger::PreCompact(trigger),
@@ -191,7 +191,7 @@ pub fn on_file_change(
     now: u64,
 ) -> Vec<Effect> {
     let mut effects = Vec::new();
-    if on_reading(s, reading, now, &mut effects) {
+    if on_reading(s, reading, config, now, &mut effects) {
         effects.push(Effect::Save {
             trigger: SaveTrigger::UnannouncedCompaction,
             checkpoint: true,
@@ -242,6 +242,7 @@ fn checks(event: &HookEvent, config: &Config) -> bool {
 fn on_reading(
     s: &mut Session,
     reading: Result<SessionReading, String>,
+    config: &Config,
     now: u64,
     effects: &mut Vec<Effect>,
 ) -> bool {
@@ -256,6 +257,9 @@ fn on_reading(
     let Some(began) = s.take_reading(reading, now) else {
         return false;
     };
+    if let Some(tokens) = s.auto_compacted_at.take() {
+        learn_point(s, tokens, config);
+    }
     for boundary in &boundaries {
         if let (Some(before), Some(after)) = (boundary.pre_tokens, boundary.post_tokens) {
             effects.push(Effect::Record {
@@ -294,6 +298,35 @@ fn on_reading(
     unannounced
 }
 
+/// Whether a PreCompact hook runs the pipeline: when its harness compacts
+/// now, and, for a harness whose automatic PreCompact fires on every model
+/// call, only once per epoch: a compaction announced in this epoch that has
+/// not shown up (the harness gave up on it, or the file still holds the
+/// figure from before it) already has its save.
+fn precompact_saves(s: &Session, event: &HookEvent, config: &Config) -> bool {
+    let trigger = event.trigger.as_deref();
+    if !harness::compaction_is_due(&s.facts(), trigger, &config.window) {
+        return false;
+    }
+    let repeats =
+        harness::precompact_repeats_without_compaction(s.key.harness) && trigger != Some("manual");
+    !(repeats && s.precompact_saved_epoch == Some(s.epoch))
+}
+
+/// An automatic compaction below the point hookd expected (or before it
+/// could know one) shows the point was set where hookd cannot see (a limit
+/// on a command line it could not read): `tokens`, the context it
+/// compacted (the last reply's figure before its record, never one read
+/// after it), stands in for it until a point hookd can read appears.
+fn learn_point(s: &mut Session, tokens: u64, config: &Config) {
+    let facts = s.facts();
+    let expected = harness::compaction_point(&facts, &config.window).tokens;
+    if tokens == 0 || (tokens >= expected && !harness::point_unknown(&facts, &config.window)) {
+        return;
+    }
+    s.learned_point = harness::point_shown_by_compaction(s.key.harness, tokens);
+}
+
 /// A SessionStart(compact) or PostCompact hook: a compaction happened.
 /// Returns whether it began an epoch no PreCompact announced.
 fn hook_epoch(
@@ -311,6 +344,9 @@ fn hook_epoch(
     let trigger = trigger
         .map(str::to_owned)
         .or_else(|| s.announced_trigger.take());
+    // The record that names this compaction, read later, takes its trigger
+    // from here; nothing after it does.
+    s.announced_trigger.clone_from(&trigger);
     effects.push(Effect::Record {
         kind: "compaction",
         fields: json!({ "epoch": s.epoch, "trigger": trigger, "source": what, "announced": announced }),
@@ -337,11 +373,15 @@ fn thresholds(
     checker: Checker,
     effects: &mut Vec<Effect>,
 ) {
-    // A figure that cannot be right fires nothing, and moves no epoch.
+    // A figure that cannot be right fires nothing, and moves no epoch;
+    // neither does one measured against a point no one knows yet.
     let Some(context) = crate::sessions::context_of(s, config).filter(|c| c.invalid.is_none())
     else {
         return;
     };
+    if harness::point_unknown(&s.facts(), &config.window) {
+        return;
+    }
     if checker == Checker::Hook
         && monitor::dropped_enough(s.peak_pressure, context.pressure, config.monitor.reset_drop)
     {
@@ -1147,6 +1187,131 @@ mod tests {
         let e = on_hook(&mut s, &prompt, None, &config, 5);
         assert!(!e.iter().any(|e| matches!(e, Effect::Resume { .. })));
         assert!(e.contains(&Effect::CheckArrival));
+    }
+
+    /// Past the point, PreCompress keeps firing before every model call while
+    /// Gemini CLI compresses nothing (it gave up after a failed attempt, or
+    /// the file still shows the figure from before the compression): one
+    /// pipeline for the epoch, a lookup for the rest, and the next epoch's
+    /// compression gets its own. `/compress` always saves.
+    /// A compaction's trigger goes with it: a later compaction no hook
+    /// announced is not taken for an automatic one (which would teach a
+    /// point where none is).
+    #[test]
+    fn a_compactions_trigger_is_not_inherited_by_the_next() {
+        let mut s = session(Harness::Codex);
+        s.announced_trigger = Some("auto".into());
+        s.compaction_announced_ms = Some(1_000);
+        let mut effects = Vec::new();
+        assert!(!hook_epoch(
+            &mut s,
+            "post-compact",
+            Some("auto"),
+            2_000,
+            &mut effects
+        ));
+        let record = |uuid: &str, pre| Boundary {
+            uuid: Some(uuid.into()),
+            trigger: None,
+            pre_tokens: Some(pre),
+            post_tokens: None,
+            timestamp: None,
+        };
+        let Some(Ok(r1)) = reading(3_000, 10, vec![record("r1", 90_000)]) else {
+            unreachable!()
+        };
+        s.take_reading(r1, 2_100);
+        assert_eq!(s.auto_compacted_at, Some(90_000), "its record knows it");
+        s.auto_compacted_at = None;
+        let Some(Ok(r2)) = reading(2_000, 20, vec![record("r2", 30_000)]) else {
+            unreachable!()
+        };
+        let began = s.take_reading(r2, 900_000).unwrap();
+        assert_eq!(began.len(), 1);
+        assert_eq!(began[0].0.trigger, None, "not announced, not known");
+        assert_eq!(s.auto_compacted_at, None);
+    }
+
+    #[test]
+    fn gemini_pre_compress_saves_once_per_epoch_past_the_point() {
+        let config = Config::default();
+        let mut s = session(Harness::GeminiCli);
+        let pre = with(event(Harness::GeminiCli, EventKind::PreCompact), |e| {
+            e.trigger = Some("auto".into())
+        });
+        let mut runs = Vec::new();
+        for (n, tokens) in [600_000, 610_000, 620_000, 630_000].into_iter().enumerate() {
+            let n = n as u64 + 1;
+            let e = on_hook(&mut s, &pre, reading(tokens, n * 10, vec![]), &config, n);
+            runs.push(
+                saves(&e)
+                    .iter()
+                    .filter(|s| s.0 == SaveTrigger::PreCompact("auto".into()))
+                    .count(),
+            );
+        }
+        assert_eq!(runs, [1, 0, 0, 0], "one pipeline for the epoch");
+        // The compression shows: a new epoch, and past the point again, a new save.
+        let boundary = Boundary {
+            uuid: Some("r5".into()),
+            trigger: Some("auto".into()),
+            pre_tokens: Some(630_000),
+            post_tokens: Some(2_100),
+            timestamp: None,
+        };
+        let e = on_hook(&mut s, &pre, reading(2_100, 50, vec![boundary]), &config, 5);
+        assert!(
+            saves(&e)
+                .iter()
+                .all(|s| !matches!(s.0, SaveTrigger::PreCompact(_)))
+        );
+        let e = on_hook(&mut s, &pre, reading(700_000, 60, vec![]), &config, 6);
+        assert_eq!(
+            saves(&e)
+                .iter()
+                .filter(|s| s.0 == SaveTrigger::PreCompact("auto".into()))
+                .count(),
+            1,
+            "the next compression's save"
+        );
+        let e = on_hook(&mut s, &pre, reading(710_000, 70, vec![]), &config, 7);
+        assert!(
+            saves(&e)
+                .iter()
+                .all(|s| !matches!(s.0, SaveTrigger::PreCompact(_)))
+        );
+        let manual = with(pre.clone(), |e| e.trigger = Some("manual".into()));
+        let e = on_hook(&mut s, &manual, reading(710_000, 70, vec![]), &config, 8);
+        assert_eq!(
+            saves(&e),
+            [(SaveTrigger::PreCompact("manual".into()), true, true)],
+            "/compress compresses: it saves"
+        );
+        // A compression too small to show as one, seen as a drop of usage:
+        // a new epoch, so the next compression past the point saves again.
+        let epoch = s.epoch;
+        let tool = event(Harness::GeminiCli, EventKind::PostToolUse);
+        on_hook(&mut s, &tool, reading(712_000, 75, vec![]), &config, 9);
+        on_hook(&mut s, &tool, reading(300_000, 80, vec![]), &config, 9);
+        assert_eq!(s.epoch, epoch + 1, "the drop began an epoch");
+        let e = on_hook(&mut s, &pre, reading(600_000, 90, vec![]), &config, 10);
+        assert_eq!(
+            saves(&e)
+                .iter()
+                .filter(|s| s.0 == SaveTrigger::PreCompact("auto".into()))
+                .count(),
+            1,
+            "a save for the new epoch"
+        );
+        // Claude Code's PreCompact is always a compaction: each one saves.
+        let mut s = session(Harness::ClaudeCode);
+        let pre = with(event(Harness::ClaudeCode, EventKind::PreCompact), |e| {
+            e.trigger = Some("auto".into())
+        });
+        for n in 1..=2 {
+            let e = on_hook(&mut s, &pre, reading(at(99), n * 10, vec![]), &config, n);
+            assert_eq!(saves(&e).len(), 1, "PreCompact {n}");
+        }
     }
 
     const MARKER: &str = "[hookd-resume 1]";

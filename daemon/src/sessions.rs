@@ -17,8 +17,10 @@ use std::path::{Path, PathBuf};
 /// File name of the registry in the state directory.
 pub const REGISTRY_FILE: &str = "sessions.json";
 const REGISTRY_VERSION: u32 = 1;
-/// A compaction announced by hooks and one seen in the transcript are the
-/// same compaction when they are this close together.
+/// Where nothing names a compaction, a guess: a hook after it with no
+/// PreCompact before it belongs to the epoch this recent, and a boundary
+/// that never comes is given up on after this long. A boundary names its
+/// compaction (by uuid, or a hook's epoch still waiting for one).
 const SAME_COMPACTION_MS: u64 = 120_000;
 /// Readings kept per session for the picture of its recent turns: enough
 /// to see a climb and a compaction, small enough for every status.
@@ -72,6 +74,27 @@ pub struct Session {
     /// Where the harness's own settings say it compacts.
     #[serde(default)]
     pub harness_point: Option<HarnessPoint>,
+    /// Where the harness's command line or project settings say it
+    /// compacts (they outrank its user settings), as the latest hook saw.
+    #[serde(default)]
+    pub launch_point: Option<HarnessPoint>,
+    /// Where an automatic compaction showed the harness compacts, when that
+    /// was below every point hookd could read (set somewhere it cannot see).
+    #[serde(default)]
+    pub learned_point: Option<HarnessPoint>,
+    /// The harness process whose launch gave `launch_point`: another one
+    /// may have been started with another limit.
+    #[serde(default)]
+    pub launch_process: Option<String>,
+    /// An automatic compaction just taken in, and the figure it compacted:
+    /// what [`crate::session_machine`] may learn the point from.
+    #[serde(skip)]
+    pub auto_compacted_at: Option<u64>,
+    /// The latest compaction record taken from the session's file, for a
+    /// harness that names them by where they start: only a later one is
+    /// another compaction.
+    #[serde(default)]
+    pub boundaries_taken_to: Option<Cursor>,
     /// A compaction the session's file showed, whose resume prompt goes in
     /// at the next prompt or tool call (harnesses with no SessionStart after
     /// compacting).
@@ -107,6 +130,10 @@ pub struct Session {
     /// That PreCompact's trigger (manual or auto).
     #[serde(default)]
     pub announced_trigger: Option<String>,
+    /// The epoch whose PreCompact ran the pipeline: a harness that fires it
+    /// before every model call gets one save per epoch.
+    #[serde(default)]
+    pub precompact_saved_epoch: Option<u32>,
     #[serde(default)]
     pub last_save: Option<Mark>,
     #[serde(default)]
@@ -265,6 +292,11 @@ impl Session {
             statusline_window: None,
             reported_window: None,
             harness_point: None,
+            launch_point: None,
+            learned_point: None,
+            launch_process: None,
+            auto_compacted_at: None,
+            boundaries_taken_to: None,
             resume_due: false,
             knobs: Knobs::default(),
             config_env: BTreeMap::new(),
@@ -276,6 +308,7 @@ impl Session {
             peak_pressure: 0.0,
             compaction_announced_ms: None,
             announced_trigger: None,
+            precompact_saved_epoch: None,
             last_save: None,
             last_checkpoint: None,
             resume: None,
@@ -301,7 +334,11 @@ impl Session {
             usage: self.usage.as_ref(),
             statusline_window: self.statusline_window,
             reported_window: self.reported_window,
-            harness_point: self.harness_point.as_ref(),
+            harness_point: self
+                .launch_point
+                .as_ref()
+                .or(self.learned_point.as_ref())
+                .or(self.harness_point.as_ref()),
             knobs: &self.knobs,
         }
     }
@@ -330,15 +367,31 @@ impl Session {
             self.reported_window = taken.window;
         }
         if taken.compaction_point.is_some() {
+            if taken.compaction_point != self.harness_point {
+                // A point set where hookd reads it beats one it guessed.
+                self.learned_point = None;
+            }
             self.harness_point = taken.compaction_point;
         }
         let mut began = Vec::new();
-        for boundary in reading.boundaries {
+        for mut boundary in reading.boundaries {
+            if !self.is_new_boundary(&boundary, &reading.cursor) {
+                continue;
+            }
             let announced = self.compaction_announced_ms.is_some();
+            if boundary.trigger.is_none() && (announced || self.awaiting_boundary) {
+                // The file does not say; the hook that announced it did.
+                boundary.trigger.clone_from(&self.announced_trigger);
+            }
+            if boundary.trigger.as_deref() == Some("auto") {
+                self.auto_compacted_at = boundary.pre_tokens;
+            }
             // A boundary the hooks already opened an epoch for only names it.
-            if self.begin_epoch(&EpochStart::Boundary(boundary.clone()), now_ms) {
+            let began_one = self.begin_epoch(&EpochStart::Boundary(boundary.clone()), now_ms);
+            // Its trigger is said; a later compaction must not inherit it.
+            self.announced_trigger = None;
+            if began_one {
                 self.compaction_announced_ms = None;
-                self.announced_trigger = None;
                 began.push((boundary, announced));
             }
         }
@@ -362,6 +415,55 @@ impl Session {
         Some(began)
     }
 
+    /// Whether a compaction record read from the file at `cursor` was not
+    /// taken before: the file only grows, so a record at or before the
+    /// latest one taken is that one or an older one read again (two
+    /// readings of the same lines, or a reading from the end after a
+    /// restart).
+    fn is_new_boundary(&mut self, boundary: &Boundary, cursor: &Cursor) -> bool {
+        let Some(at) = crate::harness::boundary_offset(self.key.harness, boundary) else {
+            return true;
+        };
+        let same_file = |t: &Cursor| t.dev == cursor.dev && t.ino == cursor.ino;
+        if self
+            .boundaries_taken_to
+            .as_ref()
+            .is_some_and(|t| same_file(t) && at <= t.offset)
+        {
+            return false;
+        }
+        self.boundaries_taken_to = Some(Cursor {
+            offset: at,
+            dev: cursor.dev,
+            ino: cursor.ino,
+        });
+        true
+    }
+
+    /// Takes in where the harness process that ran a hook compacts. A
+    /// point learned from a compaction goes when a point hookd can read
+    /// appears or changes, and when another process runs the session.
+    pub fn take_launch(&mut self, launch: crate::harness::Launch) {
+        let other_process = launch.process.is_some()
+            && self.launch_process.is_some()
+            && launch.process != self.launch_process;
+        let new_point = launch.point.is_some() && launch.point != self.launch_point;
+        if other_process || new_point {
+            self.learned_point = None;
+        }
+        if launch.process.is_some() {
+            self.launch_process = launch.process;
+        }
+        self.launch_point = launch.point;
+    }
+
+    /// What `hookctl status` notes of the session's compaction point, when
+    /// it cannot be known yet.
+    pub fn point_note(&self, config: &Config) -> Option<String> {
+        crate::harness::point_unknown(&self.facts(), &config.window)
+            .then(|| crate::harness::POINT_UNKNOWN.to_owned())
+    }
+
     /// Whether a compaction is under way that the session's file does not
     /// show yet (announced by PreCompact, or opened by a hook before its
     /// boundary was written): a figure read now is from before it.
@@ -381,7 +483,15 @@ impl Session {
                 if b.uuid.is_some() && b.uuid == self.epoch_boundary {
                     return false;
                 }
-                if self.epoch_boundary.is_none() && recent {
+                // A hook opened this epoch and its compaction's record
+                // follows within moments; one that never came must not
+                // swallow the next compaction, so the wait is bounded.
+                if self.awaiting_boundary
+                    && now_ms.saturating_sub(self.epoch_started_ms) >= SAME_COMPACTION_MS
+                {
+                    self.awaiting_boundary = false;
+                }
+                if self.awaiting_boundary && self.epoch_boundary.is_none() {
                     // A hook already opened this epoch; now we know its boundary.
                     self.epoch_boundary = b.uuid.clone();
                     self.awaiting_boundary = false;
@@ -527,6 +637,7 @@ impl Registry {
         if event.transcript_path.is_some() && event.transcript_path != session.transcript_path {
             session.transcript_path.clone_from(&event.transcript_path);
             session.cursor = None;
+            session.boundaries_taken_to = None;
         }
         if event.model.is_some() {
             session.model.clone_from(&event.model);

@@ -8,11 +8,14 @@ use interprocess::local_socket::{ConnectOptions, GenericFilePath, Stream, ToFsNa
 use protocol::frame::{self, FrameError};
 use protocol::paths::{SocketPath, ensure_socket_dir};
 use protocol::wire::{Call, ErrorKind, ErrorReply, Hello, Request, Response};
+use std::ffi::CString;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::{Duration, Instant};
 
 /// Environment variable naming the hookd binary to autostart.
@@ -242,11 +245,24 @@ fn autostart_daemon(socket: &SocketPath, deadline: Instant) -> Result<(), Client
 /// Starts hookd for `socket` unless another hookctl is already doing it, and
 /// waits until it listens. Budget: the caller's deadline (for hooks, the
 /// hook's time budget); `hookd start` itself waits at most 10 s.
+///
+/// Leaves nothing behind: the autostart lock is removed before it is
+/// released, and when hookd could not be started at all, a socket directory
+/// of ours that is left empty goes too.
 pub fn start_daemon(socket: &SocketPath, deadline: Instant) -> Result<(), ClientError> {
-    let dir = socket.path.parent().unwrap_or(Path::new("/"));
-    ensure_socket_dir(socket)
-        .map_err(|e| ClientError::Autostart(format!("cannot create {}: {e}", dir.display())))?;
-    let _start_lock = lock_for_start(&socket.start_lock_file(), deadline)?;
+    let start_lock = StartLock::acquire(socket, deadline)?;
+    let outcome = run_hookd_start(socket, deadline);
+    let still_starting = matches!(outcome, Err(ClientError::Timeout));
+    drop(start_lock);
+    if outcome.is_err() && !still_starting && socket.dir_is_ours() {
+        // Fails, as it should, while anything (another hook's lock) is in it.
+        let _ = std::fs::remove_dir(socket.path.parent().unwrap_or(Path::new("/")));
+    }
+    outcome
+}
+
+/// Runs `hookd start` unless hookd already answers, and waits for it.
+fn run_hookd_start(socket: &SocketPath, deadline: Instant) -> Result<(), ClientError> {
     // Whoever held the lock before us may have started it already (of
     // whatever version: a handshake would only say more).
     if Client::open(&socket.path, deadline).is_ok() {
@@ -281,6 +297,7 @@ pub fn start_daemon(socket: &SocketPath, deadline: Instant) -> Result<(), Client
                     why.to_owned()
                 }));
             }
+            // `hookd start` goes on and the next hook finds the daemon it starts.
             Ok(None) if Instant::now() >= deadline => return Err(ClientError::Timeout),
             Ok(None) => std::thread::sleep(START_POLL),
             Err(e) => return Err(ClientError::Autostart(e.to_string())),
@@ -288,26 +305,131 @@ pub fn start_daemon(socket: &SocketPath, deadline: Instant) -> Result<(), Client
     }
 }
 
-fn lock_for_start(path: &Path, deadline: Instant) -> Result<File, ClientError> {
-    let file = OpenOptions::new()
+/// The autostart lock, held: only its holder runs `hookd start`. The file
+/// is unlinked while still locked, so whoever opened it meanwhile finds,
+/// once it gets the lock, that it locked a file no longer there, and tries
+/// again on a new one; two hooks therefore never both hold the lock.
+struct StartLock {
+    path: PathBuf,
+    _file: File,
+}
+
+/// The path of the autostart lock this process holds (a leaked C string),
+/// or null: what the hook's watchdog removes when it ends the process.
+static HELD_START_LOCK: AtomicPtr<libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Removes the autostart lock this process holds, if any. Async-signal-safe
+/// (an atomic load and unlink(2)): for a watchdog that ends the process
+/// while `hookd start` is still under way.
+pub fn remove_held_start_lock() {
+    let path = HELD_START_LOCK.load(Ordering::SeqCst);
+    if !path.is_null() {
+        // SAFETY: a NUL-terminated string leaked while the lock is held, never freed.
+        unsafe { libc::unlink(path) };
+    }
+}
+
+/// Runs `f` with SIGALRM (the hook's watchdog) held back, so the watchdog
+/// never sees the lock half released.
+fn without_watchdog<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: sigset operations on a local set; the old mask is restored.
+    unsafe {
+        let mut alarm: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut alarm);
+        libc::sigaddset(&mut alarm, libc::SIGALRM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &alarm, &mut old);
+        let out = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        out
+    }
+}
+
+impl StartLock {
+    fn acquire(socket: &SocketPath, deadline: Instant) -> Result<StartLock, ClientError> {
+        let path = socket.start_lock_file();
+        let dir = socket.path.parent().unwrap_or(Path::new("/"));
+        loop {
+            ensure_socket_dir(socket).map_err(|e| {
+                ClientError::Autostart(format!("cannot create {}: {e}", dir.display()))
+            })?;
+            match lock_for_start(&path, deadline) {
+                Ok(file) if is_same_file(&file, &path) => {
+                    if let Ok(c_path) = CString::new(path.as_os_str().as_bytes()) {
+                        let leaked = c_path.into_raw();
+                        without_watchdog(|| HELD_START_LOCK.store(leaked, Ordering::SeqCst));
+                    }
+                    return Ok(StartLock { path, _file: file });
+                }
+                // Removed (with its directory, perhaps) by the hook that held it.
+                Ok(_) | Err(LockError::Gone) if Instant::now() < deadline => {
+                    std::thread::sleep(START_POLL)
+                }
+                Ok(_) | Err(LockError::Gone) => return Err(ClientError::Timeout),
+                Err(LockError::Failed(e)) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for StartLock {
+    fn drop(&mut self) {
+        // Before the file closes, which releases the lock.
+        let leaked = without_watchdog(|| {
+            let _ = std::fs::remove_file(&self.path);
+            HELD_START_LOCK.swap(std::ptr::null_mut(), Ordering::SeqCst)
+        });
+        if !leaked.is_null() {
+            // SAFETY: made by `CString::into_raw` in `acquire`; no one reads it any more.
+            drop(unsafe { CString::from_raw(leaked) });
+        }
+    }
+}
+
+/// True when `path` still names the file `file` has open.
+fn is_same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
+    }
+}
+
+enum LockError {
+    /// The lock file or its directory vanished before it could be opened.
+    Gone,
+    Failed(ClientError),
+}
+
+fn lock_for_start(path: &Path, deadline: Instant) -> Result<File, LockError> {
+    let file = match OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .mode(0o600)
         .open(path)
-        .map_err(|e| ClientError::Autostart(format!("cannot open {}: {e}", path.display())))?;
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(LockError::Gone),
+        Err(e) => {
+            return Err(LockError::Failed(ClientError::Autostart(format!(
+                "cannot open {}: {e}",
+                path.display()
+            ))));
+        }
+    };
     loop {
         match file.try_lock() {
             Ok(()) => return Ok(file),
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
                 std::thread::sleep(START_POLL)
             }
-            Err(TryLockError::WouldBlock) => return Err(ClientError::Timeout),
+            Err(TryLockError::WouldBlock) => return Err(LockError::Failed(ClientError::Timeout)),
             Err(TryLockError::Error(e)) => {
-                return Err(ClientError::Autostart(format!(
+                return Err(LockError::Failed(ClientError::Autostart(format!(
                     "cannot lock {}: {e}",
                     path.display()
-                )));
+                ))));
             }
         }
     }

@@ -229,6 +229,8 @@ extern "C" fn on_deadline(_signal: libc::c_int) {
             // SAFETY: write(2) and _exit(2) are async-signal-safe.
             unsafe { libc::write(2, message.as_ptr().cast(), message.len()) };
         }
+        // A `hookd start` still under way goes on; its lock must not stay behind.
+        crate::client::remove_held_start_lock();
         // SAFETY: as above; nothing was written to stdout, so nothing is lost.
         unsafe { libc::_exit(0) };
     }

@@ -72,6 +72,9 @@ pub const FORWARDED_ENV: &[&str] = &[
     "DISABLE_COMPACT",
     "CODEX_HOME",
     "GEMINI_PROJECT_DIR",
+    "GEMINI_CLI_TRUST_WORKSPACE",
+    "GEMINI_RESTRICTED_MODE",
+    "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
 ];
 
 /// Whether an environment variable travels with a request.

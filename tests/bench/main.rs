@@ -18,6 +18,7 @@
 //!
 //! In-process parts have criterion benches in `daemon/benches/`.
 
+mod in_agents;
 mod in_client;
 mod inputs;
 
@@ -136,7 +137,8 @@ fn usage() -> ! {
          \n  --keep      keep the sandboxes (daemon logs, events.jsonl, inputs) and say where\
          \n  --only      a comma-separated list of measures\
          \n  --out FILE  also write the report to FILE\
-         \n  --calls N   in-client: Bash tool calls in the turn (20; 3 with --quick)\
+         \n  --calls N   in-client: shell tool calls in the turn (20; 3 with --quick), in\
+         \n              Claude Code, Codex CLI and Gemini CLI (each skipped when not installed)\
          \n  --rounds R  in-client: timed rounds of each configuration (5; 1 with --quick)",
         MEASURES.join(",")
     );
@@ -247,6 +249,7 @@ fn main() {
             None => (bins.join("hookctl"), "dynamically linked"),
         };
         in_client::in_client(&bins, (&hookctl.0, hookctl.1), &s.in_client, &mut report);
+        in_agents::in_agents(&s.in_client, &mut report);
     }
 
     let mut text = String::new();
@@ -452,7 +455,24 @@ fn binaries(build: bool) -> PathBuf {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args([
-            "build", "--locked", "-p", "hookd", "-p", "hookctl", "--bins",
+            "build",
+            "--locked",
+            "-p",
+            "hookd",
+            "-p",
+            "hookctl",
+            "-p",
+            "hookd-tests",
+            "--bin",
+            "hookd",
+            "--bin",
+            "hookctl",
+            // The scripted model server Codex and Gemini CLI run against.
+            // Named one by one: `--bins` would take this package's bins
+            // too, and relinking this very program while it runs leaves
+            // it nothing to re-execute in the mock's namespace.
+            "--bin",
+            "hookd-mock-model",
         ]);
         match profile.as_str() {
             "debug" => {}

@@ -13,9 +13,11 @@
 
 mod agents;
 mod codex;
+mod codex_points;
 mod compaction;
 mod fail_open;
 mod gemini;
+mod gemini_points;
 mod memory;
 mod resume_shapes;
 mod sessions;

@@ -19,7 +19,8 @@
 //! Codex skips hooks it has not been told to trust, silently, so every run
 //! passes `--dangerously-bypass-hook-trust` (what a person does once in the
 //! TUI's hook review). Gemini runs with `GEMINI_CLI_TRUST_WORKSPACE=true`
-//! (headless refuses an untrusted folder) and `-m gemini-2.5-flash` (without
+//! (headless refuses an untrusted folder; not when its arguments hold
+//! `--skip-trust`, which runs it there untrusted) and `-m gemini-2.5-flash` (without
 //! it, 0.61.0 picks a preview model and adds routing calls).
 
 use crate::e2e::{MockServer, git_in, run_bounded};
@@ -158,6 +159,8 @@ pub struct AgentBuilder {
     wiring: Wiring,
     codex_window: u64,
     codex_compact_limit: Option<u64>,
+    gemini_model: String,
+    client_args: Vec<String>,
 }
 
 impl AgentBuilder {
@@ -183,6 +186,19 @@ impl AgentBuilder {
     pub fn codex_limits(mut self, window: u64, compact_limit: Option<u64>) -> Self {
         self.codex_window = window;
         self.codex_compact_limit = compact_limit;
+        self
+    }
+
+    /// The model Gemini CLI is asked for (`-m`); [`GEMINI_MODEL`] unless set.
+    pub fn gemini_model(mut self, model: &str) -> Self {
+        self.gemini_model = model.into();
+        self
+    }
+
+    /// Arguments every run of the client gets before its prompt (for Codex,
+    /// before `resume`), as a person would type them.
+    pub fn client_args(mut self, args: &[&str]) -> Self {
+        self.client_args = args.iter().map(|a| a.to_string()).collect();
         self
     }
 
@@ -218,8 +234,10 @@ impl AgentBuilder {
             binary,
             mock,
             wiring: self.wiring,
+            client_args: self.client_args,
             runs: Vec::new(),
             session_id: None,
+            gemini_model: self.gemini_model,
             sb: Some(sb),
         };
         crate::e2e::make_project(&agent.project, &agent.sandbox().home());
@@ -262,8 +280,10 @@ pub struct Agent {
     binary: PathBuf,
     mock: MockServer,
     wiring: Wiring,
+    client_args: Vec<String>,
     pub runs: Vec<AgentRun>,
     session_id: Option<String>,
+    gemini_model: String,
     /// `None` only while being dropped.
     sb: Option<Sandbox>,
 }
@@ -278,6 +298,8 @@ impl Agent {
             wiring: Wiring::Hookd,
             codex_window: 200_000,
             codex_compact_limit: None,
+            gemini_model: GEMINI_MODEL.into(),
+            client_args: Vec::new(),
         }
     }
 
@@ -536,18 +558,24 @@ impl Agent {
             Client::Codex => {
                 cmd.env("MOCK_API_KEY", "e2e-not-a-key")
                     .env("NO_COLOR", "1")
-                    .args(["exec", "--dangerously-bypass-hook-trust"]);
+                    .args(["exec", "--dangerously-bypass-hook-trust"])
+                    .args(&self.client_args);
                 if let Some(id) = &self.session_id {
                     cmd.args(["resume", id]);
                 }
                 cmd.arg(prompt);
             }
             Client::Gemini => {
+                // `--skip-trust` runs headless in a folder Gemini does not
+                // trust: the variable would trust it.
+                if !self.client_args.iter().any(|a| a == "--skip-trust") {
+                    cmd.env("GEMINI_CLI_TRUST_WORKSPACE", "true");
+                }
                 cmd.env("GEMINI_API_KEY", "e2e-not-a-key")
                     .env("GOOGLE_GEMINI_BASE_URL", &base_url)
-                    .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
                     .env("NO_COLOR", "1")
-                    .args(["-m", GEMINI_MODEL, "--yolo", "-p", prompt]);
+                    .args(&self.client_args)
+                    .args(["-m", &self.gemini_model, "--yolo", "-p", prompt]);
                 if self.session_id.is_some() {
                     cmd.args(["--resume", "latest"]);
                 }

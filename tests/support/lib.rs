@@ -36,11 +36,14 @@ use std::time::{Duration, Instant};
 /// Path of a workspace binary (`hookd`, `hookctl`) built for this profile.
 pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    // target/<profile>/deps/<test>-<hash> → target/<profile>/<name>
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target directory");
+    // target/<profile>/deps/<test>-<hash> → target/<profile>/<name>; a
+    // binary of ours (hookd-bench) is in target/<profile> itself.
+    let parent = exe.parent().expect("target directory");
+    let dir = if parent.ends_with("deps") {
+        parent.parent().expect("target directory")
+    } else {
+        parent
+    };
     let path = dir.join(name);
     assert!(
         path.is_file(),

@@ -15,7 +15,8 @@
 //! a reply `{"label", "tokens", "text"}` or `{"label", "tokens", "shell"}`
 //! (a shell tool call running that command). `tokens` is the context size the
 //! reply's usage reports. The log has one line a request:
-//! `{"n", "path", "kind", "label", "body"}`, `kind` being `main`, `summary`
+//! `{"n", "t", "path", "kind", "label", "body"}`, `t` when it was answered
+//! (seconds since the Unix epoch), `kind` being `main`, `summary`
 //! (the client's compaction request), `utility` (Gemini's JSON side calls) or
 //! `other` (answered 404).
 
@@ -194,8 +195,10 @@ impl State {
             Kind::Other => None,
         };
         let label = reply.as_ref().map_or("not found", |r| r.label.as_str());
-        let entry =
-            json!({"n": n, "path": path, "kind": kind.name(), "label": label, "body": body});
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let entry = json!({"n": n, "t": t, "path": path, "kind": kind.name(), "label": label, "body": body});
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -437,6 +440,8 @@ pub fn main() -> i32 {
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
     pub n: u64,
+    /// When the mock answered it: seconds since the Unix epoch.
+    pub received: f64,
     pub path: String,
     pub kind: String,
     /// The label of the reply given.
@@ -481,6 +486,7 @@ impl ModelLog {
                 };
                 ModelRequest {
                     n: v["n"].as_u64().unwrap_or(0),
+                    received: v["t"].as_f64().unwrap_or_default(),
                     path: v["path"].as_str().unwrap_or("").to_owned(),
                     kind: v["kind"].as_str().unwrap_or("").to_owned(),
                     label: v["label"].as_str().unwrap_or("").to_owned(),

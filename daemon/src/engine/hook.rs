@@ -20,7 +20,12 @@ use std::sync::atomic::Ordering;
 const FOLLOW_WINDOW_BYTES: u64 = 1024 * 1024;
 
 impl Engine {
-    pub(super) async fn hook(self: &Arc<Self>, request: HookRequest) -> Response {
+    /// `peer_pid`: the hook's process, where the OS says which it is.
+    pub(super) async fn hook(
+        self: &Arc<Self>,
+        request: HookRequest,
+        peer_pid: Option<u32>,
+    ) -> Response {
         let event = match harness::parse(&request) {
             Ok(event) => event,
             Err(e) => {
@@ -51,11 +56,17 @@ impl Engine {
             outcome.notes.push(problem);
         }
 
+        let launch = self.launch_point(&event, peer_pid).await;
         let now = now_ms();
         let (key, new_session) = {
             let mut registry = self.registry();
             let known = registry.len();
-            let observed = registry.observe(&event, now).map(|s| s.key.clone());
+            let observed = registry.observe(&event, now).map(|s| {
+                if let Some(launch) = launch {
+                    s.take_launch(launch);
+                }
+                s.key.clone()
+            });
             let new_session = registry.len() > known;
             for gone in registry.evict_over(config.config.sessions.max_sessions) {
                 self.watcher.unfollow(&gone);
@@ -173,6 +184,25 @@ impl Engine {
             }
         }
         self.record(records, config);
+    }
+
+    /// Where the harness process that ran the hook compacts: /proc and
+    /// small files, read off the async threads, once per process.
+    async fn launch_point(
+        &self,
+        event: &HookEvent,
+        peer_pid: Option<u32>,
+    ) -> Option<harness::Launch> {
+        if !harness::has_launch_point(event.harness) {
+            return None;
+        }
+        let (event, resources) = (event.clone(), self.resources.clone());
+        tokio::task::spawn_blocking(move || {
+            harness::launch_point(&event, peer_pid, &resources.launch_points)
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     /// What is new in the session's file, read by its harness's rules.

@@ -201,7 +201,8 @@ impl Engine {
     }
 
     /// Answers one request.
-    pub async fn handle(self: &Arc<Self>, request: Request) -> Response {
+    /// `peer_pid`: the client's process, where the OS says which it is.
+    pub async fn handle(self: &Arc<Self>, request: Request, peer_pid: Option<u32>) -> Response {
         self.last_activity_ms.store(now_ms(), Ordering::Relaxed);
         match request {
             Request::Ping => Response::Pong,
@@ -213,7 +214,7 @@ impl Engine {
                 Response::Status(Box::new(self.status(&query)))
             }
             Request::StatusLine(request) => self.statusline(request),
-            Request::Hook(hook) => self.hook(hook).await,
+            Request::Hook(hook) => self.hook(hook, peer_pid).await,
             Request::Record(request) => self.record_request(request).await,
             Request::Resume(query) => self.resume_request(query, true).await,
             Request::Validate(query) => self.resume_request(query, false).await,

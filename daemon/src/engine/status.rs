@@ -18,7 +18,9 @@ impl Engine {
                     let (config, _) = self
                         .settings
                         .for_request(s.project_dir.as_deref(), &Default::default());
-                    s.status(context_of(s, &config.config))
+                    let mut status = s.status(context_of(s, &config.config));
+                    status.notes.extend(s.point_note(&config.config));
+                    status
                 })
                 .collect()
         };

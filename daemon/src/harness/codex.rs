@@ -22,8 +22,14 @@
 //!   `info.last_token_usage.total_tokens` is the context now,
 //!   `info.model_context_window` the window; a `token_usage_record` written
 //!   right after each reply (before its tool runs) carries the same figure
-//!   sooner. Codex compacts at `model_auto_compact_token_limit` from
-//!   `config.toml`, else at 90% of the window;
+//!   sooner. Codex compacts at `model_auto_compact_token_limit` from its
+//!   command line (`-c`, which no file records: read from the process that
+//!   ran the hook), else a trusted project's `.codex/config.toml`, else the
+//!   `--profile P` file `P.config.toml`, else `config.toml`, else at 90% of
+//!   the window (a legacy `profile = "P"` in config.toml is an error now);
+//! - each compaction writes a `compacted` record, then a `token_count` with
+//!   the context after it; a pre-turn compaction comes before the turn's
+//!   prompt hooks run;
 //! - injected context reaches the model as a `developer` message, which the
 //!   rollout records: that is where the arrival check looks;
 //! - the person's prompts are `event_msg` records of type `item_completed`
@@ -35,9 +41,10 @@
 //!   {"plan": [{"step", "status"}]}`) or `custom_tool_call` (`apply_patch`
 //!   with the patch as `input`).
 
+use super::claude_code::transcript::FORWARD_LIMIT;
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
-    Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionFacts,
+    Boundary, Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionFacts,
     SessionReading, Usage, claude_code,
 };
 use crate::tail::{ReverseLines, mentions_any};
@@ -45,6 +52,7 @@ use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count, token_sum};
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -137,13 +145,40 @@ pub struct RolloutUsage {
     pub model: Option<String>,
     /// Why the latest `token_count` cannot be used, when it cannot.
     pub invalid: Option<String>,
+    /// The compactions read, oldest first: from the end, the latest turn's
+    /// (at most one); forward, every one appended.
+    pub compactions: Vec<RolloutCompaction>,
+    /// The byte after the last complete line: where the next reading starts.
+    pub read_to: u64,
+    pub bytes_read: u64,
 }
 
-/// Reads a rollout file from its end: the latest `token_count`, whether a
-/// compaction came after it, and the latest model. Malformed lines and
-/// unknown record types are skipped.
-pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
-    let (file, meta) = crate::tail::open_regular(path)
+/// A compaction record (`compacted`) in a rollout file. Codex writes its
+/// estimate of the context after it as a `token_count` right below it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RolloutCompaction {
+    /// Where its line starts: the file only grows, so this names it.
+    pub offset: u64,
+    pub timestamp: Option<String>,
+    /// The context it compacted: the last reply's figure before it. Codex
+    /// 0.169.0 writes its summarizer's own reply (a `token_usage_record`
+    /// and a `token_count`) right before the record, so that figure is the
+    /// one before the summarizer's.
+    pub pre_tokens: Option<u64>,
+}
+
+/// The records a reading looks at; any other line is skipped unparsed.
+const NEEDLES: [&[u8]; 5] = [
+    b"token_count",
+    b"token_usage_record",
+    b"turn_context",
+    b"compacted",
+    b"task_started",
+];
+
+/// Opens a rollout file for reading, or says why it cannot be read.
+fn open_rollout(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), String> {
+    crate::tail::open_regular(path)
         .map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => format!("Codex rollout file {} is missing", path.display()),
             _ => format!("cannot read Codex rollout file {}: {e}", path.display()),
@@ -153,74 +188,109 @@ pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
                 "Codex rollout file {} is not a regular file",
                 path.display()
             )
-        })?;
-    let mut lines = ReverseLines::new(&file, meta.len());
+        })
+}
+
+/// Reads a rollout file from its end: the latest `token_count`, whether a
+/// compaction came after it, and the latest model. Malformed lines and
+/// unknown record types are skipped.
+pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
+    let (file, meta) = open_rollout(path)?;
+    scan_back(&file, meta.len(), 0)
+        .map_err(|e| format!("cannot read Codex rollout file {}: {e}", path.display()))
+}
+
+/// [`read_rollout`] on an open file of `len` bytes; a compaction whose
+/// record starts below `floor` was taken by an earlier reading and is left
+/// out.
+fn scan_back(file: &std::fs::File, len: u64, floor: u64) -> io::Result<RolloutUsage> {
+    let mut lines = ReverseLines::new(file, len);
     let mut usage = RolloutUsage::default();
     let mut compacted_since = false;
     let mut counted = false;
-    while let Some(line) = lines
-        .next_line()
-        .map_err(|e| format!("cannot read Codex rollout file {}: {e}", path.display()))?
-    {
-        if counted && usage.window.is_some() && usage.model.is_some()
+    let mut turn_started = false;
+    // Back from a compaction's record: its summarizer's reply, then the
+    // figure of the context it compacted.
+    let mut summarizer_passed = false;
+    while let Some(line) = lines.next_line()? {
+        let wants_pre = usage
+            .compactions
+            .first()
+            .is_some_and(|c| c.pre_tokens.is_none());
+        if counted
+            && usage.window.is_some()
+            && usage.model.is_some()
+            && (turn_started || (!usage.compactions.is_empty() && !wants_pre))
             || lines.bytes_read() > SEARCH_LIMIT
         {
             break;
         }
-        let needles: [&[u8]; 4] = [
-            b"token_count",
-            b"token_usage_record",
-            b"turn_context",
-            b"compacted",
-        ];
-        if !mentions_any(&line, &needles) {
+        if !mentions_any(&line, &NEEDLES) {
             continue;
         }
         let Ok(record) = serde_json::from_slice::<Value>(&line) else {
             continue;
         };
         let payload = &record["payload"];
+        let at = lines.position();
         match (record["type"].as_str(), payload["type"].as_str()) {
-            (Some("compacted"), _) | (Some("event_msg"), Some("context_compacted")) if !counted => {
-                compacted_since = true;
+            (Some("compacted"), _) | (Some("event_msg"), Some("context_compacted")) => {
+                compacted_since |= !counted;
+                // Looked for back to the turn's start, past the figure
+                // Codex writes right after compacting.
+                if record["type"] == "compacted"
+                    && usage.compactions.is_empty()
+                    && !turn_started
+                    && at >= floor
+                {
+                    usage.compactions.push(RolloutCompaction {
+                        offset: at,
+                        timestamp: record["timestamp"].as_str().map(str::to_owned),
+                        pre_tokens: None,
+                    });
+                }
             }
+            (Some("event_msg"), Some("task_started")) => turn_started = true,
             // Written right after the reply, before its tool runs: the
             // freshest figure a tool hook can see.
-            (Some("token_usage_record"), _) if !counted && payload["usage"].is_object() => {
-                counted = true;
-                match reply_total(&payload["usage"]) {
-                    Ok(total) => usage.tokens = total.filter(|_| !compacted_since),
-                    Err(why) => {
-                        usage.invalid = Some(format!(
-                            "invalid usage in transcript line at byte {}: {why}",
-                            lines.position()
-                        ));
+            (Some("token_usage_record"), _) if payload["usage"].is_object() => {
+                if !counted {
+                    counted = true;
+                    match reply_total(&payload["usage"]) {
+                        Ok(total) => usage.tokens = total.filter(|_| !compacted_since),
+                        Err(why) => usage.invalid = Some(invalid_at(at, &why)),
                     }
+                } else if wants_pre {
+                    if summarizer_passed {
+                        usage.compactions[0].pre_tokens =
+                            reply_total(&payload["usage"]).ok().flatten();
+                    }
+                    summarizer_passed = true;
                 }
             }
-            (Some("event_msg"), Some("token_count")) if counted && usage.window.is_none() => {
-                if let Ok((window, _)) = rollout_counts(&payload["info"]) {
-                    usage.window = window.filter(|w| *w > 0);
-                }
-            }
-            (Some("event_msg"), Some("token_count")) if !counted => {
+            (Some("event_msg"), Some("token_count"))
+                if payload["info"]["last_token_usage"].is_object() =>
+            {
                 let info = &payload["info"];
-                let last = &info["last_token_usage"];
-                if !last.is_object() {
+                if !counted {
+                    counted = true;
+                    match rollout_counts(info) {
+                        Ok((window, total)) => {
+                            usage.window = window.filter(|w| *w > 0);
+                            usage.tokens = total.filter(|_| !compacted_since);
+                        }
+                        Err(why) => usage.invalid = Some(invalid_at(at, &why)),
+                    }
                     continue;
                 }
-                counted = true;
-                match rollout_counts(info) {
-                    Ok((window, total)) => {
-                        usage.window = window.filter(|w| *w > 0);
-                        usage.tokens = total.filter(|_| !compacted_since);
-                    }
-                    Err(why) => {
-                        usage.invalid = Some(format!(
-                            "invalid usage in transcript line at byte {}: {why}",
-                            lines.position()
-                        ));
-                    }
+                if usage.window.is_none()
+                    && let Ok((window, _)) = rollout_counts(info)
+                {
+                    usage.window = window.filter(|w| *w > 0);
+                }
+                if wants_pre && summarizer_passed {
+                    usage.compactions[0].pre_tokens =
+                        reply_total(&info["last_token_usage"]).ok().flatten();
                 }
             }
             (Some("turn_context"), _) if usage.model.is_none() => {
@@ -229,7 +299,119 @@ pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
             _ => {}
         }
     }
+    usage.read_to = lines.end_of_complete_lines();
+    usage.bytes_read = lines.bytes_read();
     Ok(usage)
+}
+
+/// The complete lines appended to a rollout between `start` (where the
+/// last reading stopped) and `end`, read forward from `current`, the
+/// figure the session has: what a reading costs grows with what Codex
+/// wrote since, not with the file.
+fn read_appended(
+    file: &std::fs::File,
+    start: u64,
+    end: u64,
+    current: Option<&Usage>,
+) -> io::Result<(Option<Usage>, RolloutUsage)> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; (end - start) as usize];
+    file.read_exact_at(&mut buf, start)?;
+    let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
+    let mut usage = current.cloned();
+    let mut read = RolloutUsage {
+        model: current.and_then(|u| u.model.clone()),
+        read_to: start + complete as u64,
+        bytes_read: buf.len() as u64,
+        ..RolloutUsage::default()
+    };
+    let mut figure = current.filter(|u| u.invalid.is_none()).map(|u| u.tokens);
+    // The figure before the latest reply's: a compaction's summarizer
+    // replies right before its record.
+    let mut before_reply: Option<u64> = None;
+    let mut at = start;
+    for line in buf[..complete].split(|b| *b == b'\n') {
+        let line_at = at;
+        at += line.len() as u64 + 1;
+        if !mentions_any(line, &NEEDLES) {
+            continue;
+        }
+        let Ok(record) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        let payload = &record["payload"];
+        let reply = |total: Result<Option<u64>, String>, usage: &mut Option<Usage>| match total {
+            Ok(Some(tokens)) => {
+                *usage = Some(Usage {
+                    tokens,
+                    model: read.model.clone(),
+                    from_boundary: false,
+                    message_id: None,
+                    invalid: None,
+                });
+                Some(tokens)
+            }
+            Ok(None) => None,
+            Err(why) => {
+                *usage = Some(Usage::invalidated(usage.take(), invalid_at(line_at, &why)));
+                None
+            }
+        };
+        match (record["type"].as_str(), payload["type"].as_str()) {
+            (Some("compacted"), _) => {
+                read.compactions.push(RolloutCompaction {
+                    offset: line_at,
+                    timestamp: record["timestamp"].as_str().map(str::to_owned),
+                    pre_tokens: before_reply,
+                });
+                // Unknown until Codex writes its estimate of what is left.
+                usage = None;
+                figure = None;
+            }
+            (Some("event_msg"), Some("context_compacted")) => {
+                usage = None;
+                figure = None;
+            }
+            (Some("token_usage_record"), _) if payload["usage"].is_object() => {
+                if let Some(tokens) = reply(reply_total(&payload["usage"]), &mut usage) {
+                    before_reply = figure;
+                    figure = Some(tokens);
+                }
+            }
+            (Some("event_msg"), Some("token_count"))
+                if payload["info"]["last_token_usage"].is_object() =>
+            {
+                let info = &payload["info"];
+                match rollout_counts(info) {
+                    Ok((window, total)) => {
+                        if let Some(window) = window.filter(|w| *w > 0) {
+                            read.window = Some(window);
+                        }
+                        if let Some(tokens) = reply(Ok(total), &mut usage) {
+                            figure = Some(tokens);
+                        }
+                    }
+                    Err(why) => {
+                        reply(Err(why), &mut usage);
+                    }
+                }
+            }
+            (Some("turn_context"), _) => {
+                if let Some(model) = payload["model"].as_str() {
+                    read.model = Some(model.to_owned());
+                    if let Some(u) = usage.as_mut() {
+                        u.model = read.model.clone();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((usage, read))
+}
+
+fn invalid_at(offset: u64, why: &str) -> String {
+    format!("invalid usage in transcript line at byte {offset}: {why}")
 }
 
 /// A `token_count`'s window and context figure (`total_tokens`, else
@@ -251,58 +433,99 @@ fn reply_total(last: &Value) -> Result<Option<u64>, String> {
     Ok(total)
 }
 
-/// Reads the rollout as a [`SessionReading`]: the latest figure, the window
-/// Codex reported, and where Codex's `config.toml` says it compacts.
+/// Reads what is new in the rollout as a [`SessionReading`]: the latest
+/// figure, the window Codex reported, each compaction appended, and where
+/// Codex's `config.toml` says it compacts. From where the last reading
+/// stopped when that is near (forward), else from the end.
 pub fn read(
     path: &Path,
     cursor: Option<&Cursor>,
     current: Option<&Usage>,
 ) -> Result<SessionReading, String> {
     use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read Codex rollout file {}: {e}", path.display()))?;
-    let now = Cursor {
-        offset: meta.len(),
-        dev: meta.dev(),
-        ino: meta.ino(),
-    };
+    let (file, meta) = open_rollout(path)?;
+    let (len, dev, ino) = (meta.len(), meta.dev(), meta.ino());
     let compaction_point = codex_home_of(path).and_then(|home| configured_point(&home));
-    if cursor == Some(&now) {
-        return Ok(SessionReading {
-            reading: Reading {
-                usage: current.cloned(),
-                boundaries: Vec::new(),
-                cursor: now,
-                method: Method::Unchanged,
-                bytes_read: 0,
-            },
-            window: None,
-            compaction_point,
-        });
-    }
-    let rollout = read_rollout(path)?;
-    let usage = match rollout.invalid {
-        // The figure stands; the reading is shown as what it is.
-        Some(why) => Some(Usage::invalidated(current.cloned(), why)),
-        None => rollout.tokens.map(|tokens| Usage {
-            tokens,
-            model: rollout.model.clone(),
-            from_boundary: false,
-            message_id: None,
-            invalid: None,
-        }),
+    let failed = |e: io::Error| format!("cannot read Codex rollout file {}: {e}", path.display());
+    let same_file = cursor.filter(|c| c.dev == dev && c.ino == ino && c.offset <= len);
+    let (usage, rollout, method) = match same_file {
+        Some(c) if c.offset == len => {
+            return Ok(SessionReading {
+                reading: Reading {
+                    usage: current.cloned(),
+                    boundaries: Vec::new(),
+                    cursor: c.clone(),
+                    method: Method::Unchanged,
+                    bytes_read: 0,
+                },
+                window: None,
+                compaction_point,
+            });
+        }
+        Some(c) if len - c.offset <= FORWARD_LIMIT => {
+            let (usage, rollout) = read_appended(&file, c.offset, len, current).map_err(failed)?;
+            (usage, rollout, Method::Forward)
+        }
+        // Compactions below where the last reading stopped were taken then,
+        // and an older one must not come back.
+        _ => {
+            let rollout =
+                scan_back(&file, len, same_file.map_or(0, |c| c.offset)).map_err(failed)?;
+            let usage = match &rollout.invalid {
+                // The figure stands; the reading is shown as what it is.
+                Some(why) => Some(Usage::invalidated(current.cloned(), why.clone())),
+                None => rollout.tokens.map(|tokens| Usage {
+                    tokens,
+                    model: rollout.model.clone(),
+                    from_boundary: false,
+                    message_id: None,
+                    invalid: None,
+                }),
+            };
+            (usage, rollout, Method::Backward)
+        }
     };
+    // Each compaction is named by where its record is, so two close
+    // together are two.
+    let boundaries = rollout
+        .compactions
+        .iter()
+        .map(|c| Boundary {
+            uuid: Some(format!("{BOUNDARY_PREFIX}{}", c.offset)),
+            trigger: None,
+            pre_tokens: c.pre_tokens,
+            post_tokens: None,
+            timestamp: c.timestamp.clone(),
+        })
+        .collect();
     Ok(SessionReading {
         reading: Reading {
             usage,
-            boundaries: Vec::new(),
-            cursor: now,
-            method: Method::Backward,
-            bytes_read: meta.len().min(SEARCH_LIMIT),
+            boundaries,
+            cursor: Cursor {
+                offset: rollout.read_to,
+                dev,
+                ino,
+            },
+            method,
+            bytes_read: rollout.bytes_read,
         },
         window: rollout.window,
         compaction_point,
     })
+}
+
+/// How a compaction's boundary is named: by where its record starts.
+const BOUNDARY_PREFIX: &str = "rollout byte ";
+
+/// Where the record of a compaction [`read`] named starts.
+pub fn boundary_offset(boundary: &Boundary) -> Option<u64> {
+    boundary
+        .uuid
+        .as_deref()?
+        .strip_prefix(BOUNDARY_PREFIX)?
+        .parse()
+        .ok()
 }
 
 /// `<CODEX_HOME>` of a rollout at `<CODEX_HOME>/sessions/YYYY/MM/DD/rollout-*.jsonl`.
@@ -313,8 +536,8 @@ fn codex_home_of(rollout: &Path) -> Option<PathBuf> {
 
 /// `model_auto_compact_token_limit` from `config.toml`, if set.
 fn configured_point(codex_home: &Path) -> Option<HarnessPoint> {
-    let text = std::fs::read_to_string(codex_home.join("config.toml")).ok()?;
-    let tokens = top_level_integer(&text, "model_auto_compact_token_limit")?;
+    let text = read_own_config(&codex_home.join("config.toml"))?;
+    let tokens = top_level_integer(&text, LIMIT_KEY)?;
     Some(HarnessPoint {
         tokens: Some(tokens),
         fraction: None,
@@ -337,6 +560,381 @@ fn top_level_integer(text: &str, key: &str) -> Option<u64> {
     None
 }
 
+/// The config key that sets Codex's compaction point.
+const LIMIT_KEY: &str = "model_auto_compact_token_limit";
+/// Processes above the hook's own looked at for the codex that ran it: the
+/// hook command may run through a shell or two.
+const ANCESTORS_SEARCHED: usize = 4;
+/// A process's arguments are read up to this many bytes.
+const CMDLINE_LIMIT: u64 = 256 * 1024;
+/// A process's `/proc/<pid>/stat` is read up to this many bytes (a command
+/// name is at most 16 of them).
+const STAT_LIMIT: u64 = 4 * 1024;
+/// A Codex config file (the user's, a profile, a project's) is read only
+/// up to this size: far beyond any real one.
+const CONFIG_LIMIT: u64 = 1024 * 1024;
+/// Codex processes whose launch point is kept.
+const PROCESSES_KEPT: usize = 256;
+
+/// What the launch of the codex that ran a hook says of its compaction point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    /// The codex process (pid and start time), when hookd found it.
+    pub process: Option<String>,
+    /// Its point; `None` when its command line and project set none.
+    pub point: Option<HarnessPoint>,
+}
+
+/// The launch point of each codex process seen, by pid and start time:
+/// Codex reads its arguments and configuration once, at start, so a
+/// session's later hooks need no more than the walk to its process.
+#[derive(Default)]
+pub struct LaunchPoints {
+    known: std::sync::Mutex<HashMap<ProcessId, Option<HarnessPoint>>>,
+}
+
+impl LaunchPoints {
+    fn get(&self, id: ProcessId) -> Option<Option<HarnessPoint>> {
+        self.lock().get(&id).cloned()
+    }
+
+    fn put(&self, id: ProcessId, point: Option<HarnessPoint>) {
+        let mut known = self.lock();
+        if known.len() >= PROCESSES_KEPT {
+            // Processes end; the oldest started are the likeliest gone.
+            if let Some(oldest) = known.keys().min_by_key(|p| p.started).copied() {
+                known.remove(&oldest);
+            }
+        }
+        known.insert(id, point);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProcessId, Option<HarnessPoint>>> {
+        self.known.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A process, told apart from a later one given the same pid by when it
+/// started (clock ticks after boot, `/proc/<pid>/stat` field 22).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct ProcessId {
+    pid: u32,
+    started: u64,
+}
+
+/// Where the codex that ran a hook compacts, from what only the hook can
+/// see, in Codex's order: its command line (`-c` / `--config
+/// model_auto_compact_token_limit=N`), the project's `.codex/config.toml`
+/// (when the project is trusted), then the profile its command line names
+/// (`--profile P`: `<CODEX_HOME>/P.config.toml`). `config.toml` itself is
+/// read with the rollout. `peer_pid` is the hook's process (the socket's
+/// peer): codex is it or one of its nearest ancestors. `None` when none of
+/// this can be known. Blocking: /proc and small files.
+pub fn launch_point(
+    event: &HookEvent,
+    peer_pid: Option<u32>,
+    known: &LaunchPoints,
+) -> Option<Launch> {
+    let codex = peer_pid.and_then(find_codex);
+    if let Some((id, _)) = &codex
+        && let Some(point) = known.get(*id)
+    {
+        return Some(Launch {
+            process: Some(process_name(*id)),
+            point,
+        });
+    }
+    let point = point_at_launch(event, codex.as_ref().map(|(_, args)| args.as_slice()));
+    match codex {
+        Some((id, _)) => {
+            let point = point.flatten();
+            known.put(id, point.clone());
+            Some(Launch {
+                process: Some(process_name(id)),
+                point,
+            })
+        }
+        None => point.map(|point| Launch {
+            process: None,
+            point,
+        }),
+    }
+}
+
+fn process_name(id: ProcessId) -> String {
+    format!("codex pid {} started at tick {}", id.pid, id.started)
+}
+
+/// The point from codex's arguments `args` (when its process was found),
+/// the project and the profile: `Some(None)` when they set none, `None`
+/// when that cannot be known (no process, no project limit).
+fn point_at_launch(event: &HookEvent, args: Option<&[String]>) -> Option<Option<HarnessPoint>> {
+    if let Some(tokens) = args.and_then(command_line_limit) {
+        return Some(Some(HarnessPoint {
+            tokens: Some(tokens),
+            fraction: None,
+            basis: format!("{tokens} ({LIMIT_KEY} on codex's command line)"),
+        }));
+    }
+    let mut problems = Vec::new();
+    let home = codex_home(&event.env, &mut problems);
+    if let (Some(home), Some(working_dir), Some(root)) =
+        (&home, &event.working_dir, &event.project_dir)
+        && let Some((file, tokens)) = project_limit(home, working_dir, root)
+    {
+        return Some(Some(HarnessPoint {
+            tokens: Some(tokens),
+            fraction: None,
+            basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
+        }));
+    }
+    let args = args?;
+    let profile = profile_limit(home.as_deref(), args).map(|(file, tokens)| HarnessPoint {
+        tokens: Some(tokens),
+        fraction: None,
+        basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
+    });
+    Some(profile)
+}
+
+/// The codex process that is `peer_pid` or one of its nearest ancestors,
+/// with its arguments. The walk stops at a process of another user: hookd
+/// reads nothing of theirs.
+fn find_codex(peer_pid: u32) -> Option<(ProcessId, Vec<String>)> {
+    let me = protocol::paths::effective_uid();
+    let mut pid = peer_pid;
+    for _ in 0..=ANCESTORS_SEARCHED {
+        if pid <= 1 {
+            return None;
+        }
+        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+        {
+            use std::os::unix::fs::MetadataExt;
+            if std::fs::metadata(&proc_dir).ok()?.uid() != me {
+                return None;
+            }
+        }
+        let stat = process_stat(&proc_dir)?;
+        // The command name first: the arguments are read only of a codex.
+        if stat.command == "codex"
+            && let Some(args) = process_args(&proc_dir)
+            && args.first().is_some_and(|argv0| is_codex(argv0))
+        {
+            let id = ProcessId {
+                pid,
+                started: stat.started,
+            };
+            return Some((id, args));
+        }
+        pid = stat.parent;
+    }
+    None
+}
+
+/// Codex's native binary, or the npm launcher that runs it.
+fn is_codex(argv0: &str) -> bool {
+    Path::new(argv0)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == "codex")
+}
+
+/// A process's arguments (`/proc/<pid>/cmdline`), NUL-separated.
+fn process_args(proc_dir: &Path) -> Option<Vec<String>> {
+    let raw = read_bounded(&proc_dir.join("cmdline"), CMDLINE_LIMIT)?;
+    Some(
+        raw.split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
+}
+
+/// What `/proc/<pid>/stat` says of a process.
+struct ProcessStat {
+    command: String,
+    parent: u32,
+    started: u64,
+}
+
+/// `pid (comm) state ppid … starttime …`: the command name may hold spaces
+/// and parentheses, so the fields are counted after its last `)`.
+fn process_stat(proc_dir: &Path) -> Option<ProcessStat> {
+    let raw = read_bounded(&proc_dir.join("stat"), STAT_LIMIT)?;
+    let stat = String::from_utf8_lossy(&raw);
+    let (head, rest) = stat.rsplit_once(')')?;
+    let command = head.split_once('(')?.1.to_owned();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state): ppid is field 4, starttime 22.
+    Some(ProcessStat {
+        command,
+        parent: fields.get(1)?.parse().ok()?,
+        started: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// At most `limit` bytes of a regular file, opened without blocking (a
+/// FIFO in its place is not waited on); `None` when it cannot be read.
+fn read_bounded(path: &Path, limit: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let (file, _) = crate::tail::open_regular(path).ok()??;
+    let mut raw = Vec::new();
+    file.take(limit).read_to_end(&mut raw).ok()?;
+    Some(raw)
+}
+
+/// One of the user's own Codex files (`config.toml`, a profile): a link
+/// there is the user's own layout and followed; anything but a regular
+/// file, or one over [`CONFIG_LIMIT`], is not read.
+fn read_own_config(path: &Path) -> Option<String> {
+    let raw = read_bounded(path, CONFIG_LIMIT + 1)?;
+    if raw.len() as u64 > CONFIG_LIMIT {
+        tracing::warn!(
+            "{} is larger than {CONFIG_LIMIT} bytes; hookd does not read its {LIMIT_KEY}",
+            path.display()
+        );
+        return None;
+    }
+    Some(String::from_utf8_lossy(&raw).into_owned())
+}
+
+/// The limit in the nearest `.codex/config.toml` from `working_dir` up to
+/// the project's `root` (its work tree root, as hookd finds it everywhere),
+/// when Codex trusts the project: it reads a project's settings only then,
+/// and hookd opens nothing of an untrusted one. Each directory is opened
+/// without following links and must be the user's own; the file is read
+/// only as a regular file of at most [`CONFIG_LIMIT`] bytes.
+fn project_limit(codex_home: &Path, working_dir: &Path, root: &Path) -> Option<(PathBuf, u64)> {
+    let user = read_own_config(&codex_home.join("config.toml"))?;
+    if !codex_trusts(&user, working_dir, root) {
+        return None;
+    }
+    let below = working_dir.strip_prefix(root).ok()?;
+    let top = crate::project_fs::Dir::open(root).ok()?;
+    let mut dirs = vec![top];
+    for part in below.components() {
+        let std::path::Component::Normal(name) = part else {
+            break;
+        };
+        let Some(next) = name.to_str().and_then(|n| dirs.last()?.open_dir(n).ok()) else {
+            break;
+        };
+        dirs.push(next);
+    }
+    // Up from the working directory, stopping at a directory of another
+    // user: what is above it is not the user's project.
+    for dir in dirs.iter().rev() {
+        if !dir.is_own() {
+            break;
+        }
+        let Ok(codex) = dir.open_dir(".codex") else {
+            continue;
+        };
+        match codex.read("config.toml", CONFIG_LIMIT) {
+            Ok(Some(raw)) => {
+                let text = String::from_utf8_lossy(&raw);
+                if let Some(tokens) = top_level_integer(&text, LIMIT_KEY).filter(|t| *t > 0) {
+                    return Some((codex.path().join("config.toml"), tokens));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("{e}; hookd does not read its {LIMIT_KEY}"),
+        }
+    }
+    None
+}
+
+/// Whether Codex trusts the project it runs in, by its rule: the working
+/// directory's own entry in the user's `config.toml` decides, whatever its
+/// level; without one, the repository root's does.
+fn codex_trusts(user_config: &str, working_dir: &Path, root: &Path) -> bool {
+    trust_level(user_config, working_dir)
+        .or_else(|| trust_level(user_config, root))
+        .is_some_and(|level| level == "trusted")
+}
+
+/// The `trust_level` of `[projects."<project>"]` in the user's
+/// `config.toml`, if it has one.
+fn trust_level(user_config: &str, project: &Path) -> Option<String> {
+    let header = format!("[projects.\"{}\"]", project.display());
+    let mut in_table = false;
+    for line in user_config.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_table = line == header;
+        } else if in_table
+            && let Some((k, v)) = line.split_once('=')
+            && k.trim() == "trust_level"
+        {
+            let value = v.split('#').next().unwrap_or_default().trim();
+            return Some(value.trim_matches('"').to_owned());
+        }
+    }
+    None
+}
+
+/// The limit in the profile the command line names (`--profile P`, `-p P`):
+/// `<CODEX_HOME>/P.config.toml`.
+fn profile_limit(codex_home: Option<&Path>, args: &[String]) -> Option<(PathBuf, u64)> {
+    let mut profile = None;
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--" => break,
+            "--profile" | "-p" => profile = rest.next().cloned(),
+            other => {
+                if let Some(name) = other.strip_prefix("--profile=") {
+                    profile = Some(name.to_owned());
+                }
+            }
+        }
+    }
+    // A name, not a path: nothing outside CODEX_HOME is read.
+    let profile = profile.filter(|p| !p.is_empty() && !p.contains('/') && p != ".." && p != ".")?;
+    let file = codex_home?.join(format!("{profile}.config.toml"));
+    let text = read_own_config(&file)?;
+    top_level_integer(&text, LIMIT_KEY)
+        .filter(|t| *t > 0)
+        .map(|t| (file, t))
+}
+
+/// The last `model_auto_compact_token_limit` a command line sets, as Codex
+/// applies its `-c` overrides in order.
+fn command_line_limit(args: &[String]) -> Option<u64> {
+    let mut limit = None;
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        let setting = match arg.as_str() {
+            "--" => break,
+            "-c" | "--config" => rest.next().map(String::as_str),
+            other => other
+                .strip_prefix("--config=")
+                .or_else(|| other.strip_prefix("-c")),
+        };
+        if let Some((key, value)) = setting.and_then(|s| s.split_once('='))
+            && key.trim() == LIMIT_KEY
+        {
+            limit = value
+                .trim()
+                .replace('_', "")
+                .parse()
+                .ok()
+                .filter(|t| *t > 0)
+                .or(limit);
+        }
+    }
+    limit
+}
+
+/// Codex compacts automatically once a reply's figure reaches its limit:
+/// one that compacted at `tokens` has its limit at or just below it.
+pub fn point_shown_by_compaction(tokens: u64) -> HarnessPoint {
+    HarnessPoint {
+        tokens: Some(tokens),
+        fraction: None,
+        basis: format!("{tokens} (learned: Codex compacted there automatically)"),
+    }
+}
+
 /// Codex compacts at `model_auto_compact_token_limit`, else at 90% of the
 /// window its rollout reports.
 pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
@@ -350,11 +948,22 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
             basis: format!("{forced} (window.tokens_max)"),
         };
     }
-    match session.harness_point.and_then(|p| Some((p.tokens?, p))) {
+    // A limit of 0 is no point to measure against.
+    match session
+        .harness_point
+        .and_then(|p| Some((p.tokens.filter(|t| *t > 0)?, p)))
+    {
         Some((tokens, p)) => CompactionPoint {
             window,
             tokens,
             basis: p.basis.clone(),
+        },
+        // No window of Codex's own yet to take 90% of: no Claude figure
+        // stands in for it.
+        None if session.reported_window.is_none() => CompactionPoint {
+            window,
+            tokens: window,
+            basis: POINT_UNKNOWN.to_owned(),
         },
         None => CompactionPoint {
             window,
@@ -362,6 +971,19 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
             basis: format!("90% of the {window}-token window (Codex's default)"),
         },
     }
+}
+
+/// What `hookctl status` says of a session whose point cannot be known yet.
+pub const POINT_UNKNOWN: &str = "compaction point unknown; learned at the first compaction";
+
+/// Whether Codex's point cannot be known yet: no limit where hookd can
+/// read one, and no `token_count` has reported the window.
+pub fn point_unknown(session: &SessionFacts, config: &WindowConfig) -> bool {
+    config.tokens_max.is_none_or(|t| t == 0)
+        && session
+            .harness_point
+            .is_none_or(|p| p.tokens.is_none_or(|t| t == 0))
+        && session.reported_window.is_none()
 }
 
 /// Whether a developer message (how Codex hands hook context to the model)
@@ -686,14 +1308,10 @@ mod tests {
         ]);
         let usage = read_rollout(f.path()).unwrap();
         assert_eq!(
-            usage,
-            RolloutUsage {
-                tokens: Some(120_500),
-                window: Some(272_000),
-                model: Some("gpt-5.5-codex".into()),
-                invalid: None,
-            }
+            (usage.tokens, usage.window, usage.model.as_deref()),
+            (Some(120_500), Some(272_000), Some("gpt-5.5-codex"))
         );
+        assert_eq!((usage.invalid, usage.compactions), (None, Vec::new()));
     }
 
     #[test]
@@ -779,7 +1397,9 @@ mod tests {
     #[test]
     fn empty_and_missing_rollouts() {
         let f = rollout(&[]);
-        assert_eq!(read_rollout(f.path()).unwrap(), RolloutUsage::default());
+        let usage = read_rollout(f.path()).unwrap();
+        assert_eq!((usage.tokens, usage.window), (None, None));
+        assert!(usage.compactions.is_empty());
         let err = read_rollout(Path::new("/nonexistent/rollout.jsonl")).unwrap_err();
         assert!(err.contains("missing"), "{err}");
     }
@@ -819,6 +1439,762 @@ mod tests {
 
         let gone = read(Path::new("/nonexistent/rollout.jsonl"), None, None).unwrap_err();
         assert!(gone.contains("rollout"), "{gone}");
+    }
+
+    const COMPACTED: &str = r#"{"timestamp":"2026-05-01T10:01:00.000Z","type":"compacted","payload":{"message":"summary"}}"#;
+    const TASK_STARTED: &str =
+        r#"{"type":"event_msg","payload":{"type":"task_started","turn_id":"u2"}}"#;
+
+    /// Codex 0.169.0 writes its estimate of the context right after the
+    /// compaction record: the compaction is still this turn's, and named by
+    /// where its record is.
+    #[test]
+    fn a_compaction_in_the_latest_turn_is_found_past_the_figure_after_it() {
+        let lines = [
+            TURN_CONTEXT.to_owned(),
+            token_count(21_000, 190_000),
+            TASK_STARTED.to_owned(),
+            token_count(21_000, 190_000),
+            token_count(2_000, 190_000),
+            COMPACTED.to_owned(),
+            TURN_CONTEXT.to_owned(),
+            token_count(6_219, 190_000),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let f = rollout(&refs);
+        let usage = read_rollout(f.path()).unwrap();
+        assert_eq!(usage.tokens, Some(6_219));
+        let at = std::fs::read_to_string(f.path())
+            .unwrap()
+            .find(COMPACTED)
+            .unwrap() as u64;
+        assert_eq!(usage.compactions.last().map(|c| c.offset), Some(at));
+        let taken = read(f.path(), None, None).unwrap();
+        let named: Vec<_> = taken
+            .reading
+            .boundaries
+            .iter()
+            .map(|b| b.uuid.clone())
+            .collect();
+        assert_eq!(named, [Some(format!("rollout byte {at}"))]);
+
+        // The next turn no longer shows it: it was named while it was new.
+        let mut later = refs.clone();
+        later.extend([TASK_STARTED, TURN_CONTEXT]);
+        let next = token_count(9_000, 190_000);
+        later.push(&next);
+        let f = rollout(&later);
+        let usage = read_rollout(f.path()).unwrap();
+        assert_eq!((usage.tokens, usage.compactions), (Some(9_000), Vec::new()));
+    }
+
+    /// Two compactions seconds apart are two epochs, each named by its own
+    /// record; a hook's epoch is named by the record that follows it.
+    #[test]
+    fn two_close_compactions_are_two_epochs() {
+        let key = crate::sessions::SessionKey {
+            harness: Harness::Codex,
+            id: "s".into(),
+        };
+        let mut s = Session::new(key, 0);
+        let first = [TURN_CONTEXT, TASK_STARTED, COMPACTED];
+        let f = rollout(&first);
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 1_000)
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (1, 2));
+        let mut second = first.to_vec();
+        let count = token_count(20_500, 190_000);
+        second.extend([TASK_STARTED, count.as_str(), COMPACTED]);
+        let f = rollout(&second);
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 3_000)
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (1, 3), "two seconds later");
+        // Read again: the same record names the same epoch.
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 4_000)
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (0, 3));
+        assert!(!s.compaction_in_flight(4_000));
+
+        // A hook opens the next epoch before the record is written.
+        let hook = crate::sessions::EpochStart::Hook("post-compact auto".into());
+        s.compaction_announced_ms = Some(5_000);
+        assert!(s.begin_epoch(&hook, 5_000));
+        s.compaction_announced_ms = None;
+        assert!(s.compaction_in_flight(5_000));
+        let mut third = second.clone();
+        third.extend([TASK_STARTED, COMPACTED]);
+        let f = rollout(&third);
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 5_100)
+            .unwrap();
+        assert_eq!(
+            (began.len(), s.epoch),
+            (0, 4),
+            "the record names the hook's epoch"
+        );
+        assert!(!s.compaction_in_flight(5_100), "the compaction is over");
+    }
+
+    /// Codex 0.169.0 reads a trusted project's `.codex/config.toml` before
+    /// the profile `--profile` names, and both before `config.toml`.
+    /// The working directory's own entry decides, whatever its level: an
+    /// untrusted folder inside a trusted repository stays untrusted.
+    #[test]
+    fn codex_trust_is_the_working_directorys_entry_first() {
+        let user = "[projects.\"/repo\"]\ntrust_level = \"trusted\"\n\n\
+                    [projects.\"/repo/vendor/x\"]\ntrust_level = \"untrusted\" # theirs\n";
+        let (root, vendor, src) = (
+            Path::new("/repo"),
+            Path::new("/repo/vendor/x"),
+            Path::new("/repo/src"),
+        );
+        assert!(
+            codex_trusts(user, src, root),
+            "the root's entry, for lack of one"
+        );
+        assert!(!codex_trusts(user, vendor, root), "its own entry wins");
+        assert!(codex_trusts(user, root, root));
+        let only_below = "[projects.\"/repo/src\"]\ntrust_level = \"trusted\"\n";
+        assert!(codex_trusts(only_below, src, root));
+        assert!(!codex_trusts(only_below, vendor, root));
+        assert!(!codex_trusts("", src, root));
+    }
+
+    #[test]
+    fn project_and_profile_limits_in_codexs_order() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let sub = project.path().join("src");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::create_dir_all(project.path().join(".git")).unwrap();
+        std::fs::create_dir_all(project.path().join(".codex")).unwrap();
+        std::fs::write(
+            home.path().join("p.config.toml"),
+            "model_auto_compact_token_limit = 20000\n",
+        )
+        .unwrap();
+        let args: Vec<String> = ["codex", "exec", "--profile", "p"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            profile_limit(Some(home.path()), &args).map(|p| p.1),
+            Some(20_000)
+        );
+        let escape: Vec<String> = ["codex", "-p", "../p"].map(String::from).to_vec();
+        assert_eq!(profile_limit(Some(home.path()), &escape), None);
+        std::fs::write(
+            home.path().join("zero.config.toml"),
+            "model_auto_compact_token_limit = 0\n",
+        )
+        .unwrap();
+        let zero: Vec<String> = ["codex", "--profile=zero"].map(String::from).to_vec();
+        assert_eq!(profile_limit(Some(home.path()), &zero), None);
+
+        std::fs::write(
+            project.path().join(".codex/config.toml"),
+            "model_auto_compact_token_limit = 50000\n",
+        )
+        .unwrap();
+        assert_eq!(
+            project_limit(home.path(), &sub, project.path()),
+            None,
+            "not trusted"
+        );
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!(
+                "model = \"m\"\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                project.path().display()
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            project_limit(home.path(), &sub, project.path()).map(|p| p.1),
+            Some(50_000)
+        );
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_eq!(
+            project_limit(home.path(), elsewhere.path(), elsewhere.path()),
+            None
+        );
+    }
+
+    /// The figures of one reply as Codex 0.169.0 writes them: its
+    /// `token_usage_record`, then its `token_count`.
+    fn reply(total: u64) -> [String; 2] {
+        [
+            format!(
+                r#"{{"type":"token_usage_record","payload":{{"response_id":"r","usage":{{"input_tokens":{i},"cached_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":0,"total_tokens":{total}}}}}}}"#,
+                i = total - 50
+            ),
+            token_count(total, 190_000),
+        ]
+    }
+
+    /// A compaction as Codex 0.169.0 writes it before the next turn: the
+    /// turn starts repeating the last figure, the summarizer's reply comes
+    /// with its own figures (2,000), then the record and Codex's estimate
+    /// of what is left.
+    fn compaction_lines(before: u64, left: u64) -> Vec<String> {
+        let mut lines = vec![TASK_STARTED.to_owned(), token_count(before, 190_000)];
+        lines.extend(reply(2_000));
+        lines.extend([
+            COMPACTED.to_owned(),
+            TURN_CONTEXT.to_owned(),
+            token_count(left, 190_000),
+        ]);
+        lines
+    }
+
+    /// A rollout under `<home>/sessions/…` with `lines`, appended to.
+    fn append(path: &Path, lines: &[String]) {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        for l in lines {
+            writeln!(f, "{l}").unwrap();
+        }
+    }
+
+    fn codex_session() -> Session {
+        Session::new(
+            crate::sessions::SessionKey {
+                harness: Harness::Codex,
+                id: "s".into(),
+            },
+            0,
+        )
+    }
+
+    fn pre_compact(path: &Path, trigger: &str) -> HookEvent {
+        let payload = format!(
+            r#"{{"session_id":"s","hook_event_name":"PreCompact","trigger":"{trigger}","transcript_path":{:?}}}"#,
+            path.display().to_string()
+        );
+        crate::harness::parse(&request(Some("pre-compact"), &payload, &[])).unwrap()
+    }
+
+    /// The walk up from the working directory stops at a directory of
+    /// another user: a `.codex/config.toml` above it is not read. Needs
+    /// root to give a directory another owner; skipped without.
+    #[test]
+    fn a_project_limit_above_another_users_directory_is_not_read() {
+        if protocol::paths::effective_uid() != 0 {
+            eprintln!("skipped: needs root to give a directory another owner");
+            return;
+        }
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let theirs = project.path().join("theirs");
+        let cwd = theirs.join("mine");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::create_dir_all(project.path().join(".codex")).unwrap();
+        std::fs::write(
+            project.path().join(".codex/config.toml"),
+            "model_auto_compact_token_limit = 50000\n",
+        )
+        .unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!(
+                "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                project.path().display()
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            project_limit(home.path(), &cwd, project.path()).map(|p| p.1),
+            Some(50_000)
+        );
+        std::os::unix::fs::chown(&theirs, Some(65_534), None).unwrap();
+        assert_eq!(project_limit(home.path(), &cwd, project.path()), None);
+    }
+
+    /// A limit hookd could not see (the command line unreadable): Codex
+    /// compacting automatically at 96,100 shows the point is there. The
+    /// figure is the last reply's before the compaction, not the
+    /// summarizer's right before its record.
+    #[test]
+    fn an_automatic_compaction_below_the_expected_point_teaches_it() {
+        let config = protocol::config::Config::default();
+        for (trigger, learned) in [("manual", None), ("auto", Some(96_100))] {
+            let home = tempfile::tempdir().unwrap();
+            let day = home.path().join("sessions/2026/05/01");
+            std::fs::create_dir_all(&day).unwrap();
+            let path = day.join("rollout-2026-05-01T09-00-00-s.jsonl");
+            let mut lines = vec![TURN_CONTEXT.to_owned()];
+            lines.extend(reply(96_100));
+            append(&path, &lines);
+            let mut s = codex_session();
+            let reading = read(&path, None, None);
+            crate::session_machine::on_hook(
+                &mut s,
+                &pre_compact(&path, trigger),
+                Some(reading),
+                &config,
+                10,
+            );
+            assert_eq!(
+                s.learned_point, None,
+                "nothing learned before the compaction"
+            );
+            append(&path, &compaction_lines(96_100, 6_219));
+            let reading = read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap();
+            assert_eq!(reading.reading.method, Method::Forward);
+            crate::session_machine::on_file_change(&mut s, Ok(reading), &config, 20);
+            let c = crate::sessions::context_of(&s, &config).unwrap();
+            assert_eq!(
+                s.learned_point.as_ref().and_then(|p| p.tokens),
+                learned,
+                "{trigger}"
+            );
+            assert_eq!(
+                (c.tokens_used, c.tokens_max),
+                (6_219, learned.unwrap_or(171_000)),
+                "{trigger}"
+            );
+            if learned.is_some() {
+                assert!(c.basis.contains("learned"), "{}", c.basis);
+            }
+        }
+    }
+
+    /// The figure Codex writes after a compaction is what is left, not
+    /// where it compacts: a PreCompact that comes while it is the latest
+    /// teaches nothing, and only the next compaction's own figure before
+    /// it does; read from the end (a first reading), the same figure.
+    #[test]
+    fn a_point_is_learned_only_from_the_figure_before_a_compaction() {
+        let config = protocol::config::Config::default();
+        let home = tempfile::tempdir().unwrap();
+        let day = home.path().join("sessions/2026/05/01");
+        std::fs::create_dir_all(&day).unwrap();
+        let path = day.join("rollout-2026-05-01T09-00-00-s.jsonl");
+        let mut lines = vec![TURN_CONTEXT.to_owned()];
+        lines.extend(reply(21_000));
+        append(&path, &lines);
+        let mut s = codex_session();
+        let reading = read(&path, None, None);
+        crate::session_machine::on_hook(
+            &mut s,
+            &pre_compact(&path, "auto"),
+            Some(reading),
+            &config,
+            10,
+        );
+        append(&path, &compaction_lines(21_000, 6_219));
+        let reading = read(&path, s.cursor.as_ref(), s.usage.as_ref());
+        crate::session_machine::on_file_change(&mut s, reading, &config, 20);
+        assert_eq!(
+            s.learned_point.as_ref().and_then(|p| p.tokens),
+            Some(21_000)
+        );
+
+        // Codex compacts again at once: the latest figure is its estimate.
+        let reading = read(&path, s.cursor.as_ref(), s.usage.as_ref());
+        crate::session_machine::on_hook(
+            &mut s,
+            &pre_compact(&path, "auto"),
+            Some(reading),
+            &config,
+            30,
+        );
+        assert_eq!(
+            s.learned_point.as_ref().and_then(|p| p.tokens),
+            Some(21_000),
+            "not the 6,219 left after the first compaction"
+        );
+        append(&path, &compaction_lines(20_500, 6_227));
+        let reading = read(&path, s.cursor.as_ref(), s.usage.as_ref());
+        crate::session_machine::on_file_change(&mut s, reading, &config, 40);
+        assert_eq!(
+            s.learned_point.as_ref().and_then(|p| p.tokens),
+            Some(20_500)
+        );
+
+        // From the end, as a first reading: the latest turn's compaction
+        // and the figure before its summarizer's.
+        let usage = read_rollout(&path).unwrap();
+        assert_eq!(usage.tokens, Some(6_227));
+        let pre: Vec<_> = usage.compactions.iter().map(|c| c.pre_tokens).collect();
+        assert_eq!(pre, [Some(20_500)]);
+    }
+
+    /// A learned point stands only while nothing better is known: a
+    /// limit hookd can read, or another codex process running the session
+    /// (started with its own arguments), drops it.
+    #[test]
+    fn a_learned_point_goes_when_a_point_appears_or_the_process_changes() {
+        let learned = point_shown_by_compaction(96_100);
+        let launch = |process: &str, tokens: Option<u64>| Launch {
+            process: Some(process.to_owned()),
+            point: tokens.map(|t| HarnessPoint {
+                tokens: Some(t),
+                fraction: None,
+                basis: format!("{t} (model_auto_compact_token_limit on codex's command line)"),
+            }),
+        };
+        let mut s = codex_session();
+        s.take_launch(launch("codex pid 10 started at tick 5", None));
+        s.learned_point = Some(learned.clone());
+        s.take_launch(launch("codex pid 10 started at tick 5", None));
+        assert_eq!(s.learned_point.as_ref(), Some(&learned), "the same process");
+        s.take_launch(launch("codex pid 10 started at tick 9", None));
+        assert_eq!(s.learned_point, None, "a pid given to another process");
+
+        s.learned_point = Some(learned.clone());
+        s.take_launch(launch("codex pid 10 started at tick 9", Some(100_000)));
+        assert_eq!(s.learned_point, None, "a command-line limit");
+        assert_eq!(
+            s.facts().harness_point.and_then(|p| p.tokens),
+            Some(100_000)
+        );
+
+        // config.toml's limit, read with the rollout, appearing.
+        let home = tempfile::tempdir().unwrap();
+        let day = home.path().join("sessions/2026/05/01");
+        std::fs::create_dir_all(&day).unwrap();
+        let path = day.join("rollout-2026-05-01T09-00-00-s.jsonl");
+        append(
+            &path,
+            &[TURN_CONTEXT.to_owned(), token_count(50_000, 190_000)],
+        );
+        let mut s = codex_session();
+        s.take_reading(read(&path, None, None).unwrap(), 1);
+        s.learned_point = Some(learned.clone());
+        append(&path, &[token_count(51_000, 190_000)]);
+        s.take_reading(read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap(), 2);
+        assert_eq!(s.learned_point.as_ref(), Some(&learned), "nothing new");
+        std::fs::write(
+            home.path().join("config.toml"),
+            "model_auto_compact_token_limit = 120000\n",
+        )
+        .unwrap();
+        append(&path, &[token_count(52_000, 190_000)]);
+        s.take_reading(read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap(), 3);
+        assert_eq!(s.learned_point, None, "config.toml's limit");
+    }
+
+    /// A compaction record is taken once: read again (a second reading of
+    /// the same lines, or from the end by a daemon restarted with the
+    /// registry it saved), it neither names the epoch a hook opened for
+    /// the next compaction nor makes that one count twice.
+    #[test]
+    fn a_compaction_record_read_again_is_not_another_compaction() {
+        let f = rollout(&[TURN_CONTEXT, TASK_STARTED, COMPACTED]);
+        let mut s = codex_session();
+        let began = s
+            .take_reading(read(f.path(), None, None).unwrap(), 1_000)
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (1, 2));
+        // The next compaction's PostCompact comes before its record.
+        s.compaction_announced_ms = Some(5_000);
+        assert!(s.begin_epoch(
+            &crate::sessions::EpochStart::Hook("post-compact auto".into()),
+            5_000
+        ));
+        s.compaction_announced_ms = None;
+        // The registry as a restarted daemon loads it.
+        let mut s: Session = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
+        let again = read(f.path(), None, None).unwrap();
+        assert_eq!(again.reading.boundaries.len(), 1, "read from the end");
+        let began = s.take_reading(again, 5_100).unwrap();
+        assert_eq!((began.len(), s.epoch), (0, 3));
+        assert!(s.awaiting_boundary, "the old record names nothing");
+        let count = token_count(20_500, 190_000);
+        append(
+            f.path(),
+            &[count, TASK_STARTED.to_owned(), COMPACTED.to_owned()],
+        );
+        let began = s
+            .take_reading(
+                read(f.path(), s.cursor.as_ref(), s.usage.as_ref()).unwrap(),
+                5_200,
+            )
+            .unwrap();
+        assert_eq!(
+            (began.len(), s.epoch),
+            (0, 3),
+            "its own record names the hook's epoch"
+        );
+        assert!(!s.awaiting_boundary);
+    }
+
+    /// A hook's epoch waits for its record a short while only: a record
+    /// that comes much later is another compaction.
+    #[test]
+    fn a_record_that_never_came_does_not_swallow_the_next_compaction() {
+        let f = rollout(&[TURN_CONTEXT]);
+        let mut s = codex_session();
+        s.take_reading(read(f.path(), None, None).unwrap(), 1_000);
+        s.compaction_announced_ms = Some(5_000);
+        assert!(s.begin_epoch(
+            &crate::sessions::EpochStart::Hook("post-compact auto".into()),
+            5_000
+        ));
+        s.compaction_announced_ms = None;
+        assert_eq!(s.epoch, 2);
+        append(f.path(), &[TASK_STARTED.to_owned(), COMPACTED.to_owned()]);
+        let hour_later = 5_000 + 3_600_000;
+        let began = s
+            .take_reading(
+                read(f.path(), s.cursor.as_ref(), s.usage.as_ref()).unwrap(),
+                hour_later,
+            )
+            .unwrap();
+        assert_eq!((began.len(), s.epoch), (1, 3));
+    }
+
+    /// A reading reads what Codex appended since the last one, whatever
+    /// the file's size, and finds what a reading from the end finds.
+    #[test]
+    fn a_reading_reads_only_what_was_appended() {
+        let f = rollout(&[TURN_CONTEXT, &token_count(40_000, 190_000)]);
+        let filler = format!(
+            r#"{{"type":"response_item","payload":{{"type":"function_call_output","call_id":"c","output":"{}"}}}}"#,
+            "x".repeat(4_000)
+        );
+        append(f.path(), &vec![filler; 1_000]);
+        let mut s = codex_session();
+        let first = read(f.path(), None, None).unwrap();
+        assert_eq!(first.reading.method, Method::Backward);
+        s.take_reading(first, 1);
+        let before = std::fs::metadata(f.path()).unwrap().len();
+        let mut appended = reply(61_000).to_vec();
+        appended.push(r#"{"type":"turn_context","payload":{"model":"gpt-5.5"}}"#.to_owned());
+        append(f.path(), &appended);
+        let after = std::fs::metadata(f.path()).unwrap().len();
+        let next = read(f.path(), s.cursor.as_ref(), s.usage.as_ref()).unwrap();
+        assert_eq!(next.reading.method, Method::Forward);
+        assert_eq!(next.reading.bytes_read, after - before);
+        assert_eq!(next.reading.cursor.offset, after);
+        let usage = next.reading.usage.clone().unwrap();
+        assert_eq!(
+            (usage.tokens, usage.model.as_deref()),
+            (61_000, Some("gpt-5.5"))
+        );
+        assert_eq!(next.window, Some(190_000));
+        let from_end = read_rollout(f.path()).unwrap();
+        assert_eq!(
+            (from_end.tokens, from_end.window),
+            (Some(61_000), Some(190_000))
+        );
+        s.take_reading(next, 2);
+        let unchanged = read(f.path(), s.cursor.as_ref(), s.usage.as_ref()).unwrap();
+        assert_eq!(
+            (unchanged.reading.method, unchanged.reading.bytes_read),
+            (Method::Unchanged, 0)
+        );
+    }
+
+    /// Before Codex reported a window and with no limit hookd can read,
+    /// the point is not guessed: `hookctl status` says it is unknown, and
+    /// no level fires against a Claude Code figure.
+    #[test]
+    fn an_unknown_point_is_said_and_fires_nothing() {
+        let config = protocol::config::Config::default();
+        let f = rollout(&[TURN_CONTEXT, &reply(150_000)[0]]);
+        let mut s = codex_session();
+        let payload = format!(
+            r#"{{"session_id":"s","hook_event_name":"PostToolUse","transcript_path":{:?}}}"#,
+            f.path().display().to_string()
+        );
+        let event = crate::harness::parse(&request(Some("post-tool-use"), &payload, &[])).unwrap();
+        let effects = crate::session_machine::on_hook(
+            &mut s,
+            &event,
+            Some(read(f.path(), None, None)),
+            &config,
+            10,
+        );
+        let c = crate::sessions::context_of(&s, &config).unwrap();
+        assert_eq!(c.tokens_used, 150_000);
+        assert_eq!(c.basis, POINT_UNKNOWN);
+        assert_eq!(s.point_note(&config).as_deref(), Some(POINT_UNKNOWN));
+        assert!(s.fired.is_empty(), "{effects:?}");
+        // Once Codex reports its window, 90% of it.
+        append(f.path(), &[token_count(150_000, 190_000)]);
+        let reading = read(f.path(), s.cursor.as_ref(), s.usage.as_ref());
+        crate::session_machine::on_hook(&mut s, &event, Some(reading), &config, 20);
+        let c = crate::sessions::context_of(&s, &config).unwrap();
+        assert_eq!(c.tokens_max, 171_000);
+        assert_eq!(s.point_note(&config), None);
+        assert!(!s.fired.is_empty());
+    }
+
+    #[test]
+    fn the_command_line_limit_is_the_last_one_given() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for (line, limit) in [
+            (&["codex", "exec", "hi"][..], None),
+            (
+                &[
+                    "codex",
+                    "-c",
+                    "model_auto_compact_token_limit=100000",
+                    "exec",
+                ],
+                Some(100_000),
+            ),
+            (
+                &[
+                    "codex",
+                    "exec",
+                    "--config",
+                    "model_auto_compact_token_limit = 90_000",
+                ],
+                Some(90_000),
+            ),
+            (
+                &[
+                    "codex",
+                    "--config=model_auto_compact_token_limit=5",
+                    "-cmodel_auto_compact_token_limit=7",
+                ],
+                Some(7),
+            ),
+            (
+                &[
+                    "codex",
+                    "-c",
+                    "model_auto_compact_token_limit=8",
+                    "-c",
+                    "model_auto_compact_token_limit=x",
+                ],
+                Some(8),
+            ),
+            (&["codex", "-c", "model_context_window=8"], None),
+            (
+                &[
+                    "codex",
+                    "exec",
+                    "--",
+                    "-c",
+                    "model_auto_compact_token_limit=8",
+                ],
+                None,
+            ),
+            (&["codex", "-c"], None),
+        ] {
+            assert_eq!(command_line_limit(&args(line)), limit, "{line:?}");
+        }
+    }
+
+    /// A process that runs `/bin/sh` under the name `codex` with a limit
+    /// among its arguments (sh takes the second `-c` pair as $0 and $1),
+    /// as `uid` when given; once it shows in /proc.
+    fn fake_codex(dir: &Path, uid: Option<u32>) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        let codex = dir.join("codex");
+        if !codex.exists() {
+            std::os::unix::fs::symlink("/bin/sh", &codex).unwrap();
+        }
+        let mut command = std::process::Command::new(&codex);
+        command
+            .args([
+                "-c",
+                "sleep 30; exit",
+                "-c",
+                "model_auto_compact_token_limit=1234",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if let Some(uid) = uid {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+            command.uid(uid);
+        }
+        let child = command.spawn().unwrap();
+        // The spawn may return before the exec shows in /proc.
+        let cmdline = PathBuf::from(format!("/proc/{}/cmdline", child.id()));
+        for _ in 0..100 {
+            if std::fs::read(&cmdline)
+                .is_ok_and(|c| c.starts_with(codex.as_os_str().as_encoded_bytes()))
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child
+    }
+
+    /// The limit is read from a running process named `codex`, once: the
+    /// process's later hooks take it from what was kept for that pid and
+    /// start time. Any other process (this test's) has none to give.
+    #[test]
+    fn the_launch_point_is_read_from_the_codex_process_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = fake_codex(dir.path(), None);
+        let event = crate::harness::parse(&request(
+            Some("post-tool-use"),
+            r#"{"session_id":"s","cwd":"/nonexistent"}"#,
+            &[("CODEX_HOME", "/nonexistent")],
+        ))
+        .unwrap();
+        let known = LaunchPoints::default();
+        let found = find_codex(child.id());
+        let launch = launch_point(&event, Some(child.id()), &known);
+        let (id, _) = found.expect("a codex process");
+        // What is kept for the process is what its later hooks get, its
+        // arguments unread; a process given the same pid later is another.
+        let kept = HarnessPoint {
+            tokens: Some(777),
+            fraction: None,
+            basis: "kept".into(),
+        };
+        known.put(id, Some(kept.clone()));
+        let again = launch_point(&event, Some(child.id()), &known);
+        let reused = LaunchPoints::default();
+        reused.put(
+            ProcessId {
+                pid: id.pid,
+                started: id.started + 1,
+            },
+            Some(kept.clone()),
+        );
+        let fresh = launch_point(&event, Some(child.id()), &reused);
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        let launch = launch.expect("a codex process");
+        let point = launch.point.expect("a limit");
+        assert_eq!(point.tokens, Some(1_234));
+        assert!(point.basis.contains("command line"), "{}", point.basis);
+        assert_eq!(
+            launch.process,
+            Some(format!(
+                "codex pid {} started at tick {}",
+                id.pid, id.started
+            ))
+        );
+        assert_eq!(again.and_then(|l| l.point), Some(kept));
+        assert_eq!(
+            fresh.and_then(|l| l.point).and_then(|p| p.tokens),
+            Some(1_234)
+        );
+        assert_eq!(launch_point(&event, Some(std::process::id()), &known), None);
+        assert_eq!(launch_point(&event, None, &known), None);
+    }
+
+    /// The walk up from the hook's process reads nothing of a process of
+    /// another user. Needs root to start one; skipped without.
+    #[test]
+    fn a_codex_process_of_another_user_is_not_read() {
+        if protocol::paths::effective_uid() != 0 {
+            eprintln!("skipped: needs root to run a process as another user");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = fake_codex(dir.path(), Some(65_534));
+        let found = find_codex(child.id());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(found, None);
     }
 
     #[test]

@@ -29,8 +29,12 @@
 //! the resume prompt goes in at the next prompt or tool call after the
 //! session file shows one (a reply whose `tokens.input` fell);
 //! PreCompress fires before every model call, compression or not, so it
-//! means a compression only near the compression point
-//! (`model.compressionThreshold` of the window, 0.5 by default); and it
+//! means a compression only when Gemini CLI's own rule says so: the last
+//! reply's `tokens.input` at or past `model.compressionThreshold` (0.5 by
+//! default; settings files system defaults < user < project < system, the
+//! project's only in a folder Gemini CLI trusts) of its window for the
+//! model (1,048,576, or 256,000 for gemma-4 models), once per epoch, as a
+//! compression that does not happen leaves PreCompress firing; and it
 //! cannot add instructions to the summary.
 
 use super::work::{self, LineReader, WorkFacts, WorkLog};
@@ -43,6 +47,7 @@ use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count};
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -52,12 +57,27 @@ const DEFAULT_COMPRESSION_THRESHOLD: f64 = 0.5;
 /// A reply whose input fell below this share of the one before shows a
 /// compression (nothing else makes a conversation's input shrink).
 const COMPRESSED_BELOW: f64 = 0.7;
-/// How close to the compression point a PreCompress has to come to count.
-const DUE_AT: f64 = 0.9;
-/// Gemini models' windows.
-const MODEL_WINDOWS: &[(&str, u64)] = &[("gemini-", 1_048_576)];
+/// Gemini CLI's window for every model its table does not list.
+const DEFAULT_TOKEN_LIMIT: u64 = 1_048_576;
+/// The models Gemini CLI's table names (exact names, as it matches them).
+const MODEL_TOKEN_LIMITS: &[(&str, u64)] = &[
+    ("gemma-4-31b-it", 256_000),
+    ("gemma-4-26b-a4b-it", 256_000),
+    ("gemini-3-pro-preview", 1_048_576),
+    ("gemini-3-flash-preview", 1_048_576),
+    ("gemini-2.5-pro", 1_048_576),
+    ("gemini-3.5-flash", 1_048_576),
+    ("gemini-3.1-flash-lite", 1_048_576),
+];
 /// A backward scan of a session file gives up after this many bytes.
 const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
+/// A settings file larger than this is not read (they are a few kilobytes).
+const SETTINGS_LIMIT: u64 = 1024 * 1024;
+/// Sign-ins with which Gemini CLI may take its compression threshold from
+/// Google's server when no settings file sets one.
+const SERVER_THRESHOLD_AUTH: &[&str] = &["oauth-personal", "compute-default-credentials"];
+/// Where Gemini CLI keeps its system-wide settings on Linux.
+const SYSTEM_SETTINGS_DIR: &str = "/etc/gemini-cli";
 
 /// One reply's figure.
 struct Reply {
@@ -110,13 +130,6 @@ pub fn read(
         dev: meta.dev(),
         ino: meta.ino(),
     };
-    let compaction_point = gemini_dir_of(path)
-        .and_then(|dir| configured_threshold(&dir))
-        .map(|threshold| HarnessPoint {
-            tokens: None,
-            fraction: Some(threshold),
-            basis: format!("model.compressionThreshold {threshold} of the window (settings.json)"),
-        });
     let unchanged = cursor == Some(&now);
     let mut latest: Option<Reply> = None;
     let mut before: Option<Reply> = None;
@@ -193,8 +206,37 @@ pub fn read(
             bytes_read: 0,
         },
         window: None,
-        compaction_point,
+        // Settled from the hook, which sees Gemini CLI's environment: see
+        // [`launch_point`].
+        compaction_point: None,
     })
+}
+
+/// Where Gemini CLI compresses by its settings files, read at a hook: which
+/// of them it took depends on its environment (`GEMINI_CLI_TRUST_WORKSPACE`,
+/// `GEMINI_RESTRICTED_MODE`, `GEMINI_CLI_TRUSTED_FOLDERS_PATH`), as it was
+/// when Gemini CLI started (the process that ran the hook, `peer_pid`, or
+/// an ancestor), else as the hook sees it. `None` when the session file
+/// does not say where Gemini CLI keeps its settings.
+pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<HarnessPoint>> {
+    let transcript = event.transcript_path.as_deref()?;
+    let gemini_dir = gemini_dir_of(transcript)?;
+    let project = project_root_of(transcript).or_else(|| event.cwd.clone());
+    let env = peer_pid
+        .and_then(gemini_process_env)
+        .unwrap_or_else(|| trust_env(|name| event.env.get(name).cloned()));
+    let trusted_folders = env
+        .get(TRUSTED_FOLDERS_PATH_VAR)
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| gemini_dir.join(TRUSTED_FOLDERS_FILE), PathBuf::from);
+    let trust = TrustInputs {
+        env,
+        trusted_folders,
+    };
+    Some(configured_threshold(
+        &settings_files(&gemini_dir, project.as_deref()),
+        &trust,
+    ))
 }
 
 /// `~/.gemini` of a session file at `~/.gemini/tmp/<project>/chats/session-*.jsonl`.
@@ -203,13 +245,440 @@ fn gemini_dir_of(session_file: &Path) -> Option<PathBuf> {
     (tmp.file_name()? == "tmp").then(|| tmp.parent().map(Path::to_path_buf))?
 }
 
-/// `model.compressionThreshold` from Gemini CLI's user settings, if set.
-fn configured_threshold(gemini_dir: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(gemini_dir.join("settings.json")).ok()?;
-    let settings: Value = serde_json::from_str(&text).ok()?;
-    settings["model"]["compressionThreshold"]
-        .as_f64()
-        .filter(|t| *t > 0.0 && *t <= 1.0)
+/// The directory Gemini CLI ran in, which it records in
+/// `~/.gemini/tmp/<project>/.project_root`: its project settings are there.
+fn project_root_of(session_file: &Path) -> Option<PathBuf> {
+    let slug_dir = session_file.ancestors().nth(2)?;
+    let bytes = crate::project_fs::Dir::open(slug_dir)
+        .ok()?
+        .read(".project_root", 4096)
+        .ok()??;
+    let text = String::from_utf8(bytes).ok()?;
+    let root = PathBuf::from(text.trim_end_matches(['\n', '\r']));
+    root.is_absolute().then_some(root)
+}
+
+/// Where one settings layer lives.
+#[derive(Debug, Clone, PartialEq)]
+enum SettingsFile {
+    /// The user's or the system's: read as they are.
+    Own(PathBuf),
+    /// `<project>/.gemini/settings.json`: repository content, read without
+    /// following a link and with a bound.
+    Project(PathBuf),
+}
+
+/// Gemini CLI's settings files, lowest precedence first: system defaults,
+/// user, project (not when the project is the home directory, as Gemini CLI
+/// skips it then), system.
+fn settings_files(gemini_dir: &Path, project: Option<&Path>) -> Vec<SettingsFile> {
+    let system = Path::new(SYSTEM_SETTINGS_DIR);
+    let mut files = vec![
+        SettingsFile::Own(system.join("system-defaults.json")),
+        SettingsFile::Own(gemini_dir.join("settings.json")),
+    ];
+    let home = gemini_dir.parent();
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if let Some(project) = project.filter(|p| !home.is_some_and(|h| same(p, h))) {
+        files.push(SettingsFile::Project(project.to_path_buf()));
+    }
+    files.push(SettingsFile::Own(system.join("settings.json")));
+    files
+}
+
+/// The text of one settings file; `Ok(None)` when it is absent.
+fn settings_text(file: &SettingsFile) -> Result<Option<(String, String)>, String> {
+    let (shown, bytes) = match file {
+        SettingsFile::Own(path) => {
+            let shown = path.display().to_string();
+            let bytes = match open_regular(path) {
+                Ok(Some((file, meta))) if meta.len() <= SETTINGS_LIMIT => {
+                    let mut bytes = Vec::new();
+                    io::Read::read_to_end(&mut io::Read::take(file, SETTINGS_LIMIT), &mut bytes)
+                        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+                    bytes
+                }
+                Ok(Some(_)) => {
+                    return Err(format!("{shown} is larger than {SETTINGS_LIMIT} bytes"));
+                }
+                Ok(None) => return Err(format!("{shown} is not a regular file")),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(format!("cannot read {shown}: {e}")),
+            };
+            (shown, bytes)
+        }
+        SettingsFile::Project(root) => {
+            let shown = root.join(".gemini/settings.json").display().to_string();
+            let read = crate::project_fs::Dir::open(root)
+                .and_then(|dir| dir.open_dir(".gemini"))
+                .and_then(|dir| dir.read("settings.json", SETTINGS_LIMIT));
+            match read {
+                Ok(Some(bytes)) => (shown, bytes),
+                Ok(None) => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(format!("cannot read {shown}: {e}")),
+            }
+        }
+    };
+    let text = String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8"))?;
+    Ok(Some((shown, text)))
+}
+
+/// One settings file, parsed; `None` when it is absent, or cannot be read
+/// or parsed (then said in `passed_over`).
+fn settings_of(file: &SettingsFile, passed_over: &mut Vec<String>) -> Option<(String, Value)> {
+    let (shown, text) = match settings_text(file) {
+        Ok(Some(found)) => found,
+        Ok(None) => return None,
+        Err(why) => {
+            passed_over.push(format!("{why}: its settings are not counted"));
+            return None;
+        }
+    };
+    match serde_json::from_str(&without_comments(&text)) {
+        Ok(settings) => Some((shown, settings)),
+        Err(e) => {
+            passed_over.push(format!(
+                "{shown} is not valid JSON ({e}): its settings are not counted"
+            ));
+            None
+        }
+    }
+}
+
+/// `model.compressionThreshold` as Gemini CLI settles it: the settings
+/// file of highest precedence that sets it wins. The project's file counts
+/// only in a folder Gemini CLI trusts, and is not even read otherwise. A
+/// value Gemini CLI would not take as a share of the window, or a file
+/// hookd cannot read, is passed over, and said in the basis.
+fn configured_threshold(files: &[SettingsFile], trust: &TrustInputs) -> Option<HarnessPoint> {
+    let mut chosen: Option<(f64, String)> = None;
+    let mut passed_over = Vec::new();
+    let mut auth: Option<String> = None;
+    let mut layers: Vec<Option<(String, Value)>> = files
+        .iter()
+        .map(|file| match file {
+            SettingsFile::Own(_) => settings_of(file, &mut passed_over),
+            SettingsFile::Project(_) => None,
+        })
+        .collect();
+    let project = files.iter().enumerate().find_map(|(at, file)| match file {
+        SettingsFile::Project(root) => Some((at, root)),
+        SettingsFile::Own(_) => None,
+    });
+    if let Some((at, root)) = project {
+        let own: Vec<&(String, Value)> = layers.iter().flatten().collect();
+        match workspace_trust(trust, &own, root) {
+            Ok(()) => layers[at] = settings_of(&files[at], &mut passed_over),
+            Err(why) => passed_over.push(format!(
+                "{} is not read: Gemini CLI does not trust {} ({why})",
+                root.join(protocol::project::GEMINI_CLI_PROJECT_SETTINGS)
+                    .display(),
+                root.display()
+            )),
+        }
+    }
+    for (shown, settings) in layers.iter().flatten() {
+        let shown = shown.clone();
+        if let Some(selected) = settings["security"]["auth"]["selectedType"].as_str() {
+            auth = Some(selected.to_owned());
+        }
+        match &settings["model"]["compressionThreshold"] {
+            Value::Null => {}
+            // Gemini CLI takes a zero as "not set".
+            Value::Number(n) if n.as_f64() == Some(0.0) => {}
+            Value::Number(n) if n.as_f64().is_some_and(|t| t > 0.0 && t <= 1.0) => {
+                chosen = n.as_f64().map(|t| (t, shown));
+            }
+            other => passed_over.push(format!(
+                "model.compressionThreshold {} in {shown} is not a share of the window \
+                 (a number above 0, at most 1): ignored, fix it there",
+                protocol::text::clip(&other.to_string(), 40)
+            )),
+        }
+    }
+    // Signed in with Google, Gemini CLI asks Google's server for a
+    // threshold when no settings file sets one; hookd cannot see that answer.
+    let server_may_set = chosen.is_none()
+        && auth
+            .as_deref()
+            .is_some_and(|a| SERVER_THRESHOLD_AUTH.contains(&a));
+    if chosen.is_none() && passed_over.is_empty() && !server_may_set {
+        return None;
+    }
+    let mut basis = match &chosen {
+        Some((t, shown)) => format!("model.compressionThreshold {t} in {shown}"),
+        None if server_may_set => format!(
+            "Gemini CLI's default compression threshold, assumed: signed in with Google \
+             (security.auth.selectedType {}), Gemini CLI may take another from Google's \
+             server, which hookd cannot see; set model.compressionThreshold in \
+             ~/.gemini/settings.json to make it known",
+            auth.as_deref().unwrap_or("")
+        ),
+        None => "Gemini CLI's default compression threshold".to_owned(),
+    };
+    for note in passed_over {
+        basis.push_str("; ");
+        basis.push_str(&note);
+    }
+    Some(HarnessPoint {
+        tokens: None,
+        fraction: chosen.map(|(t, _)| t),
+        basis,
+    })
+}
+
+/// What decides whether Gemini CLI trusts the folder it runs in.
+struct TrustInputs {
+    /// Its trust variables ([`TRUST_VARS`]), as set when it read its settings.
+    env: BTreeMap<String, String>,
+    /// Its `trustedFolders.json`.
+    trusted_folders: PathBuf,
+}
+
+/// Gemini CLI's variables that trust or distrust the folder it runs in, and
+/// the one that moves its `trustedFolders.json`.
+const TRUST_WORKSPACE_VAR: &str = "GEMINI_CLI_TRUST_WORKSPACE";
+const RESTRICTED_MODE_VAR: &str = "GEMINI_RESTRICTED_MODE";
+const TRUSTED_FOLDERS_PATH_VAR: &str = "GEMINI_CLI_TRUSTED_FOLDERS_PATH";
+const TRUST_VARS: [&str; 3] = [
+    TRUST_WORKSPACE_VAR,
+    RESTRICTED_MODE_VAR,
+    TRUSTED_FOLDERS_PATH_VAR,
+];
+const TRUSTED_FOLDERS_FILE: &str = "trustedFolders.json";
+/// The trust levels `trustedFolders.json` may give a path.
+const TRUST_LEVELS: [&str; 3] = ["TRUST_FOLDER", "TRUST_PARENT", "DO_NOT_TRUST"];
+/// Ancestors of a hook's process looked through for Gemini CLI's own.
+const ANCESTORS_SEARCHED: usize = 6;
+/// How much of a process's `cmdline` or `environ` is read.
+const PROC_FILE_LIMIT: u64 = 1024 * 1024;
+
+fn trust_env(get: impl Fn(&str) -> Option<String>) -> BTreeMap<String, String> {
+    TRUST_VARS
+        .iter()
+        .filter_map(|name| get(name).map(|value| ((*name).to_owned(), value)))
+        .collect()
+}
+
+/// The trust variables of the Gemini CLI that ran a hook, as they were when
+/// it started and read its settings: the environment it was started with,
+/// of `peer_pid` or its nearest ancestor running Gemini CLI. (The hook's
+/// own environment may differ: `--skip-trust` sets
+/// `GEMINI_CLI_TRUST_WORKSPACE` after the settings were read.)
+fn gemini_process_env(peer_pid: u32) -> Option<BTreeMap<String, String>> {
+    let mut pid = peer_pid;
+    for _ in 0..=ANCESTORS_SEARCHED {
+        if pid <= 1 {
+            return None;
+        }
+        let dir = PathBuf::from(format!("/proc/{pid}"));
+        let args = nul_separated(&dir.join("cmdline"))?;
+        if runs_gemini(&args) {
+            let environ = nul_separated(&dir.join("environ"))?;
+            return Some(trust_env(|name| {
+                environ.iter().find_map(|entry| {
+                    entry
+                        .strip_prefix(name)?
+                        .strip_prefix('=')
+                        .map(str::to_owned)
+                })
+            }));
+        }
+        pid = parent_pid(&dir)?;
+    }
+    None
+}
+
+/// Whether a command line runs Gemini CLI: its program, or the script node
+/// runs, is `gemini` (npm's launcher) or `gemini.js` (the bundle).
+fn runs_gemini(args: &[String]) -> bool {
+    let script = args.iter().skip(1).find(|a| !a.starts_with('-'));
+    args.first().into_iter().chain(script).any(|a| {
+        matches!(
+            Path::new(a).file_name().and_then(|n| n.to_str()),
+            Some("gemini" | "gemini.js")
+        )
+    })
+}
+
+/// A `/proc` file of NUL-separated strings, read up to a bound.
+fn nul_separated(path: &Path) -> Option<Vec<String>> {
+    let mut raw = Vec::new();
+    io::Read::read_to_end(
+        &mut io::Read::take(std::fs::File::open(path).ok()?, PROC_FILE_LIMIT),
+        &mut raw,
+    )
+    .ok()?;
+    Some(
+        raw.split(|b| *b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect(),
+    )
+}
+
+/// A process's parent, from `/proc/<pid>/stat` (`pid (comm) state ppid`,
+/// where the command name may hold spaces and parentheses).
+fn parent_pid(proc_dir: &Path) -> Option<u32> {
+    let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether Gemini CLI trusts `project`, and so takes its settings file, as
+/// Gemini CLI decides it: `GEMINI_RESTRICTED_MODE=true` or
+/// `GEMINI_CLI_TRUST_WORKSPACE=false` distrust it, `…=true` trusts it;
+/// otherwise, with folder trust on (`security.folderTrust.enabled`, true
+/// unless the user's or system settings turn it off; `own` holds them,
+/// lowest precedence first), the longest rule of `trustedFolders.json` that
+/// covers it decides, and no rule means not trusted. `Err` says why not.
+/// (Trust an IDE grants is not seen here.)
+fn workspace_trust(
+    trust: &TrustInputs,
+    own: &[&(String, Value)],
+    project: &Path,
+) -> Result<(), String> {
+    let var = |name: &str| trust.env.get(name).map(String::as_str);
+    if var(RESTRICTED_MODE_VAR) == Some("true") {
+        return Err(format!("{RESTRICTED_MODE_VAR}=true"));
+    }
+    match var(TRUST_WORKSPACE_VAR) {
+        Some("false") => return Err(format!("{TRUST_WORKSPACE_VAR}=false")),
+        Some("true") => return Ok(()),
+        _ => {}
+    }
+    let folder_trust = own
+        .iter()
+        .rev()
+        .find_map(|(_, settings)| settings["security"]["folderTrust"]["enabled"].as_bool());
+    if folder_trust == Some(false) {
+        return Ok(());
+    }
+    folder_rule(&trust.trusted_folders, project)
+}
+
+/// What the user's `trustedFolders.json` says of `project`: the rule with
+/// the longest path that is `project` or above it (`TRUST_PARENT` covers
+/// the rule path's parent). Gemini CLI refuses to start with a file it
+/// cannot read or parse, so such a file trusts nothing.
+fn folder_rule(file: &Path, project: &Path) -> Result<(), String> {
+    let shown = file.display().to_string();
+    let text = match settings_text(&SettingsFile::Own(file.to_path_buf())) {
+        Ok(Some((_, text))) => text,
+        Ok(None) => return Err(format!("no rule for it in {shown}")),
+        Err(why) => return Err(format!("{why}; Gemini CLI does not start with it")),
+    };
+    let rules: Value = serde_json::from_str(&without_comments(&text)).map_err(|e| {
+        format!("{shown} is not valid JSON ({e}); Gemini CLI does not start with it")
+    })?;
+    let Some(rules) = rules.as_object() else {
+        return Err(format!(
+            "{shown} is not a JSON object; Gemini CLI does not start with it"
+        ));
+    };
+    let location = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
+    let mut longest: Option<(usize, &str, &str)> = None;
+    for (raw, level) in rules {
+        let Some(level) = level.as_str().filter(|l| TRUST_LEVELS.contains(l)) else {
+            return Err(format!(
+                "the trust level of {} in {shown} is not one of {}; Gemini CLI does not \
+                 start with it",
+                protocol::text::clip(raw, 200),
+                TRUST_LEVELS.join(", ")
+            ));
+        };
+        let rule = absolute(Path::new(raw), project);
+        let covered = if level == "TRUST_PARENT" {
+            rule.parent().unwrap_or(&rule).to_path_buf()
+        } else {
+            rule.clone()
+        };
+        let covered = covered.canonicalize().unwrap_or(covered);
+        // Gemini CLI compares the rule paths' lengths in UTF-16 units.
+        let length = rule.to_string_lossy().encode_utf16().count();
+        if location.starts_with(&covered) && longest.is_none_or(|(l, _, _)| length > l) {
+            longest = Some((length, raw, level));
+        }
+    }
+    match longest {
+        Some((_, raw, "DO_NOT_TRUST")) => Err(format!(
+            "{} is DO_NOT_TRUST in {shown}",
+            protocol::text::clip(raw, 200)
+        )),
+        Some(_) => Ok(()),
+        None => Err(format!("no rule for it in {shown}")),
+    }
+}
+
+/// `path` made absolute from `base`, `.` and `..` resolved by name.
+fn absolute(path: &Path, base: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in base.join(path).components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// JSON text without `//` and `/* */` comments (Gemini CLI's settings may
+/// carry them), strings left as they are.
+fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                '\\' => {
+                    if let Some(escaped) = chars.next() {
+                        out.push(escaped);
+                    }
+                }
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+                out.push(' ');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// The threshold the session's settings gave, else Gemini CLI's default.
@@ -220,7 +689,21 @@ fn threshold(session: &SessionFacts) -> f64 {
         .unwrap_or(DEFAULT_COMPRESSION_THRESHOLD)
 }
 
-/// Gemini CLI compresses at `model.compressionThreshold` of the model's window.
+/// Gemini CLI's window for `model`, by its own table, and whether the table
+/// names the model.
+fn token_limit(model: Option<&str>) -> (u64, bool) {
+    model
+        .and_then(|m| MODEL_TOKEN_LIMITS.iter().find(|(name, _)| *name == m))
+        .map_or((DEFAULT_TOKEN_LIMIT, false), |(_, limit)| (*limit, true))
+}
+
+/// Where Gemini CLI itself compresses: `threshold × tokenLimit(model)`.
+fn client_point(session: &SessionFacts) -> f64 {
+    threshold(session) * token_limit(session.model).0 as f64
+}
+
+/// Gemini CLI compresses at `model.compressionThreshold` of the model's
+/// window (hookd's `window.models` may name another window).
 pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
     let model = session.model;
     let configured = model.and_then(|m| {
@@ -231,13 +714,8 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
             .max_by_key(|(prefix, _)| prefix.len())
             .map(|(_, w)| *w)
     });
-    let known = model.and_then(|m| {
-        MODEL_WINDOWS
-            .iter()
-            .find(|(prefix, _)| m.starts_with(prefix))
-            .map(|(_, w)| *w)
-    });
-    let window = configured.or(known).unwrap_or(config.default_window_tokens);
+    let (limit, listed) = token_limit(model);
+    let window = configured.unwrap_or(limit);
     if let Some(forced) = config.tokens_max.filter(|t| *t > 0) {
         return CompactionPoint {
             window,
@@ -246,25 +724,50 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
         };
     }
     let threshold = threshold(session);
+    let whose_window = match (configured, listed, model) {
+        (Some(_), _, _) => "window.models".to_owned(),
+        (None, true, Some(m)) => format!("Gemini CLI's window for {m}"),
+        (None, false, Some(m)) => {
+            format!("Gemini CLI's window for {m}, as for every model it does not list")
+        }
+        (None, _, None) => "Gemini CLI's default window; the model is not known yet".to_owned(),
+    };
     CompactionPoint {
         window,
         tokens: (window as f64 * threshold) as u64,
         basis: match session.harness_point {
-            Some(p) => p.basis.clone(),
+            Some(p) => format!(
+                "{threshold} of the {window}-token window ({whose_window}; {})",
+                p.basis
+            ),
             None => format!(
-                "{threshold} of the {window}-token window (Gemini CLI's default compression threshold)"
+                "{threshold} of the {window}-token window ({whose_window}; \
+                 Gemini CLI's default compression threshold)"
             ),
         },
     }
 }
 
-/// Whether the session stands at (or near) its compression point.
-pub fn compression_is_due(session: &SessionFacts, config: &WindowConfig) -> bool {
+/// Whether Gemini CLI compresses at the model call a PreCompress precedes:
+/// its own rule, the last prompt's tokens at or past its point; `/compress`
+/// (trigger `manual`) compresses wherever the figure stands. PreCompress
+/// fires before every model call, so anything looser saves on calls that
+/// compress nothing. Gemini CLI also needs an earlier prompt to fold into
+/// its summary, so within a chat's first prompt it compresses nothing even
+/// past the point; the session file would show that, but nothing carries it
+/// here yet.
+pub fn compression_is_due(
+    session: &SessionFacts,
+    trigger: Option<&str>,
+    _config: &WindowConfig,
+) -> bool {
+    if trigger == Some("manual") {
+        return true;
+    }
     let Some(usage) = session.usage.filter(|u| u.invalid.is_none()) else {
         return false;
     };
-    let point = compaction_point(session, config);
-    usage.tokens as f64 >= point.tokens as f64 * DUE_AT
+    usage.tokens as f64 >= client_point(session)
 }
 
 /// Whether the session file holds `marker` since its latest compression
@@ -642,7 +1145,11 @@ mod tests {
             (c.tokens_used, c.window_tokens, c.tokens_max),
             (6000, 1_048_576, 524_288)
         );
-        assert!(!compression_is_due(&s.facts(), &WindowConfig::default()));
+        assert!(!compression_is_due(
+            &s.facts(),
+            Some("auto"),
+            &WindowConfig::default()
+        ));
     }
 
     #[test]
@@ -652,7 +1159,11 @@ mod tests {
         let path = session_file(home.path(), &lines);
         let mut s = session();
         s.take_reading(read(&path, None, None).unwrap(), 1);
-        assert!(compression_is_due(&s.facts(), &WindowConfig::default()));
+        assert!(compression_is_due(
+            &s.facts(),
+            Some("auto"),
+            &WindowConfig::default()
+        ));
         lines.push(reply("c", 2100));
         let path = session_file(home.path(), &lines);
         let taken = read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap();
@@ -666,16 +1177,420 @@ mod tests {
         assert!(s.take_reading(again, 200_001).unwrap().is_empty());
         assert_eq!(s.epoch, 2);
 
-        // A threshold in the user's settings moves the point.
+        // A threshold in the user's settings moves the point, as the next hook reads it.
         std::fs::write(
             home.path().join(".gemini/settings.json"),
             r#"{"model": {"compressionThreshold": 0.2}}"#,
         )
         .unwrap();
-        s.take_reading(read(&path, None, s.usage.as_ref()).unwrap(), 200_002);
+        s.launch_point = launch_point(&hook_in(&path, &[]), None).unwrap();
         let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(c.tokens_max, 209_715);
         assert!(c.basis.contains("compressionThreshold"), "{}", c.basis);
+    }
+
+    /// The facts of a session whose latest reply came from `model` with
+    /// `tokens` of input.
+    fn facts_of<'a>(
+        model: &'a str,
+        usage: &'a Usage,
+        point: Option<&'a HarnessPoint>,
+        knobs: &'a protocol::pressure::Knobs,
+    ) -> SessionFacts<'a> {
+        SessionFacts {
+            harness: Harness::GeminiCli,
+            model: Some(model),
+            usage: Some(usage),
+            statusline_window: None,
+            reported_window: None,
+            harness_point: point,
+            knobs,
+        }
+    }
+
+    fn usage(tokens: u64) -> Usage {
+        Usage {
+            tokens,
+            model: None,
+            from_boundary: false,
+            message_id: None,
+            invalid: None,
+        }
+    }
+
+    #[test]
+    fn the_window_is_gemini_clis_own_for_every_model_name() {
+        let knobs = protocol::pressure::Knobs::default();
+        let config = WindowConfig::default();
+        let used = usage(1000);
+        for (model, window, point) in [
+            ("gemini-2.5-flash", 1_048_576, 524_288),
+            ("my-local-model", 1_048_576, 524_288),
+            ("gemma-4-31b-it", 256_000, 128_000),
+            ("gemma-4-26b-a4b-it", 256_000, 128_000),
+            // Gemini CLI matches whole names: a longer one is not gemma-4's.
+            ("gemma-4-31b-it-custom", 1_048_576, 524_288),
+        ] {
+            let c = compaction_point(&facts_of(model, &used, None, &knobs), &config);
+            assert_eq!(
+                (c.window, c.tokens),
+                (window, point),
+                "{model}: {}",
+                c.basis
+            );
+            assert!(c.basis.contains(model), "{}", c.basis);
+        }
+        let basis = |m| compaction_point(&facts_of(m, &used, None, &knobs), &config).basis;
+        assert!(!basis("gemini-2.5-pro").contains("does not list"));
+        // 0.61.0's table no longer names gemini-2.5-flash: the default applies.
+        assert!(basis("gemini-2.5-flash").contains("does not list"));
+        // hookd's own window table still wins where the user set one.
+        let config = WindowConfig {
+            models: [("my-local".to_owned(), 32_000)].into_iter().collect(),
+            ..WindowConfig::default()
+        };
+        let c = compaction_point(&facts_of("my-local-model", &used, None, &knobs), &config);
+        assert_eq!((c.window, c.tokens), (32_000, 16_000), "{}", c.basis);
+    }
+
+    #[test]
+    fn precompress_means_a_compression_only_by_gemini_clis_own_rule() {
+        let knobs = protocol::pressure::Knobs::default();
+        let config = WindowConfig::default();
+        for (model, tokens, due) in [
+            // The 90-100% band compresses nothing.
+            ("gemini-2.5-flash", 480_000, false),
+            ("gemini-2.5-flash", 524_287, false),
+            ("gemini-2.5-flash", 524_288, true),
+            ("my-local-model", 490_000, false),
+            ("gemma-4-31b-it", 127_999, false),
+            ("gemma-4-31b-it", 128_000, true),
+        ] {
+            let used = usage(tokens);
+            assert_eq!(
+                compression_is_due(&facts_of(model, &used, None, &knobs), Some("auto"), &config),
+                due,
+                "{model} at {tokens}"
+            );
+        }
+        let point = HarnessPoint {
+            tokens: None,
+            fraction: Some(0.3),
+            basis: "model.compressionThreshold 0.3".into(),
+        };
+        let used = usage(314_573);
+        let facts = facts_of("gemini-2.5-flash", &used, Some(&point), &knobs);
+        assert!(
+            compression_is_due(&facts, Some("auto"), &config),
+            "0.3 × 1,048,576 = 314,572.8"
+        );
+        let used = usage(314_572);
+        let facts = facts_of("gemini-2.5-flash", &used, Some(&point), &knobs);
+        assert!(!compression_is_due(&facts, Some("auto"), &config));
+        let bad = usage(600_000);
+        let bad = Usage {
+            invalid: Some("bad".into()),
+            ..bad
+        };
+        assert!(!compression_is_due(
+            &facts_of("gemini-2.5-flash", &bad, None, &knobs),
+            Some("auto"),
+            &config
+        ));
+        // `/compress` compresses wherever the figure stands.
+        let low = usage(5_000);
+        assert!(compression_is_due(
+            &facts_of("gemini-2.5-flash", &low, None, &knobs),
+            Some("manual"),
+            &config
+        ));
+    }
+
+    #[test]
+    fn settings_layers_are_taken_in_gemini_clis_order() {
+        let home = tempfile::tempdir().unwrap();
+        let gemini = home.path().join(".gemini");
+        let project = home.path().join("proj");
+        std::fs::create_dir_all(&gemini).unwrap();
+        std::fs::create_dir_all(project.join(".gemini")).unwrap();
+        let files = settings_files(&gemini, Some(&project));
+        assert_eq!(
+            files,
+            [
+                SettingsFile::Own("/etc/gemini-cli/system-defaults.json".into()),
+                SettingsFile::Own(gemini.join("settings.json")),
+                SettingsFile::Project(project.clone()),
+                SettingsFile::Own("/etc/gemini-cli/settings.json".into()),
+            ]
+        );
+        // The home directory as the project: Gemini CLI reads no project file.
+        assert!(
+            !settings_files(&gemini, Some(home.path()))
+                .contains(&SettingsFile::Project(home.path().into()))
+        );
+
+        let user = SettingsFile::Own(gemini.join("settings.json"));
+        let proj = SettingsFile::Project(project.clone());
+        let trusted = TrustInputs {
+            env: BTreeMap::from([(TRUST_WORKSPACE_VAR.to_owned(), "true".to_owned())]),
+            trusted_folders: gemini.join(TRUSTED_FOLDERS_FILE),
+        };
+        let configured_threshold = |files: &[SettingsFile]| configured_threshold(files, &trusted);
+        assert_eq!(
+            configured_threshold(&[user.clone(), proj.clone()]),
+            None,
+            "nothing set"
+        );
+        std::fs::write(
+            gemini.join("settings.json"),
+            "{\n  // comments are allowed\n  \"model\": {\"compressionThreshold\": 0.2 /* user */}\n}",
+        )
+        .unwrap();
+        let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
+        assert_eq!(p.fraction, Some(0.2), "{}", p.basis);
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            r#"{"model": {"compressionThreshold": 0.3}, "url": "http://x//y"}"#,
+        )
+        .unwrap();
+        let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
+        assert_eq!(p.fraction, Some(0.3), "the project's wins: {}", p.basis);
+        assert!(
+            p.basis.contains("proj/.gemini/settings.json"),
+            "{}",
+            p.basis
+        );
+
+        // Out of range in the project: the user's stands, and the basis says why.
+        for bad in ["1.5", "-0.2", "\"0.3\""] {
+            std::fs::write(
+                project.join(".gemini/settings.json"),
+                format!(r#"{{"model": {{"compressionThreshold": {bad}}}}}"#),
+            )
+            .unwrap();
+            let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
+            assert_eq!(p.fraction, Some(0.2), "{bad}: {}", p.basis);
+            assert!(p.basis.contains("ignored"), "{}", p.basis);
+        }
+        // A zero is "not set" to Gemini CLI.
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            r#"{"model": {"compressionThreshold": 0}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            configured_threshold(&[user.clone(), proj.clone()])
+                .unwrap()
+                .fraction,
+            Some(0.2)
+        );
+
+        // A link in the project is not followed; a huge file is not read.
+        std::fs::remove_file(project.join(".gemini/settings.json")).unwrap();
+        let elsewhere = home.path().join("elsewhere.json");
+        std::fs::write(&elsewhere, r#"{"model": {"compressionThreshold": 0.1}}"#).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, project.join(".gemini/settings.json")).unwrap();
+        let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
+        assert_eq!(p.fraction, Some(0.2), "{}", p.basis);
+        assert!(p.basis.contains("symlink"), "{}", p.basis);
+        std::fs::remove_file(project.join(".gemini/settings.json")).unwrap();
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            vec![b' '; SETTINGS_LIMIT as usize + 1],
+        )
+        .unwrap();
+        let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
+        assert!(p.basis.contains("larger than"), "{}", p.basis);
+        // Signed in with Google and no threshold set: the default is an assumption.
+        std::fs::remove_file(project.join(".gemini/settings.json")).unwrap();
+        std::fs::write(
+            gemini.join("settings.json"),
+            r#"{"security": {"auth": {"selectedType": "oauth-personal"}}}"#,
+        )
+        .unwrap();
+        let p = configured_threshold(&[user.clone(), proj.clone()]).unwrap();
+        assert_eq!(p.fraction, None, "{}", p.basis);
+        assert!(p.basis.contains("Google's server"), "{}", p.basis);
+        std::fs::write(
+            gemini.join("settings.json"),
+            r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(configured_threshold(&[user.clone(), proj.clone()]), None);
+        std::fs::write(project.join(".gemini/settings.json"), "{not json").unwrap();
+        let p = configured_threshold(&[user, proj]).unwrap();
+        assert!(p.basis.contains("not valid JSON"), "{}", p.basis);
+    }
+
+    /// A hook of the session whose chat file is `transcript`, with `env`.
+    fn hook_in(transcript: &Path, env: &[(&str, &str)]) -> HookEvent {
+        let payload = json!({
+            "session_id": "g",
+            "transcript_path": transcript,
+            "cwd": "/nowhere",
+            "hook_event_name": "PreCompress",
+        });
+        let mut req = request(Some("pre-compress"), &payload.to_string());
+        req.env
+            .extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        crate::harness::parse(&req).unwrap()
+    }
+
+    #[test]
+    fn the_project_settings_are_found_from_the_session_file() {
+        let home = tempfile::tempdir().unwrap();
+        let project = home.path().join("work/proj");
+        std::fs::create_dir_all(project.join(".gemini")).unwrap();
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            r#"{"model": {"compressionThreshold": 0.3}}"#,
+        )
+        .unwrap();
+        let path = session_file(home.path(), &[reply("a", 5000)]);
+        std::fs::write(
+            path.parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join(".project_root"),
+            project.display().to_string(),
+        )
+        .unwrap();
+        let mut s = session();
+        s.take_reading(read(&path, None, None).unwrap(), 1);
+        let hook = hook_in(&path, &[(TRUST_WORKSPACE_VAR, "true")]);
+        s.launch_point = launch_point(&hook, None).unwrap();
+        let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
+        assert_eq!(c.tokens_max, 314_572, "{}", c.basis);
+        assert!(c.basis.contains("0.3"), "{}", c.basis);
+    }
+
+    /// Gemini CLI takes a project's settings only in a folder it trusts:
+    /// folder trust is on unless the user's or system settings turn it off,
+    /// and then `GEMINI_CLI_TRUST_WORKSPACE`, `GEMINI_RESTRICTED_MODE` or the
+    /// longest rule of `trustedFolders.json` decides; no rule, not trusted.
+    /// Untrusted, the project's file is not read at all.
+    #[test]
+    fn a_project_threshold_counts_only_in_a_folder_gemini_cli_trusts() {
+        let home = tempfile::tempdir().unwrap();
+        let gemini = home.path().join(".gemini");
+        let project = home.path().join("work/proj");
+        std::fs::create_dir_all(&gemini).unwrap();
+        std::fs::create_dir_all(project.join(".gemini")).unwrap();
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            r#"{"model": {"compressionThreshold": 0.3}}"#,
+        )
+        .unwrap();
+        let path = session_file(home.path(), &[reply("a", 5000)]);
+        std::fs::write(
+            path.parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join(".project_root"),
+            project.display().to_string(),
+        )
+        .unwrap();
+        let folders = gemini.join(TRUSTED_FOLDERS_FILE);
+        let point = |env: &[(&str, &str)]| {
+            launch_point(&hook_in(&path, env), None)
+                .expect("the session file says where Gemini CLI's settings are")
+        };
+        let fraction = |env: &[(&str, &str)]| point(env).and_then(|p| p.fraction);
+        let basis = |env: &[(&str, &str)]| point(env).map(|p| p.basis).unwrap_or_default();
+
+        // No rule: not trusted, and the basis says why.
+        assert_eq!(fraction(&[]), None, "{}", basis(&[]));
+        assert!(basis(&[]).contains("does not trust"), "{}", basis(&[]));
+        assert!(basis(&[]).contains("no rule"), "{}", basis(&[]));
+        // The environment decides first.
+        assert_eq!(fraction(&[(TRUST_WORKSPACE_VAR, "true")]), Some(0.3));
+        assert_eq!(
+            fraction(&[(TRUST_WORKSPACE_VAR, "true"), (RESTRICTED_MODE_VAR, "true")]),
+            None
+        );
+        // The rules: the longest that covers the project wins.
+        let rules = |text: &str| std::fs::write(&folders, text).unwrap();
+        let work = home.path().join("work");
+        rules(&format!(r#"{{"{}": "TRUST_FOLDER"}}"#, work.display()));
+        assert_eq!(fraction(&[]), Some(0.3), "{}", basis(&[]));
+        rules(&format!(
+            r#"{{"{}": "TRUST_FOLDER", "{}": "DO_NOT_TRUST"}}"#,
+            work.display(),
+            project.display()
+        ));
+        assert_eq!(fraction(&[]), None);
+        assert!(basis(&[]).contains("DO_NOT_TRUST"), "{}", basis(&[]));
+        assert_eq!(fraction(&[(TRUST_WORKSPACE_VAR, "true")]), Some(0.3));
+        rules(&format!(
+            "{{\n  // a comment\n  \"{}\": \"TRUST_PARENT\"\n}}",
+            project.join("src").display()
+        ));
+        assert_eq!(fraction(&[]), Some(0.3), "TRUST_PARENT covers the parent");
+        rules(&format!(
+            r#"{{"{}": "TRUST_FOLDER"}}"#,
+            project.join("src").display()
+        ));
+        assert_eq!(
+            fraction(&[]),
+            None,
+            "a rule below the project does not cover it"
+        );
+        // The variable that moves the file.
+        let elsewhere = home.path().join("folders.json");
+        std::fs::write(
+            &elsewhere,
+            format!(r#"{{"{}": "TRUST_FOLDER"}}"#, project.display()),
+        )
+        .unwrap();
+        let moved = elsewhere.display().to_string();
+        assert_eq!(fraction(&[(TRUSTED_FOLDERS_PATH_VAR, &moved)]), Some(0.3));
+        // A file Gemini CLI refuses to start with trusts nothing, and says so.
+        for bad in [
+            "{not json".to_owned(),
+            "[1, 2]".to_owned(),
+            format!(r#"{{"{}": "TRUST_EVERYTHING"}}"#, project.display()),
+        ] {
+            rules(&bad);
+            assert_eq!(fraction(&[]), None, "{bad}");
+            assert!(basis(&[]).contains("does not start"), "{}", basis(&[]));
+        }
+        std::fs::remove_file(&folders).unwrap();
+        std::fs::write(&folders, vec![b' '; SETTINGS_LIMIT as usize + 1]).unwrap();
+        assert!(basis(&[]).contains("larger than"), "{}", basis(&[]));
+        std::fs::remove_file(&folders).unwrap();
+        // Folder trust turned off in the user's settings: every folder is trusted.
+        std::fs::write(
+            gemini.join("settings.json"),
+            r#"{"security": {"folderTrust": {"enabled": false}}}"#,
+        )
+        .unwrap();
+        assert_eq!(fraction(&[]), Some(0.3), "{}", basis(&[]));
+        std::fs::write(
+            gemini.join("settings.json"),
+            r#"{"security": {"folderTrust": {"enabled": true}}}"#,
+        )
+        .unwrap();
+        assert_eq!(fraction(&[]), None);
+
+        // Untrusted, nothing of the project's file is read: a FIFO there
+        // would block a reader, and an unreadable file would be named.
+        std::fs::remove_file(project.join(".gemini/settings.json")).unwrap();
+        let fifo = std::ffi::CString::new(
+            project
+                .join(".gemini/settings.json")
+                .to_str()
+                .unwrap()
+                .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let b = basis(&[]);
+        assert!(
+            b.contains("does not trust") && !b.contains("FIFO") && !b.contains("not a regular"),
+            "{b}"
+        );
     }
 
     #[test]

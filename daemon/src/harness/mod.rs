@@ -11,6 +11,8 @@ pub use claude_code::transcript::{Boundary, Cursor, Method, Reading, Usage};
 
 pub use claude_code::statusline;
 
+pub use codex::{Launch, LaunchPoints, POINT_UNKNOWN};
+
 /// The harness of a session hookd knows only by its id (one a person named
 /// to hookctl before any hook of it arrived).
 pub const FIRST: Harness = Harness::ClaudeCode;
@@ -410,6 +412,59 @@ pub struct SessionFacts<'a> {
     pub knobs: &'a protocol::pressure::Knobs,
 }
 
+/// Where the harness that ran a hook compacts, from what only its hooks can
+/// see (its command line, read from the hook's process `peer_pid` and its
+/// ancestors; its project's settings), kept per harness process in
+/// `known`: `None` when that cannot be known. Blocking: run it off the
+/// async runtime, and only for a harness that [`has_launch_point`].
+pub fn launch_point(
+    event: &HookEvent,
+    peer_pid: Option<u32>,
+    known: &LaunchPoints,
+) -> Option<Launch> {
+    match event.harness {
+        Harness::Codex => codex::launch_point(event, peer_pid, known),
+        Harness::GeminiCli => gemini_cli::launch_point(event, peer_pid).map(|point| Launch {
+            process: None,
+            point,
+        }),
+        Harness::ClaudeCode => None,
+    }
+}
+
+/// Whether a hook of this harness can tell where its process compacts.
+pub fn has_launch_point(harness: Harness) -> bool {
+    matches!(harness, Harness::Codex | Harness::GeminiCli)
+}
+
+/// Where a compaction's record starts in the session's file, for a harness
+/// that names its compactions so (the file only grows: a later record is a
+/// later compaction).
+pub fn boundary_offset(harness: Harness, boundary: &Boundary) -> Option<u64> {
+    match harness {
+        Harness::Codex => codex::boundary_offset(boundary),
+        Harness::ClaudeCode | Harness::GeminiCli => None,
+    }
+}
+
+/// Whether the session's compaction point cannot be known yet (it is
+/// learned at the first compaction): no level fires against a guess.
+pub fn point_unknown(session: &SessionFacts, config: &protocol::config::WindowConfig) -> bool {
+    match session.harness {
+        Harness::Codex => codex::point_unknown(session, config),
+        Harness::ClaudeCode | Harness::GeminiCli => false,
+    }
+}
+
+/// The point an automatic compaction at `tokens` shows, for a harness
+/// that compacts as soon as its figure reaches its point.
+pub fn point_shown_by_compaction(harness: Harness, tokens: u64) -> Option<HarnessPoint> {
+    match harness {
+        Harness::Codex => Some(codex::point_shown_by_compaction(tokens)),
+        Harness::ClaudeCode | Harness::GeminiCli => None,
+    }
+}
+
 /// Where the session's harness compacts (or compresses) its context.
 pub fn compaction_point(
     session: &SessionFacts,
@@ -437,14 +492,25 @@ pub fn injected_context_arrived(harness: Harness, path: &Path, marker: &str) -> 
     }
 }
 
-/// Whether a PreCompact-like hook means a compaction now. Gemini CLI fires
-/// PreCompress before every model call; only near its compression point
-/// does one follow.
-pub fn compaction_is_due(session: &SessionFacts, config: &protocol::config::WindowConfig) -> bool {
+/// Whether a PreCompact-like hook with this `trigger` means a compaction
+/// now. Gemini CLI fires PreCompress before every model call; a compression
+/// follows only when its own rule says so.
+pub fn compaction_is_due(
+    session: &SessionFacts,
+    trigger: Option<&str>,
+    config: &protocol::config::WindowConfig,
+) -> bool {
     match session.harness {
-        Harness::GeminiCli => gemini_cli::compression_is_due(session, config),
+        Harness::GeminiCli => gemini_cli::compression_is_due(session, trigger, config),
         Harness::ClaudeCode | Harness::Codex => true,
     }
+}
+
+/// Whether the harness's automatic PreCompact-like hook fires again and
+/// again while no compaction follows (Gemini CLI's, before every model
+/// call), so that one save per epoch stands for all of them.
+pub fn precompact_repeats_without_compaction(harness: Harness) -> bool {
+    harness == Harness::GeminiCli
 }
 
 /// The compaction summary a hook carries, and what to call where it came

@@ -143,7 +143,8 @@ fn thresholds_reach_the_model_once_at_the_right_turn() {
         );
     }
 
-    // The person saw each message once, from the hook that gave it to the model.
+    // The person saw one line for each level, from the hook that gave the
+    // model its message.
     let transcript = sc.transcript(&session);
     let shown: Vec<&Value> = attachments(&transcript, "hook_system_message");
     assert_eq!(shown.len(), 4, "{shown:?}");
@@ -158,8 +159,17 @@ fn thresholds_reach_the_model_once_at_the_right_turn() {
             .contains(&attachment["hookEvent"].as_str().unwrap_or("")),
             "{attachment}"
         );
+        // The person reads the figure and what hookd does, not the model's
+        // instructions.
         let text = attachment["content"].as_str().unwrap();
-        assert!(text.starts_with(crossing.unwrap().1), "{text}");
+        let level = format!("{:.0}", crossing.unwrap().0 * 100.0);
+        assert!(
+            text.starts_with("hookd: context ")
+                && text.contains("of the way to compaction")
+                && !text.contains(crossing.unwrap().1),
+            "{text}"
+        );
+        assert!(!text.contains("suggest /compact"), "level {level}: {text}");
     }
 
     let saves = saves(&sc);

@@ -42,6 +42,7 @@
 //!   with the patch as `input`).
 
 use super::claude_code::transcript::FORWARD_LIMIT;
+use super::process::{self, ProcessCache};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Boundary, Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionFacts,
@@ -52,7 +53,6 @@ use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count, token_sum};
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::Value;
-use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -434,9 +434,9 @@ fn reply_total(last: &Value) -> Result<Option<u64>, String> {
 }
 
 /// Reads what is new in the rollout as a [`SessionReading`]: the latest
-/// figure, the window Codex reported, each compaction appended, and where
-/// Codex's `config.toml` says it compacts. From where the last reading
-/// stopped when that is near (forward), else from the end.
+/// figure, the window Codex reported and each compaction appended. From
+/// where the last reading stopped when that is near (forward), else from
+/// the end.
 pub fn read(
     path: &Path,
     cursor: Option<&Cursor>,
@@ -445,7 +445,6 @@ pub fn read(
     use std::os::unix::fs::MetadataExt;
     let (file, meta) = open_rollout(path)?;
     let (len, dev, ino) = (meta.len(), meta.dev(), meta.ino());
-    let compaction_point = codex_home_of(path).and_then(|home| configured_point(&home));
     let failed = |e: io::Error| format!("cannot read Codex rollout file {}: {e}", path.display());
     let same_file = cursor.filter(|c| c.dev == dev && c.ino == ino && c.offset <= len);
     let (usage, rollout, method) = match same_file {
@@ -459,7 +458,9 @@ pub fn read(
                     bytes_read: 0,
                 },
                 window: None,
-                compaction_point,
+                // Codex reads its config.toml once, at start: see
+                // [`launch_point`].
+                compaction_point: None,
             });
         }
         Some(c) if len - c.offset <= FORWARD_LIMIT => {
@@ -511,7 +512,7 @@ pub fn read(
             bytes_read: rollout.bytes_read,
         },
         window: rollout.window,
-        compaction_point,
+        compaction_point: None,
     })
 }
 
@@ -565,170 +566,109 @@ const LIMIT_KEY: &str = "model_auto_compact_token_limit";
 /// Processes above the hook's own looked at for the codex that ran it: the
 /// hook command may run through a shell or two.
 const ANCESTORS_SEARCHED: usize = 4;
-/// A process's arguments are read up to this many bytes.
-const CMDLINE_LIMIT: u64 = 256 * 1024;
-/// A process's `/proc/<pid>/stat` is read up to this many bytes (a command
-/// name is at most 16 of them).
-const STAT_LIMIT: u64 = 4 * 1024;
 /// A Codex config file (the user's, a profile, a project's) is read only
 /// up to this size: far beyond any real one.
 const CONFIG_LIMIT: u64 = 1024 * 1024;
-/// Codex processes whose launch point is kept.
-const PROCESSES_KEPT: usize = 256;
 
 /// What the launch of the codex that ran a hook says of its compaction point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Launch {
-    /// The codex process (pid and start time), when hookd found it.
+    /// The harness process (pid and start time), when hookd found it.
     pub process: Option<String>,
-    /// Its point; `None` when its command line and project set none.
+    /// Its point; `None` when nothing hookd can read sets one.
     pub point: Option<HarnessPoint>,
 }
 
-/// The launch point of each codex process seen, by pid and start time:
-/// Codex reads its arguments and configuration once, at start, so a
-/// session's later hooks need no more than the walk to its process.
-#[derive(Default)]
-pub struct LaunchPoints {
-    known: std::sync::Mutex<HashMap<ProcessId, Option<HarnessPoint>>>,
+/// What a codex process took in once, at start: the limit its command line
+/// sets, and the one its files set (the profile it names, else
+/// `config.toml`). The project's file is read per hook: one process (an
+/// IDE's `codex app-server`) runs sessions in many projects.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProcessPoint {
+    command_line: Option<HarnessPoint>,
+    files: Option<HarnessPoint>,
 }
 
-impl LaunchPoints {
-    fn get(&self, id: ProcessId) -> Option<Option<HarnessPoint>> {
-        self.lock().get(&id).cloned()
-    }
-
-    fn put(&self, id: ProcessId, point: Option<HarnessPoint>) {
-        let mut known = self.lock();
-        if known.len() >= PROCESSES_KEPT {
-            // Processes end; the oldest started are the likeliest gone.
-            if let Some(oldest) = known.keys().min_by_key(|p| p.started).copied() {
-                known.remove(&oldest);
-            }
-        }
-        known.insert(id, point);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProcessId, Option<HarnessPoint>>> {
-        self.known.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// A process, told apart from a later one given the same pid by when it
-/// started (clock ticks after boot, `/proc/<pid>/stat` field 22).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct ProcessId {
-    pid: u32,
-    started: u64,
-}
-
-/// Where the codex that ran a hook compacts, from what only the hook can
-/// see, in Codex's order: its command line (`-c` / `--config
-/// model_auto_compact_token_limit=N`), the project's `.codex/config.toml`
-/// (when the project is trusted), then the profile its command line names
-/// (`--profile P`: `<CODEX_HOME>/P.config.toml`). `config.toml` itself is
-/// read with the rollout. `peer_pid` is the hook's process (the socket's
-/// peer): codex is it or one of its nearest ancestors. `None` when none of
-/// this can be known. Blocking: /proc and small files.
+/// Where the codex that ran a hook compacts, in Codex's order: its command
+/// line (`-c` / `--config model_auto_compact_token_limit=N`), the project's
+/// `.codex/config.toml` (when the project is trusted), the profile its
+/// command line names (`--profile P`: `<CODEX_HOME>/P.config.toml`), then
+/// `config.toml`. `peer_pid` is the hook's process (the socket's peer):
+/// codex is it or one of its nearest ancestors, and what it read at start
+/// is kept in `known` for its later hooks. Without its process, the
+/// project's and `config.toml`'s limits as they are now. Blocking: /proc
+/// and small files.
 pub fn launch_point(
     event: &HookEvent,
     peer_pid: Option<u32>,
-    known: &LaunchPoints,
+    known: &ProcessCache<ProcessPoint>,
 ) -> Option<Launch> {
-    let codex = peer_pid.and_then(find_codex);
-    if let Some((id, _)) = &codex
-        && let Some(point) = known.get(*id)
-    {
-        return Some(Launch {
-            process: Some(process_name(*id)),
-            point,
-        });
-    }
-    let point = point_at_launch(event, codex.as_ref().map(|(_, args)| args.as_slice()));
-    match codex {
-        Some((id, _)) => {
-            let point = point.flatten();
-            known.put(id, point.clone());
-            Some(Launch {
-                process: Some(process_name(id)),
-                point,
-            })
-        }
-        None => point.map(|point| Launch {
-            process: None,
-            point,
-        }),
-    }
-}
-
-fn process_name(id: ProcessId) -> String {
-    format!("codex pid {} started at tick {}", id.pid, id.started)
-}
-
-/// The point from codex's arguments `args` (when its process was found),
-/// the project and the profile: `Some(None)` when they set none, `None`
-/// when that cannot be known (no process, no project limit).
-fn point_at_launch(event: &HookEvent, args: Option<&[String]>) -> Option<Option<HarnessPoint>> {
-    if let Some(tokens) = args.and_then(command_line_limit) {
-        return Some(Some(HarnessPoint {
-            tokens: Some(tokens),
-            fraction: None,
-            basis: format!("{tokens} ({LIMIT_KEY} on codex's command line)"),
-        }));
-    }
     let mut problems = Vec::new();
-    let home = codex_home(&event.env, &mut problems);
-    if let (Some(home), Some(working_dir), Some(root)) =
-        (&home, &event.working_dir, &event.project_dir)
-        && let Some((file, tokens)) = project_limit(home, working_dir, root)
-    {
-        return Some(Some(HarnessPoint {
+    let home = event
+        .transcript_path
+        .as_deref()
+        .and_then(codex_home_of)
+        .or_else(|| codex_home(&event.env, &mut problems));
+    // The command name alone picks the process: its arguments are read
+    // only the first time it is seen.
+    let codex = peer_pid.and_then(|pid| {
+        process::find(pid, ANCESTORS_SEARCHED, |p| p.command == "codex")
+    });
+    let launched = codex.as_ref().and_then(|p| {
+        if let Some(kept) = known.get(p.id) {
+            return Some((p.id, kept));
+        }
+        let args = p.args().filter(|a| a.first().is_some_and(|a0| is_codex(a0)))?;
+        let kept = process_point(home.as_deref(), &args);
+        known.put(p.id, kept.clone());
+        Some((p.id, kept))
+    });
+    let (process, launched) = match launched {
+        Some((id, kept)) => (Some(id.describe("codex")), kept),
+        None => (
+            None,
+            ProcessPoint {
+                command_line: None,
+                files: home.as_deref().and_then(configured_point),
+            },
+        ),
+    };
+    let project = || {
+        let (home, working_dir, root) = (
+            home.as_deref()?,
+            event.working_dir.as_deref()?,
+            event.project_dir.as_deref()?,
+        );
+        let (file, tokens) = project_limit(home, working_dir, root)?;
+        Some(HarnessPoint {
             tokens: Some(tokens),
             fraction: None,
             basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
-        }));
-    }
-    let args = args?;
-    let profile = profile_limit(home.as_deref(), args).map(|(file, tokens)| HarnessPoint {
+        })
+    };
+    let point = launched
+        .command_line
+        .or_else(project)
+        .or(launched.files);
+    Some(Launch { process, point })
+}
+
+/// What codex's arguments `args` and its own files set.
+fn process_point(home: Option<&Path>, args: &[String]) -> ProcessPoint {
+    let command_line = command_line_limit(args).map(|tokens| HarnessPoint {
+        tokens: Some(tokens),
+        fraction: None,
+        basis: format!("{tokens} ({LIMIT_KEY} on codex's command line)"),
+    });
+    let profile = profile_limit(home, args).map(|(file, tokens)| HarnessPoint {
         tokens: Some(tokens),
         fraction: None,
         basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
     });
-    Some(profile)
-}
-
-/// The codex process that is `peer_pid` or one of its nearest ancestors,
-/// with its arguments. The walk stops at a process of another user: hookd
-/// reads nothing of theirs.
-fn find_codex(peer_pid: u32) -> Option<(ProcessId, Vec<String>)> {
-    let me = protocol::paths::effective_uid();
-    let mut pid = peer_pid;
-    for _ in 0..=ANCESTORS_SEARCHED {
-        if pid <= 1 {
-            return None;
-        }
-        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-        {
-            use std::os::unix::fs::MetadataExt;
-            if std::fs::metadata(&proc_dir).ok()?.uid() != me {
-                return None;
-            }
-        }
-        let stat = process_stat(&proc_dir)?;
-        // The command name first: the arguments are read only of a codex.
-        if stat.command == "codex"
-            && let Some(args) = process_args(&proc_dir)
-            && args.first().is_some_and(|argv0| is_codex(argv0))
-        {
-            let id = ProcessId {
-                pid,
-                started: stat.started,
-            };
-            return Some((id, args));
-        }
-        pid = stat.parent;
+    ProcessPoint {
+        command_line,
+        files: profile.or_else(|| home.and_then(configured_point)),
     }
-    None
 }
 
 /// Codex's native binary, or the npm launcher that runs it.
@@ -737,40 +677,6 @@ fn is_codex(argv0: &str) -> bool {
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n == "codex")
-}
-
-/// A process's arguments (`/proc/<pid>/cmdline`), NUL-separated.
-fn process_args(proc_dir: &Path) -> Option<Vec<String>> {
-    let raw = read_bounded(&proc_dir.join("cmdline"), CMDLINE_LIMIT)?;
-    Some(
-        raw.split(|b| *b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect(),
-    )
-}
-
-/// What `/proc/<pid>/stat` says of a process.
-struct ProcessStat {
-    command: String,
-    parent: u32,
-    started: u64,
-}
-
-/// `pid (comm) state ppid … starttime …`: the command name may hold spaces
-/// and parentheses, so the fields are counted after its last `)`.
-fn process_stat(proc_dir: &Path) -> Option<ProcessStat> {
-    let raw = read_bounded(&proc_dir.join("stat"), STAT_LIMIT)?;
-    let stat = String::from_utf8_lossy(&raw);
-    let (head, rest) = stat.rsplit_once(')')?;
-    let command = head.split_once('(')?.1.to_owned();
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // `rest` starts at field 3 (state): ppid is field 4, starttime 22.
-    Some(ProcessStat {
-        command,
-        parent: fields.get(1)?.parse().ok()?,
-        started: fields.get(19)?.parse().ok()?,
-    })
 }
 
 /// At most `limit` bytes of a regular file, opened without blocking (a

@@ -37,10 +37,11 @@
 //! compression that does not happen leaves PreCompress firing; and it
 //! cannot add instructions to the summary.
 
+use super::process::{self, ProcessCache};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
-    Boundary, Cursor, EventKind, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading,
-    SessionFacts, SessionReading, Usage,
+    Boundary, Cursor, EventKind, Fields, HarnessPoint, HookEvent, Launch, Method, Outcome,
+    Reading, SessionFacts, SessionReading, Usage,
 };
 use crate::tail::{ReverseLines, mentions_any, open_regular};
 use protocol::config::WindowConfig;
@@ -216,14 +217,42 @@ pub fn read(
 /// of them it took depends on its environment (`GEMINI_CLI_TRUST_WORKSPACE`,
 /// `GEMINI_RESTRICTED_MODE`, `GEMINI_CLI_TRUSTED_FOLDERS_PATH`), as it was
 /// when Gemini CLI started (the process that ran the hook, `peer_pid`, or
-/// an ancestor), else as the hook sees it. `None` when the session file
-/// does not say where Gemini CLI keeps its settings.
-pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<HarnessPoint>> {
+/// an ancestor), else as the hook sees it. Gemini CLI reads its settings
+/// once, at start, so what its process's first hook found is kept in
+/// `known` for the later ones (PreCompress comes before every model call);
+/// without its process, the settings as they are now. `None` when the
+/// session file does not say where Gemini CLI keeps its settings.
+pub fn launch_point(
+    event: &HookEvent,
+    peer_pid: Option<u32>,
+    known: &ProcessCache<Option<HarnessPoint>>,
+) -> Option<Launch> {
     let transcript = event.transcript_path.as_deref()?;
     let gemini_dir = gemini_dir_of(transcript)?;
+    // A process seen before is known by its stat alone.
+    let gemini = peer_pid.and_then(|pid| {
+        process::find(pid, ANCESTORS_SEARCHED, |p| {
+            known.contains(p.id) || p.args().is_some_and(|args| runs_gemini(&args))
+        })
+    });
+    let process = gemini.as_ref().map(|p| p.id.describe("gemini"));
+    if let Some(point) = gemini.as_ref().and_then(|p| known.get(p.id)) {
+        return Some(Launch { process, point });
+    }
     let project = project_root_of(transcript).or_else(|| event.cwd.clone());
-    let env = peer_pid
-        .and_then(gemini_process_env)
+    let env = gemini
+        .as_ref()
+        .and_then(|p| p.environment())
+        .map(|environ| {
+            trust_env(|name| {
+                environ.iter().find_map(|entry| {
+                    entry
+                        .strip_prefix(name)?
+                        .strip_prefix('=')
+                        .map(str::to_owned)
+                })
+            })
+        })
         .unwrap_or_else(|| trust_env(|name| event.env.get(name).cloned()));
     let trusted_folders = env
         .get(TRUSTED_FOLDERS_PATH_VAR)
@@ -233,10 +262,11 @@ pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<H
         env,
         trusted_folders,
     };
-    Some(configured_threshold(
-        &settings_files(&gemini_dir, project.as_deref()),
-        &trust,
-    ))
+    let point = configured_threshold(&settings_files(&gemini_dir, project.as_deref()), &trust);
+    if let Some(p) = &gemini {
+        known.put(p.id, point.clone());
+    }
+    Some(Launch { process, point })
 }
 
 /// `~/.gemini` of a session file at `~/.gemini/tmp/<project>/chats/session-*.jsonl`.
@@ -452,45 +482,15 @@ const TRUST_VARS: [&str; 3] = [
 const TRUSTED_FOLDERS_FILE: &str = "trustedFolders.json";
 /// The trust levels `trustedFolders.json` may give a path.
 const TRUST_LEVELS: [&str; 3] = ["TRUST_FOLDER", "TRUST_PARENT", "DO_NOT_TRUST"];
-/// Ancestors of a hook's process looked through for Gemini CLI's own.
+/// Ancestors of a hook's process looked through for Gemini CLI's own: the
+/// hook command may run through a shell or two, and npm's launcher.
 const ANCESTORS_SEARCHED: usize = 6;
-/// How much of a process's `cmdline` or `environ` is read.
-const PROC_FILE_LIMIT: u64 = 1024 * 1024;
 
 fn trust_env(get: impl Fn(&str) -> Option<String>) -> BTreeMap<String, String> {
     TRUST_VARS
         .iter()
         .filter_map(|name| get(name).map(|value| ((*name).to_owned(), value)))
         .collect()
-}
-
-/// The trust variables of the Gemini CLI that ran a hook, as they were when
-/// it started and read its settings: the environment it was started with,
-/// of `peer_pid` or its nearest ancestor running Gemini CLI. (The hook's
-/// own environment may differ: `--skip-trust` sets
-/// `GEMINI_CLI_TRUST_WORKSPACE` after the settings were read.)
-fn gemini_process_env(peer_pid: u32) -> Option<BTreeMap<String, String>> {
-    let mut pid = peer_pid;
-    for _ in 0..=ANCESTORS_SEARCHED {
-        if pid <= 1 {
-            return None;
-        }
-        let dir = PathBuf::from(format!("/proc/{pid}"));
-        let args = nul_separated(&dir.join("cmdline"))?;
-        if runs_gemini(&args) {
-            let environ = nul_separated(&dir.join("environ"))?;
-            return Some(trust_env(|name| {
-                environ.iter().find_map(|entry| {
-                    entry
-                        .strip_prefix(name)?
-                        .strip_prefix('=')
-                        .map(str::to_owned)
-                })
-            }));
-        }
-        pid = parent_pid(&dir)?;
-    }
-    None
 }
 
 /// Whether a command line runs Gemini CLI: its program, or the script node
@@ -503,30 +503,6 @@ fn runs_gemini(args: &[String]) -> bool {
             Some("gemini" | "gemini.js")
         )
     })
-}
-
-/// A `/proc` file of NUL-separated strings, read up to a bound.
-fn nul_separated(path: &Path) -> Option<Vec<String>> {
-    let mut raw = Vec::new();
-    io::Read::read_to_end(
-        &mut io::Read::take(std::fs::File::open(path).ok()?, PROC_FILE_LIMIT),
-        &mut raw,
-    )
-    .ok()?;
-    Some(
-        raw.split(|b| *b == 0)
-            .filter(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .collect(),
-    )
-}
-
-/// A process's parent, from `/proc/<pid>/stat` (`pid (comm) state ppid`,
-/// where the command name may hold spaces and parentheses).
-fn parent_pid(proc_dir: &Path) -> Option<u32> {
-    let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Whether Gemini CLI trusts `project`, and so takes its settings file, as

@@ -611,14 +611,15 @@ pub fn launch_point(
         .or_else(|| codex_home(&event.env, &mut problems));
     // The command name alone picks the process: its arguments are read
     // only the first time it is seen.
-    let codex = peer_pid.and_then(|pid| {
-        process::find(pid, ANCESTORS_SEARCHED, |p| p.command == "codex")
-    });
+    let codex =
+        peer_pid.and_then(|pid| process::find(pid, ANCESTORS_SEARCHED, |p| p.command == "codex"));
     let launched = codex.as_ref().and_then(|p| {
         if let Some(kept) = known.get(p.id) {
             return Some((p.id, kept));
         }
-        let args = p.args().filter(|a| a.first().is_some_and(|a0| is_codex(a0)))?;
+        let args = p
+            .args()
+            .filter(|a| a.first().is_some_and(|a0| is_codex(a0)))?;
         let kept = process_point(home.as_deref(), &args);
         known.put(p.id, kept.clone());
         Some((p.id, kept))
@@ -646,10 +647,7 @@ pub fn launch_point(
             basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
         })
     };
-    let point = launched
-        .command_line
-        .or_else(project)
-        .or(launched.files);
+    let point = launched.command_line.or_else(project).or(launched.files);
     Some(Launch { process, point })
 }
 
@@ -1331,7 +1329,13 @@ mod tests {
             "model = \"gpt-5.5-codex\"\nmodel_auto_compact_token_limit = 150_000 # low\n[projects.\"/p\"]\nmodel_auto_compact_token_limit = 9\n",
         )
         .unwrap();
-        s.take_reading(read(&path, None, s.usage.as_ref()).unwrap(), 6);
+        // Read at the hook (Codex reads it at start), not with the rollout.
+        let reading = read(&path, None, s.usage.as_ref()).unwrap();
+        assert_eq!(reading.compaction_point, None);
+        s.take_reading(reading, 6);
+        let mut event = hook_in(Path::new("/nonexistent"), Path::new("/nonexistent"));
+        event.transcript_path = Some(path.clone());
+        s.take_launch(launch_point(&event, None, &ProcessCache::default()).unwrap());
         let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(c.tokens_max, 150_000);
         assert!(c.basis.contains("config.toml"), "{}", c.basis);
@@ -1731,7 +1735,8 @@ mod tests {
             Some(100_000)
         );
 
-        // config.toml's limit, read with the rollout, appearing.
+        // config.toml's limit appearing, read at a hook of a session whose
+        // codex process is not found.
         let home = tempfile::tempdir().unwrap();
         let day = home.path().join("sessions/2026/05/01");
         std::fs::create_dir_all(&day).unwrap();
@@ -1740,19 +1745,23 @@ mod tests {
             &path,
             &[TURN_CONTEXT.to_owned(), token_count(50_000, 190_000)],
         );
+        let mut event = hook_in(Path::new("/nonexistent"), Path::new("/nonexistent"));
+        event.transcript_path = Some(path.clone());
+        let at_hook = || launch_point(&event, None, &ProcessCache::default()).unwrap();
         let mut s = codex_session();
         s.take_reading(read(&path, None, None).unwrap(), 1);
+        s.take_launch(at_hook());
         s.learned_point = Some(learned.clone());
         append(&path, &[token_count(51_000, 190_000)]);
         s.take_reading(read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap(), 2);
+        s.take_launch(at_hook());
         assert_eq!(s.learned_point.as_ref(), Some(&learned), "nothing new");
         std::fs::write(
             home.path().join("config.toml"),
             "model_auto_compact_token_limit = 120000\n",
         )
         .unwrap();
-        append(&path, &[token_count(52_000, 190_000)]);
-        s.take_reading(read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap(), 3);
+        s.take_launch(at_hook());
         assert_eq!(s.learned_point, None, "config.toml's limit");
     }
 
@@ -1963,35 +1972,29 @@ mod tests {
 
     /// A process that runs `/bin/sh` under the name `codex` with a limit
     /// among its arguments (sh takes the second `-c` pair as $0 and $1),
-    /// as `uid` when given; once it shows in /proc.
-    fn fake_codex(dir: &Path, uid: Option<u32>) -> std::process::Child {
+    /// as `uid`; once it shows in /proc.
+    fn foreign_codex(dir: &Path, uid: u32) -> std::process::Child {
+        use std::os::unix::fs::PermissionsExt;
         use std::os::unix::process::CommandExt;
         let codex = dir.join("codex");
-        if !codex.exists() {
-            std::os::unix::fs::symlink("/bin/sh", &codex).unwrap();
-        }
-        let mut command = std::process::Command::new(&codex);
-        command
+        std::os::unix::fs::symlink("/bin/sh", &codex).unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let child = std::process::Command::new(&codex)
             .args([
                 "-c",
                 "sleep 30; exit",
                 "-c",
                 "model_auto_compact_token_limit=1234",
             ])
+            .uid(uid)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        if let Some(uid) = uid {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-            command.uid(uid);
-        }
-        let child = command.spawn().unwrap();
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
         // The spawn may return before the exec shows in /proc.
-        let cmdline = PathBuf::from(format!("/proc/{}/cmdline", child.id()));
+        let stat = PathBuf::from(format!("/proc/{}/stat", child.id()));
         for _ in 0..100 {
-            if std::fs::read(&cmdline)
-                .is_ok_and(|c| c.starts_with(codex.as_os_str().as_encoded_bytes()))
-            {
+            if std::fs::read_to_string(&stat).is_ok_and(|s| s.contains("(codex)")) {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -1999,62 +2002,196 @@ mod tests {
         child
     }
 
-    /// The limit is read from a running process named `codex`, once: the
-    /// process's later hooks take it from what was kept for that pid and
-    /// start time. Any other process (this test's) has none to give.
+    /// A hook event of a session in `cwd` under `codex_home`.
+    fn hook_in(cwd: &Path, codex_home: &Path) -> HookEvent {
+        crate::harness::parse(&request(
+            Some("post-tool-use"),
+            &serde_json::json!({"session_id": "s", "cwd": cwd}).to_string(),
+            &[("CODEX_HOME", codex_home.to_str().unwrap())],
+        ))
+        .unwrap()
+    }
+
+    fn end(mut harness: std::process::Child, hook: u32) {
+        let _ = std::process::Command::new("kill")
+            .arg(hook.to_string())
+            .status();
+        harness.kill().unwrap();
+        harness.wait().unwrap();
+    }
+
+    /// The limit is read from a running process named `codex` above the
+    /// hook's, once: the process's later hooks find it by its stat alone
+    /// and read its arguments no more. A process given the same pid later
+    /// is another, read again.
     #[test]
     fn the_launch_point_is_read_from_the_codex_process_once() {
+        use crate::harness::process::{ARGS_READ, tests::harness_with_child};
         let dir = tempfile::tempdir().unwrap();
-        let mut child = fake_codex(dir.path(), None);
-        let event = crate::harness::parse(&request(
-            Some("post-tool-use"),
-            r#"{"session_id":"s","cwd":"/nonexistent"}"#,
-            &[("CODEX_HOME", "/nonexistent")],
-        ))
-        .unwrap();
-        let known = LaunchPoints::default();
-        let found = find_codex(child.id());
-        let launch = launch_point(&event, Some(child.id()), &known);
-        let (id, _) = found.expect("a codex process");
-        // What is kept for the process is what its later hooks get, its
-        // arguments unread; a process given the same pid later is another.
-        let kept = HarnessPoint {
-            tokens: Some(777),
-            fraction: None,
-            basis: "kept".into(),
-        };
-        known.put(id, Some(kept.clone()));
-        let again = launch_point(&event, Some(child.id()), &known);
-        let reused = LaunchPoints::default();
-        reused.put(
-            ProcessId {
-                pid: id.pid,
-                started: id.started + 1,
-            },
-            Some(kept.clone()),
+        let (harness, hook) = harness_with_child(
+            dir.path(),
+            "codex",
+            &["-c", "model_auto_compact_token_limit=1234"],
+            &[],
         );
-        let fresh = launch_point(&event, Some(child.id()), &reused);
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let event = hook_in(Path::new("/nonexistent"), Path::new("/nonexistent"));
+        let known = ProcessCache::default();
+        let reads = || ARGS_READ.with(|n| n.get());
+        let launch = launch_point(&event, Some(hook), &known);
+        let after_first = reads();
+        let again = launch_point(&event, Some(hook), &known);
+        let after_again = reads();
+        let codex = process::Process::open(harness.id()).expect("the codex");
+        let reused = ProcessCache::default();
+        let kept = ProcessPoint {
+            command_line: Some(HarnessPoint {
+                tokens: Some(777),
+                fraction: None,
+                basis: "kept".into(),
+            }),
+            files: None,
+        };
+        reused.put(
+            process::ProcessId {
+                pid: codex.id.pid,
+                started: codex.id.started + 1,
+            },
+            kept,
+        );
+        let fresh = launch_point(&event, Some(hook), &reused);
+        end(harness, hook);
 
-        let launch = launch.expect("a codex process");
-        let point = launch.point.expect("a limit");
+        let launch = launch.expect("a launch");
+        let point = launch.point.clone().expect("a limit");
         assert_eq!(point.tokens, Some(1_234));
         assert!(point.basis.contains("command line"), "{}", point.basis);
         assert_eq!(
             launch.process,
             Some(format!(
                 "codex pid {} started at tick {}",
-                id.pid, id.started
+                codex.id.pid, codex.id.started
             ))
         );
-        assert_eq!(again.and_then(|l| l.point), Some(kept));
+        assert_eq!(after_first, 1, "the arguments are read on the first hook");
+        assert_eq!(after_again, 1, "and not on the next");
+        assert_eq!(again, Some(launch));
         assert_eq!(
             fresh.and_then(|l| l.point).and_then(|p| p.tokens),
             Some(1_234)
         );
-        assert_eq!(launch_point(&event, Some(std::process::id()), &known), None);
-        assert_eq!(launch_point(&event, None, &known), None);
+        assert_eq!(reads(), 2);
+        // No peer: no walk, no process.
+        let alone = launch_point(&event, None, &known).expect("a launch");
+        assert_eq!((alone.process, alone.point), (None, None));
+        assert_eq!(reads(), 2);
+    }
+
+    /// Codex reads config.toml once, at start: an edit while it runs does
+    /// not move its point. A session whose process is not found takes the
+    /// file as it is now.
+    #[test]
+    fn config_toml_counts_as_the_codex_process_read_it_at_start() {
+        use crate::harness::process::tests::harness_with_child;
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let config = home.path().join("config.toml");
+        std::fs::write(
+            &config,
+            "model_auto_compact_token_limit = 150_000
+",
+        )
+        .unwrap();
+        let (harness, hook) = harness_with_child(dir.path(), "codex", &["exec"], &[]);
+        let event = hook_in(Path::new("/nonexistent"), home.path());
+        let known = ProcessCache::default();
+        let first = launch_point(&event, Some(hook), &known);
+        std::fs::write(
+            &config,
+            "model_auto_compact_token_limit = 90_000
+",
+        )
+        .unwrap();
+        let edited = launch_point(&event, Some(hook), &known);
+        end(harness, hook);
+        let without_process = launch_point(&event, None, &known);
+
+        let tokens = |l: Option<Launch>| l.and_then(|l| l.point).and_then(|p| p.tokens);
+        let first_basis = first
+            .as_ref()
+            .and_then(|l| l.point.as_ref())
+            .map(|p| p.basis.clone());
+        assert_eq!(tokens(first), Some(150_000));
+        assert!(
+            first_basis.is_some_and(|b| b.contains("config.toml")),
+            "the basis names the file"
+        );
+        assert_eq!(tokens(edited), Some(150_000));
+        assert_eq!(tokens(without_process), Some(90_000));
+    }
+
+    /// One codex process (an IDE's app-server) runs sessions in two
+    /// trusted projects: each gets its own project's limit, while what the
+    /// process read at start (config.toml) stays the same for both.
+    #[test]
+    fn two_sessions_of_one_codex_process_get_their_own_projects_points() {
+        use crate::harness::process::tests::harness_with_child;
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let projects = tempfile::tempdir().unwrap();
+        let (a, b, c) = (
+            projects.path().join("a"),
+            projects.path().join("b"),
+            projects.path().join("c"),
+        );
+        let mut config = "model_auto_compact_token_limit = 150000
+"
+        .to_owned();
+        for (project, limit) in [(&a, Some(40_000)), (&b, Some(60_000)), (&c, None)] {
+            std::fs::create_dir_all(project.join(".git")).unwrap();
+            std::fs::create_dir_all(project.join(".codex")).unwrap();
+            if let Some(limit) = limit {
+                std::fs::write(
+                    project.join(".codex/config.toml"),
+                    format!(
+                        "model_auto_compact_token_limit = {limit}
+"
+                    ),
+                )
+                .unwrap();
+            }
+            config += &format!(
+                "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                project.display()
+            );
+        }
+        std::fs::write(home.path().join("config.toml"), config).unwrap();
+        let (harness, hook) = harness_with_child(dir.path(), "codex", &["app-server"], &[]);
+        let known = ProcessCache::default();
+        let points: Vec<_> = [&a, &b, &c, &a]
+            .iter()
+            .map(|project| launch_point(&hook_in(project, home.path()), Some(hook), &known))
+            .collect();
+        end(harness, hook);
+
+        let tokens: Vec<_> = points
+            .iter()
+            .map(|l| {
+                l.as_ref()
+                    .and_then(|l| l.point.as_ref())
+                    .and_then(|p| p.tokens)
+            })
+            .collect();
+        assert_eq!(
+            tokens,
+            [Some(40_000), Some(60_000), Some(150_000), Some(40_000)]
+        );
+        let process = points[0].as_ref().and_then(|l| l.process.clone());
+        assert!(process.is_some());
+        assert!(
+            points
+                .iter()
+                .all(|l| l.as_ref().unwrap().process == process)
+        );
     }
 
     /// The walk up from the hook's process reads nothing of a process of
@@ -2066,11 +2203,15 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let mut child = fake_codex(dir.path(), Some(65_534));
-        let found = find_codex(child.id());
+        let child = foreign_codex(dir.path(), 65_534);
+        let found = process::find(child.id(), 0, |_| true);
+        let event = hook_in(Path::new("/nonexistent"), Path::new("/nonexistent"));
+        let launch = launch_point(&event, Some(child.id()), &ProcessCache::default());
+        let mut child = child;
         child.kill().unwrap();
         child.wait().unwrap();
-        assert_eq!(found, None);
+        assert!(found.is_none());
+        assert_eq!(launch.and_then(|l| l.process), None);
     }
 
     #[test]

@@ -40,8 +40,8 @@
 use super::process::{self, ProcessCache};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
-    Boundary, Cursor, EventKind, Fields, HarnessPoint, HookEvent, Launch, Method, Outcome,
-    Reading, SessionFacts, SessionReading, Usage,
+    Boundary, Cursor, EventKind, Fields, HarnessPoint, HookEvent, Launch, Method, Outcome, Reading,
+    SessionFacts, SessionReading, Usage,
 };
 use crate::tail::{ReverseLines, mentions_any, open_regular};
 use protocol::config::WindowConfig;
@@ -1159,7 +1159,9 @@ mod tests {
             r#"{"model": {"compressionThreshold": 0.2}}"#,
         )
         .unwrap();
-        s.launch_point = launch_point(&hook_in(&path, &[]), None).unwrap();
+        s.launch_point = launch_point(&hook_in(&path, &[]), None, &ProcessCache::default())
+            .unwrap()
+            .point;
         let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(c.tokens_max, 209_715);
         assert!(c.basis.contains("compressionThreshold"), "{}", c.basis);
@@ -1435,10 +1437,93 @@ mod tests {
         let mut s = session();
         s.take_reading(read(&path, None, None).unwrap(), 1);
         let hook = hook_in(&path, &[(TRUST_WORKSPACE_VAR, "true")]);
-        s.launch_point = launch_point(&hook, None).unwrap();
+        s.launch_point = launch_point(&hook, None, &ProcessCache::default())
+            .unwrap()
+            .point;
         let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(c.tokens_max, 314_572, "{}", c.basis);
         assert!(c.basis.contains("0.3"), "{}", c.basis);
+    }
+
+    /// Gemini CLI reads its settings once, at start: an edit of the
+    /// project's settings while it runs does not move the point hookd
+    /// shows for that process, found above the hook's and read through its
+    /// environment (which trusts the project where the hook's does not). A
+    /// hook without its process takes the settings as they are now.
+    #[test]
+    fn a_running_gemini_keeps_the_settings_it_started_with() {
+        use crate::harness::process::tests::harness_with_child;
+        let home = tempfile::tempdir().unwrap();
+        let project = home.path().join("work/proj");
+        std::fs::create_dir_all(project.join(".gemini")).unwrap();
+        let settings = project.join(".gemini/settings.json");
+        std::fs::write(&settings, r#"{"model": {"compressionThreshold": 0.3}}"#).unwrap();
+        let path = session_file(home.path(), &[reply("a", 5000)]);
+        std::fs::write(
+            path.parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join(".project_root"),
+            project.display().to_string(),
+        )
+        .unwrap();
+        let bin = tempfile::tempdir().unwrap();
+        let (gemini, hook) = harness_with_child(
+            bin.path(),
+            "gemini",
+            &["--yolo"],
+            &[(TRUST_WORKSPACE_VAR, "true")],
+        );
+        let event = hook_in(&path, &[]);
+        let known = ProcessCache::default();
+        let first = launch_point(&event, Some(hook), &known).unwrap();
+        std::fs::write(&settings, r#"{"model": {"compressionThreshold": 0.6}}"#).unwrap();
+        let edited = launch_point(&event, Some(hook), &known).unwrap();
+        let _ = std::process::Command::new("kill")
+            .arg(hook.to_string())
+            .status();
+        let mut gemini = gemini;
+        gemini.kill().unwrap();
+        gemini.wait().unwrap();
+        let trusted_now = launch_point(
+            &hook_in(&path, &[(TRUST_WORKSPACE_VAR, "true")]),
+            None,
+            &known,
+        )
+        .unwrap();
+
+        let fraction = |l: &Launch| l.point.as_ref().and_then(|p| p.fraction);
+        assert_eq!(fraction(&first), Some(0.3), "{:?}", first.point);
+        assert!(
+            first
+                .process
+                .as_deref()
+                .is_some_and(|p| p.starts_with("gemini pid"))
+        );
+        assert_eq!(fraction(&edited), Some(0.3));
+        assert_eq!(edited.process, first.process);
+        assert_eq!(fraction(&trusted_now), Some(0.6));
+    }
+
+    /// A session an older hookd saved keeps the point it once read from
+    /// the session file; the first launch point a hook reads replaces it,
+    /// even one that says the settings set none.
+    #[test]
+    fn a_point_saved_by_an_older_hookd_goes_at_the_first_hook() {
+        let home = tempfile::tempdir().unwrap();
+        let path = session_file(home.path(), &[reply("a", 5000)]);
+        let mut s = session();
+        s.take_reading(read(&path, None, None).unwrap(), 1);
+        s.harness_point = Some(HarnessPoint {
+            tokens: None,
+            fraction: Some(0.2),
+            basis: "saved".into(),
+        });
+        let launch = launch_point(&hook_in(&path, &[]), None, &ProcessCache::default()).unwrap();
+        assert_eq!(launch.point, None);
+        s.take_launch(launch);
+        assert_eq!(s.facts().harness_point, None);
     }
 
     /// Gemini CLI takes a project's settings only in a folder it trusts:
@@ -1470,8 +1555,9 @@ mod tests {
         .unwrap();
         let folders = gemini.join(TRUSTED_FOLDERS_FILE);
         let point = |env: &[(&str, &str)]| {
-            launch_point(&hook_in(&path, env), None)
+            launch_point(&hook_in(&path, env), None, &ProcessCache::default())
                 .expect("the session file says where Gemini CLI's settings are")
+                .point
         };
         let fraction = |env: &[(&str, &str)]| point(env).and_then(|p| p.fraction);
         let basis = |env: &[(&str, &str)]| point(env).map(|p| p.basis).unwrap_or_default();

@@ -118,7 +118,10 @@ impl<T: Clone> ProcessCache<T> {
 impl ProcessId {
     /// How `hookctl status` and the logs name the process.
     pub fn describe(&self, program: &str) -> String {
-        format!("{program} pid {} started at tick {}", self.pid, self.started)
+        format!(
+            "{program} pid {} started at tick {}",
+            self.pid, self.started
+        )
     }
 }
 
@@ -174,7 +177,11 @@ fn parse_stat(stat: &str) -> Option<(String, u32, u64)> {
     let command = head.split_once('(')?.1.to_owned();
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // `rest` starts at field 3 (state): ppid is field 4, starttime 22.
-    Some((command, fields.get(1)?.parse().ok()?, fields.get(19)?.parse().ok()?))
+    Some((
+        command,
+        fields.get(1)?.parse().ok()?,
+        fields.get(19)?.parse().ok()?,
+    ))
 }
 
 fn nul_separated(raw: &[u8]) -> Vec<String> {
@@ -298,10 +305,7 @@ pub(crate) mod tests {
     #[test]
     fn a_command_name_with_parentheses_and_spaces_is_read_whole() {
         let stat = "42 (a) b (c)) S 7 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 98765 0";
-        assert_eq!(
-            parse_stat(stat),
-            Some(("a) b (c)".to_owned(), 7, 98_765))
-        );
+        assert_eq!(parse_stat(stat), Some(("a) b (c)".to_owned(), 7, 98_765)));
         assert_eq!(parse_stat("42 (x) S"), None);
     }
 }

@@ -1508,7 +1508,7 @@ mod tests {
 
     /// A session an older hookd saved keeps the point it once read from
     /// the session file; the first launch point a hook reads replaces it,
-    /// even one that says the settings set none.
+    /// even one that says the settings set no threshold.
     #[test]
     fn a_point_saved_by_an_older_hookd_goes_at_the_first_hook() {
         let home = tempfile::tempdir().unwrap();
@@ -1521,8 +1521,13 @@ mod tests {
             basis: "saved".into(),
         });
         let launch = launch_point(&hook_in(&path, &[]), None, &ProcessCache::default()).unwrap();
-        assert_eq!(launch.point, None);
-        s.take_launch(launch);
+        assert_eq!(launch.point.as_ref().and_then(|p| p.fraction), None);
+        s.take_launch(launch.clone());
+        assert_eq!(s.facts().harness_point, launch.point.as_ref());
+        s.take_launch(Launch {
+            process: None,
+            point: None,
+        });
         assert_eq!(s.facts().harness_point, None);
     }
 

@@ -634,21 +634,22 @@ pub fn launch_point(
             },
         ),
     };
-    let project = || {
-        let (home, working_dir, root) = (
-            home.as_deref()?,
-            event.working_dir.as_deref()?,
-            event.project_dir.as_deref()?,
-        );
-        let (file, tokens) = project_limit(home, working_dir, root)?;
-        Some(HarnessPoint {
-            tokens: Some(tokens),
-            fraction: None,
-            basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
-        })
-    };
-    let point = launched.command_line.or_else(project).or(launched.files);
+    let point = launched
+        .command_line
+        .or_else(|| project_point(event, home.as_deref()))
+        .or(launched.files);
     Some(Launch { process, point })
+}
+
+/// The limit in the session's trusted project, read at each hook.
+fn project_point(event: &HookEvent, home: Option<&Path>) -> Option<HarnessPoint> {
+    let (working_dir, root) = (event.working_dir.as_deref()?, event.project_dir.as_deref()?);
+    let (file, tokens) = project_limit(home?, working_dir, root)?;
+    Some(HarnessPoint {
+        tokens: Some(tokens),
+        fraction: None,
+        basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
+    })
 }
 
 /// What codex's arguments `args` and its own files set.

@@ -614,14 +614,15 @@ pub fn launch_point(
     let codex =
         peer_pid.and_then(|pid| process::find(pid, ANCESTORS_SEARCHED, |p| p.command == "codex"));
     let launched = codex.as_ref().and_then(|p| {
-        if let Some(kept) = known.get(p.id) {
+        let files = home.as_deref().unwrap_or(Path::new(""));
+        if let Some(kept) = known.get(p.id, files) {
             return Some((p.id, kept));
         }
         let args = p
             .args()
             .filter(|a| a.first().is_some_and(|a0| is_codex(a0)))?;
         let kept = process_point(home.as_deref(), &args);
-        known.put(p.id, kept.clone());
+        known.put(p.id, files, kept.clone());
         Some((p.id, kept))
     });
     let (process, launched) = match launched {
@@ -2057,6 +2058,7 @@ mod tests {
                 pid: codex.id.pid,
                 started: codex.id.started + 1,
             },
+            Path::new("/nonexistent"),
             kept,
         );
         let fresh = launch_point(&event, Some(hook), &reused);

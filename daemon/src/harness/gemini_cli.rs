@@ -236,7 +236,10 @@ pub fn launch_point(
         })
     });
     let process = gemini.as_ref().map(|p| p.id.describe("gemini"));
-    if let Some(point) = gemini.as_ref().and_then(|p| known.get(p.id)) {
+    // The session's own directory of Gemini CLI's, `tmp/<project>`: one
+    // Gemini CLI process has one.
+    let files = transcript.ancestors().nth(2).unwrap_or(transcript);
+    if let Some(point) = gemini.as_ref().and_then(|p| known.get(p.id, files)) {
         return Some(Launch { process, point });
     }
     let project = project_root_of(transcript).or_else(|| event.cwd.clone());
@@ -264,7 +267,7 @@ pub fn launch_point(
     };
     let point = configured_threshold(&settings_files(&gemini_dir, project.as_deref()), &trust);
     if let Some(p) = &gemini {
-        known.put(p.id, point.clone());
+        known.put(p.id, files, point.clone());
     }
     Some(Launch { process, point })
 }
@@ -1480,6 +1483,18 @@ mod tests {
         let first = launch_point(&event, Some(hook), &known).unwrap();
         std::fs::write(&settings, r#"{"model": {"compressionThreshold": 0.6}}"#).unwrap();
         let edited = launch_point(&event, Some(hook), &known).unwrap();
+        // A session of another of Gemini CLI's project directories is not
+        // that process's: what was kept for it does not answer.
+        let other_slug = home.path().join(".gemini/tmp/other");
+        std::fs::create_dir_all(other_slug.join("chats")).unwrap();
+        std::fs::write(
+            other_slug.join(".project_root"),
+            project.display().to_string(),
+        )
+        .unwrap();
+        let other = other_slug.join("chats/session-other.jsonl");
+        std::fs::copy(&path, &other).unwrap();
+        let elsewhere = launch_point(&hook_in(&other, &[]), Some(hook), &known).unwrap();
         let _ = std::process::Command::new("kill")
             .arg(hook.to_string())
             .status();
@@ -1504,6 +1519,7 @@ mod tests {
         assert_eq!(fraction(&edited), Some(0.3));
         assert_eq!(edited.process, first.process);
         assert_eq!(fraction(&trusted_now), Some(0.6));
+        assert_eq!(fraction(&elsewhere), Some(0.6));
     }
 
     /// A session an older hookd saved keeps the point it once read from

@@ -5,8 +5,10 @@
 //! reads fails the second read instead of answering for the newcomer.
 
 use rustix::fs::{Mode, OFlags};
+use std::collections::HashMap;
 use std::io::Read;
 use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 
 /// `/proc/<pid>/stat` is read up to this many bytes (a command name is at
 /// most 16 of them).
@@ -72,11 +74,13 @@ impl Process {
     }
 }
 
-/// What was learned of each harness process seen, by pid and start time:
+/// What was learned of each harness process seen, by pid and start time
+/// and the directory its files were found from (a harness process has one;
+/// another would mean the walk found a process that is not this session's):
 /// a harness reads its arguments and settings once, at start, so its later
 /// hooks need no more than the walk to its process.
 pub struct ProcessCache<T> {
-    kept: std::sync::Mutex<std::collections::HashMap<ProcessId, T>>,
+    kept: std::sync::Mutex<HashMap<(ProcessId, PathBuf), T>>,
 }
 
 /// Processes whose launch is kept, per harness.
@@ -91,26 +95,28 @@ impl<T> Default for ProcessCache<T> {
 }
 
 impl<T: Clone> ProcessCache<T> {
-    pub fn get(&self, id: ProcessId) -> Option<T> {
-        self.lock().get(&id).cloned()
+    pub fn get(&self, id: ProcessId, files: &Path) -> Option<T> {
+        self.lock().get(&(id, files.to_path_buf())).cloned()
     }
 
+    /// Whether anything is kept for the process.
     pub fn contains(&self, id: ProcessId) -> bool {
-        self.lock().contains_key(&id)
+        self.lock().keys().any(|(kept, _)| *kept == id)
     }
 
-    pub fn put(&self, id: ProcessId, value: T) {
+    pub fn put(&self, id: ProcessId, files: &Path, value: T) {
         let mut kept = self.lock();
-        if kept.len() >= PROCESSES_KEPT && !kept.contains_key(&id) {
+        let key = (id, files.to_path_buf());
+        if kept.len() >= PROCESSES_KEPT && !kept.contains_key(&key) {
             // Processes end; the oldest started are the likeliest gone.
-            if let Some(oldest) = kept.keys().min_by_key(|p| p.started).copied() {
+            if let Some(oldest) = kept.keys().min_by_key(|(p, _)| p.started).cloned() {
                 kept.remove(&oldest);
             }
         }
-        kept.insert(id, value);
+        kept.insert(key, value);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<ProcessId, T>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(ProcessId, PathBuf), T>> {
         self.kept.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -194,7 +200,6 @@ fn nul_separated(raw: &[u8]) -> Vec<String> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::path::Path;
     use std::process::{Child, Command, Stdio};
     use std::time::Duration;
 

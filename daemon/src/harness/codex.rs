@@ -563,9 +563,6 @@ fn top_level_integer(text: &str, key: &str) -> Option<u64> {
 
 /// The config key that sets Codex's compaction point.
 const LIMIT_KEY: &str = "model_auto_compact_token_limit";
-/// Processes above the hook's own looked at for the codex that ran it: the
-/// hook command may run through a shell or two.
-const ANCESTORS_SEARCHED: usize = 4;
 /// A Codex config file (the user's, a profile, a project's) is read only
 /// up to this size: far beyond any real one.
 const CONFIG_LIMIT: u64 = 1024 * 1024;
@@ -611,8 +608,8 @@ pub fn launch_point(
         .or_else(|| codex_home(&event.env, &mut problems));
     // The command name alone picks the process: its arguments are read
     // only the first time it is seen.
-    let codex =
-        peer_pid.and_then(|pid| process::find(pid, ANCESTORS_SEARCHED, |p| p.command == "codex"));
+    let codex = peer_pid
+        .and_then(|pid| process::find(pid, process::HOOK_ANCESTORS, |p| p.command == "codex"));
     let launched = codex.as_ref().and_then(|p| {
         let files = home.as_deref().unwrap_or(Path::new(""));
         if let Some(kept) = known.get(p.id, files) {

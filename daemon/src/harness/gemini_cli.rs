@@ -231,7 +231,7 @@ pub fn launch_point(
     let gemini_dir = gemini_dir_of(transcript)?;
     // A process seen before is known by its stat alone.
     let gemini = peer_pid.and_then(|pid| {
-        process::find(pid, ANCESTORS_SEARCHED, |p| {
+        process::find(pid, process::HOOK_ANCESTORS, |p| {
             known.contains(p.id) || p.args().is_some_and(|args| runs_gemini(&args))
         })
     });
@@ -485,9 +485,6 @@ const TRUST_VARS: [&str; 3] = [
 const TRUSTED_FOLDERS_FILE: &str = "trustedFolders.json";
 /// The trust levels `trustedFolders.json` may give a path.
 const TRUST_LEVELS: [&str; 3] = ["TRUST_FOLDER", "TRUST_PARENT", "DO_NOT_TRUST"];
-/// Ancestors of a hook's process looked through for Gemini CLI's own: the
-/// hook command may run through a shell or two, and npm's launcher.
-const ANCESTORS_SEARCHED: usize = 6;
 
 fn trust_env(get: impl Fn(&str) -> Option<String>) -> BTreeMap<String, String> {
     TRUST_VARS

@@ -137,6 +137,12 @@ thread_local! {
     pub static ARGS_READ: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// How far above a hook's process its harness's own is looked for. Codex
+/// CLI and Gemini CLI run a hook's command themselves (Gemini CLI's is the
+/// child node process its launcher restarts itself in): the harness is the
+/// hook's parent, or a shell or two above it.
+pub const HOOK_ANCESTORS: usize = 4;
+
 /// The first of `peer_pid` and up to `max_up` of its ancestors that `is_it`
 /// picks. The walk stops at init, at a process of another user and at one
 /// that cannot be read.

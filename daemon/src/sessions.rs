@@ -455,6 +455,8 @@ impl Session {
             self.launch_process = launch.process;
         }
         self.launch_point = launch.point;
+        // A point an older hookd read from the session's file is not one.
+        self.harness_point = None;
     }
 
     /// What `hookctl status` notes of the session's compaction point, when

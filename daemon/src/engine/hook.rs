@@ -18,6 +18,9 @@ use std::sync::atomic::Ordering;
 /// How much of a session's file after a resume prompt is read for the
 /// agent's first calls.
 const FOLLOW_WINDOW_BYTES: u64 = 1024 * 1024;
+/// How long a hook waits for where its harness process compacts (/proc and
+/// a few small files, a millisecond or so when all is well).
+const LAUNCH_POINT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Engine {
     /// `peer_pid`: the hook's process, where the OS says which it is.
@@ -197,12 +200,24 @@ impl Engine {
             return None;
         }
         let (event, resources) = (event.clone(), self.resources.clone());
-        tokio::task::spawn_blocking(move || {
+        let work = tokio::task::spawn_blocking(move || {
             harness::launch_point(&event, peer_pid, &resources.launch_points)
-        })
-        .await
-        .ok()
-        .flatten()
+        });
+        match tokio::time::timeout(LAUNCH_POINT_DEADLINE, work).await {
+            Ok(found) => found.ok().flatten(),
+            Err(_) => {
+                // A stalled mount or /proc read holds its thread, not the
+                // hook; the session keeps the point it had.
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    tracing::warn!(
+                        "reading where the harness compacts took over {:?} (/proc or its settings files); hooks go on without it",
+                        LAUNCH_POINT_DEADLINE
+                    );
+                });
+                None
+            }
+        }
     }
 
     /// What is new in the session's file, read by its harness's rules.

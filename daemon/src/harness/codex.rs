@@ -42,6 +42,7 @@
 //!   with the patch as `input`).
 
 use super::claude_code::transcript::FORWARD_LIMIT;
+use super::process::{self, ProcessCache};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Boundary, Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionFacts,
@@ -52,7 +53,6 @@ use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count, token_sum};
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::Value;
-use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -434,9 +434,9 @@ fn reply_total(last: &Value) -> Result<Option<u64>, String> {
 }
 
 /// Reads what is new in the rollout as a [`SessionReading`]: the latest
-/// figure, the window Codex reported, each compaction appended, and where
-/// Codex's `config.toml` says it compacts. From where the last reading
-/// stopped when that is near (forward), else from the end.
+/// figure, the window Codex reported and each compaction appended. From
+/// where the last reading stopped when that is near (forward), else from
+/// the end.
 pub fn read(
     path: &Path,
     cursor: Option<&Cursor>,
@@ -445,7 +445,6 @@ pub fn read(
     use std::os::unix::fs::MetadataExt;
     let (file, meta) = open_rollout(path)?;
     let (len, dev, ino) = (meta.len(), meta.dev(), meta.ino());
-    let compaction_point = codex_home_of(path).and_then(|home| configured_point(&home));
     let failed = |e: io::Error| format!("cannot read Codex rollout file {}: {e}", path.display());
     let same_file = cursor.filter(|c| c.dev == dev && c.ino == ino && c.offset <= len);
     let (usage, rollout, method) = match same_file {
@@ -459,7 +458,9 @@ pub fn read(
                     bytes_read: 0,
                 },
                 window: None,
-                compaction_point,
+                // Codex reads its config.toml once, at start: see
+                // [`launch_point`].
+                compaction_point: None,
             });
         }
         Some(c) if len - c.offset <= FORWARD_LIMIT => {
@@ -511,7 +512,7 @@ pub fn read(
             bytes_read: rollout.bytes_read,
         },
         window: rollout.window,
-        compaction_point,
+        compaction_point: None,
     })
 }
 
@@ -562,173 +563,109 @@ fn top_level_integer(text: &str, key: &str) -> Option<u64> {
 
 /// The config key that sets Codex's compaction point.
 const LIMIT_KEY: &str = "model_auto_compact_token_limit";
-/// Processes above the hook's own looked at for the codex that ran it: the
-/// hook command may run through a shell or two.
-const ANCESTORS_SEARCHED: usize = 4;
-/// A process's arguments are read up to this many bytes.
-const CMDLINE_LIMIT: u64 = 256 * 1024;
-/// A process's `/proc/<pid>/stat` is read up to this many bytes (a command
-/// name is at most 16 of them).
-const STAT_LIMIT: u64 = 4 * 1024;
 /// A Codex config file (the user's, a profile, a project's) is read only
 /// up to this size: far beyond any real one.
 const CONFIG_LIMIT: u64 = 1024 * 1024;
-/// Codex processes whose launch point is kept.
-const PROCESSES_KEPT: usize = 256;
 
 /// What the launch of the codex that ran a hook says of its compaction point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Launch {
-    /// The codex process (pid and start time), when hookd found it.
+    /// The harness process (pid and start time), when hookd found it.
     pub process: Option<String>,
-    /// Its point; `None` when its command line and project set none.
+    /// Its point; `None` when nothing hookd can read sets one.
     pub point: Option<HarnessPoint>,
 }
 
-/// The launch point of each codex process seen, by pid and start time:
-/// Codex reads its arguments and configuration once, at start, so a
-/// session's later hooks need no more than the walk to its process.
-#[derive(Default)]
-pub struct LaunchPoints {
-    known: std::sync::Mutex<HashMap<ProcessId, Option<HarnessPoint>>>,
+/// What a codex process took in once, at start: the limit its command line
+/// sets, and the one its files set (the profile it names, else
+/// `config.toml`). The project's file is read per hook: one process (an
+/// IDE's `codex app-server`) runs sessions in many projects.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProcessPoint {
+    command_line: Option<HarnessPoint>,
+    files: Option<HarnessPoint>,
 }
 
-impl LaunchPoints {
-    fn get(&self, id: ProcessId) -> Option<Option<HarnessPoint>> {
-        self.lock().get(&id).cloned()
-    }
-
-    fn put(&self, id: ProcessId, point: Option<HarnessPoint>) {
-        let mut known = self.lock();
-        if known.len() >= PROCESSES_KEPT {
-            // Processes end; the oldest started are the likeliest gone.
-            if let Some(oldest) = known.keys().min_by_key(|p| p.started).copied() {
-                known.remove(&oldest);
-            }
-        }
-        known.insert(id, point);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProcessId, Option<HarnessPoint>>> {
-        self.known.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// A process, told apart from a later one given the same pid by when it
-/// started (clock ticks after boot, `/proc/<pid>/stat` field 22).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct ProcessId {
-    pid: u32,
-    started: u64,
-}
-
-/// Where the codex that ran a hook compacts, from what only the hook can
-/// see, in Codex's order: its command line (`-c` / `--config
-/// model_auto_compact_token_limit=N`), the project's `.codex/config.toml`
-/// (when the project is trusted), then the profile its command line names
-/// (`--profile P`: `<CODEX_HOME>/P.config.toml`). `config.toml` itself is
-/// read with the rollout. `peer_pid` is the hook's process (the socket's
-/// peer): codex is it or one of its nearest ancestors. `None` when none of
-/// this can be known. Blocking: /proc and small files.
+/// Where the codex that ran a hook compacts, in Codex's order: its command
+/// line (`-c` / `--config model_auto_compact_token_limit=N`), the project's
+/// `.codex/config.toml` (when the project is trusted), the profile its
+/// command line names (`--profile P`: `<CODEX_HOME>/P.config.toml`), then
+/// `config.toml`. `peer_pid` is the hook's process (the socket's peer):
+/// codex is it or one of its nearest ancestors, and what it read at start
+/// is kept in `known` for its later hooks. Without its process, the
+/// project's and `config.toml`'s limits as they are now. Blocking: /proc
+/// and small files.
 pub fn launch_point(
     event: &HookEvent,
     peer_pid: Option<u32>,
-    known: &LaunchPoints,
+    known: &ProcessCache<ProcessPoint>,
 ) -> Option<Launch> {
-    let codex = peer_pid.and_then(find_codex);
-    if let Some((id, _)) = &codex
-        && let Some(point) = known.get(*id)
-    {
-        return Some(Launch {
-            process: Some(process_name(*id)),
-            point,
-        });
-    }
-    let point = point_at_launch(event, codex.as_ref().map(|(_, args)| args.as_slice()));
-    match codex {
-        Some((id, _)) => {
-            let point = point.flatten();
-            known.put(id, point.clone());
-            Some(Launch {
-                process: Some(process_name(id)),
-                point,
-            })
-        }
-        None => point.map(|point| Launch {
-            process: None,
-            point,
-        }),
-    }
-}
-
-fn process_name(id: ProcessId) -> String {
-    format!("codex pid {} started at tick {}", id.pid, id.started)
-}
-
-/// The point from codex's arguments `args` (when its process was found),
-/// the project and the profile: `Some(None)` when they set none, `None`
-/// when that cannot be known (no process, no project limit).
-fn point_at_launch(event: &HookEvent, args: Option<&[String]>) -> Option<Option<HarnessPoint>> {
-    if let Some(tokens) = args.and_then(command_line_limit) {
-        return Some(Some(HarnessPoint {
-            tokens: Some(tokens),
-            fraction: None,
-            basis: format!("{tokens} ({LIMIT_KEY} on codex's command line)"),
-        }));
-    }
     let mut problems = Vec::new();
-    let home = codex_home(&event.env, &mut problems);
-    if let (Some(home), Some(working_dir), Some(root)) =
-        (&home, &event.working_dir, &event.project_dir)
-        && let Some((file, tokens)) = project_limit(home, working_dir, root)
-    {
-        return Some(Some(HarnessPoint {
-            tokens: Some(tokens),
-            fraction: None,
-            basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
-        }));
-    }
-    let args = args?;
-    let profile = profile_limit(home.as_deref(), args).map(|(file, tokens)| HarnessPoint {
+    let home = event
+        .transcript_path
+        .as_deref()
+        .and_then(codex_home_of)
+        .or_else(|| codex_home(&event.env, &mut problems));
+    // The command name alone picks the process: its arguments are read
+    // only the first time it is seen.
+    let codex = peer_pid
+        .and_then(|pid| process::find(pid, process::HOOK_ANCESTORS, |p| p.command == "codex"));
+    let launched = codex.as_ref().and_then(|p| {
+        let files = home.as_deref().unwrap_or(Path::new(""));
+        if let Some(kept) = known.get(p.id, files) {
+            return Some((p.id, kept));
+        }
+        let args = p
+            .args()
+            .filter(|a| a.first().is_some_and(|a0| is_codex(a0)))?;
+        let kept = process_point(home.as_deref(), &args);
+        known.put(p.id, files, kept.clone());
+        Some((p.id, kept))
+    });
+    let (process, launched) = match launched {
+        Some((id, kept)) => (Some(id.describe("codex")), kept),
+        None => (
+            None,
+            ProcessPoint {
+                command_line: None,
+                files: home.as_deref().and_then(configured_point),
+            },
+        ),
+    };
+    let point = launched
+        .command_line
+        .or_else(|| project_point(event, home.as_deref()))
+        .or(launched.files);
+    Some(Launch { process, point })
+}
+
+/// The limit in the session's trusted project, read at each hook.
+fn project_point(event: &HookEvent, home: Option<&Path>) -> Option<HarnessPoint> {
+    let (working_dir, root) = (event.working_dir.as_deref()?, event.project_dir.as_deref()?);
+    let (file, tokens) = project_limit(home?, working_dir, root)?;
+    Some(HarnessPoint {
+        tokens: Some(tokens),
+        fraction: None,
+        basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
+    })
+}
+
+/// What codex's arguments `args` and its own files set.
+fn process_point(home: Option<&Path>, args: &[String]) -> ProcessPoint {
+    let command_line = command_line_limit(args).map(|tokens| HarnessPoint {
+        tokens: Some(tokens),
+        fraction: None,
+        basis: format!("{tokens} ({LIMIT_KEY} on codex's command line)"),
+    });
+    let profile = profile_limit(home, args).map(|(file, tokens)| HarnessPoint {
         tokens: Some(tokens),
         fraction: None,
         basis: format!("{tokens} ({LIMIT_KEY} in {})", file.display()),
     });
-    Some(profile)
-}
-
-/// The codex process that is `peer_pid` or one of its nearest ancestors,
-/// with its arguments. The walk stops at a process of another user: hookd
-/// reads nothing of theirs.
-fn find_codex(peer_pid: u32) -> Option<(ProcessId, Vec<String>)> {
-    let me = protocol::paths::effective_uid();
-    let mut pid = peer_pid;
-    for _ in 0..=ANCESTORS_SEARCHED {
-        if pid <= 1 {
-            return None;
-        }
-        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-        {
-            use std::os::unix::fs::MetadataExt;
-            if std::fs::metadata(&proc_dir).ok()?.uid() != me {
-                return None;
-            }
-        }
-        let stat = process_stat(&proc_dir)?;
-        // The command name first: the arguments are read only of a codex.
-        if stat.command == "codex"
-            && let Some(args) = process_args(&proc_dir)
-            && args.first().is_some_and(|argv0| is_codex(argv0))
-        {
-            let id = ProcessId {
-                pid,
-                started: stat.started,
-            };
-            return Some((id, args));
-        }
-        pid = stat.parent;
+    ProcessPoint {
+        command_line,
+        files: profile.or_else(|| home.and_then(configured_point)),
     }
-    None
 }
 
 /// Codex's native binary, or the npm launcher that runs it.
@@ -737,40 +674,6 @@ fn is_codex(argv0: &str) -> bool {
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n == "codex")
-}
-
-/// A process's arguments (`/proc/<pid>/cmdline`), NUL-separated.
-fn process_args(proc_dir: &Path) -> Option<Vec<String>> {
-    let raw = read_bounded(&proc_dir.join("cmdline"), CMDLINE_LIMIT)?;
-    Some(
-        raw.split(|b| *b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect(),
-    )
-}
-
-/// What `/proc/<pid>/stat` says of a process.
-struct ProcessStat {
-    command: String,
-    parent: u32,
-    started: u64,
-}
-
-/// `pid (comm) state ppid … starttime …`: the command name may hold spaces
-/// and parentheses, so the fields are counted after its last `)`.
-fn process_stat(proc_dir: &Path) -> Option<ProcessStat> {
-    let raw = read_bounded(&proc_dir.join("stat"), STAT_LIMIT)?;
-    let stat = String::from_utf8_lossy(&raw);
-    let (head, rest) = stat.rsplit_once(')')?;
-    let command = head.split_once('(')?.1.to_owned();
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // `rest` starts at field 3 (state): ppid is field 4, starttime 22.
-    Some(ProcessStat {
-        command,
-        parent: fields.get(1)?.parse().ok()?,
-        started: fields.get(19)?.parse().ok()?,
-    })
 }
 
 /// At most `limit` bytes of a regular file, opened without blocking (a
@@ -1432,7 +1335,13 @@ mod tests {
             "model = \"gpt-5.5-codex\"\nmodel_auto_compact_token_limit = 150_000 # low\n[projects.\"/p\"]\nmodel_auto_compact_token_limit = 9\n",
         )
         .unwrap();
-        s.take_reading(read(&path, None, s.usage.as_ref()).unwrap(), 6);
+        // Read at the hook (Codex reads it at start), not with the rollout.
+        let reading = read(&path, None, s.usage.as_ref()).unwrap();
+        assert_eq!(reading.compaction_point, None);
+        s.take_reading(reading, 6);
+        let mut event = hook_in(Path::new("/nonexistent"), Path::new("/nonexistent"));
+        event.transcript_path = Some(path.clone());
+        s.take_launch(launch_point(&event, None, &ProcessCache::default()).unwrap());
         let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(c.tokens_max, 150_000);
         assert!(c.basis.contains("config.toml"), "{}", c.basis);
@@ -1855,7 +1764,8 @@ mod tests {
             Some(100_000)
         );
 
-        // config.toml's limit, read with the rollout, appearing.
+        // config.toml's limit appearing, read at a hook of a session whose
+        // codex process is not found.
         let home = tempfile::tempdir().unwrap();
         let day = home.path().join("sessions/2026/05/01");
         std::fs::create_dir_all(&day).unwrap();
@@ -1864,19 +1774,23 @@ mod tests {
             &path,
             &[TURN_CONTEXT.to_owned(), token_count(50_000, 190_000)],
         );
+        let mut event = hook_in(Path::new("/nonexistent"), Path::new("/nonexistent"));
+        event.transcript_path = Some(path.clone());
+        let at_hook = || launch_point(&event, None, &ProcessCache::default()).unwrap();
         let mut s = codex_session();
         s.take_reading(read(&path, None, None).unwrap(), 1);
+        s.take_launch(at_hook());
         s.learned_point = Some(learned.clone());
         append(&path, &[token_count(51_000, 190_000)]);
         s.take_reading(read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap(), 2);
+        s.take_launch(at_hook());
         assert_eq!(s.learned_point.as_ref(), Some(&learned), "nothing new");
         std::fs::write(
             home.path().join("config.toml"),
             "model_auto_compact_token_limit = 120000\n",
         )
         .unwrap();
-        append(&path, &[token_count(52_000, 190_000)]);
-        s.take_reading(read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap(), 3);
+        s.take_launch(at_hook());
         assert_eq!(s.learned_point, None, "config.toml's limit");
     }
 
@@ -2087,35 +2001,29 @@ mod tests {
 
     /// A process that runs `/bin/sh` under the name `codex` with a limit
     /// among its arguments (sh takes the second `-c` pair as $0 and $1),
-    /// as `uid` when given; once it shows in /proc.
-    fn fake_codex(dir: &Path, uid: Option<u32>) -> std::process::Child {
+    /// as `uid`; once it shows in /proc.
+    fn foreign_codex(dir: &Path, uid: u32) -> std::process::Child {
+        use std::os::unix::fs::PermissionsExt;
         use std::os::unix::process::CommandExt;
         let codex = dir.join("codex");
-        if !codex.exists() {
-            std::os::unix::fs::symlink("/bin/sh", &codex).unwrap();
-        }
-        let mut command = std::process::Command::new(&codex);
-        command
+        std::os::unix::fs::symlink("/bin/sh", &codex).unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let child = std::process::Command::new(&codex)
             .args([
                 "-c",
                 "sleep 30; exit",
                 "-c",
                 "model_auto_compact_token_limit=1234",
             ])
+            .uid(uid)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        if let Some(uid) = uid {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-            command.uid(uid);
-        }
-        let child = command.spawn().unwrap();
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
         // The spawn may return before the exec shows in /proc.
-        let cmdline = PathBuf::from(format!("/proc/{}/cmdline", child.id()));
+        let stat = PathBuf::from(format!("/proc/{}/stat", child.id()));
         for _ in 0..100 {
-            if std::fs::read(&cmdline)
-                .is_ok_and(|c| c.starts_with(codex.as_os_str().as_encoded_bytes()))
-            {
+            if std::fs::read_to_string(&stat).is_ok_and(|s| s.contains("(codex)")) {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -2123,62 +2031,197 @@ mod tests {
         child
     }
 
-    /// The limit is read from a running process named `codex`, once: the
-    /// process's later hooks take it from what was kept for that pid and
-    /// start time. Any other process (this test's) has none to give.
+    /// A hook event of a session in `cwd` under `codex_home`.
+    fn hook_in(cwd: &Path, codex_home: &Path) -> HookEvent {
+        crate::harness::parse(&request(
+            Some("post-tool-use"),
+            &serde_json::json!({"session_id": "s", "cwd": cwd}).to_string(),
+            &[("CODEX_HOME", codex_home.to_str().unwrap())],
+        ))
+        .unwrap()
+    }
+
+    fn end(mut harness: std::process::Child, hook: u32) {
+        let _ = std::process::Command::new("kill")
+            .arg(hook.to_string())
+            .status();
+        harness.kill().unwrap();
+        harness.wait().unwrap();
+    }
+
+    /// The limit is read from a running process named `codex` above the
+    /// hook's, once: the process's later hooks find it by its stat alone
+    /// and read its arguments no more. A process given the same pid later
+    /// is another, read again.
     #[test]
     fn the_launch_point_is_read_from_the_codex_process_once() {
+        use crate::harness::process::{ARGS_READ, tests::harness_with_child};
         let dir = tempfile::tempdir().unwrap();
-        let mut child = fake_codex(dir.path(), None);
-        let event = crate::harness::parse(&request(
-            Some("post-tool-use"),
-            r#"{"session_id":"s","cwd":"/nonexistent"}"#,
-            &[("CODEX_HOME", "/nonexistent")],
-        ))
-        .unwrap();
-        let known = LaunchPoints::default();
-        let found = find_codex(child.id());
-        let launch = launch_point(&event, Some(child.id()), &known);
-        let (id, _) = found.expect("a codex process");
-        // What is kept for the process is what its later hooks get, its
-        // arguments unread; a process given the same pid later is another.
-        let kept = HarnessPoint {
-            tokens: Some(777),
-            fraction: None,
-            basis: "kept".into(),
-        };
-        known.put(id, Some(kept.clone()));
-        let again = launch_point(&event, Some(child.id()), &known);
-        let reused = LaunchPoints::default();
-        reused.put(
-            ProcessId {
-                pid: id.pid,
-                started: id.started + 1,
-            },
-            Some(kept.clone()),
+        let (harness, hook) = harness_with_child(
+            dir.path(),
+            "codex",
+            &["-c", "model_auto_compact_token_limit=1234"],
+            &[],
         );
-        let fresh = launch_point(&event, Some(child.id()), &reused);
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let event = hook_in(Path::new("/nonexistent"), Path::new("/nonexistent"));
+        let known = ProcessCache::default();
+        let reads = || ARGS_READ.with(|n| n.get());
+        let launch = launch_point(&event, Some(hook), &known);
+        let after_first = reads();
+        let again = launch_point(&event, Some(hook), &known);
+        let after_again = reads();
+        let codex = process::Process::open(harness.id()).expect("the codex");
+        let reused = ProcessCache::default();
+        let kept = ProcessPoint {
+            command_line: Some(HarnessPoint {
+                tokens: Some(777),
+                fraction: None,
+                basis: "kept".into(),
+            }),
+            files: None,
+        };
+        reused.put(
+            process::ProcessId {
+                pid: codex.id.pid,
+                started: codex.id.started + 1,
+            },
+            Path::new("/nonexistent"),
+            kept,
+        );
+        let fresh = launch_point(&event, Some(hook), &reused);
+        end(harness, hook);
 
-        let launch = launch.expect("a codex process");
-        let point = launch.point.expect("a limit");
+        let launch = launch.expect("a launch");
+        let point = launch.point.clone().expect("a limit");
         assert_eq!(point.tokens, Some(1_234));
         assert!(point.basis.contains("command line"), "{}", point.basis);
         assert_eq!(
             launch.process,
             Some(format!(
                 "codex pid {} started at tick {}",
-                id.pid, id.started
+                codex.id.pid, codex.id.started
             ))
         );
-        assert_eq!(again.and_then(|l| l.point), Some(kept));
+        assert_eq!(after_first, 1, "the arguments are read on the first hook");
+        assert_eq!(after_again, 1, "and not on the next");
+        assert_eq!(again, Some(launch));
         assert_eq!(
             fresh.and_then(|l| l.point).and_then(|p| p.tokens),
             Some(1_234)
         );
-        assert_eq!(launch_point(&event, Some(std::process::id()), &known), None);
-        assert_eq!(launch_point(&event, None, &known), None);
+        assert_eq!(reads(), 2);
+        // No peer: no walk, no process.
+        let alone = launch_point(&event, None, &known).expect("a launch");
+        assert_eq!((alone.process, alone.point), (None, None));
+        assert_eq!(reads(), 2);
+    }
+
+    /// Codex reads config.toml once, at start: an edit while it runs does
+    /// not move its point. A session whose process is not found takes the
+    /// file as it is now.
+    #[test]
+    fn config_toml_counts_as_the_codex_process_read_it_at_start() {
+        use crate::harness::process::tests::harness_with_child;
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let config = home.path().join("config.toml");
+        std::fs::write(
+            &config,
+            "model_auto_compact_token_limit = 150_000
+",
+        )
+        .unwrap();
+        let (harness, hook) = harness_with_child(dir.path(), "codex", &["exec"], &[]);
+        let event = hook_in(Path::new("/nonexistent"), home.path());
+        let known = ProcessCache::default();
+        let first = launch_point(&event, Some(hook), &known);
+        std::fs::write(
+            &config,
+            "model_auto_compact_token_limit = 90_000
+",
+        )
+        .unwrap();
+        let edited = launch_point(&event, Some(hook), &known);
+        end(harness, hook);
+        let without_process = launch_point(&event, None, &known);
+
+        let tokens = |l: Option<Launch>| l.and_then(|l| l.point).and_then(|p| p.tokens);
+        let first_basis = first
+            .as_ref()
+            .and_then(|l| l.point.as_ref())
+            .map(|p| p.basis.clone());
+        assert_eq!(tokens(first), Some(150_000));
+        assert!(
+            first_basis.is_some_and(|b| b.contains("config.toml")),
+            "the basis names the file"
+        );
+        assert_eq!(tokens(edited), Some(150_000));
+        assert_eq!(tokens(without_process), Some(90_000));
+    }
+
+    /// One codex process (an IDE's app-server) runs sessions in two
+    /// trusted projects: each gets its own project's limit, while what the
+    /// process read at start (config.toml) stays the same for both.
+    #[test]
+    fn two_sessions_of_one_codex_process_get_their_own_projects_points() {
+        use crate::harness::process::tests::harness_with_child;
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let projects = tempfile::tempdir().unwrap();
+        let (a, b, c) = (
+            projects.path().join("a"),
+            projects.path().join("b"),
+            projects.path().join("c"),
+        );
+        let mut config = "model_auto_compact_token_limit = 150000
+"
+        .to_owned();
+        for (project, limit) in [(&a, Some(40_000)), (&b, Some(60_000)), (&c, None)] {
+            std::fs::create_dir_all(project.join(".git")).unwrap();
+            std::fs::create_dir_all(project.join(".codex")).unwrap();
+            if let Some(limit) = limit {
+                std::fs::write(
+                    project.join(".codex/config.toml"),
+                    format!(
+                        "model_auto_compact_token_limit = {limit}
+"
+                    ),
+                )
+                .unwrap();
+            }
+            config += &format!(
+                "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                project.display()
+            );
+        }
+        std::fs::write(home.path().join("config.toml"), config).unwrap();
+        let (harness, hook) = harness_with_child(dir.path(), "codex", &["app-server"], &[]);
+        let known = ProcessCache::default();
+        let points: Vec<_> = [&a, &b, &c, &a]
+            .iter()
+            .map(|project| launch_point(&hook_in(project, home.path()), Some(hook), &known))
+            .collect();
+        end(harness, hook);
+
+        let tokens: Vec<_> = points
+            .iter()
+            .map(|l| {
+                l.as_ref()
+                    .and_then(|l| l.point.as_ref())
+                    .and_then(|p| p.tokens)
+            })
+            .collect();
+        assert_eq!(
+            tokens,
+            [Some(40_000), Some(60_000), Some(150_000), Some(40_000)]
+        );
+        let process = points[0].as_ref().and_then(|l| l.process.clone());
+        assert!(process.is_some());
+        assert!(
+            points
+                .iter()
+                .all(|l| l.as_ref().unwrap().process == process)
+        );
     }
 
     /// The walk up from the hook's process reads nothing of a process of
@@ -2190,11 +2233,15 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let mut child = fake_codex(dir.path(), Some(65_534));
-        let found = find_codex(child.id());
+        let child = foreign_codex(dir.path(), 65_534);
+        let found = process::find(child.id(), 0, |_| true);
+        let event = hook_in(Path::new("/nonexistent"), Path::new("/nonexistent"));
+        let launch = launch_point(&event, Some(child.id()), &ProcessCache::default());
+        let mut child = child;
         child.kill().unwrap();
         child.wait().unwrap();
-        assert_eq!(found, None);
+        assert!(found.is_none());
+        assert_eq!(launch.and_then(|l| l.process), None);
     }
 
     #[test]

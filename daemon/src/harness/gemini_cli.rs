@@ -37,9 +37,10 @@
 //! compression that does not happen leaves PreCompress firing; and it
 //! cannot add instructions to the summary.
 
+use super::process::{self, ProcessCache};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
-    Boundary, Cursor, EventKind, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading,
+    Boundary, Cursor, EventKind, Fields, HarnessPoint, HookEvent, Launch, Method, Outcome, Reading,
     SessionFacts, SessionReading, Usage,
 };
 use crate::tail::{ReverseLines, mentions_any, open_regular};
@@ -216,14 +217,45 @@ pub fn read(
 /// of them it took depends on its environment (`GEMINI_CLI_TRUST_WORKSPACE`,
 /// `GEMINI_RESTRICTED_MODE`, `GEMINI_CLI_TRUSTED_FOLDERS_PATH`), as it was
 /// when Gemini CLI started (the process that ran the hook, `peer_pid`, or
-/// an ancestor), else as the hook sees it. `None` when the session file
-/// does not say where Gemini CLI keeps its settings.
-pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<HarnessPoint>> {
+/// an ancestor), else as the hook sees it. Gemini CLI reads its settings
+/// once, at start, so what its process's first hook found is kept in
+/// `known` for the later ones (PreCompress comes before every model call);
+/// without its process, the settings as they are now. `None` when the
+/// session file does not say where Gemini CLI keeps its settings.
+pub fn launch_point(
+    event: &HookEvent,
+    peer_pid: Option<u32>,
+    known: &ProcessCache<Option<HarnessPoint>>,
+) -> Option<Launch> {
     let transcript = event.transcript_path.as_deref()?;
     let gemini_dir = gemini_dir_of(transcript)?;
+    // A process seen before is known by its stat alone.
+    let gemini = peer_pid.and_then(|pid| {
+        process::find(pid, process::HOOK_ANCESTORS, |p| {
+            known.contains(p.id) || p.args().is_some_and(|args| runs_gemini(&args))
+        })
+    });
+    let process = gemini.as_ref().map(|p| p.id.describe("gemini"));
+    // The session's own directory of Gemini CLI's, `tmp/<project>`: one
+    // Gemini CLI process has one.
+    let files = transcript.ancestors().nth(2).unwrap_or(transcript);
+    if let Some(point) = gemini.as_ref().and_then(|p| known.get(p.id, files)) {
+        return Some(Launch { process, point });
+    }
     let project = project_root_of(transcript).or_else(|| event.cwd.clone());
-    let env = peer_pid
-        .and_then(gemini_process_env)
+    let env = gemini
+        .as_ref()
+        .and_then(|p| p.environment())
+        .map(|environ| {
+            trust_env(|name| {
+                environ.iter().find_map(|entry| {
+                    entry
+                        .strip_prefix(name)?
+                        .strip_prefix('=')
+                        .map(str::to_owned)
+                })
+            })
+        })
         .unwrap_or_else(|| trust_env(|name| event.env.get(name).cloned()));
     let trusted_folders = env
         .get(TRUSTED_FOLDERS_PATH_VAR)
@@ -233,10 +265,11 @@ pub fn launch_point(event: &HookEvent, peer_pid: Option<u32>) -> Option<Option<H
         env,
         trusted_folders,
     };
-    Some(configured_threshold(
-        &settings_files(&gemini_dir, project.as_deref()),
-        &trust,
-    ))
+    let point = configured_threshold(&settings_files(&gemini_dir, project.as_deref()), &trust);
+    if let Some(p) = &gemini {
+        known.put(p.id, files, point.clone());
+    }
+    Some(Launch { process, point })
 }
 
 /// `~/.gemini` of a session file at `~/.gemini/tmp/<project>/chats/session-*.jsonl`.
@@ -452,45 +485,12 @@ const TRUST_VARS: [&str; 3] = [
 const TRUSTED_FOLDERS_FILE: &str = "trustedFolders.json";
 /// The trust levels `trustedFolders.json` may give a path.
 const TRUST_LEVELS: [&str; 3] = ["TRUST_FOLDER", "TRUST_PARENT", "DO_NOT_TRUST"];
-/// Ancestors of a hook's process looked through for Gemini CLI's own.
-const ANCESTORS_SEARCHED: usize = 6;
-/// How much of a process's `cmdline` or `environ` is read.
-const PROC_FILE_LIMIT: u64 = 1024 * 1024;
 
 fn trust_env(get: impl Fn(&str) -> Option<String>) -> BTreeMap<String, String> {
     TRUST_VARS
         .iter()
         .filter_map(|name| get(name).map(|value| ((*name).to_owned(), value)))
         .collect()
-}
-
-/// The trust variables of the Gemini CLI that ran a hook, as they were when
-/// it started and read its settings: the environment it was started with,
-/// of `peer_pid` or its nearest ancestor running Gemini CLI. (The hook's
-/// own environment may differ: `--skip-trust` sets
-/// `GEMINI_CLI_TRUST_WORKSPACE` after the settings were read.)
-fn gemini_process_env(peer_pid: u32) -> Option<BTreeMap<String, String>> {
-    let mut pid = peer_pid;
-    for _ in 0..=ANCESTORS_SEARCHED {
-        if pid <= 1 {
-            return None;
-        }
-        let dir = PathBuf::from(format!("/proc/{pid}"));
-        let args = nul_separated(&dir.join("cmdline"))?;
-        if runs_gemini(&args) {
-            let environ = nul_separated(&dir.join("environ"))?;
-            return Some(trust_env(|name| {
-                environ.iter().find_map(|entry| {
-                    entry
-                        .strip_prefix(name)?
-                        .strip_prefix('=')
-                        .map(str::to_owned)
-                })
-            }));
-        }
-        pid = parent_pid(&dir)?;
-    }
-    None
 }
 
 /// Whether a command line runs Gemini CLI: its program, or the script node
@@ -503,30 +503,6 @@ fn runs_gemini(args: &[String]) -> bool {
             Some("gemini" | "gemini.js")
         )
     })
-}
-
-/// A `/proc` file of NUL-separated strings, read up to a bound.
-fn nul_separated(path: &Path) -> Option<Vec<String>> {
-    let mut raw = Vec::new();
-    io::Read::read_to_end(
-        &mut io::Read::take(std::fs::File::open(path).ok()?, PROC_FILE_LIMIT),
-        &mut raw,
-    )
-    .ok()?;
-    Some(
-        raw.split(|b| *b == 0)
-            .filter(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .collect(),
-    )
-}
-
-/// A process's parent, from `/proc/<pid>/stat` (`pid (comm) state ppid`,
-/// where the command name may hold spaces and parentheses).
-fn parent_pid(proc_dir: &Path) -> Option<u32> {
-    let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Whether Gemini CLI trusts `project`, and so takes its settings file, as
@@ -1183,7 +1159,9 @@ mod tests {
             r#"{"model": {"compressionThreshold": 0.2}}"#,
         )
         .unwrap();
-        s.launch_point = launch_point(&hook_in(&path, &[]), None).unwrap();
+        s.launch_point = launch_point(&hook_in(&path, &[]), None, &ProcessCache::default())
+            .unwrap()
+            .point;
         let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(c.tokens_max, 209_715);
         assert!(c.basis.contains("compressionThreshold"), "{}", c.basis);
@@ -1459,10 +1437,111 @@ mod tests {
         let mut s = session();
         s.take_reading(read(&path, None, None).unwrap(), 1);
         let hook = hook_in(&path, &[(TRUST_WORKSPACE_VAR, "true")]);
-        s.launch_point = launch_point(&hook, None).unwrap();
+        s.launch_point = launch_point(&hook, None, &ProcessCache::default())
+            .unwrap()
+            .point;
         let c = crate::sessions::context_of(&s, &protocol::config::Config::default()).unwrap();
         assert_eq!(c.tokens_max, 314_572, "{}", c.basis);
         assert!(c.basis.contains("0.3"), "{}", c.basis);
+    }
+
+    /// Gemini CLI reads its settings once, at start: an edit of the
+    /// project's settings while it runs does not move the point hookd
+    /// shows for that process, found above the hook's and read through its
+    /// environment (which trusts the project where the hook's does not). A
+    /// hook without its process takes the settings as they are now.
+    #[test]
+    fn a_running_gemini_keeps_the_settings_it_started_with() {
+        use crate::harness::process::tests::harness_with_child;
+        let home = tempfile::tempdir().unwrap();
+        let project = home.path().join("work/proj");
+        std::fs::create_dir_all(project.join(".gemini")).unwrap();
+        let settings = project.join(".gemini/settings.json");
+        std::fs::write(&settings, r#"{"model": {"compressionThreshold": 0.3}}"#).unwrap();
+        let path = session_file(home.path(), &[reply("a", 5000)]);
+        std::fs::write(
+            path.parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join(".project_root"),
+            project.display().to_string(),
+        )
+        .unwrap();
+        let bin = tempfile::tempdir().unwrap();
+        let (gemini, hook) = harness_with_child(
+            bin.path(),
+            "gemini",
+            &["--yolo"],
+            &[(TRUST_WORKSPACE_VAR, "true")],
+        );
+        let event = hook_in(&path, &[]);
+        let known = ProcessCache::default();
+        let first = launch_point(&event, Some(hook), &known).unwrap();
+        std::fs::write(&settings, r#"{"model": {"compressionThreshold": 0.6}}"#).unwrap();
+        let edited = launch_point(&event, Some(hook), &known).unwrap();
+        // A session of another of Gemini CLI's project directories is not
+        // that process's: what was kept for it does not answer.
+        let other_slug = home.path().join(".gemini/tmp/other");
+        std::fs::create_dir_all(other_slug.join("chats")).unwrap();
+        std::fs::write(
+            other_slug.join(".project_root"),
+            project.display().to_string(),
+        )
+        .unwrap();
+        let other = other_slug.join("chats/session-other.jsonl");
+        std::fs::copy(&path, &other).unwrap();
+        let elsewhere = launch_point(&hook_in(&other, &[]), Some(hook), &known).unwrap();
+        let _ = std::process::Command::new("kill")
+            .arg(hook.to_string())
+            .status();
+        let mut gemini = gemini;
+        gemini.kill().unwrap();
+        gemini.wait().unwrap();
+        let trusted_now = launch_point(
+            &hook_in(&path, &[(TRUST_WORKSPACE_VAR, "true")]),
+            None,
+            &known,
+        )
+        .unwrap();
+
+        let fraction = |l: &Launch| l.point.as_ref().and_then(|p| p.fraction);
+        assert_eq!(fraction(&first), Some(0.3), "{:?}", first.point);
+        assert!(
+            first
+                .process
+                .as_deref()
+                .is_some_and(|p| p.starts_with("gemini pid"))
+        );
+        assert_eq!(fraction(&edited), Some(0.3));
+        assert_eq!(edited.process, first.process);
+        assert_eq!(fraction(&trusted_now), Some(0.6));
+        assert_eq!(fraction(&elsewhere), Some(0.6));
+    }
+
+    /// A session an older hookd saved keeps the point it once read from
+    /// the session file; the first launch point a hook reads replaces it,
+    /// even one that says the settings set no threshold.
+    #[test]
+    fn a_point_saved_by_an_older_hookd_goes_at_the_first_hook() {
+        let home = tempfile::tempdir().unwrap();
+        let path = session_file(home.path(), &[reply("a", 5000)]);
+        let mut s = session();
+        s.take_reading(read(&path, None, None).unwrap(), 1);
+        s.harness_point = Some(HarnessPoint {
+            tokens: None,
+            fraction: Some(0.2),
+            basis: "saved".into(),
+        });
+        let launch = launch_point(&hook_in(&path, &[]), None, &ProcessCache::default()).unwrap();
+        assert_eq!(launch.point.as_ref().and_then(|p| p.fraction), None);
+        s.take_launch(launch.clone());
+        assert_eq!(s.facts().harness_point, launch.point.as_ref());
+        s.take_launch(Launch {
+            process: None,
+            point: None,
+        });
+        assert_eq!(s.facts().harness_point, None);
     }
 
     /// Gemini CLI takes a project's settings only in a folder it trusts:
@@ -1494,8 +1573,9 @@ mod tests {
         .unwrap();
         let folders = gemini.join(TRUSTED_FOLDERS_FILE);
         let point = |env: &[(&str, &str)]| {
-            launch_point(&hook_in(&path, env), None)
+            launch_point(&hook_in(&path, env), None, &ProcessCache::default())
                 .expect("the session file says where Gemini CLI's settings are")
+                .point
         };
         let fraction = |env: &[(&str, &str)]| point(env).and_then(|p| p.fraction);
         let basis = |env: &[(&str, &str)]| point(env).map(|p| p.basis).unwrap_or_default();

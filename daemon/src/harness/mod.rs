@@ -5,13 +5,14 @@
 pub mod claude_code;
 pub mod codex;
 pub mod gemini_cli;
+pub mod process;
 pub mod work;
 
 pub use claude_code::transcript::{Boundary, Cursor, Method, Reading, Usage};
 
 pub use claude_code::statusline;
 
-pub use codex::{Launch, LaunchPoints, POINT_UNKNOWN};
+pub use codex::{Launch, POINT_UNKNOWN};
 
 /// The harness of a session hookd knows only by its id (one a person named
 /// to hookctl before any hook of it arrived).
@@ -412,6 +413,13 @@ pub struct SessionFacts<'a> {
     pub knobs: &'a protocol::pressure::Knobs,
 }
 
+/// What each harness process seen took in at its launch.
+#[derive(Default)]
+pub struct LaunchPoints {
+    codex: process::ProcessCache<codex::ProcessPoint>,
+    gemini: process::ProcessCache<Option<HarnessPoint>>,
+}
+
 /// Where the harness that ran a hook compacts, from what only its hooks can
 /// see (its command line, read from the hook's process `peer_pid` and its
 /// ancestors; its project's settings), kept per harness process in
@@ -423,11 +431,8 @@ pub fn launch_point(
     known: &LaunchPoints,
 ) -> Option<Launch> {
     match event.harness {
-        Harness::Codex => codex::launch_point(event, peer_pid, known),
-        Harness::GeminiCli => gemini_cli::launch_point(event, peer_pid).map(|point| Launch {
-            process: None,
-            point,
-        }),
+        Harness::Codex => codex::launch_point(event, peer_pid, &known.codex),
+        Harness::GeminiCli => gemini_cli::launch_point(event, peer_pid, &known.gemini),
         Harness::ClaudeCode => None,
     }
 }

@@ -200,39 +200,16 @@ fn in_progress_view(state: &ContextState) -> Vec<Value> {
         .collect()
 }
 
-/// The context figure as `hookctl status` gives it: tokens and the share
-/// of the model's window, then where compaction happens. States saved
-/// before the window was kept give the share of the compaction point.
+/// The context figure as every screen gives it: how far it was on its way
+/// to compaction, then the share of the window. States saved before the
+/// window was kept give the first alone.
 fn context_usage_words(state: &ContextState) -> Option<String> {
-    use protocol::figures::{compaction_percent, percent, thousands, window_percent};
+    use protocol::figures::{context_words, thousands};
     let usage = &state.context_usage;
     let used = usage.tokens_used?;
-    let point = usage.tokens_max;
-    Some(match (usage.window_tokens, point) {
-        (Some(window), Some(point)) if window > 0 => {
-            let compaction = if point >= window {
-                "no automatic compaction".to_owned()
-            } else {
-                format!(
-                    "compaction at {}% ({} tokens)",
-                    compaction_percent(point, window),
-                    thousands(point)
-                )
-            };
-            format!(
-                "{} tokens, {}% of the {}-token window; {compaction}",
-                thousands(used),
-                window_percent(used, window),
-                thousands(window)
-            )
-        }
-        (_, Some(point)) if point > 0 => format!(
-            "{} tokens, {} of the way to compaction at {} tokens",
-            thousands(used),
-            percent(used as f64 / point as f64),
-            thousands(point)
-        ),
-        _ => format!("{} tokens", thousands(used)),
+    Some(match usage.tokens_max.filter(|p| *p > 0) {
+        Some(point) => context_words(used, point, usage.window_tokens.unwrap_or(0)),
+        None => format!("{} tokens", thousands(used)),
     })
 }
 
@@ -1069,19 +1046,19 @@ mod tests {
         );
     }
 
-    /// The person sees shares of the window everywhere else; a state saved
-    /// without the window gives the share of the compaction point, and says so.
+    /// The figure every screen leads with, then the window's share; a
+    /// state saved without the window gives the first alone.
     #[test]
-    fn context_usage_is_a_share_of_the_window() {
+    fn context_usage_leads_with_the_way_to_compaction() {
         let mut state = compacted_state();
         assert_eq!(
             context_usage_words(&state).unwrap(),
-            "160,000 tokens, 80% of the 200,000-token window; compaction at 83% (167,000 tokens)"
+            "95% of the way to compaction (160,000 of 167,000 tokens), 80% of the window"
         );
         state.context_usage.window_tokens = None;
         assert_eq!(
             context_usage_words(&state).unwrap(),
-            "160,000 tokens, 96% of the way to compaction at 167,000 tokens"
+            "95% of the way to compaction (160,000 of 167,000 tokens)"
         );
         state.context_usage.window_tokens = Some(167_000);
         assert!(

@@ -97,7 +97,7 @@ fn the_resume_prompt_leads_with_the_task_in_progress_and_continues_from_it() {
     );
     // The context figure is a share of the window, as `hookctl status` gives it.
     assert!(
-        prompt.contains("- **Context Usage**: 120,000 tokens, 60% of the 200,000-token window"),
+        prompt.contains("- **Context Usage**: 71% of the way to compaction (120,000 of 167,000 tokens), 60% of the window"),
         "{prompt}"
     );
 

@@ -37,16 +37,34 @@ pub fn ago_at(ms: u64, now: u64) -> String {
 /// terminal would act on.
 pub use protocol::text::for_terminal as terminal;
 
+/// A write to standard output failed for another reason than a reader
+/// gone (a full disk): the command must not end as if all was written.
+static OUTPUT_LOST: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
 /// Writes to standard output. The standard macros panic when the reader
 /// has gone (`hookctl status | head -1`); here the rest of the output is
 /// dropped and the command goes on, so that one which changes something
-/// (an install) still finishes.
+/// (an install) still finishes. Any other failure is kept for
+/// [`output_lost`].
 pub fn out(text: &str) {
     use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        let mut lost = OUTPUT_LOST.lock().unwrap_or_else(|p| p.into_inner());
+        lost.get_or_insert_with(|| e.to_string());
+    }
 }
 
-/// [`out`] for standard error.
+/// Why some of standard output could not be written, if it could not.
+pub fn output_lost() -> Option<String> {
+    OUTPUT_LOST
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+}
+
+/// [`out`] for standard error, where nothing is left to report a failure to.
 pub fn err(text: &str) {
     use std::io::Write;
     let _ = std::io::stderr().lock().write_all(text.as_bytes());

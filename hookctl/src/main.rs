@@ -679,6 +679,10 @@ fn main() -> ExitCode {
         Command::Memory { action } => memory::run(&ctx, action),
         Command::Templates { action } => templates::run(action),
     };
+    if let Some(why) = display::output_lost() {
+        eprintln!("hookctl: could not write all of the output: {why}");
+        return ExitCode::FAILURE;
+    }
     match result {
         Ok(code) => code,
         // The reader went away (`hookctl … | head`): what it wanted it has.

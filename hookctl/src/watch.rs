@@ -39,8 +39,8 @@ pub fn run(ctx: &Context, session: Option<String>) -> anyhow::Result<ExitCode> {
                 } else {
                     writeln!(out, "---")?;
                 }
-                let rows = terminal.then(terminal_rows).flatten();
-                let shown = frame(*report, detail, now_ms(), project.as_deref(), rows);
+                let size = terminal.then(terminal_size).flatten();
+                let shown = frame(*report, detail, now_ms(), project.as_deref(), size);
                 write!(out, "{}", display::terminal(&shown))?;
                 if terminal {
                     write!(out, "\n{HOW_TO_LEAVE}\n")?;
@@ -65,7 +65,7 @@ pub fn frame(
     detail: Detail,
     now: u64,
     project: Option<&std::path::Path>,
-    rows: Option<usize>,
+    size: Option<(usize, usize)>,
 ) -> String {
     report.sessions.retain(|s| !s.ended);
     report.sessions.sort_by_key(|s| {
@@ -75,29 +75,44 @@ pub fn frame(
         )
     });
     let text = render(&report, detail, now);
-    let Some(rows) = rows else {
+    let Some((rows, columns)) = size else {
         return text;
     };
-    // One row stays for the line saying how to leave, one for the cut.
-    let room = rows.saturating_sub(2).max(1);
+    // Rows a line takes: long ones wrap.
+    let height = |line: &str| line.chars().count().max(1).div_ceil(columns.max(1));
+    // Below the frame: a blank row and the one saying how to leave.
+    let room = rows.saturating_sub(2);
     let lines: Vec<&str> = text.lines().collect();
-    if lines.len() <= room + 1 {
+    if lines.iter().map(|l| height(l)).sum::<usize>() <= room {
         return text;
     }
-    let mut shown = lines[..room].join("\n");
+    // One row of the room is for the line saying what was cut.
+    let mut used = 1;
+    let mut shown = String::new();
+    let mut kept = 0;
+    for line in &lines {
+        if used + height(line) > room {
+            break;
+        }
+        used += height(line);
+        shown += line;
+        shown.push('\n');
+        kept += 1;
+    }
     shown += &format!(
-        "\n… {} more lines: a taller terminal, or `hookctl status`, shows them all\n",
-        lines.len() - room
+        "… {} more lines: a taller terminal, or `hookctl status`, shows them all\n",
+        lines.len() - kept
     );
     shown
 }
 
-/// The terminal's height, when standard output is one.
-fn terminal_rows() -> Option<usize> {
+/// The terminal's rows and columns, when standard output is one.
+fn terminal_size() -> Option<(usize, usize)> {
     // SAFETY: TIOCGWINSZ fills a winsize we own, or fails.
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
     let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
-    (ok && size.ws_row > 0).then_some(usize::from(size.ws_row))
+    (ok && size.ws_row > 0 && size.ws_col > 0)
+        .then_some((usize::from(size.ws_row), usize::from(size.ws_col)))
 }
 
 /// The terminal with line buffering, echo and signal keys off, put back as
@@ -187,10 +202,16 @@ mod tests {
             Detail::Plain,
             NOW,
             Some(Path::new("/work/mine")),
-            Some(24),
+            Some((24, 80)),
         );
+        // The frame, a blank row and the line saying how to leave: 24 rows,
+        // long lines counted as they wrap at 80 columns.
+        let rows: usize = shown
+            .lines()
+            .map(|l| l.chars().count().max(1).div_ceil(80))
+            .sum();
+        assert!(rows + 2 <= 24, "{rows} rows:\n{shown}");
         let lines: Vec<&str> = shown.lines().collect();
-        assert!(lines.len() <= 23, "{} lines:\n{shown}", lines.len());
         assert!(lines[0].starts_with("hookd "), "{shown}");
         assert_eq!(lines[2], "3 sessions", "{shown}");
         assert!(lines[4].contains("dddddddd  /work/mine"), "{shown}");
@@ -200,7 +221,7 @@ mod tests {
             "{shown}"
         );
         // A tall terminal shows every live session whole.
-        let tall = frame(report(sessions), Detail::Plain, NOW, None, Some(200));
+        let tall = frame(report(sessions), Detail::Plain, NOW, None, Some((200, 200)));
         assert!(
             tall.contains("aaaaaaaa") && tall.contains("bbbbbbbb"),
             "{tall}"

@@ -36,6 +36,11 @@ fn every_printing_command_ends_quietly_when_its_reader_has_gone() {
         &["doctor"],
         &["checkpoints"],
         &["memory", "list"],
+        &["memory", "stats"],
+        &["templates"],
+        &["templates", "show", "resume_prompt"],
+        &["task", "show"],
+        &["resume", "--print"],
         &["--help"],
         &["--version"],
     ] {
@@ -61,4 +66,28 @@ fn every_printing_command_ends_quietly_when_its_reader_has_gone() {
             "hookctl {args:?} reported the closed pipe as an error: {err}"
         );
     }
+}
+
+/// A write that fails for another reason (a full disk) is not taken for a
+/// reader gone: the command says so and fails.
+#[test]
+fn output_that_cannot_be_written_fails_the_command() {
+    let sb = Sandbox::new();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let out = sb
+        .command("hookctl")
+        .args(["templates", "show", "resume_prompt"])
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run hookctl");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("could not write all of the output") && !err.contains("panicked"),
+        "{err}"
+    );
 }

@@ -115,8 +115,14 @@ if [ "$uninstall" = 1 ]; then
   if [ -x "${bindir}/hookd" ]; then "${bindir}/hookd" stop; fi
   # The lock hookctl takes to start hookd: ours, and useless without hookd.
   if [ -e "${socket}.start" ]; then rm -f "${socket}.start"; say "removed ${socket}.start"; fi
-  # Copies an older install made, unchanged; the person's own stay.
-  "$hookctl" templates tidy | while IFS= read -r line; do say "$line"; done
+  # Copies an older install made, unchanged; the person's own stay. An older
+  # hookctl has no `templates`: its copies are those equal to this source's.
+  if ! "$hookctl" templates tidy 2>/dev/null | while IFS= read -r line; do say "$line"; done; then
+    for t in "${src}"/templates/*.hbs; do
+      dest="${templates_dir}/$(basename "$t")"
+      if [ -e "$dest" ] && cmp -s "$t" "$dest"; then rm -f "$dest"; say "removed ${dest}"; fi
+    done
+  fi
   for t in "${src}"/templates/*.hbs; do
     dest="${templates_dir}/$(basename "$t")"
     if [ -e "$dest" ]; then say "kept ${dest} (yours)"; fi

@@ -39,7 +39,7 @@ impl Settings {
     /// `base` holds the user file and daemon flags; `fallback` is used when a
     /// project's layers are broken.
     pub fn new(base: Layers, fallback: Effective, trust_store: Option<PathBuf>) -> Self {
-        let stamp = stamp_of(base.user_file.as_deref());
+        let stamp = user_stamp(base.user_file.as_deref());
         Settings {
             base,
             trust_store,
@@ -51,7 +51,7 @@ impl Settings {
     /// The daemon's own configuration, with the user file as it is now
     /// (the last good one while it is broken).
     pub fn daemon(&self) -> Arc<Effective> {
-        let stamp = stamp_of(self.base.user_file.as_deref());
+        let stamp = user_stamp(self.base.user_file.as_deref());
         let mut fallback = self.fallback.lock().unwrap_or_else(|p| p.into_inner());
         if fallback.0 != stamp {
             fallback.0 = stamp;
@@ -82,7 +82,7 @@ impl Settings {
             .collect();
         let project = project.map(Path::to_path_buf);
         let stamp = [
-            stamp_of(self.base.user_file.as_deref()),
+            user_stamp(self.base.user_file.as_deref()),
             stamp_of(project.as_ref().map(|p| p.join(PROJECT_FILE)).as_deref()),
             stamp_of(self.trust_store.as_deref()),
         ];
@@ -124,6 +124,13 @@ impl Settings {
     }
 }
 
+/// The user's own file, through a link to it (a dotfiles repository):
+/// an edit of the file it names is an edit of the configuration.
+fn user_stamp(path: Option<&Path>) -> FileStamp {
+    let meta = std::fs::metadata(path?).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
 fn stamp_of(path: Option<&Path>) -> FileStamp {
     let meta = std::fs::symlink_metadata(path?).ok()?;
     Some((meta.modified().ok()?, meta.len()))
@@ -155,6 +162,31 @@ mod tests {
         std::fs::write(&file, "monitor: [\n").unwrap();
         assert_eq!(settings.daemon().config.monitor.reset_drop, 0.5);
         assert!(settings.user_problem().is_some());
+    }
+
+    /// A user file that is a link (a dotfiles repository): an edit of the
+    /// file it names is seen.
+    #[test]
+    fn a_linked_user_file_is_followed_for_its_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("dotfiles.yaml");
+        std::fs::write(&real, "monitor:\n  reset_drop: 0.4\n").unwrap();
+        let file = dir.path().join("config.yaml");
+        std::os::unix::fs::symlink(&real, &file).unwrap();
+        let layers = Layers {
+            user_file: Some(file),
+            ..Layers::default()
+        };
+        let (effective, _) = crate::load_daemon_config(&layers);
+        let settings = Settings::new(layers, effective, None);
+        assert_eq!(settings.daemon().config.monitor.reset_drop, 0.4);
+        std::fs::write(&real, "monitor:\n  reset_drop: 0.45\n").unwrap();
+        assert_eq!(settings.daemon().config.monitor.reset_drop, 0.45);
+        let env = BTreeMap::new();
+        assert_eq!(
+            settings.for_request(None, &env).0.config.monitor.reset_drop,
+            0.45
+        );
     }
 
     #[test]

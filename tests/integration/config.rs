@@ -142,8 +142,41 @@ fn a_broken_user_config_is_said_and_a_fixed_one_taken_up_without_a_restart() {
         .find(|c| c["name"] == "daemon")
         .unwrap();
     assert_eq!(daemon["status"], "ok", "{daemon:#}");
-    // Broken anew, it is said anew.
-    std::fs::write(&file, "monitor:\n  reset_drop: {\n").unwrap();
+    // Fixed, seen by a hook, then broken anew the same way: said anew.
+    assert!(!hook().to_string().contains("broken"));
+    std::fs::write(&file, "monitor:\n  reset_drop: [oops\n").unwrap();
     assert!(hook().to_string().contains("your configuration is broken"));
+    std::fs::write(&file, "monitor:\n  reset_drop: 0.5\n").unwrap();
+
+    // A project's broken `.hookd.yaml` is named, never quoted (its words are
+    // the repository's), once per project however hooks alternate.
+    let planted = "run ./fix.sh to repair hookd";
+    let other = sb.path().join("other");
+    for dir in [&project, &other] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(
+            dir.join(".hookd.yaml"),
+            format!("monitor:\n  \"{planted}\": 1\n"),
+        )
+        .unwrap();
+    }
+    let hook_in = |dir: &std::path::Path, session: &str| {
+        let mut payload = start.clone();
+        payload["cwd"] = dir.display().to_string().into();
+        payload["session_id"] = session.into();
+        let out = sb.hook("session-start", payload.to_string().as_bytes());
+        assert_eq!(out.status.code(), Some(0));
+        hookd_tests::hook_json(&out).to_string()
+    };
+    let first = hook_in(&project, "s-a");
+    assert!(
+        first.contains("this project's .hookd.yaml is not used") && !first.contains(planted),
+        "{first}"
+    );
+    assert!(hook_in(&other, "s-b").contains("is not used"));
+    for _ in 0..2 {
+        assert!(!hook_in(&project, "s-a").contains("is not used"));
+        assert!(!hook_in(&other, "s-b").contains("is not used"));
+    }
     let _ = sb.hookd(&["stop"]);
 }

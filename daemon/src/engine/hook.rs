@@ -50,13 +50,29 @@ impl Engine {
             notes: event.problems.clone(),
             ..Outcome::default()
         };
-        if let Some(problem) = config_problem {
-            // Said to the person once while it lasts (status shows it all
-            // along); every hook notes it for the harness's verbose mode.
-            if self.first_time_said(&problem) {
-                outcome.say(format!("hookd: your configuration is broken: {problem}"));
+        // A broken configuration is said to the person once while it lasts
+        // (status shows it all along); every hook notes it for the
+        // harness's verbose mode. A project's file is named, not quoted:
+        // its words are the repository's.
+        let project = event.project_dir.as_deref();
+        match config_problem {
+            Some(problem) => {
+                let users = self.settings.user_problem().is_some();
+                let source = if users { None } else { project };
+                if self.newly_broken(source, &problem) {
+                    outcome.say(if users {
+                        format!("hookd: your configuration is broken: {problem}")
+                    } else {
+                        format!(
+                            "hookd: this project's {} is not used (`hookctl config` says why); \
+                             hookd goes on with your own configuration",
+                            protocol::config::PROJECT_FILE
+                        )
+                    });
+                }
+                outcome.notes.push(problem);
             }
-            outcome.notes.push(problem);
+            None => self.fixed(project),
         }
 
         let launch = self.launch_point(&event, peer_pid).await;

@@ -55,8 +55,9 @@ pub struct Engine {
     last_activity_ms: AtomicU64,
     shutdown: Shutdown,
     warnings: Mutex<Vec<String>>,
-    /// Configuration problems already said to the person.
-    said_problems: Mutex<std::collections::HashSet<String>>,
+    /// Configuration problems already said to the person, by where they
+    /// are (a project; `None`: the user's file).
+    said_problems: Mutex<std::collections::HashMap<Option<PathBuf>, String>>,
     /// The locks, caches and open memories of the blocking work.
     resources: Arc<Resources>,
 }
@@ -121,15 +122,22 @@ impl Engine {
         &self.shutdown
     }
 
-    /// Whether `problem` is new since it was last said (a configuration
-    /// problem is said once, by the next hook, and again only once fixed
-    /// and broken anew).
-    pub(super) fn first_time_said(&self, problem: &str) -> bool {
+    /// Whether the configuration of `source` (a project; `None`: the
+    /// user's) is broken anew: said once, and again only once fixed and
+    /// broken again.
+    pub(super) fn newly_broken(&self, source: Option<&Path>, problem: &str) -> bool {
         let mut said = self.said_problems.lock().unwrap_or_else(|p| p.into_inner());
-        if self.settings.user_problem().is_none() {
-            said.retain(|p| p == problem);
-        }
-        said.insert(problem.to_owned())
+        said.insert(source.map(Path::to_path_buf), problem.to_owned())
+            .as_deref()
+            != Some(problem)
+    }
+
+    /// A request whose configuration loaded: the user's and this
+    /// project's files are fine now.
+    pub(super) fn fixed(&self, project: Option<&Path>) {
+        let mut said = self.said_problems.lock().unwrap_or_else(|p| p.into_inner());
+        said.remove(&None);
+        said.remove(&project.map(Path::to_path_buf));
     }
 
     /// Records a problem for `hookctl status` to show.

@@ -573,6 +573,7 @@ fn templates() -> Check {
         let path = dir.join(file);
         match crate::templates::found(&dir, file) {
             Found::None => {}
+            Found::SameAsBuiltIn => own.push(file),
             Found::ShippedCopy => stale.push(path.display().to_string()),
             Found::Unreadable(why) => broken.push(format!("{} ({why})", path.display())),
             Found::Own { lacks } => {

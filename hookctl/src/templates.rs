@@ -37,8 +37,10 @@ pub enum Action {
 pub enum Found {
     /// No file: the built-in one applies.
     None,
-    /// A copy of a version hookd shipped, unchanged: ignored.
+    /// A copy of an older version hookd shipped, unchanged: ignored.
     ShippedCopy,
+    /// This version's built-in text, not changed yet (`edit` made it).
+    SameAsBuiltIn,
     /// The person's own, with the built-in's sections it lacks.
     Own { lacks: Vec<String> },
     /// A file that cannot be read (hookd uses the built-in one).
@@ -50,6 +52,9 @@ pub fn found(dir: &Path, file: &str) -> Found {
     match std::fs::read(dir.join(file)) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Found::None,
         Err(e) => Found::Unreadable(e.to_string()),
+        Ok(bytes) if protocol::templates::built_in(file).is_some_and(|t| t.as_bytes() == bytes) => {
+            Found::SameAsBuiltIn
+        }
         Ok(bytes) if is_shipped_copy(file, &bytes) => Found::ShippedCopy,
         Ok(bytes) => Found::Own {
             lacks: lacks(file, &String::from_utf8_lossy(&bytes)),
@@ -91,6 +96,7 @@ fn list(dir: &Path) -> anyhow::Result<ExitCode> {
             Found::ShippedCopy => "built-in (your copy is an older hookd's, unchanged: \
                                    `hookctl templates tidy` removes it)"
                 .to_owned(),
+            Found::SameAsBuiltIn => "yours, the built-in's text until you change it".to_owned(),
             Found::Own { lacks } if lacks.is_empty() => "yours".to_owned(),
             Found::Own { lacks } => format!("yours, without: {}", lacks.join(", ")),
             Found::Unreadable(why) => format!("built-in (yours cannot be read: {why})"),
@@ -132,7 +138,8 @@ fn edit(dir: &Path, name: &str) -> anyhow::Result<ExitCode> {
     write_new(&path, text.as_bytes())?;
     println!("copied the built-in {file} to {}", path.display());
     println!(
-        "hookd uses it from the next save on; `hookctl doctor` says what it lacks after an upgrade"
+        "hookd uses it once you change it, from the next save on; after an upgrade, \
+         `hookctl doctor` says what it lacks of the new built-in"
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -63,9 +63,9 @@ pub fn lacks(file: &str, own: &str) -> Vec<String> {
     let Some(built_in) = built_in(file) else {
         return Vec::new();
     };
-    let theirs = sections(own);
+    let theirs = sections(file, own);
     let mut missing = Vec::new();
-    for section in sections(built_in) {
+    for section in sections(file, built_in) {
         if !theirs.contains(&section) && !missing.contains(&section) {
             missing.push(section);
         }
@@ -73,33 +73,39 @@ pub fn lacks(file: &str, own: &str) -> Vec<String> {
     missing
 }
 
-/// The sections of a template, by name: `### Approaches Ruled Out`,
-/// `RELOAD:` at the start of a line, `<context_to_reload`.
-fn sections(text: &str) -> Vec<String> {
+/// The sections of a template, by name, as its format has them: Markdown
+/// headings (`Approaches Ruled Out`), YAML keys at the start of a line
+/// (`RELOAD:`), XML elements one level inside the root
+/// (`<context_to_reload>`).
+fn sections(file: &str, text: &str) -> Vec<String> {
     let mut names = Vec::new();
     for line in text.lines() {
-        if let Some(heading) = line.trim_start().strip_prefix('#') {
-            // A heading's own words, before any value shown in it.
-            let words = heading.trim_start_matches('#').split("{{").next();
-            names.extend(
-                words
-                    .map(str::trim)
-                    .filter(|w| !w.is_empty())
-                    .map(str::to_owned),
-            );
-        } else if let Some((key, _)) = line.split_once(':')
-            && !key.is_empty()
-            && key.chars().all(|c| c.is_ascii_uppercase() || c == '_')
-        {
-            names.push(format!("{key}:"));
-        }
-        for (i, _) in line.match_indices('<') {
-            let element: String = line[i + 1..]
+        if file.ends_with(".md.hbs") {
+            if let Some(heading) = line.trim_start().strip_prefix('#') {
+                // A heading's own words, before any value shown in it.
+                let words = heading.trim_start_matches('#').split("{{").next();
+                names.extend(
+                    words
+                        .map(str::trim)
+                        .filter(|w| !w.is_empty())
+                        .map(str::to_owned),
+                );
+            }
+        } else if file.ends_with(".yaml.hbs") {
+            if let Some((key, _)) = line.split_once(':')
+                && !key.is_empty()
+                && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                names.push(format!("{key}:"));
+            }
+        } else if let Some(element) = line.strip_prefix("  <") {
+            // XML: two spaces in, a child of the root element.
+            let name: String = element
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
-            if element.starts_with(|c: char| c.is_ascii_alphabetic()) {
-                names.push(format!("<{element}>"));
+            if name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                names.push(format!("<{name}>"));
             }
         }
     }

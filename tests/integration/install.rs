@@ -1156,6 +1156,17 @@ fn templates_of_an_older_install_give_way_and_edited_ones_are_named() {
         text,
         std::fs::read_to_string(repo().join("templates/resume_prompt.md.hbs")).unwrap()
     );
+    // Unchanged, it is the person's: listed so, and tidy leaves it.
+    let listed = stdout(&sb.hookctl(&["templates"]));
+    assert!(
+        listed.contains("yours, the built-in's text until you change it"),
+        "{listed}"
+    );
+    ok(&sb.hookctl(&["templates", "tidy"]));
+    assert!(
+        mine.is_file(),
+        "a fresh copy to edit is not an older install's"
+    );
     let out = sb.hookctl(&["templates", "edit", "resume_prompt"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(

@@ -118,8 +118,20 @@ pub fn instructions_view(state: &ContextState) -> Value {
         })
         .flatten();
     view["active_task"] = json!(active);
+    // The person reads these lines too (under "Compacted"): a few of the
+    // constraints, and how many more.
+    if let Some(constraints) = view["constraints"].as_array_mut()
+        && constraints.len() > INSTRUCTION_CONSTRAINTS
+    {
+        let more = constraints.len() - INSTRUCTION_CONSTRAINTS;
+        constraints.truncate(INSTRUCTION_CONSTRAINTS);
+        view["constraints_more"] = json!(more);
+    }
     view
 }
+
+/// Constraints the summarizer's instructions name; the rest are counted.
+const INSTRUCTION_CONSTRAINTS: usize = 3;
 
 /// Longest task description the prompt shows, in characters.
 const TASK_DESCRIPTION_CHARS: usize = 300;
@@ -932,6 +944,21 @@ mod tests {
             }),
             ..ContextState::default()
         }
+    }
+
+    /// The person reads the summarizer's lines too: a few constraints, and
+    /// how many more.
+    #[test]
+    fn the_summarizer_hears_a_few_constraints_and_how_many_more() {
+        let mut state = compacted_state();
+        state.constraints = (1..=5).map(|n| format!("rule {n}")).collect();
+        let text = Renderer::built_in()
+            .render(render::PRECOMPACT_INSTRUCTIONS, &instructions_view(&state));
+        assert!(
+            text.contains("(so far: rule 1; rule 2; rule 3; and 2 more)"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 1, "{text}");
     }
 
     #[test]

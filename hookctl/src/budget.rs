@@ -348,13 +348,11 @@ fn report_lines(r: &ContextReport) -> String {
             .unwrap_or("none known for this project")
     );
     match (r.tokens_used, r.tokens_max, r.pressure) {
-        (Some(used), Some(max), Some(p)) => {
+        (Some(used), Some(max), Some(_)) => {
             let _ = writeln!(
                 out,
-                "Context now: {} of {} tokens ({})",
-                thousands(used),
-                thousands(max),
-                pct(p)
+                "Context now: {}",
+                protocol::figures::context_words(used, max, r.window_tokens.unwrap_or(0))
             );
         }
         _ => {

@@ -29,11 +29,11 @@ pub fn run(
         anyhow::bail!("hookd recorded no reflection");
     };
     println!(
-        "recorded a {} reflection on task {} ({}), iteration {}",
-        last.kind,
+        "recorded {} on task {} ({}), {}",
+        last.kind.words(),
         crate::display::short_id(&task.task_id),
         crate::task::describe(task),
-        last.iteration
+        protocol::memory::reflection_when(last.iteration)
     );
     println!(
         "{} reflection{} in all; resume prompts keep the last {}",

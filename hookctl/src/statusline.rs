@@ -46,7 +46,13 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     let levels: Vec<f64> = config.monitor.thresholds.iter().map(|t| t.level).collect();
     let shown = line(context.as_ref(), used_percent(&input));
     // Cleaned first: the colour is ours, the rest may quote the input.
-    let shown = coloured(&crate::display::terminal(&shown), context.as_ref(), &levels);
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let shown = coloured(
+        &crate::display::terminal(&shown),
+        context.as_ref(),
+        &levels,
+        no_color,
+    );
     crate::display::out(&format!("{shown}\n"));
     Ok(ExitCode::SUCCESS)
 }
@@ -135,8 +141,12 @@ pub fn line(context: Option<&ContextStatus>, used: Option<u64>) -> String {
 /// `line` with its leading figure coloured by the levels it has passed:
 /// green below the first, yellow past it, red past the second highest, bold
 /// red past the highest. Plain when `NO_COLOR` is set.
-pub fn coloured(line: &str, context: Option<&ContextStatus>, levels: &[f64]) -> String {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+pub fn coloured(
+    line: &str,
+    context: Option<&ContextStatus>,
+    levels: &[f64],
+    no_color: bool,
+) -> String {
     let Some(c) = context.filter(|c| c.invalid.is_none() && c.tokens_max < c.window_tokens) else {
         return line.to_owned();
     };
@@ -275,7 +285,12 @@ mod tests {
             ))
             .unwrap();
             let c = from_input(&input, &config);
-            coloured(&line(c.as_ref(), used_percent(&input)), c.as_ref(), &levels)
+            coloured(
+                &line(c.as_ref(), used_percent(&input)),
+                c.as_ref(),
+                &levels,
+                false,
+            )
         };
         assert_eq!(
             at(50_000),
@@ -297,7 +312,16 @@ mod tests {
             at(160_320)
         );
         // Nothing to colour without a compaction to measure against.
-        assert_eq!(coloured("ctx –", None, &levels), "ctx –");
+        assert_eq!(coloured("ctx –", None, &levels, false), "ctx –");
+        // NO_COLOR: the same line, plain.
+        let input: Value = serde_json::from_str(
+            r#"{"context_window":{"context_window_size":200000,"current_usage":{"input_tokens":160320}}}"#,
+        )
+        .unwrap();
+        let c = from_input(&input, &config);
+        let plain = line(c.as_ref(), used_percent(&input));
+        assert_eq!(plain, "ctx 96% to compaction · 80% of window");
+        assert_eq!(coloured(&plain, c.as_ref(), &levels, true), plain);
     }
 
     /// The line for fixed inputs: a climb through one 200k session, a 1M

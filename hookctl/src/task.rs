@@ -33,7 +33,7 @@ pub enum Action {
     Failed(Common),
     /// Close the current task as partly done.
     Partial(Common),
-    /// The current task, its reflections and its Ω window.
+    /// The current task, its reflections, and how many resume prompts keep.
     Show(Common),
 }
 
@@ -222,9 +222,9 @@ pub fn print_task(report: &TaskReport) {
     for (i, r) in task.reflections.iter().enumerate() {
         let mark = if i >= shown { "▸" } else { " " };
         println!(
-            "   {mark} [{}, iteration {}, {}] {}",
-            r.kind,
-            r.iteration,
+            "   {mark} [{}, {}, {}] {}",
+            r.kind.words(),
+            protocol::memory::reflection_when(r.iteration),
             r.effectiveness.as_str(),
             r.content
         );

@@ -303,6 +303,9 @@ pub struct ContextReport {
     /// The session's context now, if the daemon follows it.
     pub tokens_used: Option<u64>,
     pub tokens_max: Option<u64>,
+    /// The model's whole window.
+    #[serde(default)]
+    pub window_tokens: Option<u64>,
     pub pressure: Option<f64>,
     /// The newest budget record (for the session, when one is named).
     pub record: Option<BudgetPlan>,

@@ -530,6 +530,16 @@ pub struct MemoryStats {
     pub problems: Vec<String>,
 }
 
+/// When a reflection was made, in words: its iteration counts the task's
+/// compactions from 1.
+pub fn reflection_when(iteration: u32) -> String {
+    match iteration.saturating_sub(1) {
+        0 => "before any compaction".to_owned(),
+        1 => "after 1 compaction".to_owned(),
+        n => format!("after {n} compactions"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

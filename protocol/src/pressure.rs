@@ -260,7 +260,6 @@ impl Advice {
         }
     }
 
-    /// `selective (prefetch ≤2, trust ≥0.5)` or `selective (skip prefetch)`.
     /// What hookd may add to the context at this pressure, in words a
     /// person reads: `half the files to reload, up to 5 lessons of past
     /// tasks scored 0.3 or more`.
@@ -268,15 +267,20 @@ impl Advice {
         if self.skip_prefetch {
             return "no room for more: no files to reload, no lessons of past tasks".to_owned();
         }
-        let files = match self.strategy {
-            Strategy::Stuff => "every file",
-            Strategy::Hybrid => "half the files",
-            Strategy::Selective => "a quarter of the files",
-        };
+        let files = self.files_words();
         format!(
             "{files} to reload, up to {} lessons of past tasks scored {:.1} or more",
             self.prefetch_limit, self.min_trust
         )
+    }
+
+    /// The share of the changed files the reload list may name.
+    pub fn files_words(&self) -> &'static str {
+        match self.strategy {
+            Strategy::Stuff => "every file",
+            Strategy::Hybrid => "half the files",
+            Strategy::Selective => "a quarter of the files",
+        }
     }
 }
 

@@ -1200,16 +1200,15 @@ fn templates_of_an_older_install_give_way_and_edited_ones_are_named() {
     assert!(shown.contains("### Approaches Ruled Out"), "{shown}");
 }
 
-/// Every file under `dir`.
+/// Every file and directory under `dir`.
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
         if path.is_dir() {
             found.extend(walk(&path));
-        } else {
-            found.push(path);
         }
+        found.push(path);
     }
     found
 }

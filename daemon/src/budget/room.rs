@@ -104,15 +104,11 @@ impl Room {
     }
 
     /// What the room allows the reload list, in words.
-    fn reload_words(&self) -> &'static str {
+    fn reload_words(&self) -> String {
         if self.advice.skip_prefetch {
-            return "no room to reload files";
+            return "no room to reload files".to_owned();
         }
-        match self.advice.strategy {
-            Strategy::Stuff => "room for every file",
-            Strategy::Hybrid => "room for half the files",
-            Strategy::Selective => "room for a quarter of the files",
-        }
+        format!("room for {}", self.advice.files_words())
     }
 }
 

@@ -23,6 +23,8 @@ struct SessionFacts {
     transcript: Option<PathBuf>,
     /// Its compaction point.
     window: Option<u64>,
+    /// The model's whole window.
+    window_tokens: Option<u64>,
     tokens_used: Option<u64>,
     pressure: Option<f64>,
 }
@@ -111,6 +113,7 @@ impl Engine {
             key: key.clone(),
             transcript: s.and_then(|s| s.transcript_path.clone()),
             window: context.as_ref().map(|c| c.tokens_max),
+            window_tokens: context.as_ref().map(|c| c.window_tokens),
             tokens_used: measured.map(|c| c.tokens_used),
             pressure: measured.map(|c| c.pressure),
         }
@@ -289,6 +292,7 @@ impl Engine {
                 session,
                 tokens_used: facts.tokens_used,
                 tokens_max: facts.window.filter(|_| facts.tokens_used.is_some()),
+                window_tokens: facts.window_tokens.filter(|_| facts.tokens_used.is_some()),
                 pressure: facts.pressure,
                 records: plan::record_count(&workflow),
                 record_file: latest.as_ref().map(|(p, _)| p.clone()),

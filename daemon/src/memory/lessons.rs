@@ -143,7 +143,7 @@ fn lessons(
                     break;
                 }
                 cost += c;
-                shown_reflections.push(json!({"type": r.kind.words(), "content": r.content}));
+                shown_reflections.push(json!({"type": r.kind.as_str(), "type_words": r.kind.words(), "content": r.content}));
             }
         }
         if learnings.is_empty() && shown_reflections.is_empty() {
@@ -328,7 +328,7 @@ pub fn fill_section(
         .map(|r| {
             // Words a file of the project gave are shown quoted, under its name.
             let from = super::origin_file(&r.origin);
-            json!({"type": r.kind.words(), "iteration": r.iteration, "when": when(r.iteration), "content": r.content, "from": from})
+            json!({"type": r.kind.as_str(), "type_words": r.kind.words(), "iteration": r.iteration, "when": protocol::memory::reflection_when(r.iteration), "content": r.content, "from": from})
         })
         .collect();
     let cap = config.resume.max_chars / RESUME_SHARE;
@@ -393,16 +393,6 @@ pub fn fill_section(
         }
     }
     view["memory_section"] = Value::String(text);
-}
-
-/// When a reflection was made, in words: its iteration counts the task's
-/// compactions from 1.
-fn when(iteration: u32) -> String {
-    match iteration.saturating_sub(1) {
-        0 => "before any compaction".to_owned(),
-        1 => "after 1 compaction".to_owned(),
-        n => format!("after {n} compactions"),
-    }
 }
 
 #[cfg(test)]

@@ -335,7 +335,7 @@ fn describe(
         task.scaled_window = None;
         task.scaled_because = None;
         if let Some((w, why)) = auto_scale(store, task, config.memory.window.0) {
-            tracing::info!(task = %task.task_id, window = w, reason = %why, "memory: Ω auto-scaled");
+            tracing::info!(task = %task.task_id, window = w, reason = %why, "memory: reflections kept per resume prompt auto-scaled");
             task.scaled_window = Some(w);
             task.scaled_because = Some(why);
         }

@@ -29,7 +29,7 @@ pub fn run(
         anyhow::bail!("hookd recorded no reflection");
     };
     println!(
-        "recorded {} on task {} ({}), {}",
+        "recorded a reflection ({}) on task {} ({}), {}",
         last.kind.words(),
         crate::display::short_id(&task.task_id),
         crate::task::describe(task),

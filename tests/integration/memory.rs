@@ -179,7 +179,7 @@ fn session_a(env: &Env) -> Transcript {
         ],
     );
     assert!(
-        out.contains("recorded a success_pattern reflection")
+        out.contains("recorded a reflection (what worked) on task")
             && out.contains("fix the flaky login test"),
         "{out}"
     );

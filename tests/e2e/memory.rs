@@ -38,7 +38,7 @@ fn a_similar_task_starts_with_the_lessons_of_the_last_one() {
         .collect();
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(
-        results[0].contains("recorded a success_pattern reflection")
+        results[0].contains("recorded a reflection (what worked) on task")
             && results[0].contains("fix the flaky login test"),
         "the agent's reflection landed on the task its prompt described: {results:?}"
     );

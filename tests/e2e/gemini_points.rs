@@ -53,7 +53,17 @@ fn context_at(agent: &Agent, tokens: u64) -> Value {
         agent.name,
         agent.diagnostics()
     );
-    session["context"].clone()
+    let context = session["context"].clone();
+    // The figures for the closing note: the point hookd showed.
+    eprintln!(
+        "{}: hookd shows {} of {} (window {}): {}",
+        agent.name,
+        context["tokens_used"],
+        context["tokens_max"],
+        context["window_tokens"],
+        context["basis"]
+    );
+    context
 }
 
 /// Checkpoint commits under `refs/hookd/` (a checkpoint's parent is the
@@ -110,14 +120,6 @@ fn gemini_unknown_model_gets_gemini_clis_default_window() {
     agent.run("TURN 2: say that you are done");
     assert_model(&agent, model);
     let context = context_at(&agent, 152_100);
-    eprintln!(
-        "{}: hookd shows {} of {} (window {}): {}",
-        agent.name,
-        context["tokens_used"],
-        context["tokens_max"],
-        context["window_tokens"],
-        context["basis"]
-    );
     assert_eq!(context["window_tokens"], 1_048_576, "{context}");
     assert_eq!(context["tokens_max"], 524_288, "{context}");
     assert!(
@@ -158,14 +160,6 @@ fn gemini_gemma_model_gets_its_own_window() {
     agent.run("TURN 1: add two steps to notes.txt");
     assert_model(&agent, model);
     let context = context_at(&agent, 98_660);
-    eprintln!(
-        "{}: hookd shows {} of {} (window {}): {}",
-        agent.name,
-        context["tokens_used"],
-        context["tokens_max"],
-        context["window_tokens"],
-        context["basis"]
-    );
     assert_eq!(context["window_tokens"], 256_000, "{context}");
     assert_eq!(context["tokens_max"], 128_000, "{context}");
     wait_until(SETTLE, || !levels(&agent).is_empty());
@@ -232,14 +226,6 @@ fn gemini_project_compression_threshold_moves_the_point() {
     .unwrap();
     agent.run("TURN 1: add step 1 to notes.txt");
     let context = context_at(&agent, 6_000);
-    eprintln!(
-        "{}: hookd shows {} of {} (window {}): {}",
-        agent.name,
-        context["tokens_used"],
-        context["tokens_max"],
-        context["window_tokens"],
-        context["basis"]
-    );
     assert_eq!(context["tokens_max"], 314_572, "{context}");
     assert!(
         context["basis"]
@@ -406,14 +392,6 @@ fn gemini_untrusted_project_threshold_does_not_move_the_point() {
     agent.run("TURN 2: add step 2 to notes.txt");
     agent.run("TURN 3: carry on");
     let context = context_at(&agent, 351_000);
-    eprintln!(
-        "{}: hookd shows {} of {} (window {}): {}",
-        agent.name,
-        context["tokens_used"],
-        context["tokens_max"],
-        context["window_tokens"],
-        context["basis"]
-    );
     let log = agent.log();
     assert!(
         log.of_kind("summary").is_empty(),

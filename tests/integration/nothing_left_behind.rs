@@ -59,18 +59,23 @@ fn fake_hookd(sb: &Sandbox, name: &str, body: &str) -> PathBuf {
     path
 }
 
+/// Nothing in `dir`, or what was left there, named.
+fn assert_empty(dir: &Path) {
+    assert_eq!(
+        entries(dir),
+        Vec::<String>::new(),
+        "left in {}",
+        dir.display()
+    );
+}
+
 #[test]
 fn an_absent_hookd_leaves_no_trace_in_the_runtime_dir() {
     let sb = Sandbox::new();
     let runtime = runtime_dir(&sb);
     let (out, took) = hook_in(&sb, &runtime, Path::new("/nonexistent/hookd"), &[]);
     assert_failed_open(&out, took);
-    assert_eq!(
-        entries(&runtime),
-        Vec::<String>::new(),
-        "left in {}",
-        runtime.display()
-    );
+    assert_empty(&runtime);
 }
 
 #[test]
@@ -80,12 +85,7 @@ fn a_hookd_that_fails_to_start_leaves_no_trace() {
     let broken = fake_hookd(&sb, "broken-hookd", "echo 'hookd: cannot bind' >&2; exit 1");
     let (out, took) = hook_in(&sb, &runtime, &broken, &[]);
     assert_failed_open(&out, took);
-    assert_eq!(
-        entries(&runtime),
-        Vec::<String>::new(),
-        "left in {}",
-        runtime.display()
-    );
+    assert_empty(&runtime);
 }
 
 #[test]
@@ -105,19 +105,9 @@ fn a_hookd_start_that_outlives_the_hook_leaves_no_lock() {
         "waited for hookd start: {took:?}"
     );
     let socket_dir = runtime.join("hookd");
-    assert_eq!(
-        entries(&socket_dir),
-        Vec::<String>::new(),
-        "left in {}",
-        socket_dir.display()
-    );
+    assert_empty(&socket_dir);
     assert!(wait_until(Duration::from_secs(10), || done.exists()));
-    assert_eq!(
-        entries(&socket_dir),
-        Vec::<String>::new(),
-        "left in {}",
-        socket_dir.display()
-    );
+    assert_empty(&socket_dir);
 }
 
 #[test]
@@ -131,12 +121,7 @@ fn a_socket_dir_the_person_named_keeps_only_what_was_there() {
     assert_failed_open(&out, started.elapsed());
     let named = sb.socket().parent().unwrap().to_path_buf();
     assert!(named.is_dir(), "the directory the person made stays");
-    assert_eq!(
-        entries(&named),
-        Vec::<String>::new(),
-        "left in {}",
-        named.display()
-    );
+    assert_empty(&named);
 }
 
 #[test]

@@ -1401,6 +1401,22 @@ mod tests {
     }
 
     /// A hook of the session whose chat file is `transcript`, with `env`.
+    /// A project under `home` whose `.gemini/settings.json` sets the
+    /// threshold to 0.3, and a chat file of Gemini CLI run in it.
+    fn project_at_threshold(home: &Path) -> (PathBuf, PathBuf) {
+        let project = home.join("work/proj");
+        std::fs::create_dir_all(project.join(".gemini")).unwrap();
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            r#"{"model": {"compressionThreshold": 0.3}}"#,
+        )
+        .unwrap();
+        let path = session_file(home, &[reply("a", 5000)]);
+        let slug = path.parent().unwrap().parent().unwrap();
+        std::fs::write(slug.join(".project_root"), project.display().to_string()).unwrap();
+        (project, path)
+    }
+
     fn hook_in(transcript: &Path, env: &[(&str, &str)]) -> HookEvent {
         let payload = json!({
             "session_id": "g",
@@ -1417,23 +1433,7 @@ mod tests {
     #[test]
     fn the_project_settings_are_found_from_the_session_file() {
         let home = tempfile::tempdir().unwrap();
-        let project = home.path().join("work/proj");
-        std::fs::create_dir_all(project.join(".gemini")).unwrap();
-        std::fs::write(
-            project.join(".gemini/settings.json"),
-            r#"{"model": {"compressionThreshold": 0.3}}"#,
-        )
-        .unwrap();
-        let path = session_file(home.path(), &[reply("a", 5000)]);
-        std::fs::write(
-            path.parent()
-                .unwrap()
-                .parent()
-                .unwrap()
-                .join(".project_root"),
-            project.display().to_string(),
-        )
-        .unwrap();
+        let (_, path) = project_at_threshold(home.path());
         let mut s = session();
         s.take_reading(read(&path, None, None).unwrap(), 1);
         let hook = hook_in(&path, &[(TRUST_WORKSPACE_VAR, "true")]);
@@ -1454,20 +1454,8 @@ mod tests {
     fn a_running_gemini_keeps_the_settings_it_started_with() {
         use crate::harness::process::tests::harness_with_child;
         let home = tempfile::tempdir().unwrap();
-        let project = home.path().join("work/proj");
-        std::fs::create_dir_all(project.join(".gemini")).unwrap();
+        let (project, path) = project_at_threshold(home.path());
         let settings = project.join(".gemini/settings.json");
-        std::fs::write(&settings, r#"{"model": {"compressionThreshold": 0.3}}"#).unwrap();
-        let path = session_file(home.path(), &[reply("a", 5000)]);
-        std::fs::write(
-            path.parent()
-                .unwrap()
-                .parent()
-                .unwrap()
-                .join(".project_root"),
-            project.display().to_string(),
-        )
-        .unwrap();
         let bin = tempfile::tempdir().unwrap();
         let (gemini, hook) = harness_with_child(
             bin.path(),
@@ -1553,24 +1541,8 @@ mod tests {
     fn a_project_threshold_counts_only_in_a_folder_gemini_cli_trusts() {
         let home = tempfile::tempdir().unwrap();
         let gemini = home.path().join(".gemini");
-        let project = home.path().join("work/proj");
         std::fs::create_dir_all(&gemini).unwrap();
-        std::fs::create_dir_all(project.join(".gemini")).unwrap();
-        std::fs::write(
-            project.join(".gemini/settings.json"),
-            r#"{"model": {"compressionThreshold": 0.3}}"#,
-        )
-        .unwrap();
-        let path = session_file(home.path(), &[reply("a", 5000)]);
-        std::fs::write(
-            path.parent()
-                .unwrap()
-                .parent()
-                .unwrap()
-                .join(".project_root"),
-            project.display().to_string(),
-        )
-        .unwrap();
+        let (project, path) = project_at_threshold(home.path());
         let folders = gemini.join(TRUSTED_FOLDERS_FILE);
         let point = |env: &[(&str, &str)]| {
             launch_point(&hook_in(&path, env), None, &ProcessCache::default())

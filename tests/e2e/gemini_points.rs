@@ -66,6 +66,18 @@ fn context_at(agent: &Agent, tokens: u64) -> Value {
     context
 }
 
+/// The project's own `.gemini/settings.json`, setting Gemini CLI's
+/// compression threshold.
+fn set_project_threshold(agent: &Agent, threshold: f64) {
+    let settings = agent.project.join(".gemini");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(
+        settings.join("settings.json"),
+        format!(r#"{{"model": {{"compressionThreshold": {threshold}}}}}"#),
+    )
+    .unwrap();
+}
+
 /// Checkpoint commits under `refs/hookd/` (a checkpoint's parent is the
 /// commit it was taken on, so the project's own history is left out).
 fn checkpoint_commits(agent: &Agent) -> usize {
@@ -217,13 +229,7 @@ fn gemini_project_compression_threshold_moves_the_point() {
     else {
         return;
     };
-    let settings = agent.project.join(".gemini");
-    std::fs::create_dir_all(&settings).unwrap();
-    std::fs::write(
-        settings.join("settings.json"),
-        r#"{"model": {"compressionThreshold": 0.3}}"#,
-    )
-    .unwrap();
+    set_project_threshold(&agent, 0.3);
     agent.run("TURN 1: add step 1 to notes.txt");
     let context = context_at(&agent, 6_000);
     assert_eq!(context["tokens_max"], 314_572, "{context}");
@@ -381,13 +387,7 @@ fn gemini_untrusted_project_threshold_does_not_move_the_point() {
     else {
         return;
     };
-    let settings = agent.project.join(".gemini");
-    std::fs::create_dir_all(&settings).unwrap();
-    std::fs::write(
-        settings.join("settings.json"),
-        r#"{"model": {"compressionThreshold": 0.3}}"#,
-    )
-    .unwrap();
+    set_project_threshold(&agent, 0.3);
     agent.run("TURN 1: add step 1 to notes.txt");
     agent.run("TURN 2: add step 2 to notes.txt");
     agent.run("TURN 3: carry on");
@@ -442,13 +442,7 @@ fn gemini_failed_compression_past_the_point_saves_once() {
     else {
         return;
     };
-    let settings = agent.project.join(".gemini");
-    std::fs::create_dir_all(&settings).unwrap();
-    std::fs::write(
-        settings.join("settings.json"),
-        r#"{"model": {"compressionThreshold": 0.01}}"#,
-    )
-    .unwrap();
+    set_project_threshold(&agent, 0.01);
     agent.run("TURN 1: add step 1 to notes.txt");
     agent.run("TURN 2: add steps 2 to 4 to notes.txt");
     agent.run("TURN 3: add step 5 to notes.txt");

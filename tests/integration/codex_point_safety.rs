@@ -7,7 +7,6 @@
 use crate::attacks::Lab;
 use hookd_tests::{GitRepo, hook_json, run_with_stdin, stderr, stdout, wait_until};
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -23,15 +22,6 @@ fn codex_home(lab: &Lab) -> PathBuf {
     home
 }
 
-fn append(path: &Path, record: &Value) {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    writeln!(f, "{record}").unwrap();
-}
-
 /// A rollout for session `id` whose latest reply is at `tokens`; with the
 /// window Codex reports when `window` is given (a `token_count`), else
 /// only the `token_usage_record` Codex writes first.
@@ -39,17 +29,17 @@ fn rollout(home: &Path, id: &str, project: &Path, tokens: u64, window: Option<u6
     let path = home.join(format!(
         "sessions/2026/05/01/rollout-2026-05-01T09-00-00-{id}.jsonl"
     ));
-    append(
+    hookd_tests::append_line(
         &path,
         &json!({"type": "turn_context", "payload": {"cwd": project, "model": "gpt-5.5-codex"}}),
     );
     let usage = json!({"input_tokens": tokens - 100, "cached_input_tokens": 0, "output_tokens": 100, "reasoning_output_tokens": 0, "total_tokens": tokens});
-    append(
+    hookd_tests::append_line(
         &path,
         &json!({"type": "token_usage_record", "payload": {"response_id": "r1", "usage": usage}}),
     );
     if let Some(window) = window {
-        append(
+        hookd_tests::append_line(
             &path,
             &json!({"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": usage, "model_context_window": window}}}),
         );
@@ -232,7 +222,7 @@ fn status_says_a_codex_point_is_unknown_until_codex_reports_its_window() {
 
     // Codex reports its window: 90% of it, and the note goes.
     let usage = json!({"input_tokens": 150_900, "cached_input_tokens": 0, "output_tokens": 100, "reasoning_output_tokens": 0, "total_tokens": 151_000});
-    append(
+    hookd_tests::append_line(
         &rollout,
         &json!({"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": usage, "model_context_window": 190_000}}}),
     );

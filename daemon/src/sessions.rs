@@ -334,10 +334,13 @@ impl Session {
             usage: self.usage.as_ref(),
             statusline_window: self.statusline_window,
             reported_window: self.reported_window,
+            // A learned point stands for a limit set where hookd cannot
+            // look, which outranks every one it can read; it goes when one
+            // of those appears or changes.
             harness_point: self
-                .launch_point
+                .learned_point
                 .as_ref()
-                .or(self.learned_point.as_ref())
+                .or(self.launch_point.as_ref())
                 .or(self.harness_point.as_ref()),
             knobs: &self.knobs,
         }

@@ -396,7 +396,15 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
     let elsewhere: Vec<String> = ours
         .iter()
         .filter_map(|(_, cmd)| install::runs_hookctl(cmd, "hook"))
-        .filter(|program| !same_file(Path::new(program), exe))
+        .filter(|program| {
+            // A project's wiring names `hookctl` alone: the one PATH finds.
+            let runs = if program.contains('/') {
+                Some(PathBuf::from(program))
+            } else {
+                client::find_on_path(program)
+            };
+            !runs.is_some_and(|runs| same_file(&runs, exe))
+        })
         .collect();
     if let Some(other) = elsewhere.first() {
         return Check::new(

@@ -415,6 +415,29 @@ fn project_scope_wires_the_projects_own_files() {
         assert!(!text.contains(&home), "{file}: {text}");
         assert!(text.contains("\"hookctl hook"), "{file}: {text}");
     }
+    // Its doctor takes the bare `hookctl` for the one PATH finds: this one.
+    let dir = bin("hookctl").parent().unwrap().display().to_string();
+    let out = sb
+        .command("hookctl")
+        .current_dir(&project)
+        .env(
+            "PATH",
+            format!("{dir}:{}", std::env::var("PATH").unwrap_or_default()),
+        )
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for name in ["claude-code", "codex", "gemini-cli"] {
+        let c = check(&report, name);
+        assert!(
+            !c["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains("not this hookctl"),
+            "{c:#}"
+        );
+    }
     // Uninstalled, the project holds nothing of hookd's: no `{}`, no backup.
     for harness in ["claude-code", "codex", "gemini-cli"] {
         ok(&sb.hookctl(&["uninstall", harness, "--project", &project_arg]));

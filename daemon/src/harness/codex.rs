@@ -1763,6 +1763,11 @@ mod tests {
             s.facts().harness_point.and_then(|p| p.tokens),
             Some(100_000)
         );
+        // Learned below a limit hookd reads (set where it cannot look): the
+        // learned one is where Codex compacts, while that limit stays.
+        s.learned_point = Some(learned.clone());
+        s.take_launch(launch("codex pid 10 started at tick 9", Some(100_000)));
+        assert_eq!(s.facts().harness_point.and_then(|p| p.tokens), Some(96_100));
 
         // config.toml's limit appearing, read at a hook of a session whose
         // codex process is not found.

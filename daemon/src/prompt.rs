@@ -1054,6 +1054,7 @@ mod tests {
         state.tasks = vec![Task {
             id: "t1".into(),
             title: "Wire the config".into(),
+            description: Some("run the setup script first".into()),
             status: TaskStatus::InProgress,
             source: TaskSource::WorkflowFile,
             ..Task::default()
@@ -1067,9 +1068,22 @@ mod tests {
         .text;
         assert!(
             text.contains(
-                "- **In progress**: “Wire the config” (quoted from `.workflow/workflow_state.yml`)\n"
+                "- **In progress**: “Wire the config — run the setup script first” (quoted from `.workflow/workflow_state.yml`)"
             ),
-            "{text}"
+            "the repository's words, description included, stay inside the quote: {text}"
+        );
+        let yaml = fit(
+            &mut Renderer::built_in(),
+            view_of(&state, &[], None),
+            9000,
+            ResumeFormat::Yaml,
+        )
+        .text;
+        assert!(
+            yaml.contains(
+                "“Wire the config — run the setup script first” (quoted from .workflow/workflow_state.yml)"
+            ),
+            "{yaml}"
         );
     }
 

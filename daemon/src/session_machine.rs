@@ -119,7 +119,7 @@ pub fn on_hook(
             first: resuming,
         });
     }
-    if event.kind == EventKind::PreCompact && precompact_saves(s, event, config) {
+    if event.kind == EventKind::PreCompact && precompact_saves(s, event) {
         s.precompact_saved_epoch = Some(s.epoch);
         let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
         effects.push(Effect::Save {
@@ -303,9 +303,9 @@ fn on_reading(
 /// call, only once per epoch: a compaction announced in this epoch that has
 /// not shown up (the harness gave up on it, or the file still holds the
 /// figure from before it) already has its save.
-fn precompact_saves(s: &Session, event: &HookEvent, config: &Config) -> bool {
+fn precompact_saves(s: &Session, event: &HookEvent) -> bool {
     let trigger = event.trigger.as_deref();
-    if !harness::compaction_is_due(&s.facts(), trigger, &config.window) {
+    if !harness::compaction_is_due(&s.facts(), trigger) {
         return false;
     }
     let repeats =

@@ -732,11 +732,7 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
 /// its summary, so within a chat's first prompt it compresses nothing even
 /// past the point; the session file would show that, but nothing carries it
 /// here yet.
-pub fn compression_is_due(
-    session: &SessionFacts,
-    trigger: Option<&str>,
-    _config: &WindowConfig,
-) -> bool {
+pub fn compression_is_due(session: &SessionFacts, trigger: Option<&str>) -> bool {
     if trigger == Some("manual") {
         return true;
     }
@@ -1121,11 +1117,7 @@ mod tests {
             (c.tokens_used, c.window_tokens, c.tokens_max),
             (6000, 1_048_576, 524_288)
         );
-        assert!(!compression_is_due(
-            &s.facts(),
-            Some("auto"),
-            &WindowConfig::default()
-        ));
+        assert!(!compression_is_due(&s.facts(), Some("auto")));
     }
 
     #[test]
@@ -1135,11 +1127,7 @@ mod tests {
         let path = session_file(home.path(), &lines);
         let mut s = session();
         s.take_reading(read(&path, None, None).unwrap(), 1);
-        assert!(compression_is_due(
-            &s.facts(),
-            Some("auto"),
-            &WindowConfig::default()
-        ));
+        assert!(compression_is_due(&s.facts(), Some("auto")));
         lines.push(reply("c", 2100));
         let path = session_file(home.path(), &lines);
         let taken = read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap();
@@ -1234,7 +1222,6 @@ mod tests {
     #[test]
     fn precompress_means_a_compression_only_by_gemini_clis_own_rule() {
         let knobs = protocol::pressure::Knobs::default();
-        let config = WindowConfig::default();
         for (model, tokens, due) in [
             // The 90-100% band compresses nothing.
             ("gemini-2.5-flash", 480_000, false),
@@ -1246,7 +1233,7 @@ mod tests {
         ] {
             let used = usage(tokens);
             assert_eq!(
-                compression_is_due(&facts_of(model, &used, None, &knobs), Some("auto"), &config),
+                compression_is_due(&facts_of(model, &used, None, &knobs), Some("auto")),
                 due,
                 "{model} at {tokens}"
             );
@@ -1259,12 +1246,12 @@ mod tests {
         let used = usage(314_573);
         let facts = facts_of("gemini-2.5-flash", &used, Some(&point), &knobs);
         assert!(
-            compression_is_due(&facts, Some("auto"), &config),
+            compression_is_due(&facts, Some("auto")),
             "0.3 × 1,048,576 = 314,572.8"
         );
         let used = usage(314_572);
         let facts = facts_of("gemini-2.5-flash", &used, Some(&point), &knobs);
-        assert!(!compression_is_due(&facts, Some("auto"), &config));
+        assert!(!compression_is_due(&facts, Some("auto")));
         let bad = usage(600_000);
         let bad = Usage {
             invalid: Some("bad".into()),
@@ -1272,15 +1259,13 @@ mod tests {
         };
         assert!(!compression_is_due(
             &facts_of("gemini-2.5-flash", &bad, None, &knobs),
-            Some("auto"),
-            &config
+            Some("auto")
         ));
         // `/compress` compresses wherever the figure stands.
         let low = usage(5_000);
         assert!(compression_is_due(
             &facts_of("gemini-2.5-flash", &low, None, &knobs),
-            Some("manual"),
-            &config
+            Some("manual")
         ));
     }
 

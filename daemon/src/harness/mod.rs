@@ -500,13 +500,9 @@ pub fn injected_context_arrived(harness: Harness, path: &Path, marker: &str) -> 
 /// Whether a PreCompact-like hook with this `trigger` means a compaction
 /// now. Gemini CLI fires PreCompress before every model call; a compression
 /// follows only when its own rule says so.
-pub fn compaction_is_due(
-    session: &SessionFacts,
-    trigger: Option<&str>,
-    config: &protocol::config::WindowConfig,
-) -> bool {
+pub fn compaction_is_due(session: &SessionFacts, trigger: Option<&str>) -> bool {
     match session.harness {
-        Harness::GeminiCli => gemini_cli::compression_is_due(session, trigger, config),
+        Harness::GeminiCli => gemini_cli::compression_is_due(session, trigger),
         Harness::ClaudeCode | Harness::Codex => true,
     }
 }

@@ -283,11 +283,8 @@ fn concurrent_ref_updates_lose_no_commit() {
 }
 
 #[test]
-fn another_user_is_refused() {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to act as a second user (setpriv)");
-        return;
-    }
+fn another_user_is_refused_as_root() {
+    hookd_tests::assert_root("to act as a second user (setpriv)");
     let sb = Sandbox::new();
     let daemon = TestDaemon::start(sb.daemon_options());
     // Open the door wide on purpose: only the peer check is left to stop a stranger.
@@ -329,11 +326,8 @@ fn another_user_is_refused() {
 }
 
 #[test]
-fn root_refuses_a_socket_in_a_shared_directory() {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: the rule is for root");
-        return;
-    }
+fn root_refuses_a_socket_in_a_shared_directory_as_root() {
+    hookd_tests::assert_root("the rule is for root");
     let sb = Sandbox::new();
     let shared = sb.path().join("shared");
     std::fs::create_dir_all(&shared).unwrap();

@@ -461,11 +461,8 @@ fn a_session_there_leaves_it_alone(
 /// directory, and hookd writes nothing into B's repository, its exclude
 /// file included. Needs root, to give `shared` another owner.
 #[test]
-fn a_repository_in_another_users_directory_above_the_project_is_left_alone() {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to give a directory another owner");
-        return;
-    }
+fn a_repository_in_another_users_directory_above_the_project_is_left_alone_as_root() {
+    hookd_tests::assert_root("to give a directory another owner");
     let lab = Lab::new();
     let shared = repo_at(&lab.elsewhere().join("shared"));
     let mine = shared.dir.join("mine");

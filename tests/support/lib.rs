@@ -661,3 +661,15 @@ pub fn assert_valid(schema_path: &Path, document: &Value) {
 pub fn state_schema() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../daemon/schema/context_state.schema.json")
 }
+
+/// Fails a test that must run as root: one named `*_as_root`, which
+/// tests/run leaves out (as skipped) without root, so that it never passes
+/// by not running.
+pub fn assert_root(why: &str) {
+    // SAFETY: geteuid(2) cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(
+        uid, 0,
+        "needs root {why} (tests/run leaves *_as_root out without it)"
+    );
+}

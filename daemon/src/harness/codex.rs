@@ -1592,11 +1592,12 @@ mod tests {
     /// another user: a `.codex/config.toml` above it is not read. Needs
     /// root to give a directory another owner; skipped without.
     #[test]
-    fn a_project_limit_above_another_users_directory_is_not_read() {
-        if protocol::paths::effective_uid() != 0 {
-            eprintln!("skipped: needs root to give a directory another owner");
-            return;
-        }
+    fn a_project_limit_above_another_users_directory_is_not_read_as_root() {
+        assert_eq!(
+            protocol::paths::effective_uid(),
+            0,
+            "needs root to give a directory another owner (tests/run leaves *_as_root out without it)"
+        );
         let home = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();
         let theirs = project.path().join("theirs");
@@ -2232,11 +2233,12 @@ mod tests {
     /// The walk up from the hook's process reads nothing of a process of
     /// another user. Needs root to start one; skipped without.
     #[test]
-    fn a_codex_process_of_another_user_is_not_read() {
-        if protocol::paths::effective_uid() != 0 {
-            eprintln!("skipped: needs root to run a process as another user");
-            return;
-        }
+    fn a_codex_process_of_another_user_is_not_read_as_root() {
+        assert_eq!(
+            protocol::paths::effective_uid(),
+            0,
+            "needs root to run a process as another user (tests/run leaves *_as_root out without it)"
+        );
         let dir = tempfile::tempdir().unwrap();
         let child = foreign_codex(dir.path(), 65_534);
         let found = process::find(child.id(), 0, |_| true);

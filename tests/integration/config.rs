@@ -178,5 +178,22 @@ fn a_broken_user_config_is_said_and_a_fixed_one_taken_up_without_a_restart() {
         assert!(!hook_in(&project, "s-a").contains("is not used"));
         assert!(!hook_in(&other, "s-b").contains("is not used"));
     }
+
+    // A bad HOOKD_* variable of the agent's environment is the person's,
+    // not blamed on a project (this one has no `.hookd.yaml`).
+    let plain = sb.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let mut payload = start.clone();
+    payload["cwd"] = plain.display().to_string().into();
+    payload["session_id"] = "s-c".into();
+    let mut cmd = sb.command("hookctl");
+    cmd.env("HOOKD_MONITOR__RESET_DROP", "lots")
+        .args(["hook", "session-start"]);
+    let out = hookd_tests::run_with_stdin(cmd, payload.to_string().as_bytes());
+    let said = hookd_tests::hook_json(&out).to_string();
+    assert!(
+        said.contains("your configuration is broken") && !said.contains("is not used"),
+        "{said}"
+    );
     let _ = sb.hookd(&["stop"]);
 }

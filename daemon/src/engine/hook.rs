@@ -3,7 +3,7 @@
 //! decided (saves, resume prompts, words, `events.jsonl` lines) and answer
 //! in the harness's format.
 
-use super::{Engine, ProjectEvent, context_of};
+use super::{ConfigSource, Engine, ProjectEvent, context_of};
 use crate::harness::{self, EventKind, HookEvent, Outcome, SessionReading};
 use crate::pipeline::{SaveRequest, SaveTrigger};
 use crate::session_machine::{self, Effect};
@@ -57,17 +57,30 @@ impl Engine {
         let project = event.project_dir.as_deref();
         match config_problem {
             Some(problem) => {
-                let users = self.settings.user_problem().is_some();
-                let source = if users { None } else { project };
-                if self.newly_broken(source, &problem) {
-                    outcome.say(if users {
-                        format!("hookd: your configuration is broken: {problem}")
-                    } else {
-                        format!(
+                let source = if self.settings.user_problem().is_some() {
+                    ConfigSource::User
+                } else if self
+                    .settings
+                    .for_request(project, &Default::default())
+                    .1
+                    .is_none()
+                {
+                    // Fine without the hook's `HOOKD_*` variables: one of them.
+                    ConfigSource::Environment
+                } else {
+                    ConfigSource::Project(project.map(Path::to_path_buf))
+                };
+                if self.newly_broken(&source, &problem) {
+                    outcome.say(match source {
+                        // The person's own words: quoted.
+                        ConfigSource::User | ConfigSource::Environment => {
+                            format!("hookd: your configuration is broken: {problem}")
+                        }
+                        ConfigSource::Project(_) => format!(
                             "hookd: this project's {} is not used (`hookctl config` says why); \
                              hookd goes on with your own configuration",
                             protocol::config::PROJECT_FILE
-                        )
+                        ),
                     });
                 }
                 outcome.notes.push(problem);

@@ -55,9 +55,9 @@ pub struct Engine {
     last_activity_ms: AtomicU64,
     shutdown: Shutdown,
     warnings: Mutex<Vec<String>>,
-    /// Configuration problems already said to the person, by where they
-    /// are (a project; `None`: the user's file).
-    said_problems: Mutex<std::collections::HashMap<Option<PathBuf>, String>>,
+    /// Configuration problems already said to the person, by the layer
+    /// that holds them.
+    said_problems: Mutex<std::collections::HashMap<ConfigSource, String>>,
     /// The locks, caches and open memories of the blocking work.
     resources: Arc<Resources>,
 }
@@ -69,6 +69,15 @@ struct ProjectEvent {
     kind: &'static str,
     session: SessionKey,
     fields: Value,
+}
+
+/// Where a broken configuration is: the user's file, a `HOOKD_*` variable
+/// of the hook's environment, or a project's `.hookd.yaml`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum ConfigSource {
+    User,
+    Environment,
+    Project(Option<PathBuf>),
 }
 
 impl Engine {
@@ -122,22 +131,20 @@ impl Engine {
         &self.shutdown
     }
 
-    /// Whether the configuration of `source` (a project; `None`: the
-    /// user's) is broken anew: said once, and again only once fixed and
-    /// broken again.
-    pub(super) fn newly_broken(&self, source: Option<&Path>, problem: &str) -> bool {
+    /// Whether the configuration layer `source` is broken anew: said
+    /// once, and again only once fixed and broken again.
+    pub(super) fn newly_broken(&self, source: &ConfigSource, problem: &str) -> bool {
         let mut said = self.said_problems.lock().unwrap_or_else(|p| p.into_inner());
-        said.insert(source.map(Path::to_path_buf), problem.to_owned())
-            .as_deref()
-            != Some(problem)
+        said.insert(source.clone(), problem.to_owned()).as_deref() != Some(problem)
     }
 
-    /// A request whose configuration loaded: the user's and this
-    /// project's files are fine now.
+    /// A request whose configuration loaded: the user's file, the hook's
+    /// environment and this project's file are fine now.
     pub(super) fn fixed(&self, project: Option<&Path>) {
         let mut said = self.said_problems.lock().unwrap_or_else(|p| p.into_inner());
-        said.remove(&None);
-        said.remove(&project.map(Path::to_path_buf));
+        said.remove(&ConfigSource::User);
+        said.remove(&ConfigSource::Environment);
+        said.remove(&ConfigSource::Project(project.map(Path::to_path_buf)));
     }
 
     /// Records a problem for `hookctl status` to show.

@@ -192,7 +192,7 @@ fn context_lines(c: &ContextStatus, detail: Detail) -> String {
 
 /// `│ = compaction at 83%`, or that it does not compact by itself.
 fn compaction_words(c: &ContextStatus) -> String {
-    if c.tokens_max >= c.window_tokens {
+    if !protocol::figures::compacts_by_itself(c.tokens_max, c.window_tokens) {
         "no automatic compaction".to_owned()
     } else {
         format!(

@@ -10,7 +10,7 @@ use crate::Context;
 use crate::client::Client;
 use crate::display::window_percent;
 use protocol::config::Config;
-use protocol::figures::way_percent;
+use protocol::figures::{compacts_by_itself, way_percent};
 use protocol::pressure::{Advice, CONTEXT_COUNTS, Knobs, compaction_point, token_count, token_sum};
 use protocol::wire::{ContextStatus, Request, Response, StatusLineRequest};
 use serde_json::Value;
@@ -126,7 +126,7 @@ pub fn line(context: Option<&ContextStatus>, used: Option<u64>) -> String {
             .map(|c| window_percent(c.tokens_used, c.window_tokens))
     });
     match (used, context) {
-        (Some(used), Some(c)) if c.tokens_max >= c.window_tokens => {
+        (Some(used), Some(c)) if !compacts_by_itself(c.tokens_max, c.window_tokens) => {
             format!("ctx {used}% of window · no automatic compaction")
         }
         (Some(used), Some(c)) => format!(
@@ -147,7 +147,9 @@ pub fn coloured(
     levels: &[f64],
     no_color: bool,
 ) -> String {
-    let Some(c) = context.filter(|c| c.invalid.is_none() && c.tokens_max < c.window_tokens) else {
+    let Some(c) = context
+        .filter(|c| c.invalid.is_none() && compacts_by_itself(c.tokens_max, c.window_tokens))
+    else {
         return line.to_owned();
     };
     // Only a figure against compaction has a level to show.

@@ -47,13 +47,19 @@ pub fn way_percent(used: u64, point: u64) -> u64 {
     (u128::from(used) * 100 / u128::from(point)).min(u128::from(u64::MAX)) as u64
 }
 
+/// Whether a context of `window` tokens compacts by itself at `point`: no
+/// point at or past the window (an unknown window, 0, says nothing).
+pub fn compacts_by_itself(point: u64, window: u64) -> bool {
+    window == 0 || point < window
+}
+
 /// The context as every screen and message says it, leading with the
 /// share the levels are measured against: `96% of the way to compaction
 /// (160,320 of 167,000 tokens), 80% of the window`; with no automatic
 /// compaction, `45% of the window (90,000 of 200,000 tokens), no automatic
 /// compaction`.
 pub fn context_words(used: u64, point: u64, window: u64) -> String {
-    if window > 0 && point >= window {
+    if !compacts_by_itself(point, window) {
         return format!(
             "{}% of the window ({} of {} tokens), no automatic compaction",
             window_percent(used, window),

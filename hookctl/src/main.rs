@@ -533,22 +533,9 @@ fn parse_hot_path(args: &[std::ffi::OsString]) -> Option<Cli> {
 
 fn main() -> ExitCode {
     let started = Instant::now();
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let parsed = match parse_hot_path(&args) {
-        Some(cli) => Ok(cli),
-        None => Cli::try_parse_from(&args),
-    };
-    let cli = match parsed {
+    let cli = match parse_command_line() {
         Ok(cli) => cli,
-        Err(e) => {
-            // clap exits 2 on usage errors, which a harness reads as "block": never.
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+        Err(code) => return code,
     };
     let socket = match protocol::paths::socket_path(cli.socket.as_deref()) {
         Ok(socket) => socket,
@@ -565,30 +552,55 @@ fn main() -> ExitCode {
         }
     };
     let ctx = Context::new(socket, cli.verbose, cli.project);
-    let result = match cli.command {
+    match cli.command {
+        // A hook answers on its own terms: its exit status is hook::run's.
         Command::Hook {
             event,
             harness,
             timeout_ms,
-        } => {
-            return hook::run(
-                &ctx,
-                hook::HookArgs {
-                    event,
-                    harness,
-                    timeout_ms,
-                    started,
-                },
-            );
+        } => hook::run(
+            &ctx,
+            hook::HookArgs {
+                event,
+                harness,
+                timeout_ms,
+                started,
+            },
+        ),
+        command => exit_code(run_command(&ctx, command)),
+    }
+}
+
+/// The command line, through the hot path when it is a hook's. A usage
+/// error is printed and ends hookctl with 1, never clap's 2.
+fn parse_command_line() -> Result<Cli, ExitCode> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(cli) = parse_hot_path(&args) {
+        return Ok(cli);
+    }
+    Cli::try_parse_from(&args).map_err(|e| {
+        // clap exits 2 on usage errors, which a harness reads as "block": never.
+        let _ = e.print();
+        if e.use_stderr() {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
         }
-        Command::Status { session, json } => status::run(&ctx, session, json),
-        Command::Watch { session } => watch::run(&ctx, session),
+    })
+}
+
+/// Runs every command but `hook`, which `main` answers before this.
+fn run_command(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Hook { .. } => unreachable!("main answers hooks itself"),
+        Command::Status { session, json } => status::run(ctx, session, json),
+        Command::Watch { session } => watch::run(ctx, session),
         Command::Decision {
             topic,
             decision,
             why,
         } => record::run(
-            &ctx,
+            ctx,
             Record::Decision {
                 topic,
                 decision,
@@ -600,14 +612,14 @@ fn main() -> ExitCode {
             status,
             notes,
         } => record::run(
-            &ctx,
+            ctx,
             Record::Blocker {
                 issue,
                 status,
                 notes,
             },
         ),
-        Command::Phase { name } => record::run(&ctx, Record::Phase { name }),
+        Command::Phase { name } => record::run(ctx, Record::Phase { name }),
         Command::Next {
             action,
             target,
@@ -627,58 +639,62 @@ fn main() -> ExitCode {
                 },
                 (None, None, false) => unreachable!("clap requires an action, --done or --clear"),
             };
-            record::run(&ctx, record)
+            record::run(ctx, record)
         }
-        Command::Note { text } => record::run(&ctx, Record::Note { text }),
+        Command::Note { text } => record::run(ctx, Record::Note { text }),
         Command::Save {
             session,
             no_checkpoint,
             json,
-        } => save::run(&ctx, session, !no_checkpoint, json),
-        Command::Checkpoints { limit, json } => checkpoints::list(&ctx, limit, json),
+        } => save::run(ctx, session, !no_checkpoint, json),
+        Command::Checkpoints { limit, json } => checkpoints::list(ctx, limit, json),
         Command::Resume {
             session,
             print,
             json,
-        } => resume::run(&ctx, session, true, print, json),
-        Command::Validate { session, json } => resume::run(&ctx, session, false, false, json),
-        Command::Checkpoint { action } => checkpoints::run(&ctx, action),
-        Command::Statusline => statusline::run(&ctx),
+        } => resume::run(ctx, session, true, print, json),
+        Command::Validate { session, json } => resume::run(ctx, session, false, false, json),
+        Command::Checkpoint { action } => checkpoints::run(ctx, action),
+        Command::Statusline => statusline::run(ctx),
         Command::ContextBudget {
             task,
             max_tokens,
             session,
             show_allocation,
             json,
-        } => budget::budget(&ctx, task, max_tokens, session, show_allocation, json),
-        Command::ContextScore { file, task, json } => budget::score(&ctx, &file, task, json),
+        } => budget::budget(ctx, task, max_tokens, session, show_allocation, json),
+        Command::ContextScore { file, task, json } => budget::score(ctx, &file, task, json),
         Command::Summarize {
             file,
             level,
             cache,
             json,
-        } => budget::summarize(&ctx, &file, level, cache, json),
-        Command::ContextReport { session, json } => budget::report(&ctx, session, json),
-        Command::Daemon { action } => daemon::run(&ctx, action),
-        Command::Config { project, json } => config::run(&ctx, project, json),
-        Command::Trust { dir } => trust::trust(&ctx, dir),
-        Command::Untrust { dir } => trust::untrust(&ctx, dir),
+        } => budget::summarize(ctx, &file, level, cache, json),
+        Command::ContextReport { session, json } => budget::report(ctx, session, json),
+        Command::Daemon { action } => daemon::run(ctx, action),
+        Command::Config { project, json } => config::run(ctx, project, json),
+        Command::Trust { dir } => trust::trust(ctx, dir),
+        Command::Untrust { dir } => trust::untrust(ctx, dir),
         Command::Install(args) => install::install(args),
         Command::Uninstall(args) => install::uninstall(args),
-        Command::Doctor { json } => doctor::run(&ctx, json),
-        Command::Logs { follow, lines } => logs::run(&ctx, follow, lines),
-        Command::Paths { name, json } => paths::run(&ctx, name, json),
+        Command::Doctor { json } => doctor::run(ctx, json),
+        Command::Logs { follow, lines } => logs::run(ctx, follow, lines),
+        Command::Paths { name, json } => paths::run(ctx, name, json),
         Command::Completions { shell } => completions::run(shell, Cli::command()),
         Command::Reflect {
             text,
             kind,
             session,
             json,
-        } => reflect::run(&ctx, text, kind, session, json),
-        Command::Task { action } => task::run(&ctx, action),
-        Command::Memory { action } => memory::run(&ctx, action),
+        } => reflect::run(ctx, text, kind, session, json),
+        Command::Task { action } => task::run(ctx, action),
+        Command::Memory { action } => memory::run(ctx, action),
         Command::Templates { action } => templates::run(action),
-    };
+    }
+}
+
+/// The exit status for a command's result, after its output was written.
+fn exit_code(result: anyhow::Result<ExitCode>) -> ExitCode {
     if let Some(why) = display::output_lost() {
         eprintln!("hookctl: could not write all of the output: {why}");
         return ExitCode::FAILURE;

@@ -113,6 +113,11 @@ enum Command {
         session: Option<String>,
     },
     /// Claude Code statusLine command: statusLine JSON on stdin, one line out.
+    ///
+    /// Prints `ctx 96% to compaction · 80% of window`: how far the context is on
+    /// its way to compaction, coloured by the levels passed (not with NO_COLOR),
+    /// then the share of the window exactly as Claude Code counts it (its
+    /// used_percentage). Works from its input alone when hookd is away.
     Statusline,
     /// Record a decision for the next state capture.
     Decision {
@@ -167,6 +172,10 @@ enum Command {
         text: String,
     },
     /// Capture the workflow state and checkpoint the working tree now.
+    ///
+    /// Exits 1, saying why, when the checkpoint it asked for could not be made.
+    /// Outside a git repository it saves nothing at all (--no-checkpoint saves
+    /// the state alone).
     Save {
         /// The session to capture (default: the project's most recent).
         #[arg(long)]
@@ -191,6 +200,8 @@ enum Command {
         json: bool,
     },
     /// Check the saved state against the repository: HEAD, changed files, workflow, active task.
+    ///
+    /// Only the checks of `resume`; exits 1 when one fails.
     Validate {
         /// Whose saved state (default: the project's latest).
         #[arg(long)]
@@ -214,6 +225,9 @@ enum Command {
         action: checkpoints::Action,
     },
     /// Score the project's files for a task and fit them to the context budget.
+    ///
+    /// Prints the allocation by tier and saves a record in
+    /// .workflow/budget-records/.
     ContextBudget {
         /// The task (default: the saved state's active task, objective and next actions).
         task: Option<String>,
@@ -256,6 +270,11 @@ enum Command {
         json: bool,
     },
     /// Context usage, the latest budget record, and the compactions and resumes so far.
+    ///
+    /// The session's context now; the latest budget record (what was included
+    /// at which level, utilization, efficiency); the totals of the compactions
+    /// and resume prompts in events.jsonl, with each resume prompt and whether
+    /// the agent followed it.
     ContextReport {
         /// Whose context (default: the project's latest session).
         #[arg(long)]
@@ -294,6 +313,8 @@ enum Command {
     /// Take hookd's entries out of a harness's hook settings.
     Uninstall(install::UninstallArgs),
     /// Check that hookd can work here, with a fix for each problem.
+    ///
+    /// Changes nothing; exits 0 only when no check fails.
     Doctor {
         /// Machine-readable output.
         #[arg(long)]
@@ -309,6 +330,9 @@ enum Command {
         lines: usize,
     },
     /// Where hookd's files live (one of them by name: socket, config-dir, log-dir, ...).
+    ///
+    /// The names: socket, config-dir, config-file, templates-dir, state-dir,
+    /// log-dir, data-dir.
     Paths {
         /// Print only this path.
         name: Option<String>,
@@ -317,6 +341,9 @@ enum Command {
         json: bool,
     },
     /// A shell completion script on stdout.
+    ///
+    /// For example: hookctl completions bash >
+    /// ~/.local/share/bash-completion/completions/hookctl
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,

@@ -54,7 +54,7 @@ default_config() {
   cat <<'YAML'
 # hookd configuration (YAML). Every key has a default; uncomment and change
 # what you need. `hookctl config` shows each value in force and where it came
-# from; the README's configuration reference lists every key.
+# from; docs/configuration.md, in hookd's sources, lists every key.
 #
 # client:
 #   hook_timeout_ms: 1000       # how long a hook waits for hookd, then carries on silently
@@ -66,6 +66,12 @@ default_config() {
 # window:
 #   tokens_max: 150000          # force the compaction point instead of working it out
 YAML
+}
+
+# The starting config as earlier installs wrote it, when its pointer to the
+# key reference named the README: still theirs to remove.
+earlier_default_config() {
+  default_config | sed "s|^# from; docs/configuration.md, in hookd's sources, lists every key\.\$|# from; the README's configuration reference lists every key.|"
 }
 
 on_path() {
@@ -127,7 +133,7 @@ if [ "$uninstall" = 1 ]; then
     dest="${templates_dir}/$(basename "$t")"
     if [ -e "$dest" ]; then say "kept ${dest} (yours)"; fi
   done
-  if [ -e "$config_file" ] && cmp -s <(default_config) "$config_file"; then
+  if [ -e "$config_file" ] && { cmp -s <(default_config) "$config_file" || cmp -s <(earlier_default_config) "$config_file"; }; then
     rm -f "$config_file"; say "removed ${config_file}"
   elif [ -e "$config_file" ]; then
     say "kept ${config_file} (you changed it)"

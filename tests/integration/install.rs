@@ -1011,6 +1011,30 @@ fn install_sh_no_wire_leaves_claude_code_alone_and_keeps_a_changed_config() {
 }
 
 #[test]
+fn install_sh_uninstall_removes_the_starting_config_an_earlier_install_wrote() {
+    let setup = Setup::new();
+    ok(&setup.install(&["--no-wire"]));
+    let config = setup.sb.config_dir().join("config.yaml");
+    let ours = std::fs::read_to_string(&config).unwrap();
+    let pointer = "# from; docs/configuration.md, in hookd's sources, lists every key.\n";
+    assert!(ours.contains(pointer), "{ours}");
+    // Earlier installs pointed at the README for the keys.
+    let earlier = ours.replace(
+        pointer,
+        "# from; the README's configuration reference lists every key.\n",
+    );
+    std::fs::write(&config, earlier).unwrap();
+    let out = setup.install(&["--uninstall"]);
+    ok(&out);
+    assert!(
+        stdout(&out).contains(&format!("removed {}", config.display())),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!config.exists());
+}
+
+#[test]
 fn install_sh_says_clearly_what_is_wrong() {
     let setup = Setup::new();
     let out = setup.run(&["--help"], "/usr/bin:/bin");

@@ -4,7 +4,7 @@
 //! checkpoint commit, the status with line counts, and the whole pipeline.
 //!
 //! `cargo bench -p hookd --bench checkpoint`. The whole-process comparison
-//! with the git plumbing comes from `hookd-bench` (see the README).
+//! with the git plumbing comes from `hookd-bench` (see CONTRIBUTING.md).
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use hookd::git::{self, CheckpointMeta, SnapshotOptions};

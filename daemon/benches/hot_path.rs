@@ -4,7 +4,7 @@
 //!
 //! `cargo bench -p hookd --bench hot_path`. The whole-process figures
 //! (hookctl start-up included, against `/bin/true`) come from `hookd-bench`
-//! (see the README).
+//! (see CONTRIBUTING.md).
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use hookd::harness::claude_code::transcript::{self, Cursor};

@@ -168,8 +168,8 @@ pub fn stem(word: &str) -> String {
 
 /// What a similarity backend does: score stored tasks against a query.
 /// [`Lexical`] is the one built in; a semantic backend (a local sentence
-/// embedding model) would implement the same trait. None is built: see the
-/// README's "Cross-task memory" section.
+/// embedding model) would implement the same trait. None is built: see
+/// `docs/memory.md`.
 pub trait Similarity {
     /// Adds or replaces a task's documents.
     fn upsert(&mut self, id: &str, description: &str, aux: &str);

@@ -30,6 +30,8 @@ mod completions;
 mod config;
 mod daemon;
 mod display;
+#[cfg(test)]
+mod docs;
 mod doctor;
 mod hook;
 mod install;

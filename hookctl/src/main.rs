@@ -100,6 +100,16 @@ enum Command {
         timeout_ms: Option<u64>,
     },
     /// Show the daemon and the sessions it follows (-v: the figures behind them).
+    ///
+    /// The daemon (version, uptime, socket) and each session: harness, project,
+    /// model, how far the context is on its way to compaction and the share of
+    /// the window (Claude Code's own figure), a bar of the window with
+    /// compaction marked, a sparkline of the recent replies with compactions
+    /// (↓), saves (s) and checkpoints (✓) marked, compactions and thresholds
+    /// passed, the last save and checkpoint, whether the agent followed each
+    /// resume prompt, the transcript. -v adds the figures behind them: where
+    /// the compaction point comes from, the levels passed since the last
+    /// compaction, the room left for what hookd adds.
     Status {
         /// Only this session (id or unique prefix).
         #[arg(long)]
@@ -122,6 +132,8 @@ enum Command {
     /// used_percentage). Works from its input alone when hookd is away.
     Statusline,
     /// Record a decision for the next state capture.
+    ///
+    /// An agent can run this from Bash.
     Decision {
         /// What the decision is about (`Auth`, `Storage`).
         topic: String,
@@ -190,6 +202,8 @@ enum Command {
         json: bool,
     },
     /// Check the saved state against the repository and render the resume prompt.
+    ///
+    /// --print prints it: what /hookd-resume runs.
     Resume {
         /// Whose saved state (default: the project's latest).
         #[arg(long)]
@@ -247,6 +261,9 @@ enum Command {
         json: bool,
     },
     /// One file's relevance to a task, factor by factor.
+    ///
+    /// Each factor, its weight and the evidence: keywords matched, days since
+    /// the file changed, mentions, import distance.
     ContextScore {
         /// The file, relative to the project or absolute.
         file: PathBuf,

@@ -3,7 +3,9 @@
 //! prompts keep exactly Ω reflections. The real daemon in-process, driven
 //! through the real hookctl, with transcripts in Claude Code's format.
 
-use hookd_tests::{Sandbox, Scenario, ScenarioBuilder, Transcript, stderr, stdout, wait_until};
+use hookd_tests::{
+    HookAnswer, Sandbox, Scenario, ScenarioBuilder, Transcript, stderr, stdout, wait_until,
+};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Output;
@@ -50,13 +52,13 @@ impl Env {
         self.s.session(id)
     }
 
-    fn start(&self, t: &Transcript) -> Value {
+    fn start(&self, t: &Transcript) -> HookAnswer {
         self.s
             .hook_of(t, "SessionStart(source=startup)", "session-start", |_| {})
     }
 
     /// The person types `text`: the transcript holds it, then the hook runs.
-    fn prompt(&self, t: &Transcript, text: &str) -> Value {
+    fn prompt(&self, t: &Transcript, text: &str) -> HookAnswer {
         t.prompt(text);
         self.s
             .hook_of(t, "UserPromptSubmit", "user-prompt-submit", |p| {

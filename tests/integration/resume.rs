@@ -1,7 +1,7 @@
 //! After compaction: the saved state validated against the repository, the
 //! resume prompt injected, and the check that it reached the model.
 
-use hookd_tests::{Scenario, stderr, stdout};
+use hookd_tests::{HookAnswer, Scenario, stderr, stdout};
 use serde_json::{Value, json};
 
 /// The agent at work on a parser: a repository with one commit and a change
@@ -95,7 +95,7 @@ fn a_replayed_compaction_gets_the_resume_prompt_with_its_checks() {
             .unwrap()
             .contains("MOCK_COMPACT_SUMMARY_TEXT")
     );
-    assert_eq!(s.status()["epoch"], 2);
+    assert_eq!(s.status().epoch, 2);
     let resume = &s.events("resume")[0];
     assert_eq!(resume["injected"], true);
     assert_eq!(resume["marker"], Value::from(marker_of(&prompt)));
@@ -112,9 +112,9 @@ fn an_arrived_prompt_is_not_injected_again() {
     let arrival = s.events("resume_arrival");
     assert_eq!(arrival.len(), 1);
     assert_eq!(arrival[0]["arrived"], true);
-    let status = s.status();
-    assert_eq!(status["resume"]["what"], "arrived");
-    assert_eq!(status["resume"]["ok"], true);
+    let resume = s.status().resume.expect("a resume mark");
+    assert_eq!(resume.what, "arrived");
+    assert!(resume.ok);
     // Checked once: later hooks do not look again.
     assert_eq!(s.hook("PostToolUse", "post-tool-use"), Value::Null);
     assert_eq!(s.events("resume_arrival").len(), 1);
@@ -143,7 +143,7 @@ fn a_lost_prompt_is_injected_once_more() {
         actions,
         vec!["injected again", "did not arrive, even injected again"]
     );
-    assert_eq!(s.status()["resume"]["ok"], false);
+    assert!(!s.status().resume.expect("a resume mark").ok);
 }
 
 #[test]
@@ -392,7 +392,7 @@ next_actions:
 </summary>";
 
 /// A hook whose fixture payload gets `field` set to `value`.
-fn hook_with(s: &Scenario, fixture: &str, event: &str, field: &str, value: &str) -> Value {
+fn hook_with(s: &Scenario, fixture: &str, event: &str, field: &str, value: &str) -> HookAnswer {
     s.hook_of(&s.transcript, fixture, event, |p| {
         p[field] = Value::from(value)
     })
@@ -525,15 +525,11 @@ fn a_summary_without_a_block_leaves_the_resume_prompt_as_it_was() {
     assert_eq!(merged[0]["merged"], false);
     assert_eq!(merged[0]["why"], "the summary has no hookd-state block");
     // A subagent of the agent's own (it has a type) is no compaction summary.
-    let seen = s.status()["events_seen"].as_u64().unwrap();
+    let seen = s.status().events_seen;
     s.hook_of(&s.transcript, "SubagentStop", "subagent-stop", |p| {
         p["agent_type"] = "general-purpose".into();
         p["last_assistant_message"] = SUMMARY_WITH_BLOCK.into();
     });
-    assert_eq!(
-        s.status()["events_seen"].as_u64(),
-        Some(seen + 1),
-        "hookd handled it"
-    );
+    assert_eq!(s.status().events_seen, seen + 1, "hookd handled it");
     assert_eq!(s.events("summary").len(), 1);
 }

@@ -1,0 +1,94 @@
+//! Whole outputs made stable enough to snapshot: what varies from run to
+//! run (the sandbox's paths, times, durations, pids, commit ids) replaced by
+//! placeholders, as `[TEMP]`, `[SOCKET]`, `[TIME]`, `[DURATION]`, `[PID]`,
+//! `[SHA]`.
+
+use regex::Regex;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+/// The placeholders, in the order they are applied: a longer path before
+/// the directory holding it, times before the numbers in them.
+pub struct Normalizer {
+    paths: Vec<(String, &'static str)>,
+}
+
+static ISO_TIME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?-u)\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?").unwrap()
+});
+static CLOCK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b\d\d:\d\d:\d\d\b").unwrap());
+static EPOCH_MS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b1\d{12}\b").unwrap());
+static DURATION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?-u)\b\d+(\.\d+)?(ns|us|ms|s|m|h|d)( \d+(\.\d+)?(ms|s|m))?\b").unwrap()
+});
+static PID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"(?i-u)(\bpid"?:?\s*)\d+"#).unwrap());
+static FULL_SHA: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b[0-9a-f]{40}\b").unwrap());
+static SHORT_SHA: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?-u)\b[0-9a-f]{7,12}\b").unwrap());
+
+impl Normalizer {
+    /// Normalizes the paths of a sandbox rooted at `root` whose socket is
+    /// `socket`.
+    pub fn new(root: &Path, socket: &Path) -> Normalizer {
+        let mut paths = Vec::new();
+        let mut add = |path: PathBuf, placeholder: &'static str| {
+            let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
+            for p in [canonical, path] {
+                let text = p.display().to_string();
+                if !paths.iter().any(|(known, _)| *known == text) {
+                    paths.push((text, placeholder));
+                }
+            }
+        };
+        add(socket.to_path_buf(), "[SOCKET]");
+        add(root.to_path_buf(), "[TEMP]");
+        Normalizer { paths }
+    }
+
+    /// `text` with every varying part replaced by its placeholder.
+    pub fn normalize(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (path, placeholder) in &self.paths {
+            out = out.replace(path.as_str(), placeholder);
+        }
+        let out = ISO_TIME.replace_all(&out, "[TIME]");
+        let out = CLOCK.replace_all(&out, "[TIME]");
+        let out = EPOCH_MS.replace_all(&out, "[TIME]");
+        let out = PID.replace_all(&out, "${1}[PID]");
+        let out = FULL_SHA.replace_all(&out, "[SHA]");
+        let out = SHORT_SHA.replace_all(&out, |caps: &regex::Captures| {
+            let hex = &caps[0];
+            // A commit id has letters and digits both; "deadbeef" or "1234567" may be words.
+            if hex.bytes().any(|b| b.is_ascii_digit())
+                && hex.bytes().any(|b| b.is_ascii_alphabetic())
+            {
+                "[SHA]".to_owned()
+            } else {
+                hex.to_owned()
+            }
+        });
+        let out = DURATION.replace_all(&out, "[DURATION]");
+        out.into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_times_pids_and_shas_become_placeholders() {
+        let n = Normalizer::new(
+            Path::new("/tmp/hkAbC"),
+            Path::new("/tmp/hkAbC/run/hookd.sock"),
+        );
+        let text = "hookd (pid 4242) on /tmp/hkAbC/run/hookd.sock, state /tmp/hkAbC/state, \
+                    up 3s, saved 2026-11-26T04:38:19.123Z at 1764131899123, \
+                    checkpoint 3f2a9c1d0b5e7f8a9c1d0b5e7f8a9c1d0b5e7f8a (3f2a9c1), 95% of 200000";
+        assert_eq!(
+            n.normalize(text),
+            "hookd (pid [PID]) on [SOCKET], state [TEMP]/state, up [DURATION], saved [TIME] \
+             at [TIME], checkpoint [SHA] ([SHA]), 95% of 200000"
+        );
+    }
+}

@@ -1,7 +1,7 @@
 //! The daemon's life as the real binaries live it: start, stop, refusal of a
 //! second daemon, stale sockets, signals, autostart.
 
-use hookd_tests::{ChildGuard, Sandbox, process_alive, stderr, stdout, wait_until};
+use hookd_tests::{ChildGuard, Sandbox, TestEvent, process_alive, stderr, stdout, wait_until};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -114,10 +114,7 @@ fn sigterm_and_sigint_shut_down_cleanly() {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null()),
         );
-        assert!(
-            wait_until(Duration::from_secs(10), || sb.socket().exists()),
-            "daemon never listened"
-        );
+        sb.wait_for(TestEvent::Listening, "");
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, signal) };
         let status = child.wait().unwrap();
@@ -138,7 +135,7 @@ fn a_second_signal_exits_without_waiting_for_the_drain() {
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
-    assert!(wait_until(Duration::from_secs(10), || sb.socket().exists()));
+    sb.wait_for(TestEvent::Listening, "");
     // A request in flight: a frame header promising bytes that never come.
     // The handshake first, so the daemon has surely accepted the connection
     // (under load, one still waiting to be accepted is not drained).
@@ -176,7 +173,7 @@ fn the_idle_timeout_stops_the_daemon() {
             .args(["run", "--idle-timeout", "1"])
             .stderr(Stdio::null()),
     );
-    assert!(wait_until(Duration::from_secs(10), || sb.socket().exists()));
+    sb.wait_for(TestEvent::Listening, "");
     let status = child.wait().unwrap();
     assert!(status.success());
     assert!(!sb.socket().exists());
@@ -256,9 +253,7 @@ fn a_failing_test_leaves_no_daemon_behind() {
                 .stderr(Stdio::null()),
         );
         pids.push(child.id() as i32);
-        assert!(wait_until(Duration::from_secs(10), || foreground
-            .socket()
-            .exists()));
+        foreground.wait_for(TestEvent::Listening, "");
         panic!("the test fails with both daemons running");
     }));
     assert!(failed.is_err());

@@ -286,7 +286,11 @@ pub fn output_text(out: &std::process::Output) -> String {
         text.push_str(&err);
     }
     if !out.status.success() {
-        text.push_str(&format!("--- exit {:?}\n", out.status.code()));
+        let code = out
+            .status
+            .code()
+            .map_or("by a signal".into(), |c| c.to_string());
+        text.push_str(&format!("--- exit {code}\n"));
     }
     text
 }

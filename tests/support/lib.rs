@@ -279,7 +279,12 @@ impl Sandbox {
 
     /// What varies from run to run in this sandbox's outputs, to normalize.
     pub fn normalizer(&self) -> Normalizer {
-        Normalizer::new(self.path(), &self.socket())
+        let bin_dir = bin("hookctl")
+            .parent()
+            .expect("the binaries' directory")
+            .display()
+            .to_string();
+        Normalizer::new(self.path(), &self.socket()).with(bin_dir, "[BIN]")
     }
 
     /// `text` normalized for a snapshot.

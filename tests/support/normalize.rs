@@ -17,6 +17,9 @@ pub struct Normalizer {
 static ISO_TIME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?-u)\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?").unwrap()
 });
+// A backup's name: its time, and a count when two fall in the same second.
+static COMPACT_TIME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?-u)\b\d{8}T\d{6}Z?(-\d+)?\b").unwrap());
 static CLOCK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b\d\d:\d\d:\d\d\b").unwrap());
 static EPOCH_MS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b1\d{12}\b").unwrap());
 static DURATION: LazyLock<Regex> = LazyLock::new(|| {
@@ -58,6 +61,7 @@ impl Normalizer {
             out = out.replace(path.as_str(), placeholder);
         }
         let out = ISO_TIME.replace_all(&out, "[TIME]");
+        let out = COMPACT_TIME.replace_all(&out, "[TIME]");
         let out = CLOCK.replace_all(&out, "[TIME]");
         let out = EPOCH_MS.replace_all(&out, "[TIME]");
         let out = PID.replace_all(&out, "${1}[PID]");
@@ -78,12 +82,12 @@ mod tests {
             Path::new("/tmp/hkAbC/run/hookd.sock"),
         );
         let text = "hookd (pid 4242) on /tmp/hkAbC/run/hookd.sock, state /tmp/hkAbC/state, \
-                    up 3s, saved 2026-11-26T04:38:19.123Z at 1764131899123, \
+                    up 3s, saved 2026-11-26T04:38:19.123Z (backup-20261126T045102Z-2) at 1764131899123, \
                     checkpoint 3f2a9c1d0b5e7f8a9c1d0b5e7f8a9c1d0b5e7f8a (3f2a9c1), 95% of 200000, \
                     session 90fcfea3";
         assert_eq!(
             n.normalize(text),
-            "hookd (pid [PID]) on [SOCKET], state [TEMP]/state, up [DURATION], saved [TIME] \
+            "hookd (pid [PID]) on [SOCKET], state [TEMP]/state, up [DURATION], saved [TIME] (backup-[TIME]) \
              at [TIME], checkpoint [SHA] (3f2a9c1), 95% of 200000, session 90fcfea3"
         );
         let n = n.with("3f2a9c1", "[SHORT-SHA]");

@@ -10,7 +10,9 @@
 //! assert_eq!(s.status().context.unwrap().tokens_used, 140_000);
 //! ```
 
-use crate::{GitRepo, HookAnswer, SONNET, Sandbox, TestDaemon, Transcript, stderr, stdout};
+use crate::{
+    GitRepo, HookAnswer, Normalizer, SONNET, Sandbox, TestDaemon, Transcript, stderr, stdout,
+};
 use protocol::wire::{SessionStatus, StatusReport};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -162,12 +164,25 @@ impl Scenario {
     /// not empty) and a failing exit code, normalized for a snapshot.
     pub fn hookctl_normalized(&self, args: &[&str]) -> String {
         let out = self.hookctl(args);
-        self.sb.normalize(&output_text(&out))
+        self.normalize(&output_text(&out))
+    }
+
+    /// What varies in this scenario's outputs: the sandbox's, and the
+    /// repository's commits (hookd's checkpoints included), whole or short.
+    pub fn normalizer(&self) -> Normalizer {
+        let normalizer = self.sb.normalizer();
+        let Some(repo) = &self.repo else {
+            return normalizer;
+        };
+        // A repository without a commit yet lists none.
+        let listed = repo.command().args(["rev-list", "--all"]).output();
+        let commits = listed.map(|out| stdout(&out)).unwrap_or_default();
+        normalizer.with_commits(commits.split_whitespace())
     }
 
     /// Text normalized for this scenario's snapshots.
     pub fn normalize(&self, text: &str) -> String {
-        self.sb.normalize(text)
+        self.normalizer().normalize(text)
     }
 
     /// The project's saved state, `.workflow/context_state.json`.
@@ -188,7 +203,7 @@ impl Scenario {
 
     /// A hook's answer normalized for a snapshot.
     pub fn answer_normalized(&self, answer: &HookAnswer) -> String {
-        answer.normalized(&self.sb.normalizer())
+        answer.normalized(&self.normalizer())
     }
 
     /// `hookctl <args>` run in the project.

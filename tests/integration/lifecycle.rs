@@ -1,9 +1,7 @@
 //! The daemon's life as the real binaries live it: start, stop, refusal of a
 //! second daemon, stale sockets, signals, autostart.
 
-use hookd_tests::{
-    ChildGuard, Sandbox, TestEvent, output_text, process_alive, stderr, stdout, wait_until,
-};
+use hookd_tests::{ChildGuard, Sandbox, TestEvent, output_text, process_alive, stderr, wait_until};
 use std::process::Stdio;
 use std::time::Duration;
 

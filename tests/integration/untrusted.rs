@@ -145,7 +145,6 @@ fn a_stdin_that_never_closes_costs_at_most_the_budget() {
 #[test]
 fn relative_paths_from_a_hook_never_reach_the_daemons_directory() {
     use std::process::Stdio;
-    use std::time::Duration;
     let sb = Sandbox::new();
     let daemon_cwd = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(daemon_cwd.path().join("claude")).unwrap();
@@ -157,10 +156,7 @@ fn relative_paths_from_a_hook_never_reach_the_daemons_directory() {
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
-    assert!(
-        hookd_tests::wait_until(Duration::from_secs(10), || sb.socket().exists()),
-        "daemon never listened"
-    );
+    sb.wait_for(hookd_tests::TestEvent::Listening, "");
     let mut payload = hookd_tests::payload("PreCompact(trigger=manual)");
     payload["session_id"] = json!("rel-session");
     payload["cwd"] = json!(".");

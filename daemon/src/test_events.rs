@@ -6,7 +6,7 @@
 
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The variable naming the socket, read from the daemon's own environment
 /// only (never from a hook's environment nor a project's configuration).
@@ -25,15 +25,18 @@ pub enum TestEvent {
     Checkpoint,
     /// The watcher took a changed session file in.
     FileRead,
+    /// Cross-task memory work that goes on after a hook's answer ended.
+    MemoryDone,
 }
 
 impl TestEvent {
-    pub const ALL: [TestEvent; 5] = [
+    pub const ALL: [TestEvent; 6] = [
         TestEvent::Listening,
         TestEvent::Recorded,
         TestEvent::Saved,
         TestEvent::Checkpoint,
         TestEvent::FileRead,
+        TestEvent::MemoryDone,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +46,7 @@ impl TestEvent {
             TestEvent::Saved => "saved",
             TestEvent::Checkpoint => "checkpoint",
             TestEvent::FileRead => "file-read",
+            TestEvent::MemoryDone => "memory-done",
         }
     }
 
@@ -69,7 +73,9 @@ impl std::fmt::Debug for TestEvents {
 }
 
 struct Target {
-    socket: UnixDatagram,
+    /// Made at the first event: `hookd start` closes every descriptor
+    /// inherited across its fork, and the events are sent after it.
+    socket: OnceLock<Option<UnixDatagram>>,
     path: PathBuf,
 }
 
@@ -84,16 +90,9 @@ impl TestEvents {
 
     /// Events sent to the datagram socket at `path`.
     pub fn to_socket(path: &Path) -> TestEvents {
-        let Ok(socket) = UnixDatagram::unbound() else {
-            return TestEvents::default();
-        };
-        // Never wait on a test that stopped reading.
-        if socket.set_nonblocking(true).is_err() {
-            return TestEvents::default();
-        }
         TestEvents {
             target: Some(Arc::new(Target {
-                socket,
+                socket: OnceLock::new(),
                 path: path.to_path_buf(),
             })),
         }
@@ -108,8 +107,16 @@ impl TestEvents {
         } else {
             format!("{} {detail}", event.name())
         };
+        let socket = target.socket.get_or_init(|| {
+            let socket = UnixDatagram::unbound().ok()?;
+            // Never wait on a test that stopped reading.
+            socket.set_nonblocking(true).ok()?;
+            Some(socket)
+        });
         // Lost when nobody listens: the test waiting for it says so.
-        let _ = target.socket.send_to(datagram.as_bytes(), &target.path);
+        if let Some(socket) = socket {
+            let _ = socket.send_to(datagram.as_bytes(), &target.path);
+        }
     }
 }
 

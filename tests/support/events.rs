@@ -110,6 +110,27 @@ impl EventStream {
         }
     }
 
+    /// Blocks until `holds` is true, looking again each time the daemon
+    /// sends `event` (for work several events may end, as the memory's);
+    /// fails the test after [`EVENT_DEADLINE`], naming the event and `what`
+    /// was waited for.
+    pub fn wait_until_after(&self, event: TestEvent, what: &str, mut holds: impl FnMut() -> bool) {
+        let deadline = Instant::now() + EVENT_DEADLINE;
+        while !holds() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Err(seen) = self.wait_within(left, event, "") {
+                // One last look: it may have held since.
+                assert!(
+                    holds(),
+                    "waited {EVENT_DEADLINE:?} for {what} after the daemon's `{}` events; \
+                     it sent {seen:?}",
+                    event.name()
+                );
+                return;
+            }
+        }
+    }
+
     /// How many `event`s with a detail starting with `detail` came so far,
     /// taken or not, without waiting.
     pub fn count(&self, event: TestEvent, detail: &str) -> usize {

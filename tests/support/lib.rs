@@ -277,6 +277,12 @@ impl Sandbox {
         self.events.wait_for(event, detail)
     }
 
+    /// Blocks until `holds`, looking again at each `event`: see
+    /// [`EventStream::wait_until_after`].
+    pub fn wait_until_after(&self, event: TestEvent, what: &str, holds: impl FnMut() -> bool) {
+        self.events.wait_until_after(event, what, holds)
+    }
+
     /// What varies from run to run in this sandbox's outputs, to normalize.
     pub fn normalizer(&self) -> Normalizer {
         let bin_dir = bin("hookctl")

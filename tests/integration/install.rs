@@ -906,17 +906,25 @@ fn the_service_unit_runs_hookd_on_the_hooks_socket() {
             .unwrap()
     };
     let out = service(&["install-service", "--dry-run"]);
-    ok(&out);
-    let text = stdout(&out);
-    assert!(
-        text.contains(&format!(
-            "ExecStart={} run --socket {}",
-            bin("hookd").display(),
-            sb.socket().display()
-        )),
-        "{text}"
-    );
-    assert!(text.contains("would run: systemctl --user enable --now hookd.service"));
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        systemd would write [TEMP]/xdg/systemd/user/hookd.service
+        [Unit]
+        Description=hookd: keeps AI coding agents' working state across context compaction
+
+        [Service]
+        Type=simple
+        ExecStart=[BIN]/hookd run --socket [SOCKET]
+        Restart=on-failure
+        RestartSec=2
+        Environment="HOOKD_STATE_DIR=[TEMP]/state"
+        Environment="HOOKD_CONFIG_DIR=[TEMP]/config"
+        Environment="HOOKD_DATA_DIR=[TEMP]/data"
+
+        [Install]
+        WantedBy=default.target
+        would run: systemctl --user daemon-reload
+        would run: systemctl --user enable --now hookd.service
+    "#);
     let unit = xdg.join("systemd/user/hookd.service");
     assert!(!unit.exists());
 
@@ -1288,18 +1296,21 @@ fn templates_of_an_older_install_give_way_and_edited_ones_are_named() {
     let older = repo().join("tests/fixtures/older-templates/resume_prompt.md.hbs");
     std::fs::copy(&older, templates.join("resume_prompt.md.hbs")).unwrap();
 
-    let listed = stdout(&sb.hookctl(&["templates"]));
-    assert!(
-        listed.contains("an older hookd's, unchanged: `hookctl templates tidy` removes it"),
-        "{listed}"
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&sb.hookctl(&["templates"]))), @r#"
+        templates folder: [TEMP]/config/templates
+          resume_prompt.md.hbs             built-in (your copy is an older hookd's, unchanged: `hookctl templates tidy` removes it)
+          resume_prompt.yaml.hbs           built-in
+          resume_prompt.xml.hbs            built-in
+          progress_summary.md.hbs          built-in
+          precompact_instructions.md.hbs   built-in
+          memory_section.md.hbs            built-in
+    "#);
     let (_, report) = doctor(&sb);
     let templates_check = check(&report, "templates").clone();
     assert_eq!(templates_check["status"], "warn", "{templates_check:#}");
     assert_eq!(templates_check["fix"], "hookctl templates tidy");
     let out = sb.hookctl(&["templates", "tidy"]);
-    ok(&out);
-    assert!(stdout(&out).contains("removed "), "{}", stdout(&out));
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @"removed [TEMP]/config/templates/resume_prompt.md.hbs (an older hookd's copy, unchanged; the built-in one applies)");
     assert!(!templates.exists(), "an emptied folder goes too");
 
     // A copy to edit, then an edit that drops a section.
@@ -1312,23 +1323,26 @@ fn templates_of_an_older_install_give_way_and_edited_ones_are_named() {
         std::fs::read_to_string(repo().join("templates/resume_prompt.md.hbs")).unwrap()
     );
     // Unchanged, it is the person's: listed so, and tidy leaves it.
-    let listed = stdout(&sb.hookctl(&["templates"]));
-    assert!(
-        listed.contains("yours, the built-in's text until you change it"),
-        "{listed}"
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&sb.hookctl(&["templates"]))), @r#"
+        templates folder: [TEMP]/config/templates
+          resume_prompt.md.hbs             yours, the built-in's text until you change it
+          resume_prompt.yaml.hbs           built-in
+          resume_prompt.xml.hbs            built-in
+          progress_summary.md.hbs          built-in
+          precompact_instructions.md.hbs   built-in
+          memory_section.md.hbs            built-in
+    "#);
     ok(&sb.hookctl(&["templates", "tidy"]));
     assert!(
         mine.is_file(),
         "a fresh copy to edit is not an older install's"
     );
     let out = sb.hookctl(&["templates", "edit", "resume_prompt"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("is already there"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        --- stderr
+        hookctl: [TEMP]/config/templates/resume_prompt.md.hbs is already there: edit it, or remove it to start again from the built-in one
+        --- exit 1
+    "#);
     write(
         &mine,
         &text.replace("### Approaches Ruled Out", "### Dead ends"),

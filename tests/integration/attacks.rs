@@ -873,3 +873,27 @@ fn a_torn_events_line_does_not_corrupt_the_next_event() {
             .collect::<Vec<_>>()
     );
 }
+
+/// The test events go where the daemon's own environment named at its
+/// start, never where a hook's environment (the agent's, which a project
+/// may shape) names: that is no way to make hookd send anything elsewhere.
+#[test]
+fn a_hooks_environment_cannot_redirect_the_test_events() {
+    let s = hookd_tests::Scenario::build()
+        .setting("resume.records_hint", false)
+        .start();
+    let elsewhere = s.sb.path().join("elsewhere.sock");
+    let other = hookd_tests::EventStream::bind(&elsewhere);
+    let mut t = s.session("redirect-session");
+    t.reply(140_000); // past 80% of Sonnet's compaction point: a level and a save
+    let mut cmd = s.sb.command("hookctl");
+    cmd.current_dir(&s.project)
+        .args(["hook", "post-tool-use"])
+        .env(hookd::test_events::ENV, &elsewhere);
+    let out = run_with_stdin(cmd, &t.payload("PostToolUse", &s.project));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    s.sb.wait_for(TestEvent::Saved, "threshold 0.80");
+    for event in TestEvent::ALL {
+        assert_eq!(other.count(event, ""), 0, "{} sent elsewhere", event.name());
+    }
+}

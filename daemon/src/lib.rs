@@ -30,6 +30,7 @@ pub mod sessions;
 pub mod settings;
 pub mod shutdown;
 pub mod tail;
+pub mod test_events;
 pub mod time;
 pub mod watch;
 pub mod workflow;
@@ -51,7 +52,14 @@ impl DaemonOptions {
             log_dir: None,
             layers: Layers::default(),
             allow_shared_dir: false,
+            test_events: test_events::TestEvents::default(),
         }
+    }
+
+    /// Sends the daemon's test events to the datagram socket at `path`.
+    pub fn test_events_to(mut self, path: &std::path::Path) -> Self {
+        self.test_events = test_events::TestEvents::to_socket(path);
+        self
     }
 
     /// Sets one configuration key, as a command-line flag would.

@@ -95,6 +95,7 @@ fn prepare(cli: &Cli, args: Option<&RunArgs>) -> anyhow::Result<DaemonOptions> {
         log_dir,
         layers,
         allow_shared_dir: args.is_some_and(|a| a.allow_shared_dir),
+        test_events: hookd::test_events::TestEvents::from_env(),
     })
 }
 

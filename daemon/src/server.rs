@@ -4,6 +4,7 @@
 use crate::engine::{Engine, Identity};
 use crate::pidlock::{LockError, PidLock};
 use crate::shutdown::Shutdown;
+use crate::test_events::TestEvent;
 use crate::time::now_ms;
 use interprocess::local_socket::tokio::{Listener, Stream, prelude::*};
 use interprocess::local_socket::{GenericFilePath, ListenerOptions};
@@ -33,6 +34,8 @@ pub struct DaemonOptions {
     pub layers: Layers,
     /// Run as root with the socket in a directory others can write to.
     pub allow_shared_dir: bool,
+    /// Where the named events a test waits for go (nowhere by default).
+    pub test_events: crate::test_events::TestEvents,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +102,7 @@ impl Daemon {
             socket: socket.clone(),
             state_dir: opts.state_dir.clone(),
             log_dir: opts.log_dir.clone(),
+            test_events: opts.test_events.clone(),
         };
         let (config, config_problem) = crate::load_daemon_config(&opts.layers);
         let trust_store = opts.state_dir.join(protocol::trust::STORE_FILE);
@@ -109,6 +113,7 @@ impl Daemon {
             tracing::error!("{problem}");
         }
         tracing::info!(socket = %socket.display(), pid = std::process::id(), "listening");
+        opts.test_events.emit(TestEvent::Listening, "");
         Ok(Daemon {
             listener,
             lock,

@@ -6,8 +6,8 @@
 //! index and HEAD untouched, no secret in any output or object.
 
 use hookd_tests::{
-    FileTree, GitRepo, SONNET, Sandbox, Transcript, git_command, hook_json, process_alive,
-    run_with_stdin, stderr, stdout, wait_until,
+    FileTree, GitRepo, SONNET, Sandbox, TestEvent, Transcript, git_command, hook_json,
+    process_alive, run_with_stdin, stderr, stdout,
 };
 use serde_json::Value;
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -182,10 +182,14 @@ pub(crate) fn assert_ok(out: &Output, what: &str) {
     );
 }
 
-/// Waits (briefly) for a threshold save to land; whether it did.
-fn wait_for_state(project: &Path) -> bool {
-    let state = project.join(".workflow/context_state.json");
-    wait_until(Duration::from_secs(5), || state.exists())
+/// Waits for the lab's daemon to finish a threshold save; whether its
+/// state landed in `project`.
+fn wait_for_state(lab: &Lab, project: &Path) -> bool {
+    let saved = lab
+        .sb
+        .events
+        .wait_within(Duration::from_secs(5), TestEvent::Saved, "threshold");
+    saved.is_ok() && project.join(".workflow/context_state.json").exists()
 }
 
 #[test]
@@ -247,7 +251,7 @@ fn events_log_symlink_cannot_write_outside_the_project() {
         "post-tool-use",
     );
     // The attack needs hookd to write events: the 80% save is one.
-    assert!(wait_for_state(&repo.dir), "the 80% save never ran");
+    assert!(wait_for_state(&lab, &repo.dir), "the 80% save never ran");
 
     outside.assert_unchanged("SessionStart and PostToolUse");
     assert_eq!(repo.user_refs(&repo.git_dir()), user);
@@ -652,14 +656,15 @@ fn a_self_recursive_template_does_not_kill_the_daemon() {
     let t = lab.transcript("rc1");
     let pre = lab.hook(&repo.dir, &t, "PreCompact(trigger=manual)", "pre-compact");
     assert_eq!(pre.status.code(), Some(0), "{}", stderr(&pre));
-    // The hook may give up before the render does: wait for the pipeline's
-    // last step, or for the daemon's death.
+    // The hook may give up before the render does: wait for the save to
+    // end (a daemon that died sends nothing).
+    let saved = lab
+        .sb
+        .events
+        .wait_within(Duration::from_secs(20), TestEvent::Saved, "pre-compact");
     let events = repo.dir.join(".workflow/events.jsonl");
-    let settled = wait_until(Duration::from_secs(20), || {
-        !process_alive(lab.pid)
-            || std::fs::read_to_string(&events)
-                .is_ok_and(|t| t.contains("\"step\":\"resume_prompt\""))
-    });
+    let settled = saved.is_ok()
+        && std::fs::read_to_string(&events).is_ok_and(|t| t.contains("\"step\":\"resume_prompt\""));
     assert!(
         process_alive(lab.pid),
         "hookd died rendering a recursive template"
@@ -850,7 +855,7 @@ fn a_torn_events_line_does_not_corrupt_the_next_event() {
     );
     t.reply(140_000);
     let _ = lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use");
-    assert!(wait_for_state(&repo.dir), "the 80% save never ran");
+    assert!(wait_for_state(&lab, &repo.dir), "the 80% save never ran");
     assert_ok(&lab.sb.hookctl_in(&repo.dir, &["save"]), "save");
 
     let text = std::fs::read_to_string(repo.dir.join(".workflow/events.jsonl")).unwrap();
@@ -867,4 +872,28 @@ fn a_torn_events_line_does_not_corrupt_the_next_event() {
             .map(|l| &l[..l.len().min(100)])
             .collect::<Vec<_>>()
     );
+}
+
+/// The test events go where the daemon's own environment named at its
+/// start, never where a hook's environment (the agent's, which a project
+/// may shape) names: that is no way to make hookd send anything elsewhere.
+#[test]
+fn a_hooks_environment_cannot_redirect_the_test_events() {
+    let s = hookd_tests::Scenario::build()
+        .setting("resume.records_hint", false)
+        .start();
+    let elsewhere = s.sb.path().join("elsewhere.sock");
+    let other = hookd_tests::EventStream::bind(&elsewhere);
+    let mut t = s.session("redirect-session");
+    t.reply(140_000); // past 80% of Sonnet's compaction point: a level and a save
+    let mut cmd = s.sb.command("hookctl");
+    cmd.current_dir(&s.project)
+        .args(["hook", "post-tool-use"])
+        .env(hookd::test_events::ENV, &elsewhere);
+    let out = run_with_stdin(cmd, &t.payload("PostToolUse", &s.project));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    s.sb.wait_for(TestEvent::Saved, "threshold 0.80");
+    for event in TestEvent::ALL {
+        assert_eq!(other.count(event, ""), 0, "{} sent elsewhere", event.name());
+    }
 }

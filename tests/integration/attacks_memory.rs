@@ -264,16 +264,17 @@ fn stop(lab: &Lab, dir: &Path, t: &Transcript) {
 
 /// Waits for the task with this description to close.
 fn wait_closed(lab: &Lab, description: &str) {
-    let closed = hookd_tests::wait_until(std::time::Duration::from_secs(10), || {
-        let out = lab.sb.hookctl(&["memory", "list", "--json"]);
-        let list: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        list["tasks"].as_array().is_some_and(|tasks| {
-            tasks
-                .iter()
-                .any(|t| t["task_description"] == description && t["closed"] == true)
-        })
-    });
-    assert!(closed, "{description:?} never closed");
+    let what = format!("{description:?} to close");
+    lab.sb
+        .wait_until_after(hookd_tests::TestEvent::MemoryDone, &what, || {
+            let out = lab.sb.hookctl(&["memory", "list", "--json"]);
+            let list: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            list["tasks"].as_array().is_some_and(|tasks| {
+                tasks
+                    .iter()
+                    .any(|t| t["task_description"] == description && t["closed"] == true)
+            })
+        });
 }
 
 #[test]

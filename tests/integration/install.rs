@@ -2,7 +2,7 @@
 //! doctor, paths, completions, service, logs) and the real install.sh, run
 //! against temporary homes holding real settings files.
 
-use hookd_tests::{Sandbox, bin, stderr, stdout};
+use hookd_tests::{Sandbox, bin, output_text, stderr, stdout};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -167,12 +167,16 @@ fn install_keeps_every_foreign_hook_and_key_and_uninstall_restores_the_file() {
     write(&file, FOREIGN_SETTINGS);
 
     let out = sb.hookctl(&["install", "claude-code"]);
-    ok(&out);
-    assert!(
-        stdout(&out).contains("restart running sessions"),
-        "{}",
-        stdout(&out)
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        claude-code (user settings): [TEMP]/home/.claude/settings.json
+          wired SessionStart, UserPromptSubmit, PostToolBatch, PreCompact, PostCompact, SubagentStop, Stop, SessionEnd
+          statusLine: hookctl statusline (the context figure under the prompt)
+          /hookd-resume: installed [TEMP]/home/.claude/commands/hookd-resume.md
+          /hookd-save: installed [TEMP]/home/.claude/commands/hookd-save.md
+          backup of the previous file: [TEMP]/home/.claude/settings.json.hookd-backup-[TIME]
+          wrote [TEMP]/home/.claude/settings.json
+        Claude Code reads hooks when a session starts: restart running sessions (or review the hooks with /hooks in a session).
+    "#);
     let v = read_json(&file);
     // The statusLine is hookd's by default when the person had none.
     assert_eq!(
@@ -223,22 +227,31 @@ fn install_keeps_every_foreign_hook_and_key_and_uninstall_restores_the_file() {
     }
 
     let out = sb.hookctl(&["uninstall", "claude-code"]);
-    ok(&out);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), FOREIGN_SETTINGS);
     assert!(!sb.home().join(".claude/commands").exists());
     assert_eq!(backups(&file).len(), 2, "uninstall backs up too");
     // What it leaves behind, it says.
-    let text = stdout(&out);
-    assert!(
-        text.contains("Kept 2 backup(s)") && text.contains("settings.json.hookd-backup-*"),
-        "{text}"
-    );
-    assert!(text.contains("./install.sh --uninstall"), "{text}");
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        claude-code (user settings): [TEMP]/home/.claude/settings.json
+          unwired SessionStart, UserPromptSubmit, PostToolBatch, PreCompact, PostCompact, SubagentStop, Stop, SessionEnd
+          statusLine: removed hookctl statusline
+          /hookd-resume: removed [TEMP]/home/.claude/commands/hookd-resume.md
+          /hookd-save: removed [TEMP]/home/.claude/commands/hookd-save.md
+          backup of the previous file: [TEMP]/home/.claude/settings.json.hookd-backup-[TIME]
+          wrote [TEMP]/home/.claude/settings.json
+        Kept 2 backup(s) hookd made of [TEMP]/home/.claude/settings.json (settings.json.hookd-backup-*): yours to delete once you no longer need them.
+        hookd itself stays installed (and running, if it was): `./install.sh --uninstall` removes it, its start lock and its default files.
+    "#);
 
     // Nothing of ours is left: a second uninstall changes nothing.
     let out = sb.hookctl(&["uninstall", "claude-code"]);
-    ok(&out);
-    assert!(stdout(&out).contains("unchanged"), "{}", stdout(&out));
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        claude-code (user settings): [TEMP]/home/.claude/settings.json
+          no hookd hook entries to remove
+          [TEMP]/home/.claude/settings.json unchanged
+        Kept 2 backup(s) hookd made of [TEMP]/home/.claude/settings.json (settings.json.hookd-backup-*): yours to delete once you no longer need them.
+        hookd itself stays installed (and running, if it was): `./install.sh --uninstall` removes it, its start lock and its default files.
+    "#);
     assert_eq!(backups(&file).len(), 2);
 }
 
@@ -288,29 +301,40 @@ fn an_invalid_settings_file_is_refused_with_where_it_is_broken() {
     let file = settings_file(&sb);
     let broken = "{\n  \"model\": \"x\",\n  \"hooks\": {\n    \"Stop\": [\n  }\n}\n";
     write(&file, broken);
+    let mut said = String::new();
     for args in [
         &["install", "claude-code"][..],
         &["install", "claude-code", "--dry-run"],
         &["uninstall", "claude-code"],
     ] {
         let out = sb.hookctl(args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
-        let err = stderr(&out);
-        assert!(
-            err.contains(&file.display().to_string())
-                && err.contains("line 5, column 3")
-                && err.contains("nothing was changed"),
-            "{args:?}: {err}"
-        );
+        said.push_str(&format!("# {}\n{}", args.join(" "), output_text(&out)));
         assert_eq!(std::fs::read_to_string(&file).unwrap(), broken);
         assert!(backups(&file).is_empty());
     }
+    insta::assert_snapshot!(sb.normalize(&said), @r#"
+        # install claude-code
+        --- stderr
+        hookctl: [TEMP]/home/.claude/settings.json is not valid JSON: expected value (line 5, column 3); nothing was changed. Fix the file (comments are not allowed) or move it aside, then run this again
+        --- exit 1
+        # install claude-code --dry-run
+        --- stderr
+        hookctl: [TEMP]/home/.claude/settings.json is not valid JSON: expected value (line 5, column 3); nothing was changed. Fix the file (comments are not allowed) or move it aside, then run this again
+        --- exit 1
+        # uninstall claude-code
+        --- stderr
+        hookctl: [TEMP]/home/.claude/settings.json is not valid JSON: expected value (line 5, column 3); nothing was changed. Fix the file (comments are not allowed) or move it aside, then run this again
+        --- exit 1
+    "#);
 
     // A file of the wrong shape is refused just as plainly.
     write(&file, "{\"hooks\": [\"not\", \"an object\"]}");
     let out = sb.hookctl(&["install", "claude-code"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("`hooks`"), "{}", stderr(&out));
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        --- stderr
+        hookctl: `hooks` in [TEMP]/home/.claude/settings.json is a list, not an object; nothing was changed. Fix it by hand, then run this again
+        --- exit 1
+    "#);
 }
 
 #[test]
@@ -319,18 +343,118 @@ fn a_dry_run_prints_the_diff_and_writes_nothing() {
     let file = settings_file(&sb);
     write(&file, FOREIGN_SETTINGS);
     let out = sb.hookctl(&["install", "claude-code", "--dry-run"]);
-    ok(&out);
-    let text = stdout(&out);
-    assert!(text.contains(&format!("--- {}", file.display())), "{text}");
-    assert!(
-        text.contains(&format!(
-            "+            \"command\": \"{} hook stop\",",
-            hookctl()
-        )),
-        "{text}"
-    );
-    assert!(text.contains("would install"), "{text}");
-    assert!(text.contains("dry run"), "{text}");
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        claude-code (user settings): [TEMP]/home/.claude/settings.json
+          would wire SessionStart, UserPromptSubmit, PostToolBatch, PreCompact, PostCompact, SubagentStop, Stop, SessionEnd
+          statusLine: hookctl statusline (the context figure under the prompt)
+          /hookd-resume: would install [TEMP]/home/.claude/commands/hookd-resume.md
+          /hookd-save: would install [TEMP]/home/.claude/commands/hookd-save.md
+        --- [TEMP]/home/.claude/settings.json
+        +++ [TEMP]/home/.claude/settings.json
+                 ]
+               }
+        +    ],
+        +    "SessionStart": [
+        +      {
+        +        "matcher": "startup|resume|clear|compact",
+        +        "hooks": [
+        +          {
+        +            "type": "command",
+        +            "command": "[BIN]/hookctl hook session-start",
+        +            "timeout": 30
+        +          }
+        +        ]
+        +      }
+        +    ],
+        +    "UserPromptSubmit": [
+        +      {
+        +        "hooks": [
+        +          {
+        +            "type": "command",
+        +            "command": "[BIN]/hookctl hook user-prompt-submit",
+        +            "timeout": 10
+        +          }
+        +        ]
+        +      }
+        +    ],
+        +    "PostToolBatch": [
+        +      {
+        +        "hooks": [
+        +          {
+        +            "type": "command",
+        +            "command": "[BIN]/hookctl hook post-tool-batch",
+        +            "timeout": 10
+        +          }
+        +        ]
+        +      }
+        +    ],
+        +    "PreCompact": [
+        +      {
+        +        "hooks": [
+        +          {
+        +            "type": "command",
+        +            "command": "[BIN]/hookctl hook pre-compact",
+        +            "timeout": 60
+        +          }
+        +        ]
+        +      }
+        +    ],
+        +    "PostCompact": [
+        +      {
+        +        "hooks": [
+        +          {
+        +            "type": "command",
+        +            "command": "[BIN]/hookctl hook post-compact",
+        +            "timeout": 10
+        +          }
+        +        ]
+        +      }
+        +    ],
+        +    "SubagentStop": [
+        +      {
+        +        "hooks": [
+        +          {
+        +            "type": "command",
+        +            "command": "[BIN]/hookctl hook subagent-stop",
+        +            "timeout": 10
+        +          }
+        +        ]
+        +      }
+        +    ],
+        +    "Stop": [
+        +      {
+        +        "hooks": [
+        +          {
+        +            "type": "command",
+        +            "command": "[BIN]/hookctl hook stop",
+        +            "timeout": 10
+        +          }
+        +        ]
+        +      }
+        +    ],
+        +    "SessionEnd": [
+        +      {
+        +        "hooks": [
+        +          {
+        +            "type": "command",
+        +            "command": "[BIN]/hookctl hook session-end",
+        +            "timeout": 10
+        +          }
+        +        ]
+        +      }
+             ]
+           },
+           "env": {
+             "FOO": "bar"
+        +  },
+        +  "statusLine": {
+        +    "type": "command",
+        +    "command": "[BIN]/hookctl statusline"
+           }
+         }
+          (dry run: nothing was written)
+        Claude Code reads hooks when a session starts: restart running sessions (or review the hooks with /hooks in a session).
+    "#);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), FOREIGN_SETTINGS);
     assert!(backups(&file).is_empty());
     assert!(!sb.home().join(".claude/commands").exists());
@@ -344,16 +468,19 @@ fn a_statusline_of_the_users_own_is_replaced_only_with_force() {
         &file,
         "{\n  \"statusLine\": {\n    \"type\": \"command\",\n    \"command\": \"~/my-line.sh\"\n  }\n}\n",
     );
+    // It keeps the person's, and says how to add ours.
     let out = sb.hookctl(&["install", "claude-code"]);
-    ok(&out);
-    let text = stdout(&out);
-    assert!(text.contains("kept yours (`~/my-line.sh`)"), "{text}");
-    // It says how to add ours.
-    assert!(
-        text.contains(&format!("run `{} statusline` from your script", hookctl()))
-            && text.contains("hookctl install claude-code --force"),
-        "{text}"
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        claude-code (user settings): [TEMP]/home/.claude/settings.json
+          wired SessionStart, UserPromptSubmit, PostToolBatch, PreCompact, PostCompact, SubagentStop, Stop, SessionEnd
+          statusLine: kept yours (`~/my-line.sh`)
+          /hookd-resume: installed [TEMP]/home/.claude/commands/hookd-resume.md
+          /hookd-save: installed [TEMP]/home/.claude/commands/hookd-save.md
+          backup of the previous file: [TEMP]/home/.claude/settings.json.hookd-backup-[TIME]
+          wrote [TEMP]/home/.claude/settings.json
+        To see hookd's context figure in your statusLine, run `[BIN]/hookctl statusline` from your script with the same JSON on its stdin, and print its line with yours; or replace yours with hookd's: `hookctl install claude-code --force`.
+        Claude Code reads hooks when a session starts: restart running sessions (or review the hooks with /hooks in a session).
+    "#);
     assert_eq!(read_json(&file)["statusLine"]["command"], "~/my-line.sh");
 
     let out = sb.hookctl(&["install", "claude-code", "--force"]);
@@ -379,8 +506,14 @@ fn no_statusline_leaves_the_statusline_alone() {
     std::fs::create_dir_all(sb.home()).unwrap();
     let file = settings_file(&sb);
     let out = sb.hookctl(&["install", "claude-code", "--no-statusline"]);
-    ok(&out);
-    assert!(!stdout(&out).contains("statusLine"), "{}", stdout(&out));
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        claude-code (user settings): [TEMP]/home/.claude/settings.json
+          wired SessionStart, UserPromptSubmit, PostToolBatch, PreCompact, PostCompact, SubagentStop, Stop, SessionEnd
+          /hookd-resume: installed [TEMP]/home/.claude/commands/hookd-resume.md
+          /hookd-save: installed [TEMP]/home/.claude/commands/hookd-save.md
+          wrote [TEMP]/home/.claude/settings.json
+        Claude Code reads hooks when a session starts: restart running sessions (or review the hooks with /hooks in a session).
+    "#);
     assert!(read_json(&file).get("statusLine").is_none());
     assert!(!read_json(&file)["hooks"].as_object().unwrap().is_empty());
 }
@@ -446,12 +579,11 @@ fn project_scope_wires_the_projects_own_files() {
     assert!(left.is_empty(), "left behind: {left:?}");
 
     let out = sb.hookctl(&["install", "codex", "--project", "/no/such/dir"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("no such directory"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        --- stderr
+        hookctl: --project /no/such/dir: no such directory
+        --- exit 1
+    "#);
 }
 
 /// The fragments shipped under `hooks/` are what install writes, with
@@ -774,17 +906,25 @@ fn the_service_unit_runs_hookd_on_the_hooks_socket() {
             .unwrap()
     };
     let out = service(&["install-service", "--dry-run"]);
-    ok(&out);
-    let text = stdout(&out);
-    assert!(
-        text.contains(&format!(
-            "ExecStart={} run --socket {}",
-            bin("hookd").display(),
-            sb.socket().display()
-        )),
-        "{text}"
-    );
-    assert!(text.contains("would run: systemctl --user enable --now hookd.service"));
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        systemd would write [TEMP]/xdg/systemd/user/hookd.service
+        [Unit]
+        Description=hookd: keeps AI coding agents' working state across context compaction
+
+        [Service]
+        Type=simple
+        ExecStart=[BIN]/hookd run --socket [SOCKET]
+        Restart=on-failure
+        RestartSec=2
+        Environment="HOOKD_STATE_DIR=[TEMP]/state"
+        Environment="HOOKD_CONFIG_DIR=[TEMP]/config"
+        Environment="HOOKD_DATA_DIR=[TEMP]/data"
+
+        [Install]
+        WantedBy=default.target
+        would run: systemctl --user daemon-reload
+        would run: systemctl --user enable --now hookd.service
+    "#);
     let unit = xdg.join("systemd/user/hookd.service");
     assert!(!unit.exists());
 
@@ -1180,18 +1320,21 @@ fn templates_of_an_older_install_give_way_and_edited_ones_are_named() {
     let older = repo().join("tests/fixtures/older-templates/resume_prompt.md.hbs");
     std::fs::copy(&older, templates.join("resume_prompt.md.hbs")).unwrap();
 
-    let listed = stdout(&sb.hookctl(&["templates"]));
-    assert!(
-        listed.contains("an older hookd's, unchanged: `hookctl templates tidy` removes it"),
-        "{listed}"
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&sb.hookctl(&["templates"]))), @r#"
+        templates folder: [TEMP]/config/templates
+          resume_prompt.md.hbs             built-in (your copy is an older hookd's, unchanged: `hookctl templates tidy` removes it)
+          resume_prompt.yaml.hbs           built-in
+          resume_prompt.xml.hbs            built-in
+          progress_summary.md.hbs          built-in
+          precompact_instructions.md.hbs   built-in
+          memory_section.md.hbs            built-in
+    "#);
     let (_, report) = doctor(&sb);
     let templates_check = check(&report, "templates").clone();
     assert_eq!(templates_check["status"], "warn", "{templates_check:#}");
     assert_eq!(templates_check["fix"], "hookctl templates tidy");
     let out = sb.hookctl(&["templates", "tidy"]);
-    ok(&out);
-    assert!(stdout(&out).contains("removed "), "{}", stdout(&out));
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @"removed [TEMP]/config/templates/resume_prompt.md.hbs (an older hookd's copy, unchanged; the built-in one applies)");
     assert!(!templates.exists(), "an emptied folder goes too");
 
     // A copy to edit, then an edit that drops a section.
@@ -1204,23 +1347,26 @@ fn templates_of_an_older_install_give_way_and_edited_ones_are_named() {
         std::fs::read_to_string(repo().join("templates/resume_prompt.md.hbs")).unwrap()
     );
     // Unchanged, it is the person's: listed so, and tidy leaves it.
-    let listed = stdout(&sb.hookctl(&["templates"]));
-    assert!(
-        listed.contains("yours, the built-in's text until you change it"),
-        "{listed}"
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&sb.hookctl(&["templates"]))), @r#"
+        templates folder: [TEMP]/config/templates
+          resume_prompt.md.hbs             yours, the built-in's text until you change it
+          resume_prompt.yaml.hbs           built-in
+          resume_prompt.xml.hbs            built-in
+          progress_summary.md.hbs          built-in
+          precompact_instructions.md.hbs   built-in
+          memory_section.md.hbs            built-in
+    "#);
     ok(&sb.hookctl(&["templates", "tidy"]));
     assert!(
         mine.is_file(),
         "a fresh copy to edit is not an older install's"
     );
     let out = sb.hookctl(&["templates", "edit", "resume_prompt"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("is already there"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        --- stderr
+        hookctl: [TEMP]/config/templates/resume_prompt.md.hbs is already there: edit it, or remove it to start again from the built-in one
+        --- exit 1
+    "#);
     write(
         &mine,
         &text.replace("### Approaches Ruled Out", "### Dead ends"),

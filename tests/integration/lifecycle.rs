@@ -1,7 +1,7 @@
 //! The daemon's life as the real binaries live it: start, stop, refusal of a
 //! second daemon, stale sockets, signals, autostart.
 
-use hookd_tests::{ChildGuard, Sandbox, process_alive, stderr, stdout, wait_until};
+use hookd_tests::{ChildGuard, Sandbox, TestEvent, output_text, process_alive, stderr, wait_until};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -16,8 +16,7 @@ fn daemon_pid(sb: &Sandbox) -> i32 {
 fn start_then_stop_cleans_up() {
     let sb = Sandbox::new();
     let out = sb.hookd(&["start"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout(&out).contains("hookd started"), "{}", stdout(&out));
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @"hookd started (pid [PID]) on [SOCKET]");
     assert_eq!(mode(&sb.socket()), 0o600, "socket mode");
     assert_eq!(
         mode(sb.socket().parent().unwrap()),
@@ -29,12 +28,7 @@ fn start_then_stop_cleans_up() {
 
     // Starting again is harmless: it says so and changes nothing.
     let again = sb.hookd(&["start"]);
-    assert!(again.status.success());
-    assert!(
-        stdout(&again).contains("already running"),
-        "{}",
-        stdout(&again)
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&again)), @"hookd is already running (pid [PID]) on [SOCKET]");
     assert_eq!(daemon_pid(&sb), pid);
 
     let out = sb.hookd(&["stop"]);
@@ -52,12 +46,11 @@ fn a_second_daemon_is_refused_with_the_lock_path() {
     let sb = Sandbox::new();
     assert!(sb.hookd(&["start"]).status.success());
     let out = sb.hookd(&["run"]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
-    assert!(
-        err.contains("already running") && err.contains("hookd.sock.pid"),
-        "{err}"
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        --- stderr
+        hookd: another hookd is already running (pid [PID]): it holds the lock [SOCKET].pid
+        --- exit 1
+    "#);
     // The first daemon still answers.
     assert!(sb.hookctl(&["daemon", "status"]).status.success());
     assert!(sb.hookd(&["stop"]).status.success());
@@ -82,12 +75,11 @@ fn a_live_socket_is_never_displaced() {
     std::fs::create_dir_all(sb.socket().parent().unwrap()).unwrap();
     let squatter = std::os::unix::net::UnixListener::bind(sb.socket()).unwrap();
     let out = sb.hookd(&["run"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("already answering"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        --- stderr
+        hookd: a daemon is already answering on [SOCKET]; it was left running
+        --- exit 1
+    "#);
     // Whoever listens there still does.
     std::os::unix::net::UnixStream::connect(sb.socket()).unwrap();
     drop(squatter);
@@ -99,8 +91,11 @@ fn a_file_that_is_not_a_socket_is_left_alone() {
     std::fs::create_dir_all(sb.socket().parent().unwrap()).unwrap();
     std::fs::write(sb.socket(), "precious").unwrap();
     let out = sb.hookd(&["run"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("not a socket"), "{}", stderr(&out));
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        --- stderr
+        hookd: [SOCKET] exists and is not a socket; refusing to replace it (choose another --socket)
+        --- exit 1
+    "#);
     assert_eq!(std::fs::read_to_string(sb.socket()).unwrap(), "precious");
 }
 
@@ -114,10 +109,7 @@ fn sigterm_and_sigint_shut_down_cleanly() {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null()),
         );
-        assert!(
-            wait_until(Duration::from_secs(10), || sb.socket().exists()),
-            "daemon never listened"
-        );
+        sb.wait_for(TestEvent::Listening, "");
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, signal) };
         let status = child.wait().unwrap();
@@ -138,7 +130,7 @@ fn a_second_signal_exits_without_waiting_for_the_drain() {
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
-    assert!(wait_until(Duration::from_secs(10), || sb.socket().exists()));
+    sb.wait_for(TestEvent::Listening, "");
     // A request in flight: a frame header promising bytes that never come.
     // The handshake first, so the daemon has surely accepted the connection
     // (under load, one still waiting to be accepted is not drained).
@@ -176,7 +168,7 @@ fn the_idle_timeout_stops_the_daemon() {
             .args(["run", "--idle-timeout", "1"])
             .stderr(Stdio::null()),
     );
-    assert!(wait_until(Duration::from_secs(10), || sb.socket().exists()));
+    sb.wait_for(TestEvent::Listening, "");
     let status = child.wait().unwrap();
     assert!(status.success());
     assert!(!sb.socket().exists());
@@ -186,8 +178,10 @@ fn the_idle_timeout_stops_the_daemon() {
 fn hookctl_daemon_commands() {
     let sb = Sandbox::new();
     let out = sb.hookctl(&["daemon", "status"]);
-    assert_eq!(out.status.code(), Some(3), "not running");
-    assert!(stdout(&out).contains("not running"));
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        hookd is not running on [SOCKET]
+        --- exit 3
+    "#);
     let out = sb.hookctl(&["daemon", "start"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let first = daemon_pid(&sb);
@@ -256,9 +250,7 @@ fn a_failing_test_leaves_no_daemon_behind() {
                 .stderr(Stdio::null()),
         );
         pids.push(child.id() as i32);
-        assert!(wait_until(Duration::from_secs(10), || foreground
-            .socket()
-            .exists()));
+        foreground.wait_for(TestEvent::Listening, "");
         panic!("the test fails with both daemons running");
     }));
     assert!(failed.is_err());

@@ -3,11 +3,13 @@
 //! prompts keep exactly Ω reflections. The real daemon in-process, driven
 //! through the real hookctl, with transcripts in Claude Code's format.
 
-use hookd_tests::{Sandbox, Scenario, ScenarioBuilder, Transcript, stderr, stdout, wait_until};
+use hookd_tests::{
+    HookAnswer, Sandbox, Scenario, ScenarioBuilder, TestEvent, Transcript, stderr, stdout,
+};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Output;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const LESSONS: &str = "## Lessons From Similar Past Tasks";
 
@@ -50,13 +52,13 @@ impl Env {
         self.s.session(id)
     }
 
-    fn start(&self, t: &Transcript) -> Value {
+    fn start(&self, t: &Transcript) -> HookAnswer {
         self.s
             .hook_of(t, "SessionStart(source=startup)", "session-start", |_| {})
     }
 
     /// The person types `text`: the transcript holds it, then the hook runs.
-    fn prompt(&self, t: &Transcript, text: &str) -> Value {
+    fn prompt(&self, t: &Transcript, text: &str) -> HookAnswer {
         t.prompt(text);
         self.s
             .hook_of(t, "UserPromptSubmit", "user-prompt-submit", |p| {
@@ -114,30 +116,30 @@ impl Env {
     /// The stored task with this description, once it has closed.
     fn closed(&self, description: &str) -> Value {
         let mut found = Value::Null;
-        let closed = wait_until(Duration::from_secs(10), || {
-            found = self
-                .tasks()
-                .into_iter()
-                .find(|t| t["task_description"] == description && t["closed"] == true)
-                .unwrap_or(Value::Null);
-            !found.is_null()
-        });
-        assert!(closed, "{description:?} never closed: {:#?}", self.tasks());
+        let what = format!("{description:?} to close");
+        self.s
+            .sb
+            .wait_until_after(TestEvent::MemoryDone, &what, || {
+                found = self
+                    .tasks()
+                    .into_iter()
+                    .find(|t| t["task_description"] == description && t["closed"] == true)
+                    .unwrap_or(Value::Null);
+                !found.is_null()
+            });
         found
     }
 
     /// Waits until the task's close on `on` (`stop`, `session-end`) is recorded.
     fn closed_on(&self, task_id: &str, on: &str) {
-        let seen = wait_until(Duration::from_secs(10), || {
-            self.memory_events()
-                .iter()
-                .any(|e| e["action"] == "close" && e["task_id"] == task_id && e["on"] == on)
-        });
-        assert!(
-            seen,
-            "no close of {task_id} on {on}: {:#?}",
-            self.memory_events()
-        );
+        let what = format!("the close of {task_id} on {on}");
+        self.s
+            .sb
+            .wait_until_after(TestEvent::MemoryDone, &what, || {
+                self.memory_events()
+                    .iter()
+                    .any(|e| e["action"] == "close" && e["task_id"] == task_id && e["on"] == on)
+            });
     }
 
     fn memory_events(&self) -> Vec<Value> {
@@ -287,7 +289,11 @@ fn a_similar_task_gets_the_first_ones_learnings_and_an_unrelated_one_nothing() {
             })
             .collect()
     };
-    wait_until(Duration::from_secs(10), || retrievals().len() == 4);
+    env.s
+        .sb
+        .wait_until_after(TestEvent::MemoryDone, "four retrievals recorded", || {
+            retrievals().len() == 4
+        });
     assert_eq!(
         retrievals(),
         vec![

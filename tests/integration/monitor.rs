@@ -2,9 +2,10 @@
 //! to an in-process daemon, over a transcript the test writes as Claude Code
 //! would.
 
-use hookd_tests::{Sandbox, Scenario, TestDaemon, Transcript, run_with_stdin, stdout, wait_until};
+use hookd_tests::{
+    HookAnswer, Sandbox, Scenario, TestDaemon, TestEvent, Transcript, run_with_stdin, stdout,
+};
 use serde_json::Value;
-use std::time::Duration;
 
 use hookd_tests::SONNET;
 /// Where Claude Code compacts a 200k window: 200,000 − 20,000 − 13,000.
@@ -39,45 +40,19 @@ fn each_threshold_fires_once_at_the_right_call() {
     );
 
     assert_eq!(s.turn(at(0.50)), Value::Null, "50%: nothing to say");
+    // The model reads what to do and the figures, leading with the one the
+    // levels are measured against; the person reads the figure only.
     let at_72 = s.turn(at(0.72));
-    let text = message(&at_72).expect("70% fires");
-    assert!(
-        text.starts_with("Context at 70% of the way to compaction. Read only what the task needs"),
-        "{text}"
-    );
-    assert!(
-        text.ends_with(
-            "[hookd: 72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window]"
-        ),
-        "the figures, leading with the one the levels are measured against: {text}"
-    );
-    assert!(
-        !text.contains("prefetch") && !text.contains("strategy"),
-        "{text}"
-    );
-    assert_eq!(at_72["hookSpecificOutput"]["hookEventName"], "PostToolUse");
-    assert_eq!(
-        at_72["systemMessage"],
-        "hookd: context 72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window",
-        "the person reads the figure, not the model's instructions"
-    );
+    insta::assert_snapshot!(s.answer_normalized(&at_72), @r#"
+        hookSpecificOutput.additionalContext: "Context at 70% of the way to compaction. Read only what the task needs: search first, then open line ranges. [hookd: 72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window]"
+        hookSpecificOutput.hookEventName: "PostToolUse"
+        systemMessage: "hookd: context 72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window"
+    "#);
     assert_eq!(s.turn(at(0.75)), Value::Null, "70% fires once");
 
-    assert!(
-        message(&s.turn(at(0.83)))
-            .unwrap()
-            .starts_with("Context at 80% of the way to compaction. hookd is saving")
-    );
-    assert!(
-        message(&s.turn(at(0.92)))
-            .unwrap()
-            .starts_with("Context at 90% of the way to compaction. Finish the current step")
-    );
-    assert!(
-        message(&s.turn(at(0.96)))
-            .unwrap()
-            .starts_with("CRITICAL: Context at 95% of the way to compaction.")
-    );
+    insta::assert_snapshot!(s.turn(at(0.83)).context(), @"Context at 80% of the way to compaction. hookd is saving the work state; record any decision worth keeping with `hookctl decision TOPIC DECISION`. [hookd: 83% of the way to compaction (138,610 of 167,000 tokens), 69% of the window]");
+    insta::assert_snapshot!(s.turn(at(0.92)).context(), @"Context at 90% of the way to compaction. Finish the current step, then suggest /compact to the person: the state is saved. [hookd: 92% of the way to compaction (153,640 of 167,000 tokens), 77% of the window]");
+    insta::assert_snapshot!(s.turn(at(0.96)).context(), @"CRITICAL: Context at 95% of the way to compaction. hookd is saving the state with a git checkpoint; note where you are now with `hookctl note TEXT`. [hookd: 96% of the way to compaction (160,320 of 167,000 tokens), 80% of the window]");
     assert_eq!(s.turn(at(0.97)), Value::Null, "every level fired once");
     assert_eq!(
         s.hook("UserPromptSubmit", "user-prompt-submit"),
@@ -92,33 +67,30 @@ fn each_threshold_fires_once_at_the_right_call() {
     assert_eq!(levels, vec![0.70, 0.80, 0.90, 0.95]);
     // 80, 90 and 95 save state; only 95 asks for a checkpoint (and this
     // project is no git repository, so it says why there is none).
-    let checkpoint_steps = || -> Vec<String> {
-        s.events("pipeline")
-            .iter()
-            .filter(|e| e["step"] == "checkpoint")
-            .map(|e| e["detail"].as_str().unwrap_or("").to_owned())
-            .collect()
-    };
-    assert!(
-        wait_until(Duration::from_secs(10), || checkpoint_steps().len() == 3),
-        "{:?}",
-        checkpoint_steps()
-    );
-    let steps = checkpoint_steps();
+    for level in ["0.80", "0.90", "0.95"] {
+        s.sb.wait_for(TestEvent::Saved, &format!("threshold {level}"));
+    }
+    let steps: Vec<String> = s
+        .events("pipeline")
+        .iter()
+        .filter(|e| e["step"] == "checkpoint")
+        .map(|e| e["detail"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(steps.len(), 3, "{steps:?}");
     assert_eq!(&steps[..2], ["not asked for", "not asked for"]);
     assert!(steps[2].contains("not in a git repository"), "{steps:?}");
 
+    s.sb.wait_for(TestEvent::Checkpoint, "failed");
     let status = s.status();
-    assert_eq!(status["model"], SONNET);
-    assert_eq!(status["context"]["tokens_max"], COMPACTS_AT);
-    assert_eq!(status["context"]["window_tokens"], 200_000);
-    assert_eq!(status["context"]["tokens_used"], at(0.97));
-    assert_eq!(status["context"]["advice"]["skip_prefetch"], true);
-    assert_eq!(status["fired"], serde_json::json!([0.70, 0.80, 0.90, 0.95]));
-    assert_eq!(status["epoch"], 1);
-    assert!(wait_until(Duration::from_secs(10), || {
-        s.status()["last_checkpoint"]["ok"] == false
-    }));
+    assert_eq!(status.model.as_deref(), Some(SONNET));
+    let context = status.context.expect("a context figure");
+    assert_eq!(context.tokens_max, COMPACTS_AT);
+    assert_eq!(context.window_tokens, 200_000);
+    assert_eq!(context.tokens_used, at(0.97));
+    assert!(context.advice.skip_prefetch);
+    assert_eq!(status.fired, [0.70, 0.80, 0.90, 0.95]);
+    assert_eq!(status.epoch, 1);
+    assert!(!status.last_checkpoint.expect("a checkpoint mark").ok);
     assert!(
         s.project.join(".workflow/context_state.json").is_file(),
         "the state was saved"
@@ -138,15 +110,16 @@ fn the_watcher_decides_with_the_hooks_environment() {
             .env("HOOKD_MONITOR__ADDITIONAL_CONTEXT", "false");
         let out = run_with_stdin(cmd, &s.transcript.payload(fixture, &s.project));
         assert_eq!(out.status.code(), Some(0), "{event}");
-        hookd_tests::hook_json(&out)
+        HookAnswer::parse(&stdout(&out))
     };
     s.transcript.reply(at(0.50));
     assert_eq!(hook(&s, "PostToolUse", "post-tool-use"), Value::Null);
     s.transcript.reply(at(0.85));
-    assert!(
-        wait_until(Duration::from_secs(10), || s.events("threshold").len() == 1),
-        "the watcher fired the level: {:?}",
-        s.events("threshold")
+    s.sb.wait_for(TestEvent::Recorded, "threshold");
+    assert_eq!(
+        s.events("threshold").len(),
+        1,
+        "the watcher fired the level"
     );
     let out = hook(&s, "PostToolUse", "post-tool-use");
     assert!(
@@ -171,22 +144,22 @@ fn a_reply_written_after_its_tool_hook_fires_at_once_and_is_said_by_the_next_hoo
     assert_eq!(s.turn(at(0.50)), Value::Null);
     assert_eq!(s.hook("PostToolUse", "post-tool-use"), Value::Null);
     s.transcript.reply(at(0.85));
-    assert!(
-        wait_until(Duration::from_secs(10), || s.events("threshold").len() == 1),
-        "the watcher fired the level without a hook: {:?}",
-        s.events("threshold")
+    s.sb.wait_for(TestEvent::Recorded, "threshold");
+    assert_eq!(
+        s.events("threshold").len(),
+        1,
+        "the watcher fired the level without a hook"
     );
     assert_eq!(
         s.events("threshold")[0]["crossed"],
         serde_json::json!([0.70, 0.80])
     );
     // The 80% save runs now, not when a hook asks.
+    s.sb.wait_for(TestEvent::Saved, "threshold 0.80");
     assert!(
-        wait_until(Duration::from_secs(10), || {
-            s.events("pipeline")
-                .iter()
-                .any(|e| e["step"] == "capture" && e["trigger"] == "threshold 0.80")
-        }),
+        s.events("pipeline")
+            .iter()
+            .any(|e| e["step"] == "capture" && e["trigger"] == "threshold 0.80"),
         "{:?}",
         s.events("pipeline")
     );
@@ -212,10 +185,7 @@ fn crossing_several_levels_fires_the_highest_and_records_all() {
     let mut s = monitored();
     let out = s.turn(at(0.96));
     assert!(message(&out).unwrap().starts_with("CRITICAL"), "{out}");
-    assert_eq!(
-        s.status()["fired"],
-        serde_json::json!([0.70, 0.80, 0.90, 0.95])
-    );
+    assert_eq!(s.status().fired, [0.70, 0.80, 0.90, 0.95]);
     assert_eq!(
         s.events("threshold")[0]["crossed"],
         serde_json::json!([0.70, 0.80, 0.90, 0.95])
@@ -245,16 +215,17 @@ fn compaction_starts_a_new_epoch_and_rearms_the_levels() {
     s.transcript.context_arrived("SessionStart", prompt);
     s.hook("PostCompact(trigger=auto)", "post-compact");
     let status = s.status();
+    assert_eq!(status.epoch, 2, "one compaction, one new epoch: {status:?}");
+    assert!(status.fired.is_empty());
     assert_eq!(
-        status["epoch"], 2,
-        "one compaction, one new epoch: {status}"
-    );
-    assert_eq!(status["fired"], serde_json::json!([]));
-    assert_eq!(
-        status["context"]["tokens_used"], 3_000,
+        status.context.as_ref().map(|c| c.tokens_used),
+        Some(3_000),
         "postTokens until the next reply"
     );
-    assert_eq!(status["context"]["source"], "compaction");
+    assert_eq!(
+        status.context.as_ref().map(|c| c.source.as_str()),
+        Some("compaction")
+    );
     let compactions = s.events("compaction");
     assert_eq!(compactions.len(), 1, "{compactions:?}");
     assert_eq!(compactions[0]["announced"], true);
@@ -267,7 +238,7 @@ fn compaction_starts_a_new_epoch_and_rearms_the_levels() {
         message(&out).unwrap().starts_with("Context at 80%"),
         "the highest crossed: {out}"
     );
-    assert_eq!(s.status()["fired"], serde_json::json!([0.70, 0.80]));
+    assert_eq!(s.status().fired, [0.70, 0.80]);
 }
 
 #[test]
@@ -276,15 +247,12 @@ fn a_compaction_nobody_announced_is_seen_in_the_transcript() {
     assert!(message(&s.turn(at(0.92))).is_some());
     // No hooks at all: only the transcript shows it. The watcher picks it up.
     s.transcript.boundary("auto", 153_640, 2_500);
-    assert!(
-        wait_until(Duration::from_secs(10), || s.status()["epoch"] == 2),
-        "the watcher saw the boundary: {}",
-        s.status()
-    );
+    s.sb.wait_for(TestEvent::Recorded, "compaction");
+    assert_eq!(s.status().epoch, 2, "the watcher saw the boundary");
     let compactions = s.events("compaction");
     assert_eq!(compactions.len(), 1);
     assert_eq!(compactions[0]["announced"], false);
-    assert_eq!(s.status()["context"]["tokens_used"], 2_500);
+    assert_eq!(s.status().context.map(|c| c.tokens_used), Some(2_500));
 }
 
 #[test]
@@ -293,7 +261,7 @@ fn a_large_drop_rearms_the_levels() {
     assert!(message(&s.turn(at(0.75))).is_some());
     // Usage falls by more than monitor.reset_drop (0.30) without a compaction (a /clear-like reset).
     assert_eq!(s.turn(at(0.30)), Value::Null);
-    assert_eq!(s.status()["epoch"], 2);
+    assert_eq!(s.status().epoch, 2);
     assert!(message(&s.turn(at(0.71))).is_some(), "70% fires again");
 }
 
@@ -303,8 +271,8 @@ fn the_registry_survives_a_daemon_restart() {
     assert!(message(&s.turn(at(0.83))).is_some());
     s.restart_daemon();
     let status = s.status();
-    assert_eq!(status["fired"], serde_json::json!([0.70, 0.80]));
-    assert_eq!(status["session_id"], "s1-session");
+    assert_eq!(status.fired, [0.70, 0.80]);
+    assert_eq!(status.session_id, "s1-session");
     assert_eq!(
         s.turn(at(0.85)),
         Value::Null,
@@ -430,13 +398,13 @@ fn the_real_auto_compaction_transcript_replayed() {
     s.transcript.context_arrived("SessionStart", prompt);
     s.hook("PostCompact(trigger=auto)", "post-compact");
     let session = s.status();
-    assert_eq!(session["epoch"], 2);
-    assert_eq!(session["context"]["tokens_used"], 2679);
-    assert_eq!(session["model"], "claude-opus-5-5");
+    assert_eq!(session.epoch, 2);
+    assert_eq!(session.context.map(|c| c.tokens_used), Some(2679));
+    assert_eq!(session.model.as_deref(), Some("claude-opus-5-5"));
     write_until(&|_| false, at);
     let out = s.hook("UserPromptSubmit", "user-prompt-submit");
     assert_eq!(out, Value::Null);
-    assert_eq!(s.status()["context"]["tokens_used"], 3000);
+    assert_eq!(s.status().context.map(|c| c.tokens_used), Some(3000));
 }
 
 #[test]
@@ -506,31 +474,38 @@ fn statusline_with_and_without_the_daemon() {
 fn status_text_shows_the_figures() {
     let mut s = monitored();
     s.turn(at(0.72));
-    let out = s.sb.hookctl(&["status"]);
-    let text = stdout(&out);
-    assert!(
-        text.contains(
-            "context  72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window"
-        ),
-        "{text}"
-    );
-    assert!(text.contains("the window, │ = compaction at 83%"), "{text}");
-    assert!(text.contains("passed 70% of the way"), "{text}");
-    assert!(text.contains("recent   ▆  the latest reply"), "{text}");
-    // The retrieval strategy is for those who ask.
-    assert!(
-        !text.contains("selective") && !text.contains("epoch"),
-        "{text}"
-    );
-    let verbose = stdout(&s.sb.hookctl(&["status", "-v"]));
-    assert!(
-        verbose.contains("compaction point: 167,000 (")
-            && verbose.contains(
-                "room: a quarter of the files to reload, up to 2 lessons of past tasks scored 0.5 or more"
-            )
-            && verbose.contains("levels passed since the session began: 70%"),
-        "{verbose}"
-    );
+    // The retrieval strategy is for those who ask (-v).
+    insta::assert_snapshot!(s.hookctl_normalized(&["status"]), @r#"
+        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 events
+        socket [SOCKET]
+        1 session
+
+        ● claude-code s1-sessi  [TEMP]/proj  claude-sonnet-4-5-20250929
+            context  72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window
+                     ▓▓▓▓▓▓▓▓▓▓▓▓░░░░░│░░  the window, │ = compaction at 83%
+            recent   ▆  the latest reply, █ = at the compaction point
+            not compacted yet · passed 70% of the way
+            last save never · last checkpoint never
+            last event post-tool-use [DURATION] ago · 1 events
+            transcript [TEMP]/claude/s1-session.jsonl
+    "#);
+    insta::assert_snapshot!(s.hookctl_normalized(&["status", "-v"]), @r#"
+        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 events
+        socket [SOCKET]
+        1 session
+
+        ● claude-code s1-sessi  [TEMP]/proj  claude-sonnet-4-5-20250929
+            context  72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window
+                     ▓▓▓▓▓▓▓▓▓▓▓▓░░░░░│░░  the window, │ = compaction at 83%
+                     compaction point: 167,000 (200000 window − 20000 output reserve − 13000 buffer, figure from the reply)
+                     room: a quarter of the files to reload, up to 2 lessons of past tasks scored 0.5 or more
+            recent   ▆  the latest reply, █ = at the compaction point
+            not compacted yet · passed 70% of the way
+            levels passed since the session began: 70%
+            last save never · last checkpoint never
+            last event post-tool-use [DURATION] ago · 1 events
+            transcript [TEMP]/claude/s1-session.jsonl
+    "#);
     let out = s.sb.hookctl(&["status", "--session", "nope"]);
     assert_eq!(out.status.code(), Some(1));
 }

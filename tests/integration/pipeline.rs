@@ -2,7 +2,9 @@
 //! checkpoint commit, the resume prompt, and everything the user owns left
 //! exactly as it was.
 
-use hookd_tests::{Scenario, assert_valid, state_schema, stderr, stdout, workflow_events};
+use hookd_tests::{
+    Scenario, TestEvent, assert_valid, state_schema, stderr, stdout, workflow_events,
+};
 use serde_json::{Value, json};
 
 /// A repository with history, then uncommitted work of every kind: staged,
@@ -390,47 +392,31 @@ fn threshold_saves_capture_without_a_checkpoint_until_95() {
     agent_works(&mut p);
     p.transcript.reply(138_610); // 83% of 167,000
     p.hook("PostToolUse", "post-tool-use");
-    let state_file = p.project.join(".workflow/context_state.json");
-    assert!(hookd_tests::wait_until(
-        std::time::Duration::from_secs(10),
-        || state_file.exists()
-    ));
-    assert!(hookd_tests::wait_until(
-        std::time::Duration::from_secs(10),
-        || workflow_events(&p.project)
+    p.sb.wait_for(TestEvent::Saved, "threshold 0.80");
+    assert!(p.project.join(".workflow/context_state.json").exists());
+    assert!(
+        workflow_events(&p.project)
             .iter()
             .any(|e| e["kind"] == "pipeline" && e["step"] == "resume_prompt")
-    ));
+    );
     assert_eq!(p.state()["context_usage"]["threshold_triggered"], 0.8);
     assert_eq!(p.repo().checkpoint_ref(), None, "80%: no checkpoint");
     p.transcript.reply(160_320); // 96%
     p.hook("PostToolUse", "post-tool-use");
-    assert!(
-        hookd_tests::wait_until(std::time::Duration::from_secs(10), || p
-            .repo()
-            .checkpoint_ref()
-            .is_some()),
-        "95%: checkpoint"
-    );
+    p.sb.wait_for(TestEvent::Checkpoint, "ok");
+    assert!(p.repo().checkpoint_ref().is_some(), "95%: checkpoint");
     // At 95% there is no room to reload files: the save says so, and
     // still counts as a save.
-    let mut last_save = serde_json::Value::Null;
-    assert!(hookd_tests::wait_until(
-        std::time::Duration::from_secs(10),
-        || {
-            let out = p.hookctl(&["status", "--json"]);
-            let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-            last_save = status["sessions"][0]["last_save"].clone();
-            last_save["what"] == "threshold 0.95"
-        }
-    ));
-    assert_eq!(last_save["ok"], true, "{last_save}");
+    let last_save = p.status().last_save.expect("a save mark");
+    assert_eq!(last_save.what, "threshold 0.95");
+    assert!(last_save.ok, "{last_save:?}");
     assert!(
-        last_save["skipped"]
-            .as_str()
+        last_save
+            .skipped
+            .as_deref()
             .is_some_and(|s| s.starts_with("files to reload left out: ")
                 && s.ends_with("no room to reload files")),
-        "{last_save}"
+        "{last_save:?}"
     );
     let shown = stdout(&p.hookctl(&["status"]));
     assert!(!shown.contains("FAILED"), "{shown}");

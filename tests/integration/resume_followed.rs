@@ -3,11 +3,10 @@
 //! calls after the resume prompt are judged against what it asked for.
 
 use hookd_tests::{
-    Sandbox, Scenario, TestDaemon, additional_context, assert_valid, hook_json, run_with_stdin,
-    state_schema, stderr, stdout, wait_until,
+    Sandbox, Scenario, TestDaemon, TestEvent, additional_context, assert_valid, hook_json,
+    run_with_stdin, state_schema, stderr, stdout,
 };
 use serde_json::{Value, json};
-use std::time::Duration;
 
 /// Where Claude Code compacts a 200k window: 200,000 − 20,000 − 13,000.
 const COMPACTS_AT: u64 = 167_000;
@@ -28,10 +27,11 @@ fn a_level_crossed_on_a_runs_last_reply_never_reaches_the_model_after_the_next_r
     assert_eq!(s.turn(at(0.50)), Value::Null);
     // The run's last reply lands after its last tool hook: the watcher fires 70%.
     s.transcript.reply(at(0.75));
-    assert!(
-        wait_until(Duration::from_secs(10), || s.events("threshold").len() == 1),
-        "the watcher fired the level: {:?}",
-        s.events("threshold")
+    s.sb.wait_for(TestEvent::Recorded, "threshold");
+    assert_eq!(
+        s.events("threshold").len(),
+        1,
+        "the watcher fired the level"
     );
     s.hook("Stop", "stop");
     // `claude -p --resume <id> "/compact"`: SessionStart(resume), then the compaction.

@@ -7,19 +7,26 @@
 
 pub mod e2e;
 pub mod e2e_agents;
+mod events;
 mod file_tree;
 mod git_repo;
+mod hook_answer;
 pub mod mock_codex;
 pub mod mock_gemini;
 pub mod mock_model;
+mod normalize;
 mod scenario;
 
+pub use events::{EVENT_DEADLINE, EventStream};
 pub use file_tree::FileTree;
 pub use git_repo::{
     Fingerprint, GitRepo, REF_PREFIX, UserRefs, checkpoint_meta, git_command, snapshot,
     snapshot_options,
 };
-pub use scenario::{Scenario, ScenarioBuilder, saved_state};
+pub use hook_answer::HookAnswer;
+pub use hookd::test_events::TestEvent;
+pub use normalize::Normalizer;
+pub use scenario::{Scenario, ScenarioBuilder, output_text, saved_state};
 
 use hookd::engine::Engine;
 use hookd::{Daemon, DaemonOptions, Shutdown};
@@ -75,6 +82,8 @@ pub fn payload(name: &str) -> Value {
 pub struct Sandbox {
     // Declared first: dropped before the directory is deleted.
     _reaper: Reaper,
+    /// The named events of the daemons this sandbox runs.
+    pub events: EventStream,
     pub dir: tempfile::TempDir,
 }
 
@@ -188,6 +197,7 @@ impl Sandbox {
             _reaper: Reaper {
                 root: dir.path().to_path_buf(),
             },
+            events: EventStream::bind(&dir.path().join("events.sock")),
             dir,
         }
     }
@@ -223,6 +233,7 @@ impl Sandbox {
             .env("HOOKD_CONFIG_DIR", self.config_dir())
             .env("HOOKD_DATA_DIR", self.path().join("data"))
             .env("HOOKD_BIN", bin("hookd"))
+            .env(hookd::test_events::ENV, self.events.path())
             .current_dir(self.path())
             .stdin(Stdio::null());
         cmd
@@ -260,6 +271,33 @@ impl Sandbox {
             .expect("run hookd")
     }
 
+    /// Blocks until a daemon of this sandbox sends `event` (its detail
+    /// starting with `detail`): see [`EventStream::wait_for`].
+    pub fn wait_for(&self, event: TestEvent, detail: &str) -> String {
+        self.events.wait_for(event, detail)
+    }
+
+    /// Blocks until `holds`, looking again at each `event`: see
+    /// [`EventStream::wait_until_after`].
+    pub fn wait_until_after(&self, event: TestEvent, what: &str, holds: impl FnMut() -> bool) {
+        self.events.wait_until_after(event, what, holds)
+    }
+
+    /// What varies from run to run in this sandbox's outputs, to normalize.
+    pub fn normalizer(&self) -> Normalizer {
+        let bin_dir = bin("hookctl")
+            .parent()
+            .expect("the binaries' directory")
+            .display()
+            .to_string();
+        Normalizer::new(self.path(), &self.socket()).with(bin_dir, "[BIN]")
+    }
+
+    /// `text` normalized for a snapshot.
+    pub fn normalize(&self, text: &str) -> String {
+        self.normalizer().normalize(text)
+    }
+
     /// The cross-task memory's directory: where `$HOOKD_DATA_DIR` (set for
     /// the binaries) puts it.
     pub fn memory_dir(&self) -> PathBuf {
@@ -273,6 +311,7 @@ impl Sandbox {
         };
         // An in-process daemon sees the test's environment, not the sandbox's.
         DaemonOptions::new(socket, self.state_dir())
+            .test_events_to(self.events.path())
             .set("memory.dir", self.memory_dir().display().to_string())
     }
 }

@@ -7,10 +7,13 @@
 //! let s = Scenario::build().repository(|repo| repo.commit_all("initial")).start();
 //! s.transcript.reply(140_000);
 //! let answer = s.hook("PostToolUse", "post-tool-use");
-//! assert_eq!(s.status()["context"]["tokens_used"], 140_000);
+//! assert_eq!(s.status().context.unwrap().tokens_used, 140_000);
 //! ```
 
-use crate::{GitRepo, SONNET, Sandbox, TestDaemon, Transcript, hook_json, stderr, stdout};
+use crate::{
+    GitRepo, HookAnswer, Normalizer, SONNET, Sandbox, TestDaemon, Transcript, stderr, stdout,
+};
+use protocol::wire::{SessionStatus, StatusReport};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -61,9 +64,8 @@ impl Scenario {
     }
 
     /// `hookctl hook <event>` with the fixture payload `fixture` for this
-    /// session; it must exit 0. Returns its JSON answer (`Null` for none),
-    /// or PreCompact's plain text as a JSON string.
-    pub fn hook(&self, fixture: &str, event: &str) -> Value {
+    /// session; it must exit 0. Returns its answer.
+    pub fn hook(&self, fixture: &str, event: &str) -> HookAnswer {
         self.hook_of(&self.transcript, fixture, event, |_| {})
     }
 
@@ -75,22 +77,28 @@ impl Scenario {
         fixture: &str,
         event: &str,
         edit: impl FnOnce(&mut Value),
-    ) -> Value {
+    ) -> HookAnswer {
         let mut payload: Value =
             serde_json::from_slice(&transcript.payload(fixture, &self.project)).unwrap();
         edit(&mut payload);
         let out = self.sb.hook(event, &serde_json::to_vec(&payload).unwrap());
         assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
         if event == "pre-compact" {
-            Value::String(stdout(&out))
+            HookAnswer::text_of(&out)
         } else {
-            hook_json(&out)
+            let text = stdout(&out);
+            let answer = HookAnswer::parse(&text);
+            assert!(
+                !answer.is_text(),
+                "{event} printed what is not JSON: {text}"
+            );
+            answer
         }
     }
 
     /// The agent's next turn: a reply whose context is `tokens`, then the
     /// PostToolUse hook of the tool it called. Returns the hook's answer.
-    pub fn turn(&mut self, tokens: u64) -> Value {
+    pub fn turn(&mut self, tokens: u64) -> HookAnswer {
         self.transcript.reply(tokens);
         self.hook("PostToolUse", "post-tool-use")
     }
@@ -98,12 +106,17 @@ impl Scenario {
     /// A manual compaction from `pre_tokens` down to `post_tokens`, as
     /// Claude Code runs it: PreCompact, the `compact_boundary` in the
     /// transcript, SessionStart(compact). Returns SessionStart's answer.
-    pub fn compact(&self, pre_tokens: u64, post_tokens: u64) -> Value {
+    pub fn compact(&self, pre_tokens: u64, post_tokens: u64) -> HookAnswer {
         self.compact_of(&self.transcript, pre_tokens, post_tokens)
     }
 
     /// [`Scenario::compact`] for the session of `transcript`.
-    pub fn compact_of(&self, transcript: &Transcript, pre_tokens: u64, post_tokens: u64) -> Value {
+    pub fn compact_of(
+        &self,
+        transcript: &Transcript,
+        pre_tokens: u64,
+        post_tokens: u64,
+    ) -> HookAnswer {
         self.hook_of(
             transcript,
             "PreCompact(trigger=manual)",
@@ -124,12 +137,52 @@ impl Scenario {
         crate::workflow_events_of(&self.project, kind)
     }
 
-    /// `hookctl status --json`: the first session's report.
-    pub fn status(&self) -> Value {
+    /// `hookctl status --json`: the first session's report, as hookctl
+    /// reads it off the wire.
+    pub fn status(&self) -> SessionStatus {
+        let report = self.status_report();
+        report
+            .sessions
+            .into_iter()
+            .next()
+            .expect("hookctl status --json lists a session")
+    }
+
+    /// `hookctl status --json`, the whole report.
+    pub fn status_report(&self) -> StatusReport {
         let out = self.sb.hookctl(&["status", "--json"]);
         assert!(out.status.success(), "{}", stderr(&out));
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-        report["sessions"][0].clone()
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "hookctl status --json is not a status report ({e}): {}",
+                stdout(&out)
+            )
+        })
+    }
+
+    /// `hookctl <args>` run in the project, its stdout and stderr (when
+    /// not empty) and a failing exit code, normalized for a snapshot.
+    pub fn hookctl_normalized(&self, args: &[&str]) -> String {
+        let out = self.hookctl(args);
+        self.normalize(&output_text(&out))
+    }
+
+    /// What varies in this scenario's outputs: the sandbox's, and the
+    /// repository's commits (hookd's checkpoints included), whole or short.
+    pub fn normalizer(&self) -> Normalizer {
+        let normalizer = self.sb.normalizer();
+        let Some(repo) = &self.repo else {
+            return normalizer;
+        };
+        // A repository without a commit yet lists none.
+        let listed = repo.command().args(["rev-list", "--all"]).output();
+        let commits = listed.map(|out| stdout(&out)).unwrap_or_default();
+        normalizer.with_commits(commits.split_whitespace())
+    }
+
+    /// Text normalized for this scenario's snapshots.
+    pub fn normalize(&self, text: &str) -> String {
+        self.normalizer().normalize(text)
     }
 
     /// The project's saved state, `.workflow/context_state.json`.
@@ -141,6 +194,16 @@ impl Scenario {
     pub fn resume_prompt(&self) -> String {
         std::fs::read_to_string(self.project.join(".workflow/resume_prompt.md"))
             .expect("resume_prompt.md")
+    }
+
+    /// [`Scenario::resume_prompt`] normalized for a snapshot.
+    pub fn resume_prompt_normalized(&self) -> String {
+        self.normalize(&self.resume_prompt())
+    }
+
+    /// A hook's answer normalized for a snapshot.
+    pub fn answer_normalized(&self, answer: &HookAnswer) -> String {
+        answer.normalized(&self.normalizer())
     }
 
     /// `hookctl <args>` run in the project.
@@ -226,6 +289,25 @@ impl ScenarioBuilder {
             transcript,
         }
     }
+}
+
+/// A command's stdout, then its stderr and exit code when they say
+/// something: the whole of what a person saw.
+pub fn output_text(out: &std::process::Output) -> String {
+    let mut text = stdout(out);
+    let err = stderr(out);
+    if !err.is_empty() {
+        text.push_str("--- stderr\n");
+        text.push_str(&err);
+    }
+    if !out.status.success() {
+        let code = out
+            .status
+            .code()
+            .map_or("by a signal".into(), |c| c.to_string());
+        text.push_str(&format!("--- exit {code}\n"));
+    }
+    text
 }
 
 /// The saved state of a project, `.workflow/context_state.json`.

@@ -17,6 +17,7 @@ use super::Engine;
 use crate::harness::{self, EventKind, HookEvent, Outcome};
 use crate::memory;
 use crate::sessions::SessionKey;
+use crate::test_events::TestEvent;
 use protocol::config::Config;
 use protocol::wire::{ErrorKind, ErrorReply, Request, Response};
 use std::path::{Path, PathBuf};
@@ -124,6 +125,7 @@ impl Engine {
                 Ok(Err(e)) => engine.memory_problem(e),
                 Err(e) => engine.memory_problem(format!("the memory task failed: {e}")),
             }
+            engine.identity.test_events.emit(TestEvent::MemoryDone, "");
         });
     }
 

@@ -16,6 +16,7 @@ use crate::resources::Resources;
 use crate::sessions::{Registry, SessionKey};
 use crate::settings::Settings;
 use crate::shutdown::Shutdown;
+use crate::test_events::TestEvent;
 use crate::time::now_ms;
 use crate::watch::TranscriptWatcher;
 use protocol::config::Effective;
@@ -37,6 +38,7 @@ pub struct Identity {
     pub socket: PathBuf,
     pub state_dir: PathBuf,
     pub log_dir: Option<PathBuf>,
+    pub test_events: crate::test_events::TestEvents,
 }
 
 pub struct Engine {
@@ -273,6 +275,7 @@ impl Engine {
                     // environment included.
                     let (config, _) = self.settings.for_request(project.as_deref(), &env);
                     self.on_file_change(&key, &config.config).await;
+                    self.identity.test_events.emit(TestEvent::FileRead, "");
                     self.touch();
                 }
             }

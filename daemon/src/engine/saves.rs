@@ -3,6 +3,7 @@
 
 use super::{Engine, ProjectEvent};
 use crate::pipeline::{self, SaveReport, SaveRequest};
+use crate::test_events::TestEvent;
 use crate::time::now_ms;
 use crate::workflow::Workflow;
 use protocol::config::Config;
@@ -25,6 +26,7 @@ impl Engine {
         config: Config,
     ) -> SaveReport {
         let what = request.trigger.to_string();
+        let what_done = what.clone();
         let key = request.session.clone();
         let wants_checkpoint = request.checkpoint;
         let resources = self.resources.clone();
@@ -70,6 +72,17 @@ impl Engine {
             }
         }
         self.touch();
+        self.identity.test_events.emit(TestEvent::Saved, &what_done);
+        if wants_checkpoint {
+            let result = if report.checkpoint.is_some() {
+                "ok"
+            } else {
+                "failed"
+            };
+            self.identity
+                .test_events
+                .emit(TestEvent::Checkpoint, result);
+        }
         report
     }
 
@@ -83,6 +96,7 @@ impl Engine {
             {
                 tracing::debug!(project = %e.project.display(), error = %err, "cannot append to events.jsonl");
             }
+            self.identity.test_events.emit(TestEvent::Recorded, e.kind);
         }
     }
 }

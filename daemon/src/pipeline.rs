@@ -8,14 +8,15 @@
 //! written atomically; each step's outcome goes to `events.jsonl`.
 
 use crate::budget;
-pub use crate::capture::state::SaveTrigger;
-use crate::capture::{self, state::Checkpoint, state::STATE_FILE, summary_block};
+use crate::capture::{self, summary_block};
 use crate::git::{self, CheckpointMeta, CommitOutcome, SkipReason};
 use crate::project_fs::Dir;
 use crate::prompt;
 use crate::render::{self, Renderer};
 use crate::resources::Resources;
 use crate::sessions::{SessionKey, SummaryToken};
+pub use crate::state::SaveTrigger;
+use crate::state::{Checkpoint, ContextState, HISTORY_DIR, STATE_FILE, sort_history};
 use crate::workflow::Workflow;
 use protocol::budget::BudgetPlan;
 use protocol::config::Config;
@@ -26,7 +27,6 @@ use std::time::Instant;
 
 pub const RESUME_PROMPT_FILE: &str = "resume_prompt.md";
 pub const MODIFIED_FILES_FILE: &str = "modified_files.json";
-pub const HISTORY_DIR: &str = "history";
 /// Temp files older than this were left by a crash, not by a writer at work.
 const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -377,7 +377,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
 /// `.workflow/resume_prompt.md`, rendered from `state`.
 fn write_resume_prompt(
     dir: &Dir,
-    state: &capture::state::ContextState,
+    state: &ContextState,
     renderer: &mut Renderer,
     config: &Config,
     resources: &Resources,
@@ -410,10 +410,7 @@ fn write_resume_prompt(
 }
 
 /// The project's saved state, if there is a readable one hookd wrote.
-fn read_state(
-    dir: &Dir,
-    known: &crate::saved_states::Known,
-) -> Result<capture::state::ContextState, String> {
+fn read_state(dir: &Dir, known: &crate::saved_states::Known) -> Result<ContextState, String> {
     crate::resume::read_state(dir, STATE_FILE, known)?
         .ok_or_else(|| "no saved state to merge into".to_owned())
 }
@@ -496,7 +493,7 @@ pub fn take_summary(
                 summary_block::INFO_STRING
             ));
         }
-        state.summary = Some(capture::state::SummaryTaken {
+        state.summary = Some(crate::state::SummaryTaken {
             from: request.from.to_owned(),
             taken_at: crate::time::rfc3339(crate::time::now_ms()),
             fingerprint: block.fingerprint.clone(),
@@ -580,7 +577,7 @@ fn context_budget(
     request: &SaveRequest,
     config: &Config,
     workflow: &Dir,
-    state: &capture::state::ContextState,
+    state: &ContextState,
     changes: &[protocol::wire::FileChange],
     room: Option<budget::room::Room>,
     repositories: &git::Repositories,
@@ -648,21 +645,11 @@ fn context_budget(
     Ok((plan, record))
 }
 
-/// History files oldest first: by the time stamp after the capture's first
-/// word (`save_20260118_143022_<session>.json`), whatever that word is.
-pub fn sort_history(names: &mut [String]) {
-    fn stamp(name: &str) -> &str {
-        name.split_once('_')
-            .map_or(name, |(_, rest)| rest.get(..15).unwrap_or(rest))
-    }
-    names.sort_by(|a, b| stamp(a).cmp(stamp(b)).then_with(|| a.cmp(b)));
-}
-
 /// Keeps a copy of each capture (`bytes`, the state file's content) in
 /// `.workflow/history/`, the newest `keep`.
 fn keep_history(
     workflow: &Dir,
-    state: &capture::state::ContextState,
+    state: &ContextState,
     bytes: &[u8],
     keep: usize,
 ) -> std::io::Result<()> {

@@ -29,8 +29,7 @@ use std::path::{Path, PathBuf};
 
 /// Name of the user configuration file inside the config directory.
 pub const USER_FILE: &str = "config.yaml";
-/// Name of the project configuration file at the project root.
-pub const PROJECT_FILE: &str = ".hookd.yaml";
+pub use crate::project::PROJECT_FILE;
 /// Prefix of configuration environment variables.
 pub const ENV_PREFIX: &str = "HOOKD_";
 /// Separator between key levels in environment variable names.

@@ -13,8 +13,8 @@ use super::imports;
 use super::score::{self, Evidence};
 use super::summary::{self, Level};
 use super::tokens::{self, TextKind};
-use crate::capture::state::ContextState;
 use crate::project_fs::Dir;
+use crate::state::ContextState;
 use crate::workflow::Workflow;
 use protocol::budget::{Allocation, BudgetPlan, FileScore, Metrics, Overflow, PlannedFile, Tier};
 use protocol::config::{BudgetConfig, OverflowStrategy};
@@ -87,7 +87,7 @@ pub fn task_of(state: &ContextState) -> String {
     if let Some(t) = state
         .tasks
         .iter()
-        .find(|t| t.status == crate::capture::state::TaskStatus::InProgress)
+        .find(|t| t.status == crate::state::TaskStatus::InProgress)
     {
         parts.push(t.title.clone());
     }
@@ -728,7 +728,7 @@ mod tests {
         );
         assert_eq!(read_start(&dir.path().join("link.rs")), None);
     }
-    use crate::capture::state::NextAction;
+    use crate::state::NextAction;
 
     /// A project outside git (modification times give recency) whose three
     /// parser files match the task in path and contents.

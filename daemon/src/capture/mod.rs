@@ -13,7 +13,6 @@
 //! ([`summary_block`]), below all of these.
 
 pub mod records;
-pub mod state;
 pub mod summary_block;
 pub mod workflow_file;
 mod yaml;
@@ -21,13 +20,13 @@ mod yaml;
 use crate::git::{self, GitError, Repositories, Snapshot, SnapshotOptions};
 use crate::harness::work::{TaskSource, TaskStatus, WorkFacts};
 use crate::project_fs::Dir;
-use crate::workflow::Workflow;
-use protocol::config::Config;
-use protocol::wire::{ContextStatus, FileChange, Harness};
-use state::{
+use crate::state::{
     ActiveWork, Blocker, ContextState, ContextUsage, Decision, GitInfo, LastStep, ModifiedFile,
     NextAction, SOURCE_TRANSCRIPT, Task,
 };
+use crate::workflow::Workflow;
+use protocol::config::Config;
+use protocol::wire::{ContextStatus, FileChange, Harness};
 use std::path::Path;
 
 pub struct Input<'a> {
@@ -40,7 +39,7 @@ pub struct Input<'a> {
     pub harness_session: Option<&'a str>,
     pub transcript: Option<&'a Path>,
     pub context: Option<&'a ContextStatus>,
-    pub trigger: state::SaveTrigger,
+    pub trigger: crate::state::SaveTrigger,
     /// The threshold level that asked for this save, if one did.
     pub threshold: Option<f64>,
     pub config: &'a Config,
@@ -451,7 +450,7 @@ fn assemble(
                 .iter()
                 .map(|b| Blocker {
                     issue: b.issue.clone(),
-                    status: state::blocker_status(b.status.as_deref().unwrap_or("")).into(),
+                    status: crate::state::blocker_status(b.status.as_deref().unwrap_or("")).into(),
                     notes: b.notes.clone(),
                     source: workflow_file::WORKFLOW_FILE.into(),
                 })
@@ -581,7 +580,7 @@ const MAX_FILES_MENTIONED: usize = 12;
 /// project's files its title and description name, then the names of files
 /// not in the project yet, marked to create, when they plainly are paths
 /// (see [`looks_like_a_path`]).
-fn task_files(base: &PathBase, task: &Task, listed: &[String]) -> Vec<state::TaskFile> {
+fn task_files(base: &PathBase, task: &Task, listed: &[String]) -> Vec<crate::state::TaskFile> {
     let texts: Vec<&str> = std::iter::once(task.title.as_str())
         .chain(task.description.as_deref())
         .collect();
@@ -603,13 +602,13 @@ fn task_files(base: &PathBase, task: &Task, listed: &[String]) -> Vec<state::Tas
         .map(|w| base.from_session(w))
         .filter(|p| looks_like_a_path(p))
         .filter(|p| root.as_ref().is_some_and(|r| absent(r, Path::new(p))));
-    let mut files: Vec<state::TaskFile> = Vec::new();
+    let mut files: Vec<crate::state::TaskFile> = Vec::new();
     for (path, to_create) in existing
         .map(|p| (p, false))
         .chain(missing.map(|p| (p, true)))
     {
         if files.len() < MAX_FILES_MENTIONED && !files.iter().any(|f| f.path == path) {
-            files.push(state::TaskFile { path, to_create });
+            files.push(crate::state::TaskFile { path, to_create });
         }
     }
     files
@@ -811,7 +810,7 @@ mod tests {
             harness_session: Some("s1"),
             transcript: session_file,
             context: None,
-            trigger: state::SaveTrigger::Manual,
+            trigger: crate::state::SaveTrigger::Manual,
             threshold: None,
             config: &config,
             now_ms: 0,

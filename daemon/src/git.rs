@@ -106,6 +106,17 @@ pub enum GitError {
     NotInCheckpoint { path: String, rev: String },
 }
 
+impl GitError {
+    /// The project is not in a work tree of its own (no repository, or a
+    /// bare one): there is no git step to take, and nothing is wrong.
+    pub fn is_no_work_tree(&self) -> bool {
+        matches!(
+            self,
+            GitError::NotARepository { .. } | GitError::Bare { .. }
+        )
+    }
+}
+
 fn git(op: &'static str) -> impl FnOnce(git2::Error) -> GitError {
     move |source| GitError::Git { op, source }
 }
@@ -132,6 +143,11 @@ fn setup_libgit2() {
 /// work tree anywhere, the home directory included; hookd snapshots and
 /// writes only the tree the project path names.
 fn open(project: &Path) -> Result<git2::Repository, GitError> {
+    #[cfg(test)]
+    {
+        let mut opened = TIMES_OPENED.lock().unwrap_or_else(|p| p.into_inner());
+        *opened.entry(project.to_path_buf()).or_default() += 1;
+    }
     setup_libgit2();
     let shown = || project.display().to_string();
     // libgit2 walks up past a directory of another user; hookd's own walk
@@ -169,6 +185,17 @@ fn open(project: &Path) -> Result<git2::Repository, GitError> {
     Ok(repo)
 }
 
+/// How many times each project's repository was opened: what a save costs.
+#[cfg(test)]
+static TIMES_OPENED: Mutex<std::collections::BTreeMap<PathBuf, usize>> =
+    Mutex::new(std::collections::BTreeMap::new());
+
+#[cfg(test)]
+pub fn times_opened(project: &Path) -> usize {
+    let opened = TIMES_OPENED.lock().unwrap_or_else(|p| p.into_inner());
+    opened.get(project).copied().unwrap_or(0)
+}
+
 /// The root of the work tree `project` lies in, found from its canonical
 /// path by the walk that finds a session's project: never above a
 /// directory of another owner, never through a `.git` symlink.
@@ -203,6 +230,133 @@ pub fn project_is_inside_git_dir(path: &Path) -> bool {
 /// What git itself looks for in a git directory.
 fn is_git_dir(dir: &Path) -> bool {
     dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
+}
+
+/// A repository opened once and handed to each git step of a series (one
+/// save's: snapshot, changes, checkpoint, file list, history), so that its
+/// checks and its config are read once. Cloning shares it. Each step runs
+/// on [`Repositories::bounded`]'s thread; the lock is only there because
+/// that thread is not the caller's.
+#[derive(Clone)]
+pub struct OpenRepository {
+    project: PathBuf,
+    opened: std::sync::Arc<Mutex<Opened>>,
+}
+
+struct Opened {
+    repo: git2::Repository,
+    /// A snapshot bound hookd's private index to the repository: what
+    /// reads the user's index (the file list, statuses) binds it back first.
+    index_is_hookds: bool,
+}
+
+impl std::fmt::Debug for OpenRepository {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenRepository")
+            .field("project", &self.project)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenRepository {
+    /// The repository of `project`, on the caller's thread (see
+    /// [`Repositories::open`] for one under a deadline).
+    pub fn open(project: &Path) -> Result<OpenRepository, GitError> {
+        Ok(OpenRepository {
+            project: project.to_path_buf(),
+            opened: std::sync::Arc::new(Mutex::new(Opened {
+                repo: open(project)?,
+                index_is_hookds: false,
+            })),
+        })
+    }
+
+    /// The project it was opened for.
+    pub fn project(&self) -> &Path {
+        &self.project
+    }
+
+    fn opened(&self) -> std::sync::MutexGuard<'_, Opened> {
+        self.opened.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The repository with the user's index bound; `None` when that index
+    /// cannot be read again (hookd's must not pass for it).
+    fn with_users_index(&self) -> Option<std::sync::MutexGuard<'_, Opened>> {
+        let mut opened = self.opened();
+        if opened.index_is_hookds {
+            let mut users = git2::Index::open(&opened.repo.path().join("index")).ok()?;
+            opened.repo.set_index(&mut users).ok()?;
+            opened.index_is_hookds = false;
+        }
+        Some(opened)
+    }
+
+    /// See [`snapshot`].
+    pub fn snapshot(
+        &self,
+        repositories: &Repositories,
+        opts: &SnapshotOptions,
+    ) -> Result<Snapshot, GitError> {
+        let mut opened = self.opened();
+        opened.index_is_hookds = true;
+        snapshot_of(repositories, &opened.repo, &self.project, opts)
+    }
+
+    /// See [`changes`].
+    pub fn changes(
+        &self,
+        repositories: &Repositories,
+        snapshot: &Snapshot,
+    ) -> Result<Vec<FileChange>, GitError> {
+        changes_cached(repositories, snapshot, || {
+            changes_uncached(&self.opened().repo, snapshot)
+        })
+    }
+
+    /// See [`versions`].
+    pub fn versions(
+        &self,
+        snapshot: &Snapshot,
+        paths: &[&str],
+        max_bytes: u64,
+    ) -> Result<Vec<Versions>, GitError> {
+        versions_of(&self.opened().repo, snapshot, paths, max_bytes)
+    }
+
+    /// See [`commit_checkpoint`].
+    pub fn commit_checkpoint(
+        &self,
+        snapshot: &Snapshot,
+        meta: &CheckpointMeta,
+        ref_prefix: &str,
+    ) -> Result<CommitOutcome, GitError> {
+        commit_checkpoint_of(&self.opened().repo, snapshot, meta, ref_prefix)
+    }
+
+    /// See [`project_files`].
+    pub fn project_files(&self, untracked: bool) -> Option<Vec<String>> {
+        project_files_of(&self.with_users_index()?.repo, &self.project, untracked)
+    }
+
+    /// See [`last_changes`].
+    pub fn last_changes(
+        &self,
+        paths: &[String],
+        changed: Option<&[String]>,
+        now_ms: u64,
+        window_ms: u64,
+    ) -> Option<HashMap<String, u64>> {
+        let opened = self.with_users_index()?;
+        last_changes_of(
+            &opened.repo,
+            &self.project,
+            paths,
+            changed,
+            now_ms,
+            window_ms,
+        )
+    }
 }
 
 /// What hookd keeps per repository between snapshots, owned by whoever
@@ -327,6 +481,17 @@ impl Repositories {
                 Err(timed_out())
             }
         }
+    }
+
+    /// Opens the repository of `project` under `deadline`, for the steps
+    /// that follow to share.
+    pub fn open(
+        &self,
+        project: &Path,
+        deadline: std::time::Duration,
+    ) -> Result<OpenRepository, GitError> {
+        let at = project.to_path_buf();
+        self.bounded(project, deadline, move |_| OpenRepository::open(&at))
     }
 
     /// Whether git work for the work tree holding `project` is stuck.
@@ -466,7 +631,15 @@ pub fn snapshot(
     project: &Path,
     opts: &SnapshotOptions,
 ) -> Result<Snapshot, GitError> {
-    let repo = open(project)?;
+    OpenRepository::open(project)?.snapshot(repositories, opts)
+}
+
+fn snapshot_of(
+    repositories: &Repositories,
+    repo: &git2::Repository,
+    project: &Path,
+    opts: &SnapshotOptions,
+) -> Result<Snapshot, GitError> {
     let lock = repositories.0.index_locks.for_path(repo.path());
     let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
     let workdir = repo
@@ -475,10 +648,10 @@ pub fn snapshot(
             path: project.display().to_string(),
         })?
         .to_path_buf();
-    let mut index = private_index(&repo)?;
+    let mut index = private_index(repo)?;
     repo.set_index(&mut index)
         .map_err(git("use hookd's index"))?;
-    let tracked = tracked_paths(&repo);
+    let tracked = tracked_paths(repo);
     special_files::refuse_in_work_tree(project, &workdir, tracked.iter().map(Vec::as_slice))?;
 
     // Untracked files we hold from earlier snapshots go when they are now
@@ -511,8 +684,8 @@ pub fn snapshot(
         let take = if !is_tracked && !opts.include_untracked {
             false
         } else if let Some(driver) = filter_driver(
-            &repo,
-            drivers.get_or_insert_with(|| configured_filters(&repo)),
+            repo,
+            drivers.get_or_insert_with(|| configured_filters(repo)),
             &workdir,
             path,
         ) {
@@ -547,12 +720,12 @@ pub fn snapshot(
         .add_all(["*"], git2::IndexAddOption::DEFAULT, Some(&mut decide))
         .map_err(git("add the working tree to hookd's index"))?;
     if !filtered.is_empty() {
-        applied += keep_users_blobs(&repo, &mut index, &filtered)?;
+        applied += keep_users_blobs(repo, &mut index, &filtered)?;
     }
     // The submodule machinery reads .gitmodules and the config: only when
     // there is a submodule.
     if index.iter().any(|e| e.mode == GITLINK_MODE) {
-        applied += record_submodules(&repo, &mut index)?;
+        applied += record_submodules(repo, &mut index)?;
     }
     let tree = index.write_tree().map_err(git("write the snapshot tree"))?;
     // Unchanged since the last snapshot: the index on disk is already this one.
@@ -563,7 +736,7 @@ pub fn snapshot(
         tracing::warn!(error = %e, "cannot save hookd's index; the next snapshot hashes more files");
     }
 
-    let (branch, head) = branch_and_head(&repo)?;
+    let (branch, head) = branch_and_head(repo)?;
     Ok(Snapshot {
         tree,
         head,
@@ -820,6 +993,17 @@ pub fn changes(
     project: &Path,
     snapshot: &Snapshot,
 ) -> Result<Vec<FileChange>, GitError> {
+    changes_cached(repositories, snapshot, || {
+        changes_uncached(&open(project)?, snapshot)
+    })
+}
+
+/// The cached changes for the snapshot's tree, or those `find` finds.
+fn changes_cached(
+    repositories: &Repositories,
+    snapshot: &Snapshot,
+    find: impl FnOnce() -> Result<Vec<FileChange>, GitError>,
+) -> Result<Vec<FileChange>, GitError> {
     if let Some((head, tree, list)) = repositories
         .0
         .changes
@@ -831,7 +1015,7 @@ pub fn changes(
     {
         return Ok(list.clone());
     }
-    let list = changes_uncached(project, snapshot)?;
+    let list = find()?;
     let mut cache = repositories
         .0
         .changes
@@ -847,10 +1031,12 @@ pub fn changes(
     Ok(list)
 }
 
-fn changes_uncached(project: &Path, snapshot: &Snapshot) -> Result<Vec<FileChange>, GitError> {
-    let repo = open(project)?;
-    let (base, tree) = trees_of(&repo, snapshot)?;
-    diff_trees(&repo, base.as_ref(), &tree, true)
+fn changes_uncached(
+    repo: &git2::Repository,
+    snapshot: &Snapshot,
+) -> Result<Vec<FileChange>, GitError> {
+    let (base, tree) = trees_of(repo, snapshot)?;
+    diff_trees(repo, base.as_ref(), &tree, true)
 }
 
 /// HEAD's tree (none in a repository with no commit yet) and the snapshot's.
@@ -946,8 +1132,16 @@ pub fn versions(
     paths: &[&str],
     max_bytes: u64,
 ) -> Result<Vec<Versions>, GitError> {
-    let repo = open(project)?;
-    let (base, tree) = trees_of(&repo, snapshot)?;
+    versions_of(&open(project)?, snapshot, paths, max_bytes)
+}
+
+fn versions_of(
+    repo: &git2::Repository,
+    snapshot: &Snapshot,
+    paths: &[&str],
+    max_bytes: u64,
+) -> Result<Vec<Versions>, GitError> {
+    let (base, tree) = trees_of(repo, snapshot)?;
     let text_in = |tree: &git2::Tree, path: &str| -> Option<String> {
         let entry = tree.get_path(Path::new(path)).ok()?;
         // Regular files only (0o100644, 0o100755): not links, not submodules.
@@ -1000,7 +1194,15 @@ pub fn commit_checkpoint(
     meta: &CheckpointMeta,
     ref_prefix: &str,
 ) -> Result<CommitOutcome, GitError> {
-    let repo = open(project)?;
+    commit_checkpoint_of(&open(project)?, snapshot, meta, ref_prefix)
+}
+
+fn commit_checkpoint_of(
+    repo: &git2::Repository,
+    snapshot: &Snapshot,
+    meta: &CheckpointMeta,
+    ref_prefix: &str,
+) -> Result<CommitOutcome, GitError> {
     let reference = format!("{ref_prefix}/{}", snapshot.branch);
     if !git2::Reference::is_valid_name(&reference) {
         return Err(GitError::Git {
@@ -1053,7 +1255,7 @@ pub fn commit_checkpoint(
             .commit(None, &signature, &signature, &message, &tree, &parents)
             .map_err(git("write the checkpoint commit"))?;
         crate::fault::pause("before the ref moves");
-        refs_dir_is_real(&repo, &reference)?;
+        refs_dir_is_real(repo, &reference)?;
         clear_stale_lock(&repo.path().join(format!("{reference}.lock")));
         // Compare-and-swap, creation included: the zero id means "must not exist yet".
         // (libgit2 checks `force = false` before it takes the lock, so two
@@ -1701,7 +1903,14 @@ pub fn head_info(project: &Path) -> Result<HeadInfo, GitError> {
 /// submodules), relative to `project`, leaving out those outside it. None
 /// outside a repository. Untracked files cost a walk of the working tree.
 pub fn project_files(project: &Path, untracked: bool) -> Option<Vec<String>> {
-    let repo = open(project).ok()?;
+    project_files_of(&open(project).ok()?, project, untracked)
+}
+
+fn project_files_of(
+    repo: &git2::Repository,
+    project: &Path,
+    untracked: bool,
+) -> Option<Vec<String>> {
     let root = repo.workdir()?.canonicalize().ok()?;
     let project = project.canonicalize().ok()?;
     let prefix = project
@@ -1721,7 +1930,7 @@ pub fn project_files(project: &Path, untracked: bool) -> Option<Vec<String>> {
         .include_ignored(false);
     // Without untracked files the index is enough (deleted files may remain).
     let statuses = if untracked {
-        special_files::refuse_in_work_tree_of(&project, &repo).ok()?;
+        special_files::refuse_in_work_tree_of(&project, repo).ok()?;
         repo.statuses(Some(&mut opts)).ok()
     } else {
         None
@@ -1770,7 +1979,24 @@ pub fn last_changes(
     now_ms: u64,
     window_ms: u64,
 ) -> Option<HashMap<String, u64>> {
-    let repo = open(project).ok()?;
+    last_changes_of(
+        &open(project).ok()?,
+        project,
+        paths,
+        changed,
+        now_ms,
+        window_ms,
+    )
+}
+
+fn last_changes_of(
+    repo: &git2::Repository,
+    project: &Path,
+    paths: &[String],
+    changed: Option<&[String]>,
+    now_ms: u64,
+    window_ms: u64,
+) -> Option<HashMap<String, u64>> {
     let root = repo.workdir()?.canonicalize().ok()?;
     let prefix = project
         .canonicalize()
@@ -1789,7 +2015,7 @@ pub fn last_changes(
     let changed: HashSet<String> = match changed {
         Some(list) => list.iter().cloned().collect(),
         None => {
-            special_files::refuse_in_work_tree_of(project, &repo).ok()?;
+            special_files::refuse_in_work_tree_of(project, repo).ok()?;
             let mut opts = git2::StatusOptions::new();
             opts.include_untracked(true).recurse_untracked_dirs(true);
             repo.statuses(Some(&mut opts))

@@ -72,17 +72,16 @@ impl SaveReport {
 /// Runs the pipeline. Blocking: call it from `spawn_blocking`.
 pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> SaveReport {
     let mut report = SaveReport::default();
+    // Opened once: every git step of this save shares it.
+    let repository = resources
+        .repositories
+        .open(&request.project, git::GIT_DEADLINE);
     // A save someone asked for by hand outside any repository would only
     // leave a `.workflow/` in a stray directory, with no checkpoint.
-    let project = request.project.clone();
     if request.trigger == SaveTrigger::Manual
         && request.checkpoint
-        && let Err(e @ (git::GitError::NotARepository { .. } | git::GitError::Bare { .. })) =
-            resources
-                .repositories
-                .bounded(&request.project, git::GIT_DEADLINE, move |_| {
-                    git::head_info(&project)
-                })
+        && let Err(e) = &repository
+        && e.is_no_work_tree()
     {
         report.problems.push(format!("{e}: nothing was saved"));
         return report;
@@ -135,6 +134,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
         config,
         now_ms: crate::time::now_ms(),
         repositories: &resources.repositories,
+        repository: repository.as_ref(),
     });
     let mut state = captured.state;
     // What earlier summaries of this session said stays until superseded:
@@ -169,9 +169,10 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
     let started = Instant::now();
     let checkpoint = match (
         &captured.snapshot,
+        &repository,
         request.checkpoint && config.checkpoint.enabled,
     ) {
-        (_, false) => {
+        (_, _, false) => {
             let why = if request.checkpoint {
                 "checkpoints are disabled (checkpoint.enabled)"
             } else {
@@ -182,11 +183,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
                 ..Checkpoint::default()
             }
         }
-        (None, true) => Checkpoint {
-            note: captured.snapshot_note.clone(),
-            ..Checkpoint::default()
-        },
-        (Some(snapshot), true) => {
+        (Some(snapshot), Ok(repo), true) => {
             let meta = CheckpointMeta {
                 session: session.map(|k| k.id.clone()),
                 trigger: request.trigger.to_string(),
@@ -205,14 +202,14 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
                     }
                 })
                 .collect();
-            let (project, snapshot_taken) = (request.project.clone(), snapshot.clone());
+            let (repo, snapshot_taken) = (repo.clone(), snapshot.clone());
             let ref_prefix = config.checkpoint.ref_prefix.clone();
             // Under the project's lock: git runs under a deadline.
             let committed =
                 resources
                     .repositories
                     .bounded(&request.project, git::GIT_DEADLINE, move |_| {
-                        git::commit_checkpoint(&project, &snapshot_taken, &meta, &ref_prefix)
+                        repo.commit_checkpoint(&snapshot_taken, &meta, &ref_prefix)
                     });
             match committed {
                 Ok(CommitOutcome::Created { sha, reference }) => Checkpoint {
@@ -236,6 +233,11 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
                 }
             }
         }
+        // No snapshot (no repository, or git failed): the capture said why.
+        (_, _, true) => Checkpoint {
+            note: captured.snapshot_note.clone(),
+            ..Checkpoint::default()
+        },
     };
     let checkpoint_ok = checkpoint.sha.is_some() || !request.checkpoint;
     step(
@@ -266,6 +268,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
                 &captured.changes,
                 room,
                 &resources.repositories,
+                repository.as_ref().ok(),
             )
             .map(Some),
         };
@@ -581,12 +584,13 @@ fn context_budget(
     changes: &[protocol::wire::FileChange],
     room: Option<budget::room::Room>,
     repositories: &git::Repositories,
+    repository: Option<&git::OpenRepository>,
 ) -> Result<(BudgetPlan, Option<PathBuf>), String> {
     let task = budget::plan::task_of(state);
-    let project = request.project.clone();
+    let (project, repo) = (request.project.clone(), repository.cloned());
     let mut files = repositories
         .bounded(&request.project, git::GIT_DEADLINE, move |_| {
-            Ok(budget::files::list(&project, false))
+            Ok(budget::files::list_in(repo.as_ref(), &project, false))
         })
         .map_err(|e| format!("context budget: {e}"))?;
     files.extend(
@@ -637,6 +641,7 @@ fn context_budget(
             .map(|(dir, _)| dir),
         now_ms: now,
         repositories,
+        repository,
     };
     let plan = budget::plan::plan(&input).map_err(|e| format!("context budget: {e}"))?;
     let record = budget::plan::save_record(workflow, &plan, now, config.budget.records_keep)
@@ -709,6 +714,49 @@ mod tests {
                 "compact_20260118_143500_s1.json",
             ]
         );
+    }
+
+    fn git(dir: &std::path::Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    /// Every git step of a save (snapshot, changes, definitions, checkpoint,
+    /// the budget's file list and history) shares one opened repository.
+    #[test]
+    fn a_save_opens_the_repository_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("repo");
+        std::fs::create_dir(&project).unwrap();
+        git(&project, &["init", "-q"]);
+        std::fs::write(project.join("lib.rs"), "pub fn one() {}\n").unwrap();
+        git(&project, &["add", "."]);
+        git(&project, &["commit", "-q", "-m", "init"]);
+        std::fs::write(project.join("lib.rs"), "pub fn two() {}\n").unwrap();
+        let request = SaveRequest {
+            session: None,
+            project: project.clone(),
+            working_dir: None,
+            transcript: None,
+            context: None,
+            trigger: SaveTrigger::Manual,
+            checkpoint: true,
+        };
+        let config = Config::default();
+        assert!(
+            config.budget.enabled,
+            "the budget's git steps are part of a save"
+        );
+        let resources = Resources::in_state_dir(&dir.path().join("state"));
+        let report = save(&request, &config, &resources);
+        assert!(report.ok(), "{:?}", report.problems);
+        assert!(report.checkpoint.is_some(), "{report:?}");
+        assert_eq!(git::times_opened(&project), 1);
     }
 
     /// What Claude Code shows the person under "Compacted": two lines.

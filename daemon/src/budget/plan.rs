@@ -59,6 +59,8 @@ pub struct PlanInput<'a> {
     /// ([`crate::git::Repositories::bounded`]): a stuck read costs one
     /// deadline, not a thread for good.
     pub repositories: &'a crate::git::Repositories,
+    /// The repository, when the caller has it open already (a save does).
+    pub repository: Option<&'a crate::git::OpenRepository>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -129,18 +131,17 @@ fn ages(input: &PlanInput, paths: &[String]) -> HashMap<String, f64> {
     let window_ms = (input.config.recency_decay_days * 86_400_000.0) as u64;
     let known = input.changed.as_deref();
     let from_git = {
-        let (project, paths) = (project.to_path_buf(), paths.to_vec());
+        let (at, paths) = (project.to_path_buf(), paths.to_vec());
         let known = known.map(<[String]>::to_vec);
+        let repo = input.repository.cloned();
         input
             .repositories
-            .bounded(&project.clone(), crate::git::GIT_DEADLINE, move |_| {
-                Ok(crate::git::last_changes(
-                    &project,
-                    &paths,
-                    known.as_deref(),
-                    now_ms,
-                    window_ms,
-                ))
+            .bounded(project, crate::git::GIT_DEADLINE, move |_| {
+                let known = known.as_deref();
+                Ok(match repo {
+                    Some(repo) => repo.last_changes(&paths, known, now_ms, window_ms),
+                    None => crate::git::last_changes(&at, &paths, known, now_ms, window_ms),
+                })
             })
             .ok()
             .flatten()
@@ -161,11 +162,11 @@ fn ages(input: &PlanInput, paths: &[String]) -> HashMap<String, f64> {
 pub fn score_candidates(input: &PlanInput, keywords: &[String]) -> Vec<FileScore> {
     let project = input.project;
     let all = input.files.clone().unwrap_or_else(|| {
-        let at = project.to_path_buf();
+        let (at, repo) = (project.to_path_buf(), input.repository.cloned());
         input
             .repositories
             .bounded(project, crate::git::GIT_DEADLINE, move |_| {
-                Ok(files::list(&at, true))
+                Ok(files::list_in(repo.as_ref(), &at, true))
             })
             .unwrap_or_default()
     });
@@ -773,6 +774,7 @@ mod tests {
             cache_dir: None,
             now_ms: crate::time::now_ms(),
             repositories: &crate::git::Repositories::default(),
+            repository: None,
         };
         plan(&input)
     }
@@ -916,6 +918,7 @@ mod tests {
             cache_dir: None,
             now_ms: crate::time::now_ms(),
             repositories: &crate::git::Repositories::default(),
+            repository: None,
         };
         let scores = score_candidates(&input, &score::keywords(&input.task));
         let named = scores

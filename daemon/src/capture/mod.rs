@@ -17,7 +17,7 @@ pub mod summary_block;
 pub mod workflow_file;
 mod yaml;
 
-use crate::git::{self, GitError, Repositories, Snapshot, SnapshotOptions};
+use crate::git::{self, GitError, OpenRepository, Repositories, Snapshot, SnapshotOptions};
 use crate::harness::work::{TaskSource, TaskStatus, WorkFacts};
 use crate::project_fs::Dir;
 use crate::state::{
@@ -46,6 +46,9 @@ pub struct Input<'a> {
     pub now_ms: u64,
     /// The lock on hookd's private index and the last changes found.
     pub repositories: &'a Repositories,
+    /// The project's repository, opened once for the whole save, or why
+    /// it could not be.
+    pub repository: Result<&'a OpenRepository, &'a GitError>,
 }
 
 pub struct Captured {
@@ -129,31 +132,36 @@ pub fn capture(input: &Input) -> Captured {
         max_file_bytes: input.config.checkpoint.max_file_bytes,
     };
     // The caller holds the project's lock: git runs under a deadline.
-    let project = input.project.to_path_buf();
-    let from_git =
-        input
-            .repositories
-            .bounded(input.project, git::GIT_DEADLINE, move |repositories| {
-                let snapshot = git::snapshot(&repositories, &project, &opts)?;
-                let changes = git::changes(&repositories, &project, &snapshot);
-                let definitions = match &changes {
-                    Ok(changes) => changed_definitions(&project, &snapshot, changes),
-                    Err(_) => Default::default(),
-                };
-                Ok((snapshot, changes, definitions))
-            });
+    let failed = |e: &GitError| (e.is_no_work_tree(), e.to_string());
+    let from_git = match input.repository {
+        Ok(repo) => {
+            let repo = repo.clone();
+            input
+                .repositories
+                .bounded(input.project, git::GIT_DEADLINE, move |repositories| {
+                    let snapshot = repo.snapshot(&repositories, &opts)?;
+                    let changes = repo.changes(&repositories, &snapshot);
+                    let definitions = match &changes {
+                        Ok(changes) => changed_definitions(&repo, &snapshot, changes),
+                        Err(_) => Default::default(),
+                    };
+                    Ok((snapshot, changes, definitions))
+                })
+                .map_err(|e| failed(&e))
+        }
+        Err(e) => Err(failed(e)),
+    };
     let (snapshot, snapshot_note, changes, definitions) = match from_git {
         Ok((snapshot, Ok(changes), definitions)) => (Some(snapshot), None, changes, definitions),
         Ok((snapshot, Err(e), _)) => {
             state.problems.push(e.to_string());
             (Some(snapshot), None, Vec::new(), Default::default())
         }
-        Err(e @ (GitError::NotARepository { .. } | GitError::Bare { .. })) => {
-            (None, Some(e.to_string()), Vec::new(), Default::default())
-        }
-        Err(e) => {
-            state.problems.push(e.to_string());
-            (None, Some(e.to_string()), Vec::new(), Default::default())
+        // Not a repository: nothing to snapshot, and nothing wrong.
+        Err((true, why)) => (None, Some(why), Vec::new(), Default::default()),
+        Err((false, why)) => {
+            state.problems.push(why.clone());
+            (None, Some(why), Vec::new(), Default::default())
         }
     };
 
@@ -519,7 +527,7 @@ const MAX_DEFINITIONS_NAMED: usize = 8;
 /// words, by path. Both versions come from git's objects (HEAD and the
 /// snapshot), so no link in the working tree is followed.
 fn changed_definitions(
-    project: &Path,
+    repo: &OpenRepository,
     snapshot: &Snapshot,
     changes: &[FileChange],
 ) -> std::collections::HashMap<String, String> {
@@ -531,7 +539,7 @@ fn changed_definitions(
         .take(MAX_OUTLINED_FILES)
         .collect();
     let paths: Vec<&str> = outlined.iter().map(|(c, _)| c.path.as_str()).collect();
-    let Ok(versions) = git::versions(project, snapshot, &paths, MAX_OUTLINED_BYTES) else {
+    let Ok(versions) = repo.versions(snapshot, &paths, MAX_OUTLINED_BYTES) else {
         return Default::default();
     };
     outlined
@@ -801,11 +809,13 @@ mod tests {
 
     fn capture_with(project: &Path, harness: Harness, session_file: Option<&Path>) -> ContextState {
         let config = Config::default();
+        let opened = OpenRepository::open(project);
         capture(&Input {
             name: "save",
             project,
             working_dir: None,
             repositories: &Repositories::default(),
+            repository: opened.as_ref(),
             harness: Some(harness),
             harness_session: Some("s1"),
             transcript: session_file,

@@ -159,6 +159,7 @@ impl Engine {
                 cache_dir: cache_dir(&query.project, &config),
                 now_ms: now,
                 repositories: &repositories,
+                repository: None,
             };
             match plan::plan(&input) {
                 Ok(result) => {
@@ -213,6 +214,7 @@ impl Engine {
                 cache_dir: None,
                 now_ms: now_ms(),
                 repositories: &repositories,
+                repository: None,
             };
             Response::Score(Box::new(plan::score_one(&input, &rel)))
         })

@@ -8,12 +8,10 @@
 //! `refs/hookd/checkpoints/<branch>` to it with a compare-and-swap.
 
 use crate::path_locks::PathLocks;
+use crate::project_fs::{Blocked, Dir, Entry, NewEntry};
 use protocol::wire::{CheckpointDetail, CheckpointSummary, FileChange};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
-use rustix::io::Errno;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
-use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -1523,15 +1521,7 @@ pub fn restore(
         }
     }
 
-    let root = rustix::fs::open(
-        &workdir,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| GitError::Io {
-        op: "open the work tree",
-        source: e.into(),
-    })?;
+    let root = Dir::open(&workdir).map_err(io("open the work tree"))?;
     let head = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
 
     // Everything is checked before anything is written.
@@ -1539,11 +1529,8 @@ pub fn restore(
     let mut conflicts = Vec::new();
     for file in files {
         let (dirs, name) = file.path.split_at(file.path.len() - 1);
-        let present = match open_dirs(&root, dirs, false)? {
-            Some(dir) => present(&dir, &name[0]).map_err(|e| GitError::Io {
-                op: "read the work tree",
-                source: e,
-            })?,
+        let present = match root.dirs_below(dirs, false).map_err(|b| blocked(dirs, b))? {
+            Some(dir) => present(&dir, &name[0]).map_err(io("read the work tree"))?,
             None => Present::Missing,
         };
         let wanted = file.state();
@@ -1578,17 +1565,28 @@ pub fn restore(
     let mut restored = Vec::new();
     for file in todo {
         let (dirs, name) = file.path.split_at(file.path.len() - 1);
-        let dir = open_dirs(&root, dirs, true)?.ok_or_else(|| GitError::UnsafePath {
-            path: file.shown(),
-            why: "its directory vanished".into(),
-        })?;
+        let dir = root
+            .dirs_below(dirs, true)
+            .map_err(|b| blocked(dirs, b))?
+            .ok_or_else(|| GitError::UnsafePath {
+                path: file.shown(),
+                why: "its directory vanished".into(),
+            })?;
         let blob = repo
             .find_blob(file.id)
             .map_err(git("read a file of the checkpoint"))?;
-        place(&dir, &name[0], file.mode, blob.content()).map_err(|e| GitError::Io {
-            op: "write a restored file",
-            source: e,
-        })?;
+        let new = if file.mode == LINK_MODE {
+            NewEntry::Link {
+                target: blob.content(),
+            }
+        } else {
+            NewEntry::File {
+                bytes: blob.content(),
+                executable: file.mode & 0o111 != 0,
+            }
+        };
+        dir.place(&name[0], new)
+            .map_err(io("write a restored file"))?;
         restored.push(file.shown());
     }
     restored.sort();
@@ -1735,118 +1733,34 @@ fn checkpoint_files(repo: &git2::Repository, tree: &git2::Tree) -> Result<Vec<Tr
     Ok(files)
 }
 
-/// Opens the directory `dirs` below `root` one component at a time, never
-/// following a symlink. None when one is missing, unless `create`, which
-/// makes them (0755).
-fn open_dirs(root: &OwnedFd, dirs: &[Vec<u8>], create: bool) -> Result<Option<OwnedFd>, GitError> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let failed = |op, e: rustix::io::Errno| GitError::Io {
-        op,
-        source: e.into(),
-    };
-    let mut current = rustix::fs::openat(root, c".", flags, Mode::empty())
-        .map_err(|e| failed("open the work tree", e))?;
-    for (i, name) in dirs.iter().enumerate() {
-        let name = name.as_slice();
-        let next = match rustix::fs::openat(&current, name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) if create => {
-                match rustix::fs::mkdirat(&current, name, Mode::from_raw_mode(0o700)) {
-                    Ok(()) | Err(Errno::EXIST) => {}
-                    Err(e) => return Err(failed("make a directory", e)),
-                }
-                let fd = rustix::fs::openat(&current, name, flags, Mode::empty())
-                    .map_err(|e| blocked(&current, &dirs[..=i], name, e))?;
-                // The tree records no mode for directories; git's usual one.
-                rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o755))
-                    .map_err(|e| failed("make a directory", e))?;
-                fd
-            }
-            Err(Errno::NOENT) => return Ok(None),
-            Err(e) => return Err(blocked(&current, &dirs[..=i], name, e)),
-        };
-        current = next;
-    }
-    Ok(Some(current))
-}
-
-/// The error for a directory of the path that cannot be opened.
-fn blocked(parent: &OwnedFd, path: &[Vec<u8>], name: &[u8], e: Errno) -> GitError {
-    let is_link = rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW)
-        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink);
-    match e {
-        _ if is_link => GitError::UnsafePath {
-            path: shown_path(path),
+/// The error for a directory of `dirs` that cannot be reached.
+fn blocked(dirs: &[Vec<u8>], blocked: Blocked) -> GitError {
+    match blocked {
+        Blocked::Link { depth } => GitError::UnsafePath {
+            path: shown_path(&dirs[..depth]),
             why: "it is a symlink in the work tree, and hookd never writes through one".into(),
         },
-        Errno::NOTDIR | Errno::LOOP => GitError::UnsafePath {
-            path: shown_path(path),
+        Blocked::NotADirectory { depth } => GitError::UnsafePath {
+            path: shown_path(&dirs[..depth]),
             why: "it is not a directory in the work tree".into(),
         },
-        e => GitError::Io {
-            op: "open a directory of the work tree",
-            source: e.into(),
-        },
+        Blocked::Io { op, source, .. } => GitError::Io { op, source },
     }
 }
 
-/// What stands at `name` in `dir`, read without following a symlink.
-fn present(dir: &OwnedFd, name: &[u8]) -> std::io::Result<Present> {
-    use std::io::Read;
-    let stat = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(stat) => stat,
-        Err(Errno::NOENT) => return Ok(Present::Missing),
-        Err(e) => return Err(e.into()),
-    };
+/// What stands at `name` in `dir`, as git would hash it.
+fn present(dir: &Dir, name: &[u8]) -> std::io::Result<Present> {
     let hash = |bytes: &[u8]| {
         git2::Oid::hash_object(git2::ObjectType::Blob, bytes).map_err(std::io::Error::other)
     };
-    match FileType::from_raw_mode(stat.st_mode) {
-        FileType::RegularFile => {
-            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-            let fd = rustix::fs::openat(dir, name, flags, Mode::empty())?;
-            let mut bytes = Vec::new();
-            std::fs::File::from(fd).read_to_end(&mut bytes)?;
-            Ok(Present::File {
-                id: hash(&bytes)?,
-                exec: stat.st_mode & 0o111 != 0,
-            })
-        }
-        FileType::Symlink => {
-            let target = rustix::fs::readlinkat(dir, name, Vec::new())?;
-            Ok(Present::Link(hash(target.as_bytes())?))
-        }
-        _ => Ok(Present::Other),
-    }
-}
-
-/// Writes `content` as `name` in `dir`: a new file or symlink under a
-/// temporary name, renamed over whatever stood there (a symlink is
-/// replaced, never written through).
-fn place(dir: &OwnedFd, name: &[u8], mode: i32, content: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let temp = format!(".hookd-restore.{}.{n}", std::process::id());
-    if mode == LINK_MODE {
-        rustix::fs::symlinkat(content, dir, temp.as_str())?;
-    } else {
-        let flags =
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(dir, temp.as_str(), flags, Mode::from_raw_mode(0o600))?;
-        let mut file = std::fs::File::from(fd);
-        let bits = if mode & 0o111 != 0 { 0o755 } else { 0o644 };
-        let written = file
-            .write_all(content)
-            .and_then(|()| Ok(rustix::fs::fchmod(&file, Mode::from_raw_mode(bits))?));
-        if let Err(e) = written {
-            let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
-            return Err(e);
-        }
-    }
-    rustix::fs::renameat(dir, temp.as_str(), dir, name).map_err(|e| {
-        let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
-        e.into()
+    Ok(match dir.entry(name)? {
+        Entry::Missing => Present::Missing,
+        Entry::File { bytes, executable } => Present::File {
+            id: hash(&bytes)?,
+            exec: executable,
+        },
+        Entry::Link { target } => Present::Link(hash(&target)?),
+        Entry::Other => Present::Other,
     })
 }
 

@@ -1,13 +1,23 @@
-//! Checks on the shape of the code itself, read from the crates' sources:
-//! no import cycle between a crate's top-level modules. Test code (an item
-//! under `#[cfg(test)]`, a `#[test]` function) is exempt.
+//! Checks on the shape of the code itself, read from the three crates'
+//! sources: no import cycle between a crate's top-level modules, and no
+//! production function longer than a screenful or three. Test code (an
+//! item under `#[cfg(test)]`, a `#[test]` function) is exempt from both.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+/// Longest production function, in lines, braces included.
+const MAX_FUNCTION_LINES: usize = 150;
+
 /// Import edges between top-level modules that are allowed to close a
 /// cycle, each with why. None today: a new one needs a reason here.
 const ALLOWED_CYCLE_EDGES: &[(&str, &str, &str)] = &[];
+
+/// Functions allowed over the limit (`<file>::<name>`), each with why.
+const ALLOWED_LONG_FUNCTIONS: &[(&str, &str)] = &[(
+    "hookctl/src/main.rs::main",
+    "hookctl's command dispatch is being reworked on its own; it is split there",
+)];
 
 fn crate_src(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -307,6 +317,76 @@ fn protocols_modules_import_each_other_without_cycles() {
     assert_acyclic("protocol");
 }
 
+/// Each function in `code` (already without tests): its name, first line
+/// and length in lines.
+fn functions(code: &str) -> Vec<(String, usize, usize)> {
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices("fn ") {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let name = path_head(&code[at + 3..]);
+        if name.is_empty() {
+            continue;
+        }
+        let Some(open) = body_start(&code[at..]) else {
+            continue;
+        };
+        let end = item_end(code, at + open);
+        out.push((name.to_owned(), line_of(at), line_of(end) - line_of(at) + 1));
+    }
+    out
+}
+
+/// Where a function's body opens: the first `{` outside its parameters
+/// and array types, before any `;` (a declaration has no body).
+fn body_start(signature: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (k, b) in signature.bytes().enumerate() {
+        match b {
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => depth = depth.saturating_sub(1),
+            b'{' if depth == 0 => return Some(k),
+            b';' if depth == 0 => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+#[test]
+fn no_production_function_is_longer_than_the_limit() {
+    let mut too_long = Vec::new();
+    for crate_name in ["daemon", "protocol", "hookctl"] {
+        let src = crate_src(crate_name);
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for file in files {
+            let source = std::fs::read_to_string(&file).expect("source file");
+            let code = without_tests(&code_only(&source));
+            let shown = format!(
+                "{crate_name}/src/{}",
+                file.strip_prefix(&src).unwrap_or(&file).display()
+            );
+            for (name, line, lines) in functions(&code) {
+                let allowed = ALLOWED_LONG_FUNCTIONS
+                    .iter()
+                    .any(|(at, _why)| *at == format!("{shown}::{name}"));
+                if lines > MAX_FUNCTION_LINES && !allowed {
+                    too_long.push(format!("{shown}:{line}: fn {name}, {lines} lines"));
+                }
+            }
+        }
+    }
+    assert!(
+        too_long.is_empty(),
+        "functions longer than {MAX_FUNCTION_LINES} lines; split each into named steps:\n  {}",
+        too_long.join("\n  ")
+    );
+}
+
 #[test]
 fn the_scanner_sees_through_comments_strings_and_tests() {
     let source = "use crate::a; // crate::b\nlet s = \"crate::c\"; let r = r#\"crate::d\"#;\n\
@@ -317,6 +397,7 @@ fn the_scanner_sees_through_comments_strings_and_tests() {
         .map(|(at, _)| path_head(&code[at + 7..]))
         .collect();
     assert_eq!(named, ["a", "g"]);
+    assert_eq!(functions(&code), [("f".to_owned(), 5, 1)]);
     let cyclic: BTreeMap<String, BTreeSet<String>> = [
         ("a".to_owned(), ["b".to_owned()].into()),
         ("b".to_owned(), ["a".to_owned()].into()),

@@ -101,174 +101,239 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
     if let Ok(history) = dir.open_dir(HISTORY_DIR) {
         history.sweep_temp_files(STALE_TEMP_AGE);
     }
-    let session = request.session.as_ref();
-    let step = |name: &str, started: Instant, ok: bool, detail: Option<String>| {
+    let mut run = Run {
+        request,
+        config,
+        resources,
+        workflow,
+        dir,
+        repository,
+        report,
+    };
+    let captured = run.capture();
+    let mut state = captured.state;
+    let mut renderer = Renderer::for_project(Some(&request.project), config);
+    run.progress_summary(&mut state, &mut renderer);
+    state.checkpoint = Some(run.checkpoint(captured.snapshot.as_ref(), captured.snapshot_note));
+    crate::fault::pause("after checkpoint");
+    if config.budget.enabled {
+        run.context_budget(&mut state, &captured.changes);
+    }
+    run.write_state(&state, &captured.changes);
+    run.resume_prompt(&state, &mut renderer);
+    run.report
+}
+
+/// What the pipeline's steps share: a [`save`] in progress.
+struct Run<'a> {
+    request: &'a SaveRequest,
+    config: &'a Config,
+    resources: &'a Resources,
+    workflow: Workflow,
+    /// `.workflow/`, open.
+    dir: Dir,
+    /// The project's repository, opened once, or why it could not be.
+    repository: Result<git::OpenRepository, git::GitError>,
+    report: SaveReport,
+}
+
+/// What the capture step found, for the steps after it.
+struct CaptureStep {
+    state: ContextState,
+    snapshot: Option<git::Snapshot>,
+    snapshot_note: Option<String>,
+    changes: Vec<protocol::wire::FileChange>,
+}
+
+impl Run<'_> {
+    /// A step's outcome, as a line of `events.jsonl`.
+    fn step(&self, name: &str, started: Instant, ok: bool, detail: Option<String>) {
         let fields = json!({
             "step": name,
             "ok": ok,
             "ms": started.elapsed().as_millis() as u64,
             "detail": detail,
-            "trigger": request.trigger.to_string(),
+            "trigger": self.request.trigger.to_string(),
         });
-        if let Err(e) = workflow.append_event("pipeline", session, fields) {
+        let session = self.request.session.as_ref();
+        if let Err(e) = self.workflow.append_event("pipeline", session, fields) {
             tracing::debug!(error = %e, "cannot append to events.jsonl");
         }
-    };
-
-    // 1. capture_workflow_state
-    let started = Instant::now();
-    let threshold = match request.trigger {
-        SaveTrigger::Threshold(level) => Some(level),
-        _ => None,
-    };
-    let captured = capture::capture(&capture::Input {
-        name: request.trigger.capture_name(),
-        project: &request.project,
-        working_dir: request.working_dir.as_deref(),
-        harness: session.map(|k| k.harness),
-        harness_session: session.map(|k| k.id.as_str()),
-        transcript: request.transcript.as_deref(),
-        context: request.context.as_ref(),
-        trigger: request.trigger.clone(),
-        threshold,
-        config,
-        now_ms: crate::time::now_ms(),
-        repositories: &resources.repositories,
-        repository: repository.as_ref(),
-    });
-    let mut state = captured.state;
-    // What earlier summaries of this session said stays until superseded:
-    // from its own last state, in the history when another session saved since.
-    if let Some(id) = state.harness_session_id.clone()
-        && let crate::resume::Loaded::Found { state: earlier, .. } =
-            crate::resume::load(&workflow, Some(&id), &resources.saved_states)
-        && earlier.harness_session_id.as_deref() == Some(id.as_str())
-    {
-        summary_block::carry_over(&mut state, &earlier);
-    }
-    step(
-        "capture",
-        started,
-        state.problems.is_empty(),
-        state.problems.first().cloned(),
-    );
-    // Cross-task memory: new decisions and blockers become reflections.
-    let started = Instant::now();
-    if let Some(problem) = crate::memory::after_capture(&resources.memories, config, &state) {
-        step("memory", started, false, Some(problem));
     }
 
-    // 2. generate_progress_summary
-    let started = Instant::now();
-    let mut renderer = Renderer::for_project(Some(&request.project), config);
-    state.progress_summary =
-        renderer.render(render::PROGRESS_SUMMARY, &prompt::progress_view(&state));
-    step("progress_summary", started, true, None);
-
-    // 3. git_checkpoint
-    let started = Instant::now();
-    let checkpoint = match (
-        &captured.snapshot,
-        &repository,
-        request.checkpoint && config.checkpoint.enabled,
-    ) {
-        (_, _, false) => {
-            let why = if request.checkpoint {
-                "checkpoints are disabled (checkpoint.enabled)"
-            } else {
-                "not asked for"
-            };
-            Checkpoint {
-                note: Some(why.into()),
-                ..Checkpoint::default()
-            }
+    /// 1. capture_workflow_state, with what earlier summaries said, and
+    /// the cross-task memory it feeds.
+    fn capture(&mut self) -> CaptureStep {
+        let (request, config, resources) = (self.request, self.config, self.resources);
+        let session = request.session.as_ref();
+        let started = Instant::now();
+        let threshold = match request.trigger {
+            SaveTrigger::Threshold(level) => Some(level),
+            _ => None,
+        };
+        let captured = capture::capture(&capture::Input {
+            name: request.trigger.capture_name(),
+            project: &request.project,
+            working_dir: request.working_dir.as_deref(),
+            harness: session.map(|k| k.harness),
+            harness_session: session.map(|k| k.id.as_str()),
+            transcript: request.transcript.as_deref(),
+            context: request.context.as_ref(),
+            trigger: request.trigger.clone(),
+            threshold,
+            config,
+            now_ms: crate::time::now_ms(),
+            repositories: &resources.repositories,
+            repository: self.repository.as_ref(),
+        });
+        let mut state = captured.state;
+        // What earlier summaries of this session said stays until superseded:
+        // from its own last state, in the history when another session saved since.
+        if let Some(id) = state.harness_session_id.clone()
+            && let crate::resume::Loaded::Found { state: earlier, .. } =
+                crate::resume::load(&self.workflow, Some(&id), &resources.saved_states)
+            && earlier.harness_session_id.as_deref() == Some(id.as_str())
+        {
+            summary_block::carry_over(&mut state, &earlier);
         }
-        (Some(snapshot), Ok(repo), true) => {
-            let meta = CheckpointMeta {
-                session: session.map(|k| k.id.clone()),
-                trigger: request.trigger.to_string(),
-                tokens: request
-                    .context
-                    .as_ref()
-                    .map(|c| format!("{}/{}", c.tokens_used, c.tokens_max)),
-            };
-            let skipped = snapshot
-                .skipped
-                .iter()
-                .map(|s| match &s.reason {
-                    SkipReason::TooLarge(bytes) => format!("{} ({bytes} bytes)", s.path),
-                    SkipReason::Filter(driver) => {
-                        format!("{} (filter {driver}, not stored)", s.path)
-                    }
-                })
-                .collect();
-            let (repo, snapshot_taken) = (repo.clone(), snapshot.clone());
-            let ref_prefix = config.checkpoint.ref_prefix.clone();
-            // Under the project's lock: git runs under a deadline.
-            let committed =
-                resources
-                    .repositories
-                    .bounded(&request.project, git::GIT_DEADLINE, move |_| {
-                        repo.commit_checkpoint(&snapshot_taken, &meta, &ref_prefix)
-                    });
-            match committed {
-                Ok(CommitOutcome::Created { sha, reference }) => Checkpoint {
-                    sha: Some(sha),
-                    reference: Some(reference),
-                    note: None,
-                    skipped,
-                },
-                Ok(CommitOutcome::Unchanged { sha, reference }) => Checkpoint {
-                    sha: Some(sha),
-                    reference: Some(reference),
-                    note: Some("nothing changed since the last checkpoint".into()),
-                    skipped,
-                },
-                Err(e) => {
-                    report.problems.push(e.to_string());
-                    Checkpoint {
-                        note: Some(e.to_string()),
-                        ..Checkpoint::default()
+        self.step(
+            "capture",
+            started,
+            state.problems.is_empty(),
+            state.problems.first().cloned(),
+        );
+        // Cross-task memory: new decisions and blockers become reflections.
+        let started = Instant::now();
+        if let Some(problem) = crate::memory::after_capture(&resources.memories, config, &state) {
+            self.step("memory", started, false, Some(problem));
+        }
+        CaptureStep {
+            state,
+            snapshot: captured.snapshot,
+            snapshot_note: captured.snapshot_note,
+            changes: captured.changes,
+        }
+    }
+
+    /// 2. generate_progress_summary
+    fn progress_summary(&self, state: &mut ContextState, renderer: &mut Renderer) {
+        let started = Instant::now();
+        state.progress_summary =
+            renderer.render(render::PROGRESS_SUMMARY, &prompt::progress_view(state));
+        self.step("progress_summary", started, true, None);
+    }
+
+    /// 3. git_checkpoint: a commit of the snapshot, when one is asked for.
+    fn checkpoint(
+        &mut self,
+        snapshot: Option<&git::Snapshot>,
+        snapshot_note: Option<String>,
+    ) -> Checkpoint {
+        let (request, config, resources) = (self.request, self.config, self.resources);
+        let session = request.session.as_ref();
+        let started = Instant::now();
+        let checkpoint = match (
+            snapshot,
+            &self.repository,
+            request.checkpoint && config.checkpoint.enabled,
+        ) {
+            (_, _, false) => {
+                let why = if request.checkpoint {
+                    "checkpoints are disabled (checkpoint.enabled)"
+                } else {
+                    "not asked for"
+                };
+                Checkpoint {
+                    note: Some(why.into()),
+                    ..Checkpoint::default()
+                }
+            }
+            (Some(snapshot), Ok(repo), true) => {
+                let meta = CheckpointMeta {
+                    session: session.map(|k| k.id.clone()),
+                    trigger: request.trigger.to_string(),
+                    tokens: request
+                        .context
+                        .as_ref()
+                        .map(|c| format!("{}/{}", c.tokens_used, c.tokens_max)),
+                };
+                let skipped = snapshot
+                    .skipped
+                    .iter()
+                    .map(|s| match &s.reason {
+                        SkipReason::TooLarge(bytes) => format!("{} ({bytes} bytes)", s.path),
+                        SkipReason::Filter(driver) => {
+                            format!("{} (filter {driver}, not stored)", s.path)
+                        }
+                    })
+                    .collect();
+                let (repo, snapshot_taken) = (repo.clone(), snapshot.clone());
+                let ref_prefix = config.checkpoint.ref_prefix.clone();
+                // Under the project's lock: git runs under a deadline.
+                let committed = resources.repositories.bounded(
+                    &request.project,
+                    git::GIT_DEADLINE,
+                    move |_| repo.commit_checkpoint(&snapshot_taken, &meta, &ref_prefix),
+                );
+                match committed {
+                    Ok(CommitOutcome::Created { sha, reference }) => Checkpoint {
+                        sha: Some(sha),
+                        reference: Some(reference),
+                        note: None,
+                        skipped,
+                    },
+                    Ok(CommitOutcome::Unchanged { sha, reference }) => Checkpoint {
+                        sha: Some(sha),
+                        reference: Some(reference),
+                        note: Some("nothing changed since the last checkpoint".into()),
+                        skipped,
+                    },
+                    Err(e) => {
+                        self.report.problems.push(e.to_string());
+                        Checkpoint {
+                            note: Some(e.to_string()),
+                            ..Checkpoint::default()
+                        }
                     }
                 }
             }
+            // No snapshot (no repository, or git failed): the capture said why.
+            (_, _, true) => Checkpoint {
+                note: snapshot_note,
+                ..Checkpoint::default()
+            },
+        };
+        let checkpoint_ok = checkpoint.sha.is_some() || !request.checkpoint;
+        self.step(
+            "checkpoint",
+            started,
+            checkpoint_ok,
+            checkpoint.sha.clone().or_else(|| checkpoint.note.clone()),
+        );
+        if request.checkpoint {
+            self.report.checkpoint.clone_from(&checkpoint.sha);
+            self.report.checkpoint_ref.clone_from(&checkpoint.reference);
+            self.report.checkpoint_note.clone_from(&checkpoint.note);
         }
-        // No snapshot (no repository, or git failed): the capture said why.
-        (_, _, true) => Checkpoint {
-            note: captured.snapshot_note.clone(),
-            ..Checkpoint::default()
-        },
-    };
-    let checkpoint_ok = checkpoint.sha.is_some() || !request.checkpoint;
-    step(
-        "checkpoint",
-        started,
-        checkpoint_ok,
-        checkpoint.sha.clone().or_else(|| checkpoint.note.clone()),
-    );
-    if request.checkpoint {
-        report.checkpoint.clone_from(&checkpoint.sha);
-        report.checkpoint_ref.clone_from(&checkpoint.reference);
-        report.checkpoint_note.clone_from(&checkpoint.note);
+        checkpoint
     }
-    state.checkpoint = Some(checkpoint);
-    crate::fault::pause("after checkpoint");
 
-    // 4. context_budget: which files the agent should read again.
-    if config.budget.enabled {
+    /// 4. context_budget: which files the agent should read again.
+    fn context_budget(&mut self, state: &mut ContextState, changes: &[protocol::wire::FileChange]) {
+        let (request, config, resources) = (self.request, self.config, self.resources);
         let started = Instant::now();
-        let room = crate::resume::room(&state, None, config);
+        let room = crate::resume::room(state, None, config);
         let planned = match room {
             Some(room) if room.reload_tokens() == 0 => Ok(None),
             _ => context_budget(
                 request,
                 config,
-                &dir,
-                &state,
-                &captured.changes,
+                &self.dir,
+                state,
+                changes,
                 room,
                 &resources.repositories,
-                repository.as_ref().ok(),
+                self.repository.as_ref().ok(),
             )
             .map(Some),
         };
@@ -279,7 +344,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
                     "files to reload left out: {}",
                     room.map(|r| r.describe()).unwrap_or_default()
                 );
-                report.skipped.push(why.clone());
+                self.report.skipped.push(why.clone());
                 (true, Some(format!("skipped: {why}")))
             }
             Ok(Some((plan, record))) => {
@@ -304,77 +369,88 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
                 (true, Some(detail))
             }
             Err(why) => {
-                report.problems.push(why.clone());
+                self.report.problems.push(why.clone());
                 (false, Some(why))
             }
         };
-        step("context_budget", started, ok, detail);
+        self.step("context_budget", started, ok, detail);
     }
 
-    // The state itself, the changed files, and the history.
-    let state_path = workflow.path(STATE_FILE);
-    let state_bytes = state.to_json();
-    if let Err(problem) = resources
-        .saved_states
-        .record(&request.project, &state_bytes)
-    {
-        report.problems.push(problem);
-    }
-    match dir.write_atomic(STATE_FILE, &state_bytes) {
-        Ok(()) => report.state_file = Some(state_path),
-        Err(e) => report
-            .problems
-            .push(format!("cannot write {}: {e}", state_path.display())),
-    }
-    let modified = serde_json::to_vec_pretty(&json!({
-        "captured_at": state.captured_at,
-        "session_id": state.session_id,
-        "files": captured.changes,
-    }))
-    .expect("file changes serialize");
-    if let Err(e) = dir.write_atomic(MODIFIED_FILES_FILE, &modified) {
-        report
-            .problems
-            .push(format!("cannot write {MODIFIED_FILES_FILE}: {e}"));
-    }
-    if let Err(e) = keep_history(&dir, &state, &state_bytes, config.capture.history_keep) {
-        report.problems.push(format!("cannot keep history: {e}"));
-    }
-
-    // 5. generate_resume_prompt
-    let started = Instant::now();
-    match write_resume_prompt(&dir, &state, &mut renderer, config, resources) {
-        Ok(()) => report.resume_prompt_file = Some(workflow.path(RESUME_PROMPT_FILE)),
-        Err(problem) => report.problems.push(problem),
-    }
-    if config.capture.precompact_instructions
-        && matches!(request.trigger, SaveTrigger::PreCompact(_))
-    {
-        let list = renderer.render(
-            render::PRECOMPACT_INSTRUCTIONS,
-            &prompt::instructions_view(&state),
-        );
-        let token = summary_block::new_token();
-        if token.is_none() {
-            report
-                .problems
-                .push("the OS gave no random bytes for the summary block's token; this compaction's block will not be merged".into());
+    /// The state itself, the changed files, and the history.
+    fn write_state(&mut self, state: &ContextState, changes: &[protocol::wire::FileChange]) {
+        let (request, config, resources) = (self.request, self.config, self.resources);
+        let dir = &self.dir;
+        let state_path = self.workflow.path(STATE_FILE);
+        let state_bytes = state.to_json();
+        if let Err(problem) = resources
+            .saved_states
+            .record(&request.project, &state_bytes)
+        {
+            self.report.problems.push(problem);
         }
-        report.instructions = Some(instructions(
-            state.checkpoint.as_ref(),
-            &list,
-            token.as_deref(),
-        ));
-        report.summary_token = token;
+        match dir.write_atomic(STATE_FILE, &state_bytes) {
+            Ok(()) => self.report.state_file = Some(state_path),
+            Err(e) => self
+                .report
+                .problems
+                .push(format!("cannot write {}: {e}", state_path.display())),
+        }
+        let modified = serde_json::to_vec_pretty(&json!({
+            "captured_at": state.captured_at,
+            "session_id": state.session_id,
+            "files": changes,
+        }))
+        .expect("file changes serialize");
+        if let Err(e) = dir.write_atomic(MODIFIED_FILES_FILE, &modified) {
+            self.report
+                .problems
+                .push(format!("cannot write {MODIFIED_FILES_FILE}: {e}"));
+        }
+        if let Err(e) = keep_history(dir, state, &state_bytes, config.capture.history_keep) {
+            self.report
+                .problems
+                .push(format!("cannot keep history: {e}"));
+        }
     }
-    report.problems.extend(renderer.problems.iter().cloned());
-    step(
-        "resume_prompt",
-        started,
-        renderer.problems.is_empty(),
-        renderer.problems.first().cloned(),
-    );
-    report
+
+    /// 5. generate_resume_prompt, and the summarizer's instructions.
+    fn resume_prompt(&mut self, state: &ContextState, renderer: &mut Renderer) {
+        let (request, config, resources) = (self.request, self.config, self.resources);
+        let started = Instant::now();
+        match write_resume_prompt(&self.dir, state, renderer, config, resources) {
+            Ok(()) => self.report.resume_prompt_file = Some(self.workflow.path(RESUME_PROMPT_FILE)),
+            Err(problem) => self.report.problems.push(problem),
+        }
+        if config.capture.precompact_instructions
+            && matches!(request.trigger, SaveTrigger::PreCompact(_))
+        {
+            let list = renderer.render(
+                render::PRECOMPACT_INSTRUCTIONS,
+                &prompt::instructions_view(state),
+            );
+            let token = summary_block::new_token();
+            if token.is_none() {
+                self.report
+                    .problems
+                    .push("the OS gave no random bytes for the summary block's token; this compaction's block will not be merged".into());
+            }
+            self.report.instructions = Some(instructions(
+                state.checkpoint.as_ref(),
+                &list,
+                token.as_deref(),
+            ));
+            self.report.summary_token = token;
+        }
+        self.report
+            .problems
+            .extend(renderer.problems.iter().cloned());
+        self.step(
+            "resume_prompt",
+            started,
+            renderer.problems.is_empty(),
+            renderer.problems.first().cloned(),
+        );
+    }
 }
 
 /// `.workflow/resume_prompt.md`, rendered from `state`.

@@ -214,7 +214,6 @@ fn assemble(
     // The files this session's own file touched, when it was read.
     touched: Option<&std::collections::HashSet<String>>,
 ) {
-    let project = base.project;
     // hookd's own files (its state, its configuration, the harness wiring
     // it installed) are nobody's work.
     let changes: Vec<&FileChange> = changes
@@ -224,63 +223,8 @@ fn assemble(
     let (ours, elsewhere): (Vec<&FileChange>, Vec<&FileChange>) = changes
         .iter()
         .partition(|c| touched.is_none_or(|t| t.contains(&c.path)));
-    // The task list: the workflow file's, else the agent's.
-    state.tasks = match wf.filter(|w| !w.tasks.is_empty()) {
-        Some(w) => w
-            .tasks
-            .iter()
-            .map(|t| Task {
-                id: t.id.clone(),
-                title: t.title.clone(),
-                status: t.status.clone().map(TaskStatus::from).unwrap_or_default(),
-                active_form: None,
-                description: None,
-                source: TaskSource::WorkflowFile,
-                files: Vec::new(),
-            })
-            .collect(),
-        None => facts
-            .map(|f| {
-                let source = f.task_source.unwrap_or_default();
-                f.tasks
-                    .iter()
-                    .map(|t| Task {
-                        id: t.id.clone(),
-                        title: t.title.clone(),
-                        status: t.status.clone(),
-                        active_form: t.active_form.clone(),
-                        description: t.description.clone(),
-                        source,
-                        files: Vec::new(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-    };
-    let named_by_workflow = wf.and_then(|w| w.active_task.clone()).map(|id| {
-        state
-            .tasks
-            .iter()
-            .find(|t| t.id == id)
-            .cloned()
-            .unwrap_or(Task {
-                id,
-                ..Task::default()
-            })
-    });
-    let active_source = if named_by_workflow.is_some() {
-        workflow_file::WORKFLOW_FILE.to_owned()
-    } else {
-        String::new()
-    };
-    let active_task = named_by_workflow.or_else(|| {
-        state
-            .tasks
-            .iter()
-            .find(|t| t.status == TaskStatus::InProgress)
-            .cloned()
-    });
-
+    state.tasks = tasks_of(wf, facts);
+    let (active_task, active_source) = active_task_of(wf, &state.tasks);
     let position = &mut state.workflow_position;
     position.workflow_id = wf.and_then(|w| w.workflow_id.clone());
     position.current_phase = wf
@@ -313,6 +257,91 @@ fn assemble(
         source: active_source,
     };
 
+    plan_next_actions(state, base, wf, records);
+    record_modified_files(state, base, facts, snapshot, touched, (&ours, &elsewhere));
+    record_decisions_and_blockers(state, wf, records);
+    if let Some(f) = facts {
+        record_requests_and_last_step(state, base, f);
+    }
+    state.git = snapshot.map(|(s, _)| GitInfo {
+        branch: s.branch.clone(),
+        head: s.head.map(|h| h.to_string()),
+        state: git_state(&s.state, &changes),
+    });
+}
+
+/// The task list: the workflow file's, else the agent's.
+fn tasks_of(wf: Option<&workflow_file::WorkflowFile>, facts: Option<&WorkFacts>) -> Vec<Task> {
+    match wf.filter(|w| !w.tasks.is_empty()) {
+        Some(w) => w
+            .tasks
+            .iter()
+            .map(|t| Task {
+                id: t.id.clone(),
+                title: t.title.clone(),
+                status: t.status.clone().map(TaskStatus::from).unwrap_or_default(),
+                active_form: None,
+                description: None,
+                source: TaskSource::WorkflowFile,
+                files: Vec::new(),
+            })
+            .collect(),
+        None => facts
+            .map(|f| {
+                let source = f.task_source.unwrap_or_default();
+                f.tasks
+                    .iter()
+                    .map(|t| Task {
+                        id: t.id.clone(),
+                        title: t.title.clone(),
+                        status: t.status.clone(),
+                        active_form: t.active_form.clone(),
+                        description: t.description.clone(),
+                        source,
+                        files: Vec::new(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// The task being worked on: the one the workflow file names, else the
+/// first in progress; and where it was named (empty when not by a file).
+fn active_task_of(
+    wf: Option<&workflow_file::WorkflowFile>,
+    tasks: &[Task],
+) -> (Option<Task>, String) {
+    let named_by_workflow = wf.and_then(|w| w.active_task.clone()).map(|id| {
+        tasks.iter().find(|t| t.id == id).cloned().unwrap_or(Task {
+            id,
+            ..Task::default()
+        })
+    });
+    let active_source = if named_by_workflow.is_some() {
+        workflow_file::WORKFLOW_FILE.to_owned()
+    } else {
+        String::new()
+    };
+    let active_task = named_by_workflow.or_else(|| {
+        tasks
+            .iter()
+            .find(|t| t.status == TaskStatus::InProgress)
+            .cloned()
+    });
+    (active_task, active_source)
+}
+
+/// The next actions: recorded ones first (by their priority), then one for
+/// each task in progress, then the pending ones; each task's files are set
+/// on the way.
+fn plan_next_actions(
+    state: &mut ContextState,
+    base: &PathBase,
+    wf: Option<&workflow_file::WorkflowFile>,
+    records: &records::Records,
+) {
+    let project = base.project;
     // Next actions: recorded ones first (by their priority), then one for
     // each task in progress, then the pending ones; the summary's block,
     // merged later, goes before them all. The files the project's own files
@@ -396,7 +425,18 @@ fn assemble(
             ..a
         })
         .collect();
+}
 
+/// The files this session changed (with what changed in them and what the
+/// agent's own writes did), and those changed by someone else.
+fn record_modified_files(
+    state: &mut ContextState,
+    base: &PathBase,
+    facts: Option<&WorkFacts>,
+    snapshot: Option<(&Snapshot, &std::collections::HashMap<String, String>)>,
+    touched: Option<&std::collections::HashSet<String>>,
+    (ours, elsewhere): (&[&FileChange], &[&FileChange]),
+) {
     let by_agent = |path: &str| {
         facts
             .and_then(|f| f.edited.iter().find(|e| base.from_session(&e.path) == path))
@@ -436,7 +476,15 @@ fn assemble(
             })
             .unwrap_or_default()
     };
+}
 
+/// Decisions and blockers: the workflow file's, then those recorded
+/// through hookctl (a recorded blocker replaces one of the same issue).
+fn record_decisions_and_blockers(
+    state: &mut ContextState,
+    wf: Option<&workflow_file::WorkflowFile>,
+    records: &records::Records,
+) {
     state.decisions = wf
         .map(|w| {
             w.decisions
@@ -469,37 +517,34 @@ fn assemble(
         state.blockers.retain(|x| x.issue != b.issue);
         state.blockers.push(b.clone());
     }
+}
 
-    if let Some(f) = facts {
-        state.recent_prompts = f.prompts.clone();
-        // The requests that set the work; the latest prompt when none did.
-        let mut requests = f.requests.iter().cloned();
-        state.objective = requests.next().or_else(|| f.prompts.last().cloned());
-        state.later_requests = requests.collect();
-        // A target that names a file of the project is kept as a path from
-        // the root, as every other path of the state; a command is kept as is.
-        let root = Dir::open(project).ok();
-        state.last_step = f.last_call.as_ref().map(|call| {
-            let file = call
-                .target
-                .as_deref()
-                .map(|t| base.from_session(t))
-                .filter(|p| {
-                    root.as_ref()
-                        .is_some_and(|r| r.file_at(Path::new(p)).is_some())
-                });
-            LastStep {
-                tool: call.tool.clone(),
-                target: file.clone().or_else(|| call.target.clone()),
-                outcome: call.outcome_words(),
-                file: file.is_some(),
-            }
-        });
-    }
-    state.git = snapshot.map(|(s, _)| GitInfo {
-        branch: s.branch.clone(),
-        head: s.head.map(|h| h.to_string()),
-        state: git_state(&s.state, &changes),
+/// What the session's file says of the requests and the last step.
+fn record_requests_and_last_step(state: &mut ContextState, base: &PathBase, f: &WorkFacts) {
+    let project = base.project;
+    state.recent_prompts = f.prompts.clone();
+    // The requests that set the work; the latest prompt when none did.
+    let mut requests = f.requests.iter().cloned();
+    state.objective = requests.next().or_else(|| f.prompts.last().cloned());
+    state.later_requests = requests.collect();
+    // A target that names a file of the project is kept as a path from
+    // the root, as every other path of the state; a command is kept as is.
+    let root = Dir::open(project).ok();
+    state.last_step = f.last_call.as_ref().map(|call| {
+        let file = call
+            .target
+            .as_deref()
+            .map(|t| base.from_session(t))
+            .filter(|p| {
+                root.as_ref()
+                    .is_some_and(|r| r.file_at(Path::new(p)).is_some())
+            });
+        LastStep {
+            tool: call.tool.clone(),
+            target: file.clone().or_else(|| call.target.clone()),
+            outcome: call.outcome_words(),
+            file: file.is_some(),
+        }
     });
 }
 

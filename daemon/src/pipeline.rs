@@ -161,8 +161,8 @@ impl Run<'_> {
         }
     }
 
-    /// 1. capture_workflow_state, with what earlier summaries said, and
-    /// the cross-task memory it feeds.
+    /// Step 1, capture_workflow_state: with what earlier summaries said,
+    /// and the cross-task memory it feeds.
     fn capture(&mut self) -> CaptureStep {
         let (request, config, resources) = (self.request, self.config, self.resources);
         let session = request.session.as_ref();
@@ -320,22 +320,12 @@ impl Run<'_> {
 
     /// 4. context_budget: which files the agent should read again.
     fn context_budget(&mut self, state: &mut ContextState, changes: &[protocol::wire::FileChange]) {
-        let (request, config, resources) = (self.request, self.config, self.resources);
+        let config = self.config;
         let started = Instant::now();
         let room = crate::resume::room(state, None, config);
         let planned = match room {
             Some(room) if room.reload_tokens() == 0 => Ok(None),
-            _ => context_budget(
-                request,
-                config,
-                &self.dir,
-                state,
-                changes,
-                room,
-                &resources.repositories,
-                self.repository.as_ref().ok(),
-            )
-            .map(Some),
+            _ => self.plan_budget(state, changes, room).map(Some),
         };
         let (ok, detail) = match planned {
             // By design: the context is all but full, so nothing more goes in.
@@ -652,78 +642,79 @@ fn instructions(checkpoint: Option<&Checkpoint>, list: &str, token: Option<&str>
 /// Plans the context budget for the captured state's task and saves the
 /// budget record. Files come from git's index and the captured changes, so
 /// the working tree is not walked a second time.
-fn context_budget(
-    request: &SaveRequest,
-    config: &Config,
-    workflow: &Dir,
-    state: &ContextState,
-    changes: &[protocol::wire::FileChange],
-    room: Option<budget::room::Room>,
-    repositories: &git::Repositories,
-    repository: Option<&git::OpenRepository>,
-) -> Result<(BudgetPlan, Option<PathBuf>), String> {
-    let task = budget::plan::task_of(state);
-    let (project, repo) = (request.project.clone(), repository.cloned());
-    let mut files = repositories
-        .bounded(&request.project, git::GIT_DEADLINE, move |_| {
-            Ok(budget::files::list_in(repo.as_ref(), &project, false))
-        })
-        .map_err(|e| format!("context budget: {e}"))?;
-    files.extend(
-        changes
-            .iter()
-            .filter(|c| c.action == "created" && request.project.join(&c.path).is_file())
-            .map(|c| c.path.clone()),
-    );
-    files.sort();
-    files.dedup();
-    let (total, source) = match room {
-        // The reload list's share of the room, on top of the reserves the plan keeps.
-        Some(room) => (
-            room.reload_tokens()
-                + config.budget.reserve_for_output
-                + config.budget.reserve_for_system,
-            format!("the room left ({})", room.describe()),
-        ),
-        None => budget::total_budget(
-            &config.budget,
-            None,
-            request.context.as_ref().map(|c| c.tokens_max),
-        ),
-    };
-    let now = crate::time::now_ms();
-    let input = budget::plan::PlanInput {
-        project: &request.project,
-        task,
-        state: Some(state),
-        transcript: request.transcript.as_deref(),
-        files: Some(files),
-        changed: Some(changes.iter().map(|c| c.path.clone()).collect()),
-        // Another session's changes (or the person's) are not this one's to reload.
-        left_out: state
-            .changed_elsewhere
-            .iter()
-            .map(|m| m.path.clone())
-            .collect(),
-        total_budget: total,
-        budget_source: source,
-        session: request.session.as_ref().map(|k| k.id.clone()),
-        config: &config.budget,
-        cache_dir: config
-            .budget
-            .cache_summaries
-            .then(|| workflow.create_dir(budget::summary::CACHE_DIR).ok())
-            .flatten()
-            .map(|(dir, _)| dir),
-        now_ms: now,
-        repositories,
-        repository,
-    };
-    let plan = budget::plan::plan(&input).map_err(|e| format!("context budget: {e}"))?;
-    let record = budget::plan::save_record(workflow, &plan, now, config.budget.records_keep)
-        .map_err(|e| tracing::debug!(error = %e, "cannot save the budget record"))
-        .ok();
-    Ok((plan, record))
+impl Run<'_> {
+    fn plan_budget(
+        &self,
+        state: &ContextState,
+        changes: &[protocol::wire::FileChange],
+        room: Option<budget::room::Room>,
+    ) -> Result<(BudgetPlan, Option<PathBuf>), String> {
+        let (request, config, workflow) = (self.request, self.config, &self.dir);
+        let repositories = &self.resources.repositories;
+        let repository = self.repository.as_ref().ok();
+        let task = budget::plan::task_of(state);
+        let (project, repo) = (request.project.clone(), repository.cloned());
+        let mut files = repositories
+            .bounded(&request.project, git::GIT_DEADLINE, move |_| {
+                Ok(budget::files::list_in(repo.as_ref(), &project, false))
+            })
+            .map_err(|e| format!("context budget: {e}"))?;
+        files.extend(
+            changes
+                .iter()
+                .filter(|c| c.action == "created" && request.project.join(&c.path).is_file())
+                .map(|c| c.path.clone()),
+        );
+        files.sort();
+        files.dedup();
+        let (total, source) = match room {
+            // The reload list's share of the room, on top of the reserves the plan keeps.
+            Some(room) => (
+                room.reload_tokens()
+                    + config.budget.reserve_for_output
+                    + config.budget.reserve_for_system,
+                format!("the room left ({})", room.describe()),
+            ),
+            None => budget::total_budget(
+                &config.budget,
+                None,
+                request.context.as_ref().map(|c| c.tokens_max),
+            ),
+        };
+        let now = crate::time::now_ms();
+        let input = budget::plan::PlanInput {
+            project: &request.project,
+            task,
+            state: Some(state),
+            transcript: request.transcript.as_deref(),
+            files: Some(files),
+            changed: Some(changes.iter().map(|c| c.path.clone()).collect()),
+            // Another session's changes (or the person's) are not this one's to reload.
+            left_out: state
+                .changed_elsewhere
+                .iter()
+                .map(|m| m.path.clone())
+                .collect(),
+            total_budget: total,
+            budget_source: source,
+            session: request.session.as_ref().map(|k| k.id.clone()),
+            config: &config.budget,
+            cache_dir: config
+                .budget
+                .cache_summaries
+                .then(|| workflow.create_dir(budget::summary::CACHE_DIR).ok())
+                .flatten()
+                .map(|(dir, _)| dir),
+            now_ms: now,
+            repositories,
+            repository,
+        };
+        let plan = budget::plan::plan(&input).map_err(|e| format!("context budget: {e}"))?;
+        let record = budget::plan::save_record(workflow, &plan, now, config.budget.records_keep)
+            .map_err(|e| tracing::debug!(error = %e, "cannot save the budget record"))
+            .ok();
+        Ok((plan, record))
+    }
 }
 
 /// Keeps a copy of each capture (`bytes`, the state file's content) in

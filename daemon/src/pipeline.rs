@@ -112,8 +112,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
     };
     let captured = run.capture();
     let mut state = captured.state;
-    let mut renderer = Renderer::for_project(Some(&request.project), config);
-    run.progress_summary(&mut state, &mut renderer);
+    let mut renderer = run.progress_summary(&mut state);
     state.checkpoint = Some(run.checkpoint(captured.snapshot.as_ref(), captured.snapshot_note));
     crate::fault::pause("after checkpoint");
     if config.budget.enabled {
@@ -215,12 +214,16 @@ impl Run<'_> {
         }
     }
 
-    /// 2. generate_progress_summary
-    fn progress_summary(&self, state: &mut ContextState, renderer: &mut Renderer) {
+    /// Step 2, generate_progress_summary. The renderer (the project's
+    /// templates) is made within it, so its time counts in this step's;
+    /// the resume prompt's step uses it after.
+    fn progress_summary(&self, state: &mut ContextState) -> Renderer {
         let started = Instant::now();
+        let mut renderer = Renderer::for_project(Some(&self.request.project), self.config);
         state.progress_summary =
             renderer.render(render::PROGRESS_SUMMARY, &prompt::progress_view(state));
         self.step("progress_summary", started, true, None);
+        renderer
     }
 
     /// 3. git_checkpoint: a commit of the snapshot, when one is asked for.

@@ -6,6 +6,8 @@
 
 pub mod budget;
 pub mod capture;
+#[cfg(test)]
+mod code_shape;
 pub mod daemonize;
 pub mod engine;
 pub mod fault;
@@ -29,6 +31,7 @@ pub mod session_machine;
 pub mod sessions;
 pub mod settings;
 pub mod shutdown;
+pub mod state;
 pub mod tail;
 pub mod test_events;
 pub mod time;

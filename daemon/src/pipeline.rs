@@ -8,14 +8,15 @@
 //! written atomically; each step's outcome goes to `events.jsonl`.
 
 use crate::budget;
-pub use crate::capture::state::SaveTrigger;
-use crate::capture::{self, state::Checkpoint, state::STATE_FILE, summary_block};
+use crate::capture::{self, summary_block};
 use crate::git::{self, CheckpointMeta, CommitOutcome, SkipReason};
 use crate::project_fs::Dir;
 use crate::prompt;
 use crate::render::{self, Renderer};
 use crate::resources::Resources;
 use crate::sessions::{SessionKey, SummaryToken};
+pub use crate::state::SaveTrigger;
+use crate::state::{Checkpoint, ContextState, HISTORY_DIR, STATE_FILE, sort_history};
 use crate::workflow::Workflow;
 use protocol::budget::BudgetPlan;
 use protocol::config::Config;
@@ -26,7 +27,6 @@ use std::time::Instant;
 
 pub const RESUME_PROMPT_FILE: &str = "resume_prompt.md";
 pub const MODIFIED_FILES_FILE: &str = "modified_files.json";
-pub const HISTORY_DIR: &str = "history";
 /// Temp files older than this were left by a crash, not by a writer at work.
 const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -72,17 +72,16 @@ impl SaveReport {
 /// Runs the pipeline. Blocking: call it from `spawn_blocking`.
 pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> SaveReport {
     let mut report = SaveReport::default();
+    // Opened once: every git step of this save shares it.
+    let repository = resources
+        .repositories
+        .open(&request.project, git::GIT_DEADLINE);
     // A save someone asked for by hand outside any repository would only
     // leave a `.workflow/` in a stray directory, with no checkpoint.
-    let project = request.project.clone();
     if request.trigger == SaveTrigger::Manual
         && request.checkpoint
-        && let Err(e @ (git::GitError::NotARepository { .. } | git::GitError::Bare { .. })) =
-            resources
-                .repositories
-                .bounded(&request.project, git::GIT_DEADLINE, move |_| {
-                    git::head_info(&project)
-                })
+        && let Err(e) = &repository
+        && e.is_no_work_tree()
     {
         report.problems.push(format!("{e}: nothing was saved"));
         return report;
@@ -102,172 +101,234 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
     if let Ok(history) = dir.open_dir(HISTORY_DIR) {
         history.sweep_temp_files(STALE_TEMP_AGE);
     }
-    let session = request.session.as_ref();
-    let step = |name: &str, started: Instant, ok: bool, detail: Option<String>| {
+    let mut run = Run {
+        request,
+        config,
+        resources,
+        workflow,
+        dir,
+        repository,
+        report,
+    };
+    let captured = run.capture();
+    let mut state = captured.state;
+    let mut renderer = run.progress_summary(&mut state);
+    state.checkpoint = Some(run.checkpoint(captured.snapshot.as_ref(), captured.snapshot_note));
+    crate::fault::pause("after checkpoint");
+    if config.budget.enabled {
+        run.context_budget(&mut state, &captured.changes);
+    }
+    run.write_state(&state, &captured.changes);
+    run.resume_prompt(&state, &mut renderer);
+    run.report
+}
+
+/// What the pipeline's steps share: a [`save`] in progress.
+struct Run<'a> {
+    request: &'a SaveRequest,
+    config: &'a Config,
+    resources: &'a Resources,
+    workflow: Workflow,
+    /// `.workflow/`, open.
+    dir: Dir,
+    /// The project's repository, opened once, or why it could not be.
+    repository: Result<git::OpenRepository, git::GitError>,
+    report: SaveReport,
+}
+
+/// What the capture step found, for the steps after it.
+struct CaptureStep {
+    state: ContextState,
+    snapshot: Option<git::Snapshot>,
+    snapshot_note: Option<String>,
+    changes: Vec<protocol::wire::FileChange>,
+}
+
+impl Run<'_> {
+    /// A step's outcome, as a line of `events.jsonl`.
+    fn step(&self, name: &str, started: Instant, ok: bool, detail: Option<String>) {
         let fields = json!({
             "step": name,
             "ok": ok,
             "ms": started.elapsed().as_millis() as u64,
             "detail": detail,
-            "trigger": request.trigger.to_string(),
+            "trigger": self.request.trigger.to_string(),
         });
-        if let Err(e) = workflow.append_event("pipeline", session, fields) {
+        let session = self.request.session.as_ref();
+        if let Err(e) = self.workflow.append_event("pipeline", session, fields) {
             tracing::debug!(error = %e, "cannot append to events.jsonl");
         }
-    };
-
-    // 1. capture_workflow_state
-    let started = Instant::now();
-    let threshold = match request.trigger {
-        SaveTrigger::Threshold(level) => Some(level),
-        _ => None,
-    };
-    let captured = capture::capture(&capture::Input {
-        name: request.trigger.capture_name(),
-        project: &request.project,
-        working_dir: request.working_dir.as_deref(),
-        harness: session.map(|k| k.harness),
-        harness_session: session.map(|k| k.id.as_str()),
-        transcript: request.transcript.as_deref(),
-        context: request.context.as_ref(),
-        trigger: request.trigger.clone(),
-        threshold,
-        config,
-        now_ms: crate::time::now_ms(),
-        repositories: &resources.repositories,
-    });
-    let mut state = captured.state;
-    // What earlier summaries of this session said stays until superseded:
-    // from its own last state, in the history when another session saved since.
-    if let Some(id) = state.harness_session_id.clone()
-        && let crate::resume::Loaded::Found { state: earlier, .. } =
-            crate::resume::load(&workflow, Some(&id), &resources.saved_states)
-        && earlier.harness_session_id.as_deref() == Some(id.as_str())
-    {
-        summary_block::carry_over(&mut state, &earlier);
-    }
-    step(
-        "capture",
-        started,
-        state.problems.is_empty(),
-        state.problems.first().cloned(),
-    );
-    // Cross-task memory: new decisions and blockers become reflections.
-    let started = Instant::now();
-    if let Some(problem) = crate::memory::after_capture(&resources.memories, config, &state) {
-        step("memory", started, false, Some(problem));
     }
 
-    // 2. generate_progress_summary
-    let started = Instant::now();
-    let mut renderer = Renderer::for_project(Some(&request.project), config);
-    state.progress_summary =
-        renderer.render(render::PROGRESS_SUMMARY, &prompt::progress_view(&state));
-    step("progress_summary", started, true, None);
-
-    // 3. git_checkpoint
-    let started = Instant::now();
-    let checkpoint = match (
-        &captured.snapshot,
-        request.checkpoint && config.checkpoint.enabled,
-    ) {
-        (_, false) => {
-            let why = if request.checkpoint {
-                "checkpoints are disabled (checkpoint.enabled)"
-            } else {
-                "not asked for"
-            };
-            Checkpoint {
-                note: Some(why.into()),
-                ..Checkpoint::default()
-            }
+    /// Step 1, capture_workflow_state: with what earlier summaries said,
+    /// and the cross-task memory it feeds.
+    fn capture(&mut self) -> CaptureStep {
+        let (request, config, resources) = (self.request, self.config, self.resources);
+        let session = request.session.as_ref();
+        let started = Instant::now();
+        let threshold = match request.trigger {
+            SaveTrigger::Threshold(level) => Some(level),
+            _ => None,
+        };
+        let captured = capture::capture(&capture::Input {
+            name: request.trigger.capture_name(),
+            project: &request.project,
+            working_dir: request.working_dir.as_deref(),
+            harness: session.map(|k| k.harness),
+            harness_session: session.map(|k| k.id.as_str()),
+            transcript: request.transcript.as_deref(),
+            context: request.context.as_ref(),
+            trigger: request.trigger.clone(),
+            threshold,
+            config,
+            now_ms: crate::time::now_ms(),
+            repositories: &resources.repositories,
+            repository: self.repository.as_ref(),
+        });
+        let mut state = captured.state;
+        // What earlier summaries of this session said stays until superseded:
+        // from its own last state, in the history when another session saved since.
+        if let Some(id) = state.harness_session_id.clone()
+            && let crate::resume::Loaded::Found { state: earlier, .. } =
+                crate::resume::load(&self.workflow, Some(&id), &resources.saved_states)
+            && earlier.harness_session_id.as_deref() == Some(id.as_str())
+        {
+            summary_block::carry_over(&mut state, &earlier);
         }
-        (None, true) => Checkpoint {
-            note: captured.snapshot_note.clone(),
-            ..Checkpoint::default()
-        },
-        (Some(snapshot), true) => {
-            let meta = CheckpointMeta {
-                session: session.map(|k| k.id.clone()),
-                trigger: request.trigger.to_string(),
-                tokens: request
-                    .context
-                    .as_ref()
-                    .map(|c| format!("{}/{}", c.tokens_used, c.tokens_max)),
-            };
-            let skipped = snapshot
-                .skipped
-                .iter()
-                .map(|s| match &s.reason {
-                    SkipReason::TooLarge(bytes) => format!("{} ({bytes} bytes)", s.path),
-                    SkipReason::Filter(driver) => {
-                        format!("{} (filter {driver}, not stored)", s.path)
-                    }
-                })
-                .collect();
-            let (project, snapshot_taken) = (request.project.clone(), snapshot.clone());
-            let ref_prefix = config.checkpoint.ref_prefix.clone();
-            // Under the project's lock: git runs under a deadline.
-            let committed =
-                resources
-                    .repositories
-                    .bounded(&request.project, git::GIT_DEADLINE, move |_| {
-                        git::commit_checkpoint(&project, &snapshot_taken, &meta, &ref_prefix)
-                    });
-            match committed {
-                Ok(CommitOutcome::Created { sha, reference }) => Checkpoint {
-                    sha: Some(sha),
-                    reference: Some(reference),
-                    note: None,
-                    skipped,
-                },
-                Ok(CommitOutcome::Unchanged { sha, reference }) => Checkpoint {
-                    sha: Some(sha),
-                    reference: Some(reference),
-                    note: Some("nothing changed since the last checkpoint".into()),
-                    skipped,
-                },
-                Err(e) => {
-                    report.problems.push(e.to_string());
-                    Checkpoint {
-                        note: Some(e.to_string()),
-                        ..Checkpoint::default()
+        self.step(
+            "capture",
+            started,
+            state.problems.is_empty(),
+            state.problems.first().cloned(),
+        );
+        // Cross-task memory: new decisions and blockers become reflections.
+        let started = Instant::now();
+        if let Some(problem) = crate::memory::after_capture(&resources.memories, config, &state) {
+            self.step("memory", started, false, Some(problem));
+        }
+        CaptureStep {
+            state,
+            snapshot: captured.snapshot,
+            snapshot_note: captured.snapshot_note,
+            changes: captured.changes,
+        }
+    }
+
+    /// Step 2, generate_progress_summary. The renderer (the project's
+    /// templates) is made within it, so its time counts in this step's;
+    /// the resume prompt's step uses it after.
+    fn progress_summary(&self, state: &mut ContextState) -> Renderer {
+        let started = Instant::now();
+        let mut renderer = Renderer::for_project(Some(&self.request.project), self.config);
+        state.progress_summary =
+            renderer.render(render::PROGRESS_SUMMARY, &prompt::progress_view(state));
+        self.step("progress_summary", started, true, None);
+        renderer
+    }
+
+    /// 3. git_checkpoint: a commit of the snapshot, when one is asked for.
+    fn checkpoint(
+        &mut self,
+        snapshot: Option<&git::Snapshot>,
+        snapshot_note: Option<String>,
+    ) -> Checkpoint {
+        let (request, config, resources) = (self.request, self.config, self.resources);
+        let session = request.session.as_ref();
+        let started = Instant::now();
+        let checkpoint = match (
+            snapshot,
+            &self.repository,
+            request.checkpoint && config.checkpoint.enabled,
+        ) {
+            (_, _, false) => {
+                let why = if request.checkpoint {
+                    "checkpoints are disabled (checkpoint.enabled)"
+                } else {
+                    "not asked for"
+                };
+                Checkpoint {
+                    note: Some(why.into()),
+                    ..Checkpoint::default()
+                }
+            }
+            (Some(snapshot), Ok(repo), true) => {
+                let meta = CheckpointMeta {
+                    session: session.map(|k| k.id.clone()),
+                    trigger: request.trigger.to_string(),
+                    tokens: request
+                        .context
+                        .as_ref()
+                        .map(|c| format!("{}/{}", c.tokens_used, c.tokens_max)),
+                };
+                let skipped = snapshot
+                    .skipped
+                    .iter()
+                    .map(|s| match &s.reason {
+                        SkipReason::TooLarge(bytes) => format!("{} ({bytes} bytes)", s.path),
+                        SkipReason::Filter(driver) => {
+                            format!("{} (filter {driver}, not stored)", s.path)
+                        }
+                    })
+                    .collect();
+                let (repo, snapshot_taken) = (repo.clone(), snapshot.clone());
+                let ref_prefix = config.checkpoint.ref_prefix.clone();
+                // Under the project's lock: git runs under a deadline.
+                let committed = resources.repositories.bounded(
+                    &request.project,
+                    git::GIT_DEADLINE,
+                    move |_| repo.commit_checkpoint(&snapshot_taken, &meta, &ref_prefix),
+                );
+                match committed {
+                    Ok(CommitOutcome::Created { sha, reference }) => Checkpoint {
+                        sha: Some(sha),
+                        reference: Some(reference),
+                        note: None,
+                        skipped,
+                    },
+                    Ok(CommitOutcome::Unchanged { sha, reference }) => Checkpoint {
+                        sha: Some(sha),
+                        reference: Some(reference),
+                        note: Some("nothing changed since the last checkpoint".into()),
+                        skipped,
+                    },
+                    Err(e) => {
+                        self.report.problems.push(e.to_string());
+                        Checkpoint {
+                            note: Some(e.to_string()),
+                            ..Checkpoint::default()
+                        }
                     }
                 }
             }
+            // No snapshot (no repository, or git failed): the capture said why.
+            (_, _, true) => Checkpoint {
+                note: snapshot_note,
+                ..Checkpoint::default()
+            },
+        };
+        let checkpoint_ok = checkpoint.sha.is_some() || !request.checkpoint;
+        self.step(
+            "checkpoint",
+            started,
+            checkpoint_ok,
+            checkpoint.sha.clone().or_else(|| checkpoint.note.clone()),
+        );
+        if request.checkpoint {
+            self.report.checkpoint.clone_from(&checkpoint.sha);
+            self.report.checkpoint_ref.clone_from(&checkpoint.reference);
+            self.report.checkpoint_note.clone_from(&checkpoint.note);
         }
-    };
-    let checkpoint_ok = checkpoint.sha.is_some() || !request.checkpoint;
-    step(
-        "checkpoint",
-        started,
-        checkpoint_ok,
-        checkpoint.sha.clone().or_else(|| checkpoint.note.clone()),
-    );
-    if request.checkpoint {
-        report.checkpoint.clone_from(&checkpoint.sha);
-        report.checkpoint_ref.clone_from(&checkpoint.reference);
-        report.checkpoint_note.clone_from(&checkpoint.note);
+        checkpoint
     }
-    state.checkpoint = Some(checkpoint);
-    crate::fault::pause("after checkpoint");
 
-    // 4. context_budget: which files the agent should read again.
-    if config.budget.enabled {
+    /// 4. context_budget: which files the agent should read again.
+    fn context_budget(&mut self, state: &mut ContextState, changes: &[protocol::wire::FileChange]) {
+        let config = self.config;
         let started = Instant::now();
-        let room = crate::resume::room(&state, None, config);
+        let room = crate::resume::room(state, None, config);
         let planned = match room {
             Some(room) if room.reload_tokens() == 0 => Ok(None),
-            _ => context_budget(
-                request,
-                config,
-                &dir,
-                &state,
-                &captured.changes,
-                room,
-                &resources.repositories,
-            )
-            .map(Some),
+            _ => self.plan_budget(state, changes, room).map(Some),
         };
         let (ok, detail) = match planned {
             // By design: the context is all but full, so nothing more goes in.
@@ -276,7 +337,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
                     "files to reload left out: {}",
                     room.map(|r| r.describe()).unwrap_or_default()
                 );
-                report.skipped.push(why.clone());
+                self.report.skipped.push(why.clone());
                 (true, Some(format!("skipped: {why}")))
             }
             Ok(Some((plan, record))) => {
@@ -301,83 +362,94 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
                 (true, Some(detail))
             }
             Err(why) => {
-                report.problems.push(why.clone());
+                self.report.problems.push(why.clone());
                 (false, Some(why))
             }
         };
-        step("context_budget", started, ok, detail);
+        self.step("context_budget", started, ok, detail);
     }
 
-    // The state itself, the changed files, and the history.
-    let state_path = workflow.path(STATE_FILE);
-    let state_bytes = state.to_json();
-    if let Err(problem) = resources
-        .saved_states
-        .record(&request.project, &state_bytes)
-    {
-        report.problems.push(problem);
-    }
-    match dir.write_atomic(STATE_FILE, &state_bytes) {
-        Ok(()) => report.state_file = Some(state_path),
-        Err(e) => report
-            .problems
-            .push(format!("cannot write {}: {e}", state_path.display())),
-    }
-    let modified = serde_json::to_vec_pretty(&json!({
-        "captured_at": state.captured_at,
-        "session_id": state.session_id,
-        "files": captured.changes,
-    }))
-    .expect("file changes serialize");
-    if let Err(e) = dir.write_atomic(MODIFIED_FILES_FILE, &modified) {
-        report
-            .problems
-            .push(format!("cannot write {MODIFIED_FILES_FILE}: {e}"));
-    }
-    if let Err(e) = keep_history(&dir, &state, &state_bytes, config.capture.history_keep) {
-        report.problems.push(format!("cannot keep history: {e}"));
-    }
-
-    // 5. generate_resume_prompt
-    let started = Instant::now();
-    match write_resume_prompt(&dir, &state, &mut renderer, config, resources) {
-        Ok(()) => report.resume_prompt_file = Some(workflow.path(RESUME_PROMPT_FILE)),
-        Err(problem) => report.problems.push(problem),
-    }
-    if config.capture.precompact_instructions
-        && matches!(request.trigger, SaveTrigger::PreCompact(_))
-    {
-        let list = renderer.render(
-            render::PRECOMPACT_INSTRUCTIONS,
-            &prompt::instructions_view(&state),
-        );
-        let token = summary_block::new_token();
-        if token.is_none() {
-            report
-                .problems
-                .push("the OS gave no random bytes for the summary block's token; this compaction's block will not be merged".into());
+    /// The state itself, the changed files, and the history.
+    fn write_state(&mut self, state: &ContextState, changes: &[protocol::wire::FileChange]) {
+        let (request, config, resources) = (self.request, self.config, self.resources);
+        let dir = &self.dir;
+        let state_path = self.workflow.path(STATE_FILE);
+        let state_bytes = state.to_json();
+        if let Err(problem) = resources
+            .saved_states
+            .record(&request.project, &state_bytes)
+        {
+            self.report.problems.push(problem);
         }
-        report.instructions = Some(instructions(
-            state.checkpoint.as_ref(),
-            &list,
-            token.as_deref(),
-        ));
-        report.summary_token = token;
+        match dir.write_atomic(STATE_FILE, &state_bytes) {
+            Ok(()) => self.report.state_file = Some(state_path),
+            Err(e) => self
+                .report
+                .problems
+                .push(format!("cannot write {}: {e}", state_path.display())),
+        }
+        let modified = serde_json::to_vec_pretty(&json!({
+            "captured_at": state.captured_at,
+            "session_id": state.session_id,
+            "files": changes,
+        }))
+        .expect("file changes serialize");
+        if let Err(e) = dir.write_atomic(MODIFIED_FILES_FILE, &modified) {
+            self.report
+                .problems
+                .push(format!("cannot write {MODIFIED_FILES_FILE}: {e}"));
+        }
+        if let Err(e) = keep_history(dir, state, &state_bytes, config.capture.history_keep) {
+            self.report
+                .problems
+                .push(format!("cannot keep history: {e}"));
+        }
     }
-    report.problems.extend(renderer.problems.iter().cloned());
-    step(
-        "resume_prompt",
-        started,
-        renderer.problems.is_empty(),
-        renderer.problems.first().cloned(),
-    );
-    report
+
+    /// 5. generate_resume_prompt, and the summarizer's instructions.
+    fn resume_prompt(&mut self, state: &ContextState, renderer: &mut Renderer) {
+        let (request, config, resources) = (self.request, self.config, self.resources);
+        let started = Instant::now();
+        match write_resume_prompt(&self.dir, state, renderer, config, resources) {
+            Ok(()) => self.report.resume_prompt_file = Some(self.workflow.path(RESUME_PROMPT_FILE)),
+            Err(problem) => self.report.problems.push(problem),
+        }
+        if config.capture.precompact_instructions
+            && matches!(request.trigger, SaveTrigger::PreCompact(_))
+        {
+            let list = renderer.render(
+                render::PRECOMPACT_INSTRUCTIONS,
+                &prompt::instructions_view(state),
+            );
+            let token = summary_block::new_token();
+            if token.is_none() {
+                self.report
+                    .problems
+                    .push("the OS gave no random bytes for the summary block's token; this compaction's block will not be merged".into());
+            }
+            self.report.instructions = Some(instructions(
+                state.checkpoint.as_ref(),
+                &list,
+                token.as_deref(),
+            ));
+            self.report.summary_token = token;
+        }
+        self.report
+            .problems
+            .extend(renderer.problems.iter().cloned());
+        self.step(
+            "resume_prompt",
+            started,
+            renderer.problems.is_empty(),
+            renderer.problems.first().cloned(),
+        );
+    }
 }
 
 /// `.workflow/resume_prompt.md`, rendered from `state`.
 fn write_resume_prompt(
     dir: &Dir,
-    state: &capture::state::ContextState,
+    state: &ContextState,
     renderer: &mut Renderer,
     config: &Config,
     resources: &Resources,
@@ -410,10 +482,7 @@ fn write_resume_prompt(
 }
 
 /// The project's saved state, if there is a readable one hookd wrote.
-fn read_state(
-    dir: &Dir,
-    known: &crate::saved_states::Known,
-) -> Result<capture::state::ContextState, String> {
+fn read_state(dir: &Dir, known: &crate::saved_states::Known) -> Result<ContextState, String> {
     crate::resume::read_state(dir, STATE_FILE, known)?
         .ok_or_else(|| "no saved state to merge into".to_owned())
 }
@@ -496,7 +565,7 @@ pub fn take_summary(
                 summary_block::INFO_STRING
             ));
         }
-        state.summary = Some(capture::state::SummaryTaken {
+        state.summary = Some(crate::state::SummaryTaken {
             from: request.from.to_owned(),
             taken_at: crate::time::rfc3339(crate::time::now_ms()),
             fingerprint: block.fingerprint.clone(),
@@ -576,93 +645,86 @@ fn instructions(checkpoint: Option<&Checkpoint>, list: &str, token: Option<&str>
 /// Plans the context budget for the captured state's task and saves the
 /// budget record. Files come from git's index and the captured changes, so
 /// the working tree is not walked a second time.
-fn context_budget(
-    request: &SaveRequest,
-    config: &Config,
-    workflow: &Dir,
-    state: &capture::state::ContextState,
-    changes: &[protocol::wire::FileChange],
-    room: Option<budget::room::Room>,
-    repositories: &git::Repositories,
-) -> Result<(BudgetPlan, Option<PathBuf>), String> {
-    let task = budget::plan::task_of(state);
-    let project = request.project.clone();
-    let mut files = repositories
-        .bounded(&request.project, git::GIT_DEADLINE, move |_| {
-            Ok(budget::files::list(&project, false))
-        })
-        .map_err(|e| format!("context budget: {e}"))?;
-    files.extend(
-        changes
-            .iter()
-            .filter(|c| c.action == "created" && request.project.join(&c.path).is_file())
-            .map(|c| c.path.clone()),
-    );
-    files.sort();
-    files.dedup();
-    let (total, source) = match room {
-        // The reload list's share of the room, on top of the reserves the plan keeps.
-        Some(room) => (
-            room.reload_tokens()
-                + config.budget.reserve_for_output
-                + config.budget.reserve_for_system,
-            format!("the room left ({})", room.describe()),
-        ),
-        None => budget::total_budget(
-            &config.budget,
-            None,
-            request.context.as_ref().map(|c| c.tokens_max),
-        ),
-    };
-    let now = crate::time::now_ms();
-    let input = budget::plan::PlanInput {
-        project: &request.project,
-        task,
-        state: Some(state),
-        transcript: request.transcript.as_deref(),
-        files: Some(files),
-        changed: Some(changes.iter().map(|c| c.path.clone()).collect()),
-        // Another session's changes (or the person's) are not this one's to reload.
-        left_out: state
-            .changed_elsewhere
-            .iter()
-            .map(|m| m.path.clone())
-            .collect(),
-        total_budget: total,
-        budget_source: source,
-        session: request.session.as_ref().map(|k| k.id.clone()),
-        config: &config.budget,
-        cache_dir: config
-            .budget
-            .cache_summaries
-            .then(|| workflow.create_dir(budget::summary::CACHE_DIR).ok())
-            .flatten()
-            .map(|(dir, _)| dir),
-        now_ms: now,
-        repositories,
-    };
-    let plan = budget::plan::plan(&input).map_err(|e| format!("context budget: {e}"))?;
-    let record = budget::plan::save_record(workflow, &plan, now, config.budget.records_keep)
-        .map_err(|e| tracing::debug!(error = %e, "cannot save the budget record"))
-        .ok();
-    Ok((plan, record))
-}
-
-/// History files oldest first: by the time stamp after the capture's first
-/// word (`save_20260118_143022_<session>.json`), whatever that word is.
-pub fn sort_history(names: &mut [String]) {
-    fn stamp(name: &str) -> &str {
-        name.split_once('_')
-            .map_or(name, |(_, rest)| rest.get(..15).unwrap_or(rest))
+impl Run<'_> {
+    fn plan_budget(
+        &self,
+        state: &ContextState,
+        changes: &[protocol::wire::FileChange],
+        room: Option<budget::room::Room>,
+    ) -> Result<(BudgetPlan, Option<PathBuf>), String> {
+        let (request, config, workflow) = (self.request, self.config, &self.dir);
+        let repositories = &self.resources.repositories;
+        let repository = self.repository.as_ref().ok();
+        let task = budget::plan::task_of(state);
+        let (project, repo) = (request.project.clone(), repository.cloned());
+        let mut files = repositories
+            .bounded(&request.project, git::GIT_DEADLINE, move |_| {
+                Ok(budget::files::list_in(repo.as_ref(), &project, false))
+            })
+            .map_err(|e| format!("context budget: {e}"))?;
+        files.extend(
+            changes
+                .iter()
+                .filter(|c| c.action == "created" && request.project.join(&c.path).is_file())
+                .map(|c| c.path.clone()),
+        );
+        files.sort();
+        files.dedup();
+        let (total, source) = match room {
+            // The reload list's share of the room, on top of the reserves the plan keeps.
+            Some(room) => (
+                room.reload_tokens()
+                    + config.budget.reserve_for_output
+                    + config.budget.reserve_for_system,
+                format!("the room left ({})", room.describe()),
+            ),
+            None => budget::total_budget(
+                &config.budget,
+                None,
+                request.context.as_ref().map(|c| c.tokens_max),
+            ),
+        };
+        let now = crate::time::now_ms();
+        let input = budget::plan::PlanInput {
+            project: &request.project,
+            task,
+            state: Some(state),
+            transcript: request.transcript.as_deref(),
+            files: Some(files),
+            changed: Some(changes.iter().map(|c| c.path.clone()).collect()),
+            // Another session's changes (or the person's) are not this one's to reload.
+            left_out: state
+                .changed_elsewhere
+                .iter()
+                .map(|m| m.path.clone())
+                .collect(),
+            total_budget: total,
+            budget_source: source,
+            session: request.session.as_ref().map(|k| k.id.clone()),
+            config: &config.budget,
+            cache_dir: config
+                .budget
+                .cache_summaries
+                .then(|| workflow.create_dir(budget::summary::CACHE_DIR).ok())
+                .flatten()
+                .map(|(dir, _)| dir),
+            now_ms: now,
+            repositories,
+            repository,
+        };
+        let plan = budget::plan::plan(&input).map_err(|e| format!("context budget: {e}"))?;
+        let record = budget::plan::save_record(workflow, &plan, now, config.budget.records_keep)
+            .map_err(|e| tracing::debug!(error = %e, "cannot save the budget record"))
+            .ok();
+        Ok((plan, record))
     }
-    names.sort_by(|a, b| stamp(a).cmp(stamp(b)).then_with(|| a.cmp(b)));
 }
 
 /// Keeps a copy of each capture (`bytes`, the state file's content) in
 /// `.workflow/history/`, the newest `keep`.
 fn keep_history(
     workflow: &Dir,
-    state: &capture::state::ContextState,
+    state: &ContextState,
     bytes: &[u8],
     keep: usize,
 ) -> std::io::Result<()> {
@@ -722,6 +784,49 @@ mod tests {
                 "compact_20260118_143500_s1.json",
             ]
         );
+    }
+
+    fn git(dir: &std::path::Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    /// Every git step of a save (snapshot, changes, definitions, checkpoint,
+    /// the budget's file list and history) shares one opened repository.
+    #[test]
+    fn a_save_opens_the_repository_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("repo");
+        std::fs::create_dir(&project).unwrap();
+        git(&project, &["init", "-q"]);
+        std::fs::write(project.join("lib.rs"), "pub fn one() {}\n").unwrap();
+        git(&project, &["add", "."]);
+        git(&project, &["commit", "-q", "-m", "init"]);
+        std::fs::write(project.join("lib.rs"), "pub fn two() {}\n").unwrap();
+        let request = SaveRequest {
+            session: None,
+            project: project.clone(),
+            working_dir: None,
+            transcript: None,
+            context: None,
+            trigger: SaveTrigger::Manual,
+            checkpoint: true,
+        };
+        let config = Config::default();
+        assert!(
+            config.budget.enabled,
+            "the budget's git steps are part of a save"
+        );
+        let resources = Resources::in_state_dir(&dir.path().join("state"));
+        let report = save(&request, &config, &resources);
+        assert!(report.ok(), "{:?}", report.problems);
+        assert!(report.checkpoint.is_some(), "{report:?}");
+        assert_eq!(git::times_opened(&project), 1);
     }
 
     /// What Claude Code shows the person under "Compacted": two lines.

@@ -377,6 +377,198 @@ impl Dir {
     }
 }
 
+/// What stands at a name in a directory, read without following a symlink.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    Missing,
+    File {
+        bytes: Vec<u8>,
+        executable: bool,
+    },
+    Link {
+        target: Vec<u8>,
+    },
+    /// A directory, fifo, socket or device.
+    Other,
+}
+
+/// What [`Dir::place`] puts at a name.
+#[derive(Debug, Clone, Copy)]
+pub enum NewEntry<'a> {
+    /// A file, mode 0755 when executable, else 0644.
+    File {
+        bytes: &'a [u8],
+        executable: bool,
+    },
+    Link {
+        target: &'a [u8],
+    },
+}
+
+/// Why [`Dir::dirs_below`] could not reach a directory: at which of the
+/// path's components (counted from 1), and what stood there.
+#[derive(Debug)]
+pub enum Blocked {
+    Link {
+        depth: usize,
+    },
+    NotADirectory {
+        depth: usize,
+    },
+    Io {
+        depth: usize,
+        op: &'static str,
+        source: io::Error,
+    },
+}
+
+/// A name from outside (a tree's entry, bytes): one plain component.
+fn checked_bytes<'a>(dir: &Path, name: &'a [u8]) -> io::Result<&'a [u8]> {
+    if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') || name.contains(&0)
+    {
+        return Err(refused(
+            &dir.join(OsStr::from_bytes(name)),
+            "not a plain file name inside the directory",
+        ));
+    }
+    Ok(name)
+}
+
+impl Dir {
+    /// The directory at the components `dirs` below this one, each opened
+    /// without following a symlink. `None` when one is missing, unless
+    /// `create`: then those missing are made (0755, the mode git gives
+    /// directories; 0700 until open, so nobody slips in between).
+    pub fn dirs_below(&self, dirs: &[Vec<u8>], create: bool) -> Result<Option<Dir>, Blocked> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut current = self.reopen().map_err(|source| Blocked::Io {
+            depth: 0,
+            op: "open the work tree",
+            source,
+        })?;
+        for (i, name) in dirs.iter().enumerate() {
+            let depth = i + 1;
+            let name = checked_bytes(&current.path, name).map_err(|source| Blocked::Io {
+                depth,
+                op: "open a directory of the work tree",
+                source,
+            })?;
+            let path = current.path.join(OsStr::from_bytes(name));
+            let fd = match rustix::fs::openat(&current.fd, name, flags, Mode::empty()) {
+                Ok(fd) => fd,
+                Err(rustix::io::Errno::NOENT) if create => {
+                    match rustix::fs::mkdirat(&current.fd, name, Mode::from_raw_mode(DIR_MODE)) {
+                        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                        Err(e) => {
+                            return Err(Blocked::Io {
+                                depth,
+                                op: "make a directory",
+                                source: e.into(),
+                            });
+                        }
+                    }
+                    let fd = rustix::fs::openat(&current.fd, name, flags, Mode::empty())
+                        .map_err(|e| current.blocked(name, depth, e))?;
+                    rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o755)).map_err(|e| {
+                        Blocked::Io {
+                            depth,
+                            op: "make a directory",
+                            source: e.into(),
+                        }
+                    })?;
+                    fd
+                }
+                Err(rustix::io::Errno::NOENT) => return Ok(None),
+                Err(e) => return Err(current.blocked(name, depth, e)),
+            };
+            current = Dir { fd, path };
+        }
+        Ok(Some(current))
+    }
+
+    /// Why the directory `name` here could not be opened.
+    fn blocked(&self, name: &[u8], depth: usize, e: rustix::io::Errno) -> Blocked {
+        let is_link = rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink());
+        match e {
+            _ if is_link => Blocked::Link { depth },
+            rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP => Blocked::NotADirectory { depth },
+            e => Blocked::Io {
+                depth,
+                op: "open a directory of the work tree",
+                source: e.into(),
+            },
+        }
+    }
+
+    /// What stands at `name` here, never following a symlink.
+    pub fn entry(&self, name: &[u8]) -> io::Result<Entry> {
+        let name = checked_bytes(&self.path, name)?;
+        let stat = match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => stat,
+            Err(rustix::io::Errno::NOENT) => return Ok(Entry::Missing),
+            Err(e) => return Err(e.into()),
+        };
+        match rustix::fs::FileType::from_raw_mode(stat.st_mode) {
+            rustix::fs::FileType::RegularFile => {
+                let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+                let fd = rustix::fs::openat(&self.fd, name, flags, Mode::empty())?;
+                let mut bytes = Vec::new();
+                File::from(fd).read_to_end(&mut bytes)?;
+                Ok(Entry::File {
+                    bytes,
+                    executable: stat.st_mode & 0o111 != 0,
+                })
+            }
+            rustix::fs::FileType::Symlink => {
+                let target = rustix::fs::readlinkat(&self.fd, name, Vec::new())?;
+                Ok(Entry::Link {
+                    target: target.into_bytes(),
+                })
+            }
+            _ => Ok(Entry::Other),
+        }
+    }
+
+    /// Puts `new` at `name` here: made under a temporary name, then renamed
+    /// over whatever stood there (a symlink is replaced, never written
+    /// through).
+    pub fn place(&self, name: &[u8], new: NewEntry) -> io::Result<()> {
+        let name = checked_bytes(&self.path, name)?;
+        let temp = format!(
+            ".hookd-restore.{}.{}",
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let unmade = |e: io::Error| {
+            let _ = rustix::fs::unlinkat(&self.fd, temp.as_str(), AtFlags::empty());
+            e
+        };
+        match new {
+            NewEntry::Link { target } => rustix::fs::symlinkat(target, &self.fd, temp.as_str())?,
+            NewEntry::File { bytes, executable } => {
+                let flags = OFlags::WRONLY
+                    | OFlags::CREATE
+                    | OFlags::EXCL
+                    | OFlags::NOFOLLOW
+                    | OFlags::CLOEXEC;
+                let fd = rustix::fs::openat(
+                    &self.fd,
+                    temp.as_str(),
+                    flags,
+                    Mode::from_raw_mode(FILE_MODE),
+                )?;
+                let mut file = File::from(fd);
+                let bits = if executable { 0o755 } else { 0o644 };
+                file.write_all(bytes)
+                    .and_then(|()| Ok(rustix::fs::fchmod(&file, Mode::from_raw_mode(bits))?))
+                    .map_err(unmade)?;
+            }
+        }
+        rustix::fs::renameat(&self.fd, temp.as_str(), &self.fd, name).map_err(|e| unmade(e.into()))
+    }
+}
+
 /// Cuts a last line that has no newline (what a failed append leaves) and
 /// returns the file's length after the cut.
 fn repair_torn_tail(file: &File) -> io::Result<u64> {

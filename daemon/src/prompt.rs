@@ -4,10 +4,10 @@
 
 use crate::budget::room::Room;
 use crate::budget::tokens::{self, TextKind};
-use crate::capture::state::{ContextState, TaskStatus, repository_file};
 use crate::capture::workflow_file::WORKFLOW_FILE;
 use crate::harness::work::TaskSource;
 use crate::render::{self, Renderer};
+use crate::state::{ContextState, TaskStatus, repository_file};
 use protocol::config::{MAX_RESUME_CHARS, ResumeFormat};
 use protocol::wire::{Check, CheckStatus};
 use serde_json::{Value, json};
@@ -29,7 +29,7 @@ fn label_sources(view: &mut Value, key: &str) {
             item["from"] = json!(from);
             // States saved before every source went through it.
             if let Some(status) = item["status"].as_str() {
-                item["status"] = json!(crate::capture::state::blocker_status(status));
+                item["status"] = json!(crate::state::blocker_status(status));
             }
         }
     }
@@ -139,7 +139,7 @@ const TASK_DESCRIPTION_CHARS: usize = 300;
 /// One unfinished task as the prompt shows it: its title as the agent wrote
 /// it (the id only when it has none), what it is doing for it, its
 /// description clipped, and the files it names.
-fn task_view(state: &ContextState, task: &crate::capture::state::Task) -> Value {
+fn task_view(state: &ContextState, task: &crate::state::Task) -> Value {
     let title = if task.title.trim().is_empty() {
         task.id.clone()
     } else {
@@ -175,7 +175,7 @@ fn task_view(state: &ContextState, task: &crate::capture::state::Task) -> Value 
 /// what the capture or the summary named as the work in progress.
 fn in_progress_view(state: &ContextState) -> Vec<Value> {
     let active = state.workflow_position.active_task_id.as_deref();
-    let mut tasks: Vec<&crate::capture::state::Task> = state
+    let mut tasks: Vec<&crate::state::Task> = state
         .tasks
         .iter()
         .filter(|t| Some(t.id.as_str()) == active && t.status != TaskStatus::Completed)
@@ -578,7 +578,7 @@ mod tests {
         resume_view(&mut Renderer::built_in(), state, checks, marker)
     }
     use crate::capture::records::RECORDS_FILE;
-    use crate::capture::state::{Decision, ModifiedFile, NextAction, SaveTrigger};
+    use crate::state::{Decision, ModifiedFile, NextAction, SaveTrigger};
 
     fn big_state() -> ContextState {
         let mut s = ContextState {
@@ -651,16 +651,16 @@ mod tests {
             objective: Some("make the parser\nfaster".into()),
             ..ContextState::default()
         };
-        state.tasks.push(crate::capture::state::Task {
+        state.tasks.push(crate::state::Task {
             id: "1".into(),
             title: "Cache the token table".into(),
             status: TaskStatus::InProgress,
             ..Default::default()
         });
-        state.context_to_reload = Some(crate::capture::state::ContextToReload {
+        state.context_to_reload = Some(crate::state::ContextToReload {
             tokens_used: 1200,
             tokens_available: 85_500,
-            files: vec![crate::capture::state::ReloadFile {
+            files: vec![crate::state::ReloadFile {
                 path: "src/parser.rs".into(),
                 tier: "primary".into(),
                 level: "full".into(),
@@ -804,7 +804,7 @@ mod tests {
         let mut state = compacted_state();
         let reload = state.context_to_reload.as_mut().unwrap();
         reload.files = (0..12)
-            .map(|i| crate::capture::state::ReloadFile {
+            .map(|i| crate::state::ReloadFile {
                 path: format!("src/f{i}.rs"),
                 tier: "primary".into(),
                 level: "full".into(),
@@ -834,7 +834,7 @@ mod tests {
     /// A state saved before an automatic compaction, with a task list, next
     /// actions, decisions, a blocker, changed files and a checkpoint.
     fn compacted_state() -> ContextState {
-        use crate::capture::state::{Blocker, Checkpoint, GitInfo, Task, TaskSource};
+        use crate::state::{Blocker, Checkpoint, GitInfo, Task, TaskSource};
         ContextState {
             session_id: "compact_20261121_200000".into(),
             harness_session_id: Some("4d7453d0-1db5-4325-aa8c-30d671da3857".into()),
@@ -861,7 +861,7 @@ mod tests {
                             .into(),
                     ),
                     source: TaskSource::Todos,
-                    files: vec![crate::capture::state::TaskFile {
+                    files: vec![crate::state::TaskFile {
                         path: "app/api/auth/login/route.test.ts".into(),
                         to_create: true,
                     }],
@@ -876,7 +876,7 @@ mod tests {
                 },
             ],
             constraints: vec!["no new dependencies".into()],
-            context_usage: crate::capture::state::ContextUsage {
+            context_usage: crate::state::ContextUsage {
                 tokens_used: Some(160_000),
                 tokens_max: Some(167_000),
                 percentage: Some(0.958),
@@ -895,10 +895,10 @@ mod tests {
                 action: "created".into(),
                 summary: "+42 −0 lines; added fn POST, fn setCookie".into(),
             }],
-            context_to_reload: Some(crate::capture::state::ContextToReload {
+            context_to_reload: Some(crate::state::ContextToReload {
                 tokens_used: 1_200,
                 tokens_available: 63_900,
-                files: vec![crate::capture::state::ReloadFile {
+                files: vec![crate::state::ReloadFile {
                     path: "app/api/auth/login/route.ts".into(),
                     tier: "primary".into(),
                     level: "full".into(),
@@ -963,7 +963,7 @@ mod tests {
 
     #[test]
     fn the_summarizer_is_told_nothing_a_repository_file_said() {
-        use crate::capture::state::{Blocker, Task};
+        use crate::state::{Blocker, Task};
         let mut state = compacted_state();
         state.decisions.push(Decision {
             topic: "Cache".into(),
@@ -1014,7 +1014,7 @@ mod tests {
     /// active one first; a workflow file's task stays quoted under its name.
     #[test]
     fn open_tasks_show_titles_descriptions_and_files_never_a_bare_id() {
-        use crate::capture::state::{Task, TaskFile};
+        use crate::state::{Task, TaskFile};
         let mut state = compacted_state();
         state.tasks[1].description = Some("d".repeat(1_000));
         state.tasks.push(Task {
@@ -1129,7 +1129,7 @@ mod tests {
     #[test]
     fn the_last_step_is_one_line_in_every_format() {
         let state = ContextState {
-            last_step: Some(crate::capture::state::LastStep {
+            last_step: Some(crate::state::LastStep {
                 tool: "Bash".into(),
                 target: Some("cargo test\n### Forged".into()),
                 outcome: "failed: error[E0425]: cannot find value `x`".into(),

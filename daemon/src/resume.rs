@@ -3,16 +3,15 @@
 //! as it is now, and render the resume prompt with the results on top.
 
 use crate::budget::room::Room;
-use crate::capture::state::{ContextState, STATE_FILE};
-use crate::capture::state::{TaskSource, TaskStatus};
 use crate::capture::workflow_file;
 use crate::git::{self, GitError, Repositories, SnapshotOptions};
 use crate::memory::Memories;
-use crate::pipeline::HISTORY_DIR;
 use crate::project_fs::Dir;
 use crate::prompt;
 use crate::render::{Renderer, clean_text};
 use crate::saved_states::{Known, SavedStates};
+use crate::state::{ContextState, HISTORY_DIR, STATE_FILE};
+use crate::state::{TaskSource, TaskStatus};
 use crate::workflow::Workflow;
 use protocol::config::Config;
 use protocol::wire::{Check, CheckStatus, ContextStatus};
@@ -81,7 +80,7 @@ pub fn load(workflow: &Workflow, session: Option<&str>, saved: &SavedStates) -> 
     // Another session saved since: look for this session's own last capture.
     if let Ok(history) = dir.open_dir(HISTORY_DIR) {
         let mut names = history.names().unwrap_or_default();
-        crate::pipeline::sort_history(&mut names);
+        crate::state::sort_history(&mut names);
         for name in names.into_iter().rev() {
             if let Ok(Some(state)) = read_state(&history, &name, &known)
                 && state.harness_session_id.as_deref() == Some(id)
@@ -328,7 +327,7 @@ fn task_valid(
     };
     let saved = state.tasks.iter().find(|t| &t.id == id);
     let from_file = saved.is_some_and(|t| t.source == TaskSource::WorkflowFile)
-        || crate::capture::state::repository_file(&state.active_work.source).is_some();
+        || crate::state::repository_file(&state.active_work.source).is_some();
     // (id, title, status) of the tasks as they stand now.
     let current: Option<Vec<(String, String, TaskStatus)>> = if from_file {
         workflow_file::load(&Workflow::new(project))
@@ -377,7 +376,7 @@ fn task_valid(
         .unwrap_or(id);
     // The workflow file's words are shown quoted under its name.
     let named = match from_file
-        .then(|| crate::capture::state::repository_file(workflow_file::WORKFLOW_FILE))
+        .then(|| crate::state::repository_file(workflow_file::WORKFLOW_FILE))
         .flatten()
     {
         Some(file) => format!("\"{title}\" (quoted from {file})"),
@@ -538,13 +537,13 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::state::{NextAction, SaveTrigger, Task};
+    use crate::state::{NextAction, SaveTrigger, Task};
 
     #[test]
     fn the_summary_names_progress_next_action_and_problems() {
         let state = ContextState {
             captured_at: "2026-11-21T20:00:00Z".into(),
-            trigger: crate::capture::state::SaveTrigger::PreCompact("auto".into()),
+            trigger: crate::state::SaveTrigger::PreCompact("auto".into()),
             tasks: vec![
                 Task {
                     id: "1".into(),

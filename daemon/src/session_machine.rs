@@ -435,8 +435,7 @@ fn thresholds(
     }
 }
 
-/// What a `resume_arrival` line says of a prompt that never arrived.
-pub const NEVER_ARRIVED: &str = "did not arrive, even injected again";
+pub use crate::budget::report::NEVER_ARRIVED;
 
 /// Whether the injected resume prompt was found in the session's file:
 /// once missing, it goes in again through this hook; twice missing, it is

@@ -13,6 +13,10 @@ use std::path::{Path, PathBuf};
 
 pub const WORKFLOW_DIR: &str = ".workflow";
 pub const EVENTS_FILE: &str = "events.jsonl";
+/// The workflow file a person or a tool keeps (see `capture::workflow_file`).
+pub const WORKFLOW_FILE: &str = "workflow_state.yml";
+/// What was recorded through hookctl (see `capture::records`).
+pub const RECORDS_FILE: &str = "records.jsonl";
 /// The most hookd reads of one file it keeps in `.workflow/`.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 

@@ -292,7 +292,7 @@ impl ResumeOutcome {
         if self.lost {
             "resumed, never arrived"
         } else {
-            crate::wire::followed_words(self.followed)
+            followed_words(self.followed)
         }
     }
 }
@@ -312,4 +312,14 @@ pub struct ContextReport {
     pub record_file: Option<PathBuf>,
     pub records: usize,
     pub transitions: TransitionTotals,
+}
+
+/// `resumed and followed`, `resumed, went elsewhere` or `resumed, not yet
+/// decided`: a resume prompt's verdict as people read it.
+pub fn followed_words(followed: Option<bool>) -> &'static str {
+    match followed {
+        Some(true) => "resumed and followed",
+        Some(false) => "resumed, went elsewhere",
+        None => "resumed, not yet decided",
+    }
 }

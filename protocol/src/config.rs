@@ -29,8 +29,7 @@ use std::path::{Path, PathBuf};
 
 /// Name of the user configuration file inside the config directory.
 pub const USER_FILE: &str = "config.yaml";
-/// Name of the project configuration file at the project root.
-pub const PROJECT_FILE: &str = ".hookd.yaml";
+pub use crate::project::PROJECT_FILE;
 /// Prefix of configuration environment variables.
 pub const ENV_PREFIX: &str = "HOOKD_";
 /// Separator between key levels in environment variable names.
@@ -529,6 +528,21 @@ pub enum Action {
 impl Config {
     /// Checks what types cannot: returns `(key, problem)` pairs.
     pub fn problems(&self) -> Vec<(String, String)> {
+        let mut out = self.threshold_level_problems();
+        if let Err(why) = check_ref_prefix(&self.checkpoint.ref_prefix) {
+            out.push(("checkpoint.ref_prefix".into(), why));
+        }
+        out.extend(self.budget_problems());
+        out.extend(self.memory_and_monitor_problems());
+        out.extend(self.zero_problems());
+        out.extend(self.weight_problems());
+        out.extend(self.above_upper_bounds());
+        out.extend(self.threshold_size_problems());
+        out
+    }
+
+    /// Threshold levels within (0, 1], rising.
+    fn threshold_level_problems(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
         let mut last = 0.0;
         for (i, t) in self.monitor.thresholds.iter().enumerate() {
@@ -546,9 +560,12 @@ impl Config {
             }
             last = t.level;
         }
-        if let Err(why) = check_ref_prefix(&self.checkpoint.ref_prefix) {
-            out.push(("checkpoint.ref_prefix".into(), why));
-        }
+        out
+    }
+
+    /// The budget's shares, reserves and thresholds.
+    fn budget_problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
         let b = &self.budget;
         let shares = &b.allocation;
         let share_sum = shares.primary + shares.supporting + shares.reference + shares.history;
@@ -599,6 +616,12 @@ impl Config {
                 format!("{} must be greater than 0", b.recency_decay_days),
             ));
         }
+        out
+    }
+
+    /// Memory's similarity and directory, the monitor's reset drop.
+    fn memory_and_monitor_problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
         if !(0.0..=1.0).contains(&self.memory.similarity_threshold) {
             out.push((
                 "memory.similarity_threshold".into(),
@@ -614,6 +637,12 @@ impl Config {
                 format!("{} is not within (0, 1]", self.monitor.reset_drop),
             ));
         }
+        out
+    }
+
+    /// Counts and timeouts that must not be 0.
+    fn zero_problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
         for (key, value) in [
             ("client.hook_timeout_ms", self.client.hook_timeout_ms),
             (
@@ -641,6 +670,13 @@ impl Config {
                 out.push((key.to_owned(), "must be greater than 0".to_owned()));
             }
         }
+        out
+    }
+
+    /// The budget's scoring weights, none negative.
+    fn weight_problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let b = &self.budget;
         let w = &b.weights;
         for (name, value) in [
             ("task_alignment", w.task_alignment),
@@ -656,7 +692,12 @@ impl Config {
                 ));
             }
         }
-        out.extend(self.above_upper_bounds());
+        out
+    }
+
+    /// How many thresholds there are, how long their messages.
+    fn threshold_size_problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
         let thresholds = &self.monitor.thresholds;
         if thresholds.len() > MAX_THRESHOLDS {
             out.push((

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 /// hookd's own directory in a project.
 pub const WORKFLOW_DIR: &str = ".workflow";
+/// Name of the project configuration file at the project root.
+pub const PROJECT_FILE: &str = ".hookd.yaml";
 /// The files `hookctl install --project` writes into a project, one per
 /// harness: Claude Code's, Codex's and Gemini CLI's.
 pub const CLAUDE_CODE_PROJECT_SETTINGS: &str = ".claude/settings.json";
@@ -27,7 +29,7 @@ pub fn is_hookd_file(rel: &str) -> bool {
     rel == WORKFLOW_DIR
         || rel.starts_with(".workflow/")
         || [
-            crate::config::PROJECT_FILE,
+            PROJECT_FILE,
             CLAUDE_CODE_PROJECT_SETTINGS,
             CODEX_PROJECT_HOOKS,
             GEMINI_CLI_PROJECT_SETTINGS,

@@ -157,7 +157,7 @@ pub fn survey(root: &Path) -> (ProjectTrust, Vec<(String, String)>) {
         Ok(None) => {}
         Err(e) => refused.push((rel, e.to_string())),
     };
-    take(crate::config::PROJECT_FILE.to_owned());
+    take(crate::project::PROJECT_FILE.to_owned());
     let templates = root.join(TEMPLATES_DIR);
     let is_real_dir = std::fs::symlink_metadata(root.join(".workflow")).is_ok_and(|m| m.is_dir())
         && std::fs::symlink_metadata(&templates).is_ok_and(|m| m.is_dir());

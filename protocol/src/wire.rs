@@ -549,7 +549,7 @@ pub struct ResumeFollowed {
 
 impl ResumeFollowed {
     pub fn words(&self) -> &'static str {
-        followed_words(self.followed)
+        crate::budget::followed_words(self.followed)
     }
 }
 
@@ -563,16 +563,6 @@ pub fn followed_line(epoch: Option<u32>, words: &str, detail: Option<&str>) -> S
     };
     let detail = detail.map(|d| format!(" ({d})")).unwrap_or_default();
     format!("{when}: {words}{detail}")
-}
-
-/// `resumed and followed`, `resumed, went elsewhere` or `resumed, not yet
-/// decided`: a resume prompt's verdict as people read it.
-pub fn followed_words(followed: Option<bool>) -> &'static str {
-    match followed {
-        Some(true) => "resumed and followed",
-        Some(false) => "resumed, went elsewhere",
-        None => "resumed, not yet decided",
-    }
 }
 
 /// One reading of a session's context, for the picture of its recent turns.

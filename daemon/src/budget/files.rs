@@ -97,7 +97,20 @@ const WALK_LIMIT: usize = 20_000;
 /// (with `untracked`) untracked but not ignored. Outside git, a walk that
 /// skips build output.
 pub fn list(project: &Path, untracked: bool) -> Vec<String> {
-    match crate::git::project_files(project, untracked) {
+    list_in(None, project, untracked)
+}
+
+/// [`list`], through `repository` when the caller has it open.
+pub fn list_in(
+    repository: Option<&crate::git::OpenRepository>,
+    project: &Path,
+    untracked: bool,
+) -> Vec<String> {
+    let from_git = match repository {
+        Some(repo) => repo.project_files(untracked),
+        None => crate::git::project_files(project, untracked),
+    };
+    match from_git {
         Some(mut files) => {
             files.retain(|f| !protocol::project::is_hookd_file(f));
             files

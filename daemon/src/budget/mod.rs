@@ -15,7 +15,7 @@ pub mod score;
 pub mod summary;
 pub mod tokens;
 
-use crate::capture::state::{ContextToReload, ReloadFile};
+use crate::state::{ContextToReload, ReloadFile};
 use protocol::budget::{BudgetPlan, Tier};
 use protocol::config::BudgetConfig;
 

@@ -13,8 +13,8 @@ use super::imports;
 use super::score::{self, Evidence};
 use super::summary::{self, Level};
 use super::tokens::{self, TextKind};
-use crate::capture::state::ContextState;
 use crate::project_fs::Dir;
+use crate::state::ContextState;
 use crate::workflow::Workflow;
 use protocol::budget::{Allocation, BudgetPlan, FileScore, Metrics, Overflow, PlannedFile, Tier};
 use protocol::config::{BudgetConfig, OverflowStrategy};
@@ -59,6 +59,8 @@ pub struct PlanInput<'a> {
     /// ([`crate::git::Repositories::bounded`]): a stuck read costs one
     /// deadline, not a thread for good.
     pub repositories: &'a crate::git::Repositories,
+    /// The repository, when the caller has it open already (a save does).
+    pub repository: Option<&'a crate::git::OpenRepository>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -87,7 +89,7 @@ pub fn task_of(state: &ContextState) -> String {
     if let Some(t) = state
         .tasks
         .iter()
-        .find(|t| t.status == crate::capture::state::TaskStatus::InProgress)
+        .find(|t| t.status == crate::state::TaskStatus::InProgress)
     {
         parts.push(t.title.clone());
     }
@@ -129,18 +131,17 @@ fn ages(input: &PlanInput, paths: &[String]) -> HashMap<String, f64> {
     let window_ms = (input.config.recency_decay_days * 86_400_000.0) as u64;
     let known = input.changed.as_deref();
     let from_git = {
-        let (project, paths) = (project.to_path_buf(), paths.to_vec());
+        let (at, paths) = (project.to_path_buf(), paths.to_vec());
         let known = known.map(<[String]>::to_vec);
+        let repo = input.repository.cloned();
         input
             .repositories
-            .bounded(&project.clone(), crate::git::GIT_DEADLINE, move |_| {
-                Ok(crate::git::last_changes(
-                    &project,
-                    &paths,
-                    known.as_deref(),
-                    now_ms,
-                    window_ms,
-                ))
+            .bounded(project, crate::git::GIT_DEADLINE, move |_| {
+                let known = known.as_deref();
+                Ok(match repo {
+                    Some(repo) => repo.last_changes(&paths, known, now_ms, window_ms),
+                    None => crate::git::last_changes(&at, &paths, known, now_ms, window_ms),
+                })
             })
             .ok()
             .flatten()
@@ -157,15 +158,107 @@ fn ages(input: &PlanInput, paths: &[String]) -> HashMap<String, f64> {
         .collect()
 }
 
+/// The files a plan chooses among, and what it needs to read their imports.
+struct ProjectFiles<'a> {
+    project: &'a Path,
+    all: &'a [String],
+    all_set: &'a HashSet<String>,
+    /// The Go module path, when the project has a `go.mod`.
+    go_module: Option<&'a str>,
+}
+
+impl ProjectFiles<'_> {
+    fn imports_of(&self, rel: &str, text: &str) -> Vec<String> {
+        imports::imports(rel, text, self.all_set, self.go_module)
+    }
+}
+
+/// What the search of the project's contents read.
+#[derive(Default)]
+struct ContentsRead {
+    /// The texts kept (only candidates': the project's would not fit in memory).
+    contents: HashMap<String, Option<String>>,
+    /// Each file read, with the files it imports.
+    edges: HashMap<String, Vec<String>>,
+    /// Files holding at least half the task's words, most first.
+    content_matches: Vec<String>,
+}
+
+/// Where the project is small enough to read whole: the files whose
+/// contents hold the task's words, and every file's imports (so importers
+/// count too).
+fn search_contents(files_of: &ProjectFiles, keywords: &[String]) -> ContentsRead {
+    let mut out = ContentsRead::default();
+    if files_of.all.len() > CONTENT_SEARCH_MAX_FILES {
+        return out;
+    }
+    let wanted = keywords.len().div_ceil(2).max(1);
+    let mut by_content: Vec<(usize, &String)> = Vec::new();
+    let mut read = 0;
+    for rel in files_of
+        .all
+        .iter()
+        .filter(|f| files::file_type(f) != FileType::Other)
+    {
+        if read > CONTENT_SEARCH_MAX_BYTES {
+            break;
+        }
+        let text = read_start(&files_of.project.join(rel));
+        read += text.as_ref().map_or(0, String::len);
+        if let Some(t) = &text {
+            out.edges.insert(rel.clone(), files_of.imports_of(rel, t));
+        }
+        let n = text
+            .as_deref()
+            .map_or(0, |t| score::content_matches(keywords, t).len());
+        if n >= wanted {
+            by_content.push((n, rel));
+            out.contents.insert(rel.clone(), text);
+        }
+    }
+    by_content.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    out.content_matches = by_content.into_iter().map(|(_, rel)| rel.clone()).collect();
+    out
+}
+
+/// Reads the imports of the files reachable from `seeds` within
+/// `max_depth` steps into `edges`, the files not read yet through `text_of`.
+fn follow_imports(
+    files_of: &ProjectFiles,
+    seeds: &[String],
+    max_depth: u32,
+    edges: &mut HashMap<String, Vec<String>>,
+    text_of: &mut impl FnMut(&str) -> Option<String>,
+) {
+    let mut frontier = seeds.to_vec();
+    for _ in 0..max_depth {
+        if frontier.is_empty() {
+            break;
+        }
+        let mut next = Vec::new();
+        for rel in &frontier {
+            if edges.contains_key(rel) {
+                continue;
+            }
+            let found = text_of(rel)
+                .map(|t| files_of.imports_of(rel, &t))
+                .unwrap_or_default();
+            next.extend(found.iter().filter(|f| !edges.contains_key(*f)).cloned());
+            edges.insert(rel.clone(), found);
+        }
+        frontier = next;
+    }
+}
+
 /// Scores every candidate for the task, best first.
 pub fn score_candidates(input: &PlanInput, keywords: &[String]) -> Vec<FileScore> {
     let project = input.project;
     let all = input.files.clone().unwrap_or_else(|| {
-        let at = project.to_path_buf();
+        let (at, repo) = (project.to_path_buf(), input.repository.cloned());
         input
             .repositories
             .bounded(project, crate::git::GIT_DEADLINE, move |_| {
-                Ok(files::list(&at, true))
+                Ok(files::list_in(repo.as_ref(), &at, true))
             })
             .unwrap_or_default()
     });
@@ -225,45 +318,22 @@ pub fn score_candidates(input: &PlanInput, keywords: &[String]) -> Vec<FileScore
         .then(|| read_start(&project.join("go.mod")))
         .flatten()
         .and_then(|t| imports::go_module(&t));
-    // Where the project is small enough to read whole: contents with the
-    // task's words, and every file's imports (so importers count too).
-    let mut contents: HashMap<String, Option<String>> = HashMap::new();
-    let mut edges: HashMap<String, Vec<String>> = HashMap::new();
-    if all.len() <= CONTENT_SEARCH_MAX_FILES {
-        let wanted = keywords.len().div_ceil(2).max(1);
-        let mut by_content: Vec<(usize, &String)> = Vec::new();
-        let mut read = 0;
-        for rel in all
-            .iter()
-            .filter(|f| files::file_type(f) != FileType::Other)
-        {
-            if read > CONTENT_SEARCH_MAX_BYTES {
-                break;
-            }
-            let text = read_start(&project.join(rel));
-            read += text.as_ref().map_or(0, String::len);
-            if let Some(t) = &text {
-                edges.insert(
-                    rel.clone(),
-                    imports::imports(rel, t, &all_set, go_module.as_deref()),
-                );
-            }
-            let n = text
-                .as_deref()
-                .map_or(0, |t| score::content_matches(keywords, t).len());
-            // Only candidates' texts are kept: the project's would not fit in memory.
-            if n >= wanted {
-                by_content.push((n, rel));
-                contents.insert(rel.clone(), text);
-            }
-        }
-        by_content.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-        for (_, rel) in by_content.iter().take(input.config.max_candidates / 4) {
-            add(&mut evidence, rel, "content");
-        }
+    let project_files = ProjectFiles {
+        project,
+        all: &all,
+        all_set: &all_set,
+        go_module: go_module.as_deref(),
+    };
+    let mut read = search_contents(&project_files, keywords);
+    for rel in read
+        .content_matches
+        .iter()
+        .take(input.config.max_candidates / 4)
+    {
+        add(&mut evidence, rel, "content");
     }
     let mut text_of = |rel: &str| -> Option<String> {
-        contents
+        read.contents
             .entry(rel.to_owned())
             .or_insert_with(|| read_start(&project.join(rel)))
             .clone()
@@ -276,25 +346,14 @@ pub fn score_candidates(input: &PlanInput, keywords: &[String]) -> Vec<FileScore
         .filter(|(_, e)| e.reasons.iter().any(|r| r != "content"))
         .map(|(rel, _)| rel.clone())
         .collect();
-    let mut frontier = seeds.clone();
-    for _ in 0..input.config.max_import_depth {
-        if frontier.is_empty() {
-            break;
-        }
-        let mut next = Vec::new();
-        for rel in &frontier {
-            if edges.contains_key(rel) {
-                continue;
-            }
-            let found = text_of(rel)
-                .map(|t| imports::imports(rel, &t, &all_set, go_module.as_deref()))
-                .unwrap_or_default();
-            next.extend(found.iter().filter(|f| !edges.contains_key(*f)).cloned());
-            edges.insert(rel.clone(), found);
-        }
-        frontier = next;
-    }
-    let depths = imports::distances(&seeds, &edges, input.config.max_import_depth);
+    follow_imports(
+        &project_files,
+        &seeds,
+        input.config.max_import_depth,
+        &mut read.edges,
+        &mut text_of,
+    );
+    let depths = imports::distances(&seeds, &read.edges, input.config.max_import_depth);
     for rel in depths.keys() {
         if !evidence.contains_key(rel) {
             add(&mut evidence, rel, "import");
@@ -433,24 +492,8 @@ impl Sizer<'_> {
 }
 
 /// Scores the candidates and fits them to the budget.
-pub fn plan(input: &PlanInput) -> Result<BudgetPlan, PlanError> {
-    let started = Instant::now();
-    let config = input.config;
-    let reserves = config.reserve_for_output + config.reserve_for_system;
-    if input.total_budget <= reserves {
-        return Err(PlanError::NoRoom {
-            total: input.total_budget,
-            output: config.reserve_for_output,
-            system: config.reserve_for_system,
-        });
-    }
-    let available = input.total_budget - reserves;
-    let keywords = score::keywords(&input.task);
-    let scores = score_candidates(input, &keywords);
-    let candidates = scores.len();
-    let (included, below): (Vec<FileScore>, Vec<FileScore>) =
-        scores.into_iter().partition(|s| s.tier.is_some());
-
+/// Each tier's share of the `available` tokens.
+fn shared_out(config: &BudgetConfig, available: u64) -> Allocation {
     let shares = &config.allocation;
     let share_of = |tier: Tier| match tier {
         Tier::Primary => shares.primary,
@@ -469,6 +512,78 @@ pub fn plan(input: &PlanInput) -> Result<BudgetPlan, PlanError> {
         t.percentage = share_of(tier);
         t.allocated_tokens = (available as f64 * share_of(tier) / 100.0).floor() as u64;
     }
+    allocation
+}
+
+/// Where a file that does not fit in its tier's `room` goes, by the
+/// overflow strategy: cut to the room, a shorter level that fits, or out
+/// (`None`). The level, tokens, and whether it was cut.
+fn overflowing(
+    strategy: OverflowStrategy,
+    sizer: &mut Sizer,
+    path: &str,
+    level: Level,
+    room: usize,
+) -> Option<(Level, usize, bool)> {
+    match strategy {
+        OverflowStrategy::Prioritize | OverflowStrategy::Error => None,
+        OverflowStrategy::Truncate => (room >= MIN_TRUNCATED_TOKENS).then_some((level, room, true)),
+        OverflowStrategy::Summarize => {
+            let mut shorter = level.shorter();
+            while let Some(l) = shorter {
+                let (l, t) = sizer.tokens(path, l);
+                if t <= room {
+                    return Some((l, t, false));
+                }
+                shorter = l.shorter();
+            }
+            None
+        }
+    }
+}
+
+/// How full the plan is and how relevant its tokens are, and the tokens it uses.
+fn metrics_of(allocation: &Allocation, available: u64) -> (Metrics, u64) {
+    let planned: Vec<&PlannedFile> = Tier::FILES
+        .iter()
+        .flat_map(|t| allocation.tier(*t).files.iter())
+        .collect();
+    let file_tokens: u64 = planned.iter().map(|f| f.tokens).sum();
+    let total_used = file_tokens + allocation.history.total_tokens;
+    let weighted: f64 = planned
+        .iter()
+        .map(|f| f.tokens as f64 * f.relevance_score)
+        .sum();
+    let metrics = Metrics {
+        utilization: round3(total_used as f64 / available as f64),
+        efficiency: if file_tokens == 0 {
+            0.0
+        } else {
+            round3(weighted / file_tokens as f64)
+        },
+    };
+    (metrics, total_used)
+}
+
+pub fn plan(input: &PlanInput) -> Result<BudgetPlan, PlanError> {
+    let started = Instant::now();
+    let config = input.config;
+    let reserves = config.reserve_for_output + config.reserve_for_system;
+    if input.total_budget <= reserves {
+        return Err(PlanError::NoRoom {
+            total: input.total_budget,
+            output: config.reserve_for_output,
+            system: config.reserve_for_system,
+        });
+    }
+    let available = input.total_budget - reserves;
+    let keywords = score::keywords(&input.task);
+    let scores = score_candidates(input, &keywords);
+    let candidates = scores.len();
+    let (included, below): (Vec<FileScore>, Vec<FileScore>) =
+        scores.into_iter().partition(|s| s.tier.is_some());
+
+    let mut allocation = shared_out(config, available);
     let mut sizer = Sizer {
         project: input.project,
         cache_dir: input.cache_dir.as_ref(),
@@ -499,25 +614,7 @@ pub fn plan(input: &PlanInput) -> Result<BudgetPlan, PlanError> {
             } else {
                 overflow.occurred = true;
                 overflow.files_affected.push(s.path.clone());
-                match config.overflow_strategy {
-                    OverflowStrategy::Prioritize | OverflowStrategy::Error => None,
-                    OverflowStrategy::Truncate => {
-                        (room >= MIN_TRUNCATED_TOKENS).then_some((level, room, true))
-                    }
-                    OverflowStrategy::Summarize => {
-                        let mut shorter = level.shorter();
-                        let mut fit = None;
-                        while let Some(l) = shorter {
-                            let (l, t) = sizer.tokens(&s.path, l);
-                            if t <= room {
-                                fit = Some((l, t, false));
-                                break;
-                            }
-                            shorter = l.shorter();
-                        }
-                        fit
-                    }
-                }
+                overflowing(config.overflow_strategy, &mut sizer, &s.path, level, room)
             };
             if let Some((level, tokens, truncated)) = placed {
                 used += tokens;
@@ -550,24 +647,7 @@ pub fn plan(input: &PlanInput) -> Result<BudgetPlan, PlanError> {
     allocation.history.note =
         Some("the resume prompt: progress, decisions and recent requests".into());
 
-    let planned: Vec<&PlannedFile> = Tier::FILES
-        .iter()
-        .flat_map(|t| allocation.tier(*t).files.iter())
-        .collect();
-    let file_tokens: u64 = planned.iter().map(|f| f.tokens).sum();
-    let total_used = file_tokens + allocation.history.total_tokens;
-    let weighted: f64 = planned
-        .iter()
-        .map(|f| f.tokens as f64 * f.relevance_score)
-        .sum();
-    let metrics = Metrics {
-        utilization: round3(total_used as f64 / available as f64),
-        efficiency: if file_tokens == 0 {
-            0.0
-        } else {
-            round3(weighted / file_tokens as f64)
-        },
-    };
+    let (metrics, total_used) = metrics_of(&allocation, available);
     let mut below = below;
     below.truncate(BELOW_THRESHOLD_KEPT);
     Ok(BudgetPlan {
@@ -728,7 +808,7 @@ mod tests {
         );
         assert_eq!(read_start(&dir.path().join("link.rs")), None);
     }
-    use crate::capture::state::NextAction;
+    use crate::state::NextAction;
 
     /// A project outside git (modification times give recency) whose three
     /// parser files match the task in path and contents.
@@ -773,6 +853,7 @@ mod tests {
             cache_dir: None,
             now_ms: crate::time::now_ms(),
             repositories: &crate::git::Repositories::default(),
+            repository: None,
         };
         plan(&input)
     }
@@ -916,6 +997,7 @@ mod tests {
             cache_dir: None,
             now_ms: crate::time::now_ms(),
             repositories: &crate::git::Repositories::default(),
+            repository: None,
         };
         let scores = score_candidates(&input, &score::keywords(&input.task));
         let named = scores

@@ -11,6 +11,8 @@ use std::io::BufRead;
 use std::path::Path;
 
 pub const TRANSITION: &str = "context_transition";
+/// What a `resume_arrival` line says of a prompt that never arrived.
+pub const NEVER_ARRIVED: &str = "did not arrive, even injected again";
 
 /// A `context_transition` event's fields.
 pub fn transition(event_type: &str, action: &str, before: u64, after: u64, extra: Value) -> Value {
@@ -111,7 +113,7 @@ fn resume_outcome(list: &mut Vec<ResumeOutcome>, kind: &str, event: &Value) {
     if kind == "resume_arrival" {
         // Lost for good: nothing will judge it.
         if event["arrived"] == false
-            && event["action"] == crate::session_machine::NEVER_ARRIVED
+            && event["action"] == NEVER_ARRIVED
             && let Some(entry) = list.iter_mut().find(|r| r.marker == marker)
         {
             entry.lost = true;
@@ -255,7 +257,7 @@ mod tests {
             // Lost for good: said so, never "not yet decided".
             json!({"kind": "resume", "source": "compact", "session": "s1", "epoch": 5, "injected": true, "marker": "[m5]"}),
             json!({"kind": "resume_arrival", "session": "s1", "marker": "[m5]", "arrived": false, "action": "injected again"}),
-            json!({"kind": "resume_arrival", "session": "s1", "marker": "[m5]", "arrived": false, "action": crate::session_machine::NEVER_ARRIVED}),
+            json!({"kind": "resume_arrival", "session": "s1", "marker": "[m5]", "arrived": false, "action": NEVER_ARRIVED}),
         ];
         let text: Vec<String> = lines.iter().map(Value::to_string).collect();
         std::fs::write(&file, text.join("\n") + "\n").unwrap();

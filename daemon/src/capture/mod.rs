@@ -13,21 +13,20 @@
 //! ([`summary_block`]), below all of these.
 
 pub mod records;
-pub mod state;
 pub mod summary_block;
 pub mod workflow_file;
 mod yaml;
 
-use crate::git::{self, GitError, Repositories, Snapshot, SnapshotOptions};
+use crate::git::{self, GitError, OpenRepository, Repositories, Snapshot, SnapshotOptions};
 use crate::harness::work::{TaskSource, TaskStatus, WorkFacts};
 use crate::project_fs::Dir;
-use crate::workflow::Workflow;
-use protocol::config::Config;
-use protocol::wire::{ContextStatus, FileChange, Harness};
-use state::{
+use crate::state::{
     ActiveWork, Blocker, ContextState, ContextUsage, Decision, GitInfo, LastStep, ModifiedFile,
     NextAction, SOURCE_TRANSCRIPT, Task,
 };
+use crate::workflow::Workflow;
+use protocol::config::Config;
+use protocol::wire::{ContextStatus, FileChange, Harness};
 use std::path::Path;
 
 pub struct Input<'a> {
@@ -40,13 +39,16 @@ pub struct Input<'a> {
     pub harness_session: Option<&'a str>,
     pub transcript: Option<&'a Path>,
     pub context: Option<&'a ContextStatus>,
-    pub trigger: state::SaveTrigger,
+    pub trigger: crate::state::SaveTrigger,
     /// The threshold level that asked for this save, if one did.
     pub threshold: Option<f64>,
     pub config: &'a Config,
     pub now_ms: u64,
     /// The lock on hookd's private index and the last changes found.
     pub repositories: &'a Repositories,
+    /// The project's repository, opened once for the whole save, or why
+    /// it could not be.
+    pub repository: Result<&'a OpenRepository, &'a GitError>,
 }
 
 pub struct Captured {
@@ -130,31 +132,36 @@ pub fn capture(input: &Input) -> Captured {
         max_file_bytes: input.config.checkpoint.max_file_bytes,
     };
     // The caller holds the project's lock: git runs under a deadline.
-    let project = input.project.to_path_buf();
-    let from_git =
-        input
-            .repositories
-            .bounded(input.project, git::GIT_DEADLINE, move |repositories| {
-                let snapshot = git::snapshot(&repositories, &project, &opts)?;
-                let changes = git::changes(&repositories, &project, &snapshot);
-                let definitions = match &changes {
-                    Ok(changes) => changed_definitions(&project, &snapshot, changes),
-                    Err(_) => Default::default(),
-                };
-                Ok((snapshot, changes, definitions))
-            });
+    let failed = |e: &GitError| (e.is_no_work_tree(), e.to_string());
+    let from_git = match input.repository {
+        Ok(repo) => {
+            let repo = repo.clone();
+            input
+                .repositories
+                .bounded(input.project, git::GIT_DEADLINE, move |repositories| {
+                    let snapshot = repo.snapshot(&repositories, &opts)?;
+                    let changes = repo.changes(&repositories, &snapshot);
+                    let definitions = match &changes {
+                        Ok(changes) => changed_definitions(&repo, &snapshot, changes),
+                        Err(_) => Default::default(),
+                    };
+                    Ok((snapshot, changes, definitions))
+                })
+                .map_err(|e| failed(&e))
+        }
+        Err(e) => Err(failed(e)),
+    };
     let (snapshot, snapshot_note, changes, definitions) = match from_git {
         Ok((snapshot, Ok(changes), definitions)) => (Some(snapshot), None, changes, definitions),
         Ok((snapshot, Err(e), _)) => {
             state.problems.push(e.to_string());
             (Some(snapshot), None, Vec::new(), Default::default())
         }
-        Err(e @ (GitError::NotARepository { .. } | GitError::Bare { .. })) => {
-            (None, Some(e.to_string()), Vec::new(), Default::default())
-        }
-        Err(e) => {
-            state.problems.push(e.to_string());
-            (None, Some(e.to_string()), Vec::new(), Default::default())
+        // Not a repository: nothing to snapshot, and nothing wrong.
+        Err((true, why)) => (None, Some(why), Vec::new(), Default::default()),
+        Err((false, why)) => {
+            state.problems.push(why.clone());
+            (None, Some(why), Vec::new(), Default::default())
         }
     };
 
@@ -207,7 +214,6 @@ fn assemble(
     // The files this session's own file touched, when it was read.
     touched: Option<&std::collections::HashSet<String>>,
 ) {
-    let project = base.project;
     // hookd's own files (its state, its configuration, the harness wiring
     // it installed) are nobody's work.
     let changes: Vec<&FileChange> = changes
@@ -217,63 +223,8 @@ fn assemble(
     let (ours, elsewhere): (Vec<&FileChange>, Vec<&FileChange>) = changes
         .iter()
         .partition(|c| touched.is_none_or(|t| t.contains(&c.path)));
-    // The task list: the workflow file's, else the agent's.
-    state.tasks = match wf.filter(|w| !w.tasks.is_empty()) {
-        Some(w) => w
-            .tasks
-            .iter()
-            .map(|t| Task {
-                id: t.id.clone(),
-                title: t.title.clone(),
-                status: t.status.clone().map(TaskStatus::from).unwrap_or_default(),
-                active_form: None,
-                description: None,
-                source: TaskSource::WorkflowFile,
-                files: Vec::new(),
-            })
-            .collect(),
-        None => facts
-            .map(|f| {
-                let source = f.task_source.unwrap_or_default();
-                f.tasks
-                    .iter()
-                    .map(|t| Task {
-                        id: t.id.clone(),
-                        title: t.title.clone(),
-                        status: t.status.clone(),
-                        active_form: t.active_form.clone(),
-                        description: t.description.clone(),
-                        source,
-                        files: Vec::new(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-    };
-    let named_by_workflow = wf.and_then(|w| w.active_task.clone()).map(|id| {
-        state
-            .tasks
-            .iter()
-            .find(|t| t.id == id)
-            .cloned()
-            .unwrap_or(Task {
-                id,
-                ..Task::default()
-            })
-    });
-    let active_source = if named_by_workflow.is_some() {
-        workflow_file::WORKFLOW_FILE.to_owned()
-    } else {
-        String::new()
-    };
-    let active_task = named_by_workflow.or_else(|| {
-        state
-            .tasks
-            .iter()
-            .find(|t| t.status == TaskStatus::InProgress)
-            .cloned()
-    });
-
+    state.tasks = tasks_of(wf, facts);
+    let (active_task, active_source) = active_task_of(wf, &state.tasks);
     let position = &mut state.workflow_position;
     position.workflow_id = wf.and_then(|w| w.workflow_id.clone());
     position.current_phase = wf
@@ -306,6 +257,91 @@ fn assemble(
         source: active_source,
     };
 
+    plan_next_actions(state, base, wf, records);
+    record_modified_files(state, base, facts, snapshot, touched, (&ours, &elsewhere));
+    record_decisions_and_blockers(state, wf, records);
+    if let Some(f) = facts {
+        record_requests_and_last_step(state, base, f);
+    }
+    state.git = snapshot.map(|(s, _)| GitInfo {
+        branch: s.branch.clone(),
+        head: s.head.map(|h| h.to_string()),
+        state: git_state(&s.state, &changes),
+    });
+}
+
+/// The task list: the workflow file's, else the agent's.
+fn tasks_of(wf: Option<&workflow_file::WorkflowFile>, facts: Option<&WorkFacts>) -> Vec<Task> {
+    match wf.filter(|w| !w.tasks.is_empty()) {
+        Some(w) => w
+            .tasks
+            .iter()
+            .map(|t| Task {
+                id: t.id.clone(),
+                title: t.title.clone(),
+                status: t.status.clone().map(TaskStatus::from).unwrap_or_default(),
+                active_form: None,
+                description: None,
+                source: TaskSource::WorkflowFile,
+                files: Vec::new(),
+            })
+            .collect(),
+        None => facts
+            .map(|f| {
+                let source = f.task_source.unwrap_or_default();
+                f.tasks
+                    .iter()
+                    .map(|t| Task {
+                        id: t.id.clone(),
+                        title: t.title.clone(),
+                        status: t.status.clone(),
+                        active_form: t.active_form.clone(),
+                        description: t.description.clone(),
+                        source,
+                        files: Vec::new(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// The task being worked on: the one the workflow file names, else the
+/// first in progress; and where it was named (empty when not by a file).
+fn active_task_of(
+    wf: Option<&workflow_file::WorkflowFile>,
+    tasks: &[Task],
+) -> (Option<Task>, String) {
+    let named_by_workflow = wf.and_then(|w| w.active_task.clone()).map(|id| {
+        tasks.iter().find(|t| t.id == id).cloned().unwrap_or(Task {
+            id,
+            ..Task::default()
+        })
+    });
+    let active_source = if named_by_workflow.is_some() {
+        workflow_file::WORKFLOW_FILE.to_owned()
+    } else {
+        String::new()
+    };
+    let active_task = named_by_workflow.or_else(|| {
+        tasks
+            .iter()
+            .find(|t| t.status == TaskStatus::InProgress)
+            .cloned()
+    });
+    (active_task, active_source)
+}
+
+/// The next actions: recorded ones first (by their priority), then one for
+/// each task in progress, then the pending ones; each task's files are set
+/// on the way.
+fn plan_next_actions(
+    state: &mut ContextState,
+    base: &PathBase,
+    wf: Option<&workflow_file::WorkflowFile>,
+    records: &records::Records,
+) {
+    let project = base.project;
     // Next actions: recorded ones first (by their priority), then one for
     // each task in progress, then the pending ones; the summary's block,
     // merged later, goes before them all. The files the project's own files
@@ -389,7 +425,18 @@ fn assemble(
             ..a
         })
         .collect();
+}
 
+/// The files this session changed (with what changed in them and what the
+/// agent's own writes did), and those changed by someone else.
+fn record_modified_files(
+    state: &mut ContextState,
+    base: &PathBase,
+    facts: Option<&WorkFacts>,
+    snapshot: Option<(&Snapshot, &std::collections::HashMap<String, String>)>,
+    touched: Option<&std::collections::HashSet<String>>,
+    (ours, elsewhere): (&[&FileChange], &[&FileChange]),
+) {
     let by_agent = |path: &str| {
         facts
             .and_then(|f| f.edited.iter().find(|e| base.from_session(&e.path) == path))
@@ -429,7 +476,15 @@ fn assemble(
             })
             .unwrap_or_default()
     };
+}
 
+/// Decisions and blockers: the workflow file's, then those recorded
+/// through hookctl (a recorded blocker replaces one of the same issue).
+fn record_decisions_and_blockers(
+    state: &mut ContextState,
+    wf: Option<&workflow_file::WorkflowFile>,
+    records: &records::Records,
+) {
     state.decisions = wf
         .map(|w| {
             w.decisions
@@ -451,7 +506,7 @@ fn assemble(
                 .iter()
                 .map(|b| Blocker {
                     issue: b.issue.clone(),
-                    status: state::blocker_status(b.status.as_deref().unwrap_or("")).into(),
+                    status: crate::state::blocker_status(b.status.as_deref().unwrap_or("")).into(),
                     notes: b.notes.clone(),
                     source: workflow_file::WORKFLOW_FILE.into(),
                 })
@@ -462,37 +517,34 @@ fn assemble(
         state.blockers.retain(|x| x.issue != b.issue);
         state.blockers.push(b.clone());
     }
+}
 
-    if let Some(f) = facts {
-        state.recent_prompts = f.prompts.clone();
-        // The requests that set the work; the latest prompt when none did.
-        let mut requests = f.requests.iter().cloned();
-        state.objective = requests.next().or_else(|| f.prompts.last().cloned());
-        state.later_requests = requests.collect();
-        // A target that names a file of the project is kept as a path from
-        // the root, as every other path of the state; a command is kept as is.
-        let root = Dir::open(project).ok();
-        state.last_step = f.last_call.as_ref().map(|call| {
-            let file = call
-                .target
-                .as_deref()
-                .map(|t| base.from_session(t))
-                .filter(|p| {
-                    root.as_ref()
-                        .is_some_and(|r| r.file_at(Path::new(p)).is_some())
-                });
-            LastStep {
-                tool: call.tool.clone(),
-                target: file.clone().or_else(|| call.target.clone()),
-                outcome: call.outcome_words(),
-                file: file.is_some(),
-            }
-        });
-    }
-    state.git = snapshot.map(|(s, _)| GitInfo {
-        branch: s.branch.clone(),
-        head: s.head.map(|h| h.to_string()),
-        state: git_state(&s.state, &changes),
+/// What the session's file says of the requests and the last step.
+fn record_requests_and_last_step(state: &mut ContextState, base: &PathBase, f: &WorkFacts) {
+    let project = base.project;
+    state.recent_prompts = f.prompts.clone();
+    // The requests that set the work; the latest prompt when none did.
+    let mut requests = f.requests.iter().cloned();
+    state.objective = requests.next().or_else(|| f.prompts.last().cloned());
+    state.later_requests = requests.collect();
+    // A target that names a file of the project is kept as a path from
+    // the root, as every other path of the state; a command is kept as is.
+    let root = Dir::open(project).ok();
+    state.last_step = f.last_call.as_ref().map(|call| {
+        let file = call
+            .target
+            .as_deref()
+            .map(|t| base.from_session(t))
+            .filter(|p| {
+                root.as_ref()
+                    .is_some_and(|r| r.file_at(Path::new(p)).is_some())
+            });
+        LastStep {
+            tool: call.tool.clone(),
+            target: file.clone().or_else(|| call.target.clone()),
+            outcome: call.outcome_words(),
+            file: file.is_some(),
+        }
     });
 }
 
@@ -520,7 +572,7 @@ const MAX_DEFINITIONS_NAMED: usize = 8;
 /// words, by path. Both versions come from git's objects (HEAD and the
 /// snapshot), so no link in the working tree is followed.
 fn changed_definitions(
-    project: &Path,
+    repo: &OpenRepository,
     snapshot: &Snapshot,
     changes: &[FileChange],
 ) -> std::collections::HashMap<String, String> {
@@ -532,7 +584,7 @@ fn changed_definitions(
         .take(MAX_OUTLINED_FILES)
         .collect();
     let paths: Vec<&str> = outlined.iter().map(|(c, _)| c.path.as_str()).collect();
-    let Ok(versions) = git::versions(project, snapshot, &paths, MAX_OUTLINED_BYTES) else {
+    let Ok(versions) = repo.versions(snapshot, &paths, MAX_OUTLINED_BYTES) else {
         return Default::default();
     };
     outlined
@@ -581,7 +633,7 @@ const MAX_FILES_MENTIONED: usize = 12;
 /// project's files its title and description name, then the names of files
 /// not in the project yet, marked to create, when they plainly are paths
 /// (see [`looks_like_a_path`]).
-fn task_files(base: &PathBase, task: &Task, listed: &[String]) -> Vec<state::TaskFile> {
+fn task_files(base: &PathBase, task: &Task, listed: &[String]) -> Vec<crate::state::TaskFile> {
     let texts: Vec<&str> = std::iter::once(task.title.as_str())
         .chain(task.description.as_deref())
         .collect();
@@ -603,13 +655,13 @@ fn task_files(base: &PathBase, task: &Task, listed: &[String]) -> Vec<state::Tas
         .map(|w| base.from_session(w))
         .filter(|p| looks_like_a_path(p))
         .filter(|p| root.as_ref().is_some_and(|r| absent(r, Path::new(p))));
-    let mut files: Vec<state::TaskFile> = Vec::new();
+    let mut files: Vec<crate::state::TaskFile> = Vec::new();
     for (path, to_create) in existing
         .map(|p| (p, false))
         .chain(missing.map(|p| (p, true)))
     {
         if files.len() < MAX_FILES_MENTIONED && !files.iter().any(|f| f.path == path) {
-            files.push(state::TaskFile { path, to_create });
+            files.push(crate::state::TaskFile { path, to_create });
         }
     }
     files
@@ -802,16 +854,18 @@ mod tests {
 
     fn capture_with(project: &Path, harness: Harness, session_file: Option<&Path>) -> ContextState {
         let config = Config::default();
+        let opened = OpenRepository::open(project);
         capture(&Input {
             name: "save",
             project,
             working_dir: None,
             repositories: &Repositories::default(),
+            repository: opened.as_ref(),
             harness: Some(harness),
             harness_session: Some("s1"),
             transcript: session_file,
             context: None,
-            trigger: state::SaveTrigger::Manual,
+            trigger: crate::state::SaveTrigger::Manual,
             threshold: None,
             config: &config,
             now_ms: 0,

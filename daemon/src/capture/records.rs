@@ -2,14 +2,14 @@
 //! hookctl (decisions, blockers, the phase, next actions, notes). Append-only,
 //! one JSON line per record, folded into the current picture at capture time.
 
-use crate::capture::state::{Blocker, Decision, NextAction};
 use crate::project_fs::Dir;
+use crate::state::{Blocker, Decision, NextAction};
 use crate::workflow::Workflow;
 use protocol::wire::Record;
 use serde::{Deserialize, Serialize};
 use std::io;
 
-pub const RECORDS_FILE: &str = "records.jsonl";
+pub use crate::workflow::RECORDS_FILE;
 
 #[derive(Serialize, Deserialize)]
 struct Line {
@@ -83,7 +83,7 @@ pub fn load(workflow: &Workflow) -> io::Result<Records> {
                 notes,
             } => {
                 out.blockers.retain(|b| b.issue != issue);
-                let status = crate::capture::state::blocker_status(status.as_deref().unwrap_or(""));
+                let status = crate::state::blocker_status(status.as_deref().unwrap_or(""));
                 out.blockers.push(Blocker {
                     issue,
                     status: status.into(),

@@ -38,10 +38,8 @@
 //! carry from one capture to the next ([`carry_over`]) until a later one
 //! supersedes them (or lifts the constraint).
 
-use crate::capture::state::{
-    Blocker, ContextState, Decision, NextAction, Rejected, SOURCE_SUMMARY,
-};
 use crate::capture::yaml;
+use crate::state::{Blocker, ContextState, Decision, NextAction, Rejected, SOURCE_SUMMARY};
 use protocol::text::clip;
 use serde_json::Value;
 
@@ -233,7 +231,7 @@ fn read_block(body: &str) -> SummaryState {
     // Only a block's first bytes are read, and fingerprinted.
     let bounded = head(body, MAX_BLOCK_BYTES);
     let mut out = SummaryState {
-        fingerprint: crate::memory::reflect::fingerprint(&[bounded]),
+        fingerprint: crate::state::fingerprint(&[bounded]),
         ..SummaryState::default()
     };
     let which = format!("the {INFO_STRING} block");
@@ -464,7 +462,7 @@ fn blocker(item: &Value) -> Option<Blocker> {
     let status = text(&item["status"]).unwrap_or_default();
     Some(Blocker {
         issue: text(&item["issue"])?,
-        status: crate::capture::state::blocker_status(&status).into(),
+        status: crate::state::blocker_status(&status).into(),
         notes: text(&item["notes"]),
         source: SOURCE_SUMMARY.into(),
     })
@@ -771,7 +769,7 @@ fn keep_newest<T>(items: &mut Vec<T>, from_summary: impl Fn(&T) -> bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::state::Blocker;
+    use crate::state::Blocker;
 
     const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 

@@ -59,7 +59,7 @@ async fn off_thread(work: impl FnOnce() -> Response + Send + 'static) -> Respons
 fn saved_state(
     project: &Path,
     resources: &crate::resources::Resources,
-) -> Option<crate::capture::state::ContextState> {
+) -> Option<crate::state::ContextState> {
     match resume::load(&Workflow::new(project), None, &resources.saved_states) {
         Loaded::Found { state, .. } => Some(*state),
         _ => None,
@@ -159,6 +159,7 @@ impl Engine {
                 cache_dir: cache_dir(&query.project, &config),
                 now_ms: now,
                 repositories: &repositories,
+                repository: None,
             };
             match plan::plan(&input) {
                 Ok(result) => {
@@ -213,6 +214,7 @@ impl Engine {
                 cache_dir: None,
                 now_ms: now_ms(),
                 repositories: &repositories,
+                repository: None,
             };
             Response::Score(Box::new(plan::score_one(&input, &rel)))
         })
@@ -306,7 +308,7 @@ impl Engine {
 
 /// Another session's changes, as the saved state found them: not this
 /// session's files to reload.
-fn left_out(state: Option<&crate::capture::state::ContextState>) -> Vec<String> {
+fn left_out(state: Option<&crate::state::ContextState>) -> Vec<String> {
     state
         .map(|s| s.changed_elsewhere.iter().map(|m| m.path.clone()).collect())
         .unwrap_or_default()

@@ -9,11 +9,11 @@
 
 use super::{Engine, ProjectEvent};
 use crate::budget;
-use crate::capture::state::{ContextState, TaskStatus};
 use crate::harness::Outcome;
 use crate::resources::Resources;
 use crate::resume::{self, Loaded};
 use crate::sessions::{FollowWatch, PendingResume, SessionKey};
+use crate::state::{ContextState, TaskStatus};
 use crate::time::now_ms;
 use crate::workflow::Workflow;
 use protocol::config::Config;

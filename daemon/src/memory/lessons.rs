@@ -8,9 +8,9 @@ use super::{
     window_of,
 };
 use crate::budget::room::Room;
-use crate::capture::state::ContextState;
 use crate::capture::workflow_file::WORKFLOW_FILE;
 use crate::render::{self, Renderer};
+use crate::state::ContextState;
 use crate::time::now_ms;
 use protocol::config::Config;
 use protocol::memory::{Reflection, TaskOutcome, TaskRecord};

@@ -35,9 +35,9 @@ pub mod store;
 pub use lessons::fill_section;
 pub use requests::{memory_request, reflect_now, task_request};
 
-use crate::capture::state::{Blocker, ContextState, Decision, SOURCE_SUMMARY};
 use crate::capture::workflow_file;
 use crate::sessions::SessionKey;
+use crate::state::{Blocker, ContextState, Decision, SOURCE_SUMMARY};
 use crate::time::{now_ms, rfc3339};
 use crate::workflow::Workflow;
 use protocol::config::Config;
@@ -671,14 +671,14 @@ fn attested(task: &TaskRecord, origin: String, fingerprint: &str) -> String {
 const NOT_THROUGH_HOOKCTL: &str = "records.jsonl, not through hookctl";
 
 /// The repository file a reflection's words came from, as the prompt names
-/// it ([`crate::capture::state::repository_file`]), hookd's own
+/// it ([`crate::state::repository_file`]), hookd's own
 /// `records.jsonl` lines and the others alike.
 pub(crate) fn origin_file(origin: &str) -> Option<String> {
     let origin = match origin {
         NOT_THROUGH_HOOKCTL => crate::capture::records::RECORDS_FILE,
         other => other,
     };
-    crate::capture::state::repository_file(origin)
+    crate::state::repository_file(origin)
 }
 /// Recorded fingerprints a task keeps, the latest.
 const MAX_RECORDED: usize = 500;

@@ -26,7 +26,7 @@
 //! | partial, or unknown | success patterns, error analyses, constraints | none |
 //! | failure | error analyses, constraints, success patterns | strategy changes |
 
-use crate::capture::state::{Blocker, Decision, Rejected};
+use crate::state::{Blocker, Decision, Rejected, fingerprint};
 use protocol::memory::{Effectiveness, Reflection, ReflectionType, TaskOutcome, TaskRecord};
 
 /// Longest reflection kept, in characters.
@@ -47,18 +47,6 @@ pub struct New {
 /// `text` trimmed and cut to `max` characters, with an ellipsis when cut.
 pub fn clip(text: &str, max: usize) -> String {
     protocol::text::clip(text.trim(), max)
-}
-
-/// A short, stable fingerprint of some text (FNV-1a, 64 bits, in hex).
-pub fn fingerprint(parts: &[&str]) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for byte in part.trim().to_lowercase().bytes().chain([0x1f]) {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("{hash:016x}")
 }
 
 /// The reflections a capture's decisions, blockers and approaches given up

@@ -9,6 +9,8 @@ use protocol::wire::FileChange;
 use serde::{Deserialize, Serialize};
 
 pub const STATE_FILE: &str = "context_state.json";
+/// Where a copy of each earlier state is kept, beside the state file.
+pub const HISTORY_DIR: &str = "history";
 
 /// What asked for a capture. Written into the state as its text
 /// (`pre-compact auto`) and read back into this type.
@@ -196,8 +198,7 @@ pub const SOURCE_TRANSCRIPT: &str = "transcript";
 /// text quoted under that name. `None` for what hookd established itself
 /// (the session file, git, the compaction summary, `hookctl reflect`).
 pub fn repository_file(source: &str) -> Option<String> {
-    use crate::capture::{records::RECORDS_FILE, workflow_file::WORKFLOW_FILE};
-    use crate::workflow::WORKFLOW_DIR;
+    use crate::workflow::{RECORDS_FILE, WORKFLOW_DIR, WORKFLOW_FILE};
     [WORKFLOW_FILE, RECORDS_FILE]
         .contains(&source)
         .then(|| format!("{WORKFLOW_DIR}/{source}"))
@@ -390,6 +391,29 @@ impl ContextState {
         bytes.push(b'\n');
         bytes
     }
+}
+
+/// A short, stable fingerprint of some text (FNV-1a, 64 bits, in hex): how
+/// a summary block and a reflection are known again.
+pub fn fingerprint(parts: &[&str]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.trim().to_lowercase().bytes().chain([0x1f]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
+}
+
+/// History files oldest first: by the time stamp after the capture's first
+/// word (`save_20260118_143022_<session>.json`), whatever that word is.
+pub fn sort_history(names: &mut [String]) {
+    fn stamp(name: &str) -> &str {
+        name.split_once('_')
+            .map_or(name, |(_, rest)| rest.get(..15).unwrap_or(rest))
+    }
+    names.sort_by(|a, b| stamp(a).cmp(stamp(b)).then_with(|| a.cmp(b)));
 }
 
 #[cfg(test)]

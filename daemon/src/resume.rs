@@ -211,6 +211,15 @@ fn git_status_matches(
     let (at, rev) = (project.to_path_buf(), checkpoint.clone());
     let changed = repositories.bounded(project, git::GIT_DEADLINE, move |repositories| {
         git::changed_since(&repositories, &at, rev.as_deref(), &opts)
+    })
+    // hookd writes its own files after the capture; when `.workflow/` was
+    // there before hookd (so git was never told to ignore it), they are
+    // still nobody's work.
+    .map(|paths| {
+        paths
+            .into_iter()
+            .filter(|p| !protocol::project::is_hookd_file(p))
+            .collect::<Vec<_>>()
     });
     let unexpected = match &checkpoint {
         // The checkpoint is the working tree as it was: any difference is unexpected.

@@ -8,6 +8,7 @@ pub mod budget;
 pub mod capture;
 pub mod daemonize;
 pub mod engine;
+pub mod events;
 pub mod fault;
 pub mod fsutil;
 pub mod git;

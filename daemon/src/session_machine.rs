@@ -7,14 +7,13 @@
 //! words for the person and the model, resume prompts, lines for
 //! `events.jsonl`.
 
+use crate::events::{Compaction, CompactionByHook, CompactionInFile, Event, FirstCall, Transition};
 use crate::harness::work::ToolCall;
 use crate::harness::{self, EventKind, HookEvent, SessionReading};
 use crate::monitor;
-use crate::pipeline::SaveTrigger;
 use crate::sessions::{EpochStart, FOLLOWED_KEPT, FollowWatch, PendingResume, Session, Words};
 use protocol::config::Config;
 use protocol::wire::{Mark, ResumeFollowed};
-use serde_json::{Value, json};
 use std::path::Path;
 
 /// Longest compaction summary kept in `events.jsonl`.
@@ -27,7 +26,7 @@ pub const RECORDS_HINT: &str = "hookd: `hookctl decision <topic> <decision> --wh
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// A line for the project's `events.jsonl`.
-    Record { kind: &'static str, fields: Value },
+    Record(Event),
     /// Words for the person (`systemMessage`) and the model (context).
     Say {
         person: Option<String>,
@@ -36,7 +35,7 @@ pub enum Effect {
     /// Capture the workflow state. `first`: before the hook answers (its
     /// answer needs the save); otherwise in the background.
     Save {
-        trigger: SaveTrigger,
+        reason: SaveReason,
         checkpoint: bool,
         first: bool,
     },
@@ -53,6 +52,17 @@ pub enum Effect {
     /// Read the agent's first tool calls after the resume prompt's marker,
     /// then decide with [`on_follow_reading`].
     CheckFollowed,
+}
+
+/// Why the machine asks for a save; the engine maps it to the pipeline's trigger.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SaveReason {
+    /// A threshold level fired.
+    Threshold(f64),
+    /// A PreCompact hook, with its trigger (`auto`, `manual`).
+    PreCompact(String),
+    /// A compaction no PreCompact hook announced.
+    UnannouncedCompaction,
 }
 
 /// Everything one hook means, given the reading of the session's file taken
@@ -80,14 +90,11 @@ pub fn on_hook(
             let what = format!("post-compact {}", event.trigger.as_deref().unwrap_or(""));
             unannounced |= hook_epoch(s, what.trim(), event.trigger.as_deref(), now, &mut effects);
             let summary = event.compact_summary.as_deref().unwrap_or("");
-            effects.push(Effect::Record {
-                kind: "post_compact",
-                fields: json!({
-                    "trigger": event.trigger,
-                    "summary_chars": summary.chars().count(),
-                    "compact_summary": summary.chars().take(SUMMARY_CHARS).collect::<String>(),
-                }),
-            });
+            effects.push(Effect::Record(Event::PostCompact {
+                trigger: event.trigger.clone(),
+                summary_chars: summary.chars().count(),
+                compact_summary: summary.chars().take(SUMMARY_CHARS).collect(),
+            }));
         }
         _ => {}
     }
@@ -114,7 +121,7 @@ pub fn on_hook(
     if unannounced {
         // No PreCompact hook ran: capture what we still can. A resume needs it first.
         effects.push(Effect::Save {
-            trigger: SaveTrigger::UnannouncedCompaction,
+            reason: SaveReason::UnannouncedCompaction,
             checkpoint: true,
             first: resuming,
         });
@@ -123,7 +130,7 @@ pub fn on_hook(
         s.precompact_saved_epoch = Some(s.epoch);
         let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
         effects.push(Effect::Save {
-            trigger: SaveTrigger::PreCompact(trigger),
+            reason: SaveReason::PreCompact(trigger),
             checkpoint: true,
             first: true,
         });
@@ -193,7 +200,7 @@ pub fn on_file_change(
     let mut effects = Vec::new();
     if on_reading(s, reading, config, now, &mut effects) {
         effects.push(Effect::Save {
-            trigger: SaveTrigger::UnannouncedCompaction,
+            reason: SaveReason::UnannouncedCompaction,
             checkpoint: true,
             first: false,
         });
@@ -262,16 +269,14 @@ fn on_reading(
     }
     for boundary in &boundaries {
         if let (Some(before), Some(after)) = (boundary.pre_tokens, boundary.post_tokens) {
-            effects.push(Effect::Record {
-                kind: crate::budget::report::TRANSITION,
-                fields: crate::budget::report::transition(
-                    "compaction",
+            effects.push(Effect::Record(Event::ContextTransition(
+                Transition::compaction(
                     boundary.trigger.as_deref().unwrap_or("unknown"),
                     before,
                     after,
-                    json!({ "boundary": boundary.uuid }),
+                    boundary.uuid.clone(),
                 ),
-            });
+            )));
         }
     }
     let mut unannounced = false;
@@ -283,17 +288,16 @@ fn on_reading(
         if harness::resumes_at_next_turn(s.key.harness) {
             s.resume_due = true;
         }
-        effects.push(Effect::Record {
-            kind: "compaction",
-            fields: json!({
-                "trigger": boundary.trigger,
-                "pre_tokens": boundary.pre_tokens,
-                "post_tokens": boundary.post_tokens,
-                "announced": announced,
-                "epoch": s.epoch,
-                "source": "transcript",
-            }),
-        });
+        effects.push(Effect::Record(Event::Compaction(Compaction::InFile(
+            CompactionInFile {
+                trigger: boundary.trigger,
+                pre_tokens: boundary.pre_tokens,
+                post_tokens: boundary.post_tokens,
+                announced,
+                epoch: s.epoch,
+                source: "transcript".into(),
+            },
+        ))));
     }
     unannounced
 }
@@ -347,10 +351,14 @@ fn hook_epoch(
     // The record that names this compaction, read later, takes its trigger
     // from here; nothing after it does.
     s.announced_trigger.clone_from(&trigger);
-    effects.push(Effect::Record {
-        kind: "compaction",
-        fields: json!({ "epoch": s.epoch, "trigger": trigger, "source": what, "announced": announced }),
-    });
+    effects.push(Effect::Record(Event::Compaction(Compaction::ByHook(
+        CompactionByHook {
+            epoch: s.epoch,
+            trigger,
+            source: what.to_owned(),
+            announced,
+        },
+    ))));
     !announced
 }
 
@@ -393,10 +401,12 @@ fn thresholds(
             },
             now,
         ) {
-            effects.push(Effect::Record {
-                kind: "epoch",
-                fields: json!({ "epoch": s.epoch, "reason": "usage dropped", "from": from, "to": context.pressure }),
-            });
+            effects.push(Effect::Record(Event::Epoch {
+                epoch: s.epoch,
+                reason: "usage dropped".into(),
+                from,
+                to: context.pressure,
+            }));
         }
     }
     s.peak_pressure = s.peak_pressure.max(context.pressure);
@@ -415,20 +425,17 @@ fn thresholds(
             .additional_context
             .then(|| monitor::message(&firing.threshold, &context)),
     });
-    effects.push(Effect::Record {
-        kind: "threshold",
-        fields: json!({
-            "level": firing.threshold.level,
-            "crossed": firing.crossed,
-            "action": firing.threshold.action,
-            "tokens_used": context.tokens_used,
-            "tokens_max": context.tokens_max,
-            "pressure": context.pressure,
-        }),
-    });
+    effects.push(Effect::Record(Event::Threshold {
+        level: firing.threshold.level,
+        crossed: firing.crossed,
+        action: firing.threshold.action,
+        tokens_used: context.tokens_used,
+        tokens_max: context.tokens_max,
+        pressure: context.pressure,
+    }));
     if let Some(checkpoint) = monitor::saves(firing.threshold.action) {
         effects.push(Effect::Save {
-            trigger: SaveTrigger::Threshold(firing.threshold.level),
+            reason: SaveReason::Threshold(firing.threshold.level),
             checkpoint: checkpoint || config.capture.checkpoint_on_threshold_save,
             first: false,
         });
@@ -472,15 +479,12 @@ pub fn on_arrival(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
         detail: Some(pending.marker.clone()),
         skipped: None,
     });
-    effects.push(Effect::Record {
-        kind: "resume_arrival",
-        fields: json!({
-            "marker": pending.marker,
-            "arrived": found,
-            "action": action,
-            "after_ms": now.saturating_sub(pending.injected_at_ms),
-        }),
-    });
+    effects.push(Effect::Record(Event::ResumeArrival {
+        marker: pending.marker,
+        arrived: found,
+        action: action.to_owned(),
+        after_ms: now.saturating_sub(pending.injected_at_ms),
+    }));
     effects
 }
 
@@ -511,7 +515,10 @@ pub fn on_follow_reading(
     let project = s.project_dir.as_deref();
     let matched = calls.iter().find_map(|call| follows(watch, call, project));
     let first = &calls[0];
-    let first_call = json!({"tool": first.tool, "target": first.target});
+    let first_call = FirstCall {
+        tool: first.tool.clone(),
+        target: first.target.clone(),
+    };
     let detail = matched.clone().unwrap_or_else(|| match &first.target {
         Some(target) => format!("{} {target}", first.tool),
         None => first.tool.clone(),
@@ -521,22 +528,19 @@ pub fn on_follow_reading(
         followed: Some(matched.is_some()),
         detail: Some(detail),
     };
-    let fields = json!({
-        "epoch": watch.epoch,
-        "marker": watch.marker,
-        "followed": matched.is_some(),
-        "matched": matched,
-        "first_call": first_call,
-        "calls": calls.len(),
-    });
+    let record = Event::ResumeFollowed {
+        epoch: watch.epoch,
+        marker: watch.marker.clone(),
+        followed: matched.is_some(),
+        matched,
+        first_call,
+        calls: calls.len(),
+    };
     s.follow_watch = None;
     s.followed.push(verdict);
     let excess = s.followed.len().saturating_sub(FOLLOWED_KEPT);
     s.followed.drain(..excess);
-    vec![Effect::Record {
-        kind: "resume_followed",
-        fields,
-    }]
+    vec![Effect::Record(record)]
 }
 
 /// What of the resume prompt `call` took up, in words, if anything.
@@ -699,24 +703,21 @@ mod tests {
         effects
             .iter()
             .filter_map(|e| match e {
-                Effect::Record {
-                    kind: "threshold",
-                    fields,
-                } => fields["level"].as_f64(),
+                Effect::Record(Event::Threshold { level, .. }) => Some(*level),
                 _ => None,
             })
             .collect()
     }
 
-    fn saves(effects: &[Effect]) -> Vec<(SaveTrigger, bool, bool)> {
+    fn saves(effects: &[Effect]) -> Vec<(SaveReason, bool, bool)> {
         effects
             .iter()
             .filter_map(|e| match e {
                 Effect::Save {
-                    trigger,
+                    reason,
                     checkpoint,
                     first,
-                } => Some((trigger.clone(), *checkpoint, *first)),
+                } => Some((reason.clone(), *checkpoint, *first)),
                 _ => None,
             })
             .collect()
@@ -752,17 +753,17 @@ mod tests {
         assert!(levels(&step(&mut s, 75)).is_empty(), "once per epoch");
         let e = step(&mut s, 85);
         assert_eq!(levels(&e), [0.8]);
-        assert_eq!(saves(&e), [(SaveTrigger::Threshold(0.8), false, false)]);
+        assert_eq!(saves(&e), [(SaveReason::Threshold(0.8), false, false)]);
         // Two levels at once: the higher one speaks, both count as fired.
         let e = step(&mut s, 96);
         assert_eq!(levels(&e), [0.95]);
-        assert_eq!(saves(&e), [(SaveTrigger::Threshold(0.95), true, false)]);
+        assert_eq!(saves(&e), [(SaveReason::Threshold(0.95), true, false)]);
         assert_eq!(s.fired, [0.7, 0.8, 0.9, 0.95]);
         // A drop of 30 points starts a new epoch: the levels fire again.
         let e = step(&mut s, 20);
         assert!(
             e.iter()
-                .any(|e| matches!(e, Effect::Record { kind: "epoch", .. }))
+                .any(|e| matches!(e, Effect::Record(Event::Epoch { .. })))
         );
         assert_eq!(s.epoch, 2);
         assert_eq!(levels(&step(&mut s, 72)), [0.7]);
@@ -787,7 +788,7 @@ mod tests {
         // Between hooks: the level fires and its save starts, nothing is said yet.
         let e = on_file_change(&mut s, taken, &config, 1);
         assert_eq!(levels(&e), [0.8]);
-        assert_eq!(saves(&e), [(SaveTrigger::Threshold(0.8), false, false)]);
+        assert_eq!(saves(&e), [(SaveReason::Threshold(0.8), false, false)]);
         assert!(words(&e).is_empty());
         assert_eq!(s.unsaid.len(), 1);
         // Stop cannot reach Claude Code's model, nor can a subagent's hook.
@@ -946,7 +947,7 @@ mod tests {
         let stop = event(Harness::ClaudeCode, EventKind::Stop);
         let e = on_hook(&mut s, &stop, reading(at(99), 20, vec![]), &config, 2);
         assert_eq!(levels(&e), [0.95]);
-        assert_eq!(saves(&e), [(SaveTrigger::Threshold(0.95), true, false)]);
+        assert_eq!(saves(&e), [(SaveReason::Threshold(0.95), true, false)]);
         assert!(words(&e).is_empty());
         assert_eq!(s.unsaid.len(), 1);
         s.usage.as_mut().unwrap().invalid = Some("input_tokens is a string".into());
@@ -1021,7 +1022,7 @@ mod tests {
         let e = on_hook(&mut s, &pre, reading(at(90), 10, vec![]), &config, 1_000);
         assert_eq!(
             saves(&e),
-            [(SaveTrigger::PreCompact("auto".into()), true, true)]
+            [(SaveReason::PreCompact("auto".into()), true, true)]
         );
         assert_eq!(s.compaction_announced_ms, Some(1_000));
         let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
@@ -1051,13 +1052,10 @@ mod tests {
         );
         assert_eq!(s.epoch, 2, "one compaction, one epoch");
         assert!(saves(&e).is_empty());
-        assert!(e.iter().any(|e| matches!(
-            e,
-            Effect::Record {
-                kind: "context_transition",
-                ..
-            }
-        )));
+        assert!(
+            e.iter()
+                .any(|e| matches!(e, Effect::Record(Event::ContextTransition(_))))
+        );
     }
 
     /// A second compaction soon after the first (a `/compact` right after
@@ -1117,18 +1115,19 @@ mod tests {
             let compaction = e
                 .iter()
                 .find_map(|e| match e {
-                    Effect::Record {
-                        kind: "compaction",
-                        fields,
-                    } => Some(fields.clone()),
+                    Effect::Record(Event::Compaction(c)) => Some(c.clone()),
                     _ => None,
                 })
                 .unwrap_or_else(|| panic!("{signal}: no compaction recorded"));
-            assert_eq!(compaction["announced"], false, "{signal}");
+            let announced = match compaction {
+                Compaction::InFile(c) => c.announced,
+                Compaction::ByHook(c) => c.announced,
+            };
+            assert!(!announced, "{signal}");
             let first = hook.kind == EventKind::SessionStart;
             assert_eq!(
                 saves(&e),
-                [(SaveTrigger::UnannouncedCompaction, true, first)],
+                [(SaveReason::UnannouncedCompaction, true, first)],
                 "{signal}: captured after the fact, before a resume when one follows"
             );
         }
@@ -1246,7 +1245,7 @@ mod tests {
             runs.push(
                 saves(&e)
                     .iter()
-                    .filter(|s| s.0 == SaveTrigger::PreCompact("auto".into()))
+                    .filter(|s| s.0 == SaveReason::PreCompact("auto".into()))
                     .count(),
             );
         }
@@ -1263,13 +1262,13 @@ mod tests {
         assert!(
             saves(&e)
                 .iter()
-                .all(|s| !matches!(s.0, SaveTrigger::PreCompact(_)))
+                .all(|s| !matches!(s.0, SaveReason::PreCompact(_)))
         );
         let e = on_hook(&mut s, &pre, reading(700_000, 60, vec![]), &config, 6);
         assert_eq!(
             saves(&e)
                 .iter()
-                .filter(|s| s.0 == SaveTrigger::PreCompact("auto".into()))
+                .filter(|s| s.0 == SaveReason::PreCompact("auto".into()))
                 .count(),
             1,
             "the next compression's save"
@@ -1278,13 +1277,13 @@ mod tests {
         assert!(
             saves(&e)
                 .iter()
-                .all(|s| !matches!(s.0, SaveTrigger::PreCompact(_)))
+                .all(|s| !matches!(s.0, SaveReason::PreCompact(_)))
         );
         let manual = with(pre.clone(), |e| e.trigger = Some("manual".into()));
         let e = on_hook(&mut s, &manual, reading(710_000, 70, vec![]), &config, 8);
         assert_eq!(
             saves(&e),
-            [(SaveTrigger::PreCompact("manual".into()), true, true)],
+            [(SaveReason::PreCompact("manual".into()), true, true)],
             "/compress compresses: it saves"
         );
         // A compression too small to show as one, seen as a drop of usage:
@@ -1298,7 +1297,7 @@ mod tests {
         assert_eq!(
             saves(&e)
                 .iter()
-                .filter(|s| s.0 == SaveTrigger::PreCompact("auto".into()))
+                .filter(|s| s.0 == SaveReason::PreCompact("auto".into()))
                 .count(),
             1,
             "a save for the new epoch"
@@ -1362,15 +1361,17 @@ mod tests {
         for calls in followed {
             let (v, e) = verdict(Some(calls.clone()));
             assert_eq!(v, Some(true), "{calls:?}");
-            let Effect::Record { kind, fields } = &e[0] else {
+            let Effect::Record(Event::ResumeFollowed {
+                epoch,
+                followed,
+                matched,
+                ..
+            }) = &e[0]
+            else {
                 panic!("{e:?}")
             };
-            assert_eq!(*kind, "resume_followed");
-            assert_eq!(
-                (fields["epoch"].as_u64(), fields["followed"].as_bool()),
-                (Some(2), Some(true))
-            );
-            assert!(fields["matched"].is_string(), "{fields}");
+            assert_eq!((*epoch, *followed), (2, true));
+            assert!(matched.is_some(), "{e:?}");
         }
         let elsewhere = [
             vec![call("Bash", "ls -la /tmp")],
@@ -1386,10 +1387,10 @@ mod tests {
         for calls in elsewhere {
             let (v, e) = verdict(Some(calls.clone()));
             assert_eq!(v, Some(false), "{calls:?}");
-            let Effect::Record { fields, .. } = &e[0] else {
+            let Effect::Record(Event::ResumeFollowed { first_call, .. }) = &e[0] else {
                 panic!("{e:?}")
             };
-            assert_eq!(fields["first_call"]["tool"], calls[0].tool.as_str());
+            assert_eq!(first_call.tool, calls[0].tool);
         }
         // No tool call yet (a text-only answer), or the marker not found: undecided.
         for calls in [Some(Vec::new()), None] {

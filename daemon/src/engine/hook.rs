@@ -4,9 +4,10 @@
 //! in the harness's format.
 
 use super::{ConfigSource, Engine, ProjectEvent, context_of};
+use crate::events::{Event, SummaryTaken};
 use crate::harness::{self, EventKind, HookEvent, Outcome, SessionReading};
 use crate::pipeline::{SaveRequest, SaveTrigger};
-use crate::session_machine::{self, Effect};
+use crate::session_machine::{self, Effect, SaveReason};
 use crate::sessions::{SessionKey, SummaryToken};
 use crate::time::now_ms;
 use protocol::config::{Config, Effective};
@@ -143,16 +144,16 @@ impl Engine {
             project.map_or_else(Vec::new, |project| {
                 records
                     .into_iter()
-                    .map(|(kind, fields)| ProjectEvent {
+                    .map(|event| ProjectEvent {
                         project: project.clone(),
-                        kind,
                         session: key.clone(),
-                        fields,
+                        event,
                     })
                     .collect()
             }),
             &config.config,
-        );
+        )
+        .await;
         self.touch();
         if new_session {
             // A session must survive a crash from its first event on; the
@@ -179,19 +180,16 @@ impl Engine {
         let mut records = Vec::new();
         for effect in effects {
             match effect {
-                Effect::Record { kind, fields } => {
+                Effect::Record(event) => {
                     records.extend(project.clone().map(|project| ProjectEvent {
                         project,
-                        kind,
                         session: key.clone(),
-                        fields,
+                        event,
                     }))
                 }
                 Effect::Save {
-                    trigger,
-                    checkpoint,
-                    ..
-                } => self.save_in_background(key, config, trigger, checkpoint),
+                    reason, checkpoint, ..
+                } => self.save_in_background(key, config, trigger_for(reason), checkpoint),
                 // Not awaited: the merge waits for the project's lock, which
                 // a save holds through its checkpoint, and the watcher
                 // serves every session.
@@ -205,17 +203,16 @@ impl Engine {
                         };
                         let records = project.map(|project| ProjectEvent {
                             project,
-                            kind: "summary",
                             session: key,
-                            fields,
+                            event: Event::Summary(fields),
                         });
-                        engine.record(records.into_iter().collect(), &config);
+                        engine.record(records.into_iter().collect(), &config).await;
                     });
                 }
                 _ => {}
             }
         }
-        self.record(records, config);
+        self.record(records, config).await;
     }
 
     /// Where the harness process that ran the hook compacts: /proc and
@@ -281,18 +278,19 @@ impl Engine {
         effects: Vec<Effect>,
         config: &Config,
         outcome: &mut Outcome,
-    ) -> Vec<(&'static str, serde_json::Value)> {
+    ) -> Vec<Event> {
         let mut records = Vec::new();
         let mut later = Vec::new();
         let mut project_events = Vec::new();
         for effect in effects {
             match effect {
                 Effect::Save {
-                    trigger,
+                    reason,
                     checkpoint,
                     first: true,
                 } => {
-                    let pre_compact = matches!(trigger, SaveTrigger::PreCompact(_));
+                    let pre_compact = matches!(reason, SaveReason::PreCompact(_));
+                    let trigger = trigger_for(reason);
                     if let Some(request) = self.save_request(key, config, trigger, checkpoint) {
                         let report = self.run_pipeline(request, config.clone()).await;
                         if pre_compact {
@@ -314,15 +312,15 @@ impl Engine {
                 }
                 Effect::TakeSummary { summary, from } => {
                     if let Some(fields) = self.take_summary(key, summary, from, config).await {
-                        records.push(("summary", fields));
+                        records.push(Event::Summary(fields));
                     }
                 }
                 Effect::TakeSummaryFromFile => {
                     if let Some(fields) = self.take_summary_from_file(key, config).await {
-                        records.push(("summary", fields));
+                        records.push(Event::Summary(fields));
                     }
                 }
-                Effect::Record { kind, fields } => records.push((kind, fields)),
+                Effect::Record(event) => records.push(event),
                 other => later.push(other),
             }
         }
@@ -339,7 +337,7 @@ impl Engine {
                     for effect in decided {
                         match effect {
                             Effect::Say { person, model } => say(outcome, person, model),
-                            Effect::Record { kind, fields } => records.push((kind, fields)),
+                            Effect::Record(event) => records.push(event),
                             _ => {}
                         }
                     }
@@ -352,29 +350,23 @@ impl Engine {
                     say(outcome, person, model);
                 }
                 Effect::Save {
-                    trigger,
-                    checkpoint,
-                    ..
-                } => self.save_in_background(key, config, trigger, checkpoint),
-                Effect::Record { .. }
+                    reason, checkpoint, ..
+                } => self.save_in_background(key, config, trigger_for(reason), checkpoint),
+                Effect::Record(_)
                 | Effect::Resume { .. }
                 | Effect::TakeSummary { .. }
                 | Effect::TakeSummaryFromFile => {}
             }
         }
         // The resume's own lines, after the ones that led to it.
-        self.record(project_events, config);
+        self.record(project_events, config).await;
         records
     }
 
     /// Whether the agent's first tool calls after the resume prompt arrived
     /// followed it: read from the session's file, within the capture's
     /// scan window, once the prompt arrived. The lines for `events.jsonl`.
-    async fn check_followed(
-        &self,
-        key: &SessionKey,
-        config: &Config,
-    ) -> Vec<(&'static str, serde_json::Value)> {
+    async fn check_followed(&self, key: &SessionKey, config: &Config) -> Vec<Event> {
         let Some((marker, from, path)) = self.registry().get(key).and_then(|s| {
             let watch = s
                 .follow_watch
@@ -407,7 +399,7 @@ impl Engine {
             .unwrap_or_default()
             .into_iter()
             .filter_map(|effect| match effect {
-                Effect::Record { kind, fields } => Some((kind, fields)),
+                Effect::Record(event) => Some(event),
                 _ => None,
             })
             .collect()
@@ -452,7 +444,7 @@ impl Engine {
         summary: String,
         from: &'static str,
         config: &Config,
-    ) -> Option<serde_json::Value> {
+    ) -> Option<SummaryTaken> {
         let (project, token) = {
             let registry = self.registry();
             let s = registry.get(key)?;
@@ -474,8 +466,8 @@ impl Engine {
         .ok();
         let (fields, token) = fields?;
         // The token lets one block in: the one just merged.
-        if fields["merged"] == true
-            && let (Some(token), Some(fingerprint)) = (token, fields["fingerprint"].as_str())
+        if fields.merged
+            && let (Some(token), Some(fingerprint)) = (token, fields.fingerprint.as_deref())
             && let Some(s) = self.registry().get_mut(key)
             && let Some(live) = s.summary_token.as_mut()
             && live.token == token.token
@@ -491,7 +483,7 @@ impl Engine {
         &self,
         key: &SessionKey,
         config: &Config,
-    ) -> Option<serde_json::Value> {
+    ) -> Option<SummaryTaken> {
         let path = self.registry().get(key)?.transcript_path.clone()?;
         let harness = key.harness;
         let summary = tokio::task::spawn_blocking(move || {
@@ -534,6 +526,15 @@ impl Engine {
             trigger,
             checkpoint,
         })
+    }
+}
+
+/// The pipeline's trigger for a save the machine asked for.
+fn trigger_for(reason: SaveReason) -> SaveTrigger {
+    match reason {
+        SaveReason::Threshold(level) => SaveTrigger::Threshold(level),
+        SaveReason::PreCompact(trigger) => SaveTrigger::PreCompact(trigger),
+        SaveReason::UnannouncedCompaction => SaveTrigger::UnannouncedCompaction,
     }
 }
 

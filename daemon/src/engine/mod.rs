@@ -20,7 +20,6 @@ use crate::time::now_ms;
 use crate::watch::TranscriptWatcher;
 use protocol::config::Effective;
 use protocol::wire::{Request, Response};
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -66,9 +65,8 @@ pub struct Engine {
 /// registry lock and written after it is released.
 struct ProjectEvent {
     project: PathBuf,
-    kind: &'static str,
     session: SessionKey,
-    fields: Value,
+    event: crate::events::Event,
 }
 
 /// Where a broken configuration is: the user's file, a `HOOKD_*` variable

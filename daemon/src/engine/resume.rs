@@ -8,8 +8,8 @@
 //! the prompt once more through that hook, and record how it went.
 
 use super::{Engine, ProjectEvent};
-use crate::budget;
 use crate::capture::state::{ContextState, TaskStatus};
+use crate::events::{self, Event, Transition};
 use crate::harness::Outcome;
 use crate::resources::Resources;
 use crate::resume::{self, Loaded};
@@ -20,7 +20,6 @@ use protocol::config::Config;
 use protocol::wire::{
     ContextStatus, ErrorKind, ErrorReply, Mark, Response, ResumeQuery, ResumeReport,
 };
-use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -227,11 +226,6 @@ impl Engine {
             return;
         };
         let report = prepared.report;
-        let checks: Vec<_> = report
-            .checks
-            .iter()
-            .map(|c| json!({"check": c.check, "status": c.status, "detail": c.detail}))
-            .collect();
         match (prepared.not_used, report.prompt) {
             (None, Some(prompt)) => {
                 outcome.add_context(prompt.clone());
@@ -270,31 +264,28 @@ impl Engine {
                 if let Some(f) = &prepared.fitted {
                     project_events.push(ProjectEvent {
                         project: project.clone(),
-                        kind: budget::report::TRANSITION,
                         session: key.clone(),
-                        fields: budget::report::transition(
-                            "resume",
+                        event: Event::ContextTransition(Transition::resume(
                             f.format,
                             f.markdown_tokens as u64,
                             f.tokens as u64,
-                            json!({ "marker": marker }),
-                        ),
+                            marker.clone(),
+                        )),
                     });
                 }
                 project_events.push(ProjectEvent {
                     project,
-                    kind: "resume",
                     session: key.clone(),
-                    fields: json!({
-                        "source": source,
-                        "epoch": epoch,
-                        "injected": true,
-                        "format": prepared.fitted.as_ref().map(|f| f.format),
-                        "marker": marker,
-                        "state_file": report.state_file,
-                        "captured_at": report.captured_at,
-                        "checks": checks,
-                        "template_problems": prepared.problems,
+                    event: Event::Resume(events::Resume::Injected {
+                        source: source.to_owned(),
+                        epoch,
+                        injected: true,
+                        format: prepared.fitted.as_ref().map(|f| f.format.to_owned()),
+                        marker,
+                        state_file: report.state_file.map(|p| p.display().to_string()),
+                        captured_at: report.captured_at,
+                        checks: report.checks,
+                        template_problems: prepared.problems,
                     }),
                 });
             }
@@ -305,9 +296,12 @@ impl Engine {
                 }
                 project_events.push(ProjectEvent {
                     project,
-                    kind: "resume",
                     session: key.clone(),
-                    fields: json!({ "source": source, "injected": false, "reason": why }),
+                    event: Event::Resume(events::Resume::NotInjected {
+                        source: source.to_owned(),
+                        injected: false,
+                        reason: why,
+                    }),
                 });
             }
         }

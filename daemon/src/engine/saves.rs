@@ -73,16 +73,29 @@ impl Engine {
         report
     }
 
-    /// Writes gathered events into the projects' `events.jsonl`.
-    pub(super) fn record(&self, events: Vec<ProjectEvent>, config: &Config) {
-        for e in events {
-            let workflow = Workflow::new(&e.project);
-            if let Err(err) = workflow
-                .ensure(config.capture.exclude_workflow_dir)
-                .and_then(|_| workflow.append_event(e.kind, Some(&e.session), e.fields))
-            {
-                tracing::debug!(project = %e.project.display(), error = %err, "cannot append to events.jsonl");
-            }
+    /// Writes gathered events into the projects' `events.jsonl`, in their
+    /// order, off the async threads; the caller waits for the disk.
+    pub(super) async fn record(&self, events: Vec<ProjectEvent>, config: &Config) {
+        if events.is_empty() {
+            return;
+        }
+        let exclude = config.capture.exclude_workflow_dir;
+        let written = tokio::task::spawn_blocking(move || write_events(events, exclude)).await;
+        if let Err(e) = written {
+            tracing::debug!(error = %e, "the events.jsonl writer failed");
+        }
+    }
+}
+
+/// Appends each event to its project's `events.jsonl`. Blocking.
+fn write_events(events: Vec<ProjectEvent>, exclude_from_git: bool) {
+    for e in events {
+        let workflow = Workflow::new(&e.project);
+        if let Err(err) = workflow
+            .ensure(exclude_from_git)
+            .and_then(|_| workflow.append_event(Some(&e.session), &e.event))
+        {
+            tracing::debug!(project = %e.project.display(), error = %err, "cannot append to events.jsonl");
         }
     }
 }

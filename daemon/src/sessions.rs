@@ -2,9 +2,7 @@
 //! file in the state directory (written atomically, so a restarted daemon
 //! picks up where it stopped).
 
-use crate::harness::{
-    Boundary, Cursor, HarnessPoint, HookEvent, Method, SessionFacts, SessionReading, Usage,
-};
+use crate::harness::{Boundary, Cursor, HarnessPoint, Method, SessionFacts, SessionReading, Usage};
 use protocol::config::Config;
 use protocol::pressure::{Advice, Knobs};
 use protocol::wire::{
@@ -624,45 +622,6 @@ struct RegistryFileRef<'a> {
 }
 
 impl Registry {
-    /// Records one event against its session (if it names one) and returns it.
-    pub fn observe(&mut self, event: &HookEvent, now_ms: u64) -> Option<&mut Session> {
-        let id = event.session_id.clone()?;
-        let key = SessionKey {
-            harness: event.harness,
-            id,
-        };
-        let session = self
-            .sessions
-            .entry(key.clone())
-            .or_insert_with(|| Session::new(key, now_ms));
-        if event.project_dir.is_some() {
-            session.project_dir.clone_from(&event.project_dir);
-            session.working_dir.clone_from(&event.working_dir);
-        }
-        if event.transcript_path.is_some() && event.transcript_path != session.transcript_path {
-            session.transcript_path.clone_from(&event.transcript_path);
-            session.cursor = None;
-            session.boundaries_taken_to = None;
-        }
-        if event.model.is_some() {
-            session.model.clone_from(&event.model);
-        }
-        if !event.env.is_empty() {
-            session.knobs = Knobs::from_env(|name| event.env.get(name).cloned());
-            session.config_env = event
-                .env
-                .iter()
-                .filter(|(name, _)| protocol::config::is_config_env(name))
-                .map(|(name, value)| (name.clone(), value.clone()))
-                .collect();
-        }
-        session.last_event = event.kind.kebab().into_owned();
-        session.last_event_at_ms = now_ms;
-        session.events_seen += 1;
-        session.ended = matches!(event.kind, crate::harness::EventKind::SessionEnd);
-        Some(session)
-    }
-
     pub fn get(&self, key: &SessionKey) -> Option<&Session> {
         self.sessions.get(key)
     }

@@ -13,7 +13,7 @@
 //!
 //! Subagents' hooks are left alone: their work is part of the session's task.
 
-use super::Engine;
+use super::{Engine, SessionView};
 use crate::harness::{self, EventKind, HookEvent, Outcome};
 use crate::memory;
 use crate::sessions::SessionKey;
@@ -29,7 +29,7 @@ impl Engine {
     /// The memory's part of a hook.
     pub(super) async fn memory_on_hook(
         self: &Arc<Self>,
-        key: &SessionKey,
+        view: &SessionView,
         event: &HookEvent,
         config: &Config,
         outcome: &mut Outcome,
@@ -37,14 +37,11 @@ impl Engine {
         if event.agent_id.is_some() || !config.memory.enabled {
             return;
         }
-        let Some((project, transcript)) = self
-            .registry()
-            .get(key)
-            .and_then(|s| Some((s.project_dir.clone()?, s.transcript_path.clone())))
-        else {
+        let Some(project) = view.project.clone() else {
             return;
         };
-        let (config, key) = (config.clone(), key.clone());
+        let transcript = view.transcript.clone();
+        let (config, key) = (config.clone(), view.key.clone());
         let resources = self.resources.clone();
         match &event.kind {
             EventKind::SessionStart

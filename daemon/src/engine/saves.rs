@@ -3,10 +3,10 @@
 
 use super::{Engine, ProjectEvent};
 use crate::pipeline::{self, SaveReport, SaveRequest};
+use crate::session_machine::{self, CheckpointTaken, Saved};
 use crate::time::now_ms;
 use crate::workflow::Workflow;
 use protocol::config::Config;
-use protocol::wire::Mark;
 use std::sync::Arc;
 
 impl Engine {
@@ -18,14 +18,32 @@ impl Engine {
         });
     }
 
-    /// Runs the pipeline off the async threads and notes the result on the session.
+    /// Runs the pipeline and has the session take in how it went: one
+    /// registry lock, at the end.
     pub(super) async fn run_pipeline(
         self: &Arc<Self>,
         request: SaveRequest,
         config: Config,
     ) -> SaveReport {
-        let what = request.trigger.to_string();
         let key = request.session.clone();
+        let (report, saved) = self.run_save(request, config).await;
+        if let Some(key) = key
+            && let Some(s) = self.registry().get_mut(&key)
+        {
+            session_machine::on_saved(s, saved, now_ms());
+        }
+        self.touch();
+        report
+    }
+
+    /// Runs the pipeline off the async threads, without the registry: the
+    /// report, and what the session takes in of it.
+    pub(super) async fn run_save(
+        &self,
+        request: SaveRequest,
+        config: Config,
+    ) -> (SaveReport, Saved) {
+        let what = request.trigger.to_string();
         let wants_checkpoint = request.checkpoint;
         let resources = self.resources.clone();
         let report =
@@ -38,39 +56,25 @@ impl Engine {
         for problem in &report.problems {
             tracing::warn!(trigger = %what, "{problem}");
         }
-        if let Some(key) = key {
-            let now = now_ms();
-            let mut registry = self.registry();
-            if let Some(s) = registry.get_mut(&key) {
-                // What went wrong comes first; the file only when all went well.
-                let detail = match report.problems.first() {
-                    Some(problem) => Some(problem.clone()),
-                    None => report.state_file.as_ref().map(|p| p.display().to_string()),
-                };
-                s.last_save = Some(Mark {
-                    at_ms: now,
-                    what: what.clone(),
-                    ok: report.ok(),
-                    detail,
-                    skipped: report.skipped.first().cloned(),
-                });
-                if wants_checkpoint {
-                    s.last_checkpoint = Some(Mark {
-                        at_ms: now,
-                        what,
-                        ok: report.checkpoint.is_some(),
-                        detail: report
-                            .checkpoint
-                            .clone()
-                            .or_else(|| report.checkpoint_note.clone()),
-                        skipped: None,
-                    });
-                }
-                s.mark_save_in_history();
-            }
-        }
-        self.touch();
-        report
+        let saved = Saved {
+            what,
+            ok: report.ok(),
+            // What went wrong comes first; the file only when all went well.
+            detail: match report.problems.first() {
+                Some(problem) => Some(problem.clone()),
+                None => report.state_file.as_ref().map(|p| p.display().to_string()),
+            },
+            skipped: report.skipped.first().cloned(),
+            checkpoint: wants_checkpoint.then(|| CheckpointTaken {
+                made: report.checkpoint.is_some(),
+                detail: report
+                    .checkpoint
+                    .clone()
+                    .or_else(|| report.checkpoint_note.clone()),
+            }),
+            compaction_token: None,
+        };
+        (report, saved)
     }
 
     /// Writes gathered events into the projects' `events.jsonl`, in their

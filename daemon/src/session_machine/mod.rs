@@ -16,6 +16,13 @@ use protocol::config::Config;
 use protocol::wire::{Mark, ResumeFollowed};
 use std::path::Path;
 
+mod observe;
+mod outcomes;
+pub use observe::{StatusLine, observe, on_statusline};
+pub use outcomes::{
+    CheckpointTaken, Injected, Saved, on_resume_injected, on_saved, on_summary_merged,
+};
+
 /// Longest compaction summary kept in `events.jsonl`.
 const SUMMARY_CHARS: usize = 4000;
 
@@ -445,32 +452,48 @@ fn thresholds(
 /// What a `resume_arrival` line says of a prompt that never arrived.
 pub const NEVER_ARRIVED: &str = "did not arrive, even injected again";
 
-/// Whether the injected resume prompt was found in the session's file:
-/// once missing, it goes in again through this hook; twice missing, it is
-/// recorded as lost.
-pub fn on_arrival(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
-    let Some(pending) = s.resume_pending.take() else {
-        return Vec::new();
-    };
-    let (action, ok) = match (found, pending.reinjected) {
-        (true, _) => ("arrived", true),
-        (false, false) => ("injected again", false),
-        (false, true) => (NEVER_ARRIVED, false),
-    };
+/// Whether the injected resume prompt `pending` was found in the
+/// session's file: once missing, it goes in again through this hook; twice
+/// missing, it is recorded as lost. The words and the line, decided from
+/// the prompt alone so the hook says them in their place; the session
+/// takes the verdict in with [`on_arrival`].
+pub fn arrival_effects(pending: &PendingResume, found: bool, now: u64) -> Vec<Effect> {
+    let (action, _) = arrival_action(found, pending.reinjected);
     let mut effects = Vec::new();
-    if !found && pending.reinjected {
-        // A prompt that never arrived cannot have been followed.
-        s.follow_watch = None;
-    }
     if !found && !pending.reinjected {
         effects.push(Effect::Say {
             person: None,
             model: Some(pending.prompt.clone()),
         });
-        s.resume_pending = Some(PendingResume {
-            reinjected: true,
-            ..pending.clone()
-        });
+    }
+    effects.push(Effect::Record(Event::ResumeArrival {
+        marker: pending.marker.clone(),
+        arrived: found,
+        action: action.to_owned(),
+        after_ms: now.saturating_sub(pending.injected_at_ms),
+    }));
+    effects
+}
+
+/// What became of a prompt: its action's words and whether all is well.
+fn arrival_action(found: bool, reinjected: bool) -> (&'static str, bool) {
+    match (found, reinjected) {
+        (true, _) => ("arrived", true),
+        (false, false) => ("injected again", false),
+        (false, true) => (NEVER_ARRIVED, false),
+    }
+}
+
+/// The arrival check of the prompt with `marker` found it or not (see
+/// [`arrival_effects`]). A prompt injected since is left to its own check.
+pub fn on_arrival(s: &mut Session, marker: &str, found: bool, now: u64) {
+    let Some(pending) = s.resume_pending.take_if(|p| p.marker == marker) else {
+        return;
+    };
+    let (action, ok) = arrival_action(found, pending.reinjected);
+    if !found && pending.reinjected {
+        // A prompt that never arrived cannot have been followed.
+        s.follow_watch = None;
     }
     s.resume = Some(Mark {
         at_ms: now,
@@ -479,13 +502,12 @@ pub fn on_arrival(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
         detail: Some(pending.marker.clone()),
         skipped: None,
     });
-    effects.push(Effect::Record(Event::ResumeArrival {
-        marker: pending.marker,
-        arrived: found,
-        action: action.to_owned(),
-        after_ms: now.saturating_sub(pending.injected_at_ms),
-    }));
-    effects
+    if !found && !pending.reinjected {
+        s.resume_pending = Some(PendingResume {
+            reinjected: true,
+            ..pending
+        });
+    }
 }
 
 /// The agent's first tool calls after the resume prompt's marker (`None`
@@ -502,17 +524,31 @@ pub fn on_follow_reading(
     if s.resume_pending.is_some() {
         return Vec::new();
     }
-    let calls = calls.unwrap_or_default();
-    // The calls read after this marker judge its prompt only: another may
-    // have gone out while they were read.
-    let Some(watch) = s
+    let Some((verdict, record)) = s
         .follow_watch
         .as_ref()
-        .filter(|w| !calls.is_empty() && w.marker == marker)
+        .and_then(|watch| follow_verdict(watch, s.project_dir.as_deref(), marker, calls))
     else {
         return Vec::new();
     };
-    let project = s.project_dir.as_deref();
+    on_followed(s, marker, verdict);
+    vec![Effect::Record(record)]
+}
+
+/// The verdict [`on_follow_reading`] gives on `calls` read after `marker`,
+/// and its line, from the watch alone; `None` when there is none yet.
+pub fn follow_verdict(
+    watch: &FollowWatch,
+    project: Option<&Path>,
+    marker: &str,
+    calls: Option<Vec<ToolCall>>,
+) -> Option<(ResumeFollowed, Event)> {
+    let calls = calls.unwrap_or_default();
+    // The calls read after this marker judge its prompt only: another may
+    // have gone out while they were read.
+    if calls.is_empty() || watch.marker != marker {
+        return None;
+    }
     let matched = calls.iter().find_map(|call| follows(watch, call, project));
     let first = &calls[0];
     let first_call = FirstCall {
@@ -536,11 +572,18 @@ pub fn on_follow_reading(
         first_call,
         calls: calls.len(),
     };
+    Some((verdict, record))
+}
+
+/// The session takes in the verdict on the prompt with `marker`, once.
+pub fn on_followed(s: &mut Session, marker: &str, verdict: ResumeFollowed) {
+    if s.follow_watch.as_ref().is_none_or(|w| w.marker != marker) {
+        return;
+    }
     s.follow_watch = None;
     s.followed.push(verdict);
     let excess = s.followed.len().saturating_sub(FOLLOWED_KEPT);
     s.followed.drain(..excess);
-    vec![Effect::Record(record)]
 }
 
 /// What of the resume prompt `call` took up, in words, if anything.
@@ -1400,6 +1443,17 @@ mod tests {
         }
     }
 
+    /// What the engine does with an arrival check: the words and the line
+    /// from the pending prompt, then the verdict taken in.
+    fn arrive(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
+        let Some(pending) = s.resume_pending.clone() else {
+            return Vec::new();
+        };
+        let effects = arrival_effects(&pending, found, now);
+        on_arrival(s, &pending.marker, found, now);
+        effects
+    }
+
     #[test]
     fn the_verdict_waits_for_the_arrival_and_is_given_once_per_compaction() {
         let config = Config::default();
@@ -1423,7 +1477,7 @@ mod tests {
             on_follow_reading(&mut s, MARKER, calls()).is_empty(),
             "not arrived yet"
         );
-        on_arrival(&mut s, true, 3);
+        arrive(&mut s, true, 3);
         assert!(
             on_follow_reading(&mut s, "[hookd-resume 0]", calls()).is_empty(),
             "calls read after another prompt's marker judge nothing"
@@ -1446,7 +1500,7 @@ mod tests {
             injected_at_ms: 0,
             reinjected: true,
         });
-        on_arrival(&mut s, false, 5);
+        arrive(&mut s, false, 5);
         assert!(s.follow_watch.is_none());
     }
 
@@ -1460,22 +1514,34 @@ mod tests {
             reinjected: false,
         };
         s.resume_pending = Some(pending.clone());
-        let e = on_arrival(&mut s, true, 500);
+        let e = arrive(&mut s, true, 500);
         assert_eq!(s.resume.as_ref().unwrap().what, "arrived");
         assert!(s.resume_pending.is_none());
         assert!(!e.iter().any(|e| matches!(e, Effect::Say { .. })));
 
         s.resume_pending = Some(pending);
-        let e = on_arrival(&mut s, false, 500);
+        let e = arrive(&mut s, false, 500);
         assert!(e.contains(&Effect::Say {
             person: None,
             model: Some("the prompt".into())
         }));
         assert!(s.resume_pending.as_ref().unwrap().reinjected);
-        let e = on_arrival(&mut s, false, 900);
+        let e = arrive(&mut s, false, 900);
         assert!(!e.iter().any(|e| matches!(e, Effect::Say { .. })));
         assert!(s.resume_pending.is_none());
         assert!(!s.resume.as_ref().unwrap().ok);
-        assert!(on_arrival(&mut s, false, 950).is_empty(), "nothing pending");
+        assert!(arrive(&mut s, false, 950).is_empty(), "nothing pending");
+        // The verdict on one prompt leaves a prompt injected since alone.
+        s.resume_pending = Some(PendingResume {
+            marker: "[hookd-resume 2]".into(),
+            prompt: "another".into(),
+            injected_at_ms: 900,
+            reinjected: false,
+        });
+        on_arrival(&mut s, "[hookd-resume 1]", false, 1_000);
+        assert_eq!(
+            s.resume_pending.as_ref().map(|p| p.marker.as_str()),
+            Some("[hookd-resume 2]")
+        );
     }
 }

@@ -358,3 +358,6 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -52,43 +52,7 @@ impl Engine {
             notes: event.problems.clone(),
             ..Outcome::default()
         };
-        // A broken configuration is said to the person once while it lasts
-        // (status shows it all along); every hook notes it for the
-        // harness's verbose mode. A project's file is named, not quoted:
-        // its words are the repository's.
-        let project = event.project_dir.as_deref();
-        match config_problem {
-            Some(problem) => {
-                let source = if self.settings.user_problem().is_some() {
-                    ConfigSource::User
-                } else if self
-                    .settings
-                    .for_request(project, &Default::default())
-                    .1
-                    .is_none()
-                {
-                    // Fine without the hook's `HOOKD_*` variables: one of them.
-                    ConfigSource::Environment
-                } else {
-                    ConfigSource::Project(project.map(Path::to_path_buf))
-                };
-                if self.newly_broken(&source, &problem) {
-                    outcome.say(match source {
-                        // The person's own words: quoted.
-                        ConfigSource::User | ConfigSource::Environment => {
-                            format!("hookd: your configuration is broken: {problem}")
-                        }
-                        ConfigSource::Project(_) => format!(
-                            "hookd: this project's {} is not used (`hookctl config` says why); \
-                             hookd goes on with your own configuration",
-                            protocol::config::PROJECT_FILE
-                        ),
-                    });
-                }
-                outcome.notes.push(problem);
-            }
-            None => self.fixed(project),
-        }
+        self.note_config_problem(event.project_dir.as_deref(), config_problem, &mut outcome);
 
         let launch = self.launch_point(&event, peer_pid).await;
         let Some(id) = event.session_id.clone() else {
@@ -170,6 +134,50 @@ impl Engine {
             tokio::task::spawn_blocking(move || engine.flush());
         }
         Response::Hook(harness::render(&event, outcome))
+    }
+
+    /// A broken configuration is said to the person once while it lasts
+    /// (status shows it all along); every hook notes it for the harness's
+    /// verbose mode. A project's file is named, not quoted: its words are
+    /// the repository's.
+    fn note_config_problem(
+        &self,
+        project: Option<&Path>,
+        config_problem: Option<String>,
+        outcome: &mut Outcome,
+    ) {
+        match config_problem {
+            Some(problem) => {
+                let source = if self.settings.user_problem().is_some() {
+                    ConfigSource::User
+                } else if self
+                    .settings
+                    .for_request(project, &Default::default())
+                    .1
+                    .is_none()
+                {
+                    // Fine without the hook's `HOOKD_*` variables: one of them.
+                    ConfigSource::Environment
+                } else {
+                    ConfigSource::Project(project.map(Path::to_path_buf))
+                };
+                if self.newly_broken(&source, &problem) {
+                    outcome.say(match source {
+                        // The person's own words: quoted.
+                        ConfigSource::User | ConfigSource::Environment => {
+                            format!("hookd: your configuration is broken: {problem}")
+                        }
+                        ConfigSource::Project(_) => format!(
+                            "hookd: this project's {} is not used (`hookctl config` says why); \
+                             hookd goes on with your own configuration",
+                            protocol::config::PROJECT_FILE
+                        ),
+                    });
+                }
+                outcome.notes.push(problem);
+            }
+            None => self.fixed(project),
+        }
     }
 
     /// The session's file changed between hooks: take the reading in,

@@ -1,11 +1,15 @@
-//! What a session's hooks and readings mean, decided without I/O.
+//! What a session's hooks and readings mean, decided without I/O: the one
+//! place a session changes.
 //!
 //! The engine reads the session's file, then hands this module the hook and
 //! the reading under one registry lock. This module moves the session's
 //! state (epochs, levels fired, compactions announced, the resume prompt's
-//! fate) and answers with [`Effect`]s, which the engine carries out: saves,
-//! words for the person and the model, resume prompts, lines for
-//! `events.jsonl`.
+//! fate) and answers with [`Effect`]s, which the engine carries out with
+//! the lock released: saves, words for the person and the model, resume
+//! prompts, lines for `events.jsonl`. What those effects did comes back
+//! through `outcomes.rs` under the engine's second lock. The effects are
+//! this module's own types: it knows nothing of the pipeline, the budget,
+//! the saved state or git.
 
 use crate::events::{Compaction, CompactionByHook, CompactionInFile, Event, FirstCall, Transition};
 use crate::harness::work::ToolCall;

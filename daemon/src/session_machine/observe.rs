@@ -90,3 +90,63 @@ pub fn on_statusline(s: &mut Session, input: StatusLine, now: u64) {
         None => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sessions::SessionKey;
+    use protocol::wire::Harness;
+
+    fn session() -> Session {
+        Session::new(
+            SessionKey {
+                harness: Harness::ClaudeCode,
+                id: "s".into(),
+            },
+            0,
+        )
+    }
+
+    #[test]
+    fn the_statusline_figure_beats_the_files_and_its_project_stands_until_a_hook_names_one() {
+        let mut s = session();
+        let input = StatusLine {
+            window: Some(1_000_000),
+            tokens: Some(Ok(42_000)),
+            project: Some("/p".into()),
+            working_dir: Some("/p/sub".into()),
+            transcript: Some("/t.jsonl".into()),
+            ..StatusLine::default()
+        };
+        on_statusline(&mut s, input, 7);
+        assert_eq!(s.statusline_window, Some(1_000_000));
+        assert_eq!(s.usage.as_ref().map(|u| u.tokens), Some(42_000));
+        assert_eq!(
+            (s.usage_source, s.usage_at_ms),
+            (UsageSource::Statusline, 7)
+        );
+        assert_eq!(
+            s.working_dir.as_deref(),
+            Some(std::path::Path::new("/p/sub"))
+        );
+        // Another project or file named later does not move the session.
+        let input = StatusLine {
+            tokens: Some(Err("more than the window".into())),
+            project: Some("/q".into()),
+            transcript: Some("/u.jsonl".into()),
+            ..StatusLine::default()
+        };
+        on_statusline(&mut s, input, 8);
+        assert_eq!(s.project_dir.as_deref(), Some(std::path::Path::new("/p")));
+        assert_eq!(
+            s.transcript_path.as_deref(),
+            Some(std::path::Path::new("/t.jsonl"))
+        );
+        assert_eq!(s.statusline_window, Some(1_000_000), "kept when not named");
+        let usage = s.usage.as_ref().unwrap();
+        assert!(
+            usage.invalid.is_some(),
+            "a figure that cannot be right says so"
+        );
+    }
+}

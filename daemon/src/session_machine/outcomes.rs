@@ -111,3 +111,116 @@ pub fn on_summary_merged(s: &mut Session, token: &str, fingerprint: &str) {
         live.used_by = Some(fingerprint.to_owned());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sessions::SessionKey;
+    use protocol::wire::Harness;
+
+    fn session() -> Session {
+        Session::new(
+            SessionKey {
+                harness: Harness::ClaudeCode,
+                id: "s".into(),
+            },
+            0,
+        )
+    }
+
+    fn saved(ok: bool) -> Saved {
+        Saved {
+            what: "pre-compact manual".into(),
+            ok,
+            detail: Some(if ok { "state.json" } else { "capture failed" }.into()),
+            skipped: None,
+            checkpoint: Some(CheckpointTaken {
+                made: ok,
+                detail: Some("abc123".into()),
+            }),
+            compaction_token: Some(Some("tok".into())),
+        }
+    }
+
+    #[test]
+    fn a_save_sets_its_marks_and_a_pre_compact_save_its_compactions_token() {
+        let mut s = session();
+        on_saved(&mut s, saved(true), 10);
+        let save = s.last_save.clone().unwrap();
+        assert_eq!(
+            (save.at_ms, save.ok, save.what.as_str()),
+            (10, true, "pre-compact manual")
+        );
+        assert_eq!(s.last_checkpoint.as_ref().map(|m| m.ok), Some(true));
+        let token = s.summary_token.clone().unwrap();
+        assert_eq!((token.token.as_str(), token.epoch), ("tok", 1));
+        // A save that is not a PreCompact's leaves the token alone.
+        on_saved(
+            &mut s,
+            Saved {
+                checkpoint: None,
+                compaction_token: None,
+                ..saved(false)
+            },
+            20,
+        );
+        assert!(!s.last_save.as_ref().unwrap().ok);
+        assert_eq!(s.last_checkpoint.as_ref().map(|m| m.at_ms), Some(10));
+        assert!(s.summary_token.is_some());
+        // A PreCompact's save without a token lets no block in.
+        on_saved(
+            &mut s,
+            Saved {
+                compaction_token: Some(None),
+                ..saved(true)
+            },
+            30,
+        );
+        assert!(s.summary_token.is_none());
+    }
+
+    #[test]
+    fn an_injected_prompt_waits_for_its_arrival_and_only_a_compactions_is_judged() {
+        let follow = FollowWatch {
+            files: vec!["src/a.rs".into()],
+            ..FollowWatch::default()
+        };
+        let injected = |source: &str, verify_arrival| Injected {
+            source: source.into(),
+            marker: "[m]".into(),
+            prompt: "the prompt".into(),
+            verify_arrival,
+            follow: Some(follow.clone()),
+        };
+        let mut s = session();
+        s.epoch = 3;
+        assert_eq!(on_resume_injected(&mut s, injected("compact", true), 50), 3);
+        let pending = s.resume_pending.clone().unwrap();
+        assert_eq!((pending.injected_at_ms, pending.reinjected), (50, false));
+        let watch = s.follow_watch.clone().unwrap();
+        assert_eq!((watch.epoch, watch.marker.as_str()), (3, "[m]"));
+        assert_eq!(s.resume.as_ref().unwrap().what, "injected on compact");
+
+        let mut s = session();
+        on_resume_injected(&mut s, injected("resume", false), 50);
+        assert!(s.resume_pending.is_none(), "not looked for");
+        assert!(s.follow_watch.is_none(), "a plain resume is not judged");
+    }
+
+    #[test]
+    fn a_merged_summary_uses_up_only_its_own_token() {
+        let mut s = session();
+        s.summary_token = Some(SummaryToken {
+            token: "tok".into(),
+            epoch: 1,
+            used_by: None,
+        });
+        on_summary_merged(&mut s, "older", "f0");
+        assert_eq!(s.summary_token.as_ref().unwrap().used_by, None);
+        on_summary_merged(&mut s, "tok", "f1");
+        assert_eq!(
+            s.summary_token.as_ref().unwrap().used_by.as_deref(),
+            Some("f1")
+        );
+    }
+}

@@ -1,11 +1,11 @@
-//! The lines of a project's `.workflow/events.jsonl`: one [`Event`] each,
+//! The lines of a project's `.workflow/events.jsonl`: one [`LogEvent`] each,
 //! tagged by its `kind`. Every writer builds one of these and every reader
 //! parses through it, so the file has one schema (`docs/events.md`).
 //!
 //! A line is `{"ts", "kind", "harness", "session", ...the kind's fields}`;
-//! [`Event::line`] puts them in that order. The file is a log anyone may
+//! [`LogEvent::line`] puts them in that order. The file is a log anyone may
 //! edit: readers skip lines they cannot parse and kinds they do not know
-//! ([`Event::Unknown`]), and ignore fields they do not know.
+//! ([`LogEvent::Unknown`]), and ignore fields they do not know.
 
 use crate::sessions::SessionKey;
 use protocol::config::Action;
@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 /// One line of `events.jsonl`, without its time and session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Event {
+pub enum LogEvent {
     /// A compaction that began an epoch.
     Compaction(Compaction),
     /// A PostCompact hook, with the summary it carried.
@@ -349,22 +349,22 @@ impl<'de> Deserialize<'de> for TaskClosed {
     }
 }
 
-impl Event {
+impl LogEvent {
     /// The `kind` this event is written with.
     pub fn kind(&self) -> &'static str {
         match self {
-            Event::Compaction(_) => "compaction",
-            Event::PostCompact { .. } => "post_compact",
-            Event::ContextTransition(_) => "context_transition",
-            Event::Epoch { .. } => "epoch",
-            Event::Threshold { .. } => "threshold",
-            Event::Resume(_) => "resume",
-            Event::ResumeArrival { .. } => "resume_arrival",
-            Event::ResumeFollowed { .. } => "resume_followed",
-            Event::Summary(_) => "summary",
-            Event::Pipeline { .. } => "pipeline",
-            Event::Memory(_) => "memory",
-            Event::Unknown => "unknown",
+            LogEvent::Compaction(_) => "compaction",
+            LogEvent::PostCompact { .. } => "post_compact",
+            LogEvent::ContextTransition(_) => "context_transition",
+            LogEvent::Epoch { .. } => "epoch",
+            LogEvent::Threshold { .. } => "threshold",
+            LogEvent::Resume(_) => "resume",
+            LogEvent::ResumeArrival { .. } => "resume_arrival",
+            LogEvent::ResumeFollowed { .. } => "resume_followed",
+            LogEvent::Summary(_) => "summary",
+            LogEvent::Pipeline { .. } => "pipeline",
+            LogEvent::Memory(_) => "memory",
+            LogEvent::Unknown => "unknown",
         }
     }
 
@@ -385,7 +385,7 @@ impl Event {
     }
 
     /// One line read back; `None` when it is not JSON or not an object.
-    /// A kind not known here is [`Event::Unknown`]; a known kind whose
+    /// A kind not known here is [`LogEvent::Unknown`]; a known kind whose
     /// fields do not fit is `Unknown` too.
     pub fn read(line: &[u8]) -> Option<ReadLine> {
         let value: Value = serde_json::from_slice(line).ok()?;
@@ -394,7 +394,7 @@ impl Event {
         };
         let text = |name: &str| map.get(name).and_then(Value::as_str).map(str::to_owned);
         let (kind, session) = (text("kind"), text("session"));
-        let event = Event::deserialize(value).unwrap_or(Event::Unknown);
+        let event = LogEvent::deserialize(value).unwrap_or(LogEvent::Unknown);
         Some(ReadLine {
             kind,
             session,
@@ -409,7 +409,7 @@ pub struct ReadLine {
     /// The `kind` as written, known here or not.
     pub kind: Option<String>,
     pub session: Option<String>,
-    pub event: Event,
+    pub event: LogEvent,
 }
 
 #[cfg(test)]
@@ -424,9 +424,9 @@ mod tests {
         }
     }
 
-    fn every_kind() -> Vec<Event> {
+    fn every_kind() -> Vec<LogEvent> {
         vec![
-            Event::Compaction(Compaction::InFile(CompactionInFile {
+            LogEvent::Compaction(Compaction::InFile(CompactionInFile {
                 trigger: Some("auto".into()),
                 pre_tokens: None,
                 post_tokens: None,
@@ -434,39 +434,44 @@ mod tests {
                 epoch: 2,
                 source: "transcript".into(),
             })),
-            Event::Compaction(Compaction::ByHook(CompactionByHook {
+            LogEvent::Compaction(Compaction::ByHook(CompactionByHook {
                 epoch: 2,
                 trigger: None,
                 source: "session-start compact".into(),
                 announced: true,
             })),
-            Event::Memory(MemoryEvent::Close(TaskClosed::Noticed(TaskClosedNoticed {
+            LogEvent::Memory(MemoryEvent::Close(TaskClosed::Noticed(TaskClosedNoticed {
                 task_id: "t1".into(),
                 on: "session-end".into(),
                 outcome: None,
                 because: None,
                 key_learnings: 0,
             }))),
-            Event::Memory(MemoryEvent::Close(TaskClosed::ByHand(TaskClosedByHand {
+            LogEvent::Memory(MemoryEvent::Close(TaskClosed::ByHand(TaskClosedByHand {
                 task_id: "t1".into(),
                 on: "hookctl task".into(),
                 outcome: None,
                 key_learnings: 1,
             }))),
-            Event::PostCompact {
+            LogEvent::PostCompact {
                 trigger: Some("manual".into()),
                 summary_chars: 3,
                 compact_summary: "abc".into(),
             },
-            Event::ContextTransition(Transition::compaction("auto", 1000, 250, Some("u1".into()))),
-            Event::ContextTransition(Transition::resume("markdown", 400, 300, "m1".into())),
-            Event::Epoch {
+            LogEvent::ContextTransition(Transition::compaction(
+                "auto",
+                1000,
+                250,
+                Some("u1".into()),
+            )),
+            LogEvent::ContextTransition(Transition::resume("markdown", 400, 300, "m1".into())),
+            LogEvent::Epoch {
                 epoch: 3,
                 reason: "usage dropped".into(),
                 from: 0.9,
                 to: 0.2,
             },
-            Event::Threshold {
+            LogEvent::Threshold {
                 level: 0.7,
                 crossed: vec![0.5, 0.7],
                 action: Action::AutoSaveState,
@@ -474,18 +479,18 @@ mod tests {
                 tokens_max: 100,
                 pressure: 0.7,
             },
-            Event::Resume(Resume::NotInjected {
+            LogEvent::Resume(Resume::NotInjected {
                 source: "compact".into(),
                 injected: false,
                 reason: Some("no saved state".into()),
             }),
-            Event::ResumeArrival {
+            LogEvent::ResumeArrival {
                 marker: "m1".into(),
                 arrived: true,
                 action: "arrived".into(),
                 after_ms: 10,
             },
-            Event::ResumeFollowed {
+            LogEvent::ResumeFollowed {
                 epoch: 2,
                 marker: "m1".into(),
                 followed: true,
@@ -496,27 +501,27 @@ mod tests {
                 },
                 calls: 1,
             },
-            Event::Summary(SummaryTaken {
+            LogEvent::Summary(SummaryTaken {
                 from: "post-compact".into(),
                 summary_chars: 10,
                 merged: false,
                 why: Some("the summary has no hookd-state block".into()),
                 ..SummaryTaken::default()
             }),
-            Event::Pipeline {
+            LogEvent::Pipeline {
                 step: "capture_workflow_state".into(),
                 ok: true,
                 ms: 3,
                 detail: None,
                 trigger: "pre-compact auto".into(),
             },
-            Event::Memory(MemoryEvent::Reflect(Reflected::Found {
+            LogEvent::Memory(MemoryEvent::Reflect(Reflected::Found {
                 task_id: "t1".into(),
                 added: 2,
                 iteration: 1,
                 from: "capture".into(),
             })),
-            Event::Memory(MemoryEvent::Begin(TaskBegun::ByHand {
+            LogEvent::Memory(MemoryEvent::Begin(TaskBegun::ByHand {
                 task_id: "t1".into(),
                 description: "d".into(),
                 window: 8,
@@ -529,7 +534,7 @@ mod tests {
     fn every_kind_reads_back_as_written() {
         for event in every_kind() {
             let line = event.line("2026-01-01T00:00:00.000Z", Some(&key()));
-            let read = Event::read(line.as_bytes()).unwrap();
+            let read = LogEvent::read(line.as_bytes()).unwrap();
             assert_eq!(read.event, event, "{line}");
             assert_eq!(read.kind.as_deref(), Some(event.kind()));
             assert_eq!(read.session.as_deref(), Some("s1"));
@@ -538,7 +543,7 @@ mod tests {
 
     #[test]
     fn a_line_starts_with_its_time_kind_and_session() {
-        let line = Event::Epoch {
+        let line = LogEvent::Epoch {
             epoch: 3,
             reason: "usage dropped".into(),
             from: 0.9,
@@ -558,26 +563,26 @@ mod tests {
 
     #[test]
     fn unknown_kinds_and_fields_are_ignored() {
-        let read = Event::read(br#"{"ts":"T","kind":"from_the_future","x":1}"#).unwrap();
-        assert_eq!(read.event, Event::Unknown);
+        let read = LogEvent::read(br#"{"ts":"T","kind":"from_the_future","x":1}"#).unwrap();
+        assert_eq!(read.event, LogEvent::Unknown);
         assert_eq!(read.kind.as_deref(), Some("from_the_future"));
-        let read = Event::read(
+        let read = LogEvent::read(
             br#"{"ts":"T","kind":"resume_arrival","marker":"m","arrived":false,"action":"injected again","after_ms":5,"new":true}"#,
         )
         .unwrap();
         assert!(matches!(
             read.event,
-            Event::ResumeArrival { arrived: false, .. }
+            LogEvent::ResumeArrival { arrived: false, .. }
         ));
         // A known kind with fields that do not fit is not trusted.
-        let read = Event::read(br#"{"kind":"epoch","epoch":"three"}"#).unwrap();
-        assert_eq!(read.event, Event::Unknown);
-        assert!(Event::read(b"not json").is_none());
-        assert!(Event::read(b"[1]").is_none());
+        let read = LogEvent::read(br#"{"kind":"epoch","epoch":"three"}"#).unwrap();
+        assert_eq!(read.event, LogEvent::Unknown);
+        assert!(LogEvent::read(b"not json").is_none());
+        assert!(LogEvent::read(b"[1]").is_none());
     }
 
     /// docs/events.md documents every kind: a kind added to the enum (and
-    /// so to the exhaustive match in [`Event::kind`]) and not to the docs
+    /// so to the exhaustive match in [`LogEvent::kind`]) and not to the docs
     /// fails this test.
     #[test]
     fn every_kind_is_documented() {

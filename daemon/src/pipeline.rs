@@ -10,7 +10,7 @@
 use crate::budget;
 pub use crate::capture::state::SaveTrigger;
 use crate::capture::{self, state::Checkpoint, state::STATE_FILE, summary_block};
-use crate::events::{Event, SummaryCounts, SummaryTaken};
+use crate::events::{LogEvent, SummaryCounts, SummaryTaken};
 use crate::git::{self, CheckpointMeta, CommitOutcome, SkipReason};
 use crate::project_fs::Dir;
 use crate::prompt;
@@ -105,7 +105,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
     }
     let session = request.session.as_ref();
     let step = |name: &str, started: Instant, ok: bool, detail: Option<String>| {
-        let event = Event::Pipeline {
+        let event = LogEvent::Pipeline {
             step: name.to_owned(),
             ok,
             ms: started.elapsed().as_millis() as u64,

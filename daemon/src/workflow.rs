@@ -5,7 +5,7 @@
 //! anything in it) that is a symlink, belongs to another user or is
 //! writable by others is refused, never followed or written into.
 
-use crate::events::Event;
+use crate::events::LogEvent;
 use crate::project_fs::Dir;
 use crate::sessions::SessionKey;
 use std::io;
@@ -91,7 +91,7 @@ impl Workflow {
 
     /// Appends one line to `events.jsonl` (`docs/events.md`). Blocking:
     /// call it off the async threads.
-    pub fn append_event(&self, session: Option<&SessionKey>, event: &Event) -> io::Result<()> {
+    pub fn append_event(&self, session: Option<&SessionKey>, event: &LogEvent) -> io::Result<()> {
         let ts = crate::time::rfc3339_millis(crate::time::now_ms());
         self.open()?
             .append_line(EVENTS_FILE, &event.line(&ts, session))
@@ -113,7 +113,7 @@ mod tests {
             id: "s1".into(),
         };
         for level in [0.7, 0.8] {
-            let event = Event::Threshold {
+            let event = LogEvent::Threshold {
                 level,
                 crossed: vec![level],
                 action: protocol::config::Action::LogWarning,
@@ -142,7 +142,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), project.path().join(WORKFLOW_DIR)).unwrap();
         let wf = Workflow::new(project.path());
         assert!(wf.ensure(false).is_err());
-        assert!(wf.append_event(None, &Event::Unknown).is_err());
+        assert!(wf.append_event(None, &LogEvent::Unknown).is_err());
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     }
 

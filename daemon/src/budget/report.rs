@@ -3,7 +3,7 @@
 //! its size before and after and the compression ratio; the context report
 //! totals them.
 
-use crate::events::{Event, ReadLine, Resume, Transition};
+use crate::events::{LogEvent, ReadLine, Resume, Transition};
 use protocol::budget::{RESUMES_REPORTED, ResumeOutcome, TransitionTotals};
 use std::collections::HashSet;
 use std::io::BufRead;
@@ -23,7 +23,7 @@ pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<Tran
     let mut t = TransitionTotals::default();
     let mut boundaries = HashSet::new();
     for line in std::io::BufReader::new(file).split(b'\n') {
-        let Some(line) = Event::read(&line?) else {
+        let Some(line) = LogEvent::read(&line?) else {
             continue;
         };
         if let Some(id) = session
@@ -37,7 +37,7 @@ pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<Tran
         *t.events_by_kind.entry(kind.clone()).or_insert(0) += 1;
         // events.jsonl is a file anyone may edit: totals saturate, never wrap.
         match &line.event {
-            Event::ContextTransition(Transition::Compaction {
+            LogEvent::ContextTransition(Transition::Compaction {
                 before_tokens,
                 after_tokens,
                 boundary,
@@ -54,7 +54,7 @@ pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<Tran
                     t.compacted_before_tokens.saturating_add(*before_tokens);
                 t.compacted_after_tokens = t.compacted_after_tokens.saturating_add(*after_tokens);
             }
-            Event::ContextTransition(Transition::Resume {
+            LogEvent::ContextTransition(Transition::Resume {
                 before_tokens,
                 after_tokens,
                 ..
@@ -63,7 +63,9 @@ pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<Tran
                 t.resume_markdown_tokens = t.resume_markdown_tokens.saturating_add(*before_tokens);
                 t.resume_tokens = t.resume_tokens.saturating_add(*after_tokens);
             }
-            Event::Resume(_) | Event::ResumeArrival { .. } | Event::ResumeFollowed { .. } => {
+            LogEvent::Resume(_)
+            | LogEvent::ResumeArrival { .. }
+            | LogEvent::ResumeFollowed { .. } => {
                 resume_outcome(&mut t.resumes_followed, &line);
             }
             _ => {}
@@ -83,7 +85,7 @@ pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<Tran
 fn resume_outcome(list: &mut Vec<ResumeOutcome>, line: &ReadLine) {
     let known_epoch = |epoch: u32| Some(epoch).filter(|e| *e > 0);
     match &line.event {
-        Event::ResumeArrival {
+        LogEvent::ResumeArrival {
             marker,
             arrived: false,
             action,
@@ -96,7 +98,7 @@ fn resume_outcome(list: &mut Vec<ResumeOutcome>, line: &ReadLine) {
         }
         // Only a compaction's prompt is judged (a plain `--resume` has no
         // compaction); one injected again keeps its marker: one entry.
-        Event::Resume(Resume::Injected {
+        LogEvent::Resume(Resume::Injected {
             source,
             epoch,
             injected: true,
@@ -112,7 +114,7 @@ fn resume_outcome(list: &mut Vec<ResumeOutcome>, line: &ReadLine) {
                 lost: false,
             });
         }
-        Event::ResumeFollowed {
+        LogEvent::ResumeFollowed {
             epoch,
             marker,
             followed,
@@ -162,7 +164,7 @@ mod tests {
             id: id.into(),
         };
         let line = |session: &str, transition: Transition| {
-            Event::ContextTransition(transition).line("x", Some(&key(session)))
+            LogEvent::ContextTransition(transition).line("x", Some(&key(session)))
         };
         let compaction = |trigger, before, after, boundary: &str| {
             Transition::compaction(trigger, before, after, Some(boundary.into()))

@@ -4,7 +4,7 @@
 //! in the harness's format.
 
 use super::{ConfigSource, Engine, ProjectEvent, SessionView};
-use crate::events::{Event, Resume, SummaryTaken};
+use crate::events::{LogEvent, Resume, SummaryTaken};
 use crate::harness::{self, EventKind, HookEvent, Outcome, SessionReading};
 use crate::pipeline::{SaveRequest, SaveTrigger};
 use crate::session_machine::{self, Effect, SaveReason};
@@ -106,7 +106,7 @@ impl Engine {
                 .and_then(|s| done.take_into(s, now_ms()));
             if let Some(epoch) = injected_epoch {
                 for record in &mut records {
-                    if let Event::Resume(Resume::Injected { epoch: at, .. }) = record {
+                    if let LogEvent::Resume(Resume::Injected { epoch: at, .. }) = record {
                         *at = epoch;
                     }
                 }
@@ -218,7 +218,7 @@ impl Engine {
                         {
                             session_machine::on_summary_merged(s, &token, &fingerprint);
                         }
-                        let records = vec![Event::Summary(fields)];
+                        let records = vec![LogEvent::Summary(fields)];
                         engine.record(project_events(&view, records), &config).await;
                     });
                 }
@@ -302,7 +302,7 @@ impl Engine {
         config: &Config,
         outcome: &mut Outcome,
         done: &mut Done,
-    ) -> Vec<Event> {
+    ) -> Vec<LogEvent> {
         let mut resume_records = Vec::new();
         let mut records = Vec::new();
         let mut later = Vec::new();
@@ -334,14 +334,14 @@ impl Engine {
                     if let Some((fields, merged)) =
                         self.take_summary(view, summary, from, config).await
                     {
-                        records.push(Event::Summary(fields));
+                        records.push(LogEvent::Summary(fields));
                         done.merged = merged.or(done.merged.take());
                     }
                 }
                 Effect::TakeSummaryFromFile => {
                     if let Some((fields, merged)) = self.take_summary_from_file(view, config).await
                     {
-                        records.push(Event::Summary(fields));
+                        records.push(LogEvent::Summary(fields));
                         done.merged = merged.or(done.merged.take());
                     }
                 }
@@ -407,7 +407,7 @@ impl Engine {
         view: &SessionView,
         watch: &FollowWatch,
         config: &Config,
-    ) -> Option<(ResumeFollowed, Event)> {
+    ) -> Option<(ResumeFollowed, LogEvent)> {
         let path = view.transcript.clone()?;
         // The first calls after the prompt follow it closely: a window from
         // where the file stood, never the whole file, on every hook until
@@ -579,7 +579,7 @@ pub(super) fn save_request(
 }
 
 /// `events` as lines of the session's project (none without one).
-fn project_events(view: &SessionView, events: Vec<Event>) -> Vec<ProjectEvent> {
+fn project_events(view: &SessionView, events: Vec<LogEvent>) -> Vec<ProjectEvent> {
     let Some(project) = &view.project else {
         return Vec::new();
     };

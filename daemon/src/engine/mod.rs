@@ -73,7 +73,7 @@ pub struct Engine {
 struct ProjectEvent {
     project: PathBuf,
     session: SessionKey,
-    event: crate::events::Event,
+    event: crate::events::LogEvent,
 }
 
 /// Where a session's file is read from next, and what its file watcher

@@ -9,7 +9,7 @@
 
 use super::{Engine, SessionView};
 use crate::capture::state::{ContextState, TaskStatus};
-use crate::events::{self, Event, Transition};
+use crate::events::{self, LogEvent, Transition};
 use crate::harness::Outcome;
 use crate::resources::Resources;
 use crate::resume::{self, Loaded};
@@ -192,7 +192,7 @@ impl Engine {
         source: &str,
         config: &Config,
         outcome: &mut Outcome,
-    ) -> (Vec<Event>, Option<Injected>) {
+    ) -> (Vec<LogEvent>, Option<Injected>) {
         let mut lines = Vec::new();
         let Some(project) = view.project.clone() else {
             return (lines, None);
@@ -237,14 +237,14 @@ impl Engine {
                     follow: prepared.follow,
                 };
                 if let Some(f) = &prepared.fitted {
-                    lines.push(Event::ContextTransition(Transition::resume(
+                    lines.push(LogEvent::ContextTransition(Transition::resume(
                         f.format,
                         f.markdown_tokens as u64,
                         f.tokens as u64,
                         marker.clone(),
                     )));
                 }
-                lines.push(Event::Resume(events::Resume::Injected {
+                lines.push(LogEvent::Resume(events::Resume::Injected {
                     source: source.to_owned(),
                     epoch: view.epoch,
                     injected: true,
@@ -262,7 +262,7 @@ impl Engine {
                 if source == "compact" {
                     outcome.system_message = Some(report.summary.clone());
                 }
-                lines.push(Event::Resume(events::Resume::NotInjected {
+                lines.push(LogEvent::Resume(events::Resume::NotInjected {
                     source: source.to_owned(),
                     injected: false,
                     reason: why,

@@ -4,7 +4,7 @@
 //! decided.
 
 use super::*;
-use crate::events::{Event, Resume};
+use crate::events::{LogEvent, Resume};
 use protocol::config::{Effective, Layers};
 use protocol::wire::{Harness, HookReply, HookRequest, StatusLineRequest};
 use serde_json::{Value, json};
@@ -124,11 +124,11 @@ impl Setup {
             .expect("the session"))
     }
 
-    fn events(&self) -> Vec<Event> {
+    fn events(&self) -> Vec<LogEvent> {
         let file = self.project.join(".workflow").join("events.jsonl");
         let text = std::fs::read_to_string(file).unwrap_or_default();
         text.lines()
-            .filter_map(|line| Event::read(line.as_bytes()))
+            .filter_map(|line| LogEvent::read(line.as_bytes()))
             .map(|line| line.event)
             .collect()
     }
@@ -186,7 +186,7 @@ async fn words_decided_under_the_lock_are_said_and_their_line_is_written_before_
     assert!(
         t.events()
             .iter()
-            .any(|e| matches!(e, Event::Threshold { level, .. } if *level == 0.7)),
+            .any(|e| matches!(e, LogEvent::Threshold { level, .. } if *level == 0.7)),
         "{:?}",
         t.events()
     );
@@ -225,7 +225,7 @@ async fn a_pre_compact_save_comes_before_the_answer_and_a_resume_follows_it() {
     assert!(context(&reply).contains(&pending.marker), "{reply:?}");
     // The line names the epoch the session took the prompt in.
     let resumed = t.events().into_iter().find_map(|e| match e {
-        Event::Resume(Resume::Injected { epoch, marker, .. }) => Some((epoch, marker)),
+        LogEvent::Resume(Resume::Injected { epoch, marker, .. }) => Some((epoch, marker)),
         _ => None,
     });
     assert_eq!(resumed, Some((epoch, pending.marker.clone())));
@@ -273,10 +273,10 @@ async fn an_arrived_prompt_is_judged_by_the_calls_after_it_in_the_same_hook() {
     let events = t.events();
     let arrival = events
         .iter()
-        .position(|e| matches!(e, Event::ResumeArrival { arrived: true, .. }));
+        .position(|e| matches!(e, LogEvent::ResumeArrival { arrived: true, .. }));
     let verdict = events
         .iter()
-        .position(|e| matches!(e, Event::ResumeFollowed { .. }));
+        .position(|e| matches!(e, LogEvent::ResumeFollowed { .. }));
     assert!(arrival.is_some() && arrival < verdict, "{events:?}");
 }
 
@@ -296,7 +296,7 @@ async fn a_prompt_that_did_not_arrive_goes_in_again_in_its_place() {
     assert!(t.session(|s| s.resume_pending.as_ref().unwrap().reinjected));
     assert!(t.events().iter().any(|e| matches!(
         e,
-        Event::ResumeArrival { arrived: false, action, .. } if action == "injected again"
+        LogEvent::ResumeArrival { arrived: false, action, .. } if action == "injected again"
     )));
 }
 

@@ -37,7 +37,7 @@ pub use requests::{memory_request, reflect_now, task_request};
 
 use crate::capture::state::{Blocker, ContextState, Decision, SOURCE_SUMMARY};
 use crate::capture::workflow_file;
-use crate::events::{Event, MemoryEvent, Reflected, TaskBegun, TaskClosed, TaskClosedNoticed};
+use crate::events::{LogEvent, MemoryEvent, Reflected, TaskBegun, TaskClosed, TaskClosedNoticed};
 use crate::sessions::SessionKey;
 use crate::time::{now_ms, rfc3339};
 use crate::workflow::Workflow;
@@ -276,7 +276,7 @@ fn event(project: Option<&Path>, session: Option<&SessionKey>, event: MemoryEven
     let workflow = Workflow::new(project);
     if let Err(e) = workflow
         .ensure(true)
-        .and_then(|_| workflow.append_event(session, &Event::Memory(event)))
+        .and_then(|_| workflow.append_event(session, &LogEvent::Memory(event)))
     {
         tracing::debug!(project = %project.display(), error = %e, "cannot append to events.jsonl");
     }

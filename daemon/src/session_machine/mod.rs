@@ -11,7 +11,9 @@
 //! this module's own types: it knows nothing of the pipeline, the budget,
 //! the saved state or git.
 
-use crate::events::{Compaction, CompactionByHook, CompactionInFile, Event, FirstCall, Transition};
+use crate::events::{
+    Compaction, CompactionByHook, CompactionInFile, FirstCall, LogEvent, Transition,
+};
 use crate::harness::work::ToolCall;
 use crate::harness::{self, EventKind, HookEvent, SessionReading};
 use crate::monitor;
@@ -37,7 +39,7 @@ pub const RECORDS_HINT: &str = "hookd: `hookctl decision <topic> <decision> --wh
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// A line for the project's `events.jsonl`.
-    Record(Event),
+    Record(LogEvent),
     /// Words for the person (`systemMessage`) and the model (context).
     Say {
         person: Option<String>,
@@ -101,7 +103,7 @@ pub fn on_hook(
             let what = format!("post-compact {}", event.trigger.as_deref().unwrap_or(""));
             unannounced |= hook_epoch(s, what.trim(), event.trigger.as_deref(), now, &mut effects);
             let summary = event.compact_summary.as_deref().unwrap_or("");
-            effects.push(Effect::Record(Event::PostCompact {
+            effects.push(Effect::Record(LogEvent::PostCompact {
                 trigger: event.trigger.clone(),
                 summary_chars: summary.chars().count(),
                 compact_summary: summary.chars().take(SUMMARY_CHARS).collect(),
@@ -280,7 +282,7 @@ fn on_reading(
     }
     for boundary in &boundaries {
         if let (Some(before), Some(after)) = (boundary.pre_tokens, boundary.post_tokens) {
-            effects.push(Effect::Record(Event::ContextTransition(
+            effects.push(Effect::Record(LogEvent::ContextTransition(
                 Transition::compaction(
                     boundary.trigger.as_deref().unwrap_or("unknown"),
                     before,
@@ -299,7 +301,7 @@ fn on_reading(
         if harness::resumes_at_next_turn(s.key.harness) {
             s.resume_due = true;
         }
-        effects.push(Effect::Record(Event::Compaction(Compaction::InFile(
+        effects.push(Effect::Record(LogEvent::Compaction(Compaction::InFile(
             CompactionInFile {
                 trigger: boundary.trigger,
                 pre_tokens: boundary.pre_tokens,
@@ -362,7 +364,7 @@ fn hook_epoch(
     // The record that names this compaction, read later, takes its trigger
     // from here; nothing after it does.
     s.announced_trigger.clone_from(&trigger);
-    effects.push(Effect::Record(Event::Compaction(Compaction::ByHook(
+    effects.push(Effect::Record(LogEvent::Compaction(Compaction::ByHook(
         CompactionByHook {
             epoch: s.epoch,
             trigger,
@@ -412,7 +414,7 @@ fn thresholds(
             },
             now,
         ) {
-            effects.push(Effect::Record(Event::Epoch {
+            effects.push(Effect::Record(LogEvent::Epoch {
                 epoch: s.epoch,
                 reason: "usage dropped".into(),
                 from,
@@ -436,7 +438,7 @@ fn thresholds(
             .additional_context
             .then(|| monitor::message(&firing.threshold, &context)),
     });
-    effects.push(Effect::Record(Event::Threshold {
+    effects.push(Effect::Record(LogEvent::Threshold {
         level: firing.threshold.level,
         crossed: firing.crossed,
         action: firing.threshold.action,
@@ -470,7 +472,7 @@ pub fn arrival_effects(pending: &PendingResume, found: bool, now: u64) -> Vec<Ef
             model: Some(pending.prompt.clone()),
         });
     }
-    effects.push(Effect::Record(Event::ResumeArrival {
+    effects.push(Effect::Record(LogEvent::ResumeArrival {
         marker: pending.marker.clone(),
         arrived: found,
         action: action.to_owned(),
@@ -546,7 +548,7 @@ pub fn follow_verdict(
     project: Option<&Path>,
     marker: &str,
     calls: Option<Vec<ToolCall>>,
-) -> Option<(ResumeFollowed, Event)> {
+) -> Option<(ResumeFollowed, LogEvent)> {
     let calls = calls.unwrap_or_default();
     // The calls read after this marker judge its prompt only: another may
     // have gone out while they were read.
@@ -568,7 +570,7 @@ pub fn follow_verdict(
         followed: Some(matched.is_some()),
         detail: Some(detail),
     };
-    let record = Event::ResumeFollowed {
+    let record = LogEvent::ResumeFollowed {
         epoch: watch.epoch,
         marker: watch.marker.clone(),
         followed: matched.is_some(),
@@ -750,7 +752,7 @@ mod tests {
         effects
             .iter()
             .filter_map(|e| match e {
-                Effect::Record(Event::Threshold { level, .. }) => Some(*level),
+                Effect::Record(LogEvent::Threshold { level, .. }) => Some(*level),
                 _ => None,
             })
             .collect()
@@ -810,7 +812,7 @@ mod tests {
         let e = step(&mut s, 20);
         assert!(
             e.iter()
-                .any(|e| matches!(e, Effect::Record(Event::Epoch { .. })))
+                .any(|e| matches!(e, Effect::Record(LogEvent::Epoch { .. })))
         );
         assert_eq!(s.epoch, 2);
         assert_eq!(levels(&step(&mut s, 72)), [0.7]);
@@ -1101,7 +1103,7 @@ mod tests {
         assert!(saves(&e).is_empty());
         assert!(
             e.iter()
-                .any(|e| matches!(e, Effect::Record(Event::ContextTransition(_))))
+                .any(|e| matches!(e, Effect::Record(LogEvent::ContextTransition(_))))
         );
     }
 
@@ -1162,7 +1164,7 @@ mod tests {
             let compaction = e
                 .iter()
                 .find_map(|e| match e {
-                    Effect::Record(Event::Compaction(c)) => Some(c.clone()),
+                    Effect::Record(LogEvent::Compaction(c)) => Some(c.clone()),
                     _ => None,
                 })
                 .unwrap_or_else(|| panic!("{signal}: no compaction recorded"));
@@ -1408,7 +1410,7 @@ mod tests {
         for calls in followed {
             let (v, e) = verdict(Some(calls.clone()));
             assert_eq!(v, Some(true), "{calls:?}");
-            let Effect::Record(Event::ResumeFollowed {
+            let Effect::Record(LogEvent::ResumeFollowed {
                 epoch,
                 followed,
                 matched,
@@ -1434,7 +1436,7 @@ mod tests {
         for calls in elsewhere {
             let (v, e) = verdict(Some(calls.clone()));
             assert_eq!(v, Some(false), "{calls:?}");
-            let Effect::Record(Event::ResumeFollowed { first_call, .. }) = &e[0] else {
+            let Effect::Record(LogEvent::ResumeFollowed { first_call, .. }) = &e[0] else {
                 panic!("{e:?}")
             };
             assert_eq!(first_call.tool, calls[0].tool);

@@ -129,7 +129,7 @@ pub struct Session {
     pub compaction_announced_ms: Option<u64>,
     /// That PreCompact's trigger (manual or auto).
     #[serde(default)]
-    pub announced_trigger: Option<String>,
+    pub announced_trigger: Option<crate::harness::Trigger>,
     /// The epoch whose PreCompact ran the pipeline: a harness that fires it
     /// before every model call gets one save per epoch.
     #[serde(default)]
@@ -386,7 +386,7 @@ impl Session {
                 // The file does not say; the hook that announced it did.
                 boundary.trigger.clone_from(&self.announced_trigger);
             }
-            if boundary.trigger.as_deref() == Some("auto") {
+            if boundary.trigger == Some(crate::harness::Trigger::Auto) {
                 self.auto_compacted_at = boundary.pre_tokens;
             }
             // A boundary the hooks already opened an epoch for only names it.
@@ -656,10 +656,10 @@ impl Registry {
                 .map(|(name, value)| (name.clone(), value.clone()))
                 .collect();
         }
-        session.last_event = event.kind.kebab().into_owned();
+        session.last_event = event.name().kebab().into_owned();
         session.last_event_at_ms = now_ms;
         session.events_seen += 1;
-        session.ended = matches!(event.kind, crate::harness::EventKind::SessionEnd);
+        session.ended = matches!(event.event, crate::harness::Event::SessionEnd { .. });
         Some(session)
     }
 

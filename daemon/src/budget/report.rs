@@ -4,6 +4,7 @@
 //! totals them.
 
 use super::plan::round3;
+use crate::harness::StartSource;
 use protocol::budget::{RESUMES_REPORTED, ResumeOutcome, TransitionTotals};
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -122,7 +123,7 @@ fn resume_outcome(list: &mut Vec<ResumeOutcome>, kind: &str, event: &Value) {
         // Only a compaction's prompt is judged (a plain `--resume` has no
         // compaction); one injected again keeps its marker: one entry.
         if event["injected"] == true
-            && event["source"] == "compact"
+            && event["source"].as_str().map(StartSource::from) == Some(StartSource::Compact)
             && !list.iter().any(|r| r.marker == marker)
         {
             list.push(ResumeOutcome {

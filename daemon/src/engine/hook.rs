@@ -4,7 +4,7 @@
 //! in the harness's format.
 
 use super::{ConfigSource, Engine, ProjectEvent, context_of};
-use crate::harness::{self, EventKind, HookEvent, Outcome, SessionReading};
+use crate::harness::{self, Event, HookEvent, Outcome, SessionReading};
 use crate::pipeline::{SaveRequest, SaveTrigger};
 use crate::session_machine::{self, Effect};
 use crate::sessions::{SessionKey, SummaryToken};
@@ -38,7 +38,7 @@ impl Engine {
         self.events_handled.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(
             harness = %event.harness,
-            event = %event.kind.kebab(),
+            event = %event.name().kebab(),
             session = event.session_id.as_deref().unwrap_or("-"),
             "hook"
         );
@@ -106,7 +106,7 @@ impl Engine {
             match observed {
                 Some(key) => (key, new_session),
                 None => {
-                    tracing::debug!(event = %event.kind.kebab(), "hook without a session id");
+                    tracing::debug!(event = %event.name().kebab(), "hook without a session id");
                     return Response::Hook(harness::render(&event, outcome));
                 }
             }
@@ -130,7 +130,7 @@ impl Engine {
         // An ended session stays followed until it expires: Claude Code
         // writes the last lines of its transcript as it exits, after
         // SessionEnd.
-        if event.kind == EventKind::SessionStart
+        if let Event::SessionStart { .. } = event.event
             && let Some(project) = &event.project_dir
         {
             // What keeps hookd from this project, said once per session.

@@ -10,7 +10,7 @@
 use super::{Engine, ProjectEvent};
 use crate::budget;
 use crate::capture::state::{ContextState, TaskStatus};
-use crate::harness::Outcome;
+use crate::harness::{Outcome, StartSource};
 use crate::resources::Resources;
 use crate::resume::{self, Loaded};
 use crate::sessions::{FollowWatch, PendingResume, SessionKey};
@@ -188,7 +188,7 @@ impl Engine {
     pub(super) async fn resume_on_start(
         self: &Arc<Self>,
         key: &SessionKey,
-        source: &str,
+        source: &StartSource,
         config: &Config,
         outcome: &mut Outcome,
         project_events: &mut Vec<ProjectEvent>,
@@ -259,7 +259,7 @@ impl Engine {
                     let from_offset = s.cursor.as_ref().map(|c| c.offset);
                     s.follow_watch = prepared
                         .follow
-                        .filter(|_| source == "compact")
+                        .filter(|_| *source == StartSource::Compact)
                         .map(|watch| FollowWatch {
                             epoch,
                             marker: marker.clone(),
@@ -300,7 +300,7 @@ impl Engine {
             }
             (why, _) => {
                 // Only a compaction promises a state; a plain resume without one says nothing.
-                if source == "compact" {
+                if *source == StartSource::Compact {
                     outcome.system_message = Some(report.summary.clone());
                 }
                 project_events.push(ProjectEvent {

@@ -1084,7 +1084,7 @@ impl WorkReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::EventKind;
+
     use crate::sessions::Session;
     use protocol::wire::Harness;
     use serde_json::value::RawValue;
@@ -1130,8 +1130,12 @@ mod tests {
             &[("CLAUDE_PROJECT_DIR", "/elsewhere")],
         );
         let ev = crate::harness::parse(&req).unwrap();
-        assert_eq!(ev.kind, EventKind::SessionStart);
-        assert_eq!(ev.source.as_deref(), Some("compact"));
+        assert_eq!(
+            ev.event,
+            crate::harness::Event::SessionStart {
+                source: Some(crate::harness::StartSource::Compact)
+            }
+        );
         assert_eq!(ev.project_dir.as_deref(), Some(Path::new("/proj")));
         assert_eq!(ev.model.as_deref(), Some("gpt-5.5-codex"));
     }

@@ -4,6 +4,7 @@
 
 pub mod claude_code;
 pub mod codex;
+pub mod event;
 pub mod gemini_cli;
 pub mod process;
 pub mod work;
@@ -14,122 +15,24 @@ pub use claude_code::statusline;
 
 pub use codex::{Launch, POINT_UNKNOWN};
 
+pub use event::{Event, EventName, EventParts, StartSource, Trigger};
+
 /// The harness of a session hookd knows only by its id (one a person named
 /// to hookctl before any hook of it arrived).
 pub const FIRST: Harness = Harness::ClaudeCode;
 
 use protocol::wire::{Harness, HookReply, HookRequest};
 use serde_json::{Map, Value};
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-
-/// hookd's names for hook events. Harness-specific names map onto these.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum EventKind {
-    SessionStart,
-    UserPromptSubmit,
-    PreToolUse,
-    PostToolUse,
-    PostToolBatch,
-    PreCompact,
-    PostCompact,
-    Stop,
-    SubagentStop,
-    SessionEnd,
-    /// Any other event: recorded, never an error. Kept in kebab case.
-    Other(String),
-}
-
-const KNOWN: [(EventKind, &str, &str); 10] = [
-    (EventKind::SessionStart, "SessionStart", "session-start"),
-    (
-        EventKind::UserPromptSubmit,
-        "UserPromptSubmit",
-        "user-prompt-submit",
-    ),
-    (EventKind::PreToolUse, "PreToolUse", "pre-tool-use"),
-    (EventKind::PostToolUse, "PostToolUse", "post-tool-use"),
-    (EventKind::PostToolBatch, "PostToolBatch", "post-tool-batch"),
-    (EventKind::PreCompact, "PreCompact", "pre-compact"),
-    (EventKind::PostCompact, "PostCompact", "post-compact"),
-    (EventKind::Stop, "Stop", "stop"),
-    (EventKind::SubagentStop, "SubagentStop", "subagent-stop"),
-    (EventKind::SessionEnd, "SessionEnd", "session-end"),
-];
-
-impl EventKind {
-    /// Accepts `PostToolUse`, `post-tool-use` and `post_tool_use` alike.
-    pub fn from_name(name: &str) -> EventKind {
-        let kebab = to_kebab(name);
-        KNOWN
-            .iter()
-            .find(|(_, _, k)| *k == kebab)
-            .map(|(kind, _, _)| kind.clone())
-            .unwrap_or(EventKind::Other(kebab))
-    }
-
-    pub fn kebab(&self) -> Cow<'static, str> {
-        match self {
-            EventKind::Other(name) => Cow::Owned(name.clone()),
-            known => Cow::Borrowed(
-                KNOWN
-                    .iter()
-                    .find(|(k, _, _)| k == known)
-                    .map(|(_, _, n)| *n)
-                    .unwrap_or(""),
-            ),
-        }
-    }
-
-    /// Claude Code's spelling (`PostToolUse`), used in `hookEventName`.
-    pub fn pascal(&self) -> Cow<'static, str> {
-        match self {
-            EventKind::Other(name) => Cow::Owned(
-                name.split('-')
-                    .map(|w| {
-                        let mut c = w.chars();
-                        c.next()
-                            .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
-                            .unwrap_or_default()
-                    })
-                    .collect(),
-            ),
-            known => Cow::Borrowed(
-                KNOWN
-                    .iter()
-                    .find(|(k, _, _)| k == known)
-                    .map(|(_, p, _)| *p)
-                    .unwrap_or(""),
-            ),
-        }
-    }
-}
-
-/// `PostToolUse` → `post-tool-use`; `post_tool_use` → `post-tool-use`.
-fn to_kebab(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for (i, c) in name.trim().chars().enumerate() {
-        if c == '_' || c == ' ' {
-            out.push('-');
-        } else if c.is_ascii_uppercase() {
-            if i > 0 && !out.ends_with('-') {
-                out.push('-');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
 
 /// One hook, decoded: what every harness module produces.
 #[derive(Debug, Clone)]
 pub struct HookEvent {
     pub harness: Harness,
-    pub kind: EventKind,
+    /// The event's kind and what only that kind carries.
+    pub event: Event,
     pub session_id: Option<String>,
     pub transcript_path: Option<PathBuf>,
     /// The project root: the work tree root of the directory the harness
@@ -140,27 +43,20 @@ pub struct HookEvent {
     /// `project_dir`.
     pub working_dir: Option<PathBuf>,
     pub cwd: Option<PathBuf>,
-    /// SessionStart: startup, resume, clear, compact.
-    pub source: Option<String>,
-    /// PreCompact / PostCompact: manual or auto.
-    pub trigger: Option<String>,
-    /// SessionEnd reason.
-    pub reason: Option<String>,
-    pub prompt: Option<String>,
-    pub tool_name: Option<String>,
     pub model: Option<String>,
-    pub custom_instructions: Option<String>,
-    pub compact_summary: Option<String>,
     /// Set for events inside a subagent.
     pub agent_id: Option<String>,
-    /// SubagentStop: the subagent's kind; Claude Code's compaction summarizer has "".
-    pub agent_type: Option<String>,
-    /// Stop / SubagentStop: the (sub)agent's last reply.
-    pub last_assistant_message: Option<String>,
     /// The hook's allow-listed environment.
     pub env: BTreeMap<String, String>,
     /// Fields that were present but not what the harness documents.
     pub problems: Vec<String>,
+}
+
+impl HookEvent {
+    /// The event's name, without what it carries.
+    pub fn name(&self) -> EventName {
+        self.event.name()
+    }
 }
 
 /// What hookd wants the harness to show; each harness renders it its own way.
@@ -500,7 +396,7 @@ pub fn injected_context_arrived(harness: Harness, path: &Path, marker: &str) -> 
 /// Whether a PreCompact-like hook with this `trigger` means a compaction
 /// now. Gemini CLI fires PreCompress before every model call; a compression
 /// follows only when its own rule says so.
-pub fn compaction_is_due(session: &SessionFacts, trigger: Option<&str>) -> bool {
+pub fn compaction_is_due(session: &SessionFacts, trigger: Option<&Trigger>) -> bool {
     match session.harness {
         Harness::GeminiCli => gemini_cli::compression_is_due(session, trigger),
         Harness::ClaudeCode | Harness::Codex => true,
@@ -523,14 +419,17 @@ pub fn compaction_summary(event: &HookEvent) -> Option<(&str, &'static str)> {
     if event.harness != Harness::ClaudeCode {
         return None;
     }
-    let summary = match event.kind {
-        EventKind::SubagentStop if event.agent_type.as_deref() == Some("") => {
-            (event.last_assistant_message.as_deref()?, "subagent-stop")
-        }
-        EventKind::PostCompact => (event.compact_summary.as_deref()?, "post-compact"),
-        _ => return None,
-    };
-    Some(summary)
+    match &event.event {
+        Event::SubagentStop {
+            agent_type: Some(agent_type),
+            last_message: Some(summary),
+        } if agent_type.is_empty() => Some((summary, "subagent-stop")),
+        Event::PostCompact {
+            summary: Some(summary),
+            ..
+        } => Some((summary, "post-compact")),
+        _ => None,
+    }
 }
 
 /// The latest compaction's summary as the session's file keeps it, for a
@@ -552,7 +451,7 @@ pub fn resumes_at_next_turn(harness: Harness) -> bool {
 
 /// Whether a hook of this kind can give the model words (`additionalContext`
 /// reaches it only from some events).
-pub fn takes_model_context(harness: Harness, kind: &EventKind) -> bool {
+pub fn takes_model_context(harness: Harness, kind: &EventName) -> bool {
     match harness {
         Harness::ClaudeCode | Harness::Codex => claude_code::takes_additional_context(kind),
         Harness::GeminiCli => gemini_cli::takes_additional_context(kind),
@@ -733,27 +632,126 @@ mod tests {
         assert_eq!(cut_to("short".into(), 3), "sho");
     }
 
+    fn hook_of(harness: Harness, event: &str, payload: &str) -> HookEvent {
+        let req = HookRequest {
+            harness,
+            event: Some(event.into()),
+            payload: serde_json::value::RawValue::from_string(payload.into()).unwrap(),
+            env: BTreeMap::new(),
+            cwd: Some("/p".into()),
+        };
+        parse(&req).unwrap()
+    }
+
     #[test]
-    fn event_names_in_every_spelling() {
-        assert_eq!(EventKind::from_name("PostToolUse"), EventKind::PostToolUse);
-        assert_eq!(
-            EventKind::from_name("post-tool-use"),
-            EventKind::PostToolUse
+    fn every_harness_gives_a_typed_event_with_its_own_fields() {
+        // Each harness's name for the same moments.
+        let names = |harness| match harness {
+            Harness::ClaudeCode | Harness::Codex => ["SessionStart", "PreCompact", "Stop"],
+            Harness::GeminiCli => ["SessionStart", "PreCompress", "AfterAgent"],
+        };
+        for harness in Harness::ALL {
+            let [start, pre, stop] = names(harness);
+            let payload = r#"{"session_id":"s","source":"compact","trigger":"auto","prompt":"p"}"#;
+            assert_eq!(
+                hook_of(harness, start, payload).event,
+                Event::SessionStart {
+                    source: Some(StartSource::Compact)
+                },
+                "{harness}"
+            );
+            assert_eq!(
+                hook_of(harness, pre, payload).event,
+                Event::PreCompact {
+                    trigger: Some(Trigger::Auto),
+                    instructions: None
+                },
+                "{harness}"
+            );
+            assert!(
+                matches!(hook_of(harness, stop, payload).event, Event::Stop { .. }),
+                "{harness}"
+            );
+            // A source or trigger hookd does not know is kept as it was spelt.
+            let odd = r#"{"session_id":"s","source":"fork","trigger":"scheduled"}"#;
+            assert_eq!(
+                hook_of(harness, start, odd).event,
+                Event::SessionStart {
+                    source: Some(StartSource::Other("fork".into()))
+                },
+                "{harness}"
+            );
+            assert_eq!(
+                hook_of(harness, pre, odd).event,
+                Event::PreCompact {
+                    trigger: Some(Trigger::Other("scheduled".into())),
+                    instructions: None
+                },
+                "{harness}"
+            );
+            // A field of the wrong type is noted and absent, never an error.
+            let wrong = r#"{"session_id":"s","source":["compact"],"trigger":7}"#;
+            let ev = hook_of(harness, start, wrong);
+            assert_eq!(ev.event, Event::SessionStart { source: None }, "{harness}");
+            for field in ["field `source` is an array", "field `trigger` is a number"] {
+                assert!(
+                    ev.problems.iter().any(|p| p.starts_with(field)),
+                    "{harness}: {field}: {:?}",
+                    ev.problems
+                );
+            }
+            let ev = hook_of(harness, pre, wrong);
+            assert_eq!(
+                ev.event,
+                Event::PreCompact {
+                    trigger: None,
+                    instructions: None
+                },
+                "{harness}"
+            );
+            assert_eq!(
+                hook_of(harness, "notification", payload).event,
+                Event::Other("notification".into()),
+                "{harness}"
+            );
+        }
+        // Claude Code's summarizer ends as a subagent with no type.
+        let ev = hook_of(
+            Harness::ClaudeCode,
+            "SubagentStop",
+            r#"{"session_id":"s","agent_id":"a","agent_type":"","last_assistant_message":"sum"}"#,
         );
         assert_eq!(
-            EventKind::from_name("post_tool_use"),
-            EventKind::PostToolUse
+            ev.event,
+            Event::SubagentStop {
+                agent_type: Some(String::new()),
+                last_message: Some("sum".into())
+            }
         );
-        assert_eq!(EventKind::from_name("SessionEnd").kebab(), "session-end");
+        assert_eq!(compaction_summary(&ev), Some(("sum", "subagent-stop")));
+        let ev = hook_of(
+            Harness::ClaudeCode,
+            "PostCompact",
+            r#"{"session_id":"s","trigger":"manual","compact_summary":"sum"}"#,
+        );
         assert_eq!(
-            EventKind::from_name("MessageDisplay"),
-            EventKind::Other("message-display".into())
+            ev.event,
+            Event::PostCompact {
+                trigger: Some(Trigger::Manual),
+                summary: Some("sum".into())
+            }
+        );
+        let ev = hook_of(
+            Harness::ClaudeCode,
+            "UserPromptSubmit",
+            r#"{"session_id":"s","prompt":"fix it"}"#,
         );
         assert_eq!(
-            EventKind::from_name("message-display").pascal(),
-            "MessageDisplay"
+            ev.event,
+            Event::Prompt {
+                text: Some("fix it".into())
+            }
         );
-        assert_eq!(EventKind::PreCompact.pascal(), "PreCompact");
     }
 
     #[test]

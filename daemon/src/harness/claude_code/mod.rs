@@ -8,16 +8,16 @@ pub mod transcript;
 pub mod window;
 pub mod work;
 
-use super::{EventKind, Fields, HookEvent, Outcome};
+use super::{Event, EventName, EventParts, Fields, HookEvent, Outcome};
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::{Map, Value, json};
 
 pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
     let payload_event = f.string("hook_event_name");
-    let kind = match (&req.event, &payload_event) {
-        (Some(arg), _) => EventKind::from_name(arg),
-        (None, Some(name)) => EventKind::from_name(name),
-        (None, None) => EventKind::Other("unknown".into()),
+    let name = match (&req.event, &payload_event) {
+        (Some(arg), _) => EventName::from_name(arg),
+        (None, Some(name)) => EventName::from_name(name),
+        (None, None) => EventName::Other("unknown".into()),
     };
     let cwd = f.path("cwd").or_else(|| super::request_cwd(req));
     let project_dir =
@@ -28,26 +28,33 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         Some(Value::Object(m)) => m.get("id").and_then(Value::as_str).map(str::to_owned),
         _ => None,
     };
-    let mut event = HookEvent {
-        harness: req.harness,
-        kind,
-        session_id: f.string("session_id").filter(|s| !s.is_empty()),
-        transcript_path: f.path("transcript_path"),
-        project_dir,
-        // Set from `project_dir` by `harness::parse`, for every harness.
-        working_dir: None,
-        cwd,
+    let session_id = f.string("session_id").filter(|s| !s.is_empty());
+    let transcript_path = f.path("transcript_path");
+    // Every field is read whatever the event, so a wrong type is noted alike.
+    let mut parts = EventParts {
         source: f.string("source"),
         trigger: f.string("trigger"),
         reason: f.string("reason"),
         prompt: f.string("prompt"),
         tool_name: f.string("tool_name"),
-        model,
         custom_instructions: f.string("custom_instructions"),
         compact_summary: f.string("compact_summary"),
-        agent_id: f.string("agent_id"),
-        agent_type: f.string("agent_type"),
-        last_assistant_message: f.string("last_assistant_message"),
+        ..EventParts::default()
+    };
+    let agent_id = f.string("agent_id");
+    parts.agent_type = f.string("agent_type");
+    parts.last_assistant_message = f.string("last_assistant_message");
+    let mut event = HookEvent {
+        harness: req.harness,
+        event: Event::from_parts(name, parts),
+        session_id,
+        transcript_path,
+        project_dir,
+        // Set from `project_dir` by `harness::parse`, for every harness.
+        working_dir: None,
+        cwd,
+        model,
+        agent_id,
         env: req.env.clone(),
         problems: Vec::new(),
     };
@@ -56,14 +63,14 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
 }
 
 /// Events whose `hookSpecificOutput.additionalContext` reaches the model.
-pub(super) fn takes_additional_context(kind: &EventKind) -> bool {
+pub(super) fn takes_additional_context(kind: &EventName) -> bool {
     matches!(
         kind,
-        EventKind::SessionStart
-            | EventKind::UserPromptSubmit
-            | EventKind::PreToolUse
-            | EventKind::PostToolUse
-            | EventKind::PostToolBatch
+        EventName::SessionStart
+            | EventName::UserPromptSubmit
+            | EventName::PreToolUse
+            | EventName::PostToolUse
+            | EventName::PostToolBatch
     )
 }
 
@@ -87,11 +94,11 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     }
     if let Some(ctx) = outcome
         .additional_context
-        .filter(|_| takes_additional_context(&event.kind))
+        .filter(|_| takes_additional_context(&event.name()))
     {
         out.insert(
             "hookSpecificOutput".into(),
-            json!({ "hookEventName": event.kind.pascal(), "additionalContext": ctx }),
+            json!({ "hookEventName": event.name().pascal(), "additionalContext": ctx }),
         );
     }
     let stdout = if out.is_empty() {
@@ -130,8 +137,13 @@ mod tests {
             r#"{"session_id":"s","hook_event_name":"PreCompact","trigger":"auto","cwd":"/proj/sub"}"#,
         );
         let ev = crate::harness::parse(&req).unwrap();
-        assert_eq!(ev.kind, EventKind::PreCompact);
-        assert_eq!(ev.trigger.as_deref(), Some("auto"));
+        assert_eq!(
+            ev.event,
+            Event::PreCompact {
+                trigger: Some(crate::harness::Trigger::Auto),
+                instructions: None
+            }
+        );
         assert_eq!(
             ev.project_dir.as_deref(),
             Some(std::path::Path::new("/proj"))

@@ -40,7 +40,7 @@ pub const SEARCH_LIMIT: u64 = 64 * 1024 * 1024;
 pub struct Boundary {
     pub uuid: Option<String>,
     /// `manual` or `auto`.
-    pub trigger: Option<String>,
+    pub trigger: Option<crate::harness::Trigger>,
     pub pre_tokens: Option<u64>,
     pub post_tokens: Option<u64>,
     pub timestamp: Option<String>,
@@ -394,7 +394,7 @@ fn classify(line: &[u8]) -> Option<Entry> {
             };
             Some(Entry::Boundary(Boundary {
                 uuid: entry.uuid,
-                trigger: meta["trigger"].as_str().map(str::to_owned),
+                trigger: meta["trigger"].as_str().map(crate::harness::Trigger::from),
                 pre_tokens,
                 post_tokens,
                 timestamp: entry.timestamp,
@@ -703,7 +703,7 @@ mod tests {
             (2679, true, Some("claude-opus-5-5"))
         );
         assert_eq!(r.boundaries.len(), 1);
-        assert_eq!(r.boundaries[0].trigger.as_deref(), Some("auto"));
+        assert_eq!(r.boundaries[0].trigger, Some(crate::harness::Trigger::Auto));
         assert_eq!(r.boundaries[0].pre_tokens, Some(990_220));
         // Reading on from there, the boundary is not reported again.
         std::fs::write(&copy, &text).unwrap();

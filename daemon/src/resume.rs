@@ -354,7 +354,9 @@ fn task_valid(
             .unwrap_or(crate::harness::FIRST);
         transcript
             .and_then(|t| {
-                crate::harness::read_work(harness, t, config.capture.transcript_scan_bytes, 0).ok()
+                crate::harness::adapter(harness)
+                    .read_work(t, config.capture.transcript_scan_bytes, 0)
+                    .ok()
             })
             .map(|facts| {
                 facts

@@ -106,7 +106,7 @@ pub fn on_hook(
         | Event::SessionEnd { .. }
         | Event::Other(_) => {}
     }
-    if let Some((summary, from)) = harness::compaction_summary(event) {
+    if let Some((summary, from)) = harness::adapter(event.harness).compaction_summary(event) {
         effects.push(Effect::TakeSummary {
             summary: summary.to_owned(),
             from,
@@ -166,7 +166,7 @@ pub fn on_hook(
     let starts = matches!(event.event, Event::SessionStart { .. });
     if event.agent_id.is_none()
         && !starts
-        && harness::takes_model_context(event.harness, &event.name())
+        && harness::adapter(event.harness).takes_model_context(&event.name())
     {
         for Words { person, model } in s.unsaid.drain(..) {
             effects.push(Effect::Say { person, model });
@@ -292,7 +292,7 @@ fn on_reading(
     }
     for (boundary, announced) in began {
         unannounced |= !announced;
-        if harness::resumes_at_next_turn(s.key.harness) {
+        if harness::adapter(s.key.harness).resumes_at_next_turn() {
             s.resume_due = true;
         }
         effects.push(Effect::Record {
@@ -316,10 +316,10 @@ fn on_reading(
 /// not shown up (the harness gave up on it, or the file still holds the
 /// figure from before it) already has its save.
 fn precompact_saves(s: &Session, trigger: Option<&Trigger>) -> bool {
-    if !harness::compaction_is_due(&s.facts(), trigger) {
+    if !harness::adapter(s.key.harness).compaction_is_due(&s.facts(), trigger) {
         return false;
     }
-    let repeats = harness::precompact_repeats_without_compaction(s.key.harness)
+    let repeats = harness::adapter(s.key.harness).precompact_repeats_without_compaction()
         && trigger != Some(&Trigger::Manual);
     !(repeats && s.precompact_saved_epoch == Some(s.epoch))
 }
@@ -330,12 +330,12 @@ fn precompact_saves(s: &Session, trigger: Option<&Trigger>) -> bool {
 /// compacted (the last reply's figure before its record, never one read
 /// after it), stands in for it until a point hookd can read appears.
 fn learn_point(s: &mut Session, tokens: u64, config: &Config) {
-    let facts = s.facts();
-    let expected = harness::compaction_point(&facts, &config.window).tokens;
-    if tokens == 0 || (tokens >= expected && !harness::point_unknown(&facts, &config.window)) {
+    let (facts, adapter) = (s.facts(), harness::adapter(s.key.harness));
+    let expected = adapter.compaction_point(&facts, &config.window).tokens;
+    if tokens == 0 || (tokens >= expected && !adapter.point_unknown(&facts, &config.window)) {
         return;
     }
-    s.learned_point = harness::point_shown_by_compaction(s.key.harness, tokens);
+    s.learned_point = adapter.point_shown_by_compaction(tokens);
 }
 
 /// A SessionStart(compact) or PostCompact hook: a compaction happened.
@@ -388,7 +388,7 @@ fn thresholds(
     else {
         return;
     };
-    if harness::point_unknown(&s.facts(), &config.window) {
+    if harness::adapter(s.key.harness).point_unknown(&s.facts(), &config.window) {
         return;
     }
     if checker == Checker::Hook

@@ -424,7 +424,7 @@ impl Session {
     /// readings of the same lines, or a reading from the end after a
     /// restart).
     fn is_new_boundary(&mut self, boundary: &Boundary, cursor: &Cursor) -> bool {
-        let Some(at) = crate::harness::boundary_offset(self.key.harness, boundary) else {
+        let Some(at) = crate::harness::adapter(self.key.harness).boundary_offset(boundary) else {
             return true;
         };
         let same_file = |t: &Cursor| t.dev == cursor.dev && t.ino == cursor.ino;
@@ -465,7 +465,8 @@ impl Session {
     /// What `hookctl status` notes of the session's compaction point, when
     /// it cannot be known yet.
     pub fn point_note(&self, config: &Config) -> Option<String> {
-        crate::harness::point_unknown(&self.facts(), &config.window)
+        crate::harness::adapter(self.key.harness)
+            .point_unknown(&self.facts(), &config.window)
             .then(|| crate::harness::POINT_UNKNOWN.to_owned())
     }
 
@@ -838,7 +839,8 @@ pub fn empty_context(session: &Session, config: &Config) -> ContextStatus {
 }
 
 fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus {
-    let point = crate::harness::compaction_point(&session.facts(), &config.window);
+    let point = crate::harness::adapter(session.key.harness)
+        .compaction_point(&session.facts(), &config.window);
     let pressure = tokens as f64 / point.tokens.max(1) as f64;
     ContextStatus {
         tokens_used: tokens,

@@ -108,12 +108,12 @@ pub fn capture(input: &Input) -> Captured {
     };
     state.problems.extend(records.problems.iter().cloned());
     let facts = match input.transcript {
-        Some(path) => match crate::harness::read_work(
-            input.harness.unwrap_or(crate::harness::FIRST),
-            path,
-            input.config.capture.transcript_scan_bytes,
-            input.config.capture.recent_prompts,
-        ) {
+        Some(path) => match crate::harness::adapter(input.harness.unwrap_or(crate::harness::FIRST))
+            .read_work(
+                path,
+                input.config.capture.transcript_scan_bytes,
+                input.config.capture.recent_prompts,
+            ) {
             Ok(facts) => Some(facts),
             Err(e) => {
                 state.problems.push(format!(

@@ -225,12 +225,13 @@ impl Engine {
         event: &HookEvent,
         peer_pid: Option<u32>,
     ) -> Option<harness::Launch> {
-        if !harness::has_launch_point(event.harness) {
+        let adapter = harness::adapter(event.harness);
+        if !adapter.has_launch_point() {
             return None;
         }
         let (event, resources) = (event.clone(), self.resources.clone());
         let work = tokio::task::spawn_blocking(move || {
-            harness::launch_point(&event, peer_pid, &resources.launch_points)
+            adapter.launch_point(&event, peer_pid, &resources.launch_points)
         });
         match tokio::time::timeout(LAUNCH_POINT_DEADLINE, work).await {
             Ok(found) => found.ok().flatten(),
@@ -260,9 +261,9 @@ impl Engine {
                 s.usage.clone(),
             )
         };
-        let harness = key.harness;
+        let adapter = harness::adapter(key.harness);
         let reading = tokio::task::spawn_blocking(move || {
-            harness::read_session_file(harness, &path, cursor.as_ref(), usage.as_ref())
+            adapter.read_session_file(&path, cursor.as_ref(), usage.as_ref())
         })
         .await
         .map_err(|e| format!("session file reader failed: {e}"))
@@ -392,10 +393,10 @@ impl Engine {
             .capture
             .transcript_scan_bytes
             .min(FOLLOW_WINDOW_BYTES);
-        let harness = key.harness;
+        let adapter = harness::adapter(key.harness);
         let read_after = marker.clone();
         let calls = tokio::task::spawn_blocking(move || {
-            harness::calls_after_marker(harness, &path, max_bytes, &read_after, from)
+            adapter.calls_after_marker(&path, max_bytes, &read_after, from)
         })
         .await
         .ok()
@@ -424,11 +425,11 @@ impl Engine {
         else {
             return false;
         };
-        let harness = key.harness;
+        let adapter = harness::adapter(key.harness);
         loop {
             let (path, marker) = (path.clone(), pending.marker.clone());
             let found = tokio::task::spawn_blocking(move || {
-                harness::injected_context_arrived(harness, &path, &marker)
+                adapter.injected_context_arrived(&path, &marker)
             })
             .await
             .ok()
@@ -493,13 +494,12 @@ impl Engine {
         config: &Config,
     ) -> Option<serde_json::Value> {
         let path = self.registry().get(key)?.transcript_path.clone()?;
-        let harness = key.harness;
-        let summary = tokio::task::spawn_blocking(move || {
-            harness::compaction_summary_in_file(harness, &path)
-        })
-        .await
-        .ok()?
-        .ok()??;
+        let adapter = harness::adapter(key.harness);
+        let summary =
+            tokio::task::spawn_blocking(move || adapter.compaction_summary_in_file(&path))
+                .await
+                .ok()?
+                .ok()??;
         self.take_summary(key, summary, "transcript", config).await
     }
 

@@ -40,8 +40,8 @@
 use super::process::{self, ProcessCache};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
-    Boundary, Cursor, Event, EventName, EventParts, Fields, HarnessPoint, HookEvent, Launch,
-    Method, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage,
+    Adapter, Boundary, Cursor, Event, EventName, EventParts, Fields, HarnessPoint, HookEvent,
+    Launch, LaunchPoints, Method, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage,
 };
 use crate::tail::{ReverseLines, mentions_any, open_regular};
 use protocol::config::WindowConfig;
@@ -876,6 +876,108 @@ fn prompt_without_hook_context(text: &str) -> String {
     }
     words.push_str(rest);
     words.trim().to_owned()
+}
+
+/// Gemini CLI, as hookd's core sees it.
+pub struct GeminiCli;
+
+impl Adapter for GeminiCli {
+    fn parse(&self, req: &HookRequest, fields: Fields) -> HookEvent {
+        parse(req, fields)
+    }
+
+    fn render(&self, event: &HookEvent, outcome: Outcome) -> HookReply {
+        render(event, outcome)
+    }
+
+    fn read_session_file(
+        &self,
+        path: &Path,
+        cursor: Option<&Cursor>,
+        current: Option<&Usage>,
+    ) -> Result<SessionReading, String> {
+        read(path, cursor, current)
+    }
+
+    fn read_work(&self, path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
+        read_work(path, max_bytes, keep_prompts)
+    }
+
+    fn calls_after_marker(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        marker: &str,
+        from: Option<u64>,
+    ) -> io::Result<Option<Vec<work::ToolCall>>> {
+        work::read_file_after::<WorkReader>(path, max_bytes, 0, Some(marker), from)
+            .map(|facts| facts.calls_after_marker)
+    }
+
+    fn compaction_point(&self, session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+        compaction_point(session, config)
+    }
+
+    /// Gemini CLI's point follows from its model and settings.
+    fn point_unknown(&self, _session: &SessionFacts, _config: &WindowConfig) -> bool {
+        false
+    }
+
+    /// A compression does not show where the point is.
+    fn point_shown_by_compaction(&self, _tokens: u64) -> Option<HarnessPoint> {
+        None
+    }
+
+    fn has_launch_point(&self) -> bool {
+        true
+    }
+
+    fn launch_point(
+        &self,
+        event: &HookEvent,
+        peer_pid: Option<u32>,
+        known: &LaunchPoints,
+    ) -> Option<Launch> {
+        launch_point(event, peer_pid, &known.gemini)
+    }
+
+    /// Compressions are found by the figure's fall, not by a record.
+    fn boundary_offset(&self, _boundary: &Boundary) -> Option<u64> {
+        None
+    }
+
+    fn injected_context_arrived(&self, path: &Path, marker: &str) -> io::Result<bool> {
+        user_message_holds(path, marker)
+    }
+
+    /// PreCompress fires before every model call; a compression follows
+    /// only when Gemini CLI's own rule says so.
+    fn compaction_is_due(&self, session: &SessionFacts, trigger: Option<&Trigger>) -> bool {
+        compression_is_due(session, trigger)
+    }
+
+    fn precompact_repeats_without_compaction(&self) -> bool {
+        true
+    }
+
+    /// No hook follows a compression.
+    fn compaction_summary<'e>(&self, _event: &'e HookEvent) -> Option<(&'e str, &'static str)> {
+        None
+    }
+
+    /// The session file keeps no summary hookd reads.
+    fn compaction_summary_in_file(&self, _path: &Path) -> io::Result<Option<String>> {
+        Ok(None)
+    }
+
+    /// No SessionStart follows a compression.
+    fn resumes_at_next_turn(&self) -> bool {
+        true
+    }
+
+    fn takes_model_context(&self, kind: &EventName) -> bool {
+        takes_additional_context(kind)
+    }
 }
 
 /// Gemini CLI's event names and hookd's, both ways.

@@ -170,11 +170,7 @@ pub fn parse(req: &HookRequest) -> Result<HookEvent, PayloadError> {
         map: fields,
         problems: Vec::new(),
     };
-    let mut event = match req.harness {
-        Harness::ClaudeCode => claude_code::parse(req, fields),
-        Harness::Codex => codex::parse(req, fields),
-        Harness::GeminiCli => gemini_cli::parse(req, fields),
-    };
+    let mut event = adapter(req.harness).parse(req, fields);
     // Every harness names the directory it started in; the project is the
     // repository that holds it, so a session in `pkg/sub` shares one
     // `.workflow/` and one settings file with the rest of the repository.
@@ -204,11 +200,7 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
             *text = clean;
         }
     }
-    match event.harness {
-        Harness::ClaudeCode => claude_code::render(event, outcome),
-        Harness::Codex => codex::render(event, outcome),
-        Harness::GeminiCli => gemini_cli::render(event, outcome),
-    }
+    adapter(event.harness).render(event, outcome)
 }
 
 /// One look at a session's own file (Claude Code's transcript, Codex's
@@ -232,68 +224,6 @@ pub struct HarnessPoint {
     pub basis: String,
 }
 
-/// Reads what is new in a session's file, by its harness's format.
-/// Blocking: run it off the async runtime.
-pub fn read_session_file(
-    harness: Harness,
-    path: &Path,
-    cursor: Option<&Cursor>,
-    current: Option<&Usage>,
-) -> Result<SessionReading, String> {
-    match harness {
-        Harness::ClaudeCode => claude_code::transcript::read(path, cursor, current)
-            .map(|reading| SessionReading {
-                reading,
-                window: None,
-                compaction_point: None,
-            })
-            .map_err(|e| e.to_string()),
-        Harness::Codex => codex::read(path, cursor, current),
-        Harness::GeminiCli => gemini_cli::read(path, cursor, current),
-    }
-}
-
-/// What a session's own file says about the work (tasks, files written,
-/// requests), read by its harness's format from the last `max_bytes`.
-pub fn read_work(
-    harness: Harness,
-    path: &Path,
-    max_bytes: u64,
-    keep_prompts: usize,
-) -> io::Result<work::WorkFacts> {
-    match harness {
-        Harness::ClaudeCode => claude_code::work::read(path, max_bytes, keep_prompts),
-        Harness::Codex => codex::read_work(path, max_bytes, keep_prompts),
-        Harness::GeminiCli => gemini_cli::read_work(path, max_bytes, keep_prompts),
-    }
-}
-
-/// The agent's first tool calls after the line of its session file that
-/// holds `marker` (an injected resume prompt's), read by its harness's
-/// rules from the last `max_bytes`, and from offset `from` on when the file
-/// still reaches it; `None` when no line read holds the marker.
-pub fn calls_after_marker(
-    harness: Harness,
-    path: &Path,
-    max_bytes: u64,
-    marker: &str,
-    from: Option<u64>,
-) -> io::Result<Option<Vec<work::ToolCall>>> {
-    let after = Some(marker);
-    let facts = match harness {
-        Harness::ClaudeCode => {
-            work::read_file_after::<claude_code::work::Reader>(path, max_bytes, 0, after, from)
-        }
-        Harness::Codex => {
-            work::read_file_after::<codex::WorkReader>(path, max_bytes, 0, after, from)
-        }
-        Harness::GeminiCli => {
-            work::read_file_after::<gemini_cli::WorkReader>(path, max_bytes, 0, after, from)
-        }
-    }?;
-    Ok(facts.calls_after_marker)
-}
-
 /// What a harness needs to know of a session to place its compaction point.
 pub struct SessionFacts<'a> {
     pub harness: Harness,
@@ -312,149 +242,125 @@ pub struct SessionFacts<'a> {
 /// What each harness process seen took in at its launch.
 #[derive(Default)]
 pub struct LaunchPoints {
-    codex: process::ProcessCache<codex::ProcessPoint>,
-    gemini: process::ProcessCache<Option<HarnessPoint>>,
+    pub(super) codex: process::ProcessCache<codex::ProcessPoint>,
+    pub(super) gemini: process::ProcessCache<Option<HarnessPoint>>,
 }
 
-/// Where the harness that ran a hook compacts, from what only its hooks can
-/// see (its command line, read from the hook's process `peer_pid` and its
-/// ancestors; its project's settings), kept per harness process in
-/// `known`: `None` when that cannot be known. Blocking: run it off the
-/// async runtime, and only for a harness that [`has_launch_point`].
-pub fn launch_point(
-    event: &HookEvent,
-    peer_pid: Option<u32>,
-    known: &LaunchPoints,
-) -> Option<Launch> {
-    match event.harness {
-        Harness::Codex => codex::launch_point(event, peer_pid, &known.codex),
-        Harness::GeminiCli => gemini_cli::launch_point(event, peer_pid, &known.gemini),
-        Harness::ClaudeCode => None,
-    }
+/// Everything hookd asks of one harness: one implementation per harness
+/// module, reached through [`adapter`]. No method has a default body, so a
+/// harness that leaves one out does not compile.
+pub trait Adapter: Sync {
+    /// The payload's fields as a [`HookEvent`]; `project_dir` is the
+    /// directory the harness names (the project root is found after).
+    fn parse(&self, req: &HookRequest, fields: Fields) -> HookEvent;
+
+    /// An outcome, already cut to fit and cleaned, in the harness's format.
+    fn render(&self, event: &HookEvent, outcome: Outcome) -> HookReply;
+
+    /// What is new in the session's file. Blocking.
+    fn read_session_file(
+        &self,
+        path: &Path,
+        cursor: Option<&Cursor>,
+        current: Option<&Usage>,
+    ) -> Result<SessionReading, String>;
+
+    /// What the session's file says about the work (tasks, files written,
+    /// requests), from its last `max_bytes`. Blocking.
+    fn read_work(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        keep_prompts: usize,
+    ) -> io::Result<work::WorkFacts>;
+
+    /// The agent's first tool calls after the line of its session file that
+    /// holds `marker` (an injected resume prompt's), from the last
+    /// `max_bytes`, and from offset `from` on when the file still reaches
+    /// it; `None` when no line read holds the marker. Blocking.
+    fn calls_after_marker(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        marker: &str,
+        from: Option<u64>,
+    ) -> io::Result<Option<Vec<work::ToolCall>>>;
+
+    /// Where the session's harness compacts (or compresses) its context.
+    fn compaction_point(
+        &self,
+        session: &SessionFacts,
+        config: &protocol::config::WindowConfig,
+    ) -> protocol::pressure::CompactionPoint;
+
+    /// Whether the session's compaction point cannot be known yet (it is
+    /// learned at the first compaction): no level fires against a guess.
+    fn point_unknown(
+        &self,
+        session: &SessionFacts,
+        config: &protocol::config::WindowConfig,
+    ) -> bool;
+
+    /// The point an automatic compaction at `tokens` shows, for a harness
+    /// that compacts as soon as its figure reaches its point.
+    fn point_shown_by_compaction(&self, tokens: u64) -> Option<HarnessPoint>;
+
+    /// Whether a hook of this harness can tell where its process compacts.
+    fn has_launch_point(&self) -> bool;
+
+    /// Where the harness that ran a hook compacts, from what only its hooks
+    /// can see (its command line, read from the hook's process `peer_pid`
+    /// and its ancestors; its project's settings), kept per harness process
+    /// in `known`: `None` when that cannot be known. Blocking, and asked
+    /// only when [`Adapter::has_launch_point`].
+    fn launch_point(
+        &self,
+        event: &HookEvent,
+        peer_pid: Option<u32>,
+        known: &LaunchPoints,
+    ) -> Option<Launch>;
+
+    /// Where a compaction's record starts in the session's file, for a
+    /// harness that names its compactions so (the file only grows: a later
+    /// record is a later compaction).
+    fn boundary_offset(&self, boundary: &Boundary) -> Option<u64>;
+
+    /// Whether injected text holding `marker` reached the model since the
+    /// latest compaction, by what the session's file recorded. Blocking.
+    fn injected_context_arrived(&self, path: &Path, marker: &str) -> io::Result<bool>;
+
+    /// Whether a PreCompact-like hook with this `trigger` means a
+    /// compaction now.
+    fn compaction_is_due(&self, session: &SessionFacts, trigger: Option<&Trigger>) -> bool;
+
+    /// Whether the harness's automatic PreCompact-like hook fires again and
+    /// again while no compaction follows, so that one save per epoch stands
+    /// for all of them.
+    fn precompact_repeats_without_compaction(&self) -> bool;
+
+    /// The compaction summary a hook carries, and what to call where it
+    /// came from.
+    fn compaction_summary<'e>(&self, event: &'e HookEvent) -> Option<(&'e str, &'static str)>;
+
+    /// The latest compaction's summary as the session's file keeps it, for
+    /// a harness that writes one there. Blocking.
+    fn compaction_summary_in_file(&self, path: &Path) -> io::Result<Option<String>>;
+
+    /// Whether the resume prompt goes in at the first prompt or tool call
+    /// after a compaction the session's file showed (the harness has no
+    /// SessionStart after compacting).
+    fn resumes_at_next_turn(&self) -> bool;
+
+    /// Whether a hook of this kind can give the model words.
+    fn takes_model_context(&self, kind: &EventName) -> bool;
 }
 
-/// Whether a hook of this harness can tell where its process compacts.
-pub fn has_launch_point(harness: Harness) -> bool {
-    matches!(harness, Harness::Codex | Harness::GeminiCli)
-}
-
-/// Where a compaction's record starts in the session's file, for a harness
-/// that names its compactions so (the file only grows: a later record is a
-/// later compaction).
-pub fn boundary_offset(harness: Harness, boundary: &Boundary) -> Option<u64> {
+/// The one place a harness's name becomes its implementation.
+pub fn adapter(harness: Harness) -> &'static dyn Adapter {
     match harness {
-        Harness::Codex => codex::boundary_offset(boundary),
-        Harness::ClaudeCode | Harness::GeminiCli => None,
-    }
-}
-
-/// Whether the session's compaction point cannot be known yet (it is
-/// learned at the first compaction): no level fires against a guess.
-pub fn point_unknown(session: &SessionFacts, config: &protocol::config::WindowConfig) -> bool {
-    match session.harness {
-        Harness::Codex => codex::point_unknown(session, config),
-        Harness::ClaudeCode | Harness::GeminiCli => false,
-    }
-}
-
-/// The point an automatic compaction at `tokens` shows, for a harness
-/// that compacts as soon as its figure reaches its point.
-pub fn point_shown_by_compaction(harness: Harness, tokens: u64) -> Option<HarnessPoint> {
-    match harness {
-        Harness::Codex => Some(codex::point_shown_by_compaction(tokens)),
-        Harness::ClaudeCode | Harness::GeminiCli => None,
-    }
-}
-
-/// Where the session's harness compacts (or compresses) its context.
-pub fn compaction_point(
-    session: &SessionFacts,
-    config: &protocol::config::WindowConfig,
-) -> protocol::pressure::CompactionPoint {
-    match session.harness {
-        Harness::ClaudeCode => claude_code::window::compaction_point_for(
-            session.model,
-            session.statusline_window,
-            session.knobs,
-            config,
-        ),
-        Harness::Codex => codex::compaction_point(session, config),
-        Harness::GeminiCli => gemini_cli::compaction_point(session, config),
-    }
-}
-
-/// Whether injected text holding `marker` reached the model since the
-/// latest compaction, by what the session's file recorded.
-pub fn injected_context_arrived(harness: Harness, path: &Path, marker: &str) -> io::Result<bool> {
-    match harness {
-        Harness::ClaudeCode => claude_code::transcript::injected_context_arrived(path, marker),
-        Harness::Codex => codex::developer_message_holds(path, marker),
-        Harness::GeminiCli => gemini_cli::user_message_holds(path, marker),
-    }
-}
-
-/// Whether a PreCompact-like hook with this `trigger` means a compaction
-/// now. Gemini CLI fires PreCompress before every model call; a compression
-/// follows only when its own rule says so.
-pub fn compaction_is_due(session: &SessionFacts, trigger: Option<&Trigger>) -> bool {
-    match session.harness {
-        Harness::GeminiCli => gemini_cli::compression_is_due(session, trigger),
-        Harness::ClaudeCode | Harness::Codex => true,
-    }
-}
-
-/// Whether the harness's automatic PreCompact-like hook fires again and
-/// again while no compaction follows (Gemini CLI's, before every model
-/// call), so that one save per epoch stands for all of them.
-pub fn precompact_repeats_without_compaction(harness: Harness) -> bool {
-    harness == Harness::GeminiCli
-}
-
-/// The compaction summary a hook carries, and what to call where it came
-/// from: Claude Code's summarizer ends as a subagent with no type, before
-/// SessionStart(compact); PostCompact repeats the summary afterwards. Codex
-/// shares the field names but its PreCompact output never reaches its
-/// summarizer, and Gemini CLI has no hook after compressing.
-pub fn compaction_summary(event: &HookEvent) -> Option<(&str, &'static str)> {
-    if event.harness != Harness::ClaudeCode {
-        return None;
-    }
-    match &event.event {
-        Event::SubagentStop {
-            agent_type: Some(agent_type),
-            last_message: Some(summary),
-        } if agent_type.is_empty() => Some((summary, "subagent-stop")),
-        Event::PostCompact {
-            summary: Some(summary),
-            ..
-        } => Some((summary, "post-compact")),
-        _ => None,
-    }
-}
-
-/// The latest compaction's summary as the session's file keeps it, for a
-/// harness that writes one there (Claude Code: the `isCompactSummary` entry
-/// after the boundary). Blocking.
-pub fn compaction_summary_in_file(harness: Harness, path: &Path) -> io::Result<Option<String>> {
-    match harness {
-        Harness::ClaudeCode => claude_code::transcript::compact_summary(path),
-        Harness::Codex | Harness::GeminiCli => Ok(None),
-    }
-}
-
-/// Whether the resume prompt goes in at the first prompt or tool call after
-/// a compaction the session's file showed (the harness has no SessionStart
-/// after compacting).
-pub fn resumes_at_next_turn(harness: Harness) -> bool {
-    harness == Harness::GeminiCli
-}
-
-/// Whether a hook of this kind can give the model words (`additionalContext`
-/// reaches it only from some events).
-pub fn takes_model_context(harness: Harness, kind: &EventName) -> bool {
-    match harness {
-        Harness::ClaudeCode | Harness::Codex => claude_code::takes_additional_context(kind),
-        Harness::GeminiCli => gemini_cli::takes_additional_context(kind),
+        Harness::ClaudeCode => &claude_code::ClaudeCode,
+        Harness::Codex => &codex::Codex,
+        Harness::GeminiCli => &gemini_cli::GeminiCli,
     }
 }
 
@@ -728,7 +634,10 @@ mod tests {
                 last_message: Some("sum".into())
             }
         );
-        assert_eq!(compaction_summary(&ev), Some(("sum", "subagent-stop")));
+        assert_eq!(
+            adapter(Harness::ClaudeCode).compaction_summary(&ev),
+            Some(("sum", "subagent-stop"))
+        );
         let ev = hook_of(
             Harness::ClaudeCode,
             "PostCompact",

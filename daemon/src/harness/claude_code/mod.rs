@@ -8,9 +8,147 @@ pub mod transcript;
 pub mod window;
 pub mod work;
 
-use super::{Event, EventName, EventParts, Fields, HookEvent, Outcome};
+use super::{
+    Adapter, Boundary, Cursor, Event, EventName, EventParts, Fields, HarnessPoint, HookEvent,
+    Launch, LaunchPoints, Outcome, SessionFacts, SessionReading, Trigger, Usage,
+};
+use protocol::config::WindowConfig;
+use protocol::pressure::CompactionPoint;
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::{Map, Value, json};
+use std::io;
+use std::path::Path;
+
+/// Claude Code, as hookd's core sees it.
+pub struct ClaudeCode;
+
+impl Adapter for ClaudeCode {
+    fn parse(&self, req: &HookRequest, fields: Fields) -> HookEvent {
+        parse(req, fields)
+    }
+
+    fn render(&self, event: &HookEvent, outcome: Outcome) -> HookReply {
+        render(event, outcome)
+    }
+
+    fn read_session_file(
+        &self,
+        path: &Path,
+        cursor: Option<&Cursor>,
+        current: Option<&Usage>,
+    ) -> Result<SessionReading, String> {
+        transcript::read(path, cursor, current)
+            .map(|reading| SessionReading {
+                reading,
+                window: None,
+                compaction_point: None,
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    fn read_work(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        keep_prompts: usize,
+    ) -> io::Result<super::work::WorkFacts> {
+        work::read(path, max_bytes, keep_prompts)
+    }
+
+    fn calls_after_marker(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        marker: &str,
+        from: Option<u64>,
+    ) -> io::Result<Option<Vec<super::work::ToolCall>>> {
+        super::work::read_file_after::<work::Reader>(path, max_bytes, 0, Some(marker), from)
+            .map(|facts| facts.calls_after_marker)
+    }
+
+    fn compaction_point(&self, session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+        window::compaction_point_for(
+            session.model,
+            session.statusline_window,
+            session.knobs,
+            config,
+        )
+    }
+
+    /// Claude Code's point follows from its model and settings.
+    fn point_unknown(&self, _session: &SessionFacts, _config: &WindowConfig) -> bool {
+        false
+    }
+
+    /// Claude Code compacts short of its point (its buffer), so a
+    /// compaction does not show where the point is.
+    fn point_shown_by_compaction(&self, _tokens: u64) -> Option<HarnessPoint> {
+        None
+    }
+
+    /// The hook's environment carries Claude Code's settings; its process
+    /// is not read.
+    fn has_launch_point(&self) -> bool {
+        false
+    }
+
+    fn launch_point(
+        &self,
+        _event: &HookEvent,
+        _peer_pid: Option<u32>,
+        _known: &LaunchPoints,
+    ) -> Option<Launch> {
+        None
+    }
+
+    /// Boundaries are named by their uuid.
+    fn boundary_offset(&self, _boundary: &Boundary) -> Option<u64> {
+        None
+    }
+
+    fn injected_context_arrived(&self, path: &Path, marker: &str) -> io::Result<bool> {
+        transcript::injected_context_arrived(path, marker)
+    }
+
+    /// PreCompact fires only when a compaction follows.
+    fn compaction_is_due(&self, _session: &SessionFacts, _trigger: Option<&Trigger>) -> bool {
+        true
+    }
+
+    fn precompact_repeats_without_compaction(&self) -> bool {
+        false
+    }
+
+    /// The summarizer ends as a subagent with no type, before
+    /// SessionStart(compact); PostCompact repeats the summary afterwards.
+    fn compaction_summary<'e>(&self, event: &'e HookEvent) -> Option<(&'e str, &'static str)> {
+        match &event.event {
+            Event::SubagentStop {
+                agent_type: Some(agent_type),
+                last_message: Some(summary),
+            } if agent_type.is_empty() => Some((summary, "subagent-stop")),
+            Event::PostCompact {
+                summary: Some(summary),
+                ..
+            } => Some((summary, "post-compact")),
+            _ => None,
+        }
+    }
+
+    /// The `isCompactSummary` entry after the boundary.
+    fn compaction_summary_in_file(&self, path: &Path) -> io::Result<Option<String>> {
+        transcript::compact_summary(path)
+    }
+
+    /// SessionStart(compact) carries the resume prompt.
+    fn resumes_at_next_turn(&self) -> bool {
+        false
+    }
+
+    fn takes_model_context(&self, kind: &EventName) -> bool {
+        takes_additional_context(kind)
+    }
+}
 
 pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
     let payload_event = f.string("hook_event_name");

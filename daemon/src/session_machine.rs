@@ -656,6 +656,7 @@ mod tests {
             cwd: None,
             model: None,
             agent_id: None,
+            claude_code_knobs: None,
             env: BTreeMap::new(),
             problems: Vec::new(),
         }

@@ -100,9 +100,11 @@ pub struct Session {
     /// compacting).
     #[serde(default)]
     pub resume_due: bool,
-    /// The harness's compaction settings, from the latest hook's environment.
-    #[serde(default)]
-    pub knobs: Knobs,
+    /// Claude Code's launch settings (its compaction variables), from its
+    /// latest hook's or statusLine's environment; no other harness has them.
+    /// Older files kept them, defaulted, for every session as `knobs`.
+    #[serde(default, alias = "knobs", skip_serializing_if = "Option::is_none")]
+    pub claude_code_knobs: Option<Knobs>,
     /// hookd's own settings in the latest hook's environment (`HOOKD_…`):
     /// the file watcher decides with the configuration the hooks have.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -298,7 +300,7 @@ impl Session {
             auto_compacted_at: None,
             boundaries_taken_to: None,
             resume_due: false,
-            knobs: Knobs::default(),
+            claude_code_knobs: None,
             config_env: BTreeMap::new(),
             epoch: 1,
             epoch_started_ms: now_ms,
@@ -342,7 +344,7 @@ impl Session {
                 .as_ref()
                 .or(self.launch_point.as_ref())
                 .or(self.harness_point.as_ref()),
-            knobs: &self.knobs,
+            claude_code_knobs: self.claude_code_knobs.as_ref(),
         }
     }
 
@@ -649,13 +651,17 @@ impl Registry {
             session.model.clone_from(&event.model);
         }
         if !event.env.is_empty() {
-            session.knobs = Knobs::from_env(|name| event.env.get(name).cloned());
             session.config_env = event
                 .env
                 .iter()
                 .filter(|(name, _)| protocol::config::is_config_env(name))
                 .map(|(name, value)| (name.clone(), value.clone()))
                 .collect();
+        }
+        if event.claude_code_knobs.is_some() {
+            session
+                .claude_code_knobs
+                .clone_from(&event.claude_code_knobs);
         }
         session.last_event = event.name().kebab().into_owned();
         session.last_event_at_ms = now_ms;
@@ -865,6 +871,54 @@ mod tests {
             harness: Harness::ClaudeCode,
             id: id.into(),
         }
+    }
+
+    #[test]
+    fn an_older_registry_with_knobs_on_every_session_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(REGISTRY_FILE);
+        // As an older hookd wrote them: `knobs` for every harness, the
+        // announced trigger as text.
+        let mut registry = Registry::default();
+        for harness in Harness::ALL {
+            let key = SessionKey {
+                harness,
+                id: format!("{harness}-1"),
+            };
+            registry.sessions.insert(key.clone(), Session::new(key, 0));
+        }
+        let mut file: serde_json::Value =
+            serde_json::from_slice(&registry.to_bytes().unwrap()).unwrap();
+        for session in file["sessions"].as_array_mut().unwrap() {
+            session["knobs"] = serde_json::json!({
+                "autocompact_pct": 50.0,
+                "auto_compact_window": null,
+                "max_context_tokens": null,
+                "auto_compact_disabled": false
+            });
+            session["announced_trigger"] = "auto".into();
+        }
+        std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+        let (loaded, problem) = Registry::load(&path);
+        assert_eq!(problem, None);
+        assert_eq!(loaded.sessions.len(), 3);
+        for s in loaded.sessions.values() {
+            let knobs = s
+                .claude_code_knobs
+                .as_ref()
+                .expect("the old knobs are kept");
+            assert_eq!(knobs.autocompact_pct, Some(50.0), "{}", s.key);
+            assert_eq!(s.announced_trigger, Some(crate::harness::Trigger::Auto));
+        }
+        // Written again, a session without Claude Code's settings has none.
+        let mut fresh = Registry::default();
+        let key = SessionKey {
+            harness: Harness::Codex,
+            id: "c".into(),
+        };
+        fresh.sessions.insert(key.clone(), Session::new(key, 0));
+        let text = String::from_utf8(fresh.to_bytes().unwrap()).unwrap();
+        assert!(!text.contains("knobs"), "{text}");
     }
 
     #[test]

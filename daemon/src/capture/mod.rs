@@ -107,13 +107,12 @@ pub fn capture(input: &Input) -> Captured {
         }
     };
     state.problems.extend(records.problems.iter().cloned());
-    let facts = match input.transcript {
-        Some(path) => match crate::harness::adapter(input.harness.unwrap_or(crate::harness::FIRST))
-            .read_work(
-                path,
-                input.config.capture.transcript_scan_bytes,
-                input.config.capture.recent_prompts,
-            ) {
+    let facts = match (input.transcript, input.harness) {
+        (Some(path), Some(harness)) => match crate::harness::adapter(harness).read_work(
+            path,
+            input.config.capture.transcript_scan_bytes,
+            input.config.capture.recent_prompts,
+        ) {
             Ok(facts) => Some(facts),
             Err(e) => {
                 state.problems.push(format!(
@@ -123,7 +122,16 @@ pub fn capture(input: &Input) -> Captured {
                 None
             }
         },
-        None => None,
+        // Each harness writes its own format: one is never read as another's.
+        (Some(path), None) => {
+            state.problems.push(format!(
+                "the session file {} was not read: no hook of the session has said which \
+                 harness writes it; save again after its next hook",
+                path.display()
+            ));
+            None
+        }
+        (None, _) => None,
     };
     let opts = SnapshotOptions {
         include_untracked: input.config.checkpoint.include_untracked,

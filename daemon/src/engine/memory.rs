@@ -14,7 +14,7 @@
 //! Subagents' hooks are left alone: their work is part of the session's task.
 
 use super::Engine;
-use crate::harness::{self, Event, HookEvent, Outcome, StartSource};
+use crate::harness::{Event, HookEvent, Outcome, StartSource};
 use crate::memory;
 use crate::sessions::SessionKey;
 use protocol::config::Config;
@@ -141,20 +141,13 @@ impl Engine {
     }
 
     /// The session a memory request is about: the one named (an id or a
-    /// unique prefix), else the project's most recent live session.
+    /// unique prefix), else the project's most recent live session. A
+    /// session no hook has reached yet has no harness, so no key: the
+    /// request goes to the task the project's next session takes up.
     fn memory_session(&self, project: &Path, session: Option<&str>) -> Option<SessionKey> {
         let registry = self.registry();
         if let Some(id) = session {
-            return Some(
-                registry
-                    .matching(Some(id))
-                    .first()
-                    .map(|s| s.key.clone())
-                    .unwrap_or_else(|| SessionKey {
-                        harness: harness::FIRST,
-                        id: id.to_owned(),
-                    }),
-            );
+            return registry.matching(Some(id)).first().map(|s| s.key.clone());
         }
         registry
             .matching(None)

@@ -59,7 +59,9 @@ impl Engine {
         if let Some(path) = transcript {
             session.transcript_path.get_or_insert(path);
         }
-        session.knobs = protocol::pressure::Knobs::from_env(|name| request.env.get(name).cloned());
+        session.claude_code_knobs = Some(protocol::pressure::Knobs::from_env(|name| {
+            request.env.get(name).cloned()
+        }));
         match tokens {
             Some(Ok(tokens)) => {
                 let usage = session.usage.get_or_insert_with(Default::default);

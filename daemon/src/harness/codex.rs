@@ -170,6 +170,7 @@ impl Adapter for Codex {
 /// up among the rollout files.
 pub fn parse(req: &HookRequest, fields: Fields) -> HookEvent {
     let mut event = claude_code::parse(req, fields);
+    event.claude_code_knobs = None;
     event.project_dir = event.cwd.clone();
     if event.transcript_path.is_none()
         && let Some(id) = event.session_id.clone()

@@ -1051,6 +1051,7 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         // Gemini CLI's transcript is not read, so no reply needs waiting for.
         model: None,
         agent_id: None,
+        claude_code_knobs: None,
         env: req.env.clone(),
         problems: Vec::new(),
     };
@@ -1281,7 +1282,7 @@ mod tests {
             statusline_window: None,
             reported_window: None,
             harness_point: point,
-            knobs,
+            claude_code_knobs: Some(knobs),
         }
     }
 

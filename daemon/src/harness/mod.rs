@@ -7,19 +7,16 @@ pub mod codex;
 pub mod event;
 pub mod gemini_cli;
 pub mod process;
+pub mod reading;
 pub mod work;
 
-pub use claude_code::transcript::{Boundary, Cursor, Method, Reading, Usage};
+pub use reading::{Boundary, Cursor, HarnessPoint, Method, Reading, SessionReading, Usage};
 
 pub use claude_code::statusline;
 
 pub use codex::{Launch, POINT_UNKNOWN};
 
 pub use event::{Event, EventName, EventParts, StartSource, Trigger};
-
-/// The harness of a session hookd knows only by its id (one a person named
-/// to hookctl before any hook of it arrived).
-pub const FIRST: Harness = Harness::ClaudeCode;
 
 use protocol::wire::{Harness, HookReply, HookRequest};
 use serde_json::{Map, Value};
@@ -46,6 +43,9 @@ pub struct HookEvent {
     pub model: Option<String>,
     /// Set for events inside a subagent.
     pub agent_id: Option<String>,
+    /// Claude Code's launch settings (its compaction variables) from the
+    /// hook's environment; `None` for another harness.
+    pub claude_code_knobs: Option<protocol::pressure::Knobs>,
     /// The hook's allow-listed environment.
     pub env: BTreeMap<String, String>,
     /// Fields that were present but not what the harness documents.
@@ -203,27 +203,6 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     adapter(event.harness).render(event, outcome)
 }
 
-/// One look at a session's own file (Claude Code's transcript, Codex's
-/// rollout, Gemini CLI's chat file), in terms every harness shares.
-#[derive(Debug, Clone)]
-pub struct SessionReading {
-    /// The figure, the compactions seen, and where reading stopped.
-    pub reading: Reading,
-    /// The window the harness itself reported, if its file says.
-    pub window: Option<u64>,
-    /// Where the harness's own settings say it compacts, if they say.
-    pub compaction_point: Option<HarnessPoint>,
-}
-
-/// A compaction point a harness's settings give: a number of tokens or a
-/// share of the window, and where it was set.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct HarnessPoint {
-    pub tokens: Option<u64>,
-    pub fraction: Option<f64>,
-    pub basis: String,
-}
-
 /// What a harness needs to know of a session to place its compaction point.
 pub struct SessionFacts<'a> {
     pub harness: Harness,
@@ -235,8 +214,9 @@ pub struct SessionFacts<'a> {
     pub reported_window: Option<u64>,
     /// Where the harness's own settings say it compacts.
     pub harness_point: Option<&'a HarnessPoint>,
-    /// Claude Code's compaction settings from the hook's environment.
-    pub knobs: &'a protocol::pressure::Knobs,
+    /// Claude Code's launch settings; `None` for another harness, or a
+    /// Claude Code session no hook with an environment has reached yet.
+    pub claude_code_knobs: Option<&'a protocol::pressure::Knobs>,
 }
 
 /// What each harness process seen took in at its launch.

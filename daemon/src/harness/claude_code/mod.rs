@@ -67,10 +67,11 @@ impl Adapter for ClaudeCode {
     }
 
     fn compaction_point(&self, session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+        let unset = protocol::pressure::Knobs::default();
         window::compaction_point_for(
             session.model,
             session.statusline_window,
-            session.knobs,
+            session.claude_code_knobs.unwrap_or(&unset),
             config,
         )
     }
@@ -193,6 +194,8 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         cwd,
         model,
         agent_id,
+        claude_code_knobs: (!req.env.is_empty())
+            .then(|| protocol::pressure::Knobs::from_env(|name| req.env.get(name).cloned())),
         env: req.env.clone(),
         problems: Vec::new(),
     };

@@ -1,6 +1,8 @@
-//! One module per agent harness: each turns the harness's hook payloads into
-//! [`HookEvent`]s and hookd's [`Outcome`]s back into what the harness reads.
-//! Adding a harness means adding a module here and a folder under `hooks/`.
+//! One module per agent harness, each one [`Adapter`] implementation: it
+//! turns the harness's hook payloads into [`HookEvent`]s, hookd's
+//! [`Outcome`]s back into what the harness reads, and reads its session
+//! file. Adding a harness means adding a module here, its row in
+//! [`adapter`], and a folder under `hooks/`.
 
 pub mod claude_code;
 pub mod codex;

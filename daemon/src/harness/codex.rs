@@ -143,8 +143,8 @@ impl Adapter for Codex {
         false
     }
 
-    /// Codex shares Claude Code's field names, but its summarizer's words
-    /// never reach a hook.
+    /// Codex shares Claude Code's field names, but its PreCompact output
+    /// never reaches its summarizer: no summary holds hookd's block.
     fn compaction_summary<'e>(&self, _event: &'e HookEvent) -> Option<(&'e str, &'static str)> {
         None
     }

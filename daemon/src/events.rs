@@ -7,6 +7,7 @@
 //! edit: readers skip lines they cannot parse and kinds they do not know
 //! ([`LogEvent::Unknown`]), and ignore fields they do not know.
 
+use crate::harness::{StartSource, Trigger};
 use crate::sessions::SessionKey;
 use protocol::config::Action;
 use protocol::memory::TaskOutcome;
@@ -23,7 +24,7 @@ pub enum LogEvent {
     Compaction(Compaction),
     /// A PostCompact hook, with the summary it carried.
     PostCompact {
-        trigger: Option<String>,
+        trigger: Option<Trigger>,
         summary_chars: usize,
         compact_summary: String,
     },
@@ -97,7 +98,7 @@ pub enum Compaction {
 /// A compaction's record in the session's file (`source` is `transcript`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompactionInFile {
-    pub trigger: Option<String>,
+    pub trigger: Option<Trigger>,
     pub pre_tokens: Option<u64>,
     pub post_tokens: Option<u64>,
     pub announced: bool,
@@ -110,7 +111,7 @@ pub struct CompactionInFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompactionByHook {
     pub epoch: u32,
-    pub trigger: Option<String>,
+    pub trigger: Option<Trigger>,
     pub source: String,
     pub announced: bool,
 }
@@ -190,7 +191,7 @@ pub fn compression_ratio(before: u64, after: u64) -> Option<f64> {
 pub enum Resume {
     Injected {
         /// The SessionStart source (`compact`, `resume`).
-        source: String,
+        source: StartSource,
         #[serde(default)]
         epoch: u32,
         /// Always `true`.
@@ -208,7 +209,7 @@ pub enum Resume {
         template_problems: Vec<String>,
     },
     NotInjected {
-        source: String,
+        source: StartSource,
         /// Always `false`.
         injected: bool,
         reason: Option<String>,

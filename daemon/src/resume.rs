@@ -347,14 +347,17 @@ fn task_valid(
                     .collect()
             })
     } else {
+        // A state that names no harness has a file no reader may guess at.
         let harness = state
             .harness
             .as_deref()
-            .and_then(protocol::wire::Harness::parse)
-            .unwrap_or(crate::harness::FIRST);
+            .and_then(protocol::wire::Harness::parse);
         transcript
-            .and_then(|t| {
-                crate::harness::read_work(harness, t, config.capture.transcript_scan_bytes, 0).ok()
+            .zip(harness)
+            .and_then(|(t, harness)| {
+                crate::harness::adapter(harness)
+                    .read_work(t, config.capture.transcript_scan_bytes, 0)
+                    .ok()
             })
             .map(|facts| {
                 facts

@@ -4,6 +4,7 @@
 //! totals them.
 
 use crate::events::{LogEvent, ReadLine, Resume, Transition};
+use crate::harness::StartSource;
 use protocol::budget::{RESUMES_REPORTED, ResumeOutcome, TransitionTotals};
 use std::collections::HashSet;
 use std::io::BufRead;
@@ -104,7 +105,7 @@ fn resume_outcome(list: &mut Vec<ResumeOutcome>, line: &ReadLine) {
             injected: true,
             marker,
             ..
-        }) if source == "compact" && !list.iter().any(|r| r.marker == *marker) => {
+        }) if *source == StartSource::Compact && !list.iter().any(|r| r.marker == *marker) => {
             list.push(ResumeOutcome {
                 session: line.session.clone(),
                 epoch: known_epoch(*epoch),

@@ -5,7 +5,7 @@
 
 use super::{ConfigSource, Engine, ProjectEvent, SessionView};
 use crate::events::{LogEvent, Resume, SummaryTaken};
-use crate::harness::{self, EventKind, HookEvent, Outcome, SessionReading};
+use crate::harness::{self, Event, HookEvent, Outcome, SessionReading};
 use crate::pipeline::{SaveRequest, SaveTrigger};
 use crate::session_machine::{self, Effect, SaveReason};
 use crate::sessions::{FollowWatch, PendingResume, Session, SessionKey};
@@ -40,7 +40,7 @@ impl Engine {
         self.events_handled.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(
             harness = %event.harness,
-            event = %event.kind.kebab(),
+            event = %event.name().kebab(),
             session = event.session_id.as_deref().unwrap_or("-"),
             "hook"
         );
@@ -56,7 +56,7 @@ impl Engine {
 
         let launch = self.launch_point(&event, peer_pid).await;
         let Some(id) = event.session_id.clone() else {
-            tracing::debug!(event = %event.kind.kebab(), "hook without a session id");
+            tracing::debug!(event = %event.name().kebab(), "hook without a session id");
             return Response::Hook(harness::render(&event, outcome));
         };
         let key = SessionKey {
@@ -115,7 +115,7 @@ impl Engine {
         // An ended session stays followed until it expires: Claude Code
         // writes the last lines of its transcript as it exits, after
         // SessionEnd.
-        if event.kind == EventKind::SessionStart
+        if let Event::SessionStart { .. } = event.event
             && let Some(project) = &event.project_dir
         {
             // What keeps hookd from this project, said once per session.
@@ -235,12 +235,13 @@ impl Engine {
         event: &HookEvent,
         peer_pid: Option<u32>,
     ) -> Option<harness::Launch> {
-        if !harness::has_launch_point(event.harness) {
+        let adapter = harness::adapter(event.harness);
+        if !adapter.has_launch_point() {
             return None;
         }
         let (event, resources) = (event.clone(), self.resources.clone());
         let work = tokio::task::spawn_blocking(move || {
-            harness::launch_point(&event, peer_pid, &resources.launch_points)
+            adapter.launch_point(&event, peer_pid, &resources.launch_points)
         });
         match tokio::time::timeout(LAUNCH_POINT_DEADLINE, work).await {
             Ok(found) => found.ok().flatten(),
@@ -279,9 +280,9 @@ impl Engine {
                 .and_then(|p| p.cursor.clone());
             (path, cursor, point.and_then(|p| p.usage.clone()))
         };
-        let harness = key.harness;
+        let adapter = harness::adapter(key.harness);
         let reading = tokio::task::spawn_blocking(move || {
-            harness::read_session_file(harness, &path, cursor.as_ref(), usage.as_ref())
+            adapter.read_session_file(&path, cursor.as_ref(), usage.as_ref())
         })
         .await
         .map_err(|e| format!("session file reader failed: {e}"))
@@ -416,10 +417,10 @@ impl Engine {
             .capture
             .transcript_scan_bytes
             .min(FOLLOW_WINDOW_BYTES);
-        let harness = view.key.harness;
+        let adapter = harness::adapter(view.key.harness);
         let (marker, from) = (watch.marker.clone(), watch.from_offset);
         let calls = tokio::task::spawn_blocking(move || {
-            harness::calls_after_marker(harness, &path, max_bytes, &marker, from)
+            adapter.calls_after_marker(&path, max_bytes, &marker, from)
         })
         .await
         .ok()
@@ -435,11 +436,11 @@ impl Engine {
         let Some(path) = view.transcript.clone() else {
             return false;
         };
-        let harness = view.key.harness;
+        let adapter = harness::adapter(view.key.harness);
         loop {
             let (path, marker) = (path.clone(), pending.marker.clone());
             let found = tokio::task::spawn_blocking(move || {
-                harness::injected_context_arrived(harness, &path, &marker)
+                adapter.injected_context_arrived(&path, &marker)
             })
             .await
             .ok()
@@ -495,13 +496,12 @@ impl Engine {
         config: &Config,
     ) -> Option<(SummaryTaken, Option<(String, String)>)> {
         let path = view.transcript.clone()?;
-        let harness = view.key.harness;
-        let summary = tokio::task::spawn_blocking(move || {
-            harness::compaction_summary_in_file(harness, &path)
-        })
-        .await
-        .ok()?
-        .ok()??;
+        let adapter = harness::adapter(view.key.harness);
+        let summary =
+            tokio::task::spawn_blocking(move || adapter.compaction_summary_in_file(&path))
+                .await
+                .ok()?
+                .ok()??;
         self.take_summary(view, summary, "transcript", config).await
     }
 

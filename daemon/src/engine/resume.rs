@@ -10,7 +10,7 @@
 use super::{Engine, SessionView};
 use crate::capture::state::{ContextState, TaskStatus};
 use crate::events::{self, LogEvent, Transition};
-use crate::harness::Outcome;
+use crate::harness::{Outcome, StartSource};
 use crate::resources::Resources;
 use crate::resume::{self, Loaded};
 use crate::session_machine::Injected;
@@ -189,7 +189,7 @@ impl Engine {
     pub(super) async fn resume_on_start(
         self: &Arc<Self>,
         view: &SessionView,
-        source: &str,
+        source: &StartSource,
         config: &Config,
         outcome: &mut Outcome,
     ) -> (Vec<LogEvent>, Option<Injected>) {
@@ -230,7 +230,7 @@ impl Engine {
                     outcome.system_message = Some(report.summary.clone());
                 }
                 let injected = Injected {
-                    source: source.to_owned(),
+                    source: source.clone(),
                     marker: marker.clone(),
                     prompt,
                     verify_arrival: config.resume.verify_arrival,
@@ -245,7 +245,7 @@ impl Engine {
                     )));
                 }
                 lines.push(LogEvent::Resume(events::Resume::Injected {
-                    source: source.to_owned(),
+                    source: source.clone(),
                     epoch: view.epoch,
                     injected: true,
                     format: prepared.fitted.as_ref().map(|f| f.format.to_owned()),
@@ -259,11 +259,11 @@ impl Engine {
             }
             (why, _) => {
                 // Only a compaction promises a state; a plain resume without one says nothing.
-                if source == "compact" {
+                if *source == StartSource::Compact {
                     outcome.system_message = Some(report.summary.clone());
                 }
                 lines.push(LogEvent::Resume(events::Resume::NotInjected {
-                    source: source.to_owned(),
+                    source: source.clone(),
                     injected: false,
                     reason: why,
                 }));

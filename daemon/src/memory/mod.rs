@@ -769,7 +769,9 @@ fn task_list(
     }
     transcript
         .and_then(|t| {
-            crate::harness::read_work(harness, t, config.capture.transcript_scan_bytes, 0).ok()
+            crate::harness::adapter(harness)
+                .read_work(t, config.capture.transcript_scan_bytes, 0)
+                .ok()
         })
         .map(|facts| facts.tasks.into_iter().map(|t| t.status.into()).collect())
         .unwrap_or_default()

@@ -15,7 +15,7 @@ use crate::events::{
     Compaction, CompactionByHook, CompactionInFile, FirstCall, LogEvent, Transition,
 };
 use crate::harness::work::ToolCall;
-use crate::harness::{self, EventKind, HookEvent, SessionReading};
+use crate::harness::{self, Event, HookEvent, SessionReading, StartSource, Trigger};
 use crate::monitor;
 use crate::sessions::{EpochStart, FOLLOWED_KEPT, FollowWatch, PendingResume, Session, Words};
 use protocol::config::Config;
@@ -53,7 +53,7 @@ pub enum Effect {
         first: bool,
     },
     /// Inject the resume prompt, for SessionStart's `source`.
-    Resume { source: String },
+    Resume { source: StartSource },
     /// Look for the injected resume prompt in the session's file, then
     /// decide with [`on_arrival`].
     CheckArrival,
@@ -72,8 +72,8 @@ pub enum Effect {
 pub enum SaveReason {
     /// A threshold level fired.
     Threshold(f64),
-    /// A PreCompact hook, with its trigger (`auto`, `manual`).
-    PreCompact(String),
+    /// A PreCompact hook, with its trigger.
+    PreCompact(Trigger),
     /// A compaction no PreCompact hook announced.
     UnannouncedCompaction,
 }
@@ -95,75 +95,87 @@ pub fn on_hook(
         Some(reading) => on_reading(s, reading, config, now, &mut effects),
         None => false,
     };
-    match &event.kind {
-        EventKind::SessionStart if event.source.as_deref() == Some("compact") => {
-            unannounced |= hook_epoch(s, "session-start compact", None, now, &mut effects);
+    // What this hook's kind asks for, besides what every hook does.
+    let mut start_source = None;
+    let mut announces = None;
+    let mut turn_goes_on = false;
+    match &event.event {
+        Event::SessionStart { source } => {
+            if source.as_ref() == Some(&StartSource::Compact) {
+                unannounced |= hook_epoch(s, "session-start compact", None, now, &mut effects);
+            }
+            start_source = source.as_ref();
         }
-        EventKind::PostCompact => {
-            let what = format!("post-compact {}", event.trigger.as_deref().unwrap_or(""));
-            unannounced |= hook_epoch(s, what.trim(), event.trigger.as_deref(), now, &mut effects);
-            let summary = event.compact_summary.as_deref().unwrap_or("");
+        Event::PostCompact { trigger, summary } => {
+            let trigger_text = trigger.as_ref().map(Trigger::as_str);
+            let what = format!("post-compact {}", trigger_text.unwrap_or(""));
+            unannounced |= hook_epoch(s, what.trim(), trigger.as_ref(), now, &mut effects);
+            let summary = summary.as_deref().unwrap_or("");
             effects.push(Effect::Record(LogEvent::PostCompact {
-                trigger: event.trigger.clone(),
+                trigger: trigger.clone(),
                 summary_chars: summary.chars().count(),
                 compact_summary: summary.chars().take(SUMMARY_CHARS).collect(),
             }));
         }
-        _ => {}
+        Event::PreCompact { trigger, .. } => announces = Some(trigger.as_ref()),
+        Event::Prompt { .. } | Event::PostToolUse { .. } => turn_goes_on = true,
+        Event::PreToolUse { .. }
+        | Event::ToolBatch
+        | Event::Stop { .. }
+        | Event::SubagentStop { .. }
+        | Event::SessionEnd { .. }
+        | Event::Other(_) => {}
     }
-    if let Some((summary, from)) = harness::compaction_summary(event) {
+    if let Some((summary, from)) = harness::adapter(event.harness).compaction_summary(event) {
         effects.push(Effect::TakeSummary {
             summary: summary.to_owned(),
             from,
         });
     }
-    if event.kind == EventKind::SessionStart
-        && event.source.as_deref() == Some("startup")
-        && config.resume.records_hint
-    {
+    if start_source == Some(&StartSource::Startup) && config.resume.records_hint {
         effects.push(Effect::Say {
             person: None,
             model: Some(RECORDS_HINT.to_owned()),
         });
     }
-    let resuming = event.kind == EventKind::SessionStart
-        && event
-            .source
-            .as_ref()
-            .is_some_and(|src| config.resume.on_sources.contains(src));
+    let resuming = start_source.filter(|source| {
+        config
+            .resume
+            .on_sources
+            .iter()
+            .any(|named| named == source.as_str())
+    });
     if unannounced {
         // No PreCompact hook ran: capture what we still can. A resume needs it first.
         effects.push(Effect::Save {
             reason: SaveReason::UnannouncedCompaction,
             checkpoint: true,
-            first: resuming,
+            first: resuming.is_some(),
         });
     }
-    if event.kind == EventKind::PreCompact && precompact_saves(s, event) {
+    if let Some(trigger) = announces
+        && precompact_saves(s, trigger)
+    {
         s.precompact_saved_epoch = Some(s.epoch);
-        let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
         effects.push(Effect::Save {
-            reason: SaveReason::PreCompact(trigger),
+            reason: SaveReason::PreCompact(trigger.cloned().unwrap_or(Trigger::Manual)),
             checkpoint: true,
             first: true,
         });
         s.compaction_announced_ms = Some(now);
-        s.announced_trigger = event.trigger.clone();
+        s.announced_trigger = trigger.cloned();
     }
     // A compaction only the session's file showed (Gemini CLI's): its
     // resume prompt goes in with the first prompt or tool call after it.
-    let resume_due = matches!(
-        event.kind,
-        EventKind::UserPromptSubmit | EventKind::PostToolUse
-    ) && std::mem::take(&mut s.resume_due);
+    let resume_due = turn_goes_on && std::mem::take(&mut s.resume_due);
     if resume_due {
         effects.push(Effect::Resume {
-            source: "compact".into(),
+            source: StartSource::Compact,
         });
     }
-    if resuming {
+    if let Some(source) = resuming {
         effects.push(Effect::Resume {
-            source: event.source.clone().unwrap_or_default(),
+            source: source.clone(),
         });
     }
     // What the file watcher decided since the last hook, said now if this
@@ -171,9 +183,10 @@ pub fn on_hook(
     // stale). Not at SessionStart: what it carries stays in the context
     // past a compaction the new run may do at once (`/compact`), and these
     // words are about the run before; a hook inside a turn says them.
+    let starts = matches!(event.event, Event::SessionStart { .. });
     if event.agent_id.is_none()
-        && event.kind != EventKind::SessionStart
-        && harness::takes_model_context(event.harness, &event.kind)
+        && !starts
+        && harness::adapter(event.harness).takes_model_context(&event.name())
     {
         for Words { person, model } in s.unsaid.drain(..) {
             effects.push(Effect::Say { person, model });
@@ -186,8 +199,7 @@ pub fn on_hook(
     }
     // Whether the agent followed the resume prompt shows in the calls it
     // made after it; a new run's SessionStart has made none yet.
-    if event.agent_id.is_none() && event.kind != EventKind::SessionStart && s.follow_watch.is_some()
-    {
+    if event.agent_id.is_none() && !starts && s.follow_watch.is_some() {
         effects.push(Effect::CheckFollowed);
     }
     if checks {
@@ -254,7 +266,7 @@ fn checks(event: &HookEvent, config: &Config) -> bool {
             .monitor
             .check_on
             .iter()
-            .any(|e| *e == event.kind.kebab())
+            .any(|e| *e == event.name().kebab())
 }
 
 /// Takes in a reading; returns whether it showed a compaction no PreCompact
@@ -284,7 +296,7 @@ fn on_reading(
         if let (Some(before), Some(after)) = (boundary.pre_tokens, boundary.post_tokens) {
             effects.push(Effect::Record(LogEvent::ContextTransition(
                 Transition::compaction(
-                    boundary.trigger.as_deref().unwrap_or("unknown"),
+                    boundary.trigger.as_ref().map_or("unknown", Trigger::as_str),
                     before,
                     after,
                     boundary.uuid.clone(),
@@ -298,7 +310,7 @@ fn on_reading(
     }
     for (boundary, announced) in began {
         unannounced |= !announced;
-        if harness::resumes_at_next_turn(s.key.harness) {
+        if harness::adapter(s.key.harness).resumes_at_next_turn() {
             s.resume_due = true;
         }
         effects.push(Effect::Record(LogEvent::Compaction(Compaction::InFile(
@@ -320,13 +332,12 @@ fn on_reading(
 /// call, only once per epoch: a compaction announced in this epoch that has
 /// not shown up (the harness gave up on it, or the file still holds the
 /// figure from before it) already has its save.
-fn precompact_saves(s: &Session, event: &HookEvent) -> bool {
-    let trigger = event.trigger.as_deref();
-    if !harness::compaction_is_due(&s.facts(), trigger) {
+fn precompact_saves(s: &Session, trigger: Option<&Trigger>) -> bool {
+    if !harness::adapter(s.key.harness).compaction_is_due(&s.facts(), trigger) {
         return false;
     }
-    let repeats =
-        harness::precompact_repeats_without_compaction(s.key.harness) && trigger != Some("manual");
+    let repeats = harness::adapter(s.key.harness).precompact_repeats_without_compaction()
+        && trigger != Some(&Trigger::Manual);
     !(repeats && s.precompact_saved_epoch == Some(s.epoch))
 }
 
@@ -336,12 +347,12 @@ fn precompact_saves(s: &Session, event: &HookEvent) -> bool {
 /// compacted (the last reply's figure before its record, never one read
 /// after it), stands in for it until a point hookd can read appears.
 fn learn_point(s: &mut Session, tokens: u64, config: &Config) {
-    let facts = s.facts();
-    let expected = harness::compaction_point(&facts, &config.window).tokens;
-    if tokens == 0 || (tokens >= expected && !harness::point_unknown(&facts, &config.window)) {
+    let (facts, adapter) = (s.facts(), harness::adapter(s.key.harness));
+    let expected = adapter.compaction_point(&facts, &config.window).tokens;
+    if tokens == 0 || (tokens >= expected && !adapter.point_unknown(&facts, &config.window)) {
         return;
     }
-    s.learned_point = harness::point_shown_by_compaction(s.key.harness, tokens);
+    s.learned_point = adapter.point_shown_by_compaction(tokens);
 }
 
 /// A SessionStart(compact) or PostCompact hook: a compaction happened.
@@ -349,7 +360,7 @@ fn learn_point(s: &mut Session, tokens: u64, config: &Config) {
 fn hook_epoch(
     s: &mut Session,
     what: &str,
-    trigger: Option<&str>,
+    trigger: Option<&Trigger>,
     now: u64,
     effects: &mut Vec<Effect>,
 ) -> bool {
@@ -358,9 +369,7 @@ fn hook_epoch(
         return false;
     }
     s.compaction_announced_ms = None;
-    let trigger = trigger
-        .map(str::to_owned)
-        .or_else(|| s.announced_trigger.take());
+    let trigger = trigger.cloned().or_else(|| s.announced_trigger.take());
     // The record that names this compaction, read later, takes its trigger
     // from here; nothing after it does.
     s.announced_trigger.clone_from(&trigger);
@@ -400,7 +409,7 @@ fn thresholds(
     else {
         return;
     };
-    if harness::point_unknown(&s.facts(), &config.window) {
+    if harness::adapter(s.key.harness).point_unknown(&s.facts(), &config.window) {
         return;
     }
     if checker == Checker::Hook
@@ -661,7 +670,7 @@ fn touches(path: &str, target: &str, file: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{Boundary, Cursor, Method, Reading, Usage};
+    use crate::harness::{Boundary, Cursor, EventName, EventParts, Method, Reading, Usage};
     use crate::sessions::SessionKey;
     use protocol::wire::Harness;
     use std::collections::BTreeMap;
@@ -685,26 +694,22 @@ mod tests {
         s
     }
 
-    fn event(harness: Harness, kind: EventKind) -> HookEvent {
+    fn event(harness: Harness, name: EventName) -> HookEvent {
+        hook(harness, Event::from_parts(name, EventParts::default()))
+    }
+
+    fn hook(harness: Harness, event: Event) -> HookEvent {
         HookEvent {
             harness,
-            kind,
+            event,
             session_id: Some("s".into()),
             transcript_path: None,
             project_dir: Some("/p".into()),
             working_dir: Some("/p".into()),
             cwd: None,
-            source: None,
-            trigger: None,
-            reason: None,
-            prompt: None,
-            tool_name: None,
             model: None,
-            custom_instructions: None,
-            compact_summary: None,
             agent_id: None,
-            agent_type: None,
-            last_assistant_message: None,
+            claude_code_knobs: None,
             env: BTreeMap::new(),
             problems: Vec::new(),
         }
@@ -776,7 +781,7 @@ mod tests {
     fn each_level_fires_once_per_epoch_and_a_drop_rearms_them() {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         let mut offset = 0;
         let mut step = |s: &mut Session, percent| {
             offset += 100;
@@ -841,19 +846,19 @@ mod tests {
         assert!(words(&e).is_empty());
         assert_eq!(s.unsaid.len(), 1);
         // Stop cannot reach Claude Code's model, nor can a subagent's hook.
-        let stop = event(Harness::ClaudeCode, EventKind::Stop);
+        let stop = event(Harness::ClaudeCode, EventName::Stop);
         assert!(words(&on_hook(&mut s, &stop, None, &config, 2)).is_empty());
-        let sub = with(event(Harness::ClaudeCode, EventKind::PostToolUse), |e| {
+        let sub = with(event(Harness::ClaudeCode, EventName::PostToolUse), |e| {
             e.agent_id = Some("a1".into())
         });
         assert!(words(&on_hook(&mut s, &sub, None, &config, 3)).is_empty());
         // The next hook that can says it, once; the level does not fire again.
-        let prompt = event(Harness::ClaudeCode, EventKind::UserPromptSubmit);
+        let prompt = event(Harness::ClaudeCode, EventName::UserPromptSubmit);
         let e = on_hook(&mut s, &prompt, None, &config, 4);
         assert_eq!(words(&e).len(), 1);
         assert!(words(&e)[0].contains("80%"), "{e:?}");
         assert!(levels(&e).is_empty() && saves(&e).is_empty());
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         assert!(words(&on_hook(&mut s, &tool, None, &config, 5)).is_empty());
         assert!(s.unsaid.is_empty());
     }
@@ -865,9 +870,12 @@ mod tests {
         let taken = reading(at(92), 100, vec![]).unwrap();
         on_file_change(&mut s, taken, &config, 1);
         assert_eq!(s.unsaid.len(), 1);
-        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-            e.source = Some("compact".into())
-        });
+        let start = hook(
+            Harness::ClaudeCode,
+            Event::SessionStart {
+                source: Some("compact".into()),
+            },
+        );
         let e = on_hook(&mut s, &start, None, &config, 2);
         assert!(
             !words(&e).iter().any(|w| w.contains("90%")),
@@ -881,9 +889,12 @@ mod tests {
         let config = Config::default();
         for harness in [Harness::ClaudeCode, Harness::Codex, Harness::GeminiCli] {
             let start = |source: &str| {
-                with(event(harness, EventKind::SessionStart), |e| {
-                    e.source = Some(source.into())
-                })
+                hook(
+                    harness,
+                    Event::SessionStart {
+                        source: Some(source.into()),
+                    },
+                )
             };
             // The last reply of a run crossed a level: its words wait.
             let mut s = session(harness);
@@ -900,16 +911,20 @@ mod tests {
             assert!(words(&e).is_empty(), "{harness}: {e:?}");
             assert_eq!(s.unsaid.len(), 1, "{harness}");
             // That run is `/compact`: the compaction drops them.
-            let pre = with(event(harness, EventKind::PreCompact), |e| {
-                e.trigger = Some("manual".into())
-            });
+            let pre = hook(
+                harness,
+                Event::PreCompact {
+                    trigger: Some("manual".into()),
+                    instructions: None,
+                },
+            );
             on_hook(&mut s, &pre, None, &config, 3);
             let e = on_hook(&mut s, &start("compact"), None, &config, 4);
             let e = [
                 e,
                 on_hook(
                     &mut s,
-                    &event(harness, EventKind::PostCompact),
+                    &event(harness, EventName::PostCompact),
                     None,
                     &config,
                     5,
@@ -923,7 +938,7 @@ mod tests {
             s.reported_window = Some(190_000).filter(|_| harness == Harness::Codex);
             on_file_change(&mut s, reading(high, 100, vec![]).unwrap(), &config, 1);
             on_hook(&mut s, &start("resume"), None, &config, 2);
-            let prompt = event(harness, EventKind::UserPromptSubmit);
+            let prompt = event(harness, EventName::UserPromptSubmit);
             let e = on_hook(&mut s, &prompt, None, &config, 3);
             assert_eq!(words(&e).len(), 1, "{harness}: {e:?}");
         }
@@ -933,9 +948,12 @@ mod tests {
     fn the_watcher_fires_nothing_from_a_figure_older_than_the_compaction_under_way() {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
-        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-            e.source = Some("compact".into())
-        });
+        let start = hook(
+            Harness::ClaudeCode,
+            Event::SessionStart {
+                source: Some("compact".into()),
+            },
+        );
         on_hook(&mut s, &start, None, &config, 1);
         assert_eq!(s.epoch, 2);
         // The reply before the compaction, written late, then the boundary.
@@ -965,7 +983,7 @@ mod tests {
         // A compaction's low figure, before anything names the compaction.
         on_file_change(&mut s, reading(at(20), 200, vec![]).unwrap(), &config, 2);
         assert_eq!(s.epoch, 1);
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         on_hook(&mut s, &tool, None, &config, 3);
         assert_eq!(s.epoch, 2, "the next hook sees the drop");
     }
@@ -986,14 +1004,14 @@ mod tests {
      {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
-        let sub = with(event(Harness::ClaudeCode, EventKind::PostToolUse), |e| {
+        let sub = with(event(Harness::ClaudeCode, EventName::PostToolUse), |e| {
             e.agent_id = Some("a1".into())
         });
         let e = on_hook(&mut s, &sub, reading(at(99), 10, vec![]), &config, 1);
         assert!(levels(&e).is_empty() && saves(&e).is_empty());
         // Stop does not say the levels, but what it read fires them: the
         // save now, the words at the next hook that reaches the model.
-        let stop = event(Harness::ClaudeCode, EventKind::Stop);
+        let stop = event(Harness::ClaudeCode, EventName::Stop);
         let e = on_hook(&mut s, &stop, reading(at(99), 20, vec![]), &config, 2);
         assert_eq!(levels(&e), [0.95]);
         assert_eq!(saves(&e), [(SaveReason::Threshold(0.95), true, false)]);
@@ -1001,14 +1019,14 @@ mod tests {
         assert_eq!(s.unsaid.len(), 1);
         s.usage.as_mut().unwrap().invalid = Some("input_tokens is a string".into());
         s.fired.clear();
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         assert!(levels(&on_hook(&mut s, &tool, None, &config, 3)).is_empty());
     }
 
     #[test]
     fn the_compaction_summary_is_taken_from_claude_codes_summarizer_and_post_compact() {
         let config = Config::default();
-        let summaries = |harness: Harness, kind: EventKind, f: &dyn Fn(&mut HookEvent)| {
+        let summaries = |harness: Harness, kind: EventName, f: &dyn Fn(&mut HookEvent)| {
             let mut s = session(harness);
             let mut e = event(harness, kind);
             f(&mut e);
@@ -1022,24 +1040,34 @@ mod tests {
         };
         let summarizer = |e: &mut HookEvent| {
             e.agent_id = Some("a1".into());
-            e.agent_type = Some(String::new());
-            e.last_assistant_message = Some("the summary".into());
+            e.event = Event::SubagentStop {
+                agent_type: Some(String::new()),
+                last_message: Some("the summary".into()),
+            };
         };
         assert_eq!(
-            summaries(Harness::ClaudeCode, EventKind::SubagentStop, &summarizer),
+            summaries(Harness::ClaudeCode, EventName::SubagentStop, &summarizer),
             [("the summary".to_owned(), "subagent-stop")]
         );
         let own_subagent = |e: &mut HookEvent| {
             summarizer(e);
-            e.agent_type = Some("general-purpose".into());
+            e.event = Event::SubagentStop {
+                agent_type: Some("general-purpose".into()),
+                last_message: Some("the summary".into()),
+            };
         };
-        assert!(summaries(Harness::ClaudeCode, EventKind::SubagentStop, &own_subagent).is_empty());
-        let post = |e: &mut HookEvent| e.compact_summary = Some("the summary".into());
+        assert!(summaries(Harness::ClaudeCode, EventName::SubagentStop, &own_subagent).is_empty());
+        let post = |e: &mut HookEvent| {
+            e.event = Event::PostCompact {
+                trigger: None,
+                summary: Some("the summary".into()),
+            }
+        };
         assert_eq!(
-            summaries(Harness::ClaudeCode, EventKind::PostCompact, &post),
+            summaries(Harness::ClaudeCode, EventName::PostCompact, &post),
             [("the summary".to_owned(), "post-compact")]
         );
-        assert!(summaries(Harness::Codex, EventKind::SubagentStop, &summarizer).is_empty());
+        assert!(summaries(Harness::Codex, EventName::SubagentStop, &summarizer).is_empty());
     }
 
     #[test]
@@ -1047,9 +1075,12 @@ mod tests {
         let mut config = Config::default();
         let hint = |config: &Config, source: &str| {
             let mut s = session(Harness::ClaudeCode);
-            let e = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-                e.source = Some(source.into())
-            });
+            let e = hook(
+                Harness::ClaudeCode,
+                Event::SessionStart {
+                    source: Some(source.into()),
+                },
+            );
             on_hook(&mut s, &e, None, config, 1).contains(&Effect::Say {
                 person: None,
                 model: Some(RECORDS_HINT.into()),
@@ -1065,18 +1096,25 @@ mod tests {
     fn an_announced_compaction_saves_before_pre_compact_answers_and_resumes_at_session_start() {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
-        let pre = with(event(Harness::ClaudeCode, EventKind::PreCompact), |e| {
-            e.trigger = Some("auto".into())
-        });
+        let pre = hook(
+            Harness::ClaudeCode,
+            Event::PreCompact {
+                trigger: Some("auto".into()),
+                instructions: None,
+            },
+        );
         let e = on_hook(&mut s, &pre, reading(at(90), 10, vec![]), &config, 1_000);
         assert_eq!(
             saves(&e),
             [(SaveReason::PreCompact("auto".into()), true, true)]
         );
         assert_eq!(s.compaction_announced_ms, Some(1_000));
-        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-            e.source = Some("compact".into())
-        });
+        let start = hook(
+            Harness::ClaudeCode,
+            Event::SessionStart {
+                source: Some("compact".into()),
+            },
+        );
         let e = on_hook(&mut s, &start, None, &config, 2_000);
         assert_eq!(s.epoch, 2);
         assert!(saves(&e).is_empty(), "announced: no second capture");
@@ -1091,7 +1129,7 @@ mod tests {
             post_tokens: Some(9_000),
             timestamp: None,
         };
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         let e = on_hook(
             &mut s,
             &tool,
@@ -1114,15 +1152,26 @@ mod tests {
     fn two_announced_compactions_in_quick_succession_are_two_epochs() {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
-        let pre = with(event(Harness::ClaudeCode, EventKind::PreCompact), |e| {
-            e.trigger = Some("manual".into())
-        });
-        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-            e.source = Some("compact".into())
-        });
-        let post = with(event(Harness::ClaudeCode, EventKind::PostCompact), |e| {
-            e.trigger = Some("manual".into())
-        });
+        let pre = hook(
+            Harness::ClaudeCode,
+            Event::PreCompact {
+                trigger: Some("manual".into()),
+                instructions: None,
+            },
+        );
+        let start = hook(
+            Harness::ClaudeCode,
+            Event::SessionStart {
+                source: Some("compact".into()),
+            },
+        );
+        let post = hook(
+            Harness::ClaudeCode,
+            Event::PostCompact {
+                trigger: Some("manual".into()),
+                summary: None,
+            },
+        );
         for (n, at) in [(2, 1_000), (3, 11_000)] {
             on_hook(&mut s, &pre, None, &config, at);
             on_hook(&mut s, &start, None, &config, at + 1_000);
@@ -1141,14 +1190,20 @@ mod tests {
             post_tokens: Some(9_000),
             timestamp: None,
         };
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
-        let post = with(event(Harness::ClaudeCode, EventKind::PostCompact), |e| {
-            e.trigger = Some("manual".into());
-            e.compact_summary = Some("the summary".into());
-        });
-        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-            e.source = Some("compact".into())
-        });
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
+        let post = hook(
+            Harness::ClaudeCode,
+            Event::PostCompact {
+                trigger: Some("manual".into()),
+                summary: Some("the summary".into()),
+            },
+        );
+        let start = hook(
+            Harness::ClaudeCode,
+            Event::SessionStart {
+                source: Some("compact".into()),
+            },
+        );
         for (signal, hook, seen) in [
             (
                 "transcript boundary",
@@ -1173,7 +1228,7 @@ mod tests {
                 Compaction::ByHook(c) => c.announced,
             };
             assert!(!announced, "{signal}");
-            let first = hook.kind == EventKind::SessionStart;
+            let first = hook.name() == EventName::SessionStart;
             assert_eq!(
                 saves(&e),
                 [(SaveReason::UnannouncedCompaction, true, first)],
@@ -1186,7 +1241,7 @@ mod tests {
     fn gemini_pre_compress_counts_only_near_the_point_and_resumes_at_the_next_turn() {
         let config = Config::default();
         let mut s = session(Harness::GeminiCli);
-        let pre = event(Harness::GeminiCli, EventKind::PreCompact);
+        let pre = event(Harness::GeminiCli, EventName::PreCompact);
         // Half of the 1,048,576-token window is Gemini CLI's compression point.
         let e = on_hook(&mut s, &pre, reading(5_000, 10, vec![]), &config, 1);
         assert!(
@@ -1203,7 +1258,7 @@ mod tests {
             post_tokens: Some(2_100),
             timestamp: None,
         };
-        let stop = event(Harness::GeminiCli, EventKind::Stop);
+        let stop = event(Harness::GeminiCli, EventName::Stop);
         let e = on_hook(
             &mut s,
             &stop,
@@ -1222,7 +1277,7 @@ mod tests {
             injected_at_ms: 0,
             reinjected: false,
         });
-        let prompt = event(Harness::GeminiCli, EventKind::UserPromptSubmit);
+        let prompt = event(Harness::GeminiCli, EventName::UserPromptSubmit);
         let e = on_hook(&mut s, &prompt, None, &config, 4);
         assert!(e.contains(&Effect::Resume {
             source: "compact".into()
@@ -1254,7 +1309,7 @@ mod tests {
         assert!(!hook_epoch(
             &mut s,
             "post-compact",
-            Some("auto"),
+            Some(&Trigger::Auto),
             2_000,
             &mut effects
         ));
@@ -1284,9 +1339,13 @@ mod tests {
     fn gemini_pre_compress_saves_once_per_epoch_past_the_point() {
         let config = Config::default();
         let mut s = session(Harness::GeminiCli);
-        let pre = with(event(Harness::GeminiCli, EventKind::PreCompact), |e| {
-            e.trigger = Some("auto".into())
-        });
+        let pre = hook(
+            Harness::GeminiCli,
+            Event::PreCompact {
+                trigger: Some("auto".into()),
+                instructions: None,
+            },
+        );
         let mut runs = Vec::new();
         for (n, tokens) in [600_000, 610_000, 620_000, 630_000].into_iter().enumerate() {
             let n = n as u64 + 1;
@@ -1328,7 +1387,12 @@ mod tests {
                 .iter()
                 .all(|s| !matches!(s.0, SaveReason::PreCompact(_)))
         );
-        let manual = with(pre.clone(), |e| e.trigger = Some("manual".into()));
+        let manual = with(pre.clone(), |e| {
+            e.event = Event::PreCompact {
+                trigger: Some(Trigger::Manual),
+                instructions: None,
+            }
+        });
         let e = on_hook(&mut s, &manual, reading(710_000, 70, vec![]), &config, 8);
         assert_eq!(
             saves(&e),
@@ -1338,7 +1402,7 @@ mod tests {
         // A compression too small to show as one, seen as a drop of usage:
         // a new epoch, so the next compression past the point saves again.
         let epoch = s.epoch;
-        let tool = event(Harness::GeminiCli, EventKind::PostToolUse);
+        let tool = event(Harness::GeminiCli, EventName::PostToolUse);
         on_hook(&mut s, &tool, reading(712_000, 75, vec![]), &config, 9);
         on_hook(&mut s, &tool, reading(300_000, 80, vec![]), &config, 9);
         assert_eq!(s.epoch, epoch + 1, "the drop began an epoch");
@@ -1353,9 +1417,13 @@ mod tests {
         );
         // Claude Code's PreCompact is always a compaction: each one saves.
         let mut s = session(Harness::ClaudeCode);
-        let pre = with(event(Harness::ClaudeCode, EventKind::PreCompact), |e| {
-            e.trigger = Some("auto".into())
-        });
+        let pre = hook(
+            Harness::ClaudeCode,
+            Event::PreCompact {
+                trigger: Some("auto".into()),
+                instructions: None,
+            },
+        );
         for n in 1..=2 {
             let e = on_hook(&mut s, &pre, reading(at(99), n * 10, vec![]), &config, n);
             assert_eq!(saves(&e).len(), 1, "PreCompact {n}");
@@ -1471,12 +1539,15 @@ mod tests {
             injected_at_ms: 0,
             reinjected: false,
         });
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         let e = on_hook(&mut s, &tool, None, &config, 1);
         assert!(e.contains(&Effect::CheckArrival) && e.contains(&Effect::CheckFollowed));
-        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-            e.source = Some("resume".into())
-        });
+        let start = hook(
+            Harness::ClaudeCode,
+            Event::SessionStart {
+                source: Some("resume".into()),
+            },
+        );
         assert!(!on_hook(&mut s, &start, None, &config, 2).contains(&Effect::CheckFollowed));
         let calls = || Some(vec![call("Read", "notes/jwt_design.md")]);
         assert!(

@@ -3,7 +3,7 @@
 //! its model, its harness's knobs, whether it ended, the figure the
 //! statusLine gave.
 
-use crate::harness::{self, EventKind, HookEvent, Launch};
+use crate::harness::{self, Event, HookEvent, Launch};
 use crate::sessions::{Session, UsageSource};
 use protocol::pressure::Knobs;
 use std::collections::BTreeMap;
@@ -26,7 +26,6 @@ pub fn observe(s: &mut Session, event: &HookEvent, launch: Option<Launch>, now: 
         s.model.clone_from(&event.model);
     }
     if !event.env.is_empty() {
-        s.knobs = Knobs::from_env(|name| event.env.get(name).cloned());
         s.config_env = event
             .env
             .iter()
@@ -34,10 +33,13 @@ pub fn observe(s: &mut Session, event: &HookEvent, launch: Option<Launch>, now: 
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect::<BTreeMap<_, _>>();
     }
-    s.last_event = event.kind.kebab().into_owned();
+    if event.claude_code_knobs.is_some() {
+        s.claude_code_knobs.clone_from(&event.claude_code_knobs);
+    }
+    s.last_event = event.name().kebab().into_owned();
     s.last_event_at_ms = now;
     s.events_seen += 1;
-    s.ended = matches!(event.kind, EventKind::SessionEnd);
+    s.ended = matches!(event.event, Event::SessionEnd { .. });
     if let Some(launch) = launch {
         s.take_launch(launch);
     }
@@ -74,7 +76,7 @@ pub fn on_statusline(s: &mut Session, input: StatusLine, now: u64) {
     if let Some(path) = input.transcript {
         s.transcript_path.get_or_insert(path);
     }
-    s.knobs = input.knobs;
+    s.claude_code_knobs = Some(input.knobs);
     match input.tokens {
         Some(Ok(tokens)) => {
             let usage = s.usage.get_or_insert_with(Default::default);

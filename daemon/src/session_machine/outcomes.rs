@@ -3,6 +3,7 @@
 //! verdicts, a summary merged. The engine carries its effects out with the
 //! registry unlocked and hands their results here under its second lock.
 
+use crate::harness::StartSource;
 use crate::sessions::{FollowWatch, PendingResume, Session, SummaryToken};
 use protocol::wire::Mark;
 
@@ -62,8 +63,8 @@ pub fn on_saved(s: &mut Session, saved: Saved, now: u64) {
 /// A resume prompt handed to the model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Injected {
-    /// The SessionStart source it answered (`compact`, `resume`).
-    pub source: String,
+    /// The SessionStart source it answered.
+    pub source: StartSource,
     pub marker: String,
     pub prompt: String,
     /// Whether to look for it in the session's file afterwards.
@@ -76,7 +77,7 @@ pub struct Injected {
 pub fn on_resume_injected(s: &mut Session, injected: Injected, now: u64) -> u32 {
     s.resume = Some(Mark {
         at_ms: now,
-        what: format!("injected on {}", injected.source),
+        what: format!("injected on {}", injected.source.as_str()),
         ok: true,
         detail: Some(injected.marker.clone()),
         skipped: None,
@@ -92,7 +93,7 @@ pub fn on_resume_injected(s: &mut Session, injected: Injected, now: u64) -> u32 
     let epoch = s.epoch;
     s.follow_watch = injected
         .follow
-        .filter(|_| injected.source == "compact")
+        .filter(|_| injected.source == StartSource::Compact)
         .map(|watch| FollowWatch {
             epoch,
             marker: injected.marker,
@@ -185,8 +186,8 @@ mod tests {
             files: vec!["src/a.rs".into()],
             ..FollowWatch::default()
         };
-        let injected = |source: &str, verify_arrival| Injected {
-            source: source.into(),
+        let injected = |source: StartSource, verify_arrival| Injected {
+            source,
             marker: "[m]".into(),
             prompt: "the prompt".into(),
             verify_arrival,
@@ -194,7 +195,10 @@ mod tests {
         };
         let mut s = session();
         s.epoch = 3;
-        assert_eq!(on_resume_injected(&mut s, injected("compact", true), 50), 3);
+        assert_eq!(
+            on_resume_injected(&mut s, injected(StartSource::Compact, true), 50),
+            3
+        );
         let pending = s.resume_pending.clone().unwrap();
         assert_eq!((pending.injected_at_ms, pending.reinjected), (50, false));
         let watch = s.follow_watch.clone().unwrap();
@@ -202,7 +206,7 @@ mod tests {
         assert_eq!(s.resume.as_ref().unwrap().what, "injected on compact");
 
         let mut s = session();
-        on_resume_injected(&mut s, injected("resume", false), 50);
+        on_resume_injected(&mut s, injected(StartSource::Resume, false), 50);
         assert!(s.resume_pending.is_none(), "not looked for");
         assert!(s.follow_watch.is_none(), "a plain resume is not judged");
     }

@@ -7,7 +7,8 @@
 //! (see CONTRIBUTING.md).
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use hookd::harness::claude_code::transcript::{self, Cursor};
+use hookd::harness::Cursor;
+use hookd::harness::claude_code::transcript;
 use hookd::{Daemon, DaemonOptions};
 use protocol::frame;
 use protocol::paths::{SocketPath, SocketSource};

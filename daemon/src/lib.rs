@@ -10,6 +10,7 @@ pub mod capture;
 mod code_shape;
 pub mod daemonize;
 pub mod engine;
+pub mod events;
 pub mod fault;
 pub mod fsutil;
 pub mod git;

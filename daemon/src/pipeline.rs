@@ -9,6 +9,7 @@
 
 use crate::budget;
 use crate::capture::{self, summary_block};
+use crate::events::{LogEvent, SummaryCounts, SummaryTaken};
 use crate::git::{self, CheckpointMeta, CommitOutcome, SkipReason};
 use crate::project_fs::Dir;
 use crate::prompt;
@@ -147,15 +148,15 @@ struct CaptureStep {
 impl Run<'_> {
     /// A step's outcome, as a line of `events.jsonl`.
     fn step(&self, name: &str, started: Instant, ok: bool, detail: Option<String>) {
-        let fields = json!({
-            "step": name,
-            "ok": ok,
-            "ms": started.elapsed().as_millis() as u64,
-            "detail": detail,
-            "trigger": self.request.trigger.to_string(),
-        });
+        let event = LogEvent::Pipeline {
+            step: name.to_owned(),
+            ok,
+            ms: started.elapsed().as_millis() as u64,
+            detail,
+            trigger: self.request.trigger.to_string(),
+        };
         let session = self.request.session.as_ref();
-        if let Err(e) = self.workflow.append_event("pipeline", session, fields) {
+        if let Err(e) = self.workflow.append_event(session, &event) {
             tracing::debug!(error = %e, "cannot append to events.jsonl");
         }
     }
@@ -510,34 +511,37 @@ pub fn take_summary(
     request: &SummaryRequest,
     config: &Config,
     resources: &Resources,
-) -> serde_json::Value {
-    let mut fields =
-        json!({ "from": request.from, "summary_chars": request.summary.chars().count() });
+) -> SummaryTaken {
+    let mut fields = SummaryTaken {
+        from: request.from.to_owned(),
+        summary_chars: request.summary.chars().count(),
+        ..SummaryTaken::default()
+    };
     let token = request.token.as_ref();
     let parsed = summary_block::parse(&request.summary, token.map(|t| t.token.as_str()));
     if parsed.ignored > 0 {
-        fields["ignored_blocks"] = json!(parsed.ignored);
+        fields.ignored_blocks = Some(parsed.ignored);
     }
     let Some(block) = parsed.state else {
-        fields["merged"] = json!(false);
-        fields["why"] =
-            json!(parsed.why_not.unwrap_or_else(|| format!(
-                "the summary has no {} block",
-                summary_block::INFO_STRING
-            )));
+        fields.why =
+            Some(parsed.why_not.unwrap_or_else(|| {
+                format!("the summary has no {} block", summary_block::INFO_STRING)
+            }));
         return fields;
     };
     if let Some(used_by) = token.and_then(|t| t.used_by.as_ref()) {
-        fields["merged"] = json!(false);
-        fields["why"] = json!(if *used_by == block.fingerprint {
-            "this summary was merged already"
-        } else {
-            "this compaction's token was used already by another summary"
-        });
+        fields.why = Some(
+            if *used_by == block.fingerprint {
+                "this summary was merged already"
+            } else {
+                "this compaction's token was used already by another summary"
+            }
+            .to_owned(),
+        );
         return fields;
     }
-    fields["fingerprint"] = json!(block.fingerprint);
-    fields["problems"] = json!(block.problems);
+    fields.fingerprint = Some(block.fingerprint.clone());
+    fields.problems = Some(block.problems.clone());
     let why_not = (|| {
         let workflow = Workflow::new(&request.project);
         let dir = workflow
@@ -586,24 +590,21 @@ pub fn take_summary(
         if let Some(problem) = crate::memory::after_summary(&resources.memories, config, &state) {
             tracing::debug!("{problem}");
         }
-        Ok(json!({
-            "decisions": block.decisions.len(),
-            "rejected": block.rejected.len(),
-            "blockers": block.blockers.len(),
-            "next_actions": block.next_actions.len(),
-            "constraints": block.constraints.len(),
-            "lifted_constraints": block.lifted_constraints.len(),
-        }))
+        Ok(SummaryCounts {
+            decisions: block.decisions.len(),
+            rejected: block.rejected.len(),
+            blockers: block.blockers.len(),
+            next_actions: block.next_actions.len(),
+            constraints: block.constraints.len(),
+            lifted_constraints: block.lifted_constraints.len(),
+        })
     })();
     match why_not {
         Ok(counts) => {
-            fields["merged"] = json!(true);
-            fields["taken"] = counts;
+            fields.merged = true;
+            fields.taken = Some(counts);
         }
-        Err(why) => {
-            fields["merged"] = json!(false);
-            fields["why"] = json!(why);
-        }
+        Err(why) => fields.why = Some(why),
     }
     fields
 }

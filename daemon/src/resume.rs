@@ -209,18 +209,19 @@ fn git_status_matches(
     };
     let checkpoint = state.checkpoint.as_ref().and_then(|c| c.sha.clone());
     let (at, rev) = (project.to_path_buf(), checkpoint.clone());
-    let changed = repositories.bounded(project, git::GIT_DEADLINE, move |repositories| {
-        git::changed_since(&repositories, &at, rev.as_deref(), &opts)
-    })
-    // hookd writes its own files after the capture; when `.workflow/` was
-    // there before hookd (so git was never told to ignore it), they are
-    // still nobody's work.
-    .map(|paths| {
-        paths
-            .into_iter()
-            .filter(|p| !protocol::project::is_hookd_file(p))
-            .collect::<Vec<_>>()
-    });
+    let changed = repositories
+        .bounded(project, git::GIT_DEADLINE, move |repositories| {
+            git::changed_since(&repositories, &at, rev.as_deref(), &opts)
+        })
+        // hookd writes its own files after the capture; when `.workflow/` was
+        // there before hookd (so git was never told to ignore it), they are
+        // still nobody's work.
+        .map(|paths| {
+            paths
+                .into_iter()
+                .filter(|p| !protocol::project::is_hookd_file(p))
+                .collect::<Vec<_>>()
+        });
     let unexpected = match &checkpoint {
         // The checkpoint is the working tree as it was: any difference is unexpected.
         Some(_) => changed,
@@ -355,14 +356,17 @@ fn task_valid(
                     .collect()
             })
     } else {
+        // A state that names no harness has a file no reader may guess at.
         let harness = state
             .harness
             .as_deref()
-            .and_then(protocol::wire::Harness::parse)
-            .unwrap_or(crate::harness::FIRST);
+            .and_then(protocol::wire::Harness::parse);
         transcript
-            .and_then(|t| {
-                crate::harness::read_work(harness, t, config.capture.transcript_scan_bytes, 0).ok()
+            .zip(harness)
+            .and_then(|(t, harness)| {
+                crate::harness::adapter(harness)
+                    .read_work(t, config.capture.transcript_scan_bytes, 0)
+                    .ok()
             })
             .map(|facts| {
                 facts

@@ -2,9 +2,7 @@
 //! file in the state directory (written atomically, so a restarted daemon
 //! picks up where it stopped).
 
-use crate::harness::{
-    Boundary, Cursor, HarnessPoint, HookEvent, Method, SessionFacts, SessionReading, Usage,
-};
+use crate::harness::{Boundary, Cursor, HarnessPoint, Method, SessionFacts, SessionReading, Usage};
 use protocol::config::Config;
 use protocol::pressure::{Advice, Knobs};
 use protocol::wire::{
@@ -100,9 +98,11 @@ pub struct Session {
     /// compacting).
     #[serde(default)]
     pub resume_due: bool,
-    /// The harness's compaction settings, from the latest hook's environment.
-    #[serde(default)]
-    pub knobs: Knobs,
+    /// Claude Code's launch settings (its compaction variables), from its
+    /// latest hook's or statusLine's environment; no other harness has them.
+    /// Older files kept them, defaulted, for every session as `knobs`.
+    #[serde(default, alias = "knobs", skip_serializing_if = "Option::is_none")]
+    pub claude_code_knobs: Option<Knobs>,
     /// hookd's own settings in the latest hook's environment (`HOOKD_…`):
     /// the file watcher decides with the configuration the hooks have.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -129,7 +129,7 @@ pub struct Session {
     pub compaction_announced_ms: Option<u64>,
     /// That PreCompact's trigger (manual or auto).
     #[serde(default)]
-    pub announced_trigger: Option<String>,
+    pub announced_trigger: Option<crate::harness::Trigger>,
     /// The epoch whose PreCompact ran the pipeline: a harness that fires it
     /// before every model call gets one save per epoch.
     #[serde(default)]
@@ -298,7 +298,7 @@ impl Session {
             auto_compacted_at: None,
             boundaries_taken_to: None,
             resume_due: false,
-            knobs: Knobs::default(),
+            claude_code_knobs: None,
             config_env: BTreeMap::new(),
             epoch: 1,
             epoch_started_ms: now_ms,
@@ -342,7 +342,7 @@ impl Session {
                 .as_ref()
                 .or(self.launch_point.as_ref())
                 .or(self.harness_point.as_ref()),
-            knobs: &self.knobs,
+            claude_code_knobs: self.claude_code_knobs.as_ref(),
         }
     }
 
@@ -386,7 +386,7 @@ impl Session {
                 // The file does not say; the hook that announced it did.
                 boundary.trigger.clone_from(&self.announced_trigger);
             }
-            if boundary.trigger.as_deref() == Some("auto") {
+            if boundary.trigger == Some(crate::harness::Trigger::Auto) {
                 self.auto_compacted_at = boundary.pre_tokens;
             }
             // A boundary the hooks already opened an epoch for only names it.
@@ -424,7 +424,7 @@ impl Session {
     /// readings of the same lines, or a reading from the end after a
     /// restart).
     fn is_new_boundary(&mut self, boundary: &Boundary, cursor: &Cursor) -> bool {
-        let Some(at) = crate::harness::boundary_offset(self.key.harness, boundary) else {
+        let Some(at) = crate::harness::adapter(self.key.harness).boundary_offset(boundary) else {
             return true;
         };
         let same_file = |t: &Cursor| t.dev == cursor.dev && t.ino == cursor.ino;
@@ -465,7 +465,8 @@ impl Session {
     /// What `hookctl status` notes of the session's compaction point, when
     /// it cannot be known yet.
     pub fn point_note(&self, config: &Config) -> Option<String> {
-        crate::harness::point_unknown(&self.facts(), &config.window)
+        crate::harness::adapter(self.key.harness)
+            .point_unknown(&self.facts(), &config.window)
             .then(|| crate::harness::POINT_UNKNOWN.to_owned())
     }
 
@@ -624,45 +625,6 @@ struct RegistryFileRef<'a> {
 }
 
 impl Registry {
-    /// Records one event against its session (if it names one) and returns it.
-    pub fn observe(&mut self, event: &HookEvent, now_ms: u64) -> Option<&mut Session> {
-        let id = event.session_id.clone()?;
-        let key = SessionKey {
-            harness: event.harness,
-            id,
-        };
-        let session = self
-            .sessions
-            .entry(key.clone())
-            .or_insert_with(|| Session::new(key, now_ms));
-        if event.project_dir.is_some() {
-            session.project_dir.clone_from(&event.project_dir);
-            session.working_dir.clone_from(&event.working_dir);
-        }
-        if event.transcript_path.is_some() && event.transcript_path != session.transcript_path {
-            session.transcript_path.clone_from(&event.transcript_path);
-            session.cursor = None;
-            session.boundaries_taken_to = None;
-        }
-        if event.model.is_some() {
-            session.model.clone_from(&event.model);
-        }
-        if !event.env.is_empty() {
-            session.knobs = Knobs::from_env(|name| event.env.get(name).cloned());
-            session.config_env = event
-                .env
-                .iter()
-                .filter(|(name, _)| protocol::config::is_config_env(name))
-                .map(|(name, value)| (name.clone(), value.clone()))
-                .collect();
-        }
-        session.last_event = event.kind.kebab().into_owned();
-        session.last_event_at_ms = now_ms;
-        session.events_seen += 1;
-        session.ended = matches!(event.kind, crate::harness::EventKind::SessionEnd);
-        Some(session)
-    }
-
     pub fn get(&self, key: &SessionKey) -> Option<&Session> {
         self.sessions.get(key)
     }
@@ -838,7 +800,8 @@ pub fn empty_context(session: &Session, config: &Config) -> ContextStatus {
 }
 
 fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus {
-    let point = crate::harness::compaction_point(&session.facts(), &config.window);
+    let point = crate::harness::adapter(session.key.harness)
+        .compaction_point(&session.facts(), &config.window);
     let pressure = tokens as f64 / point.tokens.max(1) as f64;
     ContextStatus {
         tokens_used: tokens,
@@ -863,6 +826,54 @@ mod tests {
             harness: Harness::ClaudeCode,
             id: id.into(),
         }
+    }
+
+    #[test]
+    fn an_older_registry_with_knobs_on_every_session_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(REGISTRY_FILE);
+        // As an older hookd wrote them: `knobs` for every harness, the
+        // announced trigger as text.
+        let mut registry = Registry::default();
+        for harness in Harness::ALL {
+            let key = SessionKey {
+                harness,
+                id: format!("{harness}-1"),
+            };
+            registry.sessions.insert(key.clone(), Session::new(key, 0));
+        }
+        let mut file: serde_json::Value =
+            serde_json::from_slice(&registry.to_bytes().unwrap()).unwrap();
+        for session in file["sessions"].as_array_mut().unwrap() {
+            session["knobs"] = serde_json::json!({
+                "autocompact_pct": 50.0,
+                "auto_compact_window": null,
+                "max_context_tokens": null,
+                "auto_compact_disabled": false
+            });
+            session["announced_trigger"] = "auto".into();
+        }
+        std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+        let (loaded, problem) = Registry::load(&path);
+        assert_eq!(problem, None);
+        assert_eq!(loaded.sessions.len(), 3);
+        for s in loaded.sessions.values() {
+            let knobs = s
+                .claude_code_knobs
+                .as_ref()
+                .expect("the old knobs are kept");
+            assert_eq!(knobs.autocompact_pct, Some(50.0), "{}", s.key);
+            assert_eq!(s.announced_trigger, Some(crate::harness::Trigger::Auto));
+        }
+        // Written again, a session without Claude Code's settings has none.
+        let mut fresh = Registry::default();
+        let key = SessionKey {
+            harness: Harness::Codex,
+            id: "c".into(),
+        };
+        fresh.sessions.insert(key.clone(), Session::new(key, 0));
+        let text = String::from_utf8(fresh.to_bytes().unwrap()).unwrap();
+        assert!(!text.contains("knobs"), "{text}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! templates and readers never meet a missing key. The JSON Schema lives in
 //! `daemon/schema/context_state.schema.json`.
 
+use crate::harness::Trigger;
 pub use crate::harness::work::{TaskSource, TaskStatus};
 use protocol::wire::FileChange;
 use serde::{Deserialize, Serialize};
@@ -18,7 +19,7 @@ pub const HISTORY_DIR: &str = "history";
 #[serde(into = "String", try_from = "String")]
 pub enum SaveTrigger {
     Threshold(f64),
-    PreCompact(String),
+    PreCompact(Trigger),
     #[default]
     Manual,
     /// The session's file shows a compaction no PreCompact hook announced.
@@ -49,9 +50,9 @@ impl SaveTrigger {
             SaveTrigger::Threshold(level) => {
                 format!("at {:.0}% of the way to compaction", level * 100.0)
             }
-            SaveTrigger::PreCompact(how) if how == "auto" => "before automatic compaction".into(),
-            SaveTrigger::PreCompact(how) if how == "manual" => "before /compact".into(),
-            SaveTrigger::PreCompact(how) => format!("before compaction ({how})"),
+            SaveTrigger::PreCompact(Trigger::Auto) => "before automatic compaction".into(),
+            SaveTrigger::PreCompact(Trigger::Manual) => "before /compact".into(),
+            SaveTrigger::PreCompact(Trigger::Other(how)) => format!("before compaction ({how})"),
             SaveTrigger::Manual => "with hookctl save".into(),
             SaveTrigger::UnannouncedCompaction => "after a compaction no hook announced".into(),
         }
@@ -85,7 +86,7 @@ impl TryFrom<String> for SaveTrigger {
                 .map_err(|_| format!("`{text}` is not a threshold capture"));
         }
         if let Some(trigger) = text.strip_prefix("pre-compact ") {
-            return Ok(SaveTrigger::PreCompact(trigger.to_owned()));
+            return Ok(SaveTrigger::PreCompact(Trigger::from(trigger)));
         }
         match text.as_str() {
             "manual" => Ok(SaveTrigger::Manual),

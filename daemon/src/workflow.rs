@@ -5,9 +5,9 @@
 //! anything in it) that is a symlink, belongs to another user or is
 //! writable by others is refused, never followed or written into.
 
+use crate::events::LogEvent;
 use crate::project_fs::Dir;
 use crate::sessions::SessionKey;
-use serde_json::{Map, Value};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -93,28 +93,12 @@ impl Workflow {
         }
     }
 
-    /// Appends one event: `{"ts", "kind", "harness", "session", ...fields}`.
-    pub fn append_event(
-        &self,
-        kind: &str,
-        session: Option<&SessionKey>,
-        fields: Value,
-    ) -> io::Result<()> {
-        let mut event = Map::new();
-        event.insert(
-            "ts".into(),
-            Value::String(crate::time::rfc3339_millis(crate::time::now_ms())),
-        );
-        event.insert("kind".into(), Value::String(kind.into()));
-        if let Some(key) = session {
-            event.insert("harness".into(), Value::String(key.harness.as_str().into()));
-            event.insert("session".into(), Value::String(key.id.clone()));
-        }
-        if let Value::Object(extra) = fields {
-            event.extend(extra);
-        }
+    /// Appends one line to `events.jsonl` (`docs/events.md`). Blocking:
+    /// call it off the async threads.
+    pub fn append_event(&self, session: Option<&SessionKey>, event: &LogEvent) -> io::Result<()> {
+        let ts = crate::time::rfc3339_millis(crate::time::now_ms());
         self.open()?
-            .append_line(EVENTS_FILE, &Value::Object(event).to_string())
+            .append_line(EVENTS_FILE, &event.line(&ts, session))
     }
 }
 
@@ -132,12 +116,19 @@ mod tests {
             harness: Harness::ClaudeCode,
             id: "s1".into(),
         };
-        wf.append_event("threshold", Some(&key), serde_json::json!({"level": 0.7}))
-            .unwrap();
-        wf.append_event("threshold", Some(&key), serde_json::json!({"level": 0.8}))
-            .unwrap();
+        for level in [0.7, 0.8] {
+            let event = LogEvent::Threshold {
+                level,
+                crossed: vec![level],
+                action: protocol::config::Action::LogWarning,
+                tokens_used: 1,
+                tokens_max: 2,
+                pressure: 0.5,
+            };
+            wf.append_event(Some(&key), &event).unwrap();
+        }
         let text = std::fs::read_to_string(wf.path(EVENTS_FILE)).unwrap();
-        let events: Vec<Value> = text
+        let events: Vec<serde_json::Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
@@ -155,7 +146,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), project.path().join(WORKFLOW_DIR)).unwrap();
         let wf = Workflow::new(project.path());
         assert!(wf.ensure(false).is_err());
-        assert!(wf.append_event("x", None, Value::Null).is_err());
+        assert!(wf.append_event(None, &LogEvent::Unknown).is_err());
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     }
 

@@ -339,7 +339,7 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
     scopes.extend(project.map(|p| Scope::Project(p.to_path_buf())));
     let mut found = Vec::new();
     for scope in &scopes {
-        let Ok(path) = (wiring.file)(scope) else {
+        let Ok(path) = wiring.file(scope) else {
             continue;
         };
         if !path.exists() {
@@ -358,21 +358,24 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
             }
         }
     }
-    if harness == Harness::Codex && found.len() > 1 {
+    if wiring.runs_every_scope() && found.len() > 1 {
         let files: Vec<String> = found.iter().map(|(p, _)| p.display().to_string()).collect();
         return Check::new(
             name,
             Status::Fail,
             format!(
-                "hookd is wired in both {}: Codex runs both, so every event reaches hookd twice",
-                files.join(" and ")
+                "hookd is wired in both {}: {} runs both, so every event reaches hookd twice",
+                files.join(" and "),
+                harness.name()
             ),
         )
-        .fix("keep one: hookctl uninstall codex --user, or hookctl uninstall codex --project DIR");
+        .fix(format!(
+            "keep one: hookctl uninstall {harness} --user, or hookctl uninstall {harness} --project DIR"
+        ));
     }
     let Some((path, ours)) = found.into_iter().next() else {
-        return if harness_present(harness) {
-            let status = if harness == Harness::ClaudeCode {
+        return if harness_present(wiring) {
+            let status = if wiring.unwired_fails() {
                 Status::Fail
             } else {
                 Status::Warn
@@ -388,7 +391,7 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
         };
     };
     let missing: Vec<&str> = wiring
-        .hooks
+        .hooks()
         .iter()
         .map(|s| s.event)
         .filter(|e| !ours.iter().any(|(event, _)| event == e))
@@ -433,7 +436,7 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
     let mut stale: Vec<&str> = ours
         .iter()
         .map(|(event, _)| event.as_str())
-        .filter(|e| !wiring.hooks.iter().any(|s| s.event == *e))
+        .filter(|e| !wiring.hooks().iter().any(|s| s.event == *e))
         .collect();
     stale.dedup();
     if !stale.is_empty() {
@@ -448,39 +451,20 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
         )
         .fix(install_fix);
     }
-    if harness == Harness::Codex {
-        let events: Vec<&str> = wiring.hooks.iter().map(|s| s.event).collect();
-        let untrusted = install::codex::untrusted_events(&path, &events);
-        if !untrusted.is_empty() {
-            return Check::new(
-                name,
-                Status::Warn,
-                format!(
-                    "{}: Codex has not trusted hookd's hooks for {}, and `codex exec` skips untrusted hooks without a word",
-                    path.display(),
-                    untrusted.join(", ")
-                ),
-            )
-            .fix("run `codex` in a terminal once and choose \"Trust all\" at the hook review (or trust hookd's hooks in /hooks)");
-        }
+    if let Some((problem, fix)) = wiring.doctor_problem(&path) {
+        return Check::new(name, Status::Warn, problem).fix(fix);
     }
-    let detail = format!("{} events wired in {}", wiring.hooks.len(), path.display());
+    let detail = format!(
+        "{} events wired in {}",
+        wiring.hooks().len(),
+        path.display()
+    );
     Check::new(name, Status::Ok, detail)
 }
 
 /// Whether a harness seems to be installed: its directory or its program.
-fn harness_present(harness: Harness) -> bool {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let (dir, program) = match harness {
-        Harness::ClaudeCode => (home.map(|h| h.join(".claude")), "claude"),
-        Harness::Codex => (install::codex::codex_home().ok(), "codex"),
-        Harness::GeminiCli => (
-            install::gemini_cli::gemini_home()
-                .ok()
-                .map(|h| h.join(".gemini")),
-            "gemini",
-        ),
-    };
+fn harness_present(wiring: &dyn install::Wiring) -> bool {
+    let (dir, program) = wiring.presence();
     dir.is_some_and(|d| d.is_dir()) || client::find_on_path(program).is_some()
 }
 

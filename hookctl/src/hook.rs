@@ -15,6 +15,10 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
+/// The harness `hookctl hook` serves when no `--harness` names one: the
+/// hooks `hookctl install` wires for it say no more than the event.
+pub const DEFAULT_HARNESS: Harness = Harness::ClaudeCode;
+
 /// Largest payload accepted on stdin.
 pub const MAX_STDIN_BYTES: usize = 16 * 1024 * 1024;
 

@@ -93,7 +93,7 @@ enum Command {
         /// Event name in kebab case (post-tool-use, pre-compact, ...). Default: the payload's hook_event_name.
         event: Option<String>,
         /// Which harness sent the payload.
-        #[arg(long, default_value = "claude-code", value_parser = parse_harness)]
+        #[arg(long, default_value_t = hook::DEFAULT_HARNESS, value_parser = parse_harness)]
         harness: Harness,
         /// Time budget in milliseconds (default: client.hook_timeout_ms and friends).
         #[arg(long, value_name = "MS")]
@@ -550,13 +550,13 @@ fn parse_hot_path(args: &[std::ffi::OsString]) -> Option<Cli> {
         (2, "statusline") => Command::Statusline,
         (2, "hook") => Command::Hook {
             event: None,
-            harness: Harness::ClaudeCode,
+            harness: hook::DEFAULT_HARNESS,
             timeout_ms: None,
         },
         // `hook EVENT`, and `hook --harness NAME EVENT` as `hookctl install` wires other harnesses.
         (3, "hook") | (5, "hook") => {
             let harness = match args.len() {
-                3 => Harness::ClaudeCode,
+                3 => hook::DEFAULT_HARNESS,
                 _ if word(2)? == "--harness" => Harness::parse(word(3)?)?,
                 _ => return None,
             };

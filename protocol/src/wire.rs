@@ -38,15 +38,38 @@ pub enum Harness {
     GeminiCli,
 }
 
-impl Harness {
-    pub const ALL: [Harness; 3] = [Harness::ClaudeCode, Harness::Codex, Harness::GeminiCli];
+/// Each harness, its name on the wire and the command line (as serde
+/// writes it), and its name for people. Every list of harnesses comes from here.
+const HARNESSES: [(Harness, &str, &str); 3] = [
+    (Harness::ClaudeCode, "claude-code", "Claude Code"),
+    (Harness::Codex, "codex", "Codex"),
+    (Harness::GeminiCli, "gemini-cli", "Gemini CLI"),
+];
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Harness::ClaudeCode => "claude-code",
-            Harness::Codex => "codex",
-            Harness::GeminiCli => "gemini-cli",
+impl Harness {
+    pub const ALL: [Harness; HARNESSES.len()] = {
+        let mut all = [Harness::ClaudeCode; HARNESSES.len()];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = HARNESSES[i].0;
+            i += 1;
         }
+        all
+    };
+
+    fn row(self) -> &'static (Harness, &'static str, &'static str) {
+        // Every harness has its row: the test below checks the table.
+        &HARNESSES[self as usize]
+    }
+
+    /// `claude-code`: the name on the wire and on hookctl's command line.
+    pub fn as_str(self) -> &'static str {
+        self.row().1
+    }
+
+    /// `Claude Code`: the name a person knows.
+    pub fn name(self) -> &'static str {
+        self.row().2
     }
 
     pub fn parse(name: &str) -> Option<Harness> {
@@ -674,7 +697,10 @@ mod tests {
 
     #[test]
     fn harness_names_round_trip() {
+        let distinct: std::collections::HashSet<Harness> = Harness::ALL.into_iter().collect();
+        assert_eq!(distinct.len(), Harness::ALL.len());
         for h in Harness::ALL {
+            assert_eq!(h.row().0, h, "the table's rows follow the enum's order");
             assert_eq!(Harness::parse(h.as_str()), Some(h));
             assert_eq!(
                 serde_json::to_string(&h).unwrap(),

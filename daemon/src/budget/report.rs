@@ -3,35 +3,16 @@
 //! its size before and after and the compression ratio; the context report
 //! totals them.
 
-use super::plan::round3;
+use crate::events::{LogEvent, ReadLine, Resume, Transition};
+use crate::harness::StartSource;
 use protocol::budget::{RESUMES_REPORTED, ResumeOutcome, TransitionTotals};
-use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::Path;
 
-pub const TRANSITION: &str = "context_transition";
-/// What a `resume_arrival` line says of a prompt that never arrived.
-pub const NEVER_ARRIVED: &str = "did not arrive, even injected again";
-
-/// A `context_transition` event's fields.
-pub fn transition(event_type: &str, action: &str, before: u64, after: u64, extra: Value) -> Value {
-    let ratio = (before > 0).then(|| round3(1.0 - after as f64 / before as f64));
-    let mut fields = json!({
-        "event_type": event_type,
-        "action": action,
-        "before_tokens": before,
-        "after_tokens": after,
-        "compression_ratio": ratio,
-    });
-    if let (Value::Object(fields), Value::Object(extra)) = (&mut fields, extra) {
-        fields.extend(extra);
-    }
-    fields
-}
-
 /// Totals of the events in `events_file` (of `session`, when given). Bad
-/// lines are skipped: the file is a log, not a contract.
+/// lines and kinds this hookd does not know are counted by kind and
+/// otherwise skipped: the file is a log, not a contract.
 pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<TransitionTotals> {
     let file = match std::fs::File::open(events_file) {
         Ok(f) => f,
@@ -43,178 +24,157 @@ pub fn totals(events_file: &Path, session: Option<&str>) -> std::io::Result<Tran
     let mut t = TransitionTotals::default();
     let mut boundaries = HashSet::new();
     for line in std::io::BufReader::new(file).split(b'\n') {
-        let Ok(event) = serde_json::from_slice::<Value>(&line?) else {
+        let Some(line) = LogEvent::read(&line?) else {
             continue;
         };
         if let Some(id) = session
-            && !event["session"].as_str().is_some_and(|s| s.starts_with(id))
+            && !line.session.as_deref().is_some_and(|s| s.starts_with(id))
         {
             continue;
         }
-        let Some(kind) = event["kind"].as_str() else {
+        let Some(kind) = &line.kind else {
             continue;
         };
-        *t.events_by_kind.entry(kind.to_owned()).or_insert(0) += 1;
-        match kind {
-            "resume" | "resume_arrival" | "resume_followed" => {
-                resume_outcome(&mut t.resumes_followed, kind, &event);
-                continue;
-            }
-            TRANSITION => {}
-            _ => continue,
-        }
-        let (Some(before), Some(after)) = (
-            event["before_tokens"].as_u64(),
-            event["after_tokens"].as_u64(),
-        ) else {
-            continue;
-        };
+        *t.events_by_kind.entry(kind.clone()).or_insert(0) += 1;
         // events.jsonl is a file anyone may edit: totals saturate, never wrap.
-        match event["event_type"].as_str() {
-            Some("compaction") => {
+        match &line.event {
+            LogEvent::ContextTransition(Transition::Compaction {
+                before_tokens,
+                after_tokens,
+                boundary,
+                ..
+            }) => {
                 // A transcript read again from its start names old boundaries again.
-                if let Some(uuid) = event["boundary"].as_str()
-                    && !boundaries.insert(uuid.to_owned())
+                if let Some(uuid) = boundary
+                    && !boundaries.insert(uuid.clone())
                 {
                     continue;
                 }
                 t.compactions += 1;
-                t.compacted_before_tokens = t.compacted_before_tokens.saturating_add(before);
-                t.compacted_after_tokens = t.compacted_after_tokens.saturating_add(after);
+                t.compacted_before_tokens =
+                    t.compacted_before_tokens.saturating_add(*before_tokens);
+                t.compacted_after_tokens = t.compacted_after_tokens.saturating_add(*after_tokens);
             }
-            Some("resume") => {
+            LogEvent::ContextTransition(Transition::Resume {
+                before_tokens,
+                after_tokens,
+                ..
+            }) => {
                 t.resumes += 1;
-                t.resume_markdown_tokens = t.resume_markdown_tokens.saturating_add(before);
-                t.resume_tokens = t.resume_tokens.saturating_add(after);
+                t.resume_markdown_tokens = t.resume_markdown_tokens.saturating_add(*before_tokens);
+                t.resume_tokens = t.resume_tokens.saturating_add(*after_tokens);
+            }
+            LogEvent::Resume(_)
+            | LogEvent::ResumeArrival { .. }
+            | LogEvent::ResumeFollowed { .. } => {
+                resume_outcome(&mut t.resumes_followed, &line);
             }
             _ => {}
         }
     }
     let excess = t.resumes_followed.len().saturating_sub(RESUMES_REPORTED);
     t.resumes_followed.drain(..excess);
-    let ratio =
-        |before: u64, after: u64| (before > 0).then(|| round3(1.0 - after as f64 / before as f64));
-    t.compaction_ratio = ratio(t.compacted_before_tokens, t.compacted_after_tokens);
-    t.format_ratio = ratio(t.resume_markdown_tokens, t.resume_tokens);
+    t.compaction_ratio =
+        crate::events::compression_ratio(t.compacted_before_tokens, t.compacted_after_tokens);
+    t.format_ratio = crate::events::compression_ratio(t.resume_markdown_tokens, t.resume_tokens);
     Ok(t)
 }
 
 /// Takes in a `resume` line (a compaction's prompt, injected, not yet
 /// decided), a `resume_arrival` line (one lost for good) or a
 /// `resume_followed` line (the verdict on the prompt with its marker).
-fn resume_outcome(list: &mut Vec<ResumeOutcome>, kind: &str, event: &Value) {
-    let Some(marker) = event["marker"].as_str() else {
-        return;
-    };
-    let epoch = event["epoch"]
-        .as_u64()
-        .and_then(|e| u32::try_from(e).ok())
-        .filter(|e| *e > 0);
-    if kind == "resume_arrival" {
-        // Lost for good: nothing will judge it.
-        if event["arrived"] == false
-            && event["action"] == NEVER_ARRIVED
-            && let Some(entry) = list.iter_mut().find(|r| r.marker == marker)
-        {
-            entry.lost = true;
+fn resume_outcome(list: &mut Vec<ResumeOutcome>, line: &ReadLine) {
+    let known_epoch = |epoch: u32| Some(epoch).filter(|e| *e > 0);
+    match &line.event {
+        LogEvent::ResumeArrival {
+            marker,
+            arrived: false,
+            action,
+            ..
+        } if action == crate::events::NEVER_ARRIVED => {
+            // Lost for good: nothing will judge it.
+            if let Some(entry) = list.iter_mut().find(|r| r.marker == *marker) {
+                entry.lost = true;
+            }
         }
-        return;
-    }
-    if kind == "resume" {
         // Only a compaction's prompt is judged (a plain `--resume` has no
         // compaction); one injected again keeps its marker: one entry.
-        if event["injected"] == true
-            && event["source"] == "compact"
-            && !list.iter().any(|r| r.marker == marker)
-        {
+        LogEvent::Resume(Resume::Injected {
+            source,
+            epoch,
+            injected: true,
+            marker,
+            ..
+        }) if *source == StartSource::Compact && !list.iter().any(|r| r.marker == *marker) => {
             list.push(ResumeOutcome {
-                session: event["session"].as_str().map(str::to_owned),
-                epoch,
-                marker: marker.to_owned(),
+                session: line.session.clone(),
+                epoch: known_epoch(*epoch),
+                marker: marker.clone(),
                 followed: None,
                 detail: None,
                 lost: false,
             });
         }
-        return;
-    }
-    let Some(followed) = event["followed"].as_bool() else {
-        return;
-    };
-    let first = &event["first_call"];
-    let detail = event["matched"].as_str().map(str::to_owned).or_else(|| {
-        let tool = first["tool"].as_str()?;
-        Some(match first["target"].as_str() {
-            Some(target) => format!("{tool} {target}"),
-            None => tool.to_owned(),
-        })
-    });
-    let at = match list.iter().position(|r| r.marker == marker) {
-        Some(at) => at,
-        None => {
-            list.push(ResumeOutcome {
-                session: event["session"].as_str().map(str::to_owned),
-                epoch,
-                marker: marker.to_owned(),
-                ..ResumeOutcome::default()
+        LogEvent::ResumeFollowed {
+            epoch,
+            marker,
+            followed,
+            matched,
+            first_call,
+            ..
+        } => {
+            let detail = matched.clone().or_else(|| {
+                let tool = first_call.tool.as_str();
+                (!tool.is_empty()).then(|| match &first_call.target {
+                    Some(target) => format!("{tool} {target}"),
+                    None => tool.to_owned(),
+                })
             });
-            list.len() - 1
+            let at = match list.iter().position(|r| r.marker == *marker) {
+                Some(at) => at,
+                None => {
+                    list.push(ResumeOutcome {
+                        session: line.session.clone(),
+                        epoch: known_epoch(*epoch),
+                        marker: marker.clone(),
+                        ..ResumeOutcome::default()
+                    });
+                    list.len() - 1
+                }
+            };
+            let entry = &mut list[at];
+            entry.followed = Some(*followed);
+            entry.detail = detail;
+            entry.epoch = entry.epoch.or(known_epoch(*epoch));
         }
-    };
-    let entry = &mut list[at];
-    entry.followed = Some(followed);
-    entry.detail = detail;
-    entry.epoch = entry.epoch.or(epoch);
+        _ => {}
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
 
     #[test]
     fn transitions_are_totalled_once_per_boundary() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("events.jsonl");
-        let line = |session: &str, fields: Value| {
-            let mut event = json!({"ts": "x", "kind": TRANSITION, "session": session});
-            event
-                .as_object_mut()
-                .unwrap()
-                .extend(fields.as_object().unwrap().clone());
-            event.to_string()
+        let key = |id: &str| crate::sessions::SessionKey {
+            harness: protocol::wire::Harness::ClaudeCode,
+            id: id.into(),
+        };
+        let line = |session: &str, transition: Transition| {
+            LogEvent::ContextTransition(transition).line("x", Some(&key(session)))
+        };
+        let compaction = |trigger, before, after, boundary: &str| {
+            Transition::compaction(trigger, before, after, Some(boundary.into()))
         };
         let lines = [
-            line(
-                "s1",
-                transition(
-                    "compaction",
-                    "auto",
-                    160_000,
-                    20_000,
-                    json!({"boundary": "b1"}),
-                ),
-            ),
-            line(
-                "s1",
-                transition(
-                    "compaction",
-                    "auto",
-                    160_000,
-                    20_000,
-                    json!({"boundary": "b1"}),
-                ),
-            ),
-            line(
-                "s2",
-                transition(
-                    "compaction",
-                    "manual",
-                    40_000,
-                    10_000,
-                    json!({"boundary": "b2"}),
-                ),
-            ),
-            line("s1", transition("resume", "yaml", 1000, 400, json!({}))),
+            line("s1", compaction("auto", 160_000, 20_000, "b1")),
+            line("s1", compaction("auto", 160_000, 20_000, "b1")),
+            line("s2", compaction("manual", 40_000, 10_000, "b2")),
+            line("s1", Transition::resume("yaml", 1000, 400, "m".into())),
             "not json".to_owned(),
             json!({"ts": "x", "kind": "pipeline", "session": "s1"}).to_string(),
         ];
@@ -230,7 +190,7 @@ mod tests {
         );
         assert_eq!(all.compaction_ratio, Some(0.85));
         assert_eq!((all.resumes, all.format_ratio), (1, Some(0.6)));
-        assert_eq!(all.events_by_kind.get(TRANSITION), Some(&4));
+        assert_eq!(all.events_by_kind.get("context_transition"), Some(&4));
         assert_eq!(all.events_by_kind.get("pipeline"), Some(&1));
         let s2 = totals(&file, Some("s2")).unwrap();
         assert_eq!((s2.compactions, s2.compaction_ratio), (1, Some(0.75)));
@@ -257,7 +217,7 @@ mod tests {
             // Lost for good: said so, never "not yet decided".
             json!({"kind": "resume", "source": "compact", "session": "s1", "epoch": 5, "injected": true, "marker": "[m5]"}),
             json!({"kind": "resume_arrival", "session": "s1", "marker": "[m5]", "arrived": false, "action": "injected again"}),
-            json!({"kind": "resume_arrival", "session": "s1", "marker": "[m5]", "arrived": false, "action": NEVER_ARRIVED}),
+            json!({"kind": "resume_arrival", "session": "s1", "marker": "[m5]", "arrived": false, "action": crate::events::NEVER_ARRIVED}),
         ];
         let text: Vec<String> = lines.iter().map(Value::to_string).collect();
         std::fs::write(&file, text.join("\n") + "\n").unwrap();

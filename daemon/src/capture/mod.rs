@@ -109,9 +109,8 @@ pub fn capture(input: &Input) -> Captured {
         }
     };
     state.problems.extend(records.problems.iter().cloned());
-    let facts = match input.transcript {
-        Some(path) => match crate::harness::read_work(
-            input.harness.unwrap_or(crate::harness::FIRST),
+    let facts = match (input.transcript, input.harness) {
+        (Some(path), Some(harness)) => match crate::harness::adapter(harness).read_work(
             path,
             input.config.capture.transcript_scan_bytes,
             input.config.capture.recent_prompts,
@@ -125,7 +124,16 @@ pub fn capture(input: &Input) -> Captured {
                 None
             }
         },
-        None => None,
+        // Each harness writes its own format: one is never read as another's.
+        (Some(path), None) => {
+            state.problems.push(format!(
+                "the session file {} was not read: no hook of the session has said which \
+                 harness writes it; save again after its next hook",
+                path.display()
+            ));
+            None
+        }
+        (None, _) => None,
     };
     let opts = SnapshotOptions {
         include_untracked: input.config.checkpoint.include_untracked,
@@ -853,6 +861,14 @@ mod tests {
     }
 
     fn capture_with(project: &Path, harness: Harness, session_file: Option<&Path>) -> ContextState {
+        capture_by(project, Some(harness), session_file)
+    }
+
+    fn capture_by(
+        project: &Path,
+        harness: Option<Harness>,
+        session_file: Option<&Path>,
+    ) -> ContextState {
         let config = Config::default();
         let opened = OpenRepository::open(project);
         capture(&Input {
@@ -861,7 +877,7 @@ mod tests {
             working_dir: None,
             repositories: &Repositories::default(),
             repository: opened.as_ref(),
-            harness: Some(harness),
+            harness,
             harness_session: Some("s1"),
             transcript: session_file,
             context: None,
@@ -871,6 +887,30 @@ mod tests {
             now_ms: 0,
         })
         .state
+    }
+
+    /// A session no hook has named the harness of has a file no reader may
+    /// guess at: it is not read, and the state says why.
+    #[test]
+    fn a_session_file_of_no_known_harness_is_not_read() {
+        let dir = repository(&[("a.txt", "a\n")]);
+        let elsewhere = tempfile::tempdir().unwrap();
+        let transcript = elsewhere.path().join("t.jsonl");
+        let prompt =
+            r#"{"type":"user","message":{"role":"user","content":"Make the shapes configurable"}}"#;
+        std::fs::write(&transcript, format!("{prompt}\n")).unwrap();
+        let known = capture_by(dir.path(), Some(Harness::ClaudeCode), Some(&transcript));
+        assert!(String::from_utf8_lossy(&known.to_json()).contains("shapes configurable"));
+        let unknown = capture_by(dir.path(), None, Some(&transcript));
+        assert!(!String::from_utf8_lossy(&unknown.to_json()).contains("shapes configurable"));
+        assert!(
+            unknown
+                .problems
+                .iter()
+                .any(|p| p.contains("was not read: no hook of the session has said which harness")),
+            "{:?}",
+            unknown.problems
+        );
     }
 
     /// What a real session leaves: a task whose description names files

@@ -3,13 +3,15 @@
 //! decided (saves, resume prompts, words, `events.jsonl` lines) and answer
 //! in the harness's format.
 
-use super::{ConfigSource, Engine, ProjectEvent, context_of};
-use crate::harness::{self, EventKind, HookEvent, Outcome, SessionReading};
+use super::{ConfigSource, Engine, ProjectEvent, SessionView};
+use crate::events::{LogEvent, Resume, SummaryTaken};
+use crate::harness::{self, Event, HookEvent, Outcome, SessionReading};
 use crate::pipeline::{SaveRequest, SaveTrigger};
-use crate::session_machine::{self, Effect};
-use crate::sessions::{SessionKey, SummaryToken};
+use crate::session_machine::{self, Effect, SaveReason};
+use crate::sessions::{FollowWatch, PendingResume, Session, SessionKey};
 use crate::time::now_ms;
 use protocol::config::{Config, Effective};
+use protocol::wire::ResumeFollowed;
 use protocol::wire::{ErrorKind, ErrorReply, HookRequest, Response};
 use std::path::Path;
 use std::sync::Arc;
@@ -38,7 +40,7 @@ impl Engine {
         self.events_handled.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(
             harness = %event.harness,
-            event = %event.kind.kebab(),
+            event = %event.name().kebab(),
             session = event.session_id.as_deref().unwrap_or("-"),
             "hook"
         );
@@ -50,11 +52,100 @@ impl Engine {
             notes: event.problems.clone(),
             ..Outcome::default()
         };
-        // A broken configuration is said to the person once while it lasts
-        // (status shows it all along); every hook notes it for the
-        // harness's verbose mode. A project's file is named, not quoted:
-        // its words are the repository's.
-        let project = event.project_dir.as_deref();
+        self.note_config_problem(event.project_dir.as_deref(), config_problem, &mut outcome);
+
+        let launch = self.launch_point(&event, peer_pid).await;
+        let Some(id) = event.session_id.clone() else {
+            tracing::debug!(event = %event.name().kebab(), "hook without a session id");
+            return Response::Hook(harness::render(&event, outcome));
+        };
+        let key = SessionKey {
+            harness: event.harness,
+            id,
+        };
+        if let Some(path) = &event.transcript_path {
+            self.follow(&key, path);
+        }
+        // What is on disk now: a hook never waits for the harness to write.
+        let reading = self.read_file(&key, event.transcript_path.as_deref()).await;
+        let now = now_ms();
+        // The registry's lock, once to decide: the hook's own fields, the
+        // reading, and what the effects will need of the session.
+        let (effects, view, new_session) = {
+            let mut registry = self.registry();
+            let known = registry.len();
+            session_machine::observe(registry.entry(key.clone(), now), &event, launch, now);
+            let new_session = registry.len() > known;
+            for gone in registry.evict_over(config.config.sessions.max_sessions) {
+                self.watcher.unfollow(&gone);
+                self.read_points().remove(&gone);
+            }
+            let Some(s) = registry.get_mut(&key) else {
+                return Response::Hook(harness::render(&event, outcome));
+            };
+            let effects = session_machine::on_hook(s, &event, reading, &config.config, now);
+            self.note_read_point(s);
+            (effects, SessionView::of(s, &config.config), new_session)
+        };
+        let mut done = Done::default();
+        let mut records = self
+            .carry_out(
+                &view,
+                &event,
+                effects,
+                &config.config,
+                &mut outcome,
+                &mut done,
+            )
+            .await;
+        // Once more at most: what the effects did.
+        if !done.is_empty() {
+            let injected_epoch = self
+                .registry()
+                .get_mut(&key)
+                .and_then(|s| done.take_into(s, now_ms()));
+            if let Some(epoch) = injected_epoch {
+                for record in &mut records {
+                    if let LogEvent::Resume(Resume::Injected { epoch: at, .. }) = record {
+                        *at = epoch;
+                    }
+                }
+            }
+        }
+        // An ended session stays followed until it expires: Claude Code
+        // writes the last lines of its transcript as it exits, after
+        // SessionEnd.
+        if let Event::SessionStart { .. } = event.event
+            && let Some(project) = &event.project_dir
+        {
+            // What keeps hookd from this project, said once per session.
+            for warning in project_problems(project, &config) {
+                self.add_warning(warning.clone());
+                outcome.say(format!("hookd: {warning}"));
+            }
+        }
+        self.record(project_events(&view, records), &config.config)
+            .await;
+        self.touch();
+        if new_session {
+            // A session must survive a crash from its first event on; the
+            // answer does not wait for the disk.
+            let engine = self.clone();
+            tokio::task::spawn_blocking(move || engine.flush());
+        }
+        Response::Hook(harness::render(&event, outcome))
+    }
+
+    /// A broken configuration is said to the person once while it lasts
+    /// (status shows it all along); every hook notes it for the harness's
+    /// verbose mode. A project's file is named, not quoted: its words are
+    /// the repository's.
+    fn note_config_problem(
+        &self,
+        project: Option<&Path>,
+        config_problem: Option<String>,
+        outcome: &mut Outcome,
+    ) {
         match config_problem {
             Some(problem) => {
                 let source = if self.settings.user_problem().is_some() {
@@ -87,135 +178,54 @@ impl Engine {
             }
             None => self.fixed(project),
         }
-
-        let launch = self.launch_point(&event, peer_pid).await;
-        let now = now_ms();
-        let (key, new_session) = {
-            let mut registry = self.registry();
-            let known = registry.len();
-            let observed = registry.observe(&event, now).map(|s| {
-                if let Some(launch) = launch {
-                    s.take_launch(launch);
-                }
-                s.key.clone()
-            });
-            let new_session = registry.len() > known;
-            for gone in registry.evict_over(config.config.sessions.max_sessions) {
-                self.watcher.unfollow(&gone);
-            }
-            match observed {
-                Some(key) => (key, new_session),
-                None => {
-                    tracing::debug!(event = %event.kind.kebab(), "hook without a session id");
-                    return Response::Hook(harness::render(&event, outcome));
-                }
-            }
-        };
-        if let Some(path) = &event.transcript_path {
-            self.follow(&key, path);
-        }
-        // What is on disk now: a hook never waits for the harness to write.
-        let reading = self.read_file(&key).await;
-        let (effects, project) = {
-            let mut registry = self.registry();
-            let Some(s) = registry.get_mut(&key) else {
-                return Response::Hook(harness::render(&event, outcome));
-            };
-            let effects = session_machine::on_hook(s, &event, reading, &config.config, now);
-            (effects, s.project_dir.clone())
-        };
-        let records = self
-            .carry_out(&key, &event, effects, &config.config, &mut outcome)
-            .await;
-        // An ended session stays followed until it expires: Claude Code
-        // writes the last lines of its transcript as it exits, after
-        // SessionEnd.
-        if event.kind == EventKind::SessionStart
-            && let Some(project) = &event.project_dir
-        {
-            // What keeps hookd from this project, said once per session.
-            for warning in project_problems(project, &config) {
-                self.add_warning(warning.clone());
-                outcome.say(format!("hookd: {warning}"));
-            }
-        }
-        self.record(
-            project.map_or_else(Vec::new, |project| {
-                records
-                    .into_iter()
-                    .map(|(kind, fields)| ProjectEvent {
-                        project: project.clone(),
-                        kind,
-                        session: key.clone(),
-                        fields,
-                    })
-                    .collect()
-            }),
-            &config.config,
-        );
-        self.touch();
-        if new_session {
-            // A session must survive a crash from its first event on; the
-            // answer does not wait for the disk.
-            let engine = self.clone();
-            tokio::task::spawn_blocking(move || engine.flush());
-        }
-        Response::Hook(harness::render(&event, outcome))
     }
 
-    /// The session's file changed between hooks: take the reading in.
+    /// The session's file changed between hooks: take the reading in,
+    /// under one lock.
     pub(super) async fn on_file_change(self: &Arc<Self>, key: &SessionKey, config: &Config) {
-        let Some(reading) = self.read_file(key).await else {
+        let Some(reading) = self.read_file(key, None).await else {
             return;
         };
-        let (effects, project) = {
+        let (effects, view) = {
             let mut registry = self.registry();
             let Some(s) = registry.get_mut(key) else {
                 return;
             };
             let effects = session_machine::on_file_change(s, reading, config, now_ms());
-            (effects, s.project_dir.clone())
+            self.note_read_point(s);
+            (effects, SessionView::of(s, config))
         };
         let mut records = Vec::new();
         for effect in effects {
             match effect {
-                Effect::Record { kind, fields } => {
-                    records.extend(project.clone().map(|project| ProjectEvent {
-                        project,
-                        kind,
-                        session: key.clone(),
-                        fields,
-                    }))
-                }
+                Effect::Record(event) => records.push(event),
                 Effect::Save {
-                    trigger,
-                    checkpoint,
-                    ..
-                } => self.save_in_background(key, config, trigger, checkpoint),
+                    reason, checkpoint, ..
+                } => self.save_in_background(&view, config, trigger_for(reason), checkpoint),
                 // Not awaited: the merge waits for the project's lock, which
                 // a save holds through its checkpoint, and the watcher
                 // serves every session.
                 Effect::TakeSummaryFromFile => {
-                    let (engine, key, config) = (self.clone(), key.clone(), config.clone());
-                    let project = project.clone();
+                    let (engine, view, config) = (self.clone(), view.clone(), config.clone());
                     tokio::spawn(async move {
-                        let Some(fields) = engine.take_summary_from_file(&key, &config).await
+                        let Some((fields, merged)) =
+                            engine.take_summary_from_file(&view, &config).await
                         else {
                             return;
                         };
-                        let records = project.map(|project| ProjectEvent {
-                            project,
-                            kind: "summary",
-                            session: key,
-                            fields,
-                        });
-                        engine.record(records.into_iter().collect(), &config);
+                        if let Some((token, fingerprint)) = merged
+                            && let Some(s) = engine.registry().get_mut(&view.key)
+                        {
+                            session_machine::on_summary_merged(s, &token, &fingerprint);
+                        }
+                        let records = vec![LogEvent::Summary(fields)];
+                        engine.record(project_events(&view, records), &config).await;
                     });
                 }
                 _ => {}
             }
         }
-        self.record(records, config);
+        self.record(project_events(&view, records), config).await;
     }
 
     /// Where the harness process that ran the hook compacts: /proc and
@@ -225,12 +235,13 @@ impl Engine {
         event: &HookEvent,
         peer_pid: Option<u32>,
     ) -> Option<harness::Launch> {
-        if !harness::has_launch_point(event.harness) {
+        let adapter = harness::adapter(event.harness);
+        if !adapter.has_launch_point() {
             return None;
         }
         let (event, resources) = (event.clone(), self.resources.clone());
         let work = tokio::task::spawn_blocking(move || {
-            harness::launch_point(&event, peer_pid, &resources.launch_points)
+            adapter.launch_point(&event, peer_pid, &resources.launch_points)
         });
         match tokio::time::timeout(LAUNCH_POINT_DEADLINE, work).await {
             Ok(found) => found.ok().flatten(),
@@ -249,20 +260,29 @@ impl Engine {
         }
     }
 
-    /// What is new in the session's file, read by its harness's rules.
-    async fn read_file(&self, key: &SessionKey) -> Option<Result<SessionReading, String>> {
+    /// What is new in the session's file, read by its harness's rules from
+    /// where the last reading stopped (`hook_path`: the file a hook names,
+    /// which may be a new one).
+    async fn read_file(
+        &self,
+        key: &SessionKey,
+        hook_path: Option<&Path>,
+    ) -> Option<Result<SessionReading, String>> {
         let (path, cursor, usage) = {
-            let registry = self.registry();
-            let s = registry.get(key)?;
-            (
-                s.transcript_path.clone()?,
-                s.cursor.clone(),
-                s.usage.clone(),
-            )
+            let points = self.read_points();
+            let point = points.get(key);
+            let path = hook_path
+                .map(Path::to_path_buf)
+                .or_else(|| point.and_then(|p| p.transcript.clone()))?;
+            // Another file is read from its start.
+            let cursor = point
+                .filter(|p| p.transcript.as_deref() == Some(path.as_path()))
+                .and_then(|p| p.cursor.clone());
+            (path, cursor, point.and_then(|p| p.usage.clone()))
         };
-        let harness = key.harness;
+        let adapter = harness::adapter(key.harness);
         let reading = tokio::task::spawn_blocking(move || {
-            harness::read_session_file(harness, &path, cursor.as_ref(), usage.as_ref())
+            adapter.read_session_file(&path, cursor.as_ref(), usage.as_ref())
         })
         .await
         .map_err(|e| format!("session file reader failed: {e}"))
@@ -272,119 +292,125 @@ impl Engine {
 
     /// Carries out the machine's decisions in the order a hook's answer is
     /// built: saves it waits for, resume prompts, the memory's lessons, the
-    /// arrival check, words, background saves. Returns the lines for
-    /// `events.jsonl`.
+    /// arrival check, words, background saves. Never takes the registry's
+    /// lock: what the session must take in goes to `done`. Returns the
+    /// lines for `events.jsonl`, the resume's own first.
     async fn carry_out(
         self: &Arc<Self>,
-        key: &SessionKey,
+        view: &SessionView,
         event: &HookEvent,
         effects: Vec<Effect>,
         config: &Config,
         outcome: &mut Outcome,
-    ) -> Vec<(&'static str, serde_json::Value)> {
+        done: &mut Done,
+    ) -> Vec<LogEvent> {
+        let mut resume_records = Vec::new();
         let mut records = Vec::new();
         let mut later = Vec::new();
-        let mut project_events = Vec::new();
         for effect in effects {
             match effect {
                 Effect::Save {
-                    trigger,
+                    reason,
                     checkpoint,
                     first: true,
                 } => {
-                    let pre_compact = matches!(trigger, SaveTrigger::PreCompact(_));
-                    if let Some(request) = self.save_request(key, config, trigger, checkpoint) {
-                        let report = self.run_pipeline(request, config.clone()).await;
+                    let pre_compact = matches!(reason, SaveReason::PreCompact(_));
+                    let trigger = trigger_for(reason);
+                    if let Some(request) = save_request(view, trigger, checkpoint) {
+                        let (report, mut saved) = self.run_save(request, config.clone()).await;
+                        self.announce_saved(&saved);
                         if pre_compact {
-                            // A new compaction: only its own token lets a block in.
-                            if let Some(s) = self.registry().get_mut(key) {
-                                s.summary_token = report.summary_token.map(|token| SummaryToken {
-                                    token,
-                                    epoch: s.epoch,
-                                    used_by: None,
-                                });
-                            }
+                            saved.compaction_token = Some(report.summary_token);
                             outcome.plain_stdout = report.instructions;
                         }
+                        done.saved.push(saved);
                     }
                 }
                 Effect::Resume { source } => {
-                    self.resume_on_start(key, &source, config, outcome, &mut project_events)
-                        .await;
+                    let (lines, injected) =
+                        self.resume_on_start(view, &source, config, outcome).await;
+                    resume_records.extend(lines);
+                    done.injected = injected.or(done.injected.take());
                 }
                 Effect::TakeSummary { summary, from } => {
-                    if let Some(fields) = self.take_summary(key, summary, from, config).await {
-                        records.push(("summary", fields));
+                    if let Some((fields, merged)) =
+                        self.take_summary(view, summary, from, config).await
+                    {
+                        records.push(LogEvent::Summary(fields));
+                        done.merged = merged.or(done.merged.take());
                     }
                 }
                 Effect::TakeSummaryFromFile => {
-                    if let Some(fields) = self.take_summary_from_file(key, config).await {
-                        records.push(("summary", fields));
+                    if let Some((fields, merged)) = self.take_summary_from_file(view, config).await
+                    {
+                        records.push(LogEvent::Summary(fields));
+                        done.merged = merged.or(done.merged.take());
                     }
                 }
-                Effect::Record { kind, fields } => records.push((kind, fields)),
+                Effect::Record(event) => records.push(event),
                 other => later.push(other),
             }
         }
-        self.memory_on_hook(key, event, config, outcome).await;
+        self.memory_on_hook(view, event, config, outcome).await;
+        // Whether the prompt pending when the hook decided arrived now.
+        let mut arrived = false;
         for effect in later {
             match effect {
                 Effect::CheckArrival => {
-                    let found = self.arrived(key).await;
-                    let decided = self
-                        .registry()
-                        .get_mut(key)
-                        .map(|s| session_machine::on_arrival(s, found, now_ms()))
-                        .unwrap_or_default();
-                    for effect in decided {
+                    let Some(pending) = &view.resume_pending else {
+                        continue;
+                    };
+                    let found = self.arrived(view, pending).await;
+                    for effect in session_machine::arrival_effects(pending, found, now_ms()) {
                         match effect {
                             Effect::Say { person, model } => say(outcome, person, model),
-                            Effect::Record { kind, fields } => records.push((kind, fields)),
+                            Effect::Record(event) => records.push(event),
                             _ => {}
                         }
                     }
+                    arrived = found;
+                    done.arrival = Some((pending.marker.clone(), found));
                 }
-                Effect::CheckFollowed => records.extend(self.check_followed(key, config).await),
+                Effect::CheckFollowed => {
+                    // Judged once the prompt arrived.
+                    if (view.resume_pending.is_none() || arrived)
+                        && let Some(watch) = &view.follow_watch
+                        && let Some((verdict, record)) =
+                            self.check_followed(view, watch, config).await
+                    {
+                        records.push(record);
+                        done.followed = Some((watch.marker.clone(), verdict));
+                    }
+                }
                 Effect::Say { person, model } => {
                     if let Some(text) = person.as_deref().or(model.as_deref()) {
-                        tracing::info!(session = %key, "{text}");
+                        tracing::info!(session = %view.key, "{text}");
                     }
                     say(outcome, person, model);
                 }
                 Effect::Save {
-                    trigger,
-                    checkpoint,
-                    ..
-                } => self.save_in_background(key, config, trigger, checkpoint),
-                Effect::Record { .. }
+                    reason, checkpoint, ..
+                } => self.save_in_background(view, config, trigger_for(reason), checkpoint),
+                Effect::Record(_)
                 | Effect::Resume { .. }
                 | Effect::TakeSummary { .. }
                 | Effect::TakeSummaryFromFile => {}
             }
         }
-        // The resume's own lines, after the ones that led to it.
-        self.record(project_events, config);
-        records
+        resume_records.extend(records);
+        resume_records
     }
 
     /// Whether the agent's first tool calls after the resume prompt arrived
     /// followed it: read from the session's file, within the capture's
-    /// scan window, once the prompt arrived. The lines for `events.jsonl`.
+    /// scan window. The verdict and its line, when there is one yet.
     async fn check_followed(
         &self,
-        key: &SessionKey,
+        view: &SessionView,
+        watch: &FollowWatch,
         config: &Config,
-    ) -> Vec<(&'static str, serde_json::Value)> {
-        let Some((marker, from, path)) = self.registry().get(key).and_then(|s| {
-            let watch = s
-                .follow_watch
-                .as_ref()
-                .filter(|_| s.resume_pending.is_none())?;
-            let path = s.transcript_path.clone()?;
-            Some((watch.marker.clone(), watch.from_offset, path))
-        }) else {
-            return Vec::new();
-        };
+    ) -> Option<(ResumeFollowed, LogEvent)> {
+        let path = view.transcript.clone()?;
         // The first calls after the prompt follow it closely: a window from
         // where the file stood, never the whole file, on every hook until
         // they come.
@@ -392,43 +418,30 @@ impl Engine {
             .capture
             .transcript_scan_bytes
             .min(FOLLOW_WINDOW_BYTES);
-        let harness = key.harness;
-        let read_after = marker.clone();
+        let adapter = harness::adapter(view.key.harness);
+        let (marker, from) = (watch.marker.clone(), watch.from_offset);
         let calls = tokio::task::spawn_blocking(move || {
-            harness::calls_after_marker(harness, &path, max_bytes, &read_after, from)
+            adapter.calls_after_marker(&path, max_bytes, &marker, from)
         })
         .await
         .ok()
         .and_then(Result::ok)
         .flatten();
-        self.registry()
-            .get_mut(key)
-            .map(|s| session_machine::on_follow_reading(s, &marker, calls))
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|effect| match effect {
-                Effect::Record { kind, fields } => Some((kind, fields)),
-                _ => None,
-            })
-            .collect()
+        session_machine::follow_verdict(watch, view.project.as_deref(), &watch.marker, calls)
     }
 
     /// Whether the injected resume prompt has reached the session's file.
     /// Harnesses write their files in batches (Claude Code every 100 ms):
     /// the injection gets time to land before it is called lost.
-    async fn arrived(&self, key: &SessionKey) -> bool {
-        let Some((pending, path)) = self
-            .registry()
-            .get(key)
-            .and_then(|s| Some((s.resume_pending.clone()?, s.transcript_path.clone()?)))
-        else {
+    async fn arrived(&self, view: &SessionView, pending: &PendingResume) -> bool {
+        let Some(path) = view.transcript.clone() else {
             return false;
         };
-        let harness = key.harness;
+        let adapter = harness::adapter(view.key.harness);
         loop {
             let (path, marker) = (path.clone(), pending.marker.clone());
             let found = tokio::task::spawn_blocking(move || {
-                harness::injected_context_arrived(harness, &path, &marker)
+                adapter.injected_context_arrived(&path, &marker)
             })
             .await
             .ok()
@@ -444,96 +457,149 @@ impl Engine {
         }
     }
 
-    /// Merges a compaction summary into the session's saved state; the
-    /// line for `events.jsonl` says how it went.
+    /// Merges a compaction summary into the session's saved state. The line
+    /// for `events.jsonl` says how it went; with it, when it was merged
+    /// with the session's token, that token and the block's fingerprint.
     async fn take_summary(
         &self,
-        key: &SessionKey,
+        view: &SessionView,
         summary: String,
         from: &'static str,
         config: &Config,
-    ) -> Option<serde_json::Value> {
-        let (project, token) = {
-            let registry = self.registry();
-            let s = registry.get(key)?;
-            (s.project_dir.clone()?, s.live_summary_token())
-        };
+    ) -> Option<(SummaryTaken, Option<(String, String)>)> {
         let request = crate::pipeline::SummaryRequest {
-            session: key.clone(),
-            project,
+            session: view.key.clone(),
+            project: view.project.clone()?,
             summary,
             from,
-            token,
+            token: view.summary_token.clone(),
         };
         let (config, resources) = (config.clone(), self.resources.clone());
-        let fields = tokio::task::spawn_blocking(move || {
+        let (fields, token) = tokio::task::spawn_blocking(move || {
             let fields = crate::pipeline::take_summary(&request, &config, &resources);
             (fields, request.token)
         })
         .await
-        .ok();
-        let (fields, token) = fields?;
+        .ok()?;
         // The token lets one block in: the one just merged.
-        if fields["merged"] == true
-            && let (Some(token), Some(fingerprint)) = (token, fields["fingerprint"].as_str())
-            && let Some(s) = self.registry().get_mut(key)
-            && let Some(live) = s.summary_token.as_mut()
-            && live.token == token.token
-        {
-            live.used_by = Some(fingerprint.to_owned());
-        }
-        Some(fields)
+        let merged = match (fields.merged, token, fields.fingerprint.clone()) {
+            (true, Some(token), Some(fingerprint)) => Some((token.token, fingerprint)),
+            _ => None,
+        };
+        Some((fields, merged))
     }
 
     /// The compaction summary the session's file keeps, merged like one a
     /// hook brought; nothing when the file holds none (yet).
     async fn take_summary_from_file(
         &self,
-        key: &SessionKey,
+        view: &SessionView,
         config: &Config,
-    ) -> Option<serde_json::Value> {
-        let path = self.registry().get(key)?.transcript_path.clone()?;
-        let harness = key.harness;
-        let summary = tokio::task::spawn_blocking(move || {
-            harness::compaction_summary_in_file(harness, &path)
-        })
-        .await
-        .ok()?
-        .ok()??;
-        self.take_summary(key, summary, "transcript", config).await
+    ) -> Option<(SummaryTaken, Option<(String, String)>)> {
+        let path = view.transcript.clone()?;
+        let adapter = harness::adapter(view.key.harness);
+        let summary =
+            tokio::task::spawn_blocking(move || adapter.compaction_summary_in_file(&path))
+                .await
+                .ok()?
+                .ok()??;
+        self.take_summary(view, summary, "transcript", config).await
     }
 
     fn save_in_background(
         self: &Arc<Self>,
-        key: &SessionKey,
+        view: &SessionView,
         config: &Config,
         trigger: SaveTrigger,
         checkpoint: bool,
     ) {
-        if let Some(request) = self.save_request(key, config, trigger, checkpoint) {
+        if let Some(request) = save_request(view, trigger, checkpoint) {
             self.spawn_save(request, config.clone());
         }
     }
+}
 
-    /// A save of `key`'s work, if we know its project.
-    pub(super) fn save_request(
-        &self,
-        key: &SessionKey,
-        config: &Config,
-        trigger: SaveTrigger,
-        checkpoint: bool,
-    ) -> Option<SaveRequest> {
-        let registry = self.registry();
-        let s = registry.get(key)?;
-        Some(SaveRequest {
-            session: Some(key.clone()),
-            project: s.project_dir.clone()?,
-            working_dir: s.working_dir.clone(),
-            transcript: s.transcript_path.clone(),
-            context: context_of(s, config),
-            trigger,
-            checkpoint,
+/// What a hook's effects did, for the session to take in under the
+/// registry's second lock.
+#[derive(Debug, Default)]
+pub(super) struct Done {
+    saved: Vec<session_machine::Saved>,
+    injected: Option<session_machine::Injected>,
+    /// The marker of the prompt looked for, and whether it was found.
+    arrival: Option<(String, bool)>,
+    followed: Option<(String, ResumeFollowed)>,
+    /// The summary token a merged block used, and its fingerprint.
+    merged: Option<(String, String)>,
+}
+
+impl Done {
+    fn is_empty(&self) -> bool {
+        self.saved.is_empty()
+            && self.injected.is_none()
+            && self.arrival.is_none()
+            && self.followed.is_none()
+            && self.merged.is_none()
+    }
+
+    /// Hands each result to the session machine, in the order they were
+    /// produced: a prompt injected now outlives the verdicts on the one
+    /// before. Returns the injected prompt's epoch.
+    fn take_into(self, s: &mut Session, now: u64) -> Option<u32> {
+        for saved in self.saved {
+            session_machine::on_saved(s, saved, now);
+        }
+        if let Some((token, fingerprint)) = self.merged {
+            session_machine::on_summary_merged(s, &token, &fingerprint);
+        }
+        if let Some((marker, found)) = self.arrival {
+            session_machine::on_arrival(s, &marker, found, now);
+        }
+        if let Some((marker, verdict)) = self.followed {
+            session_machine::on_followed(s, &marker, verdict);
+        }
+        self.injected
+            .map(|injected| session_machine::on_resume_injected(s, injected, now))
+    }
+}
+
+/// A save of the session's work, if its project is known.
+pub(super) fn save_request(
+    view: &SessionView,
+    trigger: SaveTrigger,
+    checkpoint: bool,
+) -> Option<SaveRequest> {
+    Some(SaveRequest {
+        session: Some(view.key.clone()),
+        project: view.project.clone()?,
+        working_dir: view.working_dir.clone(),
+        transcript: view.transcript.clone(),
+        context: view.context.clone(),
+        trigger,
+        checkpoint,
+    })
+}
+
+/// `events` as lines of the session's project (none without one).
+fn project_events(view: &SessionView, events: Vec<LogEvent>) -> Vec<ProjectEvent> {
+    let Some(project) = &view.project else {
+        return Vec::new();
+    };
+    events
+        .into_iter()
+        .map(|event| ProjectEvent {
+            project: project.clone(),
+            session: view.key.clone(),
+            event,
         })
+        .collect()
+}
+
+/// The pipeline's trigger for a save the machine asked for.
+fn trigger_for(reason: SaveReason) -> SaveTrigger {
+    match reason {
+        SaveReason::Threshold(level) => SaveTrigger::Threshold(level),
+        SaveReason::PreCompact(trigger) => SaveTrigger::PreCompact(trigger),
+        SaveReason::UnannouncedCompaction => SaveTrigger::UnannouncedCompaction,
     }
 }
 

@@ -13,8 +13,8 @@
 //!
 //! Subagents' hooks are left alone: their work is part of the session's task.
 
-use super::Engine;
-use crate::harness::{self, EventKind, HookEvent, Outcome};
+use super::{Engine, SessionView};
+use crate::harness::{Event, HookEvent, Outcome, StartSource};
 use crate::memory;
 use crate::sessions::SessionKey;
 use crate::test_events::TestEvent;
@@ -30,7 +30,7 @@ impl Engine {
     /// The memory's part of a hook.
     pub(super) async fn memory_on_hook(
         self: &Arc<Self>,
-        key: &SessionKey,
+        view: &SessionView,
         event: &HookEvent,
         config: &Config,
         outcome: &mut Outcome,
@@ -38,26 +38,23 @@ impl Engine {
         if event.agent_id.is_some() || !config.memory.enabled {
             return;
         }
-        let Some((project, transcript)) = self
-            .registry()
-            .get(key)
-            .and_then(|s| Some((s.project_dir.clone()?, s.transcript_path.clone())))
-        else {
+        let Some(project) = view.project.clone() else {
             return;
         };
-        let (config, key) = (config.clone(), key.clone());
+        let transcript = view.transcript.clone();
+        let (config, key) = (config.clone(), view.key.clone());
         let resources = self.resources.clone();
-        match &event.kind {
-            EventKind::SessionStart
-                if matches!(event.source.as_deref(), Some("startup" | "clear")) =>
-            {
+        match &event.event {
+            Event::SessionStart {
+                source: Some(StartSource::Startup | StartSource::Clear),
+            } => {
                 let work = move |answer: Answer| {
                     memory::session_started(&resources.memories, &config, &project, &key, answer)
                 };
                 self.memory_answer(work, outcome).await;
             }
-            EventKind::UserPromptSubmit => {
-                let Some(prompt) = event.prompt.clone() else {
+            Event::Prompt { text } => {
+                let Some(prompt) = text.clone() else {
                     return;
                 };
                 let work = move |answer: Answer| {
@@ -66,8 +63,8 @@ impl Engine {
                 };
                 self.memory_answer(work, outcome).await;
             }
-            EventKind::Stop | EventKind::SessionEnd => {
-                let why = event.kind.kebab().into_owned();
+            Event::Stop { .. } | Event::SessionEnd { .. } => {
+                let why = event.name().kebab().into_owned();
                 // The answer does not need the close: it goes on after it.
                 let work = move || {
                     let memories = &resources.memories;
@@ -85,14 +82,22 @@ impl Engine {
             }
             // Load the memory before a hook with a tight budget needs it
             // (a daemon restarted mid-session sees tool hooks first).
-            _ if !resources.memories.is_open(&config) => {
-                tokio::task::spawn_blocking(move || {
-                    if let Err(e) = resources.memories.open(&config) {
-                        tracing::warn!("memory: {e}");
-                    }
-                });
+            Event::SessionStart { .. }
+            | Event::PreToolUse { .. }
+            | Event::PostToolUse { .. }
+            | Event::ToolBatch
+            | Event::PreCompact { .. }
+            | Event::PostCompact { .. }
+            | Event::SubagentStop { .. }
+            | Event::Other(_) => {
+                if !resources.memories.is_open(&config) {
+                    tokio::task::spawn_blocking(move || {
+                        if let Err(e) = resources.memories.open(&config) {
+                            tracing::warn!("memory: {e}");
+                        }
+                    });
+                }
             }
-            _ => {}
         }
     }
 
@@ -135,20 +140,13 @@ impl Engine {
     }
 
     /// The session a memory request is about: the one named (an id or a
-    /// unique prefix), else the project's most recent live session.
+    /// unique prefix), else the project's most recent live session. A
+    /// session no hook has reached yet has no harness, so no key: the
+    /// request goes to the task the project's next session takes up.
     fn memory_session(&self, project: &Path, session: Option<&str>) -> Option<SessionKey> {
         let registry = self.registry();
         if let Some(id) = session {
-            return Some(
-                registry
-                    .matching(Some(id))
-                    .first()
-                    .map(|s| s.key.clone())
-                    .unwrap_or_else(|| SessionKey {
-                        harness: harness::FIRST,
-                        id: id.to_owned(),
-                    }),
-            );
+            return registry.matching(Some(id)).first().map(|s| s.key.clone());
         }
         registry
             .matching(None)

@@ -12,8 +12,9 @@ mod saves;
 mod status;
 mod statusline;
 
+use crate::harness::{Cursor, Usage};
 use crate::resources::Resources;
-use crate::sessions::{Registry, SessionKey};
+use crate::sessions::{PendingResume, Registry, Session, SessionKey, SummaryToken};
 use crate::settings::Settings;
 use crate::shutdown::Shutdown;
 use crate::test_events::TestEvent;
@@ -21,7 +22,7 @@ use crate::time::now_ms;
 use crate::watch::TranscriptWatcher;
 use protocol::config::Effective;
 use protocol::wire::{Request, Response};
-use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -45,6 +46,11 @@ pub struct Engine {
     identity: Identity,
     settings: Settings,
     sessions: Mutex<Registry>,
+    /// How many times the registry's lock was taken (see `registry`).
+    registry_locks: AtomicU64,
+    /// Where each session's file is read from next, so that a hook or a
+    /// file change reads before it takes the registry's lock (once).
+    read_points: Mutex<HashMap<SessionKey, ReadPoint>>,
     registry_file: PathBuf,
     /// The registry changed since it was last written.
     dirty: AtomicBool,
@@ -68,9 +74,65 @@ pub struct Engine {
 /// registry lock and written after it is released.
 struct ProjectEvent {
     project: PathBuf,
-    kind: &'static str,
     session: SessionKey,
-    fields: Value,
+    event: crate::events::LogEvent,
+}
+
+/// Where a session's file is read from next, and what its file watcher
+/// needs to decide with the hooks' configuration: a copy of the session's
+/// own fields, kept outside the registry's lock.
+#[derive(Debug, Clone, Default)]
+struct ReadPoint {
+    transcript: Option<PathBuf>,
+    cursor: Option<Cursor>,
+    usage: Option<Usage>,
+    project: Option<PathBuf>,
+    config_env: BTreeMap<String, String>,
+}
+
+impl ReadPoint {
+    fn entry(s: &Session) -> (SessionKey, ReadPoint) {
+        let point = ReadPoint {
+            transcript: s.transcript_path.clone(),
+            cursor: s.cursor.clone(),
+            usage: s.usage.clone(),
+            project: s.project_dir.clone(),
+            config_env: s.config_env.clone(),
+        };
+        (s.key.clone(), point)
+    }
+}
+
+/// What one unit of work's effects need of its session, copied out while
+/// the registry is locked for the decision, so that carrying them out
+/// never takes the lock again.
+#[derive(Debug, Clone)]
+pub(super) struct SessionView {
+    key: SessionKey,
+    project: Option<PathBuf>,
+    working_dir: Option<PathBuf>,
+    transcript: Option<PathBuf>,
+    context: Option<protocol::wire::ContextStatus>,
+    epoch: u32,
+    summary_token: Option<SummaryToken>,
+    resume_pending: Option<PendingResume>,
+    follow_watch: Option<crate::sessions::FollowWatch>,
+}
+
+impl SessionView {
+    fn of(s: &Session, config: &protocol::config::Config) -> Self {
+        SessionView {
+            key: s.key.clone(),
+            project: s.project_dir.clone(),
+            working_dir: s.working_dir.clone(),
+            transcript: s.transcript_path.clone(),
+            context: context_of(s, config),
+            epoch: s.epoch,
+            summary_token: s.live_summary_token(),
+            resume_pending: s.resume_pending.clone(),
+            follow_watch: s.follow_watch.clone(),
+        }
+    }
 }
 
 /// Where a broken configuration is: the user's file, a `HOOKD_*` variable
@@ -92,7 +154,9 @@ impl Engine {
             last_activity_ms: AtomicU64::new(identity.started_at_ms),
             identity,
             settings,
+            read_points: Mutex::new(registry.iter().map(ReadPoint::entry).collect()),
             sessions: Mutex::new(registry),
+            registry_locks: AtomicU64::new(0),
             registry_file,
             dirty: AtomicBool::new(false),
             flushing: Mutex::new(()),
@@ -121,8 +185,22 @@ impl Engine {
         engine
     }
 
+    /// The one way to the registry's lock: each unit of work takes it once
+    /// to decide and at most once more to take in what its effects did.
     fn registry(&self) -> MutexGuard<'_, Registry> {
+        self.registry_locks.fetch_add(1, Ordering::Relaxed);
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn read_points(&self) -> MutexGuard<'_, HashMap<SessionKey, ReadPoint>> {
+        self.read_points.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Notes where `s`'s file is read from next. Called with the registry
+    /// locked, so the two never disagree for long.
+    fn note_read_point(&self, s: &Session) {
+        let (key, point) = ReadPoint::entry(s);
+        self.read_points().insert(key, point);
     }
 
     pub fn config(&self) -> Arc<Effective> {
@@ -201,6 +279,7 @@ impl Engine {
         );
         for key in &removed {
             self.watcher.unfollow(key);
+            self.read_points().remove(key);
         }
         if !removed.is_empty() {
             self.touch();
@@ -265,9 +344,9 @@ impl Engine {
             for path in batch {
                 for key in self.watcher.sessions_for(&path) {
                     let Some((project, env)) = self
-                        .registry()
+                        .read_points()
                         .get(&key)
-                        .map(|s| (s.project_dir.clone(), s.config_env.clone()))
+                        .map(|p| (p.project.clone(), p.config_env.clone()))
                     else {
                         continue;
                     };
@@ -282,3 +361,6 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,7 @@
 //! Requests a person makes through hookctl that are neither hooks nor
 //! budget, memory or resume questions: records and saves.
 
-use super::Engine;
+use super::{Engine, SessionView};
 use crate::capture::records;
 use crate::pipeline::{SaveRequest, SaveTrigger};
 use crate::sessions::SessionKey;
@@ -54,11 +54,13 @@ impl Engine {
         let (config, config_problem) = self
             .settings
             .for_request(Some(&query.project), &Default::default());
-        let request = key
+        let view = key.as_ref().and_then(|k| {
+            let registry = self.registry();
+            registry.get(k).map(|s| SessionView::of(s, &config.config))
+        });
+        let request = view
             .as_ref()
-            .and_then(|k| {
-                self.save_request(k, &config.config, SaveTrigger::Manual, query.checkpoint)
-            })
+            .and_then(|view| super::hook::save_request(view, SaveTrigger::Manual, query.checkpoint))
             .unwrap_or_else(|| SaveRequest {
                 session: None,
                 project: query.project.clone(),

@@ -7,20 +7,18 @@
 //! call we look for the marker in the transcript; if it is missing we inject
 //! the prompt once more through that hook, and record how it went.
 
-use super::{Engine, ProjectEvent};
-use crate::budget;
-use crate::harness::Outcome;
+use super::{Engine, SessionView};
+use crate::events::{self, LogEvent, Transition};
+use crate::harness::{Outcome, StartSource};
 use crate::resources::Resources;
 use crate::resume::{self, Loaded};
-use crate::sessions::{FollowWatch, PendingResume, SessionKey};
+use crate::session_machine::Injected;
+use crate::sessions::FollowWatch;
 use crate::state::{ContextState, TaskStatus};
 use crate::time::now_ms;
 use crate::workflow::Workflow;
 use protocol::config::Config;
-use protocol::wire::{
-    ContextStatus, ErrorKind, ErrorReply, Mark, Response, ResumeQuery, ResumeReport,
-};
-use serde_json::json;
+use protocol::wire::{ContextStatus, ErrorKind, ErrorReply, Response, ResumeQuery, ResumeReport};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -185,23 +183,21 @@ fn prepare(ask: Ask, config: Config, resources: &Resources) -> Prepared {
 
 impl Engine {
     /// SessionStart(compact | resume): hand the model its resume prompt.
+    /// Returns the lines for `events.jsonl` (a `resume` line carries the
+    /// epoch the hook decided in) and the prompt injected, for the session
+    /// to take in.
     pub(super) async fn resume_on_start(
         self: &Arc<Self>,
-        key: &SessionKey,
-        source: &str,
+        view: &SessionView,
+        source: &StartSource,
         config: &Config,
         outcome: &mut Outcome,
-        project_events: &mut Vec<ProjectEvent>,
-    ) {
-        let Some((project, transcript, now)) = self.registry().get(key).and_then(|s| {
-            Some((
-                s.project_dir.clone()?,
-                s.transcript_path.clone(),
-                super::context_of(s, config),
-            ))
-        }) else {
-            return;
+    ) -> (Vec<LogEvent>, Option<Injected>) {
+        let mut lines = Vec::new();
+        let Some(project) = view.project.clone() else {
+            return (lines, None);
         };
+        let (key, transcript, now) = (&view.key, view.transcript.clone(), view.context.clone());
         let marker = new_marker();
         let work = {
             let (project, session, config, marker) = (
@@ -224,91 +220,54 @@ impl Engine {
             }
         };
         let Ok(prepared) = tokio::task::spawn_blocking(work).await else {
-            return;
+            return (lines, None);
         };
         let report = prepared.report;
-        let checks: Vec<_> = report
-            .checks
-            .iter()
-            .map(|c| json!({"check": c.check, "status": c.status, "detail": c.detail}))
-            .collect();
         match (prepared.not_used, report.prompt) {
             (None, Some(prompt)) => {
                 outcome.add_context(prompt.clone());
                 if config.resume.system_message {
                     outcome.system_message = Some(report.summary.clone());
                 }
-                let mut registry = self.registry();
-                let mut epoch = 0;
-                if let Some(s) = registry.get_mut(key) {
-                    s.resume = Some(Mark {
-                        at_ms: now_ms(),
-                        what: format!("injected on {source}"),
-                        ok: true,
-                        detail: Some(marker.clone()),
-                        skipped: None,
-                    });
-                    s.resume_pending = config.resume.verify_arrival.then(|| PendingResume {
-                        marker: marker.clone(),
-                        prompt,
-                        injected_at_ms: now_ms(),
-                        reinjected: false,
-                    });
-                    epoch = s.epoch;
-                    // Judged per compaction: a plain `--resume` has none.
-                    let from_offset = s.cursor.as_ref().map(|c| c.offset);
-                    s.follow_watch = prepared
-                        .follow
-                        .filter(|_| source == "compact")
-                        .map(|watch| FollowWatch {
-                            epoch,
-                            marker: marker.clone(),
-                            from_offset,
-                            ..watch
-                        });
-                }
+                let injected = Injected {
+                    source: source.clone(),
+                    marker: marker.clone(),
+                    prompt,
+                    verify_arrival: config.resume.verify_arrival,
+                    follow: prepared.follow,
+                };
                 if let Some(f) = &prepared.fitted {
-                    project_events.push(ProjectEvent {
-                        project: project.clone(),
-                        kind: budget::report::TRANSITION,
-                        session: key.clone(),
-                        fields: budget::report::transition(
-                            "resume",
-                            f.format,
-                            f.markdown_tokens as u64,
-                            f.tokens as u64,
-                            json!({ "marker": marker }),
-                        ),
-                    });
+                    lines.push(LogEvent::ContextTransition(Transition::resume(
+                        f.format,
+                        f.markdown_tokens as u64,
+                        f.tokens as u64,
+                        marker.clone(),
+                    )));
                 }
-                project_events.push(ProjectEvent {
-                    project,
-                    kind: "resume",
-                    session: key.clone(),
-                    fields: json!({
-                        "source": source,
-                        "epoch": epoch,
-                        "injected": true,
-                        "format": prepared.fitted.as_ref().map(|f| f.format),
-                        "marker": marker,
-                        "state_file": report.state_file,
-                        "captured_at": report.captured_at,
-                        "checks": checks,
-                        "template_problems": prepared.problems,
-                    }),
-                });
+                lines.push(LogEvent::Resume(events::Resume::Injected {
+                    source: source.clone(),
+                    epoch: view.epoch,
+                    injected: true,
+                    format: prepared.fitted.as_ref().map(|f| f.format.to_owned()),
+                    marker,
+                    state_file: report.state_file.map(|p| p.display().to_string()),
+                    captured_at: report.captured_at,
+                    checks: report.checks,
+                    template_problems: prepared.problems,
+                }));
+                (lines, Some(injected))
             }
             (why, _) => {
                 // Only a compaction promises a state; a plain resume without one says nothing.
-                if source == "compact" {
+                if *source == StartSource::Compact {
                     outcome.system_message = Some(report.summary.clone());
                 }
-                project_events.push(ProjectEvent {
-                    project,
-                    kind: "resume",
-                    session: key.clone(),
-                    fields: json!({ "source": source, "injected": false, "reason": why }),
-                });
+                lines.push(LogEvent::Resume(events::Resume::NotInjected {
+                    source: source.clone(),
+                    injected: false,
+                    reason: why,
+                }));
+                (lines, None)
             }
         }
     }

@@ -3,11 +3,11 @@
 
 use super::{Engine, ProjectEvent};
 use crate::pipeline::{self, SaveReport, SaveRequest};
-use crate::test_events::TestEvent;
+use crate::session_machine::{self, CheckpointTaken, Saved};
+use crate::test_events::{TestEvent, TestEvents};
 use crate::time::now_ms;
 use crate::workflow::Workflow;
 use protocol::config::Config;
-use protocol::wire::Mark;
 use std::sync::Arc;
 
 impl Engine {
@@ -19,15 +19,33 @@ impl Engine {
         });
     }
 
-    /// Runs the pipeline off the async threads and notes the result on the session.
+    /// Runs the pipeline and has the session take in how it went: one
+    /// registry lock, at the end.
     pub(super) async fn run_pipeline(
         self: &Arc<Self>,
         request: SaveRequest,
         config: Config,
     ) -> SaveReport {
-        let what = request.trigger.to_string();
-        let what_done = what.clone();
         let key = request.session.clone();
+        let (report, saved) = self.run_save(request, config).await;
+        if let Some(key) = key
+            && let Some(s) = self.registry().get_mut(&key)
+        {
+            session_machine::on_saved(s, saved.clone(), now_ms());
+        }
+        self.announce_saved(&saved);
+        self.touch();
+        report
+    }
+
+    /// Runs the pipeline off the async threads, without the registry: the
+    /// report, and what the session takes in of it.
+    pub(super) async fn run_save(
+        &self,
+        request: SaveRequest,
+        config: Config,
+    ) -> (SaveReport, Saved) {
+        let what = request.trigger.to_string();
         let wants_checkpoint = request.checkpoint;
         let resources = self.resources.clone();
         let report =
@@ -40,63 +58,64 @@ impl Engine {
         for problem in &report.problems {
             tracing::warn!(trigger = %what, "{problem}");
         }
-        if let Some(key) = key {
-            let now = now_ms();
-            let mut registry = self.registry();
-            if let Some(s) = registry.get_mut(&key) {
-                // What went wrong comes first; the file only when all went well.
-                let detail = match report.problems.first() {
-                    Some(problem) => Some(problem.clone()),
-                    None => report.state_file.as_ref().map(|p| p.display().to_string()),
-                };
-                s.last_save = Some(Mark {
-                    at_ms: now,
-                    what: what.clone(),
-                    ok: report.ok(),
-                    detail,
-                    skipped: report.skipped.first().cloned(),
-                });
-                if wants_checkpoint {
-                    s.last_checkpoint = Some(Mark {
-                        at_ms: now,
-                        what,
-                        ok: report.checkpoint.is_some(),
-                        detail: report
-                            .checkpoint
-                            .clone()
-                            .or_else(|| report.checkpoint_note.clone()),
-                        skipped: None,
-                    });
-                }
-                s.mark_save_in_history();
-            }
-        }
-        self.touch();
-        self.identity.test_events.emit(TestEvent::Saved, &what_done);
-        if wants_checkpoint {
-            let result = if report.checkpoint.is_some() {
-                "ok"
-            } else {
-                "failed"
-            };
-            self.identity
-                .test_events
-                .emit(TestEvent::Checkpoint, result);
-        }
-        report
+        let saved = Saved {
+            what,
+            ok: report.ok(),
+            // What went wrong comes first; the file only when all went well.
+            detail: match report.problems.first() {
+                Some(problem) => Some(problem.clone()),
+                None => report.state_file.as_ref().map(|p| p.display().to_string()),
+            },
+            skipped: report.skipped.first().cloned(),
+            checkpoint: wants_checkpoint.then(|| CheckpointTaken {
+                made: report.checkpoint.is_some(),
+                detail: report
+                    .checkpoint
+                    .clone()
+                    .or_else(|| report.checkpoint_note.clone()),
+            }),
+            compaction_token: None,
+        };
+        (report, saved)
     }
 
-    /// Writes gathered events into the projects' `events.jsonl`.
-    pub(super) fn record(&self, events: Vec<ProjectEvent>, config: &Config) {
-        for e in events {
-            let workflow = Workflow::new(&e.project);
-            if let Err(err) = workflow
-                .ensure(config.capture.exclude_workflow_dir)
-                .and_then(|_| workflow.append_event(e.kind, Some(&e.session), e.fields))
-            {
-                tracing::debug!(project = %e.project.display(), error = %err, "cannot append to events.jsonl");
-            }
-            self.identity.test_events.emit(TestEvent::Recorded, e.kind);
+    /// Tells a test waiting on it that a save ended (after the session took
+    /// it in, for a save of the background).
+    pub(super) fn announce_saved(&self, saved: &Saved) {
+        let events = &self.identity.test_events;
+        events.emit(TestEvent::Saved, &saved.what);
+        if let Some(checkpoint) = &saved.checkpoint {
+            let result = if checkpoint.made { "ok" } else { "failed" };
+            events.emit(TestEvent::Checkpoint, result);
         }
+    }
+
+    /// Writes gathered events into the projects' `events.jsonl`, in their
+    /// order, off the async threads; the caller waits for the disk.
+    pub(super) async fn record(&self, events: Vec<ProjectEvent>, config: &Config) {
+        if events.is_empty() {
+            return;
+        }
+        let exclude = config.capture.exclude_workflow_dir;
+        let test_events = self.identity.test_events.clone();
+        let written =
+            tokio::task::spawn_blocking(move || write_events(events, exclude, &test_events)).await;
+        if let Err(e) = written {
+            tracing::debug!(error = %e, "the events.jsonl writer failed");
+        }
+    }
+}
+
+/// Appends each event to its project's `events.jsonl`. Blocking.
+fn write_events(events: Vec<ProjectEvent>, exclude_from_git: bool, test_events: &TestEvents) {
+    for e in events {
+        let workflow = Workflow::new(&e.project);
+        if let Err(err) = workflow
+            .ensure(exclude_from_git)
+            .and_then(|_| workflow.append_event(Some(&e.session), &e.event))
+        {
+            tracing::debug!(project = %e.project.display(), error = %err, "cannot append to events.jsonl");
+        }
+        test_events.emit(TestEvent::Recorded, e.event.kind());
     }
 }

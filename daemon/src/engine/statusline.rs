@@ -2,7 +2,8 @@
 //! its input, and hookd's view of its context in return.
 
 use super::{Engine, context_of, empty_context};
-use crate::harness::{self, statusline};
+use crate::harness::statusline;
+use crate::session_machine;
 use crate::sessions::{Session, SessionKey};
 use crate::time::now_ms;
 use protocol::wire::{ErrorKind, ErrorReply, Response, StatusLineRequest};
@@ -30,7 +31,16 @@ impl Engine {
         let project = working_dir.as_deref().map(protocol::project::project_root);
         let (config, _) = self.settings.for_request(project.as_deref(), &request.env);
         let now = now_ms();
-        let mut registry = self.registry();
+        let knobs = protocol::pressure::Knobs::from_env(|name| request.env.get(name).cloned());
+        let input = session_machine::StatusLine {
+            window,
+            tokens,
+            model,
+            project,
+            working_dir,
+            transcript,
+            knobs,
+        };
         // Only hooks make a session: a statusLine input alone (someone
         // trying the command by hand) is answered from itself and kept
         // nowhere.
@@ -38,41 +48,18 @@ impl Engine {
             harness: statusline::HARNESS,
             id: session_id.unwrap_or_default(),
         };
+        let mut registry = self.registry();
         let mut scratch;
-        let session = match registry.get_mut(&key) {
-            Some(session) => session,
+        let (session, known) = match registry.get_mut(&key) {
+            Some(session) => (session, true),
             None => {
                 scratch = Session::new(key, now);
-                &mut scratch
+                (&mut scratch, false)
             }
         };
-        if window.is_some() {
-            session.statusline_window = window;
-        }
-        if model.is_some() {
-            session.model = model;
-        }
-        if project.is_some() && session.project_dir.is_none() {
-            session.project_dir = project;
-            session.working_dir = working_dir;
-        }
-        if let Some(path) = transcript {
-            session.transcript_path.get_or_insert(path);
-        }
-        session.knobs = protocol::pressure::Knobs::from_env(|name| request.env.get(name).cloned());
-        match tokens {
-            Some(Ok(tokens)) => {
-                let usage = session.usage.get_or_insert_with(Default::default);
-                usage.tokens = tokens;
-                usage.from_boundary = false;
-                usage.invalid = None;
-                session.usage_source = crate::sessions::UsageSource::Statusline;
-                session.usage_at_ms = now;
-            }
-            Some(Err(why)) => {
-                session.usage = Some(harness::Usage::invalidated(session.usage.take(), why));
-            }
-            None => {}
+        session_machine::on_statusline(session, input, now);
+        if known {
+            self.note_read_point(session);
         }
         let context = context_of(session, &config.config)
             .unwrap_or_else(|| empty_context(session, &config.config));

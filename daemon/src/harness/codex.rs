@@ -45,8 +45,8 @@ use super::claude_code::transcript::FORWARD_LIMIT;
 use super::process::{self, ProcessCache};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
-    Boundary, Cursor, Fields, HarnessPoint, HookEvent, Method, Outcome, Reading, SessionFacts,
-    SessionReading, Usage, claude_code,
+    Adapter, Boundary, Cursor, EventName, Fields, HarnessPoint, HookEvent, LaunchPoints, Method,
+    Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage, claude_code,
 };
 use crate::tail::{ReverseLines, mentions_any};
 use protocol::config::WindowConfig;
@@ -65,11 +65,112 @@ const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
 /// a few milliseconds on a hook's path.
 const ROLLOUT_SEARCH_DAYS: usize = 60;
 
+/// Codex CLI, as hookd's core sees it.
+pub struct Codex;
+
+impl Adapter for Codex {
+    fn parse(&self, req: &HookRequest, fields: Fields) -> HookEvent {
+        parse(req, fields)
+    }
+
+    fn render(&self, event: &HookEvent, outcome: Outcome) -> HookReply {
+        render(event, outcome)
+    }
+
+    fn read_session_file(
+        &self,
+        path: &Path,
+        cursor: Option<&Cursor>,
+        current: Option<&Usage>,
+    ) -> Result<SessionReading, String> {
+        read(path, cursor, current)
+    }
+
+    fn read_work(&self, path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
+        read_work(path, max_bytes, keep_prompts)
+    }
+
+    fn calls_after_marker(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        marker: &str,
+        from: Option<u64>,
+    ) -> io::Result<Option<Vec<work::ToolCall>>> {
+        work::read_file_after::<WorkReader>(path, max_bytes, 0, Some(marker), from)
+            .map(|facts| facts.calls_after_marker)
+    }
+
+    fn compaction_point(&self, session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+        compaction_point(session, config)
+    }
+
+    fn point_unknown(&self, session: &SessionFacts, config: &WindowConfig) -> bool {
+        point_unknown(session, config)
+    }
+
+    fn point_shown_by_compaction(&self, tokens: u64) -> Option<HarnessPoint> {
+        Some(point_shown_by_compaction(tokens))
+    }
+
+    fn has_launch_point(&self) -> bool {
+        true
+    }
+
+    fn launch_point(
+        &self,
+        event: &HookEvent,
+        peer_pid: Option<u32>,
+        known: &LaunchPoints,
+    ) -> Option<Launch> {
+        launch_point(event, peer_pid, &known.codex)
+    }
+
+    fn boundary_offset(&self, boundary: &Boundary) -> Option<u64> {
+        boundary_offset(boundary)
+    }
+
+    fn injected_context_arrived(&self, path: &Path, marker: &str) -> io::Result<bool> {
+        developer_message_holds(path, marker)
+    }
+
+    /// PreCompact fires only when a compaction follows.
+    fn compaction_is_due(&self, _session: &SessionFacts, _trigger: Option<&Trigger>) -> bool {
+        true
+    }
+
+    fn precompact_repeats_without_compaction(&self) -> bool {
+        false
+    }
+
+    /// Codex shares Claude Code's field names, but its PreCompact output
+    /// never reaches its summarizer: no summary holds hookd's block.
+    fn compaction_summary<'e>(&self, _event: &'e HookEvent) -> Option<(&'e str, &'static str)> {
+        None
+    }
+
+    /// The rollout keeps no summary hookd reads.
+    fn compaction_summary_in_file(&self, _path: &Path) -> io::Result<Option<String>> {
+        Ok(None)
+    }
+
+    /// SessionStart(compact) carries the resume prompt.
+    fn resumes_at_next_turn(&self) -> bool {
+        false
+    }
+
+    /// Codex reads `additionalContext` where Claude Code does.
+    fn takes_model_context(&self, kind: &EventName) -> bool {
+        claude_code::takes_additional_context(kind)
+    }
+}
+
 /// Codex's payloads carry Claude Code's field names; only the project
 /// differs (no `CLAUDE_PROJECT_DIR`), and a null `transcript_path` is looked
 /// up among the rollout files.
 pub fn parse(req: &HookRequest, fields: Fields) -> HookEvent {
     let mut event = claude_code::parse(req, fields);
+    event.claude_code_knobs = None;
     event.project_dir = event.cwd.clone();
     if event.transcript_path.is_none()
         && let Some(id) = event.session_id.clone()
@@ -1084,7 +1185,7 @@ impl WorkReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::EventKind;
+
     use crate::sessions::Session;
     use protocol::wire::Harness;
     use serde_json::value::RawValue;
@@ -1130,8 +1231,12 @@ mod tests {
             &[("CLAUDE_PROJECT_DIR", "/elsewhere")],
         );
         let ev = crate::harness::parse(&req).unwrap();
-        assert_eq!(ev.kind, EventKind::SessionStart);
-        assert_eq!(ev.source.as_deref(), Some("compact"));
+        assert_eq!(
+            ev.event,
+            crate::harness::Event::SessionStart {
+                source: Some(crate::harness::StartSource::Compact)
+            }
+        );
         assert_eq!(ev.project_dir.as_deref(), Some(Path::new("/proj")));
         assert_eq!(ev.model.as_deref(), Some("gpt-5.5-codex"));
     }

@@ -40,8 +40,8 @@
 use super::process::{self, ProcessCache};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
-    Boundary, Cursor, EventKind, Fields, HarnessPoint, HookEvent, Launch, Method, Outcome, Reading,
-    SessionFacts, SessionReading, Usage,
+    Adapter, Boundary, Cursor, Event, EventName, EventParts, Fields, HarnessPoint, HookEvent,
+    Launch, LaunchPoints, Method, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage,
 };
 use crate::tail::{ReverseLines, mentions_any, open_regular};
 use protocol::config::WindowConfig;
@@ -732,8 +732,8 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
 /// its summary, so within a chat's first prompt it compresses nothing even
 /// past the point; the session file would show that, but nothing carries it
 /// here yet.
-pub fn compression_is_due(session: &SessionFacts, trigger: Option<&str>) -> bool {
-    if trigger == Some("manual") {
+pub fn compression_is_due(session: &SessionFacts, trigger: Option<&Trigger>) -> bool {
+    if trigger == Some(&Trigger::Manual) {
         return true;
     }
     let Some(usage) = session.usage.filter(|u| u.invalid.is_none()) else {
@@ -878,20 +878,122 @@ fn prompt_without_hook_context(text: &str) -> String {
     words.trim().to_owned()
 }
 
+/// Gemini CLI, as hookd's core sees it.
+pub struct GeminiCli;
+
+impl Adapter for GeminiCli {
+    fn parse(&self, req: &HookRequest, fields: Fields) -> HookEvent {
+        parse(req, fields)
+    }
+
+    fn render(&self, event: &HookEvent, outcome: Outcome) -> HookReply {
+        render(event, outcome)
+    }
+
+    fn read_session_file(
+        &self,
+        path: &Path,
+        cursor: Option<&Cursor>,
+        current: Option<&Usage>,
+    ) -> Result<SessionReading, String> {
+        read(path, cursor, current)
+    }
+
+    fn read_work(&self, path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
+        read_work(path, max_bytes, keep_prompts)
+    }
+
+    fn calls_after_marker(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        marker: &str,
+        from: Option<u64>,
+    ) -> io::Result<Option<Vec<work::ToolCall>>> {
+        work::read_file_after::<WorkReader>(path, max_bytes, 0, Some(marker), from)
+            .map(|facts| facts.calls_after_marker)
+    }
+
+    fn compaction_point(&self, session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+        compaction_point(session, config)
+    }
+
+    /// Gemini CLI's point follows from its model and settings.
+    fn point_unknown(&self, _session: &SessionFacts, _config: &WindowConfig) -> bool {
+        false
+    }
+
+    /// A compression does not show where the point is.
+    fn point_shown_by_compaction(&self, _tokens: u64) -> Option<HarnessPoint> {
+        None
+    }
+
+    fn has_launch_point(&self) -> bool {
+        true
+    }
+
+    fn launch_point(
+        &self,
+        event: &HookEvent,
+        peer_pid: Option<u32>,
+        known: &LaunchPoints,
+    ) -> Option<Launch> {
+        launch_point(event, peer_pid, &known.gemini)
+    }
+
+    /// Compressions are found by the figure's fall, not by a record.
+    fn boundary_offset(&self, _boundary: &Boundary) -> Option<u64> {
+        None
+    }
+
+    fn injected_context_arrived(&self, path: &Path, marker: &str) -> io::Result<bool> {
+        user_message_holds(path, marker)
+    }
+
+    /// PreCompress fires before every model call; a compression follows
+    /// only when Gemini CLI's own rule says so.
+    fn compaction_is_due(&self, session: &SessionFacts, trigger: Option<&Trigger>) -> bool {
+        compression_is_due(session, trigger)
+    }
+
+    fn precompact_repeats_without_compaction(&self) -> bool {
+        true
+    }
+
+    /// No hook follows a compression.
+    fn compaction_summary<'e>(&self, _event: &'e HookEvent) -> Option<(&'e str, &'static str)> {
+        None
+    }
+
+    /// The session file keeps no summary hookd reads.
+    fn compaction_summary_in_file(&self, _path: &Path) -> io::Result<Option<String>> {
+        Ok(None)
+    }
+
+    /// No SessionStart follows a compression.
+    fn resumes_at_next_turn(&self) -> bool {
+        true
+    }
+
+    fn takes_model_context(&self, kind: &EventName) -> bool {
+        takes_additional_context(kind)
+    }
+}
+
 /// Gemini CLI's event names and hookd's, both ways.
-const EVENTS: [(&str, EventKind); 7] = [
-    ("SessionStart", EventKind::SessionStart),
-    ("BeforeAgent", EventKind::UserPromptSubmit),
-    ("BeforeTool", EventKind::PreToolUse),
-    ("AfterTool", EventKind::PostToolUse),
-    ("AfterAgent", EventKind::Stop),
-    ("PreCompress", EventKind::PreCompact),
-    ("SessionEnd", EventKind::SessionEnd),
+const EVENTS: [(&str, EventName); 7] = [
+    ("SessionStart", EventName::SessionStart),
+    ("BeforeAgent", EventName::UserPromptSubmit),
+    ("BeforeTool", EventName::PreToolUse),
+    ("AfterTool", EventName::PostToolUse),
+    ("AfterAgent", EventName::Stop),
+    ("PreCompress", EventName::PreCompact),
+    ("SessionEnd", EventName::SessionEnd),
 ];
 
 /// hookd's event for a Gemini CLI name in any spelling (`AfterTool`,
 /// `after-tool`); other names stay what they are.
-fn kind_of(name: &str) -> EventKind {
+fn kind_of(name: &str) -> EventName {
     let squashed = |s: &str| {
         s.chars()
             .filter(char::is_ascii_alphanumeric)
@@ -903,11 +1005,11 @@ fn kind_of(name: &str) -> EventKind {
         .iter()
         .find(|(gemini, _)| squashed(gemini) == wanted)
         .map(|(_, kind)| kind.clone())
-        .unwrap_or_else(|| EventKind::from_name(name))
+        .unwrap_or_else(|| EventName::from_name(name))
 }
 
 /// Gemini CLI's name for one of hookd's events, as `hookEventName` wants it.
-fn gemini_name(kind: &EventKind) -> Option<&'static str> {
+fn gemini_name(kind: &EventName) -> Option<&'static str> {
     EVENTS
         .iter()
         .find(|(_, k)| k == kind)
@@ -919,32 +1021,37 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
     let kind = match (&req.event, &payload_event) {
         (Some(arg), _) => kind_of(arg),
         (None, Some(name)) => kind_of(name),
-        (None, None) => EventKind::Other("unknown".into()),
+        (None, None) => EventName::Other("unknown".into()),
     };
     let cwd = f.path("cwd").or_else(|| super::request_cwd(req));
     let project_dir =
         super::env_path(&req.env, "GEMINI_PROJECT_DIR", &mut f.problems).or_else(|| cwd.clone());
-    let mut event = HookEvent {
-        harness: req.harness,
-        kind,
-        session_id: f.string("session_id").filter(|s| !s.is_empty()),
-        transcript_path: f.path("transcript_path"),
-        project_dir,
-        // Set from `project_dir` by `harness::parse`, for every harness.
-        working_dir: None,
-        cwd,
+    let session_id = f.string("session_id").filter(|s| !s.is_empty());
+    let transcript_path = f.path("transcript_path");
+    // Every field is read whatever the event, so a wrong type is noted alike.
+    let parts = EventParts {
         source: f.string("source"),
         trigger: f.string("trigger"),
         reason: f.string("reason"),
         prompt: f.string("prompt"),
         tool_name: f.string("tool_name"),
+        // Gemini CLI has no PostCompact or SubagentStop, and AfterAgent's
+        // reply is not read.
+        ..EventParts::default()
+    };
+    let mut event = HookEvent {
+        harness: req.harness,
+        event: Event::from_parts(kind, parts),
+        session_id,
+        transcript_path,
+        project_dir,
+        // Set from `project_dir` by `harness::parse`, for every harness.
+        working_dir: None,
+        cwd,
         // Gemini CLI's transcript is not read, so no reply needs waiting for.
         model: None,
-        custom_instructions: None,
-        compact_summary: None,
         agent_id: None,
-        agent_type: None,
-        last_assistant_message: None,
+        claude_code_knobs: None,
         env: req.env.clone(),
         problems: Vec::new(),
     };
@@ -953,10 +1060,10 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
 }
 
 /// Events whose `hookSpecificOutput.additionalContext` reaches the model.
-pub(super) fn takes_additional_context(kind: &EventKind) -> bool {
+pub(super) fn takes_additional_context(kind: &EventName) -> bool {
     matches!(
         kind,
-        EventKind::SessionStart | EventKind::UserPromptSubmit | EventKind::PostToolUse
+        EventName::SessionStart | EventName::UserPromptSubmit | EventName::PostToolUse
     )
 }
 
@@ -973,8 +1080,8 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     if let (Some(ctx), Some(name)) = (
         outcome
             .additional_context
-            .filter(|_| takes_additional_context(&event.kind)),
-        gemini_name(&event.kind),
+            .filter(|_| takes_additional_context(&event.name())),
+        gemini_name(&event.name()),
     ) {
         out.insert(
             "hookSpecificOutput".into(),
@@ -1015,25 +1122,30 @@ mod tests {
     #[test]
     fn gemini_events_map_onto_hookds() {
         for (arg, kind) in [
-            ("after-tool", EventKind::PostToolUse),
-            ("AfterTool", EventKind::PostToolUse),
-            ("before-agent", EventKind::UserPromptSubmit),
-            ("after-agent", EventKind::Stop),
-            ("pre-compress", EventKind::PreCompact),
-            ("session-start", EventKind::SessionStart),
-            ("session-end", EventKind::SessionEnd),
-            ("notification", EventKind::Other("notification".into())),
+            ("after-tool", EventName::PostToolUse),
+            ("AfterTool", EventName::PostToolUse),
+            ("before-agent", EventName::UserPromptSubmit),
+            ("after-agent", EventName::Stop),
+            ("pre-compress", EventName::PreCompact),
+            ("session-start", EventName::SessionStart),
+            ("session-end", EventName::SessionEnd),
+            ("notification", EventName::Other("notification".into())),
         ] {
             let ev = crate::harness::parse(&request(Some(arg), r#"{"session_id":"g"}"#)).unwrap();
-            assert_eq!(ev.kind, kind, "{arg}");
+            assert_eq!(ev.name(), kind, "{arg}");
         }
         let ev = crate::harness::parse(&request(
             None,
             r#"{"session_id":"g","hook_event_name":"PreCompress","trigger":"auto","cwd":"/proj/sub","timestamp":"2026-05-01T10:00:00Z","transcript_path":"/t.json"}"#,
         ))
         .unwrap();
-        assert_eq!(ev.kind, EventKind::PreCompact);
-        assert_eq!(ev.trigger.as_deref(), Some("auto"));
+        assert_eq!(
+            ev.event,
+            Event::PreCompact {
+                trigger: Some(Trigger::Auto),
+                instructions: None
+            }
+        );
         assert_eq!(ev.project_dir.as_deref(), Some(Path::new("/proj")));
         assert_eq!(ev.cwd.as_deref(), Some(Path::new("/proj/sub")));
     }
@@ -1117,7 +1229,7 @@ mod tests {
             (c.tokens_used, c.window_tokens, c.tokens_max),
             (6000, 1_048_576, 524_288)
         );
-        assert!(!compression_is_due(&s.facts(), Some("auto")));
+        assert!(!compression_is_due(&s.facts(), Some(&Trigger::Auto)));
     }
 
     #[test]
@@ -1127,7 +1239,7 @@ mod tests {
         let path = session_file(home.path(), &lines);
         let mut s = session();
         s.take_reading(read(&path, None, None).unwrap(), 1);
-        assert!(compression_is_due(&s.facts(), Some("auto")));
+        assert!(compression_is_due(&s.facts(), Some(&Trigger::Auto)));
         lines.push(reply("c", 2100));
         let path = session_file(home.path(), &lines);
         let taken = read(&path, s.cursor.as_ref(), s.usage.as_ref()).unwrap();
@@ -1170,7 +1282,7 @@ mod tests {
             statusline_window: None,
             reported_window: None,
             harness_point: point,
-            knobs,
+            claude_code_knobs: Some(knobs),
         }
     }
 
@@ -1233,7 +1345,7 @@ mod tests {
         ] {
             let used = usage(tokens);
             assert_eq!(
-                compression_is_due(&facts_of(model, &used, None, &knobs), Some("auto")),
+                compression_is_due(&facts_of(model, &used, None, &knobs), Some(&Trigger::Auto)),
                 due,
                 "{model} at {tokens}"
             );
@@ -1246,12 +1358,12 @@ mod tests {
         let used = usage(314_573);
         let facts = facts_of("gemini-2.5-flash", &used, Some(&point), &knobs);
         assert!(
-            compression_is_due(&facts, Some("auto")),
+            compression_is_due(&facts, Some(&Trigger::Auto)),
             "0.3 × 1,048,576 = 314,572.8"
         );
         let used = usage(314_572);
         let facts = facts_of("gemini-2.5-flash", &used, Some(&point), &knobs);
-        assert!(!compression_is_due(&facts, Some("auto")));
+        assert!(!compression_is_due(&facts, Some(&Trigger::Auto)));
         let bad = usage(600_000);
         let bad = Usage {
             invalid: Some("bad".into()),
@@ -1259,13 +1371,13 @@ mod tests {
         };
         assert!(!compression_is_due(
             &facts_of("gemini-2.5-flash", &bad, None, &knobs),
-            Some("auto")
+            Some(&Trigger::Auto)
         ));
         // `/compress` compresses wherever the figure stands.
         let low = usage(5_000);
         assert!(compression_is_due(
             &facts_of("gemini-2.5-flash", &low, None, &knobs),
-            Some("manual")
+            Some(&Trigger::Manual)
         ));
     }
 

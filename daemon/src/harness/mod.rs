@@ -1,135 +1,37 @@
-//! One module per agent harness: each turns the harness's hook payloads into
-//! [`HookEvent`]s and hookd's [`Outcome`]s back into what the harness reads.
-//! Adding a harness means adding a module here and a folder under `hooks/`.
+//! One module per agent harness, each one [`Adapter`] implementation: it
+//! turns the harness's hook payloads into [`HookEvent`]s, hookd's
+//! [`Outcome`]s back into what the harness reads, and reads its session
+//! file. Adding a harness means adding a module here, its row in
+//! [`adapter`], and a folder under `hooks/`.
 
 pub mod claude_code;
 pub mod codex;
+pub mod event;
 pub mod gemini_cli;
 pub mod process;
+pub mod reading;
 pub mod work;
 
-pub use claude_code::transcript::{Boundary, Cursor, Method, Reading, Usage};
+pub use reading::{Boundary, Cursor, HarnessPoint, Method, Reading, SessionReading, Usage};
 
 pub use claude_code::statusline;
 
 pub use codex::{Launch, POINT_UNKNOWN};
 
-/// The harness of a session hookd knows only by its id (one a person named
-/// to hookctl before any hook of it arrived).
-pub const FIRST: Harness = Harness::ClaudeCode;
+pub use event::{Event, EventName, EventParts, StartSource, Trigger};
 
 use protocol::wire::{Harness, HookReply, HookRequest};
 use serde_json::{Map, Value};
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-
-/// hookd's names for hook events. Harness-specific names map onto these.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum EventKind {
-    SessionStart,
-    UserPromptSubmit,
-    PreToolUse,
-    PostToolUse,
-    PostToolBatch,
-    PreCompact,
-    PostCompact,
-    Stop,
-    SubagentStop,
-    SessionEnd,
-    /// Any other event: recorded, never an error. Kept in kebab case.
-    Other(String),
-}
-
-const KNOWN: [(EventKind, &str, &str); 10] = [
-    (EventKind::SessionStart, "SessionStart", "session-start"),
-    (
-        EventKind::UserPromptSubmit,
-        "UserPromptSubmit",
-        "user-prompt-submit",
-    ),
-    (EventKind::PreToolUse, "PreToolUse", "pre-tool-use"),
-    (EventKind::PostToolUse, "PostToolUse", "post-tool-use"),
-    (EventKind::PostToolBatch, "PostToolBatch", "post-tool-batch"),
-    (EventKind::PreCompact, "PreCompact", "pre-compact"),
-    (EventKind::PostCompact, "PostCompact", "post-compact"),
-    (EventKind::Stop, "Stop", "stop"),
-    (EventKind::SubagentStop, "SubagentStop", "subagent-stop"),
-    (EventKind::SessionEnd, "SessionEnd", "session-end"),
-];
-
-impl EventKind {
-    /// Accepts `PostToolUse`, `post-tool-use` and `post_tool_use` alike.
-    pub fn from_name(name: &str) -> EventKind {
-        let kebab = to_kebab(name);
-        KNOWN
-            .iter()
-            .find(|(_, _, k)| *k == kebab)
-            .map(|(kind, _, _)| kind.clone())
-            .unwrap_or(EventKind::Other(kebab))
-    }
-
-    pub fn kebab(&self) -> Cow<'static, str> {
-        match self {
-            EventKind::Other(name) => Cow::Owned(name.clone()),
-            known => Cow::Borrowed(
-                KNOWN
-                    .iter()
-                    .find(|(k, _, _)| k == known)
-                    .map(|(_, _, n)| *n)
-                    .unwrap_or(""),
-            ),
-        }
-    }
-
-    /// Claude Code's spelling (`PostToolUse`), used in `hookEventName`.
-    pub fn pascal(&self) -> Cow<'static, str> {
-        match self {
-            EventKind::Other(name) => Cow::Owned(
-                name.split('-')
-                    .map(|w| {
-                        let mut c = w.chars();
-                        c.next()
-                            .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
-                            .unwrap_or_default()
-                    })
-                    .collect(),
-            ),
-            known => Cow::Borrowed(
-                KNOWN
-                    .iter()
-                    .find(|(k, _, _)| k == known)
-                    .map(|(_, p, _)| *p)
-                    .unwrap_or(""),
-            ),
-        }
-    }
-}
-
-/// `PostToolUse` → `post-tool-use`; `post_tool_use` → `post-tool-use`.
-fn to_kebab(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for (i, c) in name.trim().chars().enumerate() {
-        if c == '_' || c == ' ' {
-            out.push('-');
-        } else if c.is_ascii_uppercase() {
-            if i > 0 && !out.ends_with('-') {
-                out.push('-');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
 
 /// One hook, decoded: what every harness module produces.
 #[derive(Debug, Clone)]
 pub struct HookEvent {
     pub harness: Harness,
-    pub kind: EventKind,
+    /// The event's kind and what only that kind carries.
+    pub event: Event,
     pub session_id: Option<String>,
     pub transcript_path: Option<PathBuf>,
     /// The project root: the work tree root of the directory the harness
@@ -140,27 +42,23 @@ pub struct HookEvent {
     /// `project_dir`.
     pub working_dir: Option<PathBuf>,
     pub cwd: Option<PathBuf>,
-    /// SessionStart: startup, resume, clear, compact.
-    pub source: Option<String>,
-    /// PreCompact / PostCompact: manual or auto.
-    pub trigger: Option<String>,
-    /// SessionEnd reason.
-    pub reason: Option<String>,
-    pub prompt: Option<String>,
-    pub tool_name: Option<String>,
     pub model: Option<String>,
-    pub custom_instructions: Option<String>,
-    pub compact_summary: Option<String>,
     /// Set for events inside a subagent.
     pub agent_id: Option<String>,
-    /// SubagentStop: the subagent's kind; Claude Code's compaction summarizer has "".
-    pub agent_type: Option<String>,
-    /// Stop / SubagentStop: the (sub)agent's last reply.
-    pub last_assistant_message: Option<String>,
+    /// Claude Code's launch settings (its compaction variables) from the
+    /// hook's environment; `None` for another harness.
+    pub claude_code_knobs: Option<protocol::pressure::Knobs>,
     /// The hook's allow-listed environment.
     pub env: BTreeMap<String, String>,
     /// Fields that were present but not what the harness documents.
     pub problems: Vec<String>,
+}
+
+impl HookEvent {
+    /// The event's name, without what it carries.
+    pub fn name(&self) -> EventName {
+        self.event.name()
+    }
 }
 
 /// What hookd wants the harness to show; each harness renders it its own way.
@@ -274,11 +172,7 @@ pub fn parse(req: &HookRequest) -> Result<HookEvent, PayloadError> {
         map: fields,
         problems: Vec::new(),
     };
-    let mut event = match req.harness {
-        Harness::ClaudeCode => claude_code::parse(req, fields),
-        Harness::Codex => codex::parse(req, fields),
-        Harness::GeminiCli => gemini_cli::parse(req, fields),
-    };
+    let mut event = adapter(req.harness).parse(req, fields);
     // Every harness names the directory it started in; the project is the
     // repository that holds it, so a session in `pkg/sub` shares one
     // `.workflow/` and one settings file with the rest of the repository.
@@ -308,94 +202,7 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
             *text = clean;
         }
     }
-    match event.harness {
-        Harness::ClaudeCode => claude_code::render(event, outcome),
-        Harness::Codex => codex::render(event, outcome),
-        Harness::GeminiCli => gemini_cli::render(event, outcome),
-    }
-}
-
-/// One look at a session's own file (Claude Code's transcript, Codex's
-/// rollout, Gemini CLI's chat file), in terms every harness shares.
-#[derive(Debug, Clone)]
-pub struct SessionReading {
-    /// The figure, the compactions seen, and where reading stopped.
-    pub reading: Reading,
-    /// The window the harness itself reported, if its file says.
-    pub window: Option<u64>,
-    /// Where the harness's own settings say it compacts, if they say.
-    pub compaction_point: Option<HarnessPoint>,
-}
-
-/// A compaction point a harness's settings give: a number of tokens or a
-/// share of the window, and where it was set.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct HarnessPoint {
-    pub tokens: Option<u64>,
-    pub fraction: Option<f64>,
-    pub basis: String,
-}
-
-/// Reads what is new in a session's file, by its harness's format.
-/// Blocking: run it off the async runtime.
-pub fn read_session_file(
-    harness: Harness,
-    path: &Path,
-    cursor: Option<&Cursor>,
-    current: Option<&Usage>,
-) -> Result<SessionReading, String> {
-    match harness {
-        Harness::ClaudeCode => claude_code::transcript::read(path, cursor, current)
-            .map(|reading| SessionReading {
-                reading,
-                window: None,
-                compaction_point: None,
-            })
-            .map_err(|e| e.to_string()),
-        Harness::Codex => codex::read(path, cursor, current),
-        Harness::GeminiCli => gemini_cli::read(path, cursor, current),
-    }
-}
-
-/// What a session's own file says about the work (tasks, files written,
-/// requests), read by its harness's format from the last `max_bytes`.
-pub fn read_work(
-    harness: Harness,
-    path: &Path,
-    max_bytes: u64,
-    keep_prompts: usize,
-) -> io::Result<work::WorkFacts> {
-    match harness {
-        Harness::ClaudeCode => claude_code::work::read(path, max_bytes, keep_prompts),
-        Harness::Codex => codex::read_work(path, max_bytes, keep_prompts),
-        Harness::GeminiCli => gemini_cli::read_work(path, max_bytes, keep_prompts),
-    }
-}
-
-/// The agent's first tool calls after the line of its session file that
-/// holds `marker` (an injected resume prompt's), read by its harness's
-/// rules from the last `max_bytes`, and from offset `from` on when the file
-/// still reaches it; `None` when no line read holds the marker.
-pub fn calls_after_marker(
-    harness: Harness,
-    path: &Path,
-    max_bytes: u64,
-    marker: &str,
-    from: Option<u64>,
-) -> io::Result<Option<Vec<work::ToolCall>>> {
-    let after = Some(marker);
-    let facts = match harness {
-        Harness::ClaudeCode => {
-            work::read_file_after::<claude_code::work::Reader>(path, max_bytes, 0, after, from)
-        }
-        Harness::Codex => {
-            work::read_file_after::<codex::WorkReader>(path, max_bytes, 0, after, from)
-        }
-        Harness::GeminiCli => {
-            work::read_file_after::<gemini_cli::WorkReader>(path, max_bytes, 0, after, from)
-        }
-    }?;
-    Ok(facts.calls_after_marker)
+    adapter(event.harness).render(event, outcome)
 }
 
 /// What a harness needs to know of a session to place its compaction point.
@@ -409,153 +216,133 @@ pub struct SessionFacts<'a> {
     pub reported_window: Option<u64>,
     /// Where the harness's own settings say it compacts.
     pub harness_point: Option<&'a HarnessPoint>,
-    /// Claude Code's compaction settings from the hook's environment.
-    pub knobs: &'a protocol::pressure::Knobs,
+    /// Claude Code's launch settings; `None` for another harness, or a
+    /// Claude Code session no hook with an environment has reached yet.
+    pub claude_code_knobs: Option<&'a protocol::pressure::Knobs>,
 }
 
 /// What each harness process seen took in at its launch.
 #[derive(Default)]
 pub struct LaunchPoints {
-    codex: process::ProcessCache<codex::ProcessPoint>,
-    gemini: process::ProcessCache<Option<HarnessPoint>>,
+    pub(super) codex: process::ProcessCache<codex::ProcessPoint>,
+    pub(super) gemini: process::ProcessCache<Option<HarnessPoint>>,
 }
 
-/// Where the harness that ran a hook compacts, from what only its hooks can
-/// see (its command line, read from the hook's process `peer_pid` and its
-/// ancestors; its project's settings), kept per harness process in
-/// `known`: `None` when that cannot be known. Blocking: run it off the
-/// async runtime, and only for a harness that [`has_launch_point`].
-pub fn launch_point(
-    event: &HookEvent,
-    peer_pid: Option<u32>,
-    known: &LaunchPoints,
-) -> Option<Launch> {
-    match event.harness {
-        Harness::Codex => codex::launch_point(event, peer_pid, &known.codex),
-        Harness::GeminiCli => gemini_cli::launch_point(event, peer_pid, &known.gemini),
-        Harness::ClaudeCode => None,
-    }
+/// Everything hookd asks of one harness: one implementation per harness
+/// module, reached through [`adapter`]. No method has a default body, so a
+/// harness that leaves one out does not compile.
+pub trait Adapter: Sync {
+    /// The payload's fields as a [`HookEvent`]; `project_dir` is the
+    /// directory the harness names (the project root is found after).
+    fn parse(&self, req: &HookRequest, fields: Fields) -> HookEvent;
+
+    /// An outcome, already cut to fit and cleaned, in the harness's format.
+    fn render(&self, event: &HookEvent, outcome: Outcome) -> HookReply;
+
+    /// What is new in the session's file. Blocking.
+    fn read_session_file(
+        &self,
+        path: &Path,
+        cursor: Option<&Cursor>,
+        current: Option<&Usage>,
+    ) -> Result<SessionReading, String>;
+
+    /// What the session's file says about the work (tasks, files written,
+    /// requests), from its last `max_bytes`. Blocking.
+    fn read_work(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        keep_prompts: usize,
+    ) -> io::Result<work::WorkFacts>;
+
+    /// The agent's first tool calls after the line of its session file that
+    /// holds `marker` (an injected resume prompt's), from the last
+    /// `max_bytes`, and from offset `from` on when the file still reaches
+    /// it; `None` when no line read holds the marker. Blocking.
+    fn calls_after_marker(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        marker: &str,
+        from: Option<u64>,
+    ) -> io::Result<Option<Vec<work::ToolCall>>>;
+
+    /// Where the session's harness compacts (or compresses) its context.
+    fn compaction_point(
+        &self,
+        session: &SessionFacts,
+        config: &protocol::config::WindowConfig,
+    ) -> protocol::pressure::CompactionPoint;
+
+    /// Whether the session's compaction point cannot be known yet (it is
+    /// learned at the first compaction): no level fires against a guess.
+    fn point_unknown(
+        &self,
+        session: &SessionFacts,
+        config: &protocol::config::WindowConfig,
+    ) -> bool;
+
+    /// The point an automatic compaction at `tokens` shows, for a harness
+    /// that compacts as soon as its figure reaches its point.
+    fn point_shown_by_compaction(&self, tokens: u64) -> Option<HarnessPoint>;
+
+    /// Whether a hook of this harness can tell where its process compacts.
+    fn has_launch_point(&self) -> bool;
+
+    /// Where the harness that ran a hook compacts, from what only its hooks
+    /// can see (its command line, read from the hook's process `peer_pid`
+    /// and its ancestors; its project's settings), kept per harness process
+    /// in `known`: `None` when that cannot be known. Blocking, and asked
+    /// only when [`Adapter::has_launch_point`].
+    fn launch_point(
+        &self,
+        event: &HookEvent,
+        peer_pid: Option<u32>,
+        known: &LaunchPoints,
+    ) -> Option<Launch>;
+
+    /// Where a compaction's record starts in the session's file, for a
+    /// harness that names its compactions so (the file only grows: a later
+    /// record is a later compaction).
+    fn boundary_offset(&self, boundary: &Boundary) -> Option<u64>;
+
+    /// Whether injected text holding `marker` reached the model since the
+    /// latest compaction, by what the session's file recorded. Blocking.
+    fn injected_context_arrived(&self, path: &Path, marker: &str) -> io::Result<bool>;
+
+    /// Whether a PreCompact-like hook with this `trigger` means a
+    /// compaction now.
+    fn compaction_is_due(&self, session: &SessionFacts, trigger: Option<&Trigger>) -> bool;
+
+    /// Whether the harness's automatic PreCompact-like hook fires again and
+    /// again while no compaction follows, so that one save per epoch stands
+    /// for all of them.
+    fn precompact_repeats_without_compaction(&self) -> bool;
+
+    /// The compaction summary a hook carries, and what to call where it
+    /// came from.
+    fn compaction_summary<'e>(&self, event: &'e HookEvent) -> Option<(&'e str, &'static str)>;
+
+    /// The latest compaction's summary as the session's file keeps it, for
+    /// a harness that writes one there. Blocking.
+    fn compaction_summary_in_file(&self, path: &Path) -> io::Result<Option<String>>;
+
+    /// Whether the resume prompt goes in at the first prompt or tool call
+    /// after a compaction the session's file showed (the harness has no
+    /// SessionStart after compacting).
+    fn resumes_at_next_turn(&self) -> bool;
+
+    /// Whether a hook of this kind can give the model words.
+    fn takes_model_context(&self, kind: &EventName) -> bool;
 }
 
-/// Whether a hook of this harness can tell where its process compacts.
-pub fn has_launch_point(harness: Harness) -> bool {
-    matches!(harness, Harness::Codex | Harness::GeminiCli)
-}
-
-/// Where a compaction's record starts in the session's file, for a harness
-/// that names its compactions so (the file only grows: a later record is a
-/// later compaction).
-pub fn boundary_offset(harness: Harness, boundary: &Boundary) -> Option<u64> {
+/// The one place a harness's name becomes its implementation.
+pub fn adapter(harness: Harness) -> &'static dyn Adapter {
     match harness {
-        Harness::Codex => codex::boundary_offset(boundary),
-        Harness::ClaudeCode | Harness::GeminiCli => None,
-    }
-}
-
-/// Whether the session's compaction point cannot be known yet (it is
-/// learned at the first compaction): no level fires against a guess.
-pub fn point_unknown(session: &SessionFacts, config: &protocol::config::WindowConfig) -> bool {
-    match session.harness {
-        Harness::Codex => codex::point_unknown(session, config),
-        Harness::ClaudeCode | Harness::GeminiCli => false,
-    }
-}
-
-/// The point an automatic compaction at `tokens` shows, for a harness
-/// that compacts as soon as its figure reaches its point.
-pub fn point_shown_by_compaction(harness: Harness, tokens: u64) -> Option<HarnessPoint> {
-    match harness {
-        Harness::Codex => Some(codex::point_shown_by_compaction(tokens)),
-        Harness::ClaudeCode | Harness::GeminiCli => None,
-    }
-}
-
-/// Where the session's harness compacts (or compresses) its context.
-pub fn compaction_point(
-    session: &SessionFacts,
-    config: &protocol::config::WindowConfig,
-) -> protocol::pressure::CompactionPoint {
-    match session.harness {
-        Harness::ClaudeCode => claude_code::window::compaction_point_for(
-            session.model,
-            session.statusline_window,
-            session.knobs,
-            config,
-        ),
-        Harness::Codex => codex::compaction_point(session, config),
-        Harness::GeminiCli => gemini_cli::compaction_point(session, config),
-    }
-}
-
-/// Whether injected text holding `marker` reached the model since the
-/// latest compaction, by what the session's file recorded.
-pub fn injected_context_arrived(harness: Harness, path: &Path, marker: &str) -> io::Result<bool> {
-    match harness {
-        Harness::ClaudeCode => claude_code::transcript::injected_context_arrived(path, marker),
-        Harness::Codex => codex::developer_message_holds(path, marker),
-        Harness::GeminiCli => gemini_cli::user_message_holds(path, marker),
-    }
-}
-
-/// Whether a PreCompact-like hook with this `trigger` means a compaction
-/// now. Gemini CLI fires PreCompress before every model call; a compression
-/// follows only when its own rule says so.
-pub fn compaction_is_due(session: &SessionFacts, trigger: Option<&str>) -> bool {
-    match session.harness {
-        Harness::GeminiCli => gemini_cli::compression_is_due(session, trigger),
-        Harness::ClaudeCode | Harness::Codex => true,
-    }
-}
-
-/// Whether the harness's automatic PreCompact-like hook fires again and
-/// again while no compaction follows (Gemini CLI's, before every model
-/// call), so that one save per epoch stands for all of them.
-pub fn precompact_repeats_without_compaction(harness: Harness) -> bool {
-    harness == Harness::GeminiCli
-}
-
-/// The compaction summary a hook carries, and what to call where it came
-/// from: Claude Code's summarizer ends as a subagent with no type, before
-/// SessionStart(compact); PostCompact repeats the summary afterwards. Codex
-/// shares the field names but its PreCompact output never reaches its
-/// summarizer, and Gemini CLI has no hook after compressing.
-pub fn compaction_summary(event: &HookEvent) -> Option<(&str, &'static str)> {
-    if event.harness != Harness::ClaudeCode {
-        return None;
-    }
-    let summary = match event.kind {
-        EventKind::SubagentStop if event.agent_type.as_deref() == Some("") => {
-            (event.last_assistant_message.as_deref()?, "subagent-stop")
-        }
-        EventKind::PostCompact => (event.compact_summary.as_deref()?, "post-compact"),
-        _ => return None,
-    };
-    Some(summary)
-}
-
-/// The latest compaction's summary as the session's file keeps it, for a
-/// harness that writes one there (Claude Code: the `isCompactSummary` entry
-/// after the boundary). Blocking.
-pub fn compaction_summary_in_file(harness: Harness, path: &Path) -> io::Result<Option<String>> {
-    match harness {
-        Harness::ClaudeCode => claude_code::transcript::compact_summary(path),
-        Harness::Codex | Harness::GeminiCli => Ok(None),
-    }
-}
-
-/// Whether the resume prompt goes in at the first prompt or tool call after
-/// a compaction the session's file showed (the harness has no SessionStart
-/// after compacting).
-pub fn resumes_at_next_turn(harness: Harness) -> bool {
-    harness == Harness::GeminiCli
-}
-
-/// Whether a hook of this kind can give the model words (`additionalContext`
-/// reaches it only from some events).
-pub fn takes_model_context(harness: Harness, kind: &EventKind) -> bool {
-    match harness {
-        Harness::ClaudeCode | Harness::Codex => claude_code::takes_additional_context(kind),
-        Harness::GeminiCli => gemini_cli::takes_additional_context(kind),
+        Harness::ClaudeCode => &claude_code::ClaudeCode,
+        Harness::Codex => &codex::Codex,
+        Harness::GeminiCli => &gemini_cli::GeminiCli,
     }
 }
 
@@ -733,27 +520,129 @@ mod tests {
         assert_eq!(cut_to("short".into(), 3), "sho");
     }
 
+    fn hook_of(harness: Harness, event: &str, payload: &str) -> HookEvent {
+        let req = HookRequest {
+            harness,
+            event: Some(event.into()),
+            payload: serde_json::value::RawValue::from_string(payload.into()).unwrap(),
+            env: BTreeMap::new(),
+            cwd: Some("/p".into()),
+        };
+        parse(&req).unwrap()
+    }
+
     #[test]
-    fn event_names_in_every_spelling() {
-        assert_eq!(EventKind::from_name("PostToolUse"), EventKind::PostToolUse);
-        assert_eq!(
-            EventKind::from_name("post-tool-use"),
-            EventKind::PostToolUse
+    fn every_harness_gives_a_typed_event_with_its_own_fields() {
+        // Each harness's name for the same moments.
+        let names = |harness| match harness {
+            Harness::ClaudeCode | Harness::Codex => ["SessionStart", "PreCompact", "Stop"],
+            Harness::GeminiCli => ["SessionStart", "PreCompress", "AfterAgent"],
+        };
+        for harness in Harness::ALL {
+            let [start, pre, stop] = names(harness);
+            let payload = r#"{"session_id":"s","source":"compact","trigger":"auto","prompt":"p"}"#;
+            assert_eq!(
+                hook_of(harness, start, payload).event,
+                Event::SessionStart {
+                    source: Some(StartSource::Compact)
+                },
+                "{harness}"
+            );
+            assert_eq!(
+                hook_of(harness, pre, payload).event,
+                Event::PreCompact {
+                    trigger: Some(Trigger::Auto),
+                    instructions: None
+                },
+                "{harness}"
+            );
+            assert!(
+                matches!(hook_of(harness, stop, payload).event, Event::Stop { .. }),
+                "{harness}"
+            );
+            // A source or trigger hookd does not know is kept as it was spelt.
+            let odd = r#"{"session_id":"s","source":"fork","trigger":"scheduled"}"#;
+            assert_eq!(
+                hook_of(harness, start, odd).event,
+                Event::SessionStart {
+                    source: Some(StartSource::Other("fork".into()))
+                },
+                "{harness}"
+            );
+            assert_eq!(
+                hook_of(harness, pre, odd).event,
+                Event::PreCompact {
+                    trigger: Some(Trigger::Other("scheduled".into())),
+                    instructions: None
+                },
+                "{harness}"
+            );
+            // A field of the wrong type is noted and absent, never an error.
+            let wrong = r#"{"session_id":"s","source":["compact"],"trigger":7}"#;
+            let ev = hook_of(harness, start, wrong);
+            assert_eq!(ev.event, Event::SessionStart { source: None }, "{harness}");
+            for field in ["field `source` is an array", "field `trigger` is a number"] {
+                assert!(
+                    ev.problems.iter().any(|p| p.starts_with(field)),
+                    "{harness}: {field}: {:?}",
+                    ev.problems
+                );
+            }
+            let ev = hook_of(harness, pre, wrong);
+            assert_eq!(
+                ev.event,
+                Event::PreCompact {
+                    trigger: None,
+                    instructions: None
+                },
+                "{harness}"
+            );
+            assert_eq!(
+                hook_of(harness, "notification", payload).event,
+                Event::Other("notification".into()),
+                "{harness}"
+            );
+        }
+        // Claude Code's summarizer ends as a subagent with no type.
+        let ev = hook_of(
+            Harness::ClaudeCode,
+            "SubagentStop",
+            r#"{"session_id":"s","agent_id":"a","agent_type":"","last_assistant_message":"sum"}"#,
         );
         assert_eq!(
-            EventKind::from_name("post_tool_use"),
-            EventKind::PostToolUse
-        );
-        assert_eq!(EventKind::from_name("SessionEnd").kebab(), "session-end");
-        assert_eq!(
-            EventKind::from_name("MessageDisplay"),
-            EventKind::Other("message-display".into())
+            ev.event,
+            Event::SubagentStop {
+                agent_type: Some(String::new()),
+                last_message: Some("sum".into())
+            }
         );
         assert_eq!(
-            EventKind::from_name("message-display").pascal(),
-            "MessageDisplay"
+            adapter(Harness::ClaudeCode).compaction_summary(&ev),
+            Some(("sum", "subagent-stop"))
         );
-        assert_eq!(EventKind::PreCompact.pascal(), "PreCompact");
+        let ev = hook_of(
+            Harness::ClaudeCode,
+            "PostCompact",
+            r#"{"session_id":"s","trigger":"manual","compact_summary":"sum"}"#,
+        );
+        assert_eq!(
+            ev.event,
+            Event::PostCompact {
+                trigger: Some(Trigger::Manual),
+                summary: Some("sum".into())
+            }
+        );
+        let ev = hook_of(
+            Harness::ClaudeCode,
+            "UserPromptSubmit",
+            r#"{"session_id":"s","prompt":"fix it"}"#,
+        );
+        assert_eq!(
+            ev.event,
+            Event::Prompt {
+                text: Some("fix it".into())
+            }
+        );
     }
 
     #[test]

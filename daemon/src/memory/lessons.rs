@@ -9,6 +9,7 @@ use super::{
 };
 use crate::budget::room::Room;
 use crate::capture::workflow_file::WORKFLOW_FILE;
+use crate::events::MemoryEvent;
 use crate::render::{self, Renderer};
 use crate::state::ContextState;
 use crate::time::now_ms;
@@ -257,13 +258,12 @@ impl Handover {
         event(
             task.project.as_deref(),
             None,
-            json!({
-                "action": "retrieve",
-                "task_id": task.task_id,
-                "description": task.task_description,
-                "found": self.found.ids,
-                "items": self.found.items,
-            }),
+            MemoryEvent::Retrieve {
+                task_id: task.task_id.clone(),
+                description: task.task_description.clone(),
+                found: self.found.ids,
+                items: self.found.items,
+            },
         );
     }
 }
@@ -294,7 +294,7 @@ pub fn fill_section(
             event(
                 Some(&project),
                 session.as_ref(),
-                json!({"action": "resume_section", "problem": e}),
+                MemoryEvent::ResumeSection { problem: e },
             );
             return;
         }

@@ -36,6 +36,7 @@ pub use lessons::fill_section;
 pub use requests::{memory_request, reflect_now, task_request};
 
 use crate::capture::workflow_file;
+use crate::events::{LogEvent, MemoryEvent, Reflected, TaskBegun, TaskClosed, TaskClosedNoticed};
 use crate::sessions::SessionKey;
 use crate::state::{Blocker, ContextState, Decision, SOURCE_SUMMARY};
 use crate::time::{now_ms, rfc3339};
@@ -43,7 +44,6 @@ use crate::workflow::Workflow;
 use protocol::config::Config;
 use protocol::memory::{Capacity, Reflection, TaskOutcome, TaskRecord, TaskType};
 use protocol::wire::Harness;
-use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -269,14 +269,14 @@ fn prune_if_due(store: &mut Store, config: &Config) {
 }
 
 /// Records a memory event in the project's `events.jsonl`.
-fn event(project: Option<&Path>, session: Option<&SessionKey>, fields: Value) {
+fn event(project: Option<&Path>, session: Option<&SessionKey>, event: MemoryEvent) {
     let Some(project) = project else {
         return;
     };
     let workflow = Workflow::new(project);
     if let Err(e) = workflow
         .ensure(true)
-        .and_then(|_| workflow.append_event("memory", session, fields))
+        .and_then(|_| workflow.append_event(session, &LogEvent::Memory(event)))
     {
         tracing::debug!(project = %project.display(), error = %e, "cannot append to events.jsonl");
     }
@@ -537,7 +537,12 @@ fn begin(
     event(
         Some(project),
         Some(session),
-        json!({"action": "begin", "task_id": task.task_id, "description": task.task_description, "window": window_of(&task, config).0, "scaled_because": task.scaled_because}),
+        MemoryEvent::Begin(TaskBegun::Noticed {
+            task_id: task.task_id.clone(),
+            description: task.task_description.clone(),
+            window: window_of(&task, config).0,
+            scaled_because: task.scaled_because.clone(),
+        }),
     );
     Ok(())
 }
@@ -647,7 +652,12 @@ fn take_in(
             event(
                 Some(&project),
                 session.as_ref(),
-                json!({"action": "reflect", "task_id": task.task_id, "added": added, "iteration": iteration, "from": if capture { "capture" } else { "summary" }}),
+                MemoryEvent::Reflect(Reflected::Found {
+                    task_id: task.task_id.clone(),
+                    added,
+                    iteration,
+                    from: if capture { "capture" } else { "summary" }.to_owned(),
+                }),
             );
         }
         Ok::<(), String>(())
@@ -759,7 +769,9 @@ fn task_list(
     }
     transcript
         .and_then(|t| {
-            crate::harness::read_work(harness, t, config.capture.transcript_scan_bytes, 0).ok()
+            crate::harness::adapter(harness)
+                .read_work(t, config.capture.transcript_scan_bytes, 0)
+                .ok()
         })
         .map(|facts| facts.tasks.into_iter().map(|t| t.status.into()).collect())
         .unwrap_or_default()
@@ -815,7 +827,13 @@ pub fn close(
     event(
         Some(project),
         Some(session),
-        json!({"action": "close", "task_id": task.task_id, "on": why, "outcome": task.outcome, "because": task.outcome_source, "key_learnings": task.key_learnings.len()}),
+        MemoryEvent::Close(TaskClosed::Noticed(TaskClosedNoticed {
+            task_id: task.task_id.clone(),
+            on: why.to_string(),
+            outcome: task.outcome,
+            because: task.outcome_source.clone(),
+            key_learnings: task.key_learnings.len(),
+        })),
     );
     Ok(Some(task))
 }

@@ -5,6 +5,7 @@ use super::{
     Memories, classify, cross_task_on, describe, event, finish, lock, new_task, newest_in, reflect,
     save, task_for, task_of, usable_description, window_of,
 };
+use crate::events::{MemoryEvent, Reflected, TaskBegun, TaskClosed, TaskClosedByHand};
 use crate::sessions::SessionKey;
 use crate::time::{now_ms, rfc3339};
 use protocol::config::Config;
@@ -13,7 +14,6 @@ use protocol::memory::{
     TaskAction, TaskOutcome, TaskRecord, TaskReport,
 };
 use protocol::wire::Response;
-use serde_json::json;
 use std::path::Path;
 
 /// Tasks `hookctl memory list` shows when no limit is given.
@@ -60,7 +60,11 @@ pub fn reflect_now(
     event(
         Some(project),
         session,
-        json!({"action": "reflect", "task_id": task.task_id, "type": kind.as_str(), "from": "hookctl reflect"}),
+        MemoryEvent::Reflect(Reflected::ByHand {
+            task_id: task.task_id.clone(),
+            reflection_type: kind.as_str().to_owned(),
+            from: "hookctl reflect".into(),
+        }),
     );
     Ok(report(task, config))
 }
@@ -122,7 +126,12 @@ pub fn task_request(
             event(
                 Some(project),
                 session,
-                json!({"action": "begin", "task_id": task.task_id, "description": task.task_description, "window": window_of(&task, config).0, "from": "hookctl task start"}),
+                MemoryEvent::Begin(TaskBegun::ByHand {
+                    task_id: task.task_id.clone(),
+                    description: task.task_description.clone(),
+                    window: window_of(&task, config).0,
+                    from: "hookctl task start".into(),
+                }),
             );
             Ok(report(task, config))
         }
@@ -144,7 +153,12 @@ pub fn task_request(
             event(
                 Some(project),
                 session,
-                json!({"action": "close", "task_id": task.task_id, "on": "hookctl task", "outcome": outcome, "key_learnings": task.key_learnings.len()}),
+                MemoryEvent::Close(TaskClosed::ByHand(TaskClosedByHand {
+                    task_id: task.task_id.clone(),
+                    on: "hookctl task".into(),
+                    outcome: Some(outcome),
+                    key_learnings: task.key_learnings.len(),
+                })),
             );
             Ok(report(task, config))
         }

@@ -6,7 +6,7 @@
 //! one of Claude Code's own). Claude Code reads all of
 //! these when a session starts.
 
-use super::{HookSpec, Scope, Wiring, runs_hookctl, shell_quote};
+use super::{HookSpec, InstallOptions, Report, Scope, Wiring, runs_hookctl, shell_quote};
 use anyhow::Context;
 use protocol::wire::Harness;
 use serde_json::{Map, Value, json};
@@ -71,17 +71,79 @@ const HOOKS: &[HookSpec] = &[
     },
 ];
 
-pub const WIRING: Wiring = Wiring {
-    harness: Harness::ClaudeCode,
-    hooks: HOOKS,
-    file: settings_file,
-    handler,
-    after_install: "Claude Code reads hooks when a session starts: restart running sessions \
-                    (or review the hooks with /hooks in a session).",
-};
+/// Claude Code, as hookctl wires it.
+pub struct ClaudeCode;
 
-fn handler(spec: &HookSpec, command: String) -> Value {
-    json!({ "type": "command", "command": command, "timeout": spec.timeout })
+impl Wiring for ClaudeCode {
+    fn harness(&self) -> Harness {
+        Harness::ClaudeCode
+    }
+
+    fn hooks(&self) -> &'static [HookSpec] {
+        HOOKS
+    }
+
+    fn file(&self, scope: &Scope) -> anyhow::Result<PathBuf> {
+        settings_file(scope)
+    }
+
+    fn handler(&self, spec: &HookSpec, command: String) -> Value {
+        json!({ "type": "command", "command": command, "timeout": spec.timeout })
+    }
+
+    fn after_install(&self) -> &'static str {
+        "Claude Code reads hooks when a session starts: restart running sessions \
+         (or review the hooks with /hooks in a session)."
+    }
+
+    fn runs_every_scope(&self) -> bool {
+        false
+    }
+
+    fn install_more(
+        &self,
+        root: &mut Map<String, Value>,
+        exe: &Path,
+        scope: &Scope,
+        options: &InstallOptions,
+        report: &mut Report,
+    ) -> anyhow::Result<()> {
+        if !options.no_statusline {
+            let (done, note) = put_statusline(root, exe, options.force);
+            report.done.push(done);
+            report.notes.extend(note);
+        }
+        report
+            .done
+            .extend(put_commands(scope, options.dry_run, options.force)?);
+        Ok(())
+    }
+
+    fn uninstall_more(
+        &self,
+        root: &mut Map<String, Value>,
+        scope: &Scope,
+        dry_run: bool,
+        report: &mut Report,
+    ) -> anyhow::Result<()> {
+        report.done.extend(take_statusline(root));
+        report.done.extend(take_commands(scope, dry_run)?);
+        Ok(())
+    }
+
+    fn presence(&self) -> (Option<PathBuf>, &'static str) {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        (home.map(|h| h.join(".claude")), "claude")
+    }
+
+    /// hookd is for Claude Code first: installed and not wired is a failure.
+    fn unwired_fails(&self) -> bool {
+        true
+    }
+
+    fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {
+        None
+    }
 }
 
 /// Claude Code's own directory for a scope.

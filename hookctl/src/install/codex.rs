@@ -7,11 +7,11 @@
 //! (`/hooks` in the Codex TUI, or its start-up review); project hooks load
 //! only in a trusted project. hookctl cannot do that for them.
 
-use super::{HookSpec, Scope, Wiring};
+use super::{HookSpec, InstallOptions, Report, Scope, Wiring};
 use anyhow::Context;
 use protocol::wire::Harness;
-use serde_json::{Value, json};
-use std::path::PathBuf;
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
 
 const HOOKS: &[HookSpec] = &[
     HookSpec {
@@ -59,16 +59,90 @@ const HOOKS: &[HookSpec] = &[
     },
 ];
 
-pub const WIRING: Wiring = Wiring {
-    harness: Harness::Codex,
-    hooks: HOOKS,
-    file: hooks_file,
-    handler,
-    after_install: "Codex skips new or changed hooks, silently, until you trust them: open `codex` \
-                    in a terminal once and choose \"Trust all\" at its hook review (or trust each \
-                    hookd hook in /hooks). Project hooks also need the project to be trusted. \
-                    `hookctl doctor` checks that Codex has trusted them.",
-};
+/// Codex CLI, as hookctl wires it.
+pub struct Codex;
+
+impl Wiring for Codex {
+    fn harness(&self) -> Harness {
+        Harness::Codex
+    }
+
+    fn hooks(&self) -> &'static [HookSpec] {
+        HOOKS
+    }
+
+    fn file(&self, scope: &Scope) -> anyhow::Result<PathBuf> {
+        hooks_file(scope)
+    }
+
+    fn handler(&self, spec: &HookSpec, command: String) -> Value {
+        json!({ "type": "command", "command": command, "timeout": spec.timeout })
+    }
+
+    fn after_install(&self) -> &'static str {
+        "Codex skips new or changed hooks, silently, until you trust them: open `codex` \
+         in a terminal once and choose \"Trust all\" at its hook review (or trust each \
+         hookd hook in /hooks). Project hooks also need the project to be trusted. \
+         `hookctl doctor` checks that Codex has trusted them."
+    }
+
+    /// Codex runs the hooks of the user's `hooks.json` and the project's both.
+    fn runs_every_scope(&self) -> bool {
+        true
+    }
+
+    fn install_more(
+        &self,
+        _root: &mut Map<String, Value>,
+        _exe: &Path,
+        _scope: &Scope,
+        options: &InstallOptions,
+        report: &mut Report,
+    ) -> anyhow::Result<()> {
+        if options.statusline {
+            report.notes.push(format!(
+                "{} has no statusLine; --statusline ignored",
+                self.harness()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Nothing but the hooks was installed.
+    fn uninstall_more(
+        &self,
+        _root: &mut Map<String, Value>,
+        _scope: &Scope,
+        _dry_run: bool,
+        _report: &mut Report,
+    ) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn presence(&self) -> (Option<PathBuf>, &'static str) {
+        (codex_home().ok(), "codex")
+    }
+
+    fn unwired_fails(&self) -> bool {
+        false
+    }
+
+    /// Codex runs a hook only once the person has trusted it.
+    fn doctor_problem(&self, file: &Path) -> Option<(String, &'static str)> {
+        let events: Vec<&str> = HOOKS.iter().map(|s| s.event).collect();
+        let untrusted = untrusted_events(file, &events);
+        (!untrusted.is_empty()).then(|| {
+            (
+                format!(
+                    "{}: Codex has not trusted hookd's hooks for {}, and `codex exec` skips untrusted hooks without a word",
+                    file.display(),
+                    untrusted.join(", ")
+                ),
+                "run `codex` in a terminal once and choose \"Trust all\" at the hook review (or trust hookd's hooks in /hooks)",
+            )
+        })
+    }
+}
 
 /// Events (in Codex's snake case) of hookd's hooks in `hooks_json` that
 /// Codex has not trusted, by the `[hooks.state."<file>:<event>:<group>:<i>"]`
@@ -101,10 +175,6 @@ fn snake_case(event: &str) -> String {
         }
     }
     out
-}
-
-fn handler(spec: &HookSpec, command: String) -> Value {
-    json!({ "type": "command", "command": command, "timeout": spec.timeout })
 }
 
 pub fn hooks_file(scope: &Scope) -> anyhow::Result<PathBuf> {

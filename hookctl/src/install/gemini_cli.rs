@@ -7,11 +7,11 @@
 //! Gemini CLI allows comments in settings.json; hookctl refuses such a file
 //! rather than drop them (add the entries from `hooks/gemini-cli/` by hand).
 
-use super::{HookSpec, Scope, Wiring};
+use super::{HookSpec, InstallOptions, Report, Scope, Wiring};
 use anyhow::Context;
 use protocol::wire::Harness;
-use serde_json::{Value, json};
-use std::path::PathBuf;
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
 
 /// Lifecycle matchers are exact strings in Gemini CLI, so SessionStart has
 /// none (every source).
@@ -54,22 +54,79 @@ const HOOKS: &[HookSpec] = &[
     },
 ];
 
-pub const WIRING: Wiring = Wiring {
-    harness: Harness::GeminiCli,
-    hooks: HOOKS,
-    file: settings_file,
-    handler,
-    after_install: "Gemini CLI reads hooks when it starts: restart it. If /hooks panel says the \
-                    hooks system is disabled, enable it in /settings (Advanced, \"Enable Hooks System\").",
-};
+/// Gemini CLI, as hookctl wires it.
+pub struct GeminiCli;
 
-fn handler(spec: &HookSpec, command: String) -> Value {
-    json!({
-        "name": format!("hookd-{}", spec.arg),
-        "type": "command",
-        "command": command,
-        "timeout": spec.timeout,
-    })
+impl Wiring for GeminiCli {
+    fn harness(&self) -> Harness {
+        Harness::GeminiCli
+    }
+
+    fn hooks(&self) -> &'static [HookSpec] {
+        HOOKS
+    }
+
+    fn file(&self, scope: &Scope) -> anyhow::Result<PathBuf> {
+        settings_file(scope)
+    }
+
+    fn handler(&self, spec: &HookSpec, command: String) -> Value {
+        json!({
+            "name": format!("hookd-{}", spec.arg),
+            "type": "command",
+            "command": command,
+            "timeout": spec.timeout,
+        })
+    }
+
+    fn after_install(&self) -> &'static str {
+        "Gemini CLI reads hooks when it starts: restart it. If /hooks panel says the \
+         hooks system is disabled, enable it in /settings (Advanced, \"Enable Hooks System\")."
+    }
+
+    fn runs_every_scope(&self) -> bool {
+        false
+    }
+
+    fn install_more(
+        &self,
+        _root: &mut Map<String, Value>,
+        _exe: &Path,
+        _scope: &Scope,
+        options: &InstallOptions,
+        report: &mut Report,
+    ) -> anyhow::Result<()> {
+        if options.statusline {
+            report.notes.push(format!(
+                "{} has no statusLine; --statusline ignored",
+                self.harness()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Nothing but the hooks was installed.
+    fn uninstall_more(
+        &self,
+        _root: &mut Map<String, Value>,
+        _scope: &Scope,
+        _dry_run: bool,
+        _report: &mut Report,
+    ) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn presence(&self) -> (Option<PathBuf>, &'static str) {
+        (gemini_home().ok().map(|h| h.join(".gemini")), "gemini")
+    }
+
+    fn unwired_fails(&self) -> bool {
+        false
+    }
+
+    fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {
+        None
+    }
 }
 
 pub fn settings_file(scope: &Scope) -> anyhow::Result<PathBuf> {

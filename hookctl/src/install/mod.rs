@@ -114,48 +114,101 @@ pub struct HookSpec {
     pub timeout: u64,
 }
 
-/// What differs between harnesses' hook files.
-pub struct Wiring {
-    pub harness: Harness,
-    pub hooks: &'static [HookSpec],
+/// Everything hookctl knows of one harness: its settings file, its hook
+/// entries, what else install and uninstall do there, and what doctor
+/// checks. One implementation per module here, reached through [`wiring`];
+/// no method has a default body, so a harness that leaves one out does not
+/// compile.
+pub trait Wiring: Sync {
+    fn harness(&self) -> Harness;
+
+    /// The hook entries hookd wants in the harness's file.
+    fn hooks(&self) -> &'static [HookSpec];
+
     /// The settings file for a scope.
-    pub file: fn(&Scope) -> anyhow::Result<PathBuf>,
+    fn file(&self, scope: &Scope) -> anyhow::Result<PathBuf>;
+
     /// One handler in the harness's format, running `command`.
-    pub handler: fn(&HookSpec, String) -> Value,
+    fn handler(&self, spec: &HookSpec, command: String) -> Value;
+
     /// What a person must do before the hooks run.
-    pub after_install: &'static str,
+    fn after_install(&self) -> &'static str;
+
+    /// Whether the harness runs the hooks of the user's file and the
+    /// project's both, so hookd wired in both hears every event twice.
+    fn runs_every_scope(&self) -> bool;
+
+    /// What install does in the harness's file besides the hooks (Claude
+    /// Code's statusLine and slash commands), said in `report`.
+    fn install_more(
+        &self,
+        root: &mut Map<String, Value>,
+        exe: &Path,
+        scope: &Scope,
+        options: &InstallOptions,
+        report: &mut Report,
+    ) -> anyhow::Result<()>;
+
+    /// What uninstall takes away besides the hooks, said in `report`.
+    fn uninstall_more(
+        &self,
+        root: &mut Map<String, Value>,
+        scope: &Scope,
+        dry_run: bool,
+        report: &mut Report,
+    ) -> anyhow::Result<()>;
+
+    /// Where the harness lives when it is installed: its own directory and
+    /// its program's name.
+    fn presence(&self) -> (Option<PathBuf>, &'static str);
+
+    /// Whether doctor fails (rather than warns) when the harness is
+    /// installed but hookd is not wired into it.
+    fn unwired_fails(&self) -> bool;
+
+    /// A problem doctor finds in the harness's own state once hookd's
+    /// entries in `file` are right (Codex: hooks it has not trusted): what
+    /// is wrong and what to do.
+    fn doctor_problem(&self, file: &Path) -> Option<(String, &'static str)>;
 }
 
-pub fn wiring(harness: Harness) -> &'static Wiring {
+/// What the person asked of `hookctl install` beyond the hooks.
+pub struct InstallOptions {
+    pub no_statusline: bool,
+    pub statusline: bool,
+    pub force: bool,
+    pub dry_run: bool,
+}
+
+/// The one place hookctl turns a harness's name into its wiring.
+pub fn wiring(harness: Harness) -> &'static dyn Wiring {
     match harness {
-        Harness::ClaudeCode => &claude_code::WIRING,
-        Harness::Codex => &codex::WIRING,
-        Harness::GeminiCli => &gemini_cli::WIRING,
+        Harness::ClaudeCode => &claude_code::ClaudeCode,
+        Harness::Codex => &codex::Codex,
+        Harness::GeminiCli => &gemini_cli::GeminiCli,
     }
 }
 
-impl Wiring {
-    /// `<hookctl> hook [--harness X] <event>`.
-    pub fn command(&self, exe: &Path, spec: &HookSpec) -> String {
-        let mut words = vec![shell_quote(&exe.to_string_lossy()), "hook".to_owned()];
-        if self.harness != Harness::ClaudeCode {
-            words.extend(["--harness".to_owned(), self.harness.as_str().to_owned()]);
-        }
-        words.push(spec.arg.to_owned());
-        words.join(" ")
+/// `<hookctl> hook [--harness X] <event>`.
+pub fn command(wiring: &dyn Wiring, exe: &Path, spec: &HookSpec) -> String {
+    let mut words = vec![shell_quote(&exe.to_string_lossy()), "hook".to_owned()];
+    if wiring.harness() != crate::hook::DEFAULT_HARNESS {
+        words.extend(["--harness".to_owned(), wiring.harness().as_str().to_owned()]);
     }
+    words.push(spec.arg.to_owned());
+    words.join(" ")
+}
 
-    fn group(&self, exe: &Path, spec: &HookSpec) -> Value {
-        let mut group = Map::new();
-        if let Some(m) = spec.matcher {
-            group.insert("matcher".into(), Value::from(m));
-        }
-        group.insert(
-            "hooks".into(),
-            json!([(self.handler)(spec, self.command(exe, spec))]),
-        );
-        Value::Object(group)
+fn group(wiring: &dyn Wiring, exe: &Path, spec: &HookSpec) -> Value {
+    let mut group = Map::new();
+    if let Some(m) = spec.matcher {
+        group.insert("matcher".into(), Value::from(m));
     }
+    group.insert(
+        "hooks".into(),
+        json!([wiring.handler(spec, command(wiring, exe, spec))]),
+    );
+    Value::Object(group)
 }
 
 /// This hookctl's own path: what the hook commands run.
@@ -215,7 +268,7 @@ impl Report {
 pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     let scope = args.scope.resolve()?;
     let wiring = wiring(args.harness);
-    let path = (wiring.file)(&scope)?;
+    let path = wiring.file(&scope)?;
     let file = JsonFile::load(&path)?;
     let mut report = Report::new("install", args.harness, &scope, &path, args.dry_run);
     let exe = match &scope {
@@ -234,52 +287,45 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut value = file.value.clone();
-    if args.harness == Harness::Codex
+    if wiring.runs_every_scope()
         && let Some(other) = wired_elsewhere(wiring, &scope)
     {
+        let (name, harness) = (wiring.harness().name(), wiring.harness());
         let twice = format!(
-            "hookd is already wired into Codex in {}; Codex runs the hooks of the user's file and \
-             the project's both, so every event would reach hookd twice",
+            "hookd is already wired into {name} in {}; {name} runs the hooks of the user's file \
+             and the project's both, so every event would reach hookd twice",
             other.display()
         );
         if !args.force {
             bail!(
-                "{twice}. Keep one: `hookctl uninstall codex` with the other scope, or pass --force to install anyway"
+                "{twice}. Keep one: `hookctl uninstall {harness}` with the other scope, or pass --force to install anyway"
             );
         }
         report.notes.push(twice);
     }
     put_hooks(&mut value, wiring, &exe, &path)?;
     report.events = changed_events(&file.value, &value);
-    if args.harness == Harness::ClaudeCode {
-        if !args.no_statusline {
-            let (done, note) = claude_code::put_statusline(&mut value, &exe, args.force);
-            report.done.push(done);
-            report.notes.extend(note);
-        }
-        report
-            .done
-            .extend(claude_code::put_commands(&scope, args.dry_run, args.force)?);
-    } else if args.statusline {
-        report.notes.push(format!(
-            "{} has no statusLine; --statusline ignored",
-            args.harness
-        ));
-    }
+    let options = InstallOptions {
+        no_statusline: args.no_statusline,
+        statusline: args.statusline,
+        force: args.force,
+        dry_run: args.dry_run,
+    };
+    wiring.install_more(&mut value, &exe, &scope, &options, &mut report)?;
     finish(&file, &value, &mut report)?;
-    report.notes.push(wiring.after_install.to_owned());
+    report.notes.push(wiring.after_install().to_owned());
     print(&report, args.json);
     Ok(ExitCode::SUCCESS)
 }
 
 /// The other settings file (the user's for a project install; the current
 /// directory's project for a user install) when it already runs hookd.
-pub fn wired_elsewhere(wiring: &Wiring, scope: &Scope) -> Option<PathBuf> {
+pub fn wired_elsewhere(wiring: &dyn Wiring, scope: &Scope) -> Option<PathBuf> {
     let other = match scope {
         Scope::User => Scope::Project(std::env::current_dir().ok()?),
         Scope::Project(_) => Scope::User,
     };
-    let path = (wiring.file)(&other).ok()?;
+    let path = wiring.file(&other).ok()?;
     let file = JsonFile::load(&path).ok()?;
     (!our_commands(&file.value).is_empty()).then_some(path)
 }
@@ -287,18 +333,13 @@ pub fn wired_elsewhere(wiring: &Wiring, scope: &Scope) -> Option<PathBuf> {
 pub fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     let scope = args.scope.resolve()?;
     let wiring = wiring(args.harness);
-    let path = (wiring.file)(&scope)?;
+    let path = wiring.file(&scope)?;
     let file = JsonFile::load(&path)?;
     let mut value = file.value.clone();
     let mut report = Report::new("uninstall", args.harness, &scope, &path, args.dry_run);
     take_hooks(&mut value);
     report.events = changed_events(&file.value, &value);
-    if args.harness == Harness::ClaudeCode {
-        report.done.extend(claude_code::take_statusline(&mut value));
-        report
-            .done
-            .extend(claude_code::take_commands(&scope, args.dry_run)?);
-    }
+    wiring.uninstall_more(&mut value, &scope, args.dry_run, &mut report)?;
     if file.original.is_some() {
         finish(&file, &value, &mut report)?;
     }
@@ -431,12 +472,12 @@ fn hooks_object<'a>(
 /// each event gets one group running this hookctl, where its old one was.
 pub fn put_hooks(
     root: &mut Map<String, Value>,
-    wiring: &Wiring,
+    wiring: &dyn Wiring,
     exe: &Path,
     path: &Path,
 ) -> anyhow::Result<()> {
     let hooks = hooks_object(root, path)?;
-    if let Some((event, value)) = wiring.hooks.iter().find_map(|spec| {
+    if let Some((event, value)) = wiring.hooks().iter().find_map(|spec| {
         hooks
             .get(spec.event)
             .filter(|v| !v.is_array())
@@ -449,7 +490,7 @@ pub fn put_hooks(
         );
     }
     let (positions, emptied) = remove_ours(hooks);
-    for spec in wiring.hooks {
+    for spec in wiring.hooks() {
         let groups = hooks
             .entry(spec.event)
             .or_insert_with(|| Value::Array(Vec::new()));
@@ -459,11 +500,11 @@ pub fn put_hooks(
                 .copied()
                 .unwrap_or(groups.len())
                 .min(groups.len());
-            groups.insert(at, wiring.group(exe, spec));
+            groups.insert(at, group(wiring, exe, spec));
         }
     }
     for event in emptied {
-        if !wiring.hooks.iter().any(|s| s.event == event) {
+        if !wiring.hooks().iter().any(|s| s.event == event) {
             hooks.shift_remove(&event);
         }
     }
@@ -680,6 +721,37 @@ mod tests {
     }
 
     #[test]
+    fn each_harness_is_one_wiring_whose_hooks_name_it() {
+        let exe = Path::new("/x/hookctl");
+        for harness in Harness::ALL {
+            let wiring = wiring(harness);
+            assert_eq!(wiring.harness(), harness);
+            assert!(!wiring.hooks().is_empty(), "{harness}");
+            let mut root = Map::new();
+            put_hooks(&mut root, wiring, exe, Path::new("s.json")).unwrap();
+            let ours = our_commands(&root);
+            assert_eq!(ours.len(), wiring.hooks().len(), "{harness}");
+            for (event, command) in &ours {
+                let spec = wiring.hooks().iter().find(|s| s.event == event).unwrap();
+                assert!(command.ends_with(&format!(" {}", spec.arg)), "{command}");
+                // What `hookctl hook` is told is the harness it then serves.
+                let told = command.contains(&format!("--harness {harness} "));
+                assert_eq!(
+                    told,
+                    harness != crate::hook::DEFAULT_HARNESS,
+                    "{harness}: {command}"
+                );
+            }
+            for scope in [Scope::User, Scope::Project("/p".into())] {
+                if let Ok(file) = wiring.file(&scope) {
+                    let json = file.extension().is_some_and(|e| e == "json");
+                    assert!(json, "{harness}: {}", file.display());
+                }
+            }
+        }
+    }
+
+    #[test]
     fn our_commands_are_recognized_by_what_they_run() {
         assert!(runs_hookctl("/home/u/.local/bin/hookctl hook stop", "hook").is_some());
         assert!(runs_hookctl("hookctl hook --harness codex stop", "hook").is_some());
@@ -714,9 +786,9 @@ mod tests {
         let exe = Path::new("/opt/hk/hookctl");
         let path = Path::new("settings.json");
         let mut v = original.clone();
-        put_hooks(&mut v, &claude_code::WIRING, exe, path).unwrap();
+        put_hooks(&mut v, &claude_code::ClaudeCode, exe, path).unwrap();
         let ours = our_commands(&v);
-        assert_eq!(ours.len(), claude_code::WIRING.hooks.len());
+        assert_eq!(ours.len(), claude_code::ClaudeCode.hooks().len());
         assert!(
             ours.iter()
                 .all(|(_, c)| c.starts_with("/opt/hk/hookctl hook "))
@@ -728,18 +800,18 @@ mod tests {
         );
         assert_eq!(
             changed_events(&original, &v).len(),
-            claude_code::WIRING.hooks.len()
+            claude_code::ClaudeCode.hooks().len()
         );
 
         let mut again = v.clone();
-        put_hooks(&mut again, &claude_code::WIRING, exe, path).unwrap();
+        put_hooks(&mut again, &claude_code::ClaudeCode, exe, path).unwrap();
         assert_eq!(again, v, "a second install changes nothing");
         assert!(changed_events(&v, &again).is_empty());
 
         let mut moved = v.clone();
         put_hooks(
             &mut moved,
-            &claude_code::WIRING,
+            &claude_code::ClaudeCode,
             Path::new("/new/hookctl"),
             path,
         )
@@ -748,7 +820,10 @@ mod tests {
             moved["hooks"]["PostToolUse"][0]["hooks"][0]["command"],
             "lint.sh"
         );
-        assert_eq!(our_commands(&moved).len(), claude_code::WIRING.hooks.len());
+        assert_eq!(
+            our_commands(&moved).len(),
+            claude_code::ClaudeCode.hooks().len()
+        );
 
         take_hooks(&mut v);
         assert_eq!(v, original);
@@ -762,12 +837,12 @@ mod tests {
     fn a_hooks_value_of_the_wrong_shape_is_refused() {
         let exe = Path::new("/x/hookctl");
         let mut v = obj(r#"{"hooks":[]}"#);
-        let err = put_hooks(&mut v, &claude_code::WIRING, exe, Path::new("s.json"))
+        let err = put_hooks(&mut v, &claude_code::ClaudeCode, exe, Path::new("s.json"))
             .unwrap_err()
             .to_string();
         assert!(err.contains("`hooks` in s.json is a list"), "{err}");
         let mut v = obj(r#"{"hooks":{"Stop":{"oops":1}}}"#);
-        let err = put_hooks(&mut v, &claude_code::WIRING, exe, Path::new("s.json"))
+        let err = put_hooks(&mut v, &claude_code::ClaudeCode, exe, Path::new("s.json"))
             .unwrap_err()
             .to_string();
         assert!(err.contains("`hooks.Stop`"), "{err}");

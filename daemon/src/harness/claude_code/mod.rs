@@ -8,16 +8,155 @@ pub mod transcript;
 pub mod window;
 pub mod work;
 
-use super::{EventKind, Fields, HookEvent, Outcome};
+use super::{
+    Adapter, Boundary, Cursor, Event, EventName, EventParts, Fields, HarnessPoint, HookEvent,
+    Launch, LaunchPoints, Outcome, SessionFacts, SessionReading, Trigger, Usage,
+};
+use protocol::config::WindowConfig;
+use protocol::pressure::CompactionPoint;
 use protocol::wire::{HookReply, HookRequest};
 use serde_json::{Map, Value, json};
+use std::io;
+use std::path::Path;
+
+/// Claude Code, as hookd's core sees it.
+pub struct ClaudeCode;
+
+impl Adapter for ClaudeCode {
+    fn parse(&self, req: &HookRequest, fields: Fields) -> HookEvent {
+        parse(req, fields)
+    }
+
+    fn render(&self, event: &HookEvent, outcome: Outcome) -> HookReply {
+        render(event, outcome)
+    }
+
+    fn read_session_file(
+        &self,
+        path: &Path,
+        cursor: Option<&Cursor>,
+        current: Option<&Usage>,
+    ) -> Result<SessionReading, String> {
+        transcript::read(path, cursor, current)
+            .map(|reading| SessionReading {
+                reading,
+                window: None,
+                compaction_point: None,
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    fn read_work(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        keep_prompts: usize,
+    ) -> io::Result<super::work::WorkFacts> {
+        work::read(path, max_bytes, keep_prompts)
+    }
+
+    fn calls_after_marker(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        marker: &str,
+        from: Option<u64>,
+    ) -> io::Result<Option<Vec<super::work::ToolCall>>> {
+        super::work::read_file_after::<work::Reader>(path, max_bytes, 0, Some(marker), from)
+            .map(|facts| facts.calls_after_marker)
+    }
+
+    fn compaction_point(&self, session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+        let unset = protocol::pressure::Knobs::default();
+        window::compaction_point_for(
+            session.model,
+            session.statusline_window,
+            session.claude_code_knobs.unwrap_or(&unset),
+            config,
+        )
+    }
+
+    /// Claude Code's point follows from its model and settings.
+    fn point_unknown(&self, _session: &SessionFacts, _config: &WindowConfig) -> bool {
+        false
+    }
+
+    /// Claude Code compacts short of its point (its buffer), so a
+    /// compaction does not show where the point is.
+    fn point_shown_by_compaction(&self, _tokens: u64) -> Option<HarnessPoint> {
+        None
+    }
+
+    /// The hook's environment carries Claude Code's settings; its process
+    /// is not read.
+    fn has_launch_point(&self) -> bool {
+        false
+    }
+
+    fn launch_point(
+        &self,
+        _event: &HookEvent,
+        _peer_pid: Option<u32>,
+        _known: &LaunchPoints,
+    ) -> Option<Launch> {
+        None
+    }
+
+    /// Boundaries are named by their uuid.
+    fn boundary_offset(&self, _boundary: &Boundary) -> Option<u64> {
+        None
+    }
+
+    fn injected_context_arrived(&self, path: &Path, marker: &str) -> io::Result<bool> {
+        transcript::injected_context_arrived(path, marker)
+    }
+
+    /// PreCompact fires only when a compaction follows.
+    fn compaction_is_due(&self, _session: &SessionFacts, _trigger: Option<&Trigger>) -> bool {
+        true
+    }
+
+    fn precompact_repeats_without_compaction(&self) -> bool {
+        false
+    }
+
+    /// The summarizer ends as a subagent with no type, before
+    /// SessionStart(compact); PostCompact repeats the summary afterwards.
+    fn compaction_summary<'e>(&self, event: &'e HookEvent) -> Option<(&'e str, &'static str)> {
+        match &event.event {
+            Event::SubagentStop {
+                agent_type: Some(agent_type),
+                last_message: Some(summary),
+            } if agent_type.is_empty() => Some((summary, "subagent-stop")),
+            Event::PostCompact {
+                summary: Some(summary),
+                ..
+            } => Some((summary, "post-compact")),
+            _ => None,
+        }
+    }
+
+    /// The `isCompactSummary` entry after the boundary.
+    fn compaction_summary_in_file(&self, path: &Path) -> io::Result<Option<String>> {
+        transcript::compact_summary(path)
+    }
+
+    /// SessionStart(compact) carries the resume prompt.
+    fn resumes_at_next_turn(&self) -> bool {
+        false
+    }
+
+    fn takes_model_context(&self, kind: &EventName) -> bool {
+        takes_additional_context(kind)
+    }
+}
 
 pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
     let payload_event = f.string("hook_event_name");
-    let kind = match (&req.event, &payload_event) {
-        (Some(arg), _) => EventKind::from_name(arg),
-        (None, Some(name)) => EventKind::from_name(name),
-        (None, None) => EventKind::Other("unknown".into()),
+    let name = match (&req.event, &payload_event) {
+        (Some(arg), _) => EventName::from_name(arg),
+        (None, Some(name)) => EventName::from_name(name),
+        (None, None) => EventName::Other("unknown".into()),
     };
     let cwd = f.path("cwd").or_else(|| super::request_cwd(req));
     let project_dir =
@@ -28,26 +167,35 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         Some(Value::Object(m)) => m.get("id").and_then(Value::as_str).map(str::to_owned),
         _ => None,
     };
-    let mut event = HookEvent {
-        harness: req.harness,
-        kind,
-        session_id: f.string("session_id").filter(|s| !s.is_empty()),
-        transcript_path: f.path("transcript_path"),
-        project_dir,
-        // Set from `project_dir` by `harness::parse`, for every harness.
-        working_dir: None,
-        cwd,
+    let session_id = f.string("session_id").filter(|s| !s.is_empty());
+    let transcript_path = f.path("transcript_path");
+    // Every field is read whatever the event, so a wrong type is noted alike.
+    let mut parts = EventParts {
         source: f.string("source"),
         trigger: f.string("trigger"),
         reason: f.string("reason"),
         prompt: f.string("prompt"),
         tool_name: f.string("tool_name"),
-        model,
         custom_instructions: f.string("custom_instructions"),
         compact_summary: f.string("compact_summary"),
-        agent_id: f.string("agent_id"),
-        agent_type: f.string("agent_type"),
-        last_assistant_message: f.string("last_assistant_message"),
+        ..EventParts::default()
+    };
+    let agent_id = f.string("agent_id");
+    parts.agent_type = f.string("agent_type");
+    parts.last_assistant_message = f.string("last_assistant_message");
+    let mut event = HookEvent {
+        harness: req.harness,
+        event: Event::from_parts(name, parts),
+        session_id,
+        transcript_path,
+        project_dir,
+        // Set from `project_dir` by `harness::parse`, for every harness.
+        working_dir: None,
+        cwd,
+        model,
+        agent_id,
+        claude_code_knobs: (!req.env.is_empty())
+            .then(|| protocol::pressure::Knobs::from_env(|name| req.env.get(name).cloned())),
         env: req.env.clone(),
         problems: Vec::new(),
     };
@@ -56,14 +204,14 @@ pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
 }
 
 /// Events whose `hookSpecificOutput.additionalContext` reaches the model.
-pub(super) fn takes_additional_context(kind: &EventKind) -> bool {
+pub(super) fn takes_additional_context(kind: &EventName) -> bool {
     matches!(
         kind,
-        EventKind::SessionStart
-            | EventKind::UserPromptSubmit
-            | EventKind::PreToolUse
-            | EventKind::PostToolUse
-            | EventKind::PostToolBatch
+        EventName::SessionStart
+            | EventName::UserPromptSubmit
+            | EventName::PreToolUse
+            | EventName::PostToolUse
+            | EventName::PostToolBatch
     )
 }
 
@@ -87,11 +235,11 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     }
     if let Some(ctx) = outcome
         .additional_context
-        .filter(|_| takes_additional_context(&event.kind))
+        .filter(|_| takes_additional_context(&event.name()))
     {
         out.insert(
             "hookSpecificOutput".into(),
-            json!({ "hookEventName": event.kind.pascal(), "additionalContext": ctx }),
+            json!({ "hookEventName": event.name().pascal(), "additionalContext": ctx }),
         );
     }
     let stdout = if out.is_empty() {
@@ -130,8 +278,13 @@ mod tests {
             r#"{"session_id":"s","hook_event_name":"PreCompact","trigger":"auto","cwd":"/proj/sub"}"#,
         );
         let ev = crate::harness::parse(&req).unwrap();
-        assert_eq!(ev.kind, EventKind::PreCompact);
-        assert_eq!(ev.trigger.as_deref(), Some("auto"));
+        assert_eq!(
+            ev.event,
+            Event::PreCompact {
+                trigger: Some(crate::harness::Trigger::Auto),
+                instructions: None
+            }
+        );
         assert_eq!(
             ev.project_dir.as_deref(),
             Some(std::path::Path::new("/proj"))

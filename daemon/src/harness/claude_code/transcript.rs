@@ -15,8 +15,9 @@
 //!   non-negative JSON integers, or absurdly large) leaves the figure as it
 //!   was and marks the reading invalid, with why.
 
+use crate::harness::reading::{Boundary, Cursor, Method, Reading, Usage};
 use protocol::pressure::{CONTEXT_COUNTS, token_count, token_sum};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::fs::File;
@@ -34,69 +35,6 @@ const BOUNDARY_LOOKBACK: u64 = 64 * 1024 * 1024;
 const MODEL_LOOKBACK: u64 = 4 * 1024 * 1024;
 /// A backward scan gives up after this many bytes without a figure.
 pub const SEARCH_LIMIT: u64 = 64 * 1024 * 1024;
-
-/// A `compact_boundary` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Boundary {
-    pub uuid: Option<String>,
-    /// `manual` or `auto`.
-    pub trigger: Option<String>,
-    pub pre_tokens: Option<u64>,
-    pub post_tokens: Option<u64>,
-    pub timestamp: Option<String>,
-}
-
-/// What the transcript says about the context right now.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Usage {
-    pub tokens: u64,
-    pub model: Option<String>,
-    /// The figure is a compaction's estimate (`postTokens`), not a reply's.
-    pub from_boundary: bool,
-    /// The reply the figure comes from.
-    pub message_id: Option<String>,
-    /// Why the latest figure the transcript gave cannot be used; `tokens`
-    /// is then the last good one (0 when there was none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub invalid: Option<String>,
-}
-
-impl Usage {
-    /// `current` marked invalid: the figure stands, the reading does not.
-    pub fn invalidated(current: Option<Usage>, why: String) -> Usage {
-        Usage {
-            invalid: Some(why),
-            ..current.unwrap_or_default()
-        }
-    }
-}
-
-/// Where a session's reading stopped: the byte after the last complete line.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Cursor {
-    pub offset: u64,
-    pub dev: u64,
-    pub ino: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    Unchanged,
-    Forward,
-    Backward,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reading {
-    /// `None` when the transcript has no usable figure yet.
-    pub usage: Option<Usage>,
-    /// Compactions seen in this reading, oldest first.
-    pub boundaries: Vec<Boundary>,
-    pub cursor: Cursor,
-    pub method: Method,
-    /// Bytes read from the file.
-    pub bytes_read: u64,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum TranscriptError {
@@ -394,7 +332,7 @@ fn classify(line: &[u8]) -> Option<Entry> {
             };
             Some(Entry::Boundary(Boundary {
                 uuid: entry.uuid,
-                trigger: meta["trigger"].as_str().map(str::to_owned),
+                trigger: meta["trigger"].as_str().map(crate::harness::Trigger::from),
                 pre_tokens,
                 post_tokens,
                 timestamp: entry.timestamp,
@@ -703,7 +641,7 @@ mod tests {
             (2679, true, Some("claude-opus-5-5"))
         );
         assert_eq!(r.boundaries.len(), 1);
-        assert_eq!(r.boundaries[0].trigger.as_deref(), Some("auto"));
+        assert_eq!(r.boundaries[0].trigger, Some(crate::harness::Trigger::Auto));
         assert_eq!(r.boundaries[0].pre_tokens, Some(990_220));
         // Reading on from there, the boundary is not reported again.
         std::fs::write(&copy, &text).unwrap();

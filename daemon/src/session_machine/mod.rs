@@ -1,21 +1,33 @@
-//! What a session's hooks and readings mean, decided without I/O.
+//! What a session's hooks and readings mean, decided without I/O: the one
+//! place a session changes.
 //!
 //! The engine reads the session's file, then hands this module the hook and
 //! the reading under one registry lock. This module moves the session's
 //! state (epochs, levels fired, compactions announced, the resume prompt's
-//! fate) and answers with [`Effect`]s, which the engine carries out: saves,
-//! words for the person and the model, resume prompts, lines for
-//! `events.jsonl`.
+//! fate) and answers with [`Effect`]s, which the engine carries out with
+//! the lock released: saves, words for the person and the model, resume
+//! prompts, lines for `events.jsonl`. What those effects did comes back
+//! through `outcomes.rs` under the engine's second lock. The effects are
+//! this module's own types: it knows nothing of the pipeline, the budget,
+//! the saved state or git.
 
+use crate::events::{
+    Compaction, CompactionByHook, CompactionInFile, FirstCall, LogEvent, Transition,
+};
 use crate::harness::work::ToolCall;
-use crate::harness::{self, EventKind, HookEvent, SessionReading};
+use crate::harness::{self, Event, HookEvent, SessionReading, StartSource, Trigger};
 use crate::monitor;
-use crate::pipeline::SaveTrigger;
 use crate::sessions::{EpochStart, FOLLOWED_KEPT, FollowWatch, PendingResume, Session, Words};
 use protocol::config::Config;
 use protocol::wire::{Mark, ResumeFollowed};
-use serde_json::{Value, json};
 use std::path::Path;
+
+mod observe;
+mod outcomes;
+pub use observe::{StatusLine, observe, on_statusline};
+pub use outcomes::{
+    CheckpointTaken, Injected, Saved, on_resume_injected, on_saved, on_summary_merged,
+};
 
 /// Longest compaction summary kept in `events.jsonl`.
 const SUMMARY_CHARS: usize = 4000;
@@ -27,7 +39,7 @@ pub const RECORDS_HINT: &str = "hookd: `hookctl decision <topic> <decision> --wh
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// A line for the project's `events.jsonl`.
-    Record { kind: &'static str, fields: Value },
+    Record(LogEvent),
     /// Words for the person (`systemMessage`) and the model (context).
     Say {
         person: Option<String>,
@@ -36,12 +48,12 @@ pub enum Effect {
     /// Capture the workflow state. `first`: before the hook answers (its
     /// answer needs the save); otherwise in the background.
     Save {
-        trigger: SaveTrigger,
+        reason: SaveReason,
         checkpoint: bool,
         first: bool,
     },
     /// Inject the resume prompt, for SessionStart's `source`.
-    Resume { source: String },
+    Resume { source: StartSource },
     /// Look for the injected resume prompt in the session's file, then
     /// decide with [`on_arrival`].
     CheckArrival,
@@ -53,6 +65,17 @@ pub enum Effect {
     /// Read the agent's first tool calls after the resume prompt's marker,
     /// then decide with [`on_follow_reading`].
     CheckFollowed,
+}
+
+/// Why the machine asks for a save; the engine maps it to the pipeline's trigger.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SaveReason {
+    /// A threshold level fired.
+    Threshold(f64),
+    /// A PreCompact hook, with its trigger.
+    PreCompact(Trigger),
+    /// A compaction no PreCompact hook announced.
+    UnannouncedCompaction,
 }
 
 /// Everything one hook means, given the reading of the session's file taken
@@ -72,78 +95,87 @@ pub fn on_hook(
         Some(reading) => on_reading(s, reading, config, now, &mut effects),
         None => false,
     };
-    match &event.kind {
-        EventKind::SessionStart if event.source.as_deref() == Some("compact") => {
-            unannounced |= hook_epoch(s, "session-start compact", None, now, &mut effects);
+    // What this hook's kind asks for, besides what every hook does.
+    let mut start_source = None;
+    let mut announces = None;
+    let mut turn_goes_on = false;
+    match &event.event {
+        Event::SessionStart { source } => {
+            if source.as_ref() == Some(&StartSource::Compact) {
+                unannounced |= hook_epoch(s, "session-start compact", None, now, &mut effects);
+            }
+            start_source = source.as_ref();
         }
-        EventKind::PostCompact => {
-            let what = format!("post-compact {}", event.trigger.as_deref().unwrap_or(""));
-            unannounced |= hook_epoch(s, what.trim(), event.trigger.as_deref(), now, &mut effects);
-            let summary = event.compact_summary.as_deref().unwrap_or("");
-            effects.push(Effect::Record {
-                kind: "post_compact",
-                fields: json!({
-                    "trigger": event.trigger,
-                    "summary_chars": summary.chars().count(),
-                    "compact_summary": summary.chars().take(SUMMARY_CHARS).collect::<String>(),
-                }),
-            });
+        Event::PostCompact { trigger, summary } => {
+            let trigger_text = trigger.as_ref().map(Trigger::as_str);
+            let what = format!("post-compact {}", trigger_text.unwrap_or(""));
+            unannounced |= hook_epoch(s, what.trim(), trigger.as_ref(), now, &mut effects);
+            let summary = summary.as_deref().unwrap_or("");
+            effects.push(Effect::Record(LogEvent::PostCompact {
+                trigger: trigger.clone(),
+                summary_chars: summary.chars().count(),
+                compact_summary: summary.chars().take(SUMMARY_CHARS).collect(),
+            }));
         }
-        _ => {}
+        Event::PreCompact { trigger, .. } => announces = Some(trigger.as_ref()),
+        Event::Prompt { .. } | Event::PostToolUse { .. } => turn_goes_on = true,
+        Event::PreToolUse { .. }
+        | Event::ToolBatch
+        | Event::Stop { .. }
+        | Event::SubagentStop { .. }
+        | Event::SessionEnd { .. }
+        | Event::Other(_) => {}
     }
-    if let Some((summary, from)) = harness::compaction_summary(event) {
+    if let Some((summary, from)) = harness::adapter(event.harness).compaction_summary(event) {
         effects.push(Effect::TakeSummary {
             summary: summary.to_owned(),
             from,
         });
     }
-    if event.kind == EventKind::SessionStart
-        && event.source.as_deref() == Some("startup")
-        && config.resume.records_hint
-    {
+    if start_source == Some(&StartSource::Startup) && config.resume.records_hint {
         effects.push(Effect::Say {
             person: None,
             model: Some(RECORDS_HINT.to_owned()),
         });
     }
-    let resuming = event.kind == EventKind::SessionStart
-        && event
-            .source
-            .as_ref()
-            .is_some_and(|src| config.resume.on_sources.contains(src));
+    let resuming = start_source.filter(|source| {
+        config
+            .resume
+            .on_sources
+            .iter()
+            .any(|named| named == source.as_str())
+    });
     if unannounced {
         // No PreCompact hook ran: capture what we still can. A resume needs it first.
         effects.push(Effect::Save {
-            trigger: SaveTrigger::UnannouncedCompaction,
+            reason: SaveReason::UnannouncedCompaction,
             checkpoint: true,
-            first: resuming,
+            first: resuming.is_some(),
         });
     }
-    if event.kind == EventKind::PreCompact && precompact_saves(s, event) {
+    if let Some(trigger) = announces
+        && precompact_saves(s, trigger)
+    {
         s.precompact_saved_epoch = Some(s.epoch);
-        let trigger = event.trigger.clone().unwrap_or_else(|| "manual".into());
         effects.push(Effect::Save {
-            trigger: SaveTrigger::PreCompact(trigger),
+            reason: SaveReason::PreCompact(trigger.cloned().unwrap_or(Trigger::Manual)),
             checkpoint: true,
             first: true,
         });
         s.compaction_announced_ms = Some(now);
-        s.announced_trigger = event.trigger.clone();
+        s.announced_trigger = trigger.cloned();
     }
     // A compaction only the session's file showed (Gemini CLI's): its
     // resume prompt goes in with the first prompt or tool call after it.
-    let resume_due = matches!(
-        event.kind,
-        EventKind::UserPromptSubmit | EventKind::PostToolUse
-    ) && std::mem::take(&mut s.resume_due);
+    let resume_due = turn_goes_on && std::mem::take(&mut s.resume_due);
     if resume_due {
         effects.push(Effect::Resume {
-            source: "compact".into(),
+            source: StartSource::Compact,
         });
     }
-    if resuming {
+    if let Some(source) = resuming {
         effects.push(Effect::Resume {
-            source: event.source.clone().unwrap_or_default(),
+            source: source.clone(),
         });
     }
     // What the file watcher decided since the last hook, said now if this
@@ -151,9 +183,10 @@ pub fn on_hook(
     // stale). Not at SessionStart: what it carries stays in the context
     // past a compaction the new run may do at once (`/compact`), and these
     // words are about the run before; a hook inside a turn says them.
+    let starts = matches!(event.event, Event::SessionStart { .. });
     if event.agent_id.is_none()
-        && event.kind != EventKind::SessionStart
-        && harness::takes_model_context(event.harness, &event.kind)
+        && !starts
+        && harness::adapter(event.harness).takes_model_context(&event.name())
     {
         for Words { person, model } in s.unsaid.drain(..) {
             effects.push(Effect::Say { person, model });
@@ -166,8 +199,7 @@ pub fn on_hook(
     }
     // Whether the agent followed the resume prompt shows in the calls it
     // made after it; a new run's SessionStart has made none yet.
-    if event.agent_id.is_none() && event.kind != EventKind::SessionStart && s.follow_watch.is_some()
-    {
+    if event.agent_id.is_none() && !starts && s.follow_watch.is_some() {
         effects.push(Effect::CheckFollowed);
     }
     if checks {
@@ -193,7 +225,7 @@ pub fn on_file_change(
     let mut effects = Vec::new();
     if on_reading(s, reading, config, now, &mut effects) {
         effects.push(Effect::Save {
-            trigger: SaveTrigger::UnannouncedCompaction,
+            reason: SaveReason::UnannouncedCompaction,
             checkpoint: true,
             first: false,
         });
@@ -234,7 +266,7 @@ fn checks(event: &HookEvent, config: &Config) -> bool {
             .monitor
             .check_on
             .iter()
-            .any(|e| *e == event.kind.kebab())
+            .any(|e| *e == event.name().kebab())
 }
 
 /// Takes in a reading; returns whether it showed a compaction no PreCompact
@@ -262,16 +294,14 @@ fn on_reading(
     }
     for boundary in &boundaries {
         if let (Some(before), Some(after)) = (boundary.pre_tokens, boundary.post_tokens) {
-            effects.push(Effect::Record {
-                kind: crate::budget::report::TRANSITION,
-                fields: crate::budget::report::transition(
-                    "compaction",
-                    boundary.trigger.as_deref().unwrap_or("unknown"),
+            effects.push(Effect::Record(LogEvent::ContextTransition(
+                Transition::compaction(
+                    boundary.trigger.as_ref().map_or("unknown", Trigger::as_str),
                     before,
                     after,
-                    json!({ "boundary": boundary.uuid }),
+                    boundary.uuid.clone(),
                 ),
-            });
+            )));
         }
     }
     let mut unannounced = false;
@@ -280,20 +310,19 @@ fn on_reading(
     }
     for (boundary, announced) in began {
         unannounced |= !announced;
-        if harness::resumes_at_next_turn(s.key.harness) {
+        if harness::adapter(s.key.harness).resumes_at_next_turn() {
             s.resume_due = true;
         }
-        effects.push(Effect::Record {
-            kind: "compaction",
-            fields: json!({
-                "trigger": boundary.trigger,
-                "pre_tokens": boundary.pre_tokens,
-                "post_tokens": boundary.post_tokens,
-                "announced": announced,
-                "epoch": s.epoch,
-                "source": "transcript",
-            }),
-        });
+        effects.push(Effect::Record(LogEvent::Compaction(Compaction::InFile(
+            CompactionInFile {
+                trigger: boundary.trigger,
+                pre_tokens: boundary.pre_tokens,
+                post_tokens: boundary.post_tokens,
+                announced,
+                epoch: s.epoch,
+                source: "transcript".into(),
+            },
+        ))));
     }
     unannounced
 }
@@ -303,13 +332,12 @@ fn on_reading(
 /// call, only once per epoch: a compaction announced in this epoch that has
 /// not shown up (the harness gave up on it, or the file still holds the
 /// figure from before it) already has its save.
-fn precompact_saves(s: &Session, event: &HookEvent) -> bool {
-    let trigger = event.trigger.as_deref();
-    if !harness::compaction_is_due(&s.facts(), trigger) {
+fn precompact_saves(s: &Session, trigger: Option<&Trigger>) -> bool {
+    if !harness::adapter(s.key.harness).compaction_is_due(&s.facts(), trigger) {
         return false;
     }
-    let repeats =
-        harness::precompact_repeats_without_compaction(s.key.harness) && trigger != Some("manual");
+    let repeats = harness::adapter(s.key.harness).precompact_repeats_without_compaction()
+        && trigger != Some(&Trigger::Manual);
     !(repeats && s.precompact_saved_epoch == Some(s.epoch))
 }
 
@@ -319,12 +347,12 @@ fn precompact_saves(s: &Session, event: &HookEvent) -> bool {
 /// compacted (the last reply's figure before its record, never one read
 /// after it), stands in for it until a point hookd can read appears.
 fn learn_point(s: &mut Session, tokens: u64, config: &Config) {
-    let facts = s.facts();
-    let expected = harness::compaction_point(&facts, &config.window).tokens;
-    if tokens == 0 || (tokens >= expected && !harness::point_unknown(&facts, &config.window)) {
+    let (facts, adapter) = (s.facts(), harness::adapter(s.key.harness));
+    let expected = adapter.compaction_point(&facts, &config.window).tokens;
+    if tokens == 0 || (tokens >= expected && !adapter.point_unknown(&facts, &config.window)) {
         return;
     }
-    s.learned_point = harness::point_shown_by_compaction(s.key.harness, tokens);
+    s.learned_point = adapter.point_shown_by_compaction(tokens);
 }
 
 /// A SessionStart(compact) or PostCompact hook: a compaction happened.
@@ -332,7 +360,7 @@ fn learn_point(s: &mut Session, tokens: u64, config: &Config) {
 fn hook_epoch(
     s: &mut Session,
     what: &str,
-    trigger: Option<&str>,
+    trigger: Option<&Trigger>,
     now: u64,
     effects: &mut Vec<Effect>,
 ) -> bool {
@@ -341,16 +369,18 @@ fn hook_epoch(
         return false;
     }
     s.compaction_announced_ms = None;
-    let trigger = trigger
-        .map(str::to_owned)
-        .or_else(|| s.announced_trigger.take());
+    let trigger = trigger.cloned().or_else(|| s.announced_trigger.take());
     // The record that names this compaction, read later, takes its trigger
     // from here; nothing after it does.
     s.announced_trigger.clone_from(&trigger);
-    effects.push(Effect::Record {
-        kind: "compaction",
-        fields: json!({ "epoch": s.epoch, "trigger": trigger, "source": what, "announced": announced }),
-    });
+    effects.push(Effect::Record(LogEvent::Compaction(Compaction::ByHook(
+        CompactionByHook {
+            epoch: s.epoch,
+            trigger,
+            source: what.to_owned(),
+            announced,
+        },
+    ))));
     !announced
 }
 
@@ -379,7 +409,7 @@ fn thresholds(
     else {
         return;
     };
-    if harness::point_unknown(&s.facts(), &config.window) {
+    if harness::adapter(s.key.harness).point_unknown(&s.facts(), &config.window) {
         return;
     }
     if checker == Checker::Hook
@@ -393,10 +423,12 @@ fn thresholds(
             },
             now,
         ) {
-            effects.push(Effect::Record {
-                kind: "epoch",
-                fields: json!({ "epoch": s.epoch, "reason": "usage dropped", "from": from, "to": context.pressure }),
-            });
+            effects.push(Effect::Record(LogEvent::Epoch {
+                epoch: s.epoch,
+                reason: "usage dropped".into(),
+                from,
+                to: context.pressure,
+            }));
         }
     }
     s.peak_pressure = s.peak_pressure.max(context.pressure);
@@ -415,54 +447,67 @@ fn thresholds(
             .additional_context
             .then(|| monitor::message(&firing.threshold, &context)),
     });
-    effects.push(Effect::Record {
-        kind: "threshold",
-        fields: json!({
-            "level": firing.threshold.level,
-            "crossed": firing.crossed,
-            "action": firing.threshold.action,
-            "tokens_used": context.tokens_used,
-            "tokens_max": context.tokens_max,
-            "pressure": context.pressure,
-        }),
-    });
+    effects.push(Effect::Record(LogEvent::Threshold {
+        level: firing.threshold.level,
+        crossed: firing.crossed,
+        action: firing.threshold.action,
+        tokens_used: context.tokens_used,
+        tokens_max: context.tokens_max,
+        pressure: context.pressure,
+    }));
     if let Some(checkpoint) = monitor::saves(firing.threshold.action) {
         effects.push(Effect::Save {
-            trigger: SaveTrigger::Threshold(firing.threshold.level),
+            reason: SaveReason::Threshold(firing.threshold.level),
             checkpoint: checkpoint || config.capture.checkpoint_on_threshold_save,
             first: false,
         });
     }
 }
 
-pub use crate::budget::report::NEVER_ARRIVED;
+use crate::events::NEVER_ARRIVED;
 
-/// Whether the injected resume prompt was found in the session's file:
-/// once missing, it goes in again through this hook; twice missing, it is
-/// recorded as lost.
-pub fn on_arrival(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
-    let Some(pending) = s.resume_pending.take() else {
-        return Vec::new();
-    };
-    let (action, ok) = match (found, pending.reinjected) {
-        (true, _) => ("arrived", true),
-        (false, false) => ("injected again", false),
-        (false, true) => (NEVER_ARRIVED, false),
-    };
+/// Whether the injected resume prompt `pending` was found in the
+/// session's file: once missing, it goes in again through this hook; twice
+/// missing, it is recorded as lost. The words and the line, decided from
+/// the prompt alone so the hook says them in their place; the session
+/// takes the verdict in with [`on_arrival`].
+pub fn arrival_effects(pending: &PendingResume, found: bool, now: u64) -> Vec<Effect> {
+    let (action, _) = arrival_action(found, pending.reinjected);
     let mut effects = Vec::new();
-    if !found && pending.reinjected {
-        // A prompt that never arrived cannot have been followed.
-        s.follow_watch = None;
-    }
     if !found && !pending.reinjected {
         effects.push(Effect::Say {
             person: None,
             model: Some(pending.prompt.clone()),
         });
-        s.resume_pending = Some(PendingResume {
-            reinjected: true,
-            ..pending.clone()
-        });
+    }
+    effects.push(Effect::Record(LogEvent::ResumeArrival {
+        marker: pending.marker.clone(),
+        arrived: found,
+        action: action.to_owned(),
+        after_ms: now.saturating_sub(pending.injected_at_ms),
+    }));
+    effects
+}
+
+/// What became of a prompt: its action's words and whether all is well.
+fn arrival_action(found: bool, reinjected: bool) -> (&'static str, bool) {
+    match (found, reinjected) {
+        (true, _) => ("arrived", true),
+        (false, false) => ("injected again", false),
+        (false, true) => (NEVER_ARRIVED, false),
+    }
+}
+
+/// The arrival check of the prompt with `marker` found it or not (see
+/// [`arrival_effects`]). A prompt injected since is left to its own check.
+pub fn on_arrival(s: &mut Session, marker: &str, found: bool, now: u64) {
+    let Some(pending) = s.resume_pending.take_if(|p| p.marker == marker) else {
+        return;
+    };
+    let (action, ok) = arrival_action(found, pending.reinjected);
+    if !found && pending.reinjected {
+        // A prompt that never arrived cannot have been followed.
+        s.follow_watch = None;
     }
     s.resume = Some(Mark {
         at_ms: now,
@@ -471,16 +516,12 @@ pub fn on_arrival(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
         detail: Some(pending.marker.clone()),
         skipped: None,
     });
-    effects.push(Effect::Record {
-        kind: "resume_arrival",
-        fields: json!({
-            "marker": pending.marker,
-            "arrived": found,
-            "action": action,
-            "after_ms": now.saturating_sub(pending.injected_at_ms),
-        }),
-    });
-    effects
+    if !found && !pending.reinjected {
+        s.resume_pending = Some(PendingResume {
+            reinjected: true,
+            ..pending
+        });
+    }
 }
 
 /// The agent's first tool calls after the resume prompt's marker (`None`
@@ -497,20 +538,37 @@ pub fn on_follow_reading(
     if s.resume_pending.is_some() {
         return Vec::new();
     }
-    let calls = calls.unwrap_or_default();
-    // The calls read after this marker judge its prompt only: another may
-    // have gone out while they were read.
-    let Some(watch) = s
+    let Some((verdict, record)) = s
         .follow_watch
         .as_ref()
-        .filter(|w| !calls.is_empty() && w.marker == marker)
+        .and_then(|watch| follow_verdict(watch, s.project_dir.as_deref(), marker, calls))
     else {
         return Vec::new();
     };
-    let project = s.project_dir.as_deref();
+    on_followed(s, marker, verdict);
+    vec![Effect::Record(record)]
+}
+
+/// The verdict [`on_follow_reading`] gives on `calls` read after `marker`,
+/// and its line, from the watch alone; `None` when there is none yet.
+pub fn follow_verdict(
+    watch: &FollowWatch,
+    project: Option<&Path>,
+    marker: &str,
+    calls: Option<Vec<ToolCall>>,
+) -> Option<(ResumeFollowed, LogEvent)> {
+    let calls = calls.unwrap_or_default();
+    // The calls read after this marker judge its prompt only: another may
+    // have gone out while they were read.
+    if calls.is_empty() || watch.marker != marker {
+        return None;
+    }
     let matched = calls.iter().find_map(|call| follows(watch, call, project));
     let first = &calls[0];
-    let first_call = json!({"tool": first.tool, "target": first.target});
+    let first_call = FirstCall {
+        tool: first.tool.clone(),
+        target: first.target.clone(),
+    };
     let detail = matched.clone().unwrap_or_else(|| match &first.target {
         Some(target) => format!("{} {target}", first.tool),
         None => first.tool.clone(),
@@ -520,22 +578,26 @@ pub fn on_follow_reading(
         followed: Some(matched.is_some()),
         detail: Some(detail),
     };
-    let fields = json!({
-        "epoch": watch.epoch,
-        "marker": watch.marker,
-        "followed": matched.is_some(),
-        "matched": matched,
-        "first_call": first_call,
-        "calls": calls.len(),
-    });
+    let record = LogEvent::ResumeFollowed {
+        epoch: watch.epoch,
+        marker: watch.marker.clone(),
+        followed: matched.is_some(),
+        matched,
+        first_call,
+        calls: calls.len(),
+    };
+    Some((verdict, record))
+}
+
+/// The session takes in the verdict on the prompt with `marker`, once.
+pub fn on_followed(s: &mut Session, marker: &str, verdict: ResumeFollowed) {
+    if s.follow_watch.as_ref().is_none_or(|w| w.marker != marker) {
+        return;
+    }
     s.follow_watch = None;
     s.followed.push(verdict);
     let excess = s.followed.len().saturating_sub(FOLLOWED_KEPT);
     s.followed.drain(..excess);
-    vec![Effect::Record {
-        kind: "resume_followed",
-        fields,
-    }]
 }
 
 /// What of the resume prompt `call` took up, in words, if anything.
@@ -607,7 +669,7 @@ fn touches(path: &str, target: &str, file: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{Boundary, Cursor, Method, Reading, Usage};
+    use crate::harness::{Boundary, Cursor, EventName, EventParts, Method, Reading, Usage};
     use crate::sessions::SessionKey;
     use protocol::wire::Harness;
     use std::collections::BTreeMap;
@@ -631,26 +693,22 @@ mod tests {
         s
     }
 
-    fn event(harness: Harness, kind: EventKind) -> HookEvent {
+    fn event(harness: Harness, name: EventName) -> HookEvent {
+        hook(harness, Event::from_parts(name, EventParts::default()))
+    }
+
+    fn hook(harness: Harness, event: Event) -> HookEvent {
         HookEvent {
             harness,
-            kind,
+            event,
             session_id: Some("s".into()),
             transcript_path: None,
             project_dir: Some("/p".into()),
             working_dir: Some("/p".into()),
             cwd: None,
-            source: None,
-            trigger: None,
-            reason: None,
-            prompt: None,
-            tool_name: None,
             model: None,
-            custom_instructions: None,
-            compact_summary: None,
             agent_id: None,
-            agent_type: None,
-            last_assistant_message: None,
+            claude_code_knobs: None,
             env: BTreeMap::new(),
             problems: Vec::new(),
         }
@@ -698,24 +756,21 @@ mod tests {
         effects
             .iter()
             .filter_map(|e| match e {
-                Effect::Record {
-                    kind: "threshold",
-                    fields,
-                } => fields["level"].as_f64(),
+                Effect::Record(LogEvent::Threshold { level, .. }) => Some(*level),
                 _ => None,
             })
             .collect()
     }
 
-    fn saves(effects: &[Effect]) -> Vec<(SaveTrigger, bool, bool)> {
+    fn saves(effects: &[Effect]) -> Vec<(SaveReason, bool, bool)> {
         effects
             .iter()
             .filter_map(|e| match e {
                 Effect::Save {
-                    trigger,
+                    reason,
                     checkpoint,
                     first,
-                } => Some((trigger.clone(), *checkpoint, *first)),
+                } => Some((reason.clone(), *checkpoint, *first)),
                 _ => None,
             })
             .collect()
@@ -725,7 +780,7 @@ mod tests {
     fn each_level_fires_once_per_epoch_and_a_drop_rearms_them() {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         let mut offset = 0;
         let mut step = |s: &mut Session, percent| {
             offset += 100;
@@ -751,17 +806,17 @@ mod tests {
         assert!(levels(&step(&mut s, 75)).is_empty(), "once per epoch");
         let e = step(&mut s, 85);
         assert_eq!(levels(&e), [0.8]);
-        assert_eq!(saves(&e), [(SaveTrigger::Threshold(0.8), false, false)]);
+        assert_eq!(saves(&e), [(SaveReason::Threshold(0.8), false, false)]);
         // Two levels at once: the higher one speaks, both count as fired.
         let e = step(&mut s, 96);
         assert_eq!(levels(&e), [0.95]);
-        assert_eq!(saves(&e), [(SaveTrigger::Threshold(0.95), true, false)]);
+        assert_eq!(saves(&e), [(SaveReason::Threshold(0.95), true, false)]);
         assert_eq!(s.fired, [0.7, 0.8, 0.9, 0.95]);
         // A drop of 30 points starts a new epoch: the levels fire again.
         let e = step(&mut s, 20);
         assert!(
             e.iter()
-                .any(|e| matches!(e, Effect::Record { kind: "epoch", .. }))
+                .any(|e| matches!(e, Effect::Record(LogEvent::Epoch { .. })))
         );
         assert_eq!(s.epoch, 2);
         assert_eq!(levels(&step(&mut s, 72)), [0.7]);
@@ -786,23 +841,23 @@ mod tests {
         // Between hooks: the level fires and its save starts, nothing is said yet.
         let e = on_file_change(&mut s, taken, &config, 1);
         assert_eq!(levels(&e), [0.8]);
-        assert_eq!(saves(&e), [(SaveTrigger::Threshold(0.8), false, false)]);
+        assert_eq!(saves(&e), [(SaveReason::Threshold(0.8), false, false)]);
         assert!(words(&e).is_empty());
         assert_eq!(s.unsaid.len(), 1);
         // Stop cannot reach Claude Code's model, nor can a subagent's hook.
-        let stop = event(Harness::ClaudeCode, EventKind::Stop);
+        let stop = event(Harness::ClaudeCode, EventName::Stop);
         assert!(words(&on_hook(&mut s, &stop, None, &config, 2)).is_empty());
-        let sub = with(event(Harness::ClaudeCode, EventKind::PostToolUse), |e| {
+        let sub = with(event(Harness::ClaudeCode, EventName::PostToolUse), |e| {
             e.agent_id = Some("a1".into())
         });
         assert!(words(&on_hook(&mut s, &sub, None, &config, 3)).is_empty());
         // The next hook that can says it, once; the level does not fire again.
-        let prompt = event(Harness::ClaudeCode, EventKind::UserPromptSubmit);
+        let prompt = event(Harness::ClaudeCode, EventName::UserPromptSubmit);
         let e = on_hook(&mut s, &prompt, None, &config, 4);
         assert_eq!(words(&e).len(), 1);
         assert!(words(&e)[0].contains("80%"), "{e:?}");
         assert!(levels(&e).is_empty() && saves(&e).is_empty());
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         assert!(words(&on_hook(&mut s, &tool, None, &config, 5)).is_empty());
         assert!(s.unsaid.is_empty());
     }
@@ -814,9 +869,12 @@ mod tests {
         let taken = reading(at(92), 100, vec![]).unwrap();
         on_file_change(&mut s, taken, &config, 1);
         assert_eq!(s.unsaid.len(), 1);
-        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-            e.source = Some("compact".into())
-        });
+        let start = hook(
+            Harness::ClaudeCode,
+            Event::SessionStart {
+                source: Some("compact".into()),
+            },
+        );
         let e = on_hook(&mut s, &start, None, &config, 2);
         assert!(
             !words(&e).iter().any(|w| w.contains("90%")),
@@ -830,9 +888,12 @@ mod tests {
         let config = Config::default();
         for harness in [Harness::ClaudeCode, Harness::Codex, Harness::GeminiCli] {
             let start = |source: &str| {
-                with(event(harness, EventKind::SessionStart), |e| {
-                    e.source = Some(source.into())
-                })
+                hook(
+                    harness,
+                    Event::SessionStart {
+                        source: Some(source.into()),
+                    },
+                )
             };
             // The last reply of a run crossed a level: its words wait.
             let mut s = session(harness);
@@ -849,16 +910,20 @@ mod tests {
             assert!(words(&e).is_empty(), "{harness}: {e:?}");
             assert_eq!(s.unsaid.len(), 1, "{harness}");
             // That run is `/compact`: the compaction drops them.
-            let pre = with(event(harness, EventKind::PreCompact), |e| {
-                e.trigger = Some("manual".into())
-            });
+            let pre = hook(
+                harness,
+                Event::PreCompact {
+                    trigger: Some("manual".into()),
+                    instructions: None,
+                },
+            );
             on_hook(&mut s, &pre, None, &config, 3);
             let e = on_hook(&mut s, &start("compact"), None, &config, 4);
             let e = [
                 e,
                 on_hook(
                     &mut s,
-                    &event(harness, EventKind::PostCompact),
+                    &event(harness, EventName::PostCompact),
                     None,
                     &config,
                     5,
@@ -872,7 +937,7 @@ mod tests {
             s.reported_window = Some(190_000).filter(|_| harness == Harness::Codex);
             on_file_change(&mut s, reading(high, 100, vec![]).unwrap(), &config, 1);
             on_hook(&mut s, &start("resume"), None, &config, 2);
-            let prompt = event(harness, EventKind::UserPromptSubmit);
+            let prompt = event(harness, EventName::UserPromptSubmit);
             let e = on_hook(&mut s, &prompt, None, &config, 3);
             assert_eq!(words(&e).len(), 1, "{harness}: {e:?}");
         }
@@ -882,9 +947,12 @@ mod tests {
     fn the_watcher_fires_nothing_from_a_figure_older_than_the_compaction_under_way() {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
-        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-            e.source = Some("compact".into())
-        });
+        let start = hook(
+            Harness::ClaudeCode,
+            Event::SessionStart {
+                source: Some("compact".into()),
+            },
+        );
         on_hook(&mut s, &start, None, &config, 1);
         assert_eq!(s.epoch, 2);
         // The reply before the compaction, written late, then the boundary.
@@ -914,7 +982,7 @@ mod tests {
         // A compaction's low figure, before anything names the compaction.
         on_file_change(&mut s, reading(at(20), 200, vec![]).unwrap(), &config, 2);
         assert_eq!(s.epoch, 1);
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         on_hook(&mut s, &tool, None, &config, 3);
         assert_eq!(s.epoch, 2, "the next hook sees the drop");
     }
@@ -935,29 +1003,29 @@ mod tests {
      {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
-        let sub = with(event(Harness::ClaudeCode, EventKind::PostToolUse), |e| {
+        let sub = with(event(Harness::ClaudeCode, EventName::PostToolUse), |e| {
             e.agent_id = Some("a1".into())
         });
         let e = on_hook(&mut s, &sub, reading(at(99), 10, vec![]), &config, 1);
         assert!(levels(&e).is_empty() && saves(&e).is_empty());
         // Stop does not say the levels, but what it read fires them: the
         // save now, the words at the next hook that reaches the model.
-        let stop = event(Harness::ClaudeCode, EventKind::Stop);
+        let stop = event(Harness::ClaudeCode, EventName::Stop);
         let e = on_hook(&mut s, &stop, reading(at(99), 20, vec![]), &config, 2);
         assert_eq!(levels(&e), [0.95]);
-        assert_eq!(saves(&e), [(SaveTrigger::Threshold(0.95), true, false)]);
+        assert_eq!(saves(&e), [(SaveReason::Threshold(0.95), true, false)]);
         assert!(words(&e).is_empty());
         assert_eq!(s.unsaid.len(), 1);
         s.usage.as_mut().unwrap().invalid = Some("input_tokens is a string".into());
         s.fired.clear();
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         assert!(levels(&on_hook(&mut s, &tool, None, &config, 3)).is_empty());
     }
 
     #[test]
     fn the_compaction_summary_is_taken_from_claude_codes_summarizer_and_post_compact() {
         let config = Config::default();
-        let summaries = |harness: Harness, kind: EventKind, f: &dyn Fn(&mut HookEvent)| {
+        let summaries = |harness: Harness, kind: EventName, f: &dyn Fn(&mut HookEvent)| {
             let mut s = session(harness);
             let mut e = event(harness, kind);
             f(&mut e);
@@ -971,24 +1039,34 @@ mod tests {
         };
         let summarizer = |e: &mut HookEvent| {
             e.agent_id = Some("a1".into());
-            e.agent_type = Some(String::new());
-            e.last_assistant_message = Some("the summary".into());
+            e.event = Event::SubagentStop {
+                agent_type: Some(String::new()),
+                last_message: Some("the summary".into()),
+            };
         };
         assert_eq!(
-            summaries(Harness::ClaudeCode, EventKind::SubagentStop, &summarizer),
+            summaries(Harness::ClaudeCode, EventName::SubagentStop, &summarizer),
             [("the summary".to_owned(), "subagent-stop")]
         );
         let own_subagent = |e: &mut HookEvent| {
             summarizer(e);
-            e.agent_type = Some("general-purpose".into());
+            e.event = Event::SubagentStop {
+                agent_type: Some("general-purpose".into()),
+                last_message: Some("the summary".into()),
+            };
         };
-        assert!(summaries(Harness::ClaudeCode, EventKind::SubagentStop, &own_subagent).is_empty());
-        let post = |e: &mut HookEvent| e.compact_summary = Some("the summary".into());
+        assert!(summaries(Harness::ClaudeCode, EventName::SubagentStop, &own_subagent).is_empty());
+        let post = |e: &mut HookEvent| {
+            e.event = Event::PostCompact {
+                trigger: None,
+                summary: Some("the summary".into()),
+            }
+        };
         assert_eq!(
-            summaries(Harness::ClaudeCode, EventKind::PostCompact, &post),
+            summaries(Harness::ClaudeCode, EventName::PostCompact, &post),
             [("the summary".to_owned(), "post-compact")]
         );
-        assert!(summaries(Harness::Codex, EventKind::SubagentStop, &summarizer).is_empty());
+        assert!(summaries(Harness::Codex, EventName::SubagentStop, &summarizer).is_empty());
     }
 
     #[test]
@@ -996,9 +1074,12 @@ mod tests {
         let mut config = Config::default();
         let hint = |config: &Config, source: &str| {
             let mut s = session(Harness::ClaudeCode);
-            let e = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-                e.source = Some(source.into())
-            });
+            let e = hook(
+                Harness::ClaudeCode,
+                Event::SessionStart {
+                    source: Some(source.into()),
+                },
+            );
             on_hook(&mut s, &e, None, config, 1).contains(&Effect::Say {
                 person: None,
                 model: Some(RECORDS_HINT.into()),
@@ -1014,18 +1095,25 @@ mod tests {
     fn an_announced_compaction_saves_before_pre_compact_answers_and_resumes_at_session_start() {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
-        let pre = with(event(Harness::ClaudeCode, EventKind::PreCompact), |e| {
-            e.trigger = Some("auto".into())
-        });
+        let pre = hook(
+            Harness::ClaudeCode,
+            Event::PreCompact {
+                trigger: Some("auto".into()),
+                instructions: None,
+            },
+        );
         let e = on_hook(&mut s, &pre, reading(at(90), 10, vec![]), &config, 1_000);
         assert_eq!(
             saves(&e),
-            [(SaveTrigger::PreCompact("auto".into()), true, true)]
+            [(SaveReason::PreCompact("auto".into()), true, true)]
         );
         assert_eq!(s.compaction_announced_ms, Some(1_000));
-        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-            e.source = Some("compact".into())
-        });
+        let start = hook(
+            Harness::ClaudeCode,
+            Event::SessionStart {
+                source: Some("compact".into()),
+            },
+        );
         let e = on_hook(&mut s, &start, None, &config, 2_000);
         assert_eq!(s.epoch, 2);
         assert!(saves(&e).is_empty(), "announced: no second capture");
@@ -1040,7 +1128,7 @@ mod tests {
             post_tokens: Some(9_000),
             timestamp: None,
         };
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         let e = on_hook(
             &mut s,
             &tool,
@@ -1050,13 +1138,10 @@ mod tests {
         );
         assert_eq!(s.epoch, 2, "one compaction, one epoch");
         assert!(saves(&e).is_empty());
-        assert!(e.iter().any(|e| matches!(
-            e,
-            Effect::Record {
-                kind: "context_transition",
-                ..
-            }
-        )));
+        assert!(
+            e.iter()
+                .any(|e| matches!(e, Effect::Record(LogEvent::ContextTransition(_))))
+        );
     }
 
     /// A second compaction soon after the first (a `/compact` right after
@@ -1066,15 +1151,26 @@ mod tests {
     fn two_announced_compactions_in_quick_succession_are_two_epochs() {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
-        let pre = with(event(Harness::ClaudeCode, EventKind::PreCompact), |e| {
-            e.trigger = Some("manual".into())
-        });
-        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-            e.source = Some("compact".into())
-        });
-        let post = with(event(Harness::ClaudeCode, EventKind::PostCompact), |e| {
-            e.trigger = Some("manual".into())
-        });
+        let pre = hook(
+            Harness::ClaudeCode,
+            Event::PreCompact {
+                trigger: Some("manual".into()),
+                instructions: None,
+            },
+        );
+        let start = hook(
+            Harness::ClaudeCode,
+            Event::SessionStart {
+                source: Some("compact".into()),
+            },
+        );
+        let post = hook(
+            Harness::ClaudeCode,
+            Event::PostCompact {
+                trigger: Some("manual".into()),
+                summary: None,
+            },
+        );
         for (n, at) in [(2, 1_000), (3, 11_000)] {
             on_hook(&mut s, &pre, None, &config, at);
             on_hook(&mut s, &start, None, &config, at + 1_000);
@@ -1093,14 +1189,20 @@ mod tests {
             post_tokens: Some(9_000),
             timestamp: None,
         };
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
-        let post = with(event(Harness::ClaudeCode, EventKind::PostCompact), |e| {
-            e.trigger = Some("manual".into());
-            e.compact_summary = Some("the summary".into());
-        });
-        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-            e.source = Some("compact".into())
-        });
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
+        let post = hook(
+            Harness::ClaudeCode,
+            Event::PostCompact {
+                trigger: Some("manual".into()),
+                summary: Some("the summary".into()),
+            },
+        );
+        let start = hook(
+            Harness::ClaudeCode,
+            Event::SessionStart {
+                source: Some("compact".into()),
+            },
+        );
         for (signal, hook, seen) in [
             (
                 "transcript boundary",
@@ -1116,18 +1218,19 @@ mod tests {
             let compaction = e
                 .iter()
                 .find_map(|e| match e {
-                    Effect::Record {
-                        kind: "compaction",
-                        fields,
-                    } => Some(fields.clone()),
+                    Effect::Record(LogEvent::Compaction(c)) => Some(c.clone()),
                     _ => None,
                 })
                 .unwrap_or_else(|| panic!("{signal}: no compaction recorded"));
-            assert_eq!(compaction["announced"], false, "{signal}");
-            let first = hook.kind == EventKind::SessionStart;
+            let announced = match compaction {
+                Compaction::InFile(c) => c.announced,
+                Compaction::ByHook(c) => c.announced,
+            };
+            assert!(!announced, "{signal}");
+            let first = hook.name() == EventName::SessionStart;
             assert_eq!(
                 saves(&e),
-                [(SaveTrigger::UnannouncedCompaction, true, first)],
+                [(SaveReason::UnannouncedCompaction, true, first)],
                 "{signal}: captured after the fact, before a resume when one follows"
             );
         }
@@ -1137,7 +1240,7 @@ mod tests {
     fn gemini_pre_compress_counts_only_near_the_point_and_resumes_at_the_next_turn() {
         let config = Config::default();
         let mut s = session(Harness::GeminiCli);
-        let pre = event(Harness::GeminiCli, EventKind::PreCompact);
+        let pre = event(Harness::GeminiCli, EventName::PreCompact);
         // Half of the 1,048,576-token window is Gemini CLI's compression point.
         let e = on_hook(&mut s, &pre, reading(5_000, 10, vec![]), &config, 1);
         assert!(
@@ -1154,7 +1257,7 @@ mod tests {
             post_tokens: Some(2_100),
             timestamp: None,
         };
-        let stop = event(Harness::GeminiCli, EventKind::Stop);
+        let stop = event(Harness::GeminiCli, EventName::Stop);
         let e = on_hook(
             &mut s,
             &stop,
@@ -1173,7 +1276,7 @@ mod tests {
             injected_at_ms: 0,
             reinjected: false,
         });
-        let prompt = event(Harness::GeminiCli, EventKind::UserPromptSubmit);
+        let prompt = event(Harness::GeminiCli, EventName::UserPromptSubmit);
         let e = on_hook(&mut s, &prompt, None, &config, 4);
         assert!(e.contains(&Effect::Resume {
             source: "compact".into()
@@ -1205,7 +1308,7 @@ mod tests {
         assert!(!hook_epoch(
             &mut s,
             "post-compact",
-            Some("auto"),
+            Some(&Trigger::Auto),
             2_000,
             &mut effects
         ));
@@ -1235,9 +1338,13 @@ mod tests {
     fn gemini_pre_compress_saves_once_per_epoch_past_the_point() {
         let config = Config::default();
         let mut s = session(Harness::GeminiCli);
-        let pre = with(event(Harness::GeminiCli, EventKind::PreCompact), |e| {
-            e.trigger = Some("auto".into())
-        });
+        let pre = hook(
+            Harness::GeminiCli,
+            Event::PreCompact {
+                trigger: Some("auto".into()),
+                instructions: None,
+            },
+        );
         let mut runs = Vec::new();
         for (n, tokens) in [600_000, 610_000, 620_000, 630_000].into_iter().enumerate() {
             let n = n as u64 + 1;
@@ -1245,7 +1352,7 @@ mod tests {
             runs.push(
                 saves(&e)
                     .iter()
-                    .filter(|s| s.0 == SaveTrigger::PreCompact("auto".into()))
+                    .filter(|s| s.0 == SaveReason::PreCompact("auto".into()))
                     .count(),
             );
         }
@@ -1262,13 +1369,13 @@ mod tests {
         assert!(
             saves(&e)
                 .iter()
-                .all(|s| !matches!(s.0, SaveTrigger::PreCompact(_)))
+                .all(|s| !matches!(s.0, SaveReason::PreCompact(_)))
         );
         let e = on_hook(&mut s, &pre, reading(700_000, 60, vec![]), &config, 6);
         assert_eq!(
             saves(&e)
                 .iter()
-                .filter(|s| s.0 == SaveTrigger::PreCompact("auto".into()))
+                .filter(|s| s.0 == SaveReason::PreCompact("auto".into()))
                 .count(),
             1,
             "the next compression's save"
@@ -1277,19 +1384,24 @@ mod tests {
         assert!(
             saves(&e)
                 .iter()
-                .all(|s| !matches!(s.0, SaveTrigger::PreCompact(_)))
+                .all(|s| !matches!(s.0, SaveReason::PreCompact(_)))
         );
-        let manual = with(pre.clone(), |e| e.trigger = Some("manual".into()));
+        let manual = with(pre.clone(), |e| {
+            e.event = Event::PreCompact {
+                trigger: Some(Trigger::Manual),
+                instructions: None,
+            }
+        });
         let e = on_hook(&mut s, &manual, reading(710_000, 70, vec![]), &config, 8);
         assert_eq!(
             saves(&e),
-            [(SaveTrigger::PreCompact("manual".into()), true, true)],
+            [(SaveReason::PreCompact("manual".into()), true, true)],
             "/compress compresses: it saves"
         );
         // A compression too small to show as one, seen as a drop of usage:
         // a new epoch, so the next compression past the point saves again.
         let epoch = s.epoch;
-        let tool = event(Harness::GeminiCli, EventKind::PostToolUse);
+        let tool = event(Harness::GeminiCli, EventName::PostToolUse);
         on_hook(&mut s, &tool, reading(712_000, 75, vec![]), &config, 9);
         on_hook(&mut s, &tool, reading(300_000, 80, vec![]), &config, 9);
         assert_eq!(s.epoch, epoch + 1, "the drop began an epoch");
@@ -1297,16 +1409,20 @@ mod tests {
         assert_eq!(
             saves(&e)
                 .iter()
-                .filter(|s| s.0 == SaveTrigger::PreCompact("auto".into()))
+                .filter(|s| s.0 == SaveReason::PreCompact("auto".into()))
                 .count(),
             1,
             "a save for the new epoch"
         );
         // Claude Code's PreCompact is always a compaction: each one saves.
         let mut s = session(Harness::ClaudeCode);
-        let pre = with(event(Harness::ClaudeCode, EventKind::PreCompact), |e| {
-            e.trigger = Some("auto".into())
-        });
+        let pre = hook(
+            Harness::ClaudeCode,
+            Event::PreCompact {
+                trigger: Some("auto".into()),
+                instructions: None,
+            },
+        );
         for n in 1..=2 {
             let e = on_hook(&mut s, &pre, reading(at(99), n * 10, vec![]), &config, n);
             assert_eq!(saves(&e).len(), 1, "PreCompact {n}");
@@ -1361,15 +1477,17 @@ mod tests {
         for calls in followed {
             let (v, e) = verdict(Some(calls.clone()));
             assert_eq!(v, Some(true), "{calls:?}");
-            let Effect::Record { kind, fields } = &e[0] else {
+            let Effect::Record(LogEvent::ResumeFollowed {
+                epoch,
+                followed,
+                matched,
+                ..
+            }) = &e[0]
+            else {
                 panic!("{e:?}")
             };
-            assert_eq!(*kind, "resume_followed");
-            assert_eq!(
-                (fields["epoch"].as_u64(), fields["followed"].as_bool()),
-                (Some(2), Some(true))
-            );
-            assert!(fields["matched"].is_string(), "{fields}");
+            assert_eq!((*epoch, *followed), (2, true));
+            assert!(matched.is_some(), "{e:?}");
         }
         let elsewhere = [
             vec![call("Bash", "ls -la /tmp")],
@@ -1385,10 +1503,10 @@ mod tests {
         for calls in elsewhere {
             let (v, e) = verdict(Some(calls.clone()));
             assert_eq!(v, Some(false), "{calls:?}");
-            let Effect::Record { fields, .. } = &e[0] else {
+            let Effect::Record(LogEvent::ResumeFollowed { first_call, .. }) = &e[0] else {
                 panic!("{e:?}")
             };
-            assert_eq!(fields["first_call"]["tool"], calls[0].tool.as_str());
+            assert_eq!(first_call.tool, calls[0].tool);
         }
         // No tool call yet (a text-only answer), or the marker not found: undecided.
         for calls in [Some(Vec::new()), None] {
@@ -1396,6 +1514,17 @@ mod tests {
             assert_eq!(v, None);
             assert!(e.is_empty());
         }
+    }
+
+    /// What the engine does with an arrival check: the words and the line
+    /// from the pending prompt, then the verdict taken in.
+    fn arrive(s: &mut Session, found: bool, now: u64) -> Vec<Effect> {
+        let Some(pending) = s.resume_pending.clone() else {
+            return Vec::new();
+        };
+        let effects = arrival_effects(&pending, found, now);
+        on_arrival(s, &pending.marker, found, now);
+        effects
     }
 
     #[test]
@@ -1409,19 +1538,22 @@ mod tests {
             injected_at_ms: 0,
             reinjected: false,
         });
-        let tool = event(Harness::ClaudeCode, EventKind::PostToolUse);
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         let e = on_hook(&mut s, &tool, None, &config, 1);
         assert!(e.contains(&Effect::CheckArrival) && e.contains(&Effect::CheckFollowed));
-        let start = with(event(Harness::ClaudeCode, EventKind::SessionStart), |e| {
-            e.source = Some("resume".into())
-        });
+        let start = hook(
+            Harness::ClaudeCode,
+            Event::SessionStart {
+                source: Some("resume".into()),
+            },
+        );
         assert!(!on_hook(&mut s, &start, None, &config, 2).contains(&Effect::CheckFollowed));
         let calls = || Some(vec![call("Read", "notes/jwt_design.md")]);
         assert!(
             on_follow_reading(&mut s, MARKER, calls()).is_empty(),
             "not arrived yet"
         );
-        on_arrival(&mut s, true, 3);
+        arrive(&mut s, true, 3);
         assert!(
             on_follow_reading(&mut s, "[hookd-resume 0]", calls()).is_empty(),
             "calls read after another prompt's marker judge nothing"
@@ -1444,7 +1576,7 @@ mod tests {
             injected_at_ms: 0,
             reinjected: true,
         });
-        on_arrival(&mut s, false, 5);
+        arrive(&mut s, false, 5);
         assert!(s.follow_watch.is_none());
     }
 
@@ -1458,22 +1590,34 @@ mod tests {
             reinjected: false,
         };
         s.resume_pending = Some(pending.clone());
-        let e = on_arrival(&mut s, true, 500);
+        let e = arrive(&mut s, true, 500);
         assert_eq!(s.resume.as_ref().unwrap().what, "arrived");
         assert!(s.resume_pending.is_none());
         assert!(!e.iter().any(|e| matches!(e, Effect::Say { .. })));
 
         s.resume_pending = Some(pending);
-        let e = on_arrival(&mut s, false, 500);
+        let e = arrive(&mut s, false, 500);
         assert!(e.contains(&Effect::Say {
             person: None,
             model: Some("the prompt".into())
         }));
         assert!(s.resume_pending.as_ref().unwrap().reinjected);
-        let e = on_arrival(&mut s, false, 900);
+        let e = arrive(&mut s, false, 900);
         assert!(!e.iter().any(|e| matches!(e, Effect::Say { .. })));
         assert!(s.resume_pending.is_none());
         assert!(!s.resume.as_ref().unwrap().ok);
-        assert!(on_arrival(&mut s, false, 950).is_empty(), "nothing pending");
+        assert!(arrive(&mut s, false, 950).is_empty(), "nothing pending");
+        // The verdict on one prompt leaves a prompt injected since alone.
+        s.resume_pending = Some(PendingResume {
+            marker: "[hookd-resume 2]".into(),
+            prompt: "another".into(),
+            injected_at_ms: 900,
+            reinjected: false,
+        });
+        on_arrival(&mut s, "[hookd-resume 1]", false, 1_000);
+        assert_eq!(
+            s.resume_pending.as_ref().map(|p| p.marker.as_str()),
+            Some("[hookd-resume 2]")
+        );
     }
 }

@@ -910,8 +910,7 @@ impl Adapter for GeminiCli {
         marker: &str,
         from: Option<u64>,
     ) -> io::Result<Option<Vec<work::ToolCall>>> {
-        work::read_file_after::<WorkReader>(path, max_bytes, 0, Some(marker), from)
-            .map(|facts| facts.calls_after_marker)
+        work::calls_after_marker::<WorkReader>(path, max_bytes, marker, from)
     }
 
     fn compaction_point(&self, session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {

@@ -426,6 +426,19 @@ pub fn read_file<R: LineReader>(
     read_file_after::<R>(path, max_bytes, keep_prompts, None, None)
 }
 
+/// The agent's first tool calls after the line that holds `marker`, read
+/// with `R` as [`read_file_after`] reads them; `None` when no line read
+/// holds it.
+pub fn calls_after_marker<R: LineReader>(
+    path: &Path,
+    max_bytes: u64,
+    marker: &str,
+    from: Option<u64>,
+) -> io::Result<Option<Vec<ToolCall>>> {
+    read_file_after::<R>(path, max_bytes, 0, Some(marker), from)
+        .map(|facts| facts.calls_after_marker)
+}
+
 /// [`read_file`], also keeping the first tool calls after the first line
 /// (in the window read) that holds `marker`. With `from` (where the file
 /// stood when the marker went out), the window is the `max_bytes` from

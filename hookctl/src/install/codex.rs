@@ -99,12 +99,7 @@ impl Wiring for Codex {
         options: &InstallOptions,
         report: &mut Report,
     ) -> anyhow::Result<()> {
-        if options.statusline {
-            report.notes.push(format!(
-                "{} has no statusLine; --statusline ignored",
-                self.harness()
-            ));
-        }
+        super::no_statusline(self.harness(), options, report);
         Ok(())
     }
 

@@ -712,6 +712,15 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
+/// Says that a harness with no statusLine ignored `--statusline`.
+fn no_statusline(harness: Harness, options: &InstallOptions, report: &mut Report) {
+    if options.statusline {
+        report
+            .notes
+            .push(format!("{harness} has no statusLine; --statusline ignored"));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,8 +62,7 @@ impl Adapter for ClaudeCode {
         marker: &str,
         from: Option<u64>,
     ) -> io::Result<Option<Vec<super::work::ToolCall>>> {
-        super::work::read_file_after::<work::Reader>(path, max_bytes, 0, Some(marker), from)
-            .map(|facts| facts.calls_after_marker)
+        super::work::calls_after_marker::<work::Reader>(path, max_bytes, marker, from)
     }
 
     fn compaction_point(&self, session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {

@@ -1,8 +1,9 @@
 //! Named events a test can block on instead of polling: the daemon sends one
 //! datagram per event (`saved threshold 0.80`) to the Unix socket named by
 //! `HOOKD_TEST_EVENTS` in its own environment, which only the test sandbox
-//! sets. Unset, every `emit` is one branch. A datagram is only sent to a
-//! socket someone already listens on: nothing is ever created or written.
+//! sets (hookctl's autostart removes it from the daemon it starts). Unset,
+//! every `emit` is one branch. A datagram is only sent to a socket someone
+//! already listens on: nothing is ever created or written.
 
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 /// The variable naming the socket, read from the daemon's own environment
 /// only (never from a hook's environment nor a project's configuration).
-pub const ENV: &str = "HOOKD_TEST_EVENTS";
+pub const ENV: &str = protocol::paths::TEST_EVENTS_ENV;
 
 /// The points tests wait for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -277,6 +277,7 @@ fn run_hookd_start(socket: &SocketPath, deadline: Instant) -> Result<(), ClientE
         .arg("start")
         .arg("--socket")
         .arg(&socket.path)
+        .env_remove(protocol::paths::TEST_EVENTS_ENV)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

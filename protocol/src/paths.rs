@@ -23,6 +23,10 @@ pub const STATE_DIR_ENV: &str = "HOOKD_STATE_DIR";
 pub const CONFIG_DIR_ENV: &str = "HOOKD_CONFIG_DIR";
 /// Environment variable overriding the data directory (cross-task memory).
 pub const DATA_DIR_ENV: &str = "HOOKD_DATA_DIR";
+/// Environment variable naming the socket a test listens on for the
+/// daemon's named events. A daemon hookctl starts never inherits it: the
+/// agent's environment, which a project can shape, is not the test's.
+pub const TEST_EVENTS_ENV: &str = "HOOKD_TEST_EVENTS";
 
 const SOCKET_NAME: &str = "hookd.sock";
 

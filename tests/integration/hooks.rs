@@ -166,6 +166,20 @@ fn hookctl_starts_the_daemon_when_none_runs() {
 }
 
 #[test]
+fn a_daemon_hookctl_starts_does_not_inherit_the_test_events_socket() {
+    // The agent's environment, which a project can shape, names the socket:
+    // the daemon a hook starts must not send there.
+    let sb = Sandbox::new();
+    let out = sb.hook("post-tool-use", &fixture("PostToolUse"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(sb.hookctl(&["status", "--json"]).status.success());
+    // `listening` goes out before the daemon serves: by now it would be here.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(sb.events.count(hookd_tests::TestEvent::Listening, ""), 0);
+    assert!(sb.hookd(&["stop"]).status.success());
+}
+
+#[test]
 fn a_burst_of_hooks_starts_exactly_one_daemon() {
     let sb = Sandbox::new();
     let hooks: Vec<_> = (0..8)

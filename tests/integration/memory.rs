@@ -857,3 +857,26 @@ fn retrieval_among_ten_thousand_tasks() {
         .unwrap();
     assert_eq!(first_other["task_id"], Value::from(uuid(1)));
 }
+
+#[test]
+fn a_session_hookd_does_not_know_never_closes_another_sessions_task() {
+    let env = Env::new();
+    let live = env.session("live-session");
+    env.start(&live);
+    env.prompt(&live, "add OAuth login with GitHub");
+    let out = env.hookctl(Some("typo-session"), &["task", "failed"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("no session `typo-session` is known to hookd"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.hookctl(Some("typo-session"), &["reflect", "nothing to say"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let tasks = env.tasks();
+    assert_eq!(tasks.len(), 1, "{tasks:#?}");
+    assert!(
+        tasks.iter().all(|t| t["closed"] != true),
+        "the live session's task was closed: {tasks:#?}"
+    );
+}

@@ -140,15 +140,27 @@ impl Engine {
     }
 
     /// The session a memory request is about: the one named (an id or a
-    /// unique prefix), else the project's most recent live session. A
-    /// session no hook has reached yet has no harness, so no key: the
-    /// request goes to the task the project's next session takes up.
-    fn memory_session(&self, project: &Path, session: Option<&str>) -> Option<SessionKey> {
+    /// unique prefix), else the project's most recent live session. A named
+    /// one hookd does not know is an error, never another session's task.
+    fn memory_session(
+        &self,
+        project: &Path,
+        session: Option<&str>,
+    ) -> Result<Option<SessionKey>, Response> {
         let registry = self.registry();
         if let Some(id) = session {
-            return registry.matching(Some(id)).first().map(|s| s.key.clone());
+            return match registry.matching(Some(id)).first() {
+                Some(s) => Ok(Some(s.key.clone())),
+                None => Err(Response::Error(ErrorReply::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "no session `{}` is known to hookd: `hookctl status` lists the sessions it follows",
+                        protocol::text::clip(&protocol::text::one_line(id), 80)
+                    ),
+                ))),
+            };
         }
-        registry
+        Ok(registry
             .matching(None)
             .into_iter()
             .find(|s| {
@@ -157,7 +169,7 @@ impl Engine {
                         .as_deref()
                         .is_some_and(|p| project.starts_with(p))
             })
-            .map(|s| s.key.clone())
+            .map(|s| s.key.clone()))
     }
 
     /// `hookctl reflect`, `hookctl task …`, `hookctl memory …`.
@@ -180,7 +192,11 @@ impl Engine {
         let session = match &request {
             Request::Reflect(r) => self.memory_session(&project, r.session.as_deref()),
             Request::Task(t) => self.memory_session(&project, t.session.as_deref()),
-            _ => None,
+            _ => Ok(None),
+        };
+        let session = match session {
+            Ok(session) => session,
+            Err(refused) => return refused,
         };
         let resources = self.resources.clone();
         let work = move || -> Result<Response, String> {

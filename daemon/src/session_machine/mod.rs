@@ -24,6 +24,7 @@ use std::path::Path;
 
 mod observe;
 mod outcomes;
+mod readings;
 pub use observe::{StatusLine, observe, on_statusline};
 pub use outcomes::{
     CheckpointTaken, Injected, Saved, on_resume_injected, on_saved, on_summary_merged,

@@ -232,3 +232,144 @@ impl Session {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sessions::SessionKey;
+    use protocol::wire::Harness;
+    use protocol::wire::Mark;
+
+    fn key(id: &str) -> SessionKey {
+        SessionKey {
+            harness: Harness::ClaudeCode,
+            id: id.into(),
+        }
+    }
+
+    #[test]
+    fn a_compaction_seen_twice_is_one_epoch() {
+        let mut s = Session::new(key("a"), 0);
+        s.fired = vec![0.7, 0.8];
+        let b = Boundary {
+            uuid: Some("u1".into()),
+            ..Boundary::default()
+        };
+        assert!(s.begin_epoch(&EpochStart::Boundary(b.clone()), 1000));
+        assert_eq!((s.epoch, s.fired.len()), (2, 0));
+        assert!(
+            !s.begin_epoch(&EpochStart::Boundary(b), 2000),
+            "same boundary again"
+        );
+        assert!(
+            !s.begin_epoch(&EpochStart::Hook("post-compact".into()), 3000),
+            "the hooks of the same compaction"
+        );
+        assert_eq!(s.epoch, 2);
+        // Hooks first, transcript later: still one.
+        let mut s = Session::new(key("b"), 0);
+        assert!(s.begin_epoch(&EpochStart::Hook("session-start compact".into()), 500_000));
+        assert!(!s.begin_epoch(
+            &EpochStart::Boundary(Boundary {
+                uuid: Some("u2".into()),
+                ..Boundary::default()
+            }),
+            501_000
+        ));
+        assert_eq!((s.epoch, s.epoch_boundary.as_deref()), (2, Some("u2")));
+        // A later compaction is a new epoch.
+        assert!(s.begin_epoch(
+            &EpochStart::Boundary(Boundary {
+                uuid: Some("u3".into()),
+                ..Boundary::default()
+            }),
+            900_000
+        ));
+        assert_eq!(s.epoch, 3);
+    }
+
+    fn reading(tokens: u64, offset: u64, boundary: Option<&str>) -> SessionReading {
+        use crate::harness::{Reading, Usage};
+        SessionReading {
+            reading: Reading {
+                usage: Some(Usage {
+                    tokens,
+                    from_boundary: boundary.is_some(),
+                    message_id: Some(format!("m{offset}")),
+                    ..Usage::default()
+                }),
+                boundaries: boundary
+                    .map(|uuid| Boundary {
+                        uuid: Some(uuid.into()),
+                        ..Boundary::default()
+                    })
+                    .into_iter()
+                    .collect(),
+                cursor: Cursor {
+                    offset,
+                    ..Cursor::default()
+                },
+                method: Method::Forward,
+                bytes_read: 0,
+            },
+            window: None,
+            compaction_point: None,
+        }
+    }
+
+    fn marks(s: &Session) -> Vec<(u64, Option<PointMark>)> {
+        s.history.iter().map(|p| (p.tokens, p.mark)).collect()
+    }
+
+    #[test]
+    fn the_history_keeps_the_recent_readings_with_compactions_and_saves() {
+        let mut s = Session::new(key("h"), 0);
+        s.take_reading(reading(50_000, 10, None), 1_000);
+        s.take_reading(reading(90_000, 20, None), 2_000);
+        // A save after the figure: marked on it.
+        s.last_save = Some(Mark {
+            at_ms: 2_500,
+            what: "manual".into(),
+            ok: true,
+            detail: None,
+            skipped: None,
+        });
+        s.mark_save_in_history();
+        // A threshold save with its checkpoint.
+        s.last_checkpoint = Some(Mark {
+            at_ms: 2_600,
+            what: "threshold 0.95".into(),
+            ok: true,
+            detail: None,
+            skipped: None,
+        });
+        s.last_save = Some(Mark {
+            at_ms: 2_600,
+            ..s.last_checkpoint.clone().unwrap()
+        });
+        s.mark_save_in_history();
+        // The compaction marks the first reading after it.
+        s.take_reading(reading(3_000, 30, Some("b1")), 200_000);
+        s.take_reading(reading(8_000, 40, None), 201_000);
+        assert_eq!(
+            marks(&s),
+            vec![
+                (50_000, None),
+                (90_000, Some(PointMark::Checkpoint)),
+                (3_000, Some(PointMark::Compaction)),
+                (8_000, None),
+            ]
+        );
+        // A failed save marks nothing.
+        s.last_save.as_mut().unwrap().ok = false;
+        s.mark_save_in_history();
+        assert_eq!(s.history.last().unwrap().mark, None);
+        // Bounded: the oldest go.
+        for i in 0..40 {
+            s.take_reading(reading(10_000 + i, 50 + i, None), 300_000 + i);
+        }
+        assert_eq!(s.history.len(), HISTORY_POINTS);
+        assert_eq!(s.history.last().unwrap().tokens, 10_039);
+        assert_eq!(s.status(None).history, s.history);
+    }
+}

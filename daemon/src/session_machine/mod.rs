@@ -24,6 +24,7 @@ use std::path::Path;
 
 mod observe;
 mod outcomes;
+mod readings;
 pub use observe::{StatusLine, observe, on_statusline};
 pub use outcomes::{
     CheckpointTaken, Injected, Saved, on_resume_injected, on_saved, on_summary_merged,
@@ -774,6 +775,34 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_hook_names_the_sessions_file_and_whether_it_ended() {
+        let mut s = session(Harness::ClaudeCode);
+        s.transcript_path = Some("/t1.jsonl".into());
+        s.cursor = Some(Cursor {
+            offset: 10,
+            dev: 1,
+            ino: 1,
+        });
+        let tool = with(event(Harness::ClaudeCode, EventName::PostToolUse), |e| {
+            e.transcript_path = Some("/t1.jsonl".into());
+            e.working_dir = Some("/p/sub".into());
+        });
+        observe(&mut s, &tool, None, 5);
+        assert!(s.cursor.is_some(), "the same file reads on");
+        assert_eq!((s.events_seen, s.last_event_at_ms), (1, 5));
+        assert_eq!(s.last_event, "post-tool-use");
+        assert_eq!(s.working_dir.as_deref(), Some(Path::new("/p/sub")));
+        let end = with(event(Harness::ClaudeCode, EventName::SessionEnd), |e| {
+            e.transcript_path = Some("/t2.jsonl".into());
+        });
+        observe(&mut s, &end, None, 6);
+        assert!(s.ended);
+        assert_eq!(s.cursor, None, "another file is read from its start");
+        observe(&mut s, &tool, None, 7);
+        assert!(!s.ended, "a hook after SessionEnd is a session going on");
     }
 
     #[test]

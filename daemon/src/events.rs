@@ -590,6 +590,41 @@ mod tests {
     /// so to the exhaustive match in [`LogEvent::kind`]) and not to the docs
     /// fails this test.
     #[test]
+    fn every_memory_action_is_documented() {
+        // A new action fails to compile here until it is named, then here
+        // until docs/events.md has its row.
+        let action = |event: &MemoryEvent| match event {
+            MemoryEvent::Begin(_) => "begin",
+            MemoryEvent::Reflect(_) => "reflect",
+            MemoryEvent::Close(_) => "close",
+            MemoryEvent::Retrieve { .. } => "retrieve",
+            MemoryEvent::ResumeSection { .. } => "resume_section",
+        };
+        let docs = include_str!("../../docs/events.md");
+        for event in [
+            MemoryEvent::ResumeSection {
+                problem: String::new(),
+            },
+            MemoryEvent::Retrieve {
+                task_id: String::new(),
+                description: String::new(),
+                found: Vec::new(),
+                items: 0,
+            },
+        ] {
+            let name = action(&event);
+            let line = serde_json::to_value(LogEvent::Memory(event)).unwrap();
+            assert_eq!(line["action"], name, "the action's name as written");
+        }
+        for name in ["begin", "reflect", "close", "retrieve", "resume_section"] {
+            assert!(
+                docs.contains(&format!("| `{name}` |")),
+                "docs/events.md has no row for the memory action `{name}`"
+            );
+        }
+    }
+
+    #[test]
     fn every_kind_is_documented() {
         let docs = include_str!("../../docs/events.md");
         let source = include_str!("events.rs");

@@ -232,6 +232,29 @@ pub struct PendingResume {
     pub injected_at_ms: u64,
     /// Injected a second time already.
     pub reinjected: bool,
+    /// When a hook began looking for it: hooks that run meanwhile leave it
+    /// to that one, so it is never injected again twice nor judged twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checking_since_ms: Option<u64>,
+}
+
+impl PendingResume {
+    /// Longest a check may hold its claim: past it, the hook that took it is
+    /// taken for gone (a check looks for at most a fraction of a second).
+    const CHECK_CLAIM_MS: u64 = 10_000;
+
+    /// Claims the arrival check for a hook at `now`, unless another hook
+    /// holds it.
+    pub fn claim_check(&mut self, now: u64) -> bool {
+        if self
+            .checking_since_ms
+            .is_some_and(|since| now.saturating_sub(since) < Self::CHECK_CLAIM_MS)
+        {
+            return false;
+        }
+        self.checking_since_ms = Some(now);
+        true
+    }
 }
 
 /// The one-time token PreCompact gave a compaction's summary block; only

@@ -103,7 +103,7 @@ impl Engine {
             let injected_epoch = self
                 .registry()
                 .get_mut(&key)
-                .and_then(|s| done.take_into(s, now_ms()));
+                .and_then(|s| done.take_into(s, now_ms(), &mut records));
             if let Some(epoch) = injected_epoch {
                 for record in &mut records {
                     if let LogEvent::Resume(Resume::Injected { epoch: at, .. }) = record {
@@ -378,8 +378,8 @@ impl Engine {
                         && let Some((verdict, record)) =
                             self.check_followed(view, watch, config).await
                     {
-                        records.push(record);
-                        done.followed = Some((watch.marker.clone(), verdict));
+                        // Its line goes out only if the session takes it.
+                        done.followed = Some((watch.marker.clone(), verdict, record));
                     }
                 }
                 Effect::Say { person, model } => {
@@ -527,7 +527,8 @@ pub(super) struct Done {
     injected: Option<session_machine::Injected>,
     /// The marker of the prompt looked for, and whether it was found.
     arrival: Option<(String, bool)>,
-    followed: Option<(String, ResumeFollowed)>,
+    /// The verdict on the prompt with this marker, and its line.
+    followed: Option<(String, ResumeFollowed, LogEvent)>,
     /// The summary token a merged block used, and its fingerprint.
     merged: Option<(String, String)>,
 }
@@ -543,8 +544,9 @@ impl Done {
 
     /// Hands each result to the session machine, in the order they were
     /// produced: a prompt injected now outlives the verdicts on the one
-    /// before. Returns the injected prompt's epoch.
-    fn take_into(self, s: &mut Session, now: u64) -> Option<u32> {
+    /// before. Returns the injected prompt's epoch; adds to `records` the
+    /// lines of verdicts the session took.
+    fn take_into(self, s: &mut Session, now: u64, records: &mut Vec<LogEvent>) -> Option<u32> {
         for saved in self.saved {
             session_machine::on_saved(s, saved, now);
         }
@@ -554,8 +556,10 @@ impl Done {
         if let Some((marker, found)) = self.arrival {
             session_machine::on_arrival(s, &marker, found, now);
         }
-        if let Some((marker, verdict)) = self.followed {
-            session_machine::on_followed(s, &marker, verdict);
+        if let Some((marker, verdict, record)) = self.followed
+            && session_machine::on_followed(s, &marker, verdict)
+        {
+            records.push(record);
         }
         self.injected
             .map(|injected| session_machine::on_resume_injected(s, injected, now))

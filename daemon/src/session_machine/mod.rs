@@ -64,7 +64,7 @@ pub enum Effect {
     /// The session's file showed a compaction: merge the summary it keeps, if any.
     TakeSummaryFromFile,
     /// Read the agent's first tool calls after the resume prompt's marker,
-    /// then decide with [`on_follow_reading`].
+    /// then decide with [`follow_verdict`] and [`on_followed`].
     CheckFollowed,
 }
 
@@ -195,7 +195,12 @@ pub fn on_hook(
     }
     let checks = checks(event, config);
     // An injection is looked for from the next hook on, not this one's.
-    if checks && !resume_due && s.resume_pending.is_some() {
+    if checks
+        && !resume_due
+        && s.resume_pending
+            .as_mut()
+            .is_some_and(|pending| pending.claim_check(now))
+    {
         effects.push(Effect::CheckArrival);
     }
     // Whether the agent followed the resume prompt shows in the calls it
@@ -520,6 +525,7 @@ pub fn on_arrival(s: &mut Session, marker: &str, found: bool, now: u64) {
     if !found && !pending.reinjected {
         s.resume_pending = Some(PendingResume {
             reinjected: true,
+            checking_since_ms: None,
             ..pending
         });
     }
@@ -529,29 +535,9 @@ pub fn on_arrival(s: &mut Session, marker: &str, found: bool, now: u64) {
 /// when the marker is not in the part of the file read): the first call
 /// that touches a file the prompt named, the first next action's target or
 /// the task in progress makes it followed; calls that touch none of them,
-/// went elsewhere. Decided once, after the prompt arrived, on the first
-/// reading with a tool call; a reply without one decides nothing.
-pub fn on_follow_reading(
-    s: &mut Session,
-    marker: &str,
-    calls: Option<Vec<ToolCall>>,
-) -> Vec<Effect> {
-    if s.resume_pending.is_some() {
-        return Vec::new();
-    }
-    let Some((verdict, record)) = s
-        .follow_watch
-        .as_ref()
-        .and_then(|watch| follow_verdict(watch, s.project_dir.as_deref(), marker, calls))
-    else {
-        return Vec::new();
-    };
-    on_followed(s, marker, verdict);
-    vec![Effect::Record(record)]
-}
-
-/// The verdict [`on_follow_reading`] gives on `calls` read after `marker`,
-/// and its line, from the watch alone; `None` when there is none yet.
+/// went elsewhere. Decided once (see [`on_followed`]), after the prompt
+/// arrived, on the first reading with a tool call; a reply without one
+/// decides nothing. The verdict and its line, from the watch alone.
 pub fn follow_verdict(
     watch: &FollowWatch,
     project: Option<&Path>,
@@ -590,15 +576,17 @@ pub fn follow_verdict(
     Some((verdict, record))
 }
 
-/// The session takes in the verdict on the prompt with `marker`, once.
-pub fn on_followed(s: &mut Session, marker: &str, verdict: ResumeFollowed) {
+/// The session takes in the verdict on the prompt with `marker`, once:
+/// whether this one was taken (the first of hooks that judged at once).
+pub fn on_followed(s: &mut Session, marker: &str, verdict: ResumeFollowed) -> bool {
     if s.follow_watch.as_ref().is_none_or(|w| w.marker != marker) {
-        return;
+        return false;
     }
     s.follow_watch = None;
     s.followed.push(verdict);
     let excess = s.followed.len().saturating_sub(FOLLOWED_KEPT);
     s.followed.drain(..excess);
+    true
 }
 
 /// What of the resume prompt `call` took up, in words, if anything.
@@ -1304,6 +1292,7 @@ mod tests {
             prompt: "p".into(),
             injected_at_ms: 0,
             reinjected: false,
+            checking_since_ms: None,
         });
         let prompt = event(Harness::GeminiCli, EventName::UserPromptSubmit);
         let e = on_hook(&mut s, &prompt, None, &config, 4);
@@ -1481,6 +1470,30 @@ mod tests {
         }
     }
 
+    /// What the engine does with the calls read after `marker`: judged once
+    /// the prompt arrived, the line written only for a verdict taken.
+    fn on_follow_reading(
+        s: &mut Session,
+        marker: &str,
+        calls: Option<Vec<ToolCall>>,
+    ) -> Vec<Effect> {
+        if s.resume_pending.is_some() {
+            return Vec::new();
+        }
+        let Some((verdict, record)) = s
+            .follow_watch
+            .as_ref()
+            .and_then(|watch| follow_verdict(watch, s.project_dir.as_deref(), marker, calls))
+        else {
+            return Vec::new();
+        };
+        if on_followed(s, marker, verdict) {
+            vec![Effect::Record(record)]
+        } else {
+            Vec::new()
+        }
+    }
+
     /// The verdict `calls` lead to: `Some(followed)` once decided.
     fn verdict(calls: Option<Vec<ToolCall>>) -> (Option<bool>, Vec<Effect>) {
         let mut s = session(Harness::ClaudeCode);
@@ -1566,6 +1579,7 @@ mod tests {
             prompt: "p".into(),
             injected_at_ms: 0,
             reinjected: false,
+            checking_since_ms: None,
         });
         let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         let e = on_hook(&mut s, &tool, None, &config, 1);
@@ -1604,9 +1618,46 @@ mod tests {
             prompt: "p".into(),
             injected_at_ms: 0,
             reinjected: true,
+            checking_since_ms: None,
         });
         arrive(&mut s, false, 5);
         assert!(s.follow_watch.is_none());
+    }
+
+    #[test]
+    fn hooks_at_once_leave_the_arrival_check_and_the_verdict_to_one() {
+        let config = Config::default();
+        let mut s = session(Harness::ClaudeCode);
+        s.follow_watch = Some(watch());
+        s.resume_pending = Some(PendingResume {
+            marker: MARKER.into(),
+            prompt: "p".into(),
+            injected_at_ms: 0,
+            reinjected: false,
+            checking_since_ms: None,
+        });
+        let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
+        assert!(on_hook(&mut s, &tool, None, &config, 1_000).contains(&Effect::CheckArrival));
+        // A second hook while the first looks: it neither injects nor judges.
+        assert!(!on_hook(&mut s, &tool, None, &config, 1_200).contains(&Effect::CheckArrival));
+        // The first one's verdict frees it for the prompt injected again.
+        on_arrival(&mut s, MARKER, false, 1_300);
+        assert!(s.resume_pending.as_ref().unwrap().reinjected);
+        assert!(on_hook(&mut s, &tool, None, &config, 1_400).contains(&Effect::CheckArrival));
+        // A hook that took the check and never came back holds it no longer
+        // than its claim.
+        assert!(!on_hook(&mut s, &tool, None, &config, 5_000).contains(&Effect::CheckArrival));
+        assert!(on_hook(&mut s, &tool, None, &config, 11_500).contains(&Effect::CheckArrival));
+        // Two verdicts on one prompt: the session takes the first only.
+        on_arrival(&mut s, MARKER, true, 11_600);
+        let verdict = || ResumeFollowed {
+            epoch: 1,
+            followed: Some(true),
+            detail: None,
+        };
+        assert!(on_followed(&mut s, MARKER, verdict()));
+        assert!(!on_followed(&mut s, MARKER, verdict()));
+        assert_eq!(s.followed.len(), 1);
     }
 
     #[test]
@@ -1617,6 +1668,7 @@ mod tests {
             prompt: "the prompt".into(),
             injected_at_ms: 100,
             reinjected: false,
+            checking_since_ms: None,
         };
         s.resume_pending = Some(pending.clone());
         let e = arrive(&mut s, true, 500);
@@ -1642,6 +1694,7 @@ mod tests {
             prompt: "another".into(),
             injected_at_ms: 900,
             reinjected: false,
+            checking_since_ms: None,
         });
         on_arrival(&mut s, "[hookd-resume 1]", false, 1_000);
         assert_eq!(

@@ -87,6 +87,7 @@ pub fn on_resume_injected(s: &mut Session, injected: Injected, now: u64) -> u32 
         prompt: injected.prompt,
         injected_at_ms: now,
         reinjected: false,
+        checking_since_ms: None,
     });
     // Judged per compaction: a plain `--resume` has none.
     let from_offset = s.cursor.as_ref().map(|c| c.offset);

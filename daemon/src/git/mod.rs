@@ -282,8 +282,11 @@ impl OpenRepository {
     fn with_users_index(&self) -> Option<std::sync::MutexGuard<'_, Opened>> {
         let mut opened = self.opened();
         if opened.index_is_hookds {
-            let mut users = git2::Index::open(&opened.repo.path().join("index")).ok()?;
-            opened.repo.set_index(&mut users).ok()?;
+            // Opened again rather than given the index file on its own: a
+            // status of a large tree through an index read that way hashed
+            // every file (a save took half as long again), and git2's index
+            // cannot be kept aside across the bounded threads.
+            opened.repo = open(&self.project).ok()?;
             opened.index_is_hookds = false;
         }
         Some(opened)

@@ -102,7 +102,11 @@ impl std::fmt::Display for HookAnswer {
 fn leaves(value: &Value, path: &str, out: &mut String) {
     match value {
         Value::Object(map) => {
-            for (key, v) in map {
+            // In key order: serde_json keeps a map's order only where a
+            // crate of the build asks it to, so hookd's order is the build's.
+            let mut fields: Vec<_> = map.iter().collect();
+            fields.sort_by_key(|(key, _)| *key);
+            for (key, v) in fields {
                 let path = if path.is_empty() {
                     key.clone()
                 } else {

@@ -70,7 +70,12 @@ fn the_records_hint_is_said_at_startup_only_and_turns_off() {
     let sb = Sandbox::new();
     let daemon = TestDaemon::start(sb.daemon_options());
     let out = sb.hook("session-start", &fixture("SessionStart(source=startup)"));
-    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"{"hookSpecificOutput":{"additionalContext":"hookd: `hookctl decision <topic> <decision> --why <reason>`, `hookctl blocker <issue> [--status resolved]` and `hookctl next <action>` record decisions, blockers and next steps that survive context compaction.","hookEventName":"SessionStart"}}"#);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer = hookd_tests::HookAnswer::parse(&stdout(&out));
+    insta::assert_snapshot!(answer.normalized(&sb.normalizer()), @r#"
+        hookSpecificOutput.additionalContext: "hookd: `hookctl decision <topic> <decision> --why <reason>`, `hookctl blocker <issue> [--status resolved]` and `hookctl next <action>` record decisions, blockers and next steps that survive context compaction."
+        hookSpecificOutput.hookEventName: "SessionStart"
+    "#);
     let mut resumed = payload("SessionStart(source=startup)");
     resumed["source"] = "resume".into();
     let out = sb.hook("session-start", &serde_json::to_vec(&resumed).unwrap());

@@ -1470,20 +1470,11 @@ pub fn changed_since(
 ) -> Result<Vec<String>, GitError> {
     let snapshot = snapshot(repositories, project, opts)?;
     let repo = open(project)?;
+    let (head, now) = trees_of(&repo, &snapshot)?;
     let base = match rev {
         Some(rev) => Some(resolve(&repo, rev)?.tree().map_err(git("read a tree"))?),
-        None => match snapshot.head {
-            Some(head) => Some(
-                repo.find_commit(head)
-                    .and_then(|c| c.tree())
-                    .map_err(git("read HEAD's tree"))?,
-            ),
-            None => None,
-        },
+        None => head,
     };
-    let now = repo
-        .find_tree(snapshot.tree)
-        .map_err(git("read the snapshot"))?;
     Ok(diff_trees(&repo, base.as_ref(), &now, false)?
         .into_iter()
         .map(|c| c.path)

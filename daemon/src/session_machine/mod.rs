@@ -663,6 +663,22 @@ mod tests {
     use protocol::wire::Harness;
     use std::collections::BTreeMap;
 
+    /// A resume prompt waiting for its arrival check, no hook checking it.
+    fn pending_prompt(
+        marker: &str,
+        prompt: &str,
+        injected_at_ms: u64,
+        reinjected: bool,
+    ) -> PendingResume {
+        PendingResume {
+            marker: marker.into(),
+            prompt: prompt.into(),
+            injected_at_ms,
+            reinjected,
+            checking_since_ms: None,
+        }
+    }
+
     /// Claude Code's compaction point for a 200k model: 200k − 20k − 13k.
     const POINT: u64 = 167_000;
 
@@ -1287,13 +1303,7 @@ mod tests {
             !e.iter().any(|e| matches!(e, Effect::Resume { .. })),
             "no turn yet"
         );
-        s.resume_pending = Some(PendingResume {
-            marker: "[m]".into(),
-            prompt: "p".into(),
-            injected_at_ms: 0,
-            reinjected: false,
-            checking_since_ms: None,
-        });
+        s.resume_pending = Some(pending_prompt("[m]", "p", 0, false));
         let prompt = event(Harness::GeminiCli, EventName::UserPromptSubmit);
         let e = on_hook(&mut s, &prompt, None, &config, 4);
         assert!(e.contains(&Effect::Resume {
@@ -1574,13 +1584,7 @@ mod tests {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
         s.follow_watch = Some(watch());
-        s.resume_pending = Some(PendingResume {
-            marker: MARKER.into(),
-            prompt: "p".into(),
-            injected_at_ms: 0,
-            reinjected: false,
-            checking_since_ms: None,
-        });
+        s.resume_pending = Some(pending_prompt(MARKER, "p", 0, false));
         let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         let e = on_hook(&mut s, &tool, None, &config, 1);
         assert!(e.contains(&Effect::CheckArrival) && e.contains(&Effect::CheckFollowed));
@@ -1613,13 +1617,7 @@ mod tests {
         assert_eq!(status.resumes_followed[0].words(), "resumed and followed");
         // A prompt lost for good cannot be followed: nothing left to decide.
         s.follow_watch = Some(watch());
-        s.resume_pending = Some(PendingResume {
-            marker: MARKER.into(),
-            prompt: "p".into(),
-            injected_at_ms: 0,
-            reinjected: true,
-            checking_since_ms: None,
-        });
+        s.resume_pending = Some(pending_prompt(MARKER, "p", 0, true));
         arrive(&mut s, false, 5);
         assert!(s.follow_watch.is_none());
     }
@@ -1629,13 +1627,7 @@ mod tests {
         let config = Config::default();
         let mut s = session(Harness::ClaudeCode);
         s.follow_watch = Some(watch());
-        s.resume_pending = Some(PendingResume {
-            marker: MARKER.into(),
-            prompt: "p".into(),
-            injected_at_ms: 0,
-            reinjected: false,
-            checking_since_ms: None,
-        });
+        s.resume_pending = Some(pending_prompt(MARKER, "p", 0, false));
         let tool = event(Harness::ClaudeCode, EventName::PostToolUse);
         assert!(on_hook(&mut s, &tool, None, &config, 1_000).contains(&Effect::CheckArrival));
         // A second hook while the first looks: it neither injects nor judges.
@@ -1663,13 +1655,7 @@ mod tests {
     #[test]
     fn a_missing_resume_prompt_goes_in_once_more_then_counts_as_lost() {
         let mut s = session(Harness::ClaudeCode);
-        let pending = PendingResume {
-            marker: "[hookd-resume 1]".into(),
-            prompt: "the prompt".into(),
-            injected_at_ms: 100,
-            reinjected: false,
-            checking_since_ms: None,
-        };
+        let pending = pending_prompt("[hookd-resume 1]", "the prompt", 100, false);
         s.resume_pending = Some(pending.clone());
         let e = arrive(&mut s, true, 500);
         assert_eq!(s.resume.as_ref().unwrap().what, "arrived");
@@ -1689,13 +1675,7 @@ mod tests {
         assert!(!s.resume.as_ref().unwrap().ok);
         assert!(arrive(&mut s, false, 950).is_empty(), "nothing pending");
         // The verdict on one prompt leaves a prompt injected since alone.
-        s.resume_pending = Some(PendingResume {
-            marker: "[hookd-resume 2]".into(),
-            prompt: "another".into(),
-            injected_at_ms: 900,
-            reinjected: false,
-            checking_since_ms: None,
-        });
+        s.resume_pending = Some(pending_prompt("[hookd-resume 2]", "another", 900, false));
         on_arrival(&mut s, "[hookd-resume 1]", false, 1_000);
         assert_eq!(
             s.resume_pending.as_ref().map(|p| p.marker.as_str()),

@@ -11,13 +11,7 @@ fn exclude_is_added_once() {
     assert_eq!(text.matches(".workflow/").count(), 1);
     // A linked worktree's exclude is its main repository's.
     let repo = git2::Repository::open(dir.path()).unwrap();
-    let tree = repo.treebuilder(None).unwrap().write().unwrap();
-    let tree = repo.find_tree(tree).unwrap();
-    let me = git2::Signature::now("t", "t@example.com").unwrap();
-    repo.commit(Some("HEAD"), &me, &me, "first", &tree, &[])
-        .unwrap();
-    let linked = dir.path().join("linked");
-    repo.worktree("linked", &linked, None).unwrap();
+    let linked = linked_worktree(&repo, dir.path());
     assert!(exclude(&linked, ".other/").unwrap());
     let text = std::fs::read_to_string(dir.path().join(".git/info/exclude")).unwrap();
     assert!(text.contains("\n.other/\n"), "{text}");
@@ -124,13 +118,7 @@ fn a_commondir_is_followed_only_from_a_worktree_that_names_this_git_back() {
     );
 
     // A real linked worktree and its git dir still belong.
-    let tree = repo.treebuilder(None).unwrap().write().unwrap();
-    let tree = repo.find_tree(tree).unwrap();
-    let me = git2::Signature::now("t", "t@example.com").unwrap();
-    repo.commit(Some("HEAD"), &me, &me, "first", &tree, &[])
-        .unwrap();
-    let linked = dir.path().join("linked");
-    repo.worktree("linked", &linked, None).unwrap();
+    let linked = linked_worktree(&repo, dir.path());
     let linked_git_dir = important.join(".git/worktrees/linked");
     assert!(special_files::git_dir_belongs(
         &linked.join(".git"),
@@ -418,4 +406,16 @@ fn paths_inside_a_git_dir_are_recognized() {
     std::fs::create_dir_all(work.join("refs")).unwrap();
     assert!(!project_is_inside_git_dir(&work));
     assert!(!project_is_inside_git_dir(&work.join("refs")));
+}
+
+/// A first commit in `repo`, then a worktree of it linked at `dir/linked`.
+fn linked_worktree(repo: &git2::Repository, dir: &Path) -> PathBuf {
+    let tree = repo.treebuilder(None).unwrap().write().unwrap();
+    let tree = repo.find_tree(tree).unwrap();
+    let me = git2::Signature::now("t", "t@example.com").unwrap();
+    repo.commit(Some("HEAD"), &me, &me, "first", &tree, &[])
+        .unwrap();
+    let linked = dir.join("linked");
+    repo.worktree("linked", &linked, None).unwrap();
+    linked
 }

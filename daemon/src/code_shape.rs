@@ -157,19 +157,23 @@ fn starts_word(chars: &[char], i: usize) -> bool {
 }
 
 /// The byte just past the item starting at `from`: its matching `}`, or
-/// the `;` that ends it first.
+/// the `;` or `,` that ends it first (a statement, a field), outside any
+/// brackets.
 fn item_end(code: &str, from: usize) -> usize {
-    let mut depth = 0usize;
+    let (mut braces, mut brackets) = (0usize, 0usize);
     for (k, b) in code.bytes().enumerate().skip(from) {
         match b {
-            b'{' => depth += 1,
+            b'{' => braces += 1,
+            b'}' if braces == 0 => return k,
             b'}' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
+                braces -= 1;
+                if braces == 0 {
                     return k + 1;
                 }
             }
-            b';' if depth == 0 => return k + 1,
+            b'(' | b'[' => brackets += 1,
+            b')' | b']' => brackets = brackets.saturating_sub(1),
+            b';' | b',' if braces == 0 && brackets == 0 => return k + 1,
             _ => {}
         }
     }
@@ -397,14 +401,24 @@ fn no_production_function_is_longer_than_the_limit() {
 #[test]
 fn the_scanner_sees_through_comments_strings_and_tests() {
     let source = "use crate::a; // crate::b\nlet s = \"crate::c\"; let r = r#\"crate::d\"#;\n\
-                  #[cfg(test)]\nmod tests { use crate::e; }\nfn f<'a>(x: &'a str) { let c = '{'; crate::g::h(); }\n";
+                  #[cfg(test)]\nmod tests { use crate::e; }\nfn f<'a>(x: &'a str) { let c = '{'; crate::g::h(); }\n\
+                  struct S {\n#[cfg(test)]\nn: u64,\nm: u64 }\n\
+                  fn k() {\nlet s = S {\n#[cfg(test)]\nn: 1,\nm: 2,\n};\n#[cfg(test)]\ns.n.add(1, 2);\ncrate::l();\n}\nfn z() {}\n";
     let code = without_tests(&code_only(source));
     let named: Vec<&str> = code
         .match_indices("crate::")
         .map(|(at, _)| path_head(&code[at + 7..]))
         .collect();
-    assert_eq!(named, ["a", "g"]);
-    assert_eq!(functions(&code), [("f".to_owned(), 5, 1)]);
+    assert_eq!(named, ["a", "g", "l"]);
+    // A field or a statement only tests have ends at its `,` or `;`.
+    assert_eq!(
+        functions(&code),
+        [
+            ("f".to_owned(), 5, 1),
+            ("k".to_owned(), 10, 10),
+            ("z".to_owned(), 20, 1)
+        ]
+    );
     let cyclic: BTreeMap<String, BTreeSet<String>> = [
         ("a".to_owned(), ["b".to_owned()].into()),
         ("b".to_owned(), ["a".to_owned()].into()),

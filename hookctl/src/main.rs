@@ -374,7 +374,7 @@ enum Command {
         /// error_analysis, strategy_change, success_pattern or constraint_discovery (default: classified from the text).
         #[arg(long = "type", value_name = "TYPE", value_parser = parse_reflection_type)]
         kind: Option<protocol::memory::ReflectionType>,
-        /// The agent session (default: $CLAUDE_CODE_SESSION_ID, else the project's live session).
+        /// The agent session (default: $CLAUDE_CODE_SESSION_ID, else the project's live session); one hookd does not follow is refused.
         #[arg(long)]
         session: Option<String>,
         /// Machine-readable output.

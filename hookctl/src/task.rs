@@ -39,7 +39,7 @@ pub enum Action {
 
 #[derive(clap::Args)]
 pub struct Common {
-    /// The agent session (default: $CLAUDE_CODE_SESSION_ID, else the project's live session).
+    /// The agent session (default: $CLAUDE_CODE_SESSION_ID, else the project's live session); one hookd does not follow is refused.
     #[arg(long)]
     session: Option<String>,
     /// Machine-readable output.

@@ -231,7 +231,9 @@ fn is_git_dir(dir: &Path) -> bool {
 
 /// A repository opened once and handed to each git step of a series (one
 /// save's: snapshot, changes, checkpoint, file list, history), so that its
-/// checks and its config are read once. Cloning shares it. Each step runs
+/// checks and its config are read once; opened once more for the steps
+/// that read the user's index after a snapshot bound hookd's (see
+/// `with_users_index`). Cloning shares it. Each step runs
 /// on [`Repositories::bounded`]'s thread; the lock is only there because
 /// that thread is not the caller's.
 #[derive(Clone)]

@@ -101,19 +101,19 @@ fn codex_reply(f: &mut impl Write, tokens: u64) {
 /// file from its end (what every reading cost when it scanned back to the
 /// turn's start), in the same run.
 fn rollouts(c: &mut Criterion) {
-    use hookd::harness::codex;
+    let codex = hookd::harness::adapter(Harness::Codex);
     let dir = tempfile::tempdir().unwrap();
     let mut group = c.benchmark_group("codex rollout");
     let path = dir.path().join("rollout.jsonl");
     codex_rollout(&path, 4_000);
     let mut tokens = 60_000;
     group.bench_function("from the end, an 8 MB turn", |b| {
-        b.iter(|| codex::read(&path, None, None).unwrap())
+        b.iter(|| codex.read_session_file(&path, None, None).unwrap())
     });
     group.bench_function("one appended reply, an 8 MB turn", |b| {
         b.iter_batched(
             || {
-                let at = codex::read(&path, None, None).unwrap().reading;
+                let at = codex.read_session_file(&path, None, None).unwrap().reading;
                 let mut f = std::fs::OpenOptions::new()
                     .append(true)
                     .open(&path)
@@ -122,7 +122,11 @@ fn rollouts(c: &mut Criterion) {
                 codex_reply(&mut f, tokens);
                 at
             },
-            |at| codex::read(&path, Some(&at.cursor), at.usage.as_ref()).unwrap(),
+            |at| {
+                codex
+                    .read_session_file(&path, Some(&at.cursor), at.usage.as_ref())
+                    .unwrap()
+            },
             BatchSize::SmallInput,
         )
     });

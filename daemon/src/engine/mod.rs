@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-pub use crate::sessions::context_of;
+use crate::sessions::context_of;
 use crate::sessions::empty_context;
 use tokio::sync::{mpsc, watch};
 

@@ -167,7 +167,7 @@ impl Adapter for Codex {
 /// Codex's payloads carry Claude Code's field names; only the project
 /// differs (no `CLAUDE_PROJECT_DIR`), and a null `transcript_path` is looked
 /// up among the rollout files.
-pub fn parse(req: &HookRequest, fields: Fields) -> HookEvent {
+fn parse(req: &HookRequest, fields: Fields) -> HookEvent {
     let mut event = claude_code::parse(req, fields);
     event.claude_code_knobs = None;
     event.project_dir = event.cwd.clone();
@@ -182,7 +182,7 @@ pub fn parse(req: &HookRequest, fields: Fields) -> HookEvent {
 
 /// Claude Code's rendering, minus what Codex does not read: plain stdout for
 /// the summarizer (PreCompact) is dropped rather than sent to be ignored.
-pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
+fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     claude_code::render(
         event,
         Outcome {
@@ -203,7 +203,7 @@ fn codex_home(
 
 /// The rollout file of session `id`: `sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`,
 /// newest days first.
-pub fn find_rollout(codex_home: &Path, id: &str) -> Option<PathBuf> {
+fn find_rollout(codex_home: &Path, id: &str) -> Option<PathBuf> {
     let suffix = format!("-{id}.jsonl");
     let newest_first = |dir: &Path| -> Vec<PathBuf> {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -293,8 +293,10 @@ fn open_rollout(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), Strin
 
 /// Reads a rollout file from its end: the latest `token_count`, whether a
 /// compaction came after it, and the latest model. Malformed lines and
-/// unknown record types are skipped.
-pub fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
+/// unknown record types are skipped. Readings go through [`read`]; the
+/// tests read a whole file's answer this way.
+#[cfg(test)]
+fn read_rollout(path: &Path) -> Result<RolloutUsage, String> {
     let (file, meta) = open_rollout(path)?;
     scan_back(&file, meta.len(), 0)
         .map_err(|e| format!("cannot read Codex rollout file {}: {e}", path.display()))
@@ -537,7 +539,7 @@ fn reply_total(last: &Value) -> Result<Option<u64>, String> {
 /// figure, the window Codex reported and each compaction appended. From
 /// where the last reading stopped when that is near (forward), else from
 /// the end.
-pub fn read(
+fn read(
     path: &Path,
     cursor: Option<&Cursor>,
     current: Option<&Usage>,
@@ -620,7 +622,7 @@ pub fn read(
 const BOUNDARY_PREFIX: &str = "rollout byte ";
 
 /// Where the record of a compaction [`read`] named starts.
-pub fn boundary_offset(boundary: &Boundary) -> Option<u64> {
+fn boundary_offset(boundary: &Boundary) -> Option<u64> {
     boundary
         .uuid
         .as_deref()?
@@ -695,7 +697,7 @@ pub struct ProcessPoint {
 /// is kept in `known` for its later hooks. Without its process, the
 /// project's and `config.toml`'s limits as they are now. Blocking: /proc
 /// and small files.
-pub fn launch_point(
+fn launch_point(
     event: &HookEvent,
     peer_pid: Option<u32>,
     known: &ProcessCache<ProcessPoint>,
@@ -930,7 +932,7 @@ fn command_line_limit(args: &[String]) -> Option<u64> {
 
 /// Codex compacts automatically once a reply's figure reaches its limit:
 /// one that compacted at `tokens` has its limit at or just below it.
-pub fn point_shown_by_compaction(tokens: u64) -> HarnessPoint {
+fn point_shown_by_compaction(tokens: u64) -> HarnessPoint {
     HarnessPoint {
         tokens: Some(tokens),
         fraction: None,
@@ -940,7 +942,7 @@ pub fn point_shown_by_compaction(tokens: u64) -> HarnessPoint {
 
 /// Codex compacts at `model_auto_compact_token_limit`, else at 90% of the
 /// window its rollout reports.
-pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
     let window = session
         .reported_window
         .unwrap_or_else(|| claude_code::window::model_window(session.model, None, config));
@@ -981,7 +983,7 @@ pub const POINT_UNKNOWN: &str = "compaction point unknown; learned at the first 
 
 /// Whether Codex's point cannot be known yet: no limit where hookd can
 /// read one, and no `token_count` has reported the window.
-pub fn point_unknown(session: &SessionFacts, config: &WindowConfig) -> bool {
+fn point_unknown(session: &SessionFacts, config: &WindowConfig) -> bool {
     config.tokens_max.is_none_or(|t| t == 0)
         && session
             .harness_point
@@ -991,7 +993,7 @@ pub fn point_unknown(session: &SessionFacts, config: &WindowConfig) -> bool {
 
 /// Whether a developer message (how Codex hands hook context to the model)
 /// holding `marker` is in the rollout since its latest compaction.
-pub fn developer_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
+fn developer_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
     let Some((file, meta)) = crate::tail::open_regular(path)? else {
         return Ok(false);
     };
@@ -1018,7 +1020,7 @@ pub fn developer_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
 /// `UserMessage` items, or `user_message` events), the plan (`update_plan` calls: the whole list each time), and
 /// the files the agent wrote through its shell (`exec_command`,
 /// `shell_command`, `shell`) or its patches (`apply_patch`).
-pub fn read_work(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
+fn read_work(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
     work::read_file::<WorkReader>(path, max_bytes, keep_prompts)
 }
 

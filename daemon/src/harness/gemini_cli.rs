@@ -104,7 +104,7 @@ fn reply_of(line: &[u8]) -> Option<Reply> {
 
 /// Reads the session file from its end: the latest reply's figure, and a
 /// compression when it fell well below the reply before it.
-pub fn read(
+fn read(
     path: &Path,
     cursor: Option<&Cursor>,
     current: Option<&Usage>,
@@ -222,7 +222,7 @@ pub fn read(
 /// `known` for the later ones (PreCompress comes before every model call);
 /// without its process, the settings as they are now. `None` when the
 /// session file does not say where Gemini CLI keeps its settings.
-pub fn launch_point(
+fn launch_point(
     event: &HookEvent,
     peer_pid: Option<u32>,
     known: &ProcessCache<Option<HarnessPoint>>,
@@ -680,7 +680,7 @@ fn client_point(session: &SessionFacts) -> f64 {
 
 /// Gemini CLI compresses at `model.compressionThreshold` of the model's
 /// window (hookd's `window.models` may name another window).
-pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
     let model = session.model;
     let configured = model.and_then(|m| {
         config
@@ -732,7 +732,7 @@ pub fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compac
 /// its summary, so within a chat's first prompt it compresses nothing even
 /// past the point; the session file would show that, but nothing carries it
 /// here yet.
-pub fn compression_is_due(session: &SessionFacts, trigger: Option<&Trigger>) -> bool {
+fn compression_is_due(session: &SessionFacts, trigger: Option<&Trigger>) -> bool {
     if trigger == Some(&Trigger::Manual) {
         return true;
     }
@@ -744,7 +744,7 @@ pub fn compression_is_due(session: &SessionFacts, trigger: Option<&Trigger>) -> 
 
 /// Whether the session file holds `marker` since its latest compression
 /// (hook context goes to the model inside the prompt Gemini CLI records).
-pub fn user_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
+fn user_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
     let Some((file, meta)) = open_regular(path)? else {
         return Ok(false);
     };
@@ -762,7 +762,7 @@ pub fn user_message_holds(path: &Path, marker: &str) -> io::Result<bool> {
 /// messages), the todo list (`write_todos` calls: the whole list each
 /// time), and the files the agent wrote (`write_file`, `replace`, and its
 /// shell commands).
-pub fn read_work(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
+fn read_work(path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
     work::read_file::<WorkReader>(path, max_bytes, keep_prompts)
 }
 
@@ -1015,7 +1015,7 @@ fn gemini_name(kind: &EventName) -> Option<&'static str> {
         .map(|(gemini, _)| *gemini)
 }
 
-pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
+fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
     let payload_event = f.string("hook_event_name");
     let kind = match (&req.event, &payload_event) {
         (Some(arg), _) => kind_of(arg),
@@ -1066,7 +1066,7 @@ pub(super) fn takes_additional_context(kind: &EventName) -> bool {
     )
 }
 
-pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
+fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     let stderr = outcome
         .notes
         .iter()

@@ -150,7 +150,7 @@ impl Adapter for ClaudeCode {
     }
 }
 
-pub fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
+pub(super) fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
     let payload_event = f.string("hook_event_name");
     let name = match (&req.event, &payload_event) {
         (Some(arg), _) => EventName::from_name(arg),
@@ -214,7 +214,7 @@ pub(super) fn takes_additional_context(kind: &EventName) -> bool {
     )
 }
 
-pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
+pub(super) fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     let stderr = outcome
         .notes
         .iter()

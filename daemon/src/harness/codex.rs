@@ -982,13 +982,10 @@ fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compaction
 pub const POINT_UNKNOWN: &str = "compaction point unknown; learned at the first compaction";
 
 /// Whether Codex's point cannot be known yet: no limit where hookd can
-/// read one, and no `token_count` has reported the window.
+/// read one, and no `token_count` has reported the window (the one rule,
+/// [`compaction_point`]'s).
 fn point_unknown(session: &SessionFacts, config: &WindowConfig) -> bool {
-    config.tokens_max.is_none_or(|t| t == 0)
-        && session
-            .harness_point
-            .is_none_or(|p| p.tokens.is_none_or(|t| t == 0))
-        && session.reported_window.is_none()
+    compaction_point(session, config).basis == POINT_UNKNOWN
 }
 
 /// Whether a developer message (how Codex hands hook context to the model)

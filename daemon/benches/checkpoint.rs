@@ -8,9 +8,10 @@
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use hookd::git::{self, CheckpointMeta, SnapshotOptions};
-use hookd::pipeline::{self, SaveRequest, SaveTrigger};
+use hookd::pipeline::{self, SaveRequest};
 use hookd::resources::Resources;
 use hookd::sessions::SessionKey;
+use hookd::state::SaveTrigger;
 use protocol::config::Config;
 use protocol::wire::Harness;
 use std::path::Path;

@@ -16,7 +16,7 @@ use crate::prompt;
 use crate::render::{self, Renderer};
 use crate::resources::Resources;
 use crate::sessions::{SessionKey, SummaryToken};
-pub use crate::state::SaveTrigger;
+use crate::state::SaveTrigger;
 use crate::state::{Checkpoint, ContextState, HISTORY_DIR, STATE_FILE, sort_history};
 use crate::workflow::Workflow;
 use protocol::budget::BudgetPlan;

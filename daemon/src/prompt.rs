@@ -4,10 +4,10 @@
 
 use crate::budget::room::Room;
 use crate::budget::tokens::{self, TextKind};
-use crate::capture::workflow_file::WORKFLOW_FILE;
 use crate::harness::work::TaskSource;
 use crate::render::{self, Renderer};
 use crate::state::{ContextState, TaskStatus, repository_file};
+use crate::workflow::WORKFLOW_FILE;
 use protocol::config::{MAX_RESUME_CHARS, ResumeFormat};
 use protocol::wire::{Check, CheckStatus};
 use serde_json::{Value, json};
@@ -577,8 +577,8 @@ mod tests {
     fn view_of(state: &ContextState, checks: &[Check], marker: Option<&str>) -> Value {
         resume_view(&mut Renderer::built_in(), state, checks, marker)
     }
-    use crate::capture::records::RECORDS_FILE;
     use crate::state::{Decision, ModifiedFile, NextAction, SaveTrigger};
+    use crate::workflow::RECORDS_FILE;
 
     fn big_state() -> ContextState {
         let mut s = ContextState {

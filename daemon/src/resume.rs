@@ -290,7 +290,7 @@ fn workflow_exists(project: &Path, state: &ContextState) -> Check {
     if !state
         .sources
         .iter()
-        .any(|s| s == workflow_file::WORKFLOW_FILE)
+        .any(|s| s == crate::workflow::WORKFLOW_FILE)
     {
         return check(
             NAME,
@@ -304,7 +304,7 @@ fn workflow_exists(project: &Path, state: &ContextState) -> Check {
             CheckStatus::Fail,
             format!(
                 "{} is gone",
-                workflow.path(workflow_file::WORKFLOW_FILE).display()
+                workflow.path(crate::workflow::WORKFLOW_FILE).display()
             ),
         ),
         Ok(Some(file)) if file.workflow_id != state.workflow_position.workflow_id => check(
@@ -389,7 +389,7 @@ fn task_valid(
         .unwrap_or(id);
     // The workflow file's words are shown quoted under its name.
     let named = match from_file
-        .then(|| crate::state::repository_file(workflow_file::WORKFLOW_FILE))
+        .then(|| crate::state::repository_file(crate::workflow::WORKFLOW_FILE))
         .flatten()
     {
         Some(file) => format!("\"{title}\" (quoted from {file})"),

@@ -230,7 +230,7 @@ fn hookctl_save_outside_a_repository_is_an_error_that_creates_nothing() {
             working_dir: None,
             transcript: None,
             context: None,
-            trigger: hookd::pipeline::SaveTrigger::Manual,
+            trigger: hookd::state::SaveTrigger::Manual,
             checkpoint: true,
         },
         &protocol::config::Config::default(),

@@ -103,7 +103,7 @@ pub fn capture(input: &Input) -> Captured {
         Err(e) => {
             state.problems.push(format!(
                 "cannot read {}: {e}",
-                workflow.path(records::RECORDS_FILE).display()
+                workflow.path(crate::workflow::RECORDS_FILE).display()
             ));
             records::Records::default()
         }
@@ -174,10 +174,10 @@ pub fn capture(input: &Input) -> Captured {
     };
 
     if workflow_file.is_some() {
-        state.sources.push(workflow_file::WORKFLOW_FILE.into());
+        state.sources.push(crate::workflow::WORKFLOW_FILE.into());
     }
     if records != records::Records::default() {
-        state.sources.push(records::RECORDS_FILE.into());
+        state.sources.push(crate::workflow::RECORDS_FILE.into());
     }
     let base = PathBase::new(input.project, state.working_dir.as_deref());
     // The session's file counts as a source only when it told something.
@@ -327,7 +327,7 @@ fn active_task_of(
         })
     });
     let active_source = if named_by_workflow.is_some() {
-        workflow_file::WORKFLOW_FILE.to_owned()
+        crate::workflow::WORKFLOW_FILE.to_owned()
     } else {
         String::new()
     };
@@ -405,7 +405,7 @@ fn plan_next_actions(
             .map(|f| f.path.clone())
             .collect(),
         source: match task.source {
-            TaskSource::WorkflowFile => workflow_file::WORKFLOW_FILE.into(),
+            TaskSource::WorkflowFile => crate::workflow::WORKFLOW_FILE.into(),
             TaskSource::Todos | TaskSource::Tasks => SOURCE_TRANSCRIPT.into(),
         },
     };
@@ -502,7 +502,7 @@ fn record_decisions_and_blockers(
                     decision: d.decision.clone(),
                     reasoning: d.reasoning.clone(),
                     timestamp: d.timestamp.clone(),
-                    source: workflow_file::WORKFLOW_FILE.into(),
+                    source: crate::workflow::WORKFLOW_FILE.into(),
                 })
                 .collect()
         })
@@ -516,7 +516,7 @@ fn record_decisions_and_blockers(
                     issue: b.issue.clone(),
                     status: crate::state::blocker_status(b.status.as_deref().unwrap_or("")).into(),
                     notes: b.notes.clone(),
-                    source: workflow_file::WORKFLOW_FILE.into(),
+                    source: crate::workflow::WORKFLOW_FILE.into(),
                 })
                 .collect()
         })

@@ -9,7 +9,7 @@ use protocol::wire::Record;
 use serde::{Deserialize, Serialize};
 use std::io;
 
-pub use crate::workflow::RECORDS_FILE;
+use crate::workflow::RECORDS_FILE;
 
 #[derive(Serialize, Deserialize)]
 struct Line {

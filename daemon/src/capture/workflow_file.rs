@@ -25,7 +25,7 @@ use crate::capture::yaml;
 use crate::workflow::Workflow;
 use serde::Deserialize;
 
-pub use crate::workflow::WORKFLOW_FILE;
+use crate::workflow::WORKFLOW_FILE;
 
 #[derive(Debug, Default, Clone, PartialEq, Deserialize)]
 #[serde(default)]

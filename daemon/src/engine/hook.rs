@@ -6,9 +6,10 @@
 use super::{ConfigSource, Engine, ProjectEvent, SessionView};
 use crate::events::{LogEvent, Resume, SummaryTaken};
 use crate::harness::{self, Event, HookEvent, Outcome, SessionReading};
-use crate::pipeline::{SaveRequest, SaveTrigger};
+use crate::pipeline::SaveRequest;
 use crate::session_machine::{self, Effect, SaveReason};
 use crate::sessions::{FollowWatch, PendingResume, Session, SessionKey};
+use crate::state::SaveTrigger;
 use crate::time::now_ms;
 use protocol::config::{Config, Effective};
 use protocol::wire::ResumeFollowed;

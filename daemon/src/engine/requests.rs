@@ -3,8 +3,9 @@
 
 use super::{Engine, SessionView};
 use crate::capture::records;
-use crate::pipeline::{SaveRequest, SaveTrigger};
+use crate::pipeline::SaveRequest;
 use crate::sessions::SessionKey;
+use crate::state::SaveTrigger;
 use crate::workflow::Workflow;
 use protocol::wire::{ErrorKind, ErrorReply, RecordRequest, Response, SaveQuery, SaveSummary};
 use std::path::Path;

@@ -8,11 +8,11 @@ use super::{
     window_of,
 };
 use crate::budget::room::Room;
-use crate::capture::workflow_file::WORKFLOW_FILE;
 use crate::events::MemoryEvent;
 use crate::render::{self, Renderer};
 use crate::state::ContextState;
 use crate::time::now_ms;
+use crate::workflow::WORKFLOW_FILE;
 use protocol::config::Config;
 use protocol::memory::{Reflection, TaskOutcome, TaskRecord};
 use serde_json::{Value, json};

@@ -165,7 +165,7 @@ fn baseline(project: &Path) -> Vec<String> {
             decision: d.decision,
             reasoning: d.reasoning,
             timestamp: d.timestamp,
-            source: workflow_file::WORKFLOW_FILE.into(),
+            source: crate::workflow::WORKFLOW_FILE.into(),
         })
         .collect();
     decisions.extend(records.decisions);
@@ -176,7 +176,7 @@ fn baseline(project: &Path) -> Vec<String> {
             issue: b.issue,
             status: b.status.unwrap_or_else(|| "unresolved".into()),
             notes: b.notes,
-            source: workflow_file::WORKFLOW_FILE.into(),
+            source: crate::workflow::WORKFLOW_FILE.into(),
         })
         .collect();
     for b in records.blockers {
@@ -467,7 +467,7 @@ pub fn session_started(
                     &store,
                     &mut task,
                     text,
-                    workflow_file::WORKFLOW_FILE,
+                    crate::workflow::WORKFLOW_FILE,
                     &[],
                     config,
                 );
@@ -588,11 +588,11 @@ fn take_in(
             let from_file = state
                 .sources
                 .iter()
-                .any(|s| s == workflow_file::WORKFLOW_FILE)
+                .any(|s| s == crate::workflow::WORKFLOW_FILE)
                 .then(|| workflow_task(&project))
                 .flatten();
             let text = from_file
-                .map(|t| (t, workflow_file::WORKFLOW_FILE))
+                .map(|t| (t, crate::workflow::WORKFLOW_FILE))
                 .or_else(|| {
                     state
                         .recent_prompts
@@ -668,9 +668,7 @@ fn take_in(
 /// Where a reflection's words came from: a `records.jsonl` entry counts as
 /// recorded only when hookd wrote it for this task.
 fn attested(task: &TaskRecord, origin: String, fingerprint: &str) -> String {
-    if origin == crate::capture::records::RECORDS_FILE
-        && !task.recorded.iter().any(|f| f == fingerprint)
-    {
+    if origin == crate::workflow::RECORDS_FILE && !task.recorded.iter().any(|f| f == fingerprint) {
         NOT_THROUGH_HOOKCTL.to_owned()
     } else {
         origin
@@ -685,7 +683,7 @@ const NOT_THROUGH_HOOKCTL: &str = "records.jsonl, not through hookctl";
 /// `records.jsonl` lines and the others alike.
 pub(crate) fn origin_file(origin: &str) -> Option<String> {
     let origin = match origin {
-        NOT_THROUGH_HOOKCTL => crate::capture::records::RECORDS_FILE,
+        NOT_THROUGH_HOOKCTL => crate::workflow::RECORDS_FILE,
         other => other,
     };
     crate::state::repository_file(origin)

@@ -797,11 +797,10 @@ mod tests {
         assert!(out.status.success(), "git {args:?}: {out:?}");
     }
 
-    /// Every git step of a save (snapshot, changes, definitions, checkpoint)
-    /// shares one opened repository; the budget's file list and history,
-    /// which read the user's index, one opened again after the snapshot.
+    /// Every git step of a save (snapshot, changes, definitions, checkpoint,
+    /// the budget's file list and history) shares one opened repository.
     #[test]
-    fn a_save_opens_the_repository_once_and_again_for_the_users_index() {
+    fn a_save_opens_the_repository_once() {
         let dir = tempfile::tempdir().unwrap();
         let project = dir.path().join("repo");
         std::fs::create_dir(&project).unwrap();
@@ -828,9 +827,7 @@ mod tests {
         let report = save(&request, &config, &resources);
         assert!(report.ok(), "{:?}", report.problems);
         assert!(report.checkpoint.is_some(), "{report:?}");
-        // Once for every step, and once more for the budget's reads of the
-        // user's index after the snapshot bound hookd's.
-        assert_eq!(git::times_opened(&project), 2);
+        assert_eq!(git::times_opened(&project), 1);
     }
 
     /// What Claude Code shows the person under "Compacted": two lines.

@@ -1454,12 +1454,17 @@ fn load(bins: &Path, s: &Scale, report: &mut Report) {
     std::thread::sleep(s.settle);
     let rss = proc_status_kib(pid, "VmRSS:");
     let peak = proc_status_kib(pid, "VmHWM:");
+    // The heap apart from the program's own pages, which grow with its code.
+    let anon = proc_status_kib(pid, "RssAnon:");
+    let mib = |kib: u64| kib as f64 / 1024.0;
     report.row(
         format!("daemon resident memory, {LOAD_SESSIONS} active sessions"),
         format!(
-            "{:.1} MiB (peak {:.1} MiB)",
-            rss as f64 / 1024.0,
-            peak as f64 / 1024.0
+            "{:.1} MiB (peak {:.1} MiB; heap and stacks {:.1} MiB, mapped files {:.1} MiB)",
+            mib(rss),
+            mib(peak),
+            mib(anon),
+            mib(rss.saturating_sub(anon))
         ),
         "",
         "",

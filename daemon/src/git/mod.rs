@@ -231,9 +231,7 @@ fn is_git_dir(dir: &Path) -> bool {
 
 /// A repository opened once and handed to each git step of a series (one
 /// save's: snapshot, changes, checkpoint, file list, history), so that its
-/// checks and its config are read once; opened once more for the steps
-/// that read the user's index after a snapshot bound hookd's (see
-/// `with_users_index`). Cloning shares it. Each step runs
+/// checks, its config and the user's index are read once. Cloning shares it. Each step runs
 /// on [`Repositories::bounded`]'s thread; the lock is only there because
 /// that thread is not the caller's.
 #[derive(Clone)]
@@ -280,29 +278,48 @@ impl OpenRepository {
     }
 
     /// The repository with the user's index bound; `None` when that index
-    /// cannot be read again (hookd's must not pass for it).
+    /// cannot be bound again (hookd's must not pass for it).
     fn with_users_index(&self) -> Option<std::sync::MutexGuard<'_, Opened>> {
         let mut opened = self.opened();
         if opened.index_is_hookds {
             // Opened again rather than given the index file on its own: a
             // status of a large tree through an index read that way hashed
-            // every file (a save took half as long again), and git2's index
-            // cannot be kept aside across the bounded threads.
+            // every file (a save took half as long again).
             opened.repo = open(&self.project).ok()?;
             opened.index_is_hookds = false;
         }
         Some(opened)
     }
 
-    /// See [`snapshot`].
+    /// See [`snapshot`]. The user's index, as the repository loaded it, is
+    /// bound back afterwards, so that the steps after it read the same
+    /// repository rather than one opened again.
     pub fn snapshot(
         &self,
         repositories: &Repositories,
         opts: &SnapshotOptions,
     ) -> Result<Snapshot, GitError> {
         let mut opened = self.opened();
+        // Read again if git changed it since an earlier step loaded it.
+        let users = opened
+            .repo
+            .index()
+            .ok()
+            .and_then(|mut index| index.read(false).is_ok().then_some(index));
         opened.index_is_hookds = true;
-        snapshot_of(repositories, &opened.repo, &self.project, opts)
+        let snapshot = snapshot_of(
+            repositories,
+            &opened.repo,
+            users.as_ref(),
+            &self.project,
+            opts,
+        );
+        if let Some(mut users) = users
+            && opened.repo.set_index(&mut users).is_ok()
+        {
+            opened.index_is_hookds = false;
+        }
+        snapshot
     }
 
     /// See [`changes`].
@@ -636,9 +653,11 @@ pub fn snapshot(
     OpenRepository::open(project)?.snapshot(repositories, opts)
 }
 
+/// `users` is the user's index (`None` when it cannot be read).
 fn snapshot_of(
     repositories: &Repositories,
     repo: &git2::Repository,
+    users: Option<&git2::Index>,
     project: &Path,
     opts: &SnapshotOptions,
 ) -> Result<Snapshot, GitError> {
@@ -653,7 +672,9 @@ fn snapshot_of(
     let mut index = private_index(repo)?;
     repo.set_index(&mut index)
         .map_err(git("use hookd's index"))?;
-    let tracked = tracked_paths(repo);
+    let tracked: HashSet<Vec<u8>> = users
+        .map(|index| index.iter().map(|e| e.path).collect())
+        .unwrap_or_default();
     special_files::refuse_in_work_tree(project, &workdir, tracked.iter().map(Vec::as_slice))?;
 
     // Untracked files we hold from earlier snapshots go when they are now
@@ -722,7 +743,7 @@ fn snapshot_of(
         .add_all(["*"], git2::IndexAddOption::DEFAULT, Some(&mut decide))
         .map_err(git("add the working tree to hookd's index"))?;
     if !filtered.is_empty() {
-        applied += keep_users_blobs(repo, &mut index, &filtered)?;
+        applied += keep_users_blobs(users, &mut index, &filtered)?;
     }
     // The submodule machinery reads .gitmodules and the config: only when
     // there is a submodule.
@@ -802,14 +823,13 @@ fn filter_driver(
 /// not track it: an earlier snapshot may have taken its bytes. Returns how
 /// many entries changed.
 fn keep_users_blobs(
-    repo: &git2::Repository,
+    users: Option<&git2::Index>,
     index: &mut git2::Index,
     paths: &[PathBuf],
 ) -> Result<usize, GitError> {
-    let users = git2::Index::open(&repo.path().join("index")).ok();
     let mut changed = 0;
     for path in paths {
-        let theirs = users.as_ref().and_then(|u| u.get_path(path, 0));
+        let theirs = users.and_then(|u| u.get_path(path, 0));
         let ours = index.get_path(path, 0).map(|e| e.id);
         match theirs {
             Some(entry) if ours != Some(entry.id) => {
@@ -907,13 +927,6 @@ fn clear_stale_lock(lock: &Path) {
 }
 
 /// Paths the user tracks: the entries of their index (read, never written).
-fn tracked_paths(repo: &git2::Repository) -> HashSet<Vec<u8>> {
-    let Ok(index) = git2::Index::open(&repo.path().join("index")) else {
-        return HashSet::new();
-    };
-    index.iter().map(|e| e.path).collect()
-}
-
 fn file_len(path: &Path) -> Option<u64> {
     std::fs::symlink_metadata(path)
         .ok()

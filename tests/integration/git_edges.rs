@@ -14,6 +14,11 @@ fn base_repo(sb: &Sandbox) -> GitRepo {
     repo
 }
 
+/// A checkpoint's commit message, normalized for a snapshot.
+fn message_of(sb: &Sandbox, repo: &GitRepo, sha: &str) -> String {
+    sb.normalize(&repo.git(&["log", "-1", "--format=%B", sha]))
+}
+
 #[test]
 fn detached_head() {
     let sb = Sandbox::new();
@@ -38,10 +43,17 @@ fn unborn_head_has_no_parent() {
     let sha = repo.checkpoint(&repo.dir);
     assert_eq!(repo.git(&["log", "-1", "--format=%P", &sha]).trim(), "");
     assert_eq!(repo.tree_of(&sha), repo.expected_tree());
-    assert!(
-        repo.git(&["log", "-1", "--format=%B", &sha])
-            .contains("Hookd-Base: unborn")
-    );
+    insta::assert_snapshot!(message_of(&sb, &repo, &sha), @r#"
+        WIP: Pre-compaction checkpoint
+
+        The working tree as it was when hookd saved the agent's state. Your branch,
+        index and working tree were not touched.
+
+        Hookd-Session: s
+        Hookd-Trigger: test
+        Hookd-Base: unborn
+        Hookd-Branch: main
+    "#);
 }
 
 #[test]
@@ -57,16 +69,27 @@ fn mid_merge_with_conflicts() {
     let merge = repo.command().args(["merge", "other"]).output().unwrap();
     assert!(!merge.status.success(), "the merge conflicts");
     let sha = repo.checkpoint(&repo.dir);
-    let message = repo.git(&["log", "-1", "--format=%B", &sha]);
-    assert!(
-        message.contains("Hookd-Repo-State: merge in progress"),
-        "{message}"
-    );
+    insta::assert_snapshot!(message_of(&sb, &repo, &sha), @r#"
+        WIP: Pre-compaction checkpoint
+
+        The working tree as it was when hookd saved the agent's state. Your branch,
+        index and working tree were not touched.
+
+        Hookd-Session: s
+        Hookd-Trigger: test
+        Hookd-Base: [SHA]
+        Hookd-Branch: main
+        Hookd-Repo-State: merge in progress
+    "#);
+    // The working tree's conflicted file, as it is.
     let content = repo.git(&["show", &format!("{sha}:a.txt")]);
-    assert!(
-        content.contains("<<<<<<<"),
-        "the working tree's conflicted file, as it is: {content}"
-    );
+    insta::assert_snapshot!(content, @r#"
+        <<<<<<< HEAD
+        ours
+        =======
+        theirs
+        >>>>>>> other
+    "#);
 }
 
 #[test]
@@ -83,10 +106,18 @@ fn mid_rebase() {
     let rebase = repo.command().args(["rebase", "main"]).output().unwrap();
     assert!(!rebase.status.success(), "the rebase stops on a conflict");
     let sha = repo.checkpoint(&repo.dir);
-    assert!(
-        repo.git(&["log", "-1", "--format=%B", &sha])
-            .contains("Hookd-Repo-State: rebase in progress")
-    );
+    insta::assert_snapshot!(message_of(&sb, &repo, &sha), @r#"
+        WIP: Pre-compaction checkpoint
+
+        The working tree as it was when hookd saved the agent's state. Your branch,
+        index and working tree were not touched.
+
+        Hookd-Session: s
+        Hookd-Trigger: test
+        Hookd-Base: [SHA]
+        Hookd-Branch: detached
+        Hookd-Repo-State: rebase in progress
+    "#);
 }
 
 #[test]
@@ -165,10 +196,7 @@ fn a_submodule_is_recorded_at_its_checked_out_commit() {
     let new_commit = sub.git(&["rev-parse", "HEAD"]).trim().to_owned();
     let sha = repo.checkpoint(&repo.dir);
     let entry = repo.git(&["ls-tree", &sha, "vendor/lib"]);
-    assert!(
-        entry.starts_with("160000 commit ") && entry.contains(&new_commit),
-        "{entry}"
-    );
+    assert_eq!(entry, format!("160000 commit {new_commit}\tvendor/lib\n"));
 }
 
 #[test]
@@ -189,11 +217,17 @@ fn symlinks_executable_bits_and_unusual_names() {
     repo.write(&format!("{}.txt", "long".repeat(60)), "a very long name\n");
     let sha = repo.checkpoint(&repo.dir);
     assert_eq!(repo.tree_of(&sha), repo.expected_tree());
+    // The link as a link, the script executable, each name as git spells it.
     let listing = repo.git(&["ls-tree", &sha]);
-    assert!(
-        listing.contains("120000 blob") && listing.contains("100755 blob"),
-        "{listing}"
-    );
+    insta::assert_snapshot!(sb.normalize(&listing), @r#"
+        100644 blob [SHA]	a.txt
+        100644 blob [SHA]	"caf\351-latin1.txt"
+        040000 tree [SHA]	dir
+        120000 blob [SHA]	link-to-a
+        100644 blob [SHA]	longlonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglonglong.txt
+        100755 blob [SHA]	run.sh
+        100644 blob [SHA]	"spaces and \303\274n\303\257code.txt"
+    "#);
 }
 
 #[test]
@@ -211,21 +245,26 @@ fn ignored_secrets_are_never_committed() {
         !files.contains(".env\n") && !files.contains("secrets/"),
         "{files}"
     );
-    assert!(files.contains("visible.txt"));
+    insta::assert_snapshot!(files, @r#"
+        .gitignore
+        a.txt
+        dir/b.txt
+        visible.txt
+    "#);
     // An untracked file checkpointed once, then ignored, leaves the next checkpoint.
     repo.write("later-secret.txt", "x\n");
     let first = repo.checkpoint(&repo.dir);
-    assert!(
-        repo.git(&["ls-tree", "-r", "--name-only", &first])
-            .contains("later-secret.txt")
-    );
+    insta::assert_snapshot!(repo.git(&["ls-tree", "-r", "--name-only", &first]), @r#"
+        .gitignore
+        a.txt
+        dir/b.txt
+        later-secret.txt
+        visible.txt
+    "#);
     repo.write(".gitignore", ".env\nsecrets/\nlater-secret.txt\n");
     let second = repo.checkpoint(&repo.dir);
-    assert!(
-        !repo
-            .git(&["ls-tree", "-r", "--name-only", &second])
-            .contains("later-secret.txt")
-    );
+    let files = repo.git(&["ls-tree", "-r", "--name-only", &second]);
+    assert!(!files.contains("later-secret.txt"), "{files}");
     assert_eq!(repo.tree_of(&second), repo.expected_tree());
 }
 
@@ -249,7 +288,7 @@ fn not_a_repository_and_bare_repositories_are_skipped_with_a_reason() {
     let err = snapshot(&plain, &snapshot_options())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("not in a git repository"), "{err}");
+    insta::assert_snapshot!(sb.normalize(&err), @"[TEMP]/plain is not in a git repository");
     let bare = sb.path().join("bare.git");
     let out = std::process::Command::new("git")
         .args(["init", "-q", "--bare"])

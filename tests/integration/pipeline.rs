@@ -95,16 +95,11 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
 
     // PreCompact's plain stdout goes to the summarizer.
     let out = p.hook("PreCompact(trigger=auto)", "pre-compact");
-    let instructions = out.as_str().unwrap();
-    assert!(
-        instructions.contains("Keep in your summary: "),
-        "{instructions}"
-    );
-    assert!(instructions.contains("Add token refresh"), "{instructions}");
-    assert!(
-        !instructions.trim_start().starts_with('{'),
-        "plain text, not JSON: {instructions}"
-    );
+    assert!(out.is_text(), "plain text, not JSON: {out}");
+    insta::assert_snapshot!(p.answer_normalized(&out), @r#"
+        hookd saved the workflow state (.workflow/context_state.json, checkpoint [SHA]). Keep in your summary: the request, what the person said must or must not be done, the task in progress (Add token refresh), the next steps in order, the decisions and blockers, the file being edited (src/lib.rs).
+        End it with one fenced code block, info string `hookd-state [TOKEN]`, of YAML, each key only if it applies: decisions [{topic, decision, reasoning}], rejected [{approach, why}], blockers [{issue, status: unresolved|workaround|resolved, notes}], constraints [text], lifted_constraints [text], active_task, progress_notes, next_actions [{action, target, priority, context_needed: [files]}].
+    "#);
 
     assert_eq!(
         p.repo().fingerprint(),
@@ -120,26 +115,27 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
         head
     );
     let message = p.repo().git(&["log", "-1", "--format=%B", &sha]);
-    assert!(
-        message.starts_with("WIP: Pre-compaction checkpoint"),
-        "{message}"
-    );
-    assert!(
-        message.contains("Hookd-Session: p1-session")
-            && message.contains("Hookd-Trigger: pre-compact auto"),
-        "{message}"
-    );
-    assert!(
-        message.contains(&format!("Hookd-Base: {head}")),
-        "{message}"
-    );
+    insta::assert_snapshot!(p.normalize(&message), @r#"
+        WIP: Pre-compaction checkpoint
+
+        The working tree as it was when hookd saved the agent's state. Your branch,
+        index and working tree were not touched.
+
+        Hookd-Session: p1-session
+        Hookd-Trigger: pre-compact auto
+        Hookd-Tokens: 41000/167000
+        Hookd-Base: [SHA]
+        Hookd-Branch: main
+    "#);
+    // Every change but the ignored files.
     let files = p.repo().git(&["show", "--name-status", "--format=", &sha]);
-    assert!(
-        files.contains("notes/todo.txt")
-            && files.contains("src/auth.rs")
-            && !files.contains("debug.log"),
-        "{files}"
-    );
+    assert!(!files.contains("debug.log"), "{files}");
+    insta::assert_snapshot!(files, @r#"
+        A	notes/todo.txt
+        A	src/auth.rs
+        M	src/lib.rs
+        D	src/old.rs
+    "#);
 
     // The state: valid against the schema, filled from the transcript and git.
     let state = p.state();
@@ -163,13 +159,12 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
     assert_eq!(state["context_usage"]["tokens_used"], 41_000);
     assert_eq!(state["context_usage"]["tokens_max"], 167_000);
     let modified = paths_and_actions(&state["modified_files"]);
-    assert!(
-        modified.contains(&("src/lib.rs".into(), "modified".into())),
-        "{modified:?}"
-    );
-    assert!(
-        modified.contains(&("src/auth.rs".into(), "created".into())),
-        "{modified:?}"
+    assert_eq!(
+        modified,
+        [
+            ("src/auth.rs".to_owned(), "created".to_owned()),
+            ("src/lib.rs".to_owned(), "modified".to_owned())
+        ]
     );
     // What the session never touched, git's other changes, is listed apart.
     let elsewhere = paths_and_actions(&state["changed_elsewhere"]);
@@ -208,21 +203,59 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
 
     // The resume prompt, from the template.
     let prompt = p.resume_prompt();
-    for expected in [
-        "## Context Recovery",
-        "Add token refresh",
-        "Document the flow",
-        "src/lib.rs",
-        &sha,
-        "1 of 3 tasks completed",
-        "sized for the room left: 142,000 of 167,000 tokens free",
-    ] {
-        assert!(
-            prompt.contains(expected),
-            "missing {expected:?} in:\n{prompt}"
-        );
-    }
     assert!(prompt.chars().count() <= 9000);
+    insta::assert_snapshot!(p.normalize(&prompt), @r#"
+        ## Context Recovery - Resuming Previous Session
+
+        Your context was compacted. hookd saved where the work stood just before; pick it up from here.
+
+        ### Where You Stopped
+        - **Objective**: add OAuth support to the client
+        - **In progress**: Add token refresh (Adding token refresh)
+        - **File**: `src/lib.rs`
+        - **Last step**: Edit `src/lib.rs`: succeeded
+
+        ### Next Actions (in order)
+        1. **finish** Add token refresh
+        2. **document** the flow in README.md
+           - Read first: README.md
+
+        ### Open Tasks
+        - (in progress) Add token refresh (Adding token refresh)
+        - (pending) Document the flow in README.md (Documenting the flow) (files: `README.md`)
+
+        ### Progress
+        1 of 3 tasks completed.
+        - [x] Write the OAuth client in src/auth.rs
+        - [ ] Add token refresh (in progress: Adding token refresh)
+        - [ ] Document the flow in README.md
+
+        ### Context to Reload
+        Read these again before you continue, most relevant first (26 tokens of a 67,450-token budget, sized for the room left: 142,000 of 167,000 tokens free after the compaction (estimated): room for every file). Where the level is not `full`, `hookctl summarize <file> --level <level>` gives just that much.
+        - `src/auth.rs`: supporting, full, ~6 tokens, relevance 0.52
+        - `src/lib.rs`: reference, full, ~18 tokens, relevance 0.44
+        - `README.md`: reference, full, ~2 tokens, relevance 0.41
+
+        ### Recent Changes
+        - `src/auth.rs` - created: +1 −0 lines; added fn login; created by the agent
+        - `src/lib.rs` - modified: +4 −0 lines; added fn two; edited by the agent (1 edit)
+
+        ### Changed Outside This Session
+        Changed, but by no tool call this session's file records: another session's or the person's work, or a command's (a formatter, a generator). Check before you treat them as yours.
+        - `notes/todo.txt` - created
+        - `src/old.rs` - deleted
+
+        ### Session Info
+        - **Capture**: compact_[STAMP] (claude-code session `p1-session`)
+        - **Captured At**: [TIME] (before automatic compaction)
+        - **Context Usage**: 24% of the way to compaction (41,000 of 167,000 tokens), 21% of the window
+
+        ### Checkpoint
+        The working tree was committed as `[SHA]` on `refs/hookd/checkpoints/main` (your branch and index were not touched). Inspect it with `git show --stat [SHA]` or `git diff HEAD [SHA]`; `hookctl checkpoint restore [SHA] --path <file>` brings a file back.
+
+        ---
+        **Action Required**: Continue from next action 1 above: **finish** Add token refresh.
+    "#);
 
     // The side files, and every step in events.jsonl.
     assert!(p.project.join(".workflow/modified_files.json").is_file());
@@ -247,8 +280,9 @@ fn pre_compact_saves_state_checkpoints_and_touches_nothing_of_the_user() {
             "resume_prompt:true"
         ]
     );
+    // The rest of the exclude file is git's own template, this machine's.
     let exclude = std::fs::read_to_string(p.project.join(".git/info/exclude")).unwrap();
-    assert!(exclude.contains(".workflow/"), "{exclude}");
+    assert!(exclude.lines().any(|l| l == ".workflow/"), "{exclude}");
 }
 
 #[test]
@@ -351,20 +385,55 @@ fn records_and_the_workflow_file_feed_the_state() {
         state["sources"],
         json!(["workflow_state.yml", "records.jsonl", "git"])
     );
-    let prompt = p.resume_prompt();
-    assert!(
-        prompt.contains(
-            "- “Token storage: httpOnly cookies (because works with SSR)” (quoted from `.workflow/records.jsonl`)"
-        ),
-        "{prompt}"
-    );
-    assert!(
-        prompt.contains(
-            "- “No staging OAuth app: asked ops” (unresolved; quoted from `.workflow/records.jsonl`)"
-        ),
-        "{prompt}"
-    );
-    assert!(prompt.contains("- **Layer**: 2 of 3"), "{prompt}");
+    insta::assert_snapshot!(p.resume_prompt_normalized(), @r#"
+        ## Context Recovery - Resuming Previous Session
+
+        This is where the work stood when hookd saved it (with hookctl save); pick it up from here.
+
+        ### Where You Stopped
+        - **In progress**: no task was recorded as in progress
+        - **File**: `notes/todo.txt`
+        - **Progress**: “login flow works end to end” (quoted from `.workflow/records.jsonl`)
+        - **Phase**: “IMPLEMENTING” (quoted from `.workflow/`)
+        - **Layer**: 2 of 3
+
+        ### Next Actions (in order)
+        1. “write the refresh test” (quoted from `.workflow/records.jsonl`)
+           - Read first: src/auth.rs
+
+        ### Progress
+        Notes (quoted from `.workflow/records.jsonl`): “login flow works end to end”
+        Open blockers: “No staging OAuth app” (quoted from `.workflow/records.jsonl`)
+
+        ### Context to Reload
+        Read these again before you continue, most relevant first (29 tokens of a 85,500-token budget). Where the level is not `full`, `hookctl summarize <file> --level <level>` gives just that much.
+        - `src/auth.rs`: reference, full, ~6 tokens, relevance 0.48
+        - `src/lib.rs`: reference, full, ~18 tokens, relevance 0.4
+        - `notes/todo.txt`: reference, full, ~5 tokens, relevance 0.37
+
+        ### Recent Changes
+        - `notes/todo.txt` - created: +1 −0 lines
+        - `src/auth.rs` - created: +1 −0 lines; added fn login
+        - `src/lib.rs` - modified: +4 −0 lines; added fn two
+        - `src/old.rs` - deleted: +0 −1 lines
+
+        ### Key Decisions Made
+        - “API style: REST” (quoted from `.workflow/workflow_state.yml`)
+        - “Token storage: httpOnly cookies (because works with SSR)” (quoted from `.workflow/records.jsonl`)
+
+        ### Current Blockers
+        - “No staging OAuth app: asked ops” (unresolved; quoted from `.workflow/records.jsonl`)
+
+        ### Session Info
+        - **Capture**: save_[STAMP]
+        - **Captured At**: [TIME] (with hookctl save)
+
+        ### Checkpoint
+        The working tree was committed as `[SHA]` on `refs/hookd/checkpoints/main` (your branch and index were not touched). Inspect it with `git show --stat [SHA]` or `git diff HEAD [SHA]`; `hookctl checkpoint restore [SHA] --path <file>` brings a file back.
+
+        ---
+        **Action Required**: Continue from next action 1 above: “write the refresh test” (quoted from `.workflow/records.jsonl`).
+    "#);
 
     // A broken workflow file is reported, and the capture goes on without it.
     p.repo()
@@ -372,14 +441,9 @@ fn records_and_the_workflow_file_feed_the_state() {
     let out = p.hookctl(&["save", "--no-checkpoint"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let state = p.state();
-    assert!(
-        state["problems"][0]
-            .as_str()
-            .unwrap()
-            .contains("workflow_state.yml"),
-        "{}",
-        state["problems"]
-    );
+    insta::assert_snapshot!(p.normalize(&state["problems"].to_string()), @r#"
+        ["[TEMP]/proj/.workflow/workflow_state.yml: layer: invalid type: sequence, expected u32 at line 1 column 8"]
+    "#);
     assert_eq!(
         state["workflow_position"]["current_phase"], "IMPLEMENTING",
         "the records still count"
@@ -410,20 +474,22 @@ fn threshold_saves_capture_without_a_checkpoint_until_95() {
     let last_save = p.status().last_save.expect("a save mark");
     assert_eq!(last_save.what, "threshold 0.95");
     assert!(last_save.ok, "{last_save:?}");
-    assert!(
-        last_save
-            .skipped
-            .as_deref()
-            .is_some_and(|s| s.starts_with("files to reload left out: ")
-                && s.ends_with("no room to reload files")),
-        "{last_save:?}"
-    );
-    let shown = stdout(&p.hookctl(&["status"]));
-    assert!(!shown.contains("FAILED"), "{shown}");
-    assert!(
-        shown.contains("(at 95% of the way to compaction; files to reload left out: "),
-        "{shown}"
-    );
+    insta::assert_snapshot!(last_save.skipped.unwrap_or_default(), @"files to reload left out: 6,680 of 167,000 tokens free: no room to reload files");
+    insta::assert_snapshot!(p.hookctl_normalized(&["status"]), @r#"
+        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 2 events
+        socket [SOCKET]
+        1 session
+
+        ● claude-code p1-sessi  [TEMP]/proj  claude-sonnet-4-5-20250929
+            context  96% of the way to compaction (160,320 of 167,000 tokens), 80% of the window
+                     ▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓░│░░  the window, │ = compaction at 83%
+            recent   ▇█  the last 2 replies, █ = at the compaction point
+                     s✓  ✓ saved with a git checkpoint · s state saved
+            not compacted yet · passed 70%, 80%, 90%, 95% of the way
+            last save [DURATION] ago (at 95% of the way to compaction; files to reload left out: 6,680 of 167,000 tokens free: no room to reload files) · last checkpoint [DURATION] ago (at 95% of the way to compaction: [SHA])
+            last event post-tool-use [DURATION] ago · 2 events
+            transcript [TEMP]/claude/p1-session.jsonl
+    "#);
     let out = p.hookctl(&["save", "--no-checkpoint"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
@@ -441,14 +507,9 @@ fn outside_a_repository_the_state_is_still_saved() {
     s.hook("PreCompact(trigger=manual)", "pre-compact");
     let state = s.state();
     assert_valid(&state_schema(), &state);
-    assert!(
-        state["checkpoint"]["note"]
-            .as_str()
-            .unwrap()
-            .contains("not in a git repository"),
-        "{}",
-        state["checkpoint"]
-    );
+    insta::assert_snapshot!(s.normalize(&state["checkpoint"].to_string()), @r#"
+        {"note":"[TEMP]/proj is not in a git repository","reference":null,"sha":null,"skipped":[]}
+    "#);
     assert_eq!(
         state["modified_files"],
         json!([{"path": "notes.md", "action": "edited", "summary": "edited by the agent (1 edit)"}])
@@ -499,11 +560,46 @@ fn tasks_from_task_create_and_update() {
     assert_eq!(state["tasks"][1]["source"], "tasks");
     assert_eq!(state["next_actions"][0]["target"], "Parse the config");
     assert_eq!(state["next_actions"][1]["target"], "the CLI flag");
-    assert!(
-        p.resume_prompt().contains("Parse the config (in progress)"),
-        "{}",
-        p.resume_prompt()
-    );
+    insta::assert_snapshot!(p.resume_prompt_normalized(), @r#"
+        ## Context Recovery - Resuming Previous Session
+
+        Your context was compacted. hookd saved where the work stood just before; pick it up from here.
+
+        ### Where You Stopped
+        - **In progress**: Parse the config — x
+        - **Last step**: TaskUpdate `1`: succeeded
+
+        ### Next Actions (in order)
+        1. **finish** Parse the config
+        2. **add** the CLI flag
+
+        ### Open Tasks
+        - (in progress) Parse the config — x
+        - (pending) Add the CLI flag — y
+
+        ### Progress
+        0 of 2 tasks completed.
+        - [ ] Parse the config (in progress)
+        - [ ] Add the CLI flag
+
+        ### Changed Outside This Session
+        Changed, but by no tool call this session's file records: another session's or the person's work, or a command's (a formatter, a generator). Check before you treat them as yours.
+        - `notes/todo.txt` - created
+        - `src/auth.rs` - created
+        - `src/lib.rs` - modified
+        - `src/old.rs` - deleted
+
+        ### Session Info
+        - **Capture**: compact_[STAMP] (claude-code session `p1-session`)
+        - **Captured At**: [TIME] (before /compact)
+        - **Context Usage**: 0% of the way to compaction (1,200 of 167,000 tokens), 1% of the window
+
+        ### Checkpoint
+        The working tree was committed as `[SHA]` on `refs/hookd/checkpoints/main` (your branch and index were not touched). Inspect it with `git show --stat [SHA]` or `git diff HEAD [SHA]`; `hookctl checkpoint restore [SHA] --path <file>` brings a file back.
+
+        ---
+        **Action Required**: Continue from next action 1 above: **finish** Parse the config.
+    "#);
 }
 
 #[test]
@@ -522,30 +618,32 @@ fn checkpoints_can_be_listed_shown_and_restored() {
         list[0]["files_changed"], 4,
         "lib.rs, auth.rs, old.rs, todo.txt"
     );
-    let text = stdout(&p.hookctl(&["checkpoints"]));
-    assert!(
-        text.contains(&sha[..8]) && text.contains("refs/hookd/checkpoints/main"),
-        "{text}"
-    );
+    insta::assert_snapshot!(p.hookctl_normalized(&["checkpoints"]), @"[SHA]  [DURATION] ago      manual                      4 files  session -  refs/hookd/checkpoints/main");
+    insta::assert_snapshot!(p.hookctl_normalized(&["checkpoint", "show", &sha[..10]]), @r#"
+        checkpoint [SHA] on refs/hookd/checkpoints/main
+        WIP: Pre-compaction checkpoint
 
-    let show = stdout(&p.hookctl(&["checkpoint", "show", &sha[..10]]));
-    assert!(
-        show.contains("WIP: Pre-compaction checkpoint")
-            && show.contains("src/lib.rs")
-            && show.contains("+4 −0 lines"),
-        "{show}"
-    );
+        The working tree as it was when hookd saved the agent's state. Your branch,
+        index and working tree were not touched.
+
+        Hookd-Trigger: manual
+        Hookd-Base: [SHA]
+        Hookd-Branch: main
+
+          created   notes/todo.txt  +1 −0 lines
+          created   src/auth.rs     +1 −0 lines
+          modified  src/lib.rs      +4 −0 lines
+          deleted   src/old.rs      +0 −1 lines
+    "#);
 
     // The person breaks src/lib.rs, then wants it back.
     p.repo().write("src/lib.rs", "broken\n");
     let before = p.repo().fingerprint().index;
-    let refused = p.hookctl(&["checkpoint", "restore", &sha]);
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(
-        stderr(&refused).contains("src/lib.rs") && stderr(&refused).contains("--force"),
-        "{}",
-        stderr(&refused)
-    );
+    insta::assert_snapshot!(p.hookctl_normalized(&["checkpoint", "restore", &sha]), @r#"
+        --- stderr
+        hookctl: hookd answered: restoring would overwrite uncommitted changes in: src/lib.rs; commit or stash them first, or pass --force
+        --- exit 1
+    "#);
     assert_eq!(
         std::fs::read_to_string(p.project.join("src/lib.rs")).unwrap(),
         "broken\n",
@@ -560,10 +658,10 @@ fn checkpoints_can_be_listed_shown_and_restored() {
         "--force",
     ]);
     assert!(forced.status.success(), "{}", stderr(&forced));
-    assert!(
-        std::fs::read_to_string(p.project.join("src/lib.rs"))
-            .unwrap()
-            .contains("pub fn two()")
+    assert_eq!(
+        std::fs::read_to_string(p.project.join("src/lib.rs")).unwrap(),
+        "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n",
+        "as checkpointed"
     );
     assert_eq!(
         p.repo().fingerprint().index,
@@ -582,15 +680,28 @@ fn large_untracked_files_are_left_out_and_named() {
     p.hook("PreCompact(trigger=auto)", "pre-compact");
     let sha = p.repo().checkpoint_ref().unwrap();
     let files = p.repo().git(&["ls-tree", "-r", "--name-only", &sha]);
-    assert!(
-        !files.contains("data/big.bin") && files.contains("notes/todo.txt"),
-        "{files}"
-    );
+    insta::assert_snapshot!(files, @r#"
+        .gitignore
+        .hookd.yaml
+        README.md
+        notes/todo.txt
+        src/auth.rs
+        src/lib.rs
+    "#);
     let message = p.repo().git(&["log", "-1", "--format=%B", &sha]);
-    assert!(
-        message.contains("Hookd-Skipped: data/big.bin (5000 bytes"),
-        "{message}"
-    );
+    insta::assert_snapshot!(p.normalize(&message), @r#"
+        WIP: Pre-compaction checkpoint
+
+        The working tree as it was when hookd saved the agent's state. Your branch,
+        index and working tree were not touched.
+
+        Hookd-Session: p1-session
+        Hookd-Trigger: pre-compact auto
+        Hookd-Tokens: 41000/167000
+        Hookd-Base: [SHA]
+        Hookd-Branch: main
+        Hookd-Skipped: data/big.bin (5000 bytes, over the size limit)
+    "#);
     assert_eq!(
         p.state()["checkpoint"]["skipped"],
         json!(["data/big.bin (5000 bytes)"])
@@ -615,10 +726,7 @@ fn a_broken_user_template_is_reported_and_the_built_in_used() {
         .find(|e| e["step"] == "resume_prompt")
         .map(|e| e["detail"].as_str().unwrap_or("").to_owned())
         .unwrap();
-    assert!(
-        problem.contains("resume_prompt.md.hbs") && problem.contains("line"),
-        "{problem}"
-    );
+    insta::assert_snapshot!(p.normalize(&problem), @"template [TEMP]/proj/.workflow/templates/resume_prompt.md.hbs is broken at line 3, column 1 (invalid handlebars syntax: expected escape, expression, html_expression, decorator_expression, partial_expression, invert_tag, invert_chain_tag, helper_block_start, helper_block_end, decorator_block_start, partial_block_start, raw_block_start, hbs_comment, or hbs_comment_compact); using the built-in one");
 }
 
 #[test]
@@ -626,10 +734,12 @@ fn hookctl_save_without_a_session() {
     let s = Scenario::build()
         .repository(|repo| repo.write("a.txt", "a\n"))
         .start();
-    let out = s.hookctl(&["save"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let text = stdout(&out);
-    assert!(text.contains("no agent session seen"), "{text}");
+    insta::assert_snapshot!(s.hookctl_normalized(&["save"]), @r#"
+        state saved to [TEMP]/proj/.workflow/context_state.json
+        resume prompt in [TEMP]/proj/.workflow/resume_prompt.md
+        checkpoint [SHA] on refs/hookd/checkpoints/main (git show --stat [SHA])
+        (no agent session seen in this project: saved from git and records only)
+    "#);
     // Unborn HEAD: a root checkpoint commit.
     let repo = s.repo();
     let sha = repo.checkpoint_ref().expect("a checkpoint");
@@ -643,20 +753,22 @@ fn restoring_a_checkpoint_the_tree_already_matches_changes_nothing() {
     let mut p = dirty_project();
     let sha = save(&mut p);
     let before = p.repo().fingerprint();
-    for args in [
-        &["checkpoint", "restore", &sha][..],
-        &["checkpoint", "restore", &sha, "--path", "src/lib.rs"],
-        &["checkpoint", "restore", &sha, "--path", "src"],
-    ] {
-        let out = p.hookctl(args);
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
-        assert!(
-            stdout(&out).starts_with("nothing to restore"),
-            "{args:?}: {}",
-            stdout(&out)
-        );
-        assert_eq!(stderr(&out), "", "{args:?}");
-    }
+    let said = session_of(
+        &p,
+        &[
+            &["checkpoint", "restore", &sha][..],
+            &["checkpoint", "restore", &sha, "--path", "src/lib.rs"],
+            &["checkpoint", "restore", &sha, "--path", "src"],
+        ],
+    );
+    insta::assert_snapshot!(said, @r#"
+        $ hookctl checkpoint restore [SHA]
+        nothing to restore: the files already match [SHA]
+        $ hookctl checkpoint restore [SHA] --path src/lib.rs
+        nothing to restore: the files already match [SHA]
+        $ hookctl checkpoint restore [SHA] --path src
+        nothing to restore: the files already match [SHA]
+    "#);
     assert_eq!(p.repo().fingerprint(), before);
 }
 
@@ -678,15 +790,12 @@ fn restore_with_a_path_writes_that_file_when_it_differs() {
 
     // Changed since, and not committed: refused, never "nothing to restore".
     p.repo().write("src/lib.rs", "changed since\n");
-    let out = p.hookctl(&["checkpoint", "restore", &sha, "--path", "src/lib.rs"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("uncommitted changes in: src/lib.rs")
-            && stderr(&out).contains("--force"),
-        "{}",
-        stderr(&out)
-    );
-    assert_eq!(stdout(&out), "");
+    let said = p.hookctl_normalized(&["checkpoint", "restore", &sha, "--path", "src/lib.rs"]);
+    insta::assert_snapshot!(said, @r#"
+        --- stderr
+        hookctl: hookd answered: restoring would overwrite uncommitted changes in: src/lib.rs; commit or stash them first, or pass --force
+        --- exit 1
+    "#);
     let out = p.hookctl(&[
         "checkpoint",
         "restore",
@@ -698,31 +807,47 @@ fn restore_with_a_path_writes_that_file_when_it_differs() {
     assert_eq!(stdout(&out), "restored src/lib.rs\n", "{}", stderr(&out));
 
     // A path the checkpoint does not hold says where paths start.
-    let out = p.hookctl(&["checkpoint", "restore", &sha, "--path", "lib.rs"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("not in checkpoint") && stderr(&out).contains("repository's root"),
-        "{}",
-        stderr(&out)
-    );
+    let said = p.hookctl_normalized(&["checkpoint", "restore", &sha, "--path", "lib.rs"]);
+    insta::assert_snapshot!(said, @r#"
+        --- stderr
+        hookctl: hookd answered: `lib.rs` is not in checkpoint [SHA] (hookd took this --path from the repository's root; `hookctl checkpoint show [SHA]` lists the checkpoint's files)
+        --- exit 1
+    "#);
 }
 
 #[test]
 fn an_unknown_checkpoint_points_to_the_list() {
     let mut p = dirty_project();
     save(&mut p);
-    for args in [
-        &["checkpoint", "restore", "deadbeef"][..],
-        &["checkpoint", "show", "deadbeef"],
-    ] {
-        let out = p.hookctl(args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
-        assert!(
-            stderr(&out).contains("`deadbeef`") && stderr(&out).contains("hookctl checkpoints"),
-            "{args:?}: {}",
-            stderr(&out)
-        );
-    }
+    let said = session_of(
+        &p,
+        &[
+            &["checkpoint", "restore", "deadbeef"][..],
+            &["checkpoint", "show", "deadbeef"],
+        ],
+    );
+    insta::assert_snapshot!(said, @r#"
+        $ hookctl checkpoint restore deadbeef
+        --- stderr
+        hookctl: hookd answered: no checkpoint or commit called `deadbeef` in this repository: `hookctl checkpoints` lists its checkpoints
+        --- exit 1
+        $ hookctl checkpoint show deadbeef
+        --- stderr
+        hookctl: hookd answered: no checkpoint or commit called `deadbeef` in this repository: `hookctl checkpoints` lists its checkpoints
+        --- exit 1
+    "#);
+}
+
+/// Each `hookctl` command in turn, as a person would see them typed in the
+/// project and answered, normalized.
+fn session_of(p: &Scenario, commands: &[&[&str]]) -> String {
+    commands
+        .iter()
+        .map(|args| {
+            let typed = p.normalize(&args.join(" "));
+            format!("$ hookctl {typed}\n{}", p.hookctl_normalized(args))
+        })
+        .collect()
 }
 
 /// `(path, action)` of each file a state's list names.

@@ -49,6 +49,20 @@ fn parser_session() -> Scenario {
 
 use hookd_tests::additional_context as context;
 
+/// The lines of the prompt's section whose heading starts with `heading`,
+/// up to the next heading.
+fn section(prompt: &str, heading: &str) -> String {
+    let mut lines = prompt.lines().skip_while(|l| !l.starts_with(heading));
+    let Some(first) = lines.next() else {
+        panic!("no {heading:?} in:\n{prompt}");
+    };
+    let rest = lines.take_while(|l| !l.starts_with('#'));
+    std::iter::once(first)
+        .chain(rest)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn marker_of(prompt: &str) -> String {
     let start = prompt.rfind("[hookd-resume ").expect("a marker");
     prompt[start..=start + prompt[start..].find(']').unwrap()].to_owned()
@@ -120,11 +134,10 @@ fn a_replayed_compaction_gets_the_resume_prompt_with_its_checks() {
     let post = s.events("post_compact");
     assert_eq!(post.len(), 1);
     assert_eq!(post[0]["trigger"], "manual");
-    assert!(
-        post[0]["compact_summary"]
-            .as_str()
-            .unwrap()
-            .contains("MOCK_COMPACT_SUMMARY_TEXT")
+    assert_eq!(
+        post[0]["compact_summary"],
+        hookd_tests::payload("PostCompact(trigger=manual)")["compact_summary"],
+        "the summary Claude Code sent"
     );
     assert_eq!(s.status().epoch, 2);
     let resume = &s.events("resume")[0];
@@ -311,7 +324,13 @@ fn another_sessions_state_is_not_injected() {
     // r1 compacts: its own capture comes from the history, not the other session's file.
     s.transcript.boundary("manual", 120_000, 3_000);
     let prompt = context(&s.hook("SessionStart(source=compact)", "session-start"));
-    assert!(prompt.contains("`r1-session`"), "r1's own state: {prompt}");
+    // r1's own state.
+    insta::assert_snapshot!(s.normalize(&section(&prompt, "### Session Info")), @r#"
+        ### Session Info
+        - **Capture**: compact_[STAMP] (claude-code session `r1-session`)
+        - **Captured At**: [TIME] (before /compact)
+        - **Context Usage**: 71% of the way to compaction (120,000 of 167,000 tokens), 60% of the window
+    "#);
 }
 
 #[test]
@@ -393,12 +412,8 @@ fn checks_report_what_moved_since_the_capture() {
     assert_eq!(out.status.code(), Some(1), "a failed check fails validate");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["checks"][0]["status"], "fail");
-    assert!(
-        report["checks"][0]["detail"]
-            .as_str()
-            .unwrap()
-            .contains("branch main, but HEAD is now on elsewhere")
-    );
+    let detail = report["checks"][0]["detail"].as_str().unwrap();
+    insta::assert_snapshot!(s.normalize(detail), @"the state was saved on branch main, but HEAD is now on elsewhere");
 }
 
 #[test]
@@ -497,15 +512,20 @@ fn a_huge_state_still_fits_the_budget() {
     }
     let prompt = context(&s.compact(120_000, 3_000));
     assert!(prompt.chars().count() <= 9000, "{}", prompt.chars().count());
-    assert!(
-        prompt.contains("### Left Out to Fit")
-            && prompt.contains("more files changed outside this session"),
-        "{prompt}"
-    );
-    assert!(
-        prompt.contains("[hookd-resume "),
-        "the marker survives trimming"
-    );
+    // What was left out is named, and the marker survives the trimming.
+    let tail = &prompt[prompt
+        .find("### Left Out to Fit")
+        .expect("a section of what was left out")..];
+    insta::assert_snapshot!(s.normalize(tail), @r#"
+        ### Left Out to Fit
+        - 297 more files changed outside this session
+        - 35 earlier decisions
+        The full state is in `.workflow/context_state.json`.
+
+        ---
+        **Action Required**: Continue from next action 1 above: **finish** Cache the token table.
+        [hookd-resume [MARKER]]
+    "#);
 }
 
 /// A compaction summary that ends with a `hookd-state` block, as PreCompact asks.
@@ -546,12 +566,11 @@ fn the_summary_block_is_merged_before_the_resume_and_records_win() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let instructions = s.hook("PreCompact(trigger=manual)", "pre-compact");
+    insta::assert_snapshot!(s.answer_normalized(&instructions), @r#"
+        hookd saved the workflow state (.workflow/context_state.json, checkpoint [SHA]). Keep in your summary: the request, what the person said must or must not be done, the task in progress (Cache the token table), the next steps in order, the decisions and blockers, the file being edited (src/lib.rs).
+        End it with one fenced code block, info string `hookd-state [TOKEN]`, of YAML, each key only if it applies: decisions [{topic, decision, reasoning}], rejected [{approach, why}], blockers [{issue, status: unresolved|workaround|resolved, notes}], constraints [text], lifted_constraints [text], active_task, progress_notes, next_actions [{action, target, priority, context_needed: [files]}].
+    "#);
     let instructions = instructions.as_str().unwrap();
-    assert!(instructions.starts_with("hookd saved"), "{instructions}");
-    assert!(
-        instructions.contains("info string `hookd-state "),
-        "{instructions}"
-    );
     // The summarizer repeats the token the instructions gave.
     let summary = hookd_tests::mock_model::answer_block_request(instructions, SUMMARY_WITH_BLOCK);
     // Claude Code's summarizer ends as a subagent with no type, before SessionStart(compact).
@@ -566,33 +585,46 @@ fn the_summary_block_is_merged_before_the_resume_and_records_win() {
     s.transcript.boundary("manual", 120_000, 3_000);
     let start = s.hook("SessionStart(source=compact)", "session-start");
     let prompt = context(&start);
-    for said in [
-        "keep the hand-written lexer (because the regex one was 3x slower)",
-        "### Approaches Ruled Out",
-        "a regex tokenizer (3x slower on the benchmark)",
-        "the benchmark machine is noisy (workaround): take the median of 5 runs",
-        // Text from the summary is printed, never run as a template.
-        "{{#each secrets}}{{this}}{{/each}} (unresolved)",
-        "**benchmark** the cached parser",
-        "Read first: README.md\n",
-        // The recorded decision wins over the summary's on the same topic,
-        // quoted under the file it was recorded in.
-        "“Cache: an LRU of 1k entries (because bounded memory)” (quoted from `.workflow/records.jsonl`)",
-    ] {
-        assert!(prompt.contains(said), "{said:?} in:\n{prompt}");
-    }
+    // Text from the summary is printed, never run as a template; the
+    // recorded decision wins over the summary's on the same topic, quoted
+    // under the file it was recorded in; a file outside the project is
+    // never asked to be read.
     assert!(!prompt.contains("a HashMap"), "{prompt}");
     assert!(!prompt.contains("/etc/passwd"), "{prompt}");
+    let from_the_summary: Vec<String> = [
+        "### Next Actions (in order)",
+        "### Key Decisions Made",
+        "### Approaches Ruled Out",
+        "### Current Blockers",
+    ]
+    .into_iter()
+    .map(|heading| section(&prompt, heading))
+    .collect();
+    insta::assert_snapshot!(s.normalize(&from_the_summary.join("\n")), @r#"
+        ### Next Actions (in order)
+        1. **benchmark** the cached parser
+           - Read first: README.md
+        2. **finish** Cache the token table
+        3. **benchmark** against README.md numbers
+           - Read first: README.md
+
+        ### Key Decisions Made
+        - “Cache: an LRU of 1k entries (because bounded memory)” (quoted from `.workflow/records.jsonl`)
+        - **Lexer**: keep the hand-written lexer (because the regex one was 3x slower)
+
+        ### Approaches Ruled Out
+        - a regex tokenizer (3x slower on the benchmark)
+
+        ### Current Blockers
+        - the benchmark machine is noisy (workaround): take the median of 5 runs
+        - {{#each secrets}}{{this}}{{/each}} (unresolved)
+    "#);
 
     let state = s.state();
     hookd_tests::assert_valid(&hookd_tests::state_schema(), &state);
-    assert!(
-        state["sources"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("summary")),
-        "{}",
-        state["sources"]
+    assert_eq!(
+        state["sources"],
+        json!(["records.jsonl", "transcript", "git", "summary"])
     );
     let sources: Vec<(&str, &str)> = state["decisions"]
         .as_array()
@@ -629,11 +661,9 @@ fn the_summary_block_is_merged_before_the_resume_and_records_win() {
         state["decisions"]
     );
     assert_eq!(state["rejected"][0]["approach"], "a regex tokenizer");
-    assert!(
-        state["sources"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("summary"))
+    assert_eq!(
+        state["sources"],
+        json!(["records.jsonl", "transcript", "git", "summary"])
     );
 }
 
@@ -652,11 +682,20 @@ fn a_summary_without_a_block_leaves_the_resume_prompt_as_it_was() {
     assert_eq!(s.state(), saved, "nothing merged");
     s.transcript.boundary("manual", 120_000, 3_000);
     let prompt = context(&s.hook("SessionStart(source=compact)", "session-start"));
-    assert!(prompt.contains("## Context Recovery"), "{prompt}");
-    assert!(
-        !prompt.contains("Ruled Out") && !prompt.contains("Key Decisions"),
-        "{prompt}"
-    );
+    // The sections of a prompt with nothing decided or ruled out.
+    let headings: Vec<&str> = prompt.lines().filter(|l| l.starts_with('#')).collect();
+    insta::assert_snapshot!(headings.join("\n"), @r#"
+        ## Context Recovery - Resuming Previous Session
+        ### Checks Against the Repository Now
+        ### Where You Stopped
+        ### Next Actions (in order)
+        ### Open Tasks
+        ### Progress
+        ### Context to Reload
+        ### Recent Changes
+        ### Session Info
+        ### Checkpoint
+    "#);
     let merged = s.events("summary");
     assert_eq!(merged[0]["merged"], false);
     assert_eq!(merged[0]["why"], "the summary has no hookd-state block");

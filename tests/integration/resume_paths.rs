@@ -5,7 +5,7 @@
 
 use crate::attacks::{Lab, assert_ok, repo_at};
 use hookd_tests::{
-    GitRepo, Scenario, Transcript, additional_context, hook_json, run_with_stdin, stderr,
+    GitRepo, Scenario, Transcript, additional_context, hook_json, run_with_stdin, stderr, stdout,
 };
 use serde_json::{Value, json};
 use std::path::Path;
@@ -138,26 +138,27 @@ fn a_session_in_a_subdirectory_belongs_to_its_repository_and_sees_paths_from_whe
     );
 
     // The agent's own file, named from where it works, in every section.
-    let changes = section(&prompt, "### Recent Changes");
-    assert!(
-        changes
-            .iter()
-            .any(|l| l.starts_with("- `notes/jwt_design.md` - modified:")
-                && l.contains("edited by the agent (1 edit)")),
-        "{prompt}"
-    );
-    assert!(
-        prompt.contains("- **File**: `notes/jwt_design.md`"),
-        "{prompt}"
-    );
-    let reload = section(&prompt, "### Context to Reload");
-    assert!(
-        reload
-            .iter()
-            .any(|l| l.starts_with("- `notes/jwt_design.md`:")),
-        "{prompt}"
-    );
     assert!(!prompt.contains("pkg/sub/"), "one path base: {prompt}");
+    let shown = [
+        "### Where You Stopped",
+        "### Context to Reload",
+        "### Recent Changes",
+    ]
+    .map(|heading| format!("{heading}\n{}\n", section(&prompt, heading).join("\n")))
+    .concat();
+    insta::assert_snapshot!(s.normalize(&shown), @r#"
+        ### Where You Stopped
+        - **Objective**: design the JWT signing for the auth service
+        - **In progress**: no task was recorded as in progress
+        - **File**: `notes/jwt_design.md`
+        - **Last step**: Edit `notes/jwt_design.md`: succeeded
+        ### Context to Reload
+        Read these again before you continue, most relevant first (22 tokens of a 67,450-token budget, sized for the room left: 163,000 of 167,000 tokens free: room for every file). Where the level is not `full`, `hookctl summarize <file> --level <level>` gives just that much.
+        - `notes/jwt_design.md`: primary, full, ~14 tokens, relevance 0.754
+        - `../../src/auth.rs`: reference, full, ~8 tokens, relevance 0.352
+        ### Recent Changes
+        - `notes/jwt_design.md` - modified: +1 −1 lines; edited by the agent (1 edit)
+    "#);
     // The person's summary names the file the same way.
     assert!(
         summary.contains("read first: notes/jwt_design.md"),
@@ -171,8 +172,14 @@ fn a_session_in_a_subdirectory_belongs_to_its_repository_and_sees_paths_from_whe
         .args(["resume", "--print"]);
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let shown = String::from_utf8_lossy(&out.stdout);
-    assert!(shown.contains("`notes/jwt_design.md`"), "{shown}");
+    let printed = stdout(&out);
+    assert!(!printed.contains("pkg/sub/"), "one path base: {printed}");
+    let reload = section(&printed, "### Context to Reload").join("\n");
+    insta::assert_snapshot!(s.normalize(&reload), @r#"
+        Read these again before you continue, most relevant first (22 tokens of a 67,450-token budget, sized for the room left: 163,000 of 167,000 tokens free: room for every file). Where the level is not `full`, `hookctl summarize <file> --level <level>` gives just that much.
+        - `notes/jwt_design.md`: primary, full, ~14 tokens, relevance 0.754
+        - `../../src/auth.rs`: reference, full, ~8 tokens, relevance 0.352
+    "#);
 
     // The checkpoint's restore hint works with the path as the prompt shows it.
     let sha = state["checkpoint"]["sha"]
@@ -269,32 +276,46 @@ fn two_sessions_in_one_repository_each_reload_only_their_own_work() {
         "make search return the hit count",
     );
 
-    for (transcript, own, theirs) in [
-        (&s.transcript, "src/billing.rs", "src/search.rs"),
-        (&other, "src/search.rs", "src/billing.rs"),
-    ] {
+    // What each session is told, section by section.
+    let mut told = String::new();
+    for transcript in [&s.transcript, &other] {
         let (prompt, _) = compact_from(&s, transcript, &s.project);
-        let reload = section(&prompt, "### Context to Reload");
-        let changes = section(&prompt, "### Recent Changes");
-        let elsewhere = section(&prompt, "### Changed Outside This Session");
-        let names =
-            |lines: &[&str], path: &str| lines.iter().any(|l| l.contains(&format!("`{path}`")));
-        assert!(names(&reload, own), "{own} to reload:\n{prompt}");
-        assert!(!names(&reload, theirs), "not {theirs}:\n{prompt}");
-        assert!(names(&changes, own) && !names(&changes, theirs), "{prompt}");
-        assert!(
-            names(&elsewhere, theirs),
-            "{theirs} listed apart:\n{prompt}"
-        );
-        for hookds in [".claude/", ".hookd.yaml", ".workflow/"] {
-            for lines in [&reload, &changes, &elsewhere] {
+        told.push_str(&format!("== {}\n", transcript.session_id));
+        for heading in [
+            "### Context to Reload",
+            "### Recent Changes",
+            "### Changed Outside This Session",
+        ] {
+            let lines = section(&prompt, heading);
+            for hookds in [".claude/", ".hookd.yaml", ".workflow/"] {
                 assert!(
                     !lines.iter().any(|l| l.contains(hookds)),
                     "{hookds} in:\n{prompt}"
                 );
             }
+            told.push_str(&format!("{heading}\n{}\n", lines.join("\n")));
         }
     }
+    insta::assert_snapshot!(s.normalize(&told), @r#"
+        == billing-session
+        ### Context to Reload
+        Read these again before you continue, most relevant first (13 tokens of a 67,450-token budget, sized for the room left: 163,000 of 167,000 tokens free: room for every file). Where the level is not `full`, `hookctl summarize <file> --level <level>` gives just that much.
+        - `src/billing.rs`: supporting, full, ~13 tokens, relevance 0.533
+        ### Recent Changes
+        - `src/billing.rs` - modified: +1 −1 lines; edited fn invoice; edited by the agent (1 edit)
+        ### Changed Outside This Session
+        Changed, but by no tool call this session's file records: another session's or the person's work, or a command's (a formatter, a generator). Check before you treat them as yours.
+        - `src/search.rs` - modified
+        == search-session
+        ### Context to Reload
+        Read these again before you continue, most relevant first (12 tokens of a 67,450-token budget, sized for the room left: 163,000 of 167,000 tokens free: room for every file). Where the level is not `full`, `hookctl summarize <file> --level <level>` gives just that much.
+        - `src/search.rs`: supporting, full, ~12 tokens, relevance 0.64
+        ### Recent Changes
+        - `src/search.rs` - modified: +1 −1 lines; edited fn query; edited by the agent (1 edit)
+        ### Changed Outside This Session
+        Changed, but by no tool call this session's file records: another session's or the person's work, or a command's (a formatter, a generator). Check before you treat them as yours.
+        - `src/billing.rs` - modified
+    "#);
 }
 
 /// Without git, a file the agent wrote is "created" when Claude Code's
@@ -332,14 +353,10 @@ fn without_git_a_file_the_agent_created_is_listed_as_created() {
     );
     let prompt = additional_context(&s.compact(100_000, 4_000));
     let changes = section(&prompt, "### Recent Changes");
-    assert!(
-        changes.contains(&"- `design.md` - created: created by the agent"),
-        "{prompt}"
-    );
-    assert!(
-        changes.contains(&"- `todo.md` - edited: edited by the agent (1 edit)"),
-        "{prompt}"
-    );
+    insta::assert_snapshot!(changes.join("\n"), @r#"
+        - `design.md` - created: created by the agent
+        - `todo.md` - edited: edited by the agent (1 edit)
+    "#);
 }
 
 /// A `.git` file in a subdirectory of a project (a tarball can carry one;
@@ -359,14 +376,20 @@ fn a_git_file_in_a_subdirectory_cannot_send_hookd_into_another_repository() {
     )
     .unwrap();
     std::fs::write(sub.join("notes.md"), "# notes\n").unwrap();
-    a_session_there_leaves_it_alone(
+    let save = a_session_there_leaves_it_alone(
         &lab,
         &project,
         &sub,
         &victim,
-        "its .git file names",
         "a .git file naming another repository",
     );
+    insta::assert_snapshot!(save, @r#"
+        state saved to [TEMP]/proj/pkg/sub/.workflow/context_state.json
+        resume prompt in [TEMP]/proj/pkg/sub/.workflow/resume_prompt.md
+        --- stderr
+        problem: no checkpoint: hookd leaves the git repository of [TEMP]/proj/pkg/sub alone: its .git file names [TEMP]/elsewhere/victim/.git, which is neither inside it, nor a submodule's git dir of the repository above, nor a worktree's that names it back; no checkpoint was made
+        --- exit 1
+    "#);
 }
 
 /// A git directory that came with a project's files (a vendored package,
@@ -390,28 +413,33 @@ fn a_commondir_file_cannot_send_hookd_into_another_repository() {
     )
     .unwrap();
     std::fs::write(vendored.join("lib.rs"), "pub fn x() {}\n").unwrap();
-    a_session_there_leaves_it_alone(
+    let save = a_session_there_leaves_it_alone(
         &lab,
         &project,
         &vendored,
         &important,
-        "commondir",
         "a git dir whose commondir names another repository",
     );
+    insta::assert_snapshot!(save, @r#"
+        state saved to [TEMP]/proj/vendor/x/.workflow/context_state.json
+        resume prompt in [TEMP]/proj/vendor/x/.workflow/resume_prompt.md
+        --- stderr
+        problem: no checkpoint: hookd leaves the git repository of [TEMP]/proj/vendor/x alone: its git directory [TEMP]/proj/vendor/x/.git has a commondir file naming [TEMP]/elsewhere/important/.git, which would take its objects and refs, yet it is not a linked worktree of that repository ([TEMP]/elsewhere/important/.git/worktrees/<name> whose gitdir file names this .git back); no checkpoint was made. If it came with the project's files (a vendored package, a tarball), remove [TEMP]/proj/vendor/x/.git/commondir or that git directory; for a worktree, run `git worktree add` from the repository
+        --- exit 1
+    "#);
 }
 
 /// A session started in `dir` of `project` (which leads git to `victim`):
-/// a save fails saying `why`, a compaction runs its pipeline, and `victim`
-/// keeps its refs, objects and exclude file, with nothing written outside
-/// the project.
+/// a save fails, a compaction runs its pipeline, and `victim` keeps its
+/// refs, objects and exclude file, with nothing written outside the
+/// project. Returns what the failed save said, normalized.
 fn a_session_there_leaves_it_alone(
     lab: &Lab,
     project: &GitRepo,
     dir: &Path,
     victim: &GitRepo,
-    why: &str,
     what: &str,
-) {
+) -> String {
     let exclude = victim.git_dir().join("info/exclude");
     let exclude_before = std::fs::read(&exclude).ok();
     let victim_before = victim.fingerprint();
@@ -428,8 +456,7 @@ fn a_session_there_leaves_it_alone(
     // A save asked for a checkpoint: it fails, saying why.
     let save = lab.sb.hookctl_in(dir, &["save"]);
     assert_eq!(save.status.code(), Some(1), "{}", stderr(&save));
-    let said = format!("{}{}", hookd_tests::stdout(&save), stderr(&save));
-    assert!(said.contains(why), "{said}");
+    let said = lab.sb.normalize(&hookd_tests::output_text(&save));
     assert_ok(
         &lab.hook(dir, &t, "PreCompact(trigger=manual)", "pre-compact"),
         "pre-compact",
@@ -454,6 +481,7 @@ fn a_session_there_leaves_it_alone(
         exclude.display()
     );
     outside.assert_unchanged(what);
+    said
 }
 
 /// Another user's directory (B's `/tmp/shared`, open to all) holding a

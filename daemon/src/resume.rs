@@ -519,10 +519,15 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
         parts.push(format!("read first: {}", prompt::shown_path(state, file)));
     }
     if let Some(step) = &state.last_step {
+        // A file is named from where the agent works, as in the prompt.
         let target = step
             .target
             .as_deref()
-            .map(|t| format!(" {}", protocol::text::clip(t, 60)))
+            .map(|t| match step.file {
+                true => prompt::shown_path(state, t),
+                false => t.to_owned(),
+            })
+            .map(|t| format!(" {}", protocol::text::clip(&t, 60)))
             .unwrap_or_default();
         parts.push(format!(
             "last step: {}{target}: {}",

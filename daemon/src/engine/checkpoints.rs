@@ -63,6 +63,7 @@ async fn blocking(work: impl FnOnce() -> Result<Response, GitError> + Send + 'st
                 | GitError::Bare { .. }
                 | GitError::WorkTreeElsewhere { .. }
                 | GitError::UnsafePath { .. }
+                | GitError::UnsafeRef { .. }
                 | GitError::UnsafeFile { .. }
                 | GitError::TooBigToCheck { .. }
                 | GitError::ForeignRef(_) => ErrorKind::BadRequest,

@@ -97,6 +97,8 @@ pub enum GitError {
     WouldOverwrite(Vec<String>),
     #[error("refusing to restore `{path}`: {why}")]
     UnsafePath { path: String, why: String },
+    #[error("refusing to move `{reference}`: {why}; no checkpoint was made")]
+    UnsafeRef { reference: String, why: String },
     #[error(
         "`{path}` is not in checkpoint {rev} (hookd took this --path from the repository's root; `hookctl checkpoint show {rev}` lists the checkpoint's files)"
     )]
@@ -149,7 +151,18 @@ fn open(project: &Path) -> Result<git2::Repository, GitError> {
     let shown = || project.display().to_string();
     // libgit2 walks up past a directory of another user; hookd's own walk
     // stops there, and libgit2 opens nothing unless it found a work tree.
-    let root = work_tree_root(project).ok_or_else(|| GitError::NotARepository { path: shown() })?;
+    let Some(root) = work_tree_root(project) else {
+        // A bare repository has no work tree to find: say so, not that
+        // there is no repository.
+        let canonical = project
+            .canonicalize()
+            .unwrap_or_else(|_| project.to_path_buf());
+        return Err(if is_git_dir(&canonical) && !canonical.ends_with(".git") {
+            GitError::Bare { path: shown() }
+        } else {
+            GitError::NotARepository { path: shown() }
+        });
+    };
     // libgit2 opens every file it reads as it finds it, blocking: a FIFO
     // would hold the calling thread until someone writes to it.
     special_files::refuse_before_open(project)?;
@@ -895,8 +908,8 @@ fn refs_dir_is_real(repo: &git2::Repository, reference: &str) -> Result<(), GitE
     let Some(parent) = Path::new(reference).parent() else {
         return Ok(());
     };
-    let refused = |why: String| GitError::UnsafePath {
-        path: reference.to_owned(),
+    let refused = |why: String| GitError::UnsafeRef {
+        reference: reference.to_owned(),
         why,
     };
     // Refs live in the common git directory (shared by linked worktrees).

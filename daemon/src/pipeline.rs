@@ -73,7 +73,10 @@ impl SaveReport {
 /// Runs the pipeline. Blocking: call it from `spawn_blocking`.
 pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> SaveReport {
     let mut report = SaveReport::default();
-    // Opened once: every git step of this save shares it.
+    let lock = resources.projects.for_path(&request.project);
+    let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+    // Opened once, under the project's lock: every git step of this save
+    // shares it.
     let repository = resources
         .repositories
         .open(&request.project, git::GIT_DEADLINE);
@@ -95,8 +98,6 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
             return report;
         }
     };
-    let lock = resources.projects.for_path(&request.project);
-    let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
     // A daemon killed mid-write leaves its temp files behind; the real files are whole.
     dir.sweep_temp_files(STALE_TEMP_AGE);
     if let Ok(history) = dir.open_dir(HISTORY_DIR) {
@@ -655,12 +656,12 @@ impl Run<'_> {
     ) -> Result<(BudgetPlan, Option<PathBuf>), String> {
         let (request, config, workflow) = (self.request, self.config, &self.dir);
         let repositories = &self.resources.repositories;
-        let repository = self.repository.as_ref().ok();
+        let repository = git::Access::of(&self.repository);
         let task = budget::plan::task_of(state);
-        let (project, repo) = (request.project.clone(), repository.cloned());
+        let (project, repo) = (request.project.clone(), repository.clone());
         let mut files = repositories
             .bounded(&request.project, git::GIT_DEADLINE, move |_| {
-                Ok(budget::files::list_in(repo.as_ref(), &project, false))
+                Ok(budget::files::list_in(&repo, &project, false))
             })
             .map_err(|e| format!("context budget: {e}"))?;
         files.extend(
@@ -711,7 +712,7 @@ impl Run<'_> {
                 .map(|(dir, _)| dir),
             now_ms: now,
             repositories,
-            repository,
+            repository: &repository,
         };
         let plan = budget::plan::plan(&input).map_err(|e| format!("context budget: {e}"))?;
         let record = budget::plan::save_record(workflow, &plan, now, config.budget.records_keep)
@@ -827,6 +828,29 @@ mod tests {
         let report = save(&request, &config, &resources);
         assert!(report.ok(), "{:?}", report.problems);
         assert!(report.checkpoint.is_some(), "{report:?}");
+        assert_eq!(git::times_opened(&project), 1);
+    }
+
+    /// A project that is no repository is asked once: the budget's steps
+    /// do not try to open it again by its path.
+    #[test]
+    fn a_save_outside_a_repository_asks_git_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("plain");
+        std::fs::create_dir(&project).unwrap();
+        std::fs::write(project.join("lib.rs"), "pub fn one() {}\n").unwrap();
+        let request = SaveRequest {
+            session: None,
+            project: project.clone(),
+            working_dir: None,
+            transcript: None,
+            context: None,
+            trigger: SaveTrigger::PreCompact(crate::harness::Trigger::Auto),
+            checkpoint: true,
+        };
+        let resources = Resources::in_state_dir(&dir.path().join("state"));
+        let report = save(&request, &Config::default(), &resources);
+        assert!(report.state_file.is_some(), "{report:?}");
         assert_eq!(git::times_opened(&project), 1);
     }
 

@@ -97,20 +97,12 @@ const WALK_LIMIT: usize = 20_000;
 /// (with `untracked`) untracked but not ignored. Outside git, a walk that
 /// skips build output.
 pub fn list(project: &Path, untracked: bool) -> Vec<String> {
-    list_in(None, project, untracked)
+    list_in(&crate::git::Access::ByPath, project, untracked)
 }
 
-/// [`list`], through `repository` when the caller has it open.
-pub fn list_in(
-    repository: Option<&crate::git::OpenRepository>,
-    project: &Path,
-    untracked: bool,
-) -> Vec<String> {
-    let from_git = match repository {
-        Some(repo) => repo.project_files(untracked),
-        None => crate::git::project_files(project, untracked),
-    };
-    match from_git {
+/// [`list`], reaching the repository through `repository`.
+pub fn list_in(repository: &crate::git::Access, project: &Path, untracked: bool) -> Vec<String> {
+    match repository.project_files(project, untracked) {
         Some(mut files) => {
             files.retain(|f| !protocol::project::is_hookd_file(f));
             files

@@ -59,8 +59,8 @@ pub struct PlanInput<'a> {
     /// ([`crate::git::Repositories::bounded`]): a stuck read costs one
     /// deadline, not a thread for good.
     pub repositories: &'a crate::git::Repositories,
-    /// The repository, when the caller has it open already (a save does).
-    pub repository: Option<&'a crate::git::OpenRepository>,
+    /// How git reaches the repository (a save has it open already).
+    pub repository: &'a crate::git::Access,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -133,15 +133,11 @@ fn ages(input: &PlanInput, paths: &[String]) -> HashMap<String, f64> {
     let from_git = {
         let (at, paths) = (project.to_path_buf(), paths.to_vec());
         let known = known.map(<[String]>::to_vec);
-        let repo = input.repository.cloned();
+        let repo = input.repository.clone();
         input
             .repositories
             .bounded(project, crate::git::GIT_DEADLINE, move |_| {
-                let known = known.as_deref();
-                Ok(match repo {
-                    Some(repo) => repo.last_changes(&paths, known, now_ms, window_ms),
-                    None => crate::git::last_changes(&at, &paths, known, now_ms, window_ms),
-                })
+                Ok(repo.last_changes(&at, &paths, known.as_deref(), now_ms, window_ms))
             })
             .ok()
             .flatten()
@@ -254,11 +250,11 @@ fn follow_imports(
 pub fn score_candidates(input: &PlanInput, keywords: &[String]) -> Vec<FileScore> {
     let project = input.project;
     let all = input.files.clone().unwrap_or_else(|| {
-        let (at, repo) = (project.to_path_buf(), input.repository.cloned());
+        let (at, repo) = (project.to_path_buf(), input.repository.clone());
         input
             .repositories
             .bounded(project, crate::git::GIT_DEADLINE, move |_| {
-                Ok(files::list_in(repo.as_ref(), &at, true))
+                Ok(files::list_in(&repo, &at, true))
             })
             .unwrap_or_default()
     });
@@ -853,7 +849,7 @@ mod tests {
             cache_dir: None,
             now_ms: crate::time::now_ms(),
             repositories: &crate::git::Repositories::default(),
-            repository: None,
+            repository: &crate::git::Access::ByPath,
         };
         plan(&input)
     }
@@ -997,7 +993,7 @@ mod tests {
             cache_dir: None,
             now_ms: crate::time::now_ms(),
             repositories: &crate::git::Repositories::default(),
-            repository: None,
+            repository: &crate::git::Access::ByPath,
         };
         let scores = score_candidates(&input, &score::keywords(&input.task));
         let named = scores

@@ -159,7 +159,7 @@ impl Engine {
                 cache_dir: cache_dir(&query.project, &config),
                 now_ms: now,
                 repositories: &repositories,
-                repository: None,
+                repository: &crate::git::Access::ByPath,
             };
             match plan::plan(&input) {
                 Ok(result) => {
@@ -214,7 +214,7 @@ impl Engine {
                 cache_dir: None,
                 now_ms: now_ms(),
                 repositories: &repositories,
-                repository: None,
+                repository: &crate::git::Access::ByPath,
             };
             Response::Score(Box::new(plan::score_one(&input, &rel)))
         })

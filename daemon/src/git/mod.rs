@@ -391,6 +391,51 @@ impl OpenRepository {
     }
 }
 
+/// How a series of git steps reaches a project's repository: through one
+/// its caller opened, by its path, or not at all when the caller already
+/// failed to open it (asking again would only fail again, or wait again).
+#[derive(Debug, Clone)]
+pub enum Access {
+    Opened(OpenRepository),
+    ByPath,
+    Unavailable,
+}
+
+impl Access {
+    /// Through the repository `opened`, or not at all when it could not be.
+    pub fn of<E>(opened: &Result<OpenRepository, E>) -> Access {
+        match opened {
+            Ok(repo) => Access::Opened(repo.clone()),
+            Err(_) => Access::Unavailable,
+        }
+    }
+
+    /// See [`project_files`].
+    pub fn project_files(&self, project: &Path, untracked: bool) -> Option<Vec<String>> {
+        match self {
+            Access::Opened(repo) => repo.project_files(untracked),
+            Access::ByPath => project_files(project, untracked),
+            Access::Unavailable => None,
+        }
+    }
+
+    /// See [`last_changes`].
+    pub fn last_changes(
+        &self,
+        project: &Path,
+        paths: &[String],
+        changed: Option<&[String]>,
+        now_ms: u64,
+        window_ms: u64,
+    ) -> Option<HashMap<String, u64>> {
+        match self {
+            Access::Opened(repo) => repo.last_changes(paths, changed, now_ms, window_ms),
+            Access::ByPath => last_changes(project, paths, changed, now_ms, window_ms),
+            Access::Unavailable => None,
+        }
+    }
+}
+
 /// What hookd keeps per repository between snapshots, owned by whoever
 /// snapshots (the engine's [`crate::resources::Resources`]). Cloning it
 /// shares the same locks, cache and stuck list.

@@ -98,6 +98,9 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
             return report;
         }
     };
+    if config.capture.exclude_workflow_dir && repository.is_ok() {
+        workflow.keep_out_of_git();
+    }
     // A daemon killed mid-write leaves its temp files behind; the real files are whole.
     dir.sweep_temp_files(STALE_TEMP_AGE);
     if let Ok(history) = dir.open_dir(HISTORY_DIR) {
@@ -852,6 +855,41 @@ mod tests {
         let report = save(&request, &Config::default(), &resources);
         assert!(report.state_file.is_some(), "{report:?}");
         assert_eq!(git::times_opened(&project), 1);
+    }
+
+    /// A `.workflow/` that was there before hookd excluded it is kept out
+    /// of git's status and of the checkpoint all the same.
+    #[test]
+    fn a_workflow_dir_made_earlier_is_kept_out_of_the_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("repo");
+        std::fs::create_dir(&project).unwrap();
+        git(&project, &["init", "-q"]);
+        std::fs::write(project.join("lib.rs"), "pub fn one() {}\n").unwrap();
+        git(&project, &["add", "."]);
+        git(&project, &["commit", "-q", "-m", "init"]);
+        std::fs::create_dir(project.join(".workflow")).unwrap();
+        std::fs::write(project.join(".workflow/notes.md"), "mine\n").unwrap();
+        let request = SaveRequest {
+            session: None,
+            project: project.clone(),
+            working_dir: None,
+            transcript: None,
+            context: None,
+            trigger: SaveTrigger::Manual,
+            checkpoint: true,
+        };
+        let resources = Resources::in_state_dir(&dir.path().join("state"));
+        let report = save(&request, &Config::default(), &resources);
+        let checkpoint = report.checkpoint.expect("a checkpoint");
+        let listed = std::process::Command::new("git")
+            .args(["ls-tree", "-r", "--name-only", &checkpoint])
+            .current_dir(&project)
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&listed.stdout), "lib.rs\n");
+        let exclude = std::fs::read_to_string(project.join(".git/info/exclude")).unwrap();
+        assert!(exclude.lines().any(|l| l == ".workflow/"), "{exclude}");
     }
 
     /// What Claude Code shows the person under "Compacted": two lines.

@@ -69,13 +69,20 @@ impl Workflow {
         }
         let (dir, created) = Dir::open(&self.project)?.create_dir(WORKFLOW_DIR)?;
         dir.check_private()?;
-        if created
-            && exclude_from_git
-            && let Err(e) = crate::git::exclude(&self.project, &format!("{WORKFLOW_DIR}/"))
-        {
-            tracing::debug!(project = %self.project.display(), error = %e, "could not add .workflow/ to git's exclude file");
+        if created && exclude_from_git {
+            self.keep_out_of_git();
         }
         Ok(dir)
+    }
+
+    /// Adds `.workflow/` to the repository's `info/exclude` unless it is
+    /// there: out of `git status`, and of checkpoints. A directory made
+    /// before hookd excluded it (by hand, or with exclusion off) is asked
+    /// for by each save.
+    pub fn keep_out_of_git(&self) {
+        if let Err(e) = crate::git::exclude(&self.project, &format!("{WORKFLOW_DIR}/")) {
+            tracing::debug!(project = %self.project.display(), error = %e, "could not add .workflow/ to git's exclude file");
+        }
     }
 
     /// Replaces the file `name` in the existing directory.

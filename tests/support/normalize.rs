@@ -2,7 +2,7 @@
 //! run (the sandbox's paths, times, durations, pids, commit ids) replaced by
 //! placeholders, as `[TEMP]`, `[SOCKET]`, `[TIME]`, `[DURATION]`, `[PID]`,
 //! `[SHA]` (a full commit id; a short one only of the commits a test names,
-//! with [`Normalizer::with_commits`]), `[STAMP]`, `[MARKER]`.
+//! with [`Normalizer::with_commits`]), `[STAMP]`, `[MARKER]`, `[TOKEN]`.
 
 use regex::Regex;
 use std::path::{Path, PathBuf};
@@ -31,6 +31,9 @@ static PID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"(?i-u)(\bpid"?:?\s*
 // The arrival marker's nonce differs each time a prompt is made.
 static RESUME_MARKER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u)\[hookd-resume [0-9a-f]+\]").unwrap());
+// The one-time token PreCompact asks the summary's `hookd-state` block for.
+static STATE_TOKEN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?-u)\bhookd-state [0-9a-f]{16,}\b").unwrap());
 // When a saved state or a budget record was made, in its id or file name.
 static STAMP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\d{8}_\d{6}(_\d{3})?").unwrap());
 static FULL_SHA: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b[0-9a-f]{40}\b").unwrap());
@@ -85,6 +88,7 @@ impl Normalizer {
             out = out.replace(path.as_str(), placeholder);
         }
         let out = RESUME_MARKER.replace_all(&out, "[hookd-resume [MARKER]]");
+        let out = STATE_TOKEN.replace_all(&out, "hookd-state [TOKEN]");
         let out = STAMP.replace_all(&out, "[STAMP]");
         let out = ISO_TIME.replace_all(&out, "[TIME]");
         let out = COMPACT_TIME.replace_all(&out, "[TIME]");
@@ -124,6 +128,10 @@ mod tests {
         assert_eq!(
             n.normalize("at 3f2a9c1, 3f2a9c1d0, compact_20261126_045425_r1"),
             "at [SHA], [SHA], compact_[STAMP]_r1"
+        );
+        assert_eq!(
+            n.normalize("info string `hookd-state 65b14ff2c57d1f9fe035d63d4d634456`"),
+            "info string `hookd-state [TOKEN]`"
         );
     }
 }

@@ -2,7 +2,7 @@
 //! run (the sandbox's paths, times, durations, pids, commit ids) replaced by
 //! placeholders, as `[TEMP]`, `[SOCKET]`, `[TIME]`, `[DURATION]`, `[PID]`,
 //! `[SHA]` (a full commit id; a short one only of the commits a test names,
-//! with [`Normalizer::with_commits`]), `[STAMP]`, `[MARKER]`, `[TOKEN]`.
+//! with [`Normalizer::with_commits`]), `[STAMP]`, `[MARKER]`, `[TOKEN]`, `[DATE]`.
 
 use regex::Regex;
 use std::path::{Path, PathBuf};
@@ -22,6 +22,8 @@ static ISO_TIME: LazyLock<Regex> = LazyLock::new(|| {
 // A backup's name: its time, and a count when two fall in the same second.
 static COMPACT_TIME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u)\b\d{8}T\d{6}Z?(-\d+)?\b").unwrap());
+// A day alone (a task's, a log file's), once the times holding one are gone.
+static DATE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b\d{4}-\d\d-\d\d\b").unwrap());
 static CLOCK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b\d\d:\d\d:\d\d\b").unwrap());
 static EPOCH_MS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b1\d{12}\b").unwrap());
 static DURATION: LazyLock<Regex> = LazyLock::new(|| {
@@ -92,6 +94,7 @@ impl Normalizer {
         let out = STAMP.replace_all(&out, "[STAMP]");
         let out = ISO_TIME.replace_all(&out, "[TIME]");
         let out = COMPACT_TIME.replace_all(&out, "[TIME]");
+        let out = DATE.replace_all(&out, "[DATE]");
         let out = CLOCK.replace_all(&out, "[TIME]");
         let out = EPOCH_MS.replace_all(&out, "[TIME]");
         let out = PID.replace_all(&out, "${1}[PID]");
@@ -132,6 +135,10 @@ mod tests {
         assert_eq!(
             n.normalize("info string `hookd-state 65b14ff2c57d1f9fe035d63d4d634456`"),
             "info string `hookd-state [TOKEN]`"
+        );
+        assert_eq!(
+            n.normalize("closed 2026-11-01 (hookd.2026-11-25.log)"),
+            "closed [DATE] (hookd.[DATE].log)"
         );
     }
 }

@@ -29,7 +29,8 @@ static EPOCH_MS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b1\d{12}\
 static DURATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?-u)\b\d+(\.\d+)?(ns|us|ms|s|m|h|d)( \d+(\.\d+)?(ms|s|m))?\b").unwrap()
 });
-static PID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"(?i-u)(\bpid"?:?\s*)\d+"#).unwrap());
+static PID: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"(?i-u)(\bpid"?[:=]?\s*)\d+"#).unwrap());
 // The arrival marker's nonce differs each time a prompt is made.
 static RESUME_MARKER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u)\[hookd-resume [0-9a-f]+\]").unwrap());
@@ -139,6 +140,10 @@ mod tests {
         assert_eq!(
             n.normalize("closed 2026-11-01 (hookd.2026-11-25.log)"),
             "closed [DATE] (hookd.[DATE].log)"
+        );
+        assert_eq!(
+            n.normalize("INFO hookd::server: listening pid=31751"),
+            "INFO hookd::server: listening pid=[PID]"
         );
     }
 }

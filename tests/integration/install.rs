@@ -908,14 +908,36 @@ fn paths_completions_and_usage_errors() {
         );
     }
     // Usage errors exit 1: a harness reads 2 as "block".
+    let mut said = String::new();
     for args in [
         &["install", "no-such-harness"][..],
         &["completions", "tcsh"],
         &["paths", "nope"],
     ] {
         let out = sb.hookctl(args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        said += &format!("# hookctl {}\n{}", args.join(" "), output_text(&out));
     }
+    insta::assert_snapshot!(sb.normalize(&said), @r#"
+        # hookctl install no-such-harness
+        --- stderr
+        error: invalid value 'no-such-harness' for '<HARNESS>': unknown harness `no-such-harness` (known: claude-code, codex, gemini-cli)
+
+        For more information, try '--help'.
+        --- exit 1
+        # hookctl completions tcsh
+        --- stderr
+        error: invalid value 'tcsh' for '<SHELL>'
+          [possible values: bash, elvish, fish, powershell, zsh]
+
+          tip: a similar value exists: 'zsh'
+
+        For more information, try '--help'.
+        --- exit 1
+        # hookctl paths nope
+        --- stderr
+        hookctl: unknown path `nope` (known: socket, config-dir, config-file, templates-dir, state-dir, log-dir, data-dir)
+        --- exit 1
+    "#);
 }
 
 #[test]

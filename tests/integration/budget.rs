@@ -4,8 +4,8 @@
 //! resume prompt, and the context report.
 
 use hookd_tests::{
-    GitRepo, Sandbox, Scenario, TestDaemon, assert_valid, state_schema, stderr, stdout,
-    workflow_events,
+    GitRepo, Sandbox, Scenario, TestDaemon, assert_valid, output_text, state_schema, stderr,
+    stdout, workflow_events,
 };
 use serde_json::{Value, json};
 use std::path::Path;
@@ -13,6 +13,18 @@ use std::path::Path;
 fn json_of(out: &std::process::Output) -> Value {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
     serde_json::from_str(&stdout(out)).expect("JSON output")
+}
+
+/// The lines of `text` from the one starting `heading` to the next blank line.
+fn section(text: &str, heading: &str) -> String {
+    let start = text
+        .find(&format!("\n{heading}"))
+        .unwrap_or_else(|| panic!("no {heading} in:\n{text}"));
+    text[start + 1..]
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 fn tier_files(plan: &Value, tier: &str) -> Vec<String> {
@@ -133,13 +145,34 @@ fn context_budget_on_this_projects_own_tree() {
         task,
         "--show-allocation",
     ]);
+    // How the budget is split (which files fill it is this tree's own
+    // business, and changes with it), the client in it, and the verdict.
     let table = stdout(&out);
-    assert!(
-        table.contains("CONTEXT BUDGET ALLOCATION")
-            && table.contains("PRIMARY CONTEXT (50% = 45,000 tokens)")
-            && table.contains("  - Available: 90,000 tokens")
-            && table.contains("hookctl/src/client.rs")
-            && table.contains("Status: ✓ Within budget"),
+    let split: String = table
+        .lines()
+        .take_while(|l| !l.starts_with("SUPPORTING CONTEXT"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    insta::assert_snapshot!(split, @r#"
+        ================================================================================
+        CONTEXT BUDGET ALLOCATION
+        ================================================================================
+        Task: "add OAuth support to the client"
+        Keywords: oauth, client
+        Total Budget: 100,000 tokens (budget.max_tokens)
+
+        ALLOCATION:
+        Reserved:
+          - Output generation: 8,000 tokens
+          - System prompts: 2,000 tokens
+          - Available: 90,000 tokens
+
+        PRIMARY CONTEXT (50% = 45,000 tokens): 0 files, 0 tokens (0.0% of allocation)
+    "#);
+    assert!(table.contains("\n  hookctl/src/client.rs "), "{table}");
+    assert_eq!(
+        table.lines().find(|l| l.starts_with("Status:")),
+        Some("Status: ✓ Within budget, no overflow handling needed"),
         "{table}"
     );
     let records = std::fs::read_dir(repo.dir.join(".workflow/budget-records"))
@@ -187,12 +220,16 @@ fn context_budget_on_this_projects_own_tree() {
         "--task",
         task,
     ]));
-    assert!(
-        text.contains(
-            "task_alignment    0.70 × 0.40 = 0.280   path: client; contents: oauth, client"
-        ) && text.contains("→ supporting (≥ 0.5)"),
-        "{text}"
-    );
+    insta::assert_snapshot!(text, @r#"
+        hookctl/src/client.rs (source)
+          task_alignment    0.70 × 0.40 = 0.280   path: client; contents: oauth, client
+          recency           1.00 × 0.20 = 0.200   modified 0.0 days ago
+          mention_density   0.00 × 0.20 = 0.000   named 0 times by the session
+          dependency_depth  1.00 × 0.10 = 0.100   one of the task's own files
+          file_type         1.00 × 0.10 = 0.100   source
+          total             0.680 → supporting (≥ 0.5)
+          candidate because: keyword, content
+    "#);
 }
 
 const RUST: &str = r#"//! Tokens of the query language.
@@ -289,85 +326,120 @@ fn summaries_of_rust_python_and_typescript_at_every_level() {
         }
         json_of(&sb.hookctl(&args))
     };
-    let cases = [
-        (
-            "src/token.rs",
-            RUST,
-            vec![
-                "pub struct Token {",
-                "pub fn is_end(&self) -> bool",
-                "/// Whether it ends a statement.",
-                "pub enum Kind",
-            ],
-            vec!["Purpose: Tokens of the query language.", "Token", "Kind"],
-        ),
-        (
-            "app/client.py",
-            PYTHON,
-            vec![
-                "class Client:",
-                "def fetch(self, item: str) -> dict:",
-                "\"\"\"One item.\"\"\"",
-                "def connect(url: str) -> Client:",
-            ],
-            vec![
-                "Purpose: HTTP client for the inventory service.",
-                "Client",
-                "connect",
-            ],
-        ),
-        (
-            "web/session.ts",
-            TYPESCRIPT,
-            vec![
-                "export interface Session",
-                "export class MemoryStore",
-                "get(id: string): Session | undefined",
-                "export function expired(s: Session, now: number): boolean",
-            ],
-            vec![
-                "Purpose: Session storage for the web app.",
-                "MemoryStore",
-                "expired",
-            ],
-        ),
-    ];
-    for (file, source, detailed_has, summary_has) in cases {
+    // Each level of one file as the model is given it; bodies are left out.
+    let levels = |file: &str, source: &str, summary_has: &[&str]| -> String {
         let full = summarize(file, "full", false);
         assert_eq!(full["text"], source);
-        let detailed = summarize(file, "detailed", false);
-        let text = detailed["text"].as_str().unwrap();
-        for needle in detailed_has {
+        let mut said = String::new();
+        for (level, max_tokens) in [("detailed", 2000), ("summary", 500), ("stub", 100)] {
+            let out = summarize(file, level, false);
             assert!(
-                text.contains(needle),
-                "{file} detailed lacks {needle}:\n{text}"
+                out["tokens"].as_u64().unwrap() <= max_tokens,
+                "{file} {level}: {out:#}"
             );
-        }
-        assert!(
-            !text.contains("secret_body_marker") && !text.contains("secretBodyMarker"),
-            "{file}: bodies are left out:\n{text}"
-        );
-        assert!(detailed["tokens"].as_u64().unwrap() <= 2000);
-        let summary = summarize(file, "summary", false);
-        let text = summary["text"].as_str().unwrap();
-        for needle in summary_has {
+            let text = out["text"].as_str().unwrap();
             assert!(
-                text.contains(needle),
-                "{file} summary lacks {needle}:\n{text}"
+                !text.contains("secret_body_marker") && !text.contains("secretBodyMarker"),
+                "{file} {level}: bodies are left out:\n{text}"
             );
+            if level == "summary" {
+                for needle in summary_has {
+                    assert!(
+                        text.contains(needle),
+                        "{file} summary lacks {needle}:\n{text}"
+                    );
+                }
+            } else {
+                said += &format!("--- {level}\n{text}\n");
+            }
         }
-        assert!(summary["tokens"].as_u64().unwrap() <= 500);
-        let stub = summarize(file, "stub", false);
-        let text = stub["text"].as_str().unwrap();
-        let lines = source.lines().count();
-        assert!(
-            text.starts_with(&format!(
-                "`{file}`: source file, {lines} lines, last modified "
-            )),
-            "{text}"
-        );
-        assert!(stub["tokens"].as_u64().unwrap() <= 100);
-    }
+        sb.normalize(&said)
+    };
+    insta::assert_snapshot!(
+        levels("src/token.rs", RUST, &["Purpose: Tokens of the query language.", "Token", "Kind"]),
+        @r#"
+        --- detailed
+        `src/token.rs` (outline: bodies left out)
+
+        //! Tokens of the query language.
+
+
+        /// One token.
+        #[derive(Debug)]
+        pub struct Token {
+            pub kind: Kind,
+        }
+
+        pub enum Kind {
+            Word,
+            Number,
+        }
+
+        impl Token { … }
+            /// Whether it ends a statement.
+            pub fn is_end(&self) -> bool { … }
+
+
+        --- stub
+        `src/token.rs`: source file, 22 lines, last modified [TIME]
+    "#
+    );
+    insta::assert_snapshot!(
+        levels(
+            "app/client.py",
+            PYTHON,
+            &["Purpose: HTTP client for the inventory service.", "Client", "connect"]
+        ),
+        @r#"
+        --- detailed
+        `app/client.py` (outline: bodies left out)
+
+        """HTTP client for the inventory service."""
+
+        class Client:
+            """Talks to the service."""
+            def __init__(self, base_url: str) -> None:
+            def fetch(self, item: str) -> dict:
+                """One item."""
+
+        def connect(url: str) -> Client:
+
+
+        --- stub
+        `app/client.py`: source file, 18 lines, last modified [TIME]
+    "#
+    );
+    insta::assert_snapshot!(
+        levels(
+            "web/session.ts",
+            TYPESCRIPT,
+            &["Purpose: Session storage for the web app.", "MemoryStore", "expired"]
+        ),
+        @r#"
+        --- detailed
+        `web/session.ts` (outline: bodies left out)
+
+        /** Session storage for the web app. */
+
+        export interface Session {
+          id: string;
+          expires: number;
+        }
+
+        export type Store = Map<string, Session>;
+
+        /** Keeps sessions in memory. */
+        export class MemoryStore { … }
+            private sessions: Store = new Map()
+            get(id: string): Session | undefined { … }
+
+        export function expired(s: Session, now: number): boolean { … }
+
+
+        --- stub
+        `web/session.ts`: source file, 22 lines, last modified [TIME]
+    "#
+    );
 
     // The cache: used until the file changes.
     assert_eq!(summarize("src/token.rs", "detailed", true)["cached"], false);
@@ -384,12 +456,11 @@ fn summaries_of_rust_python_and_typescript_at_every_level() {
     repo.write("src/token.rs", "pub fn changed() {}\n");
     let changed = summarize("src/token.rs", "detailed", true);
     assert_eq!(changed["cached"], false);
-    assert!(
-        changed["text"]
-            .as_str()
-            .unwrap()
-            .contains("pub fn changed()")
-    );
+    insta::assert_snapshot!(changed["text"].as_str().unwrap(), @r#"
+        `src/token.rs` (outline: bodies left out)
+
+        pub fn changed() { … }
+    "#);
 
     // A plain-text summary for a person.
     let out = sb.hookctl(&[
@@ -420,21 +491,19 @@ fn bad_requests_name_what_was_wrong() {
         "summarize",
         &outside.display().to_string(),
     ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("is not a file inside the project"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(!stdout(&out).contains("secret"));
+    assert!(!stdout(&out).contains("secret"), "the file is never read");
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        --- stderr
+        hookctl: hookd answered: [TEMP]/outside.rs is not a file inside the project [TEMP]/proj (only the project's own files are read)
+        --- exit 1
+    "#);
 
     let out = sb.hookctl(&["--project", &dir, "context-budget"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("no task: name one"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        --- stderr
+        hookctl: hookd answered: no task: name one (`hookctl context-budget "add OAuth support to the client"`), or save the workflow state first (`hookctl save`)
+        --- exit 1
+    "#);
 
     let out = sb.hookctl(&[
         "--project",
@@ -444,8 +513,15 @@ fn bad_requests_name_what_was_wrong() {
         "--level",
         "tiny",
     ]);
-    assert_eq!(out.status.code(), Some(1), "a usage error is never exit 2");
-    assert!(stderr(&out).contains("tiny"), "{}", stderr(&out));
+    // A usage error is never exit 2.
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        --- stderr
+        error: invalid value 'tiny' for '--level <LEVEL>'
+          [possible values: full, detailed, summary, stub]
+
+        For more information, try '--help'.
+        --- exit 1
+    "#);
 
     let out = sb.hookctl(&[
         "--project",
@@ -455,21 +531,19 @@ fn bad_requests_name_what_was_wrong() {
         "--max-tokens",
         "9000",
     ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("no tokens left after the reserves (9000 - 8000 - 2000)"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        --- stderr
+        hookctl: hookd answered: the budget has no tokens left after the reserves (9000 - 8000 - 2000)
+        --- exit 1
+    "#);
 
     repo.write(".hookd.yaml", "budget:\n  max_tokens: 5000\n");
     let out = sb.hookctl(&["--project", &dir, "context-budget", "anything"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("budget.max_tokens") && stderr(&out).contains("reserves"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        --- stderr
+        hookctl: hookd answered: config file [TEMP]/proj/.hookd.yaml: budget.max_tokens: 5000 leaves nothing after the reserves (8000 + 2000) (line 2); using the daemon's configuration (`hookctl config` shows every setting and where it comes from)
+        --- exit 1
+    "#);
 }
 
 /// A parser project, the agent at work on its cache; `config` is the
@@ -567,11 +641,13 @@ fn a_compaction_reloads_budgeted_context_and_the_report_totals_it() {
     assert!(!paths.contains(&"src/report.rs"), "unrelated: {paths:?}");
 
     // The prompt the model got carries the section.
-    assert!(injected.contains("### Context to Reload"), "{injected}");
-    assert!(
-        injected.contains("- `src/parser.rs`: primary, full, ~"),
-        "{injected}"
-    );
+    insta::assert_snapshot!(section(&injected, "### Context to Reload"), @r#"
+        ### Context to Reload
+        Read these again before you continue, most relevant first (96 tokens of a 67,450-token budget, sized for the room left: 163,000 of 167,000 tokens free: room for every file). Where the level is not `full`, `hookctl summarize <file> --level <level>` gives just that much.
+        - `src/parser.rs`: primary, full, ~51 tokens, relevance 0.812
+        - `src/cache.rs`: reference, full, ~38 tokens, relevance 0.388
+        - `tests/parser_test.rs`: reference, full, ~7 tokens, relevance 0.31
+    "#);
     assert!(injected.chars().count() <= 9000);
 
     // Events: the budget step, the compaction and the resume as transitions.
@@ -619,14 +695,28 @@ fn a_compaction_reloads_budgeted_context_and_the_report_totals_it() {
         (Some(1), Some(1))
     );
     assert_eq!(t["compaction_ratio"], 0.96);
-    let text = stdout(&s.sb.hookctl(&["--project", &dir, "context-report"]));
-    assert!(
-        text.contains("Session: b1-session")
-            && text.contains("Compactions: 1, 100,004 → 4,000 tokens (compression 96.0%)")
-            && text.contains("primary     full")
-            && text.contains("src/parser.rs"),
-        "{text}"
-    );
+    let out = s.sb.hookctl(&["--project", &dir, "context-report"]);
+    insta::assert_snapshot!(s.normalize(&output_text(&out)), @r#"
+        ================================================================================
+        CONTEXT REPORT
+        ================================================================================
+        Session: b1-session
+        Context now: 2% of the way to compaction (4,000 of 167,000 tokens), 2% of the window
+
+        LATEST BUDGET (1 of 1 records): [TEMP]/proj/.workflow/budget-records/[STAMP]_b1-session.json
+        Task: "Cache the token table in the parser Caching make the parser faster with a token cache finish Cache the token table in the parser" at [TIME]
+        Used 140 of 71,000 tokens; utilization 0.2%, efficiency 0.61
+          primary     full           51  0.81  src/parser.rs
+          reference   full           38  0.39  src/cache.rs
+          reference   full            7  0.31  tests/parser_test.rs
+
+        CONTEXT TRANSITIONS (.workflow/events.jsonl):
+        Compactions: 1, 100,004 → 4,000 tokens (compression 96.0%)
+        Resume prompts: 1, 653 tokens as sent vs 653 in Markdown (format saved 0.0%)
+        Resume prompts, followed or not:
+          session b1-sessi after compaction 1: resumed, not yet decided
+        Events: compaction 1, context_transition 2, pipeline 5, resume 1, resume_arrival 1
+    "#);
 
     // The session's own view of one file: mentions counted from its transcript.
     let score = json_of(&s.sb.hookctl(&[
@@ -644,16 +734,23 @@ fn a_compaction_reloads_budgeted_context_and_the_report_totals_it() {
 fn resume_prompts_in_yaml_and_xml() {
     let s = parser_cache_session("resume:\n  format: yaml\n");
     let yaml = compact(&s);
-    assert!(
-        yaml.starts_with("# hookd resume:")
-            && yaml.contains("\nMISSION: make the parser faster with a token cache\n")
-            && yaml.contains("\nCURRENT: Cache the token table in the parser @ src/parser.rs\n")
-            && yaml.contains("\nDONE: Profile the parser✓")
-            && yaml.contains("\nRELOAD: src/parser.rs(full)")
-            && yaml.contains("\nNEXT: "),
-        "{yaml}"
-    );
-    assert!(yaml.trim_end().ends_with(']'), "the marker ends it: {yaml}");
+    // The arrival marker ends it.
+    insta::assert_snapshot!(s.normalize(&yaml), @r#"
+        # hookd resume: context compacted; the work as saved [TIME] (before /compact). Continue at NEXT 1.
+        MISSION: make the parser faster with a token cache
+        IN_PROGRESS: Cache the token table in the parser
+        LAST_STEP: Edit src/parser.rs: succeeded
+        NEXT: 1. finish Cache the token table in the parser
+        OPEN: (in progress) Cache the token table in the parser
+        PHASE: not recorded
+        DONE: Profile the parser✓
+        CURRENT: Cache the token table in the parser @ src/parser.rs
+        CONSTRAINTS: branch main|checkpoint [SHA] (branch and index untouched)
+        RELOAD: src/parser.rs(full)|src/cache.rs(full)|tests/parser_test.rs(full) (sized for 163,000 of 167,000 tokens free: room for every file)
+        CHANGED: src/parser.rs
+        CONTEXT: 59% of the way to compaction (100,004 of 167,000 tokens), 50% of the window
+        [hookd-resume [MARKER]]
+    "#);
     let events = workflow_events(&s.project);
     let resume = events
         .iter()
@@ -673,14 +770,46 @@ fn resume_prompts_in_yaml_and_xml() {
     let xml = compact(&s);
     let end = xml.find("</workflow_context>").expect("closed") + "</workflow_context>".len();
     let document = &xml[..end];
-    assert!(
-        document.starts_with("<workflow_context source=\"hookd\""),
-        "{xml}"
-    );
-    assert!(
-        document.contains("<file path=\"src/parser.rs\" tier=\"primary\" level=\"full\""),
-        "{xml}"
-    );
+    insta::assert_snapshot!(s.normalize(&xml), @r#"
+        <workflow_context source="hookd" captured_at="[TIME]" trigger="pre-compact manual">
+          <note>Your context was compacted. This is where the work stood; continue from the first action of next_step_context.</note>
+          <where_you_stopped>
+            <current_objective>make the parser faster with a token cache</current_objective>
+            <in_progress>Cache the token table in the parser (Caching)</in_progress>
+            <last_step tool="Edit" target="src/parser.rs">succeeded</last_step>
+          </where_you_stopped>
+          <next_step_context>
+            1. finish Cache the token table in the parser
+          </next_step_context>
+          <open_tasks>
+            <task status="in progress">Cache the token table in the parser</task>
+          </open_tasks>
+          <events_history>
+            <action type="task_completed">Profile the parser</action>
+            <action type="file_modified">src/parser.rs: +2 −2 lines; edited fn parse; edited by the agent (3 edits)</action>
+          </events_history>
+          <current_state>
+            <phase>not recorded</phase>
+            <active_task>Cache the token table in the parser</active_task>
+            <file>src/parser.rs</file>
+            <blocking_issues></blocking_issues>
+            <context_usage>59% of the way to compaction (100,004 of 167,000 tokens), 50% of the window</context_usage>
+          </current_state>
+          <constraints>
+            <constraint>on branch main</constraint>
+            <constraint check="git_status_matches" status="pass">HEAD is still [SHA] on main, and the working tree is as saved</constraint>
+            <constraint check="workflow_exists" status="pass">no workflow file was in use; .workflow/ is in place</constraint>
+            <constraint check="task_valid" status="pass">&quot;Cache the token table in the parser&quot; is still open (in_progress)</constraint>
+          </constraints>
+          <context_to_reload tokens="96" budget="67,450" sized_for="163,000 of 167,000 tokens free: room for every file">
+            <file path="src/parser.rs" tier="primary" level="full" tokens="51" relevance="0.812"/>
+            <file path="src/cache.rs" tier="reference" level="full" tokens="38" relevance="0.388"/>
+            <file path="tests/parser_test.rs" tier="reference" level="full" tokens="7" relevance="0.31"/>
+          </context_to_reload>
+          <checkpoint sha="[SHA]" ref="refs/hookd/checkpoints/main">branch and index untouched; hookctl checkpoint restore [SHA] --path FILE brings a file back</checkpoint>
+        </workflow_context>
+        [hookd-resume [MARKER]]
+    "#);
     // Well-formed XML, by a real parser.
     let mut check = std::process::Command::new("python3");
     check.args([

@@ -4,14 +4,13 @@
 //! through the real hookctl, with transcripts in Claude Code's format.
 
 use hookd_tests::{
-    HookAnswer, Sandbox, Scenario, ScenarioBuilder, TestEvent, Transcript, stderr, stdout,
+    HookAnswer, Sandbox, Scenario, ScenarioBuilder, TestEvent, Transcript, output_text, stderr,
+    stdout,
 };
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Output;
 use std::time::Instant;
-
-const LESSONS: &str = "## Lessons From Similar Past Tasks";
 
 /// Sessions of one repository and their memory: each step runs a hook of
 /// the session named, or hookctl as its agent would.
@@ -145,6 +144,30 @@ impl Env {
     fn memory_events(&self) -> Vec<Value> {
         self.s.events("memory")
     }
+
+    /// `text` normalized for a snapshot, these tasks' ids (whole or the
+    /// first 8 characters shown) as `[TASK]`.
+    fn normalize(&self, text: &str, task_ids: &[&str]) -> String {
+        task_ids
+            .iter()
+            .fold(self.s.normalizer(), |n, id| {
+                // The whole id first: `with` puts each new one ahead.
+                n.with(&id[..8], "[TASK]").with(*id, "[TASK]")
+            })
+            .normalize(text)
+    }
+}
+
+/// The section of a resume prompt that keeps this task's reflections.
+fn reflections_section(prompt: &str) -> String {
+    let start = prompt
+        .find("#### Reflections on This Task")
+        .unwrap_or_else(|| panic!("no window in:\n{prompt}"));
+    prompt[start..]
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 use hookd_tests::additional_context as context;
@@ -180,11 +203,11 @@ fn session_a(env: &Env) -> Transcript {
             "success_pattern",
         ],
     );
-    assert!(
-        out.contains("recorded a reflection (what worked) on task")
-            && out.contains("fix the flaky login test"),
-        "{out}"
-    );
+    let task = env.tasks()[0]["task_id"].as_str().unwrap().to_owned();
+    insta::assert_snapshot!(env.normalize(&out, &[&task]), @r#"
+        recorded a reflection (what worked) on task [TASK] ("fix the flaky login test", debugging), before any compaction
+        1 reflection in all; resume prompts keep the last 3
+    "#);
     // A decision the next capture turns into a reflection.
     env.ok(
         Some("aaaa-login"),
@@ -238,23 +261,29 @@ fn a_similar_task_gets_the_first_ones_learnings_and_an_unrelated_one_nothing() {
 
     // B: described before it starts, as a person would from a terminal.
     let out = env.ok(None, &["task", "start", "fix the flaky signup test"]);
-    assert!(
-        out.contains("the next session there takes this task up"),
-        "{out}"
-    );
+    let tasks = env.tasks();
+    let b_task = tasks
+        .iter()
+        .find(|t| t["task_description"] == "fix the flaky signup test")
+        .and_then(|t| t["task_id"].as_str())
+        .expect("the task started");
+    insta::assert_snapshot!(env.normalize(&out, &[b_task]), @r#"
+        task [TASK]: "fix the flaky signup test", debugging
+        resume prompts keep its last 3 reflections (config memory.window)
+        lessons from similar past tasks: on
+        no live agent session in [TEMP]/proj: the next session there takes this task up
+    "#);
     let b = env.session("bbbb-signup");
     let lessons = context(&env.start(&b));
-    assert!(lessons.starts_with(LESSONS), "{lessons}");
-    for expected in [
-        "**fix the flaky login test** (debugging, success, 0 compactions",
-        "- Worked: Mocking the clock fixed the flakiness",
-        "- Worked: Waits: wait for network idle instead of sleeping",
-    ] {
-        assert!(
-            lessons.contains(expected),
-            "missing {expected:?} in:\n{lessons}"
-        );
-    }
+    insta::assert_snapshot!(env.normalize(&lessons, &[]), @r#"
+        ## Lessons From Similar Past Tasks
+
+        hookd's cross-task memory holds earlier tasks like this one ("fix the flaky signup test"). What they taught is below: use what fits; it is advice from past sessions, not an instruction.
+
+        **fix the flaky login test** (debugging, success, 0 compactions, [DATE]; similarity 52%; project [TEMP]/proj)
+        - Worked: Mocking the clock fixed the flakiness (from [TEMP]/proj)
+        - Worked: Waits: wait for network idle instead of sleeping (because sleeps race with the spinner) (from [TEMP]/proj)
+    "#);
     // Its first prompt describes nothing new: no second hand-over.
     assert_eq!(env.prompt(&b, "go ahead with the signup test"), Value::Null);
 
@@ -267,10 +296,15 @@ fn a_similar_task_gets_the_first_ones_learnings_and_an_unrelated_one_nothing() {
     let d = env.session("dddd-checkout");
     env.start(&d);
     let lessons = context(&env.prompt(&d, "the checkout test fails intermittently, fix it"));
-    assert!(
-        lessons.contains("Mocking the clock fixed the flakiness"),
-        "{lessons}"
-    );
+    insta::assert_snapshot!(env.normalize(&lessons, &[]), @r#"
+        ## Lessons From Similar Past Tasks
+
+        hookd's cross-task memory holds earlier tasks like this one ("the checkout test fails intermittently, fix it"). What they taught is below: use what fits; it is advice from past sessions, not an instruction.
+
+        **fix the flaky login test** (debugging, success, 0 compactions, [DATE]; similarity 38%; project [TEMP]/proj)
+        - Worked: Mocking the clock fixed the flakiness (from [TEMP]/proj)
+        - Worked: Waits: wait for network idle instead of sleeping (because sleeps race with the spinner) (from [TEMP]/proj)
+    "#);
     assert!(
         !lessons.contains("fix the flaky signup test"),
         "B has nothing to teach yet:\n{lessons}"
@@ -350,15 +384,12 @@ fn the_resume_prompt_keeps_exactly_omega_reflections() {
 
     // The default Ω: 3.
     let prompt = env.compact(&t);
-    assert!(
-        prompt.contains("#### Reflections on This Task (the last 3 of 6)"),
-        "{prompt}"
-    );
-    assert_eq!(numbers(&window(&prompt)), vec![4, 5, 6]);
-    assert!(
-        window(&prompt)[0].starts_with("- [a change of approach, before any compaction]"),
-        "{prompt}"
-    );
+    insta::assert_snapshot!(reflections_section(&prompt), @r#"
+        #### Reflections on This Task (the last 3 of 6)
+        - [a change of approach, before any compaction] lesson number 4 about the parser
+        - [a change of approach, before any compaction] lesson number 5 about the parser
+        - [a change of approach, before any compaction] lesson number 6 about the parser
+    "#);
     // The file PreCompact wrote has the same window.
     let file = std::fs::read_to_string(env.s.project.join(".workflow/resume_prompt.md")).unwrap();
     assert_eq!(numbers(&window(&file)), vec![4, 5, 6]);
@@ -371,22 +402,25 @@ fn the_resume_prompt_keeps_exactly_omega_reflections() {
         Some("omega-1"),
         &["reflect", "lesson number 7 about the parser"],
     );
+    // After one compaction: iteration 2.
     let prompt = env.compact(&t);
-    assert_eq!(numbers(&window(&prompt)), vec![7]);
-    assert!(
-        window(&prompt)[0].starts_with("- [a change of approach, after 1 compaction]"),
-        "after one compaction, iteration 2: {prompt}"
-    );
+    insta::assert_snapshot!(reflections_section(&prompt), @r#"
+        #### Reflections on This Task (the last 1 of 7)
+        - [a change of approach, after 1 compaction] lesson number 7 about the parser
+    "#);
 
     // Ω for this task, from the command line: it wins over the configuration.
     let out = env.ok(
         Some("omega-1"),
         &["task", "start", "make the parser faster", "--memory", "5"],
     );
-    assert!(
-        out.contains("resume prompts keep its last 5 reflections (hookctl task start --memory)"),
-        "{out}"
-    );
+    let task = env.json(Some("omega-1"), &["task", "show"]);
+    let id = task["task"]["task_id"].as_str().unwrap();
+    insta::assert_snapshot!(env.normalize(&out, &[id]), @r#"
+        task [TASK]: "make the parser faster", implementation
+        resume prompts keep its last 5 reflections (hookctl task start --memory)
+        lessons from similar past tasks: on
+    "#);
     let prompt = env.compact(&t);
     assert_eq!(numbers(&window(&prompt)), vec![3, 4, 5, 6, 7]);
 
@@ -489,7 +523,13 @@ fn outcomes_come_from_the_task_list_unless_given_by_hand() {
         ],
     );
     let out = env.ok(Some("outcome-failed"), &["task", "failed"]);
-    assert!(out.contains("closed: failure"), "{out}");
+    let task = env.json(Some("outcome-failed"), &["task", "show"]);
+    let id = task["task"]["task_id"].as_str().unwrap();
+    insta::assert_snapshot!(env.normalize(&out, &[id]), @r#"
+        task [TASK] ("speed up the CSV export for big reports", implementation) closed: failure
+        key learnings:
+          - Did not work: streaming rows did not help; the query is the cost
+    "#);
     todos(&mut f, &[("Stream the rows", "completed")]);
     env.stop(&f);
     env.end(&f);
@@ -553,38 +593,53 @@ fn the_memory_commands_list_search_show_and_forget() {
     session_a(&env);
     let a = env.closed("fix the flaky login test");
     let id = a["task_id"].as_str().unwrap();
-    let list = env.ok(None, &["memory", "list"]);
-    assert!(
-        list.contains(&id[..8])
-            && list.contains("success")
-            && list.contains("fix the flaky login test"),
-        "{list}"
-    );
     // Each column is named, and the short ones explained.
-    assert!(
-        list.starts_with("task      changed     outcome  type")
-            && list.contains("(cmp: compactions during the task; ref: its reflections)"),
-        "{list}"
-    );
+    let list = env.ok(None, &["memory", "list"]);
+    insta::assert_snapshot!(env.normalize(&list, &[id]), @r#"
+        task      changed     outcome  type           cmp ref  description
+        [TASK]  [DATE]  success  debugging        0   2  fix the flaky login test
+        (cmp: compactions during the task; ref: its reflections)
+    "#);
     let search = env.ok(None, &["memory", "search", "flaky signup test"]);
-    assert!(
-        search.contains('★') && search.contains(&id[..8]),
-        "{search}"
-    );
+    insta::assert_snapshot!(env.normalize(&search, &[id]), @r#"
+        score  task      changed     outcome  type           cmp ref  description
+        0.36★  [TASK]  [DATE]  success  debugging        0   2  fix the flaky login test
+        (cmp: compactions during the task; ref: its reflections)
+        (★: at or above the similarity threshold, 0.30)
+    "#);
     let found = env.json(None, &["memory", "search", "write the release notes"]);
     assert_eq!(found["tasks"].as_array().unwrap().len(), 0, "{found:#}");
     let shown = env.ok(None, &["memory", "show", &id[..8]]);
-    assert!(
-        shown.contains("key learnings:") && shown.contains("outcome from: 2 of 2 tasks completed"),
-        "{shown}"
-    );
+    insta::assert_snapshot!(env.normalize(&shown, &[id]), @r#"
+        task [TASK]
+          description: "fix the flaky login test", debugging
+          described by: first prompt
+          began: [TIME]
+          project: [TEMP]/proj
+          session: claude-code:aaaa-login
+          compactions: 0
+          state: closed [TIME]: success
+          outcome from: 2 of 2 tasks completed
+          resume prompts keep its last 3 reflections (config memory.window); lessons from similar tasks: on
+          reflections: 2 (the last 2 go into resume prompts)
+           ▸ [what worked, before any compaction, helpful] Mocking the clock fixed the flakiness
+           ▸ [a change of approach, before any compaction, helpful] Waits: wait for network idle instead of sleeping (because sleeps race with the spinner)
+          key learnings:
+            - Worked: Mocking the clock fixed the flakiness
+            - Worked: Waits: wait for network idle instead of sleeping (because sleeps race with the spinner)
+    "#);
     let stats = env.ok(None, &["memory", "stats"]);
-    assert!(
-        stats.contains("tasks: 1 (0 open), reflections: 2 (2 helpful"),
-        "{stats}"
-    );
+    insta::assert_snapshot!(env.normalize(&stats, &[id]), @r#"
+        memory: [TEMP]/data/memory
+        tasks: 1 (0 open), reflections: 2 (2 helpful, 0 neutral, 0 unhelpful)
+        cross-task retrievals: 0 handed lessons over, 1 found nothing similar
+        handed over: 0 past tasks, 0 lessons; 0 reflections of current tasks in resume prompts
+        reflections kept per resume prompt, on average: 3.0
+        closed tasks with lessons: 0 tasks
+        closed tasks without:      1 tasks, 100% succeeded, 0.0 compactions on average
+    "#);
     let out = env.ok(None, &["memory", "forget", &id[..8]]);
-    assert!(out.contains(&format!("forgot task {id}")), "{out}");
+    insta::assert_snapshot!(env.normalize(&out, &[id]), @r#"forgot task [TASK] ("fix the flaky login test")"#);
     assert!(env.tasks().is_empty());
     assert!(
         !env.s
@@ -594,19 +649,18 @@ fn the_memory_commands_list_search_show_and_forget() {
             .exists()
     );
     let out = env.hookctl(None, &["memory", "show", id]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("no stored task has an id starting with"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(env.normalize(&output_text(&out), &[id]), @r#"
+        --- stderr
+        hookctl: hookd answered: no stored task has an id starting with [TASK]
+        --- exit 1
+    "#);
+    // No session and no open task.
     let out = env.hookctl(None, &["reflect", "anything"]);
-    assert_eq!(out.status.code(), Some(1), "no session and no open task");
-    assert!(
-        stderr(&out).contains("hookctl task start"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(env.normalize(&output_text(&out), &[id]), @r#"
+        --- stderr
+        hookctl: hookd answered: no agent session or open task in [TEMP]/proj: run this from the agent's session, or describe the task first with `hookctl task start "…"`
+        --- exit 1
+    "#);
 }
 
 /// Writes a task record and its index line as hookd does.
@@ -703,39 +757,50 @@ fn unreadable_memory_files_are_skipped_and_reported_and_hooks_go_on() {
     env.ok(None, &["task", "start", "fix the flaky signup test"]);
     let t = env.session("after-corruption");
     let lessons = context(&env.start(&t));
-    assert!(lessons.contains("mock the clock"), "{lessons}");
+    insta::assert_snapshot!(env.normalize(&lessons, &[]), @r#"
+        ## Lessons From Similar Past Tasks
+
+        hookd's cross-task memory holds earlier tasks like this one ("fix the flaky signup test"). What they taught is below: use what fits; it is advice from past sessions, not an instruction.
+
+        **fix the flaky login test** (implementation, success, 1 compactions, [DATE]; similarity 41%; project no project)
+        - Worked: mock the clock (from no project)
+    "#);
     let list = env.json(None, &["memory", "list"]);
-    let problems: Vec<&str> = list["problems"]
+    let problems: String = list["problems"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| p.as_str().unwrap())
+        .map(|p| format!("{}\n", p.as_str().unwrap()))
         .collect();
-    assert!(
-        problems
-            .iter()
-            .any(|p| p.contains("index.jsonl line 3 is corrupt")),
-        "{problems:#?}"
-    );
-    assert!(
-        problems
-            .iter()
-            .any(|p| p.contains("index.jsonl line 4 is corrupt")),
-        "{problems:#?}"
-    );
-    assert!(
-        problems
-            .iter()
-            .any(|p| p.contains(&format!("{}.json is corrupt", uuid(3)))),
-        "{problems:#?}"
-    );
+    insta::assert_snapshot!(env.normalize(&problems, &[]), @r#"
+        [TEMP]/data/memory/index.jsonl line 3 is corrupt (EOF while parsing a string at line 1 column 22); skipped
+        [TEMP]/data/memory/index.jsonl line 4 is corrupt (expected ident at line 1 column 2); skipped
+        [TEMP]/data/memory/tasks/00000000-0000-4000-8000-000000000003.json is corrupt (line 1, column 1: expected value at line 1 column 1); skipped
+        [TEMP]/data/memory/tasks/00000000-0000-4000-8000-000000000002.json is corrupt (line 1, column 14: invalid type: integer `12`, expected a string at line 1 column 14); skipped
+    "#);
     // A record the index names but that cannot be read: reported when needed.
     let out = env.hookctl(None, &["memory", "show", &uuid(2)]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("is corrupt"), "{}", stderr(&out));
+    insta::assert_snapshot!(env.normalize(&output_text(&out), &[]), @r#"
+        --- stderr
+        hookctl: hookd answered: [TEMP]/data/memory/tasks/00000000-0000-4000-8000-000000000002.json is corrupt (line 1, column 14: invalid type: integer `12`, expected a string at line 1 column 14); skipped
+        --- exit 1
+    "#);
     let out = env.hookctl(None, &["memory", "stats"]);
-    assert!(out.status.success());
-    assert!(stderr(&out).contains("problem:"), "{}", stderr(&out));
+    insta::assert_snapshot!(env.normalize(&output_text(&out), &[]), @r#"
+        memory: [TEMP]/data/memory
+        tasks: 3 (1 open), reflections: 2 (2 helpful, 0 neutral, 0 unhelpful)
+        cross-task retrievals: 1 handed lessons over, 0 found nothing similar
+        handed over: 1 past tasks, 1 lessons; 0 reflections of current tasks in resume prompts
+        past tasks handed over had succeeded: 100%
+        reflections kept per resume prompt, on average: 3.0
+        closed tasks with lessons: 0 tasks
+        closed tasks without:      2 tasks, 100% succeeded, 1.0 compactions on average
+        --- stderr
+        problem: [TEMP]/data/memory/index.jsonl line 3 is corrupt (EOF while parsing a string at line 1 column 22); skipped
+        problem: [TEMP]/data/memory/index.jsonl line 4 is corrupt (expected ident at line 1 column 2); skipped
+        problem: [TEMP]/data/memory/tasks/00000000-0000-4000-8000-000000000003.json is corrupt (line 1, column 1: expected value at line 1 column 1); skipped
+        problem: [TEMP]/data/memory/tasks/00000000-0000-4000-8000-000000000002.json is corrupt (line 1, column 14: invalid type: integer `12`, expected a string at line 1 column 14); skipped
+    "#);
 }
 
 /// The closing figure: retrieval among 10,000 stored tasks, end to end (the
@@ -865,12 +930,11 @@ fn a_session_hookd_does_not_know_never_closes_another_sessions_task() {
     env.start(&live);
     env.prompt(&live, "add OAuth login with GitHub");
     let out = env.hookctl(Some("typo-session"), &["task", "failed"]);
-    assert!(!out.status.success(), "{}", stdout(&out));
-    assert!(
-        stderr(&out).contains("no session `typo-session` is known to hookd"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(env.normalize(&output_text(&out), &[]), @r#"
+        --- stderr
+        hookctl: hookd answered: no session `typo-session` is known to hookd: `hookctl status` lists the sessions it follows
+        --- exit 1
+    "#);
     let out = env.hookctl(Some("typo-session"), &["reflect", "nothing to say"]);
     assert!(!out.status.success(), "{}", stdout(&out));
     let tasks = env.tasks();

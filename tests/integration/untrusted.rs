@@ -1,7 +1,7 @@
 //! Untrusted input at the edges: figures in transcripts, hook payloads,
 //! stdin, the socket directory, and what `hookctl save` reports.
 
-use hookd_tests::{Sandbox, Scenario, TestDaemon, stderr, workflow_events};
+use hookd_tests::{Sandbox, Scenario, TestDaemon, output_text, stderr, workflow_events};
 use serde_json::{Value, json};
 
 /// Where Claude Code compacts a 200k window.
@@ -36,6 +36,7 @@ fn invalid_usage_in_a_transcript_is_shown_and_fires_nothing() {
             u["input_tokens"] = json!(-5)
         }),
     ];
+    let mut said = String::new();
     for (why, edit) in replies {
         let mut entry = s.transcript.reply_entry(COMPACTS_AT);
         edit(&mut entry["message"]["usage"]);
@@ -48,16 +49,37 @@ fn invalid_usage_in_a_transcript_is_shown_and_fires_nothing() {
         let status = s.status();
         let context = status.context.as_ref().expect("a context figure");
         let invalid = context.invalid.as_deref().unwrap_or_default();
-        assert!(
-            invalid.contains("invalid usage in transcript") && invalid.contains(why),
-            "{why}: {status:#?}"
-        );
         assert_eq!(context.tokens_used, half, "the figure stands: {why}");
+        // What `status` shows of it, beside what `status --json` says.
         let text = String::from_utf8(s.sb.hookctl(&["status"]).stdout).unwrap();
-        assert!(text.contains(invalid), "{text}");
+        said += &format!("# {why}\njson: {invalid}\n");
+        for line in text.lines().filter(|l| l.contains("invalid")) {
+            said += &format!("text: {}\n", line.trim());
+        }
     }
+    insta::assert_snapshot!(said, @r#"
+        # above
+        json: invalid usage in transcript line at byte 1239: input_tokens is 18446744073709551615, above the 100000000 tokens no context holds
+        text: context  the latest figure cannot be right (invalid usage in transcript line at byte 1239: input_tokens is 18446744073709551615, above the 100000000 tokens no context holds); showing the last good one
+        # above
+        json: invalid usage in transcript line at byte 2493: input_tokens is 900000000, above the 100000000 tokens no context holds
+        text: context  the latest figure cannot be right (invalid usage in transcript line at byte 2493: input_tokens is 900000000, above the 100000000 tokens no context holds); showing the last good one
+        # input_tokens is not a whole number
+        json: invalid usage in transcript line at byte 3740: input_tokens is not a whole number (1000000000000.0)
+        text: context  the latest figure cannot be right (invalid usage in transcript line at byte 3740: input_tokens is not a whole number (1000000000000.0)); showing the last good one
+        # usage is an array
+        json: invalid usage in transcript line at byte 4993: usage is an array
+        text: context  the latest figure cannot be right (invalid usage in transcript line at byte 4993: usage is an array); showing the last good one
+        # cache_read_input_tokens is a string
+        json: invalid usage in transcript line at byte 5850: cache_read_input_tokens is a string
+        text: context  the latest figure cannot be right (invalid usage in transcript line at byte 5850: cache_read_input_tokens is a string); showing the last good one
+        # input_tokens is negative
+        json: invalid usage in transcript line at byte 7094: input_tokens is negative (-5)
+        text: context  the latest figure cannot be right (invalid usage in transcript line at byte 7094: input_tokens is negative (-5)); showing the last good one
+    "#);
 
     // A compaction whose figures are not counts.
+    let mut said = String::new();
     for (pre, post, why) in [
         (json!(-5), json!(3000), "preTokens is negative"),
         (json!(160_000), json!("3000"), "postTokens is a string"),
@@ -74,9 +96,15 @@ fn invalid_usage_in_a_transcript_is_shown_and_fires_nothing() {
             .as_ref()
             .and_then(|c| c.invalid.as_deref())
             .unwrap_or_default();
-        assert!(invalid.contains(why), "{why}: {status:#?}");
+        said += &format!("# {why}\n{invalid}\n");
         assert_eq!(status.epoch, 1, "not a compaction: {status:#?}");
     }
+    insta::assert_snapshot!(said, @r#"
+        # preTokens is negative
+        invalid usage in transcript line at byte 8334: preTokens is negative (-5)
+        # postTokens is a string
+        invalid usage in transcript line at byte 9525: postTokens is a string
+    "#);
 
     assert!(
         workflow_events(&s.project)
@@ -93,12 +121,11 @@ fn invalid_usage_in_a_transcript_is_shown_and_fires_nothing() {
     // A good figure again: valid, and the levels work.
     s.transcript.reply(COMPACTS_AT * 72 / 100);
     let out = s.hook("PostToolUse", "post-tool-use");
-    assert!(
-        out["systemMessage"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("hookd: context 72% of the way to compaction")),
-        "{out}"
-    );
+    insta::assert_snapshot!(s.answer_normalized(&out), @r#"
+        hookSpecificOutput.additionalContext: "Context at 70% of the way to compaction. Read only what the task needs: search first, then open line ranges. [hookd: 72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window]"
+        hookSpecificOutput.hookEventName: "PostToolUse"
+        systemMessage: "hookd: context 72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window"
+    "#);
     assert_eq!(s.status().context.and_then(|c| c.invalid), None);
 }
 
@@ -181,13 +208,14 @@ fn relative_paths_from_a_hook_never_reach_the_daemons_directory() {
     assert!(session.is_object(), "no session: {report:#}");
     assert_eq!(session["transcript_path"], Value::Null, "{session:#}");
     assert_ne!(session["project_dir"], json!("."), "{session:#}");
-    for what in ["cwd", "transcript_path", "CLAUDE_PROJECT_DIR"] {
-        assert!(
-            stderr(&out).contains(&format!("`{what}` is not an absolute path")),
-            "{what}: {}",
-            stderr(&out)
-        );
-    }
+    insta::assert_snapshot!(sb.normalize(&output_text(&out)), @r#"
+        hookd saved the workflow state (.workflow/context_state.json). Keep in your summary: the request, what the person said must or must not be done, the task in progress, the next steps in order, the decisions and blockers.
+        End it with one fenced code block, info string `hookd-state [TOKEN]`, of YAML, each key only if it applies: decisions [{topic, decision, reasoning}], rejected [{approach, why}], blockers [{issue, status: unresolved|workaround|resolved, notes}], constraints [text], lifted_constraints [text], active_task, progress_notes, next_actions [{action, target, priority, context_needed: [files]}].
+        --- stderr
+        hookd: field `cwd` is not an absolute path ("."); ignored
+        hookd: environment variable `CLAUDE_PROJECT_DIR` is not an absolute path ("."); ignored
+        hookd: field `transcript_path` is not an absolute path ("claude/s1.jsonl"); ignored
+    "#);
 }
 
 /// `hookctl save` asks for a checkpoint unless told not to: outside a
@@ -208,19 +236,26 @@ fn hookctl_save_outside_a_repository_is_an_error_that_creates_nothing() {
             .output()
             .unwrap()
     };
+    let mut said = String::new();
     for args in [&[][..], &["--json"]] {
         let out = save(args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
-        assert!(
-            stderr(&out).contains("not in a git repository")
-                && stderr(&out).contains("nothing was saved")
-                && stderr(&out).contains("--no-checkpoint"),
-            "{}",
-            stderr(&out)
-        );
-        assert_eq!(hookd_tests::stdout(&out), "", "{args:?}: no second story");
+        said += &format!("# hookctl {}\n", [&["save"][..], args].concat().join(" "));
+        said += &output_text(&out);
         assert!(!project.join(".workflow").exists(), "{args:?}");
     }
+    // An error on stderr alone, the same with --json: no second story.
+    insta::assert_snapshot!(sb.normalize(&said), @r#"
+        # hookctl save
+        --- stderr
+        hookctl: [TEMP]/not-a-repo is not in a git repository: nothing was saved.
+        Run `hookctl save` inside your project's repository (or pass --project DIR); `hookctl save --no-checkpoint` saves the state without git.
+        --- exit 1
+        # hookctl save --json
+        --- stderr
+        hookctl: [TEMP]/not-a-repo is not in a git repository: nothing was saved.
+        Run `hookctl save` inside your project's repository (or pass --project DIR); `hookctl save --no-checkpoint` saves the state without git.
+        --- exit 1
+    "#);
 
     // hookd refuses such a save too, whichever client asks.
     let report = hookd::pipeline::save(
@@ -237,13 +272,7 @@ fn hookctl_save_outside_a_repository_is_an_error_that_creates_nothing() {
         &hookd::resources::Resources::default(),
     );
     assert!(report.state_file.is_none(), "{report:?}");
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.contains("nothing was saved")),
-        "{report:?}"
-    );
+    insta::assert_snapshot!(sb.normalize(&report.problems.join("\n")), @"[TEMP]/not-a-repo is not in a git repository: nothing was saved");
     assert!(!project.join(".workflow").exists());
 
     // Not asked for: the state alone, and nothing failed.

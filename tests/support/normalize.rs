@@ -2,7 +2,7 @@
 //! run (the sandbox's paths, times, durations, pids, commit ids) replaced by
 //! placeholders, as `[TEMP]`, `[SOCKET]`, `[TIME]`, `[DURATION]`, `[PID]`,
 //! `[SHA]` (a full commit id; a short one only of the commits a test names,
-//! with [`Normalizer::with_commits`]), `[STAMP]`, `[MARKER]`, `[TOKEN]`.
+//! with [`Normalizer::with_commits`]), `[STAMP]`, `[MARKER]`, `[TOKEN]`, `[DATE]`.
 
 use regex::Regex;
 use std::path::{Path, PathBuf};
@@ -22,18 +22,21 @@ static ISO_TIME: LazyLock<Regex> = LazyLock::new(|| {
 // A backup's name: its time, and a count when two fall in the same second.
 static COMPACT_TIME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u)\b\d{8}T\d{6}Z?(-\d+)?\b").unwrap());
+// A day alone (a task's, a log file's), once the times holding one are gone.
+static DATE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b\d{4}-\d\d-\d\d\b").unwrap());
 static CLOCK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b\d\d:\d\d:\d\d\b").unwrap());
 static EPOCH_MS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b1\d{12}\b").unwrap());
 static DURATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?-u)\b\d+(\.\d+)?(ns|us|ms|s|m|h|d)( \d+(\.\d+)?(ms|s|m))?\b").unwrap()
 });
-static PID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"(?i-u)(\bpid"?:?\s*)\d+"#).unwrap());
+static PID: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"(?i-u)(\bpid"?[:=]?\s*)\d+"#).unwrap());
 // The arrival marker's nonce differs each time a prompt is made.
 static RESUME_MARKER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u)\[hookd-resume [0-9a-f]+\]").unwrap());
-// The token PreCompact asks the summary's block to carry differs each time.
-static SUMMARY_TOKEN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?-u)\bhookd-state [0-9a-f]{32}\b").unwrap());
+// The one-time token PreCompact asks the summary's `hookd-state` block for.
+static STATE_TOKEN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?-u)\bhookd-state [0-9a-f]{16,}\b").unwrap());
 // When a saved state or a budget record was made, in its id or file name.
 static STAMP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\d{8}_\d{6}(_\d{3})?").unwrap());
 static FULL_SHA: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b[0-9a-f]{40}\b").unwrap());
@@ -88,10 +91,11 @@ impl Normalizer {
             out = out.replace(path.as_str(), placeholder);
         }
         let out = RESUME_MARKER.replace_all(&out, "[hookd-resume [MARKER]]");
-        let out = SUMMARY_TOKEN.replace_all(&out, "hookd-state [TOKEN]");
+        let out = STATE_TOKEN.replace_all(&out, "hookd-state [TOKEN]");
         let out = STAMP.replace_all(&out, "[STAMP]");
         let out = ISO_TIME.replace_all(&out, "[TIME]");
         let out = COMPACT_TIME.replace_all(&out, "[TIME]");
+        let out = DATE.replace_all(&out, "[DATE]");
         let out = CLOCK.replace_all(&out, "[TIME]");
         let out = EPOCH_MS.replace_all(&out, "[TIME]");
         let out = PID.replace_all(&out, "${1}[PID]");
@@ -130,8 +134,16 @@ mod tests {
             "at [SHA], [SHA], compact_[STAMP]_r1"
         );
         assert_eq!(
-            n.normalize("info string `hookd-state e8706165de8426dbff163ae902046df2`"),
+            n.normalize("info string `hookd-state 65b14ff2c57d1f9fe035d63d4d634456`"),
             "info string `hookd-state [TOKEN]`"
+        );
+        assert_eq!(
+            n.normalize("closed 2026-11-01 (hookd.2026-11-25.log)"),
+            "closed [DATE] (hookd.[DATE].log)"
+        );
+        assert_eq!(
+            n.normalize("INFO hookd::server: listening pid=31751"),
+            "INFO hookd::server: listening pid=[PID]"
         );
     }
 }

@@ -288,7 +288,9 @@ fn summary(rel: &str, content: &str, meta: &std::fs::Metadata) -> String {
             }
         }
         for (kind, names) in groups {
-            out += &format!("{kind}s: {}\n", names.join(", "));
+            // "classes", "functions", "structs".
+            let plural = if kind.ends_with('s') { "es" } else { "s" };
+            out += &format!("{kind}{plural}: {}\n", names.join(", "));
         }
     } else if let Some(first) = first_paragraph(content) {
         out += &format!("Purpose: {first}\n");

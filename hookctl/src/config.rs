@@ -32,7 +32,10 @@ pub fn run(ctx: &Context, project: Option<PathBuf>, json: bool) -> anyhow::Resul
     for (key, value, source) in entries {
         let text = serde_yaml::to_string(&value)?;
         let text = text.trim_end();
-        if text.contains('\n') {
+        // A list or a map goes on the lines below its key, even of one item
+        // (an empty one is `[]` or `{}`, which may stay on the line).
+        let block = (value.is_sequence() || value.is_mapping()) && !text.starts_with(['[', '{']);
+        if text.contains('\n') || block {
             println!("{key}:  # {source}");
             for line in text.lines() {
                 println!("    {line}");

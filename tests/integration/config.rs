@@ -74,6 +74,15 @@ fn config_shows_each_value_and_its_source() {
         .unwrap();
     assert_eq!(item["value"], 750);
     assert_eq!(item["source"]["kind"], "user");
+
+    // The text is YAML holding the same values, lists of one item too.
+    let text = stdout(&sb.hookctl(&["config"]));
+    let shown: serde_json::Value =
+        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{e}:\n{text}"));
+    for item in json.as_array().unwrap() {
+        let key = item["key"].as_str().unwrap();
+        assert_eq!(shown[key], item["value"], "{key}");
+    }
 }
 
 /// The comments of `hookctl config`'s output and the lines of these keys (a

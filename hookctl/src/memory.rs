@@ -4,6 +4,7 @@
 use crate::Context;
 use clap::Subcommand;
 use protocol::memory::{MemoryAction, MemoryList, MemoryRequest, MemoryStats, OutcomeCounts};
+use protocol::text::counted;
 use protocol::wire::{Request, Response};
 use std::process::ExitCode;
 
@@ -149,7 +150,7 @@ fn print_list(list: &MemoryList) {
 }
 
 fn rate(c: &OutcomeCounts) -> String {
-    let mut parts = vec![format!("{} tasks", c.tasks)];
+    let mut parts = vec![counted(c.tasks as u64, "task")];
     if let Some(r) = c.success_rate {
         parts.push(format!("{} succeeded", protocol::figures::percent(r)));
     }
@@ -170,8 +171,10 @@ fn print_stats(s: &MemoryStats) {
         s.cross_task_retrieval_count, s.retrievals_empty
     );
     println!(
-        "handed over: {} past tasks, {} lessons; {} reflections of current tasks in resume prompts",
-        s.tasks_injected, s.lessons_injected, s.reflections_injected
+        "handed over: {}, {}; {} of current tasks in resume prompts",
+        counted(s.tasks_injected, "past task"),
+        counted(s.lessons_injected, "lesson"),
+        counted(s.reflections_injected, "reflection")
     );
     if let Some(r) = s.retrieved_success_rate {
         println!(

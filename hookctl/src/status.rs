@@ -69,12 +69,12 @@ pub fn run(ctx: &Context, session: Option<String>, json: bool) -> anyhow::Result
 pub fn render(report: &StatusReport, detail: Detail, now: u64) -> String {
     let d = &report.daemon;
     let mut out = format!(
-        "hookd {} (protocol {}) · pid {} · up {} · {} events\nsocket {}\n",
+        "hookd {} (protocol {}) · pid {} · up {} · {}\nsocket {}\n",
         d.version,
         d.protocol,
         d.pid,
         duration(d.uptime_secs),
-        d.events_handled,
+        protocol::text::counted(d.events_handled, "event"),
         d.socket.display()
     );
     for w in &d.warnings {
@@ -148,10 +148,10 @@ fn session(s: &SessionStatus, detail: Detail, now: u64) -> String {
         out += &format!("    {line}\n");
     }
     out += &format!(
-        "    last event {} {} · {} events{}\n",
+        "    last event {} {} · {}{}\n",
         s.last_event.as_deref().unwrap_or("-"),
         ago_at(s.last_event_at_ms, now),
-        s.events_seen,
+        protocol::text::counted(s.events_seen, "event"),
         if s.ended { " · ended" } else { "" }
     );
     if let Some(t) = &s.transcript_path {

@@ -66,6 +66,16 @@ pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
     )
 }
 
+/// `n` and the word, plural unless `n` is one: "1 event", "3 events".
+pub fn counted(n: impl Into<u64>, word: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

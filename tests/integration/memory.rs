@@ -636,7 +636,7 @@ fn the_memory_commands_list_search_show_and_forget() {
         handed over: 0 past tasks, 0 lessons; 0 reflections of current tasks in resume prompts
         reflections kept per resume prompt, on average: 3.0
         closed tasks with lessons: 0 tasks
-        closed tasks without:      1 tasks, 100% succeeded, 0.0 compactions on average
+        closed tasks without:      1 task, 100% succeeded, 0.0 compactions on average
     "#);
     let out = env.ok(None, &["memory", "forget", &id[..8]]);
     insta::assert_snapshot!(env.normalize(&out, &[id]), @r#"forgot task [TASK] ("fix the flaky login test")"#);
@@ -762,8 +762,8 @@ fn unreadable_memory_files_are_skipped_and_reported_and_hooks_go_on() {
 
         hookd's cross-task memory holds earlier tasks like this one ("fix the flaky signup test"). What they taught is below: use what fits; it is advice from past sessions, not an instruction.
 
-        **fix the flaky login test** (implementation, success, 1 compactions, [DATE]; similarity 41%; project no project)
-        - Worked: mock the clock (from no project)
+        **fix the flaky login test** (implementation, success, 1 compaction, [DATE]; similarity 41%)
+        - Worked: mock the clock
     "#);
     let list = env.json(None, &["memory", "list"]);
     let problems: String = list["problems"]
@@ -790,7 +790,7 @@ fn unreadable_memory_files_are_skipped_and_reported_and_hooks_go_on() {
         memory: [TEMP]/data/memory
         tasks: 3 (1 open), reflections: 2 (2 helpful, 0 neutral, 0 unhelpful)
         cross-task retrievals: 1 handed lessons over, 0 found nothing similar
-        handed over: 1 past tasks, 1 lessons; 0 reflections of current tasks in resume prompts
+        handed over: 1 past task, 1 lesson; 0 reflections of current tasks in resume prompts
         past tasks handed over had succeeded: 100%
         reflections kept per resume prompt, on average: 3.0
         closed tasks with lessons: 0 tasks

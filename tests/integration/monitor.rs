@@ -470,7 +470,7 @@ fn status_text_shows_the_figures() {
     s.turn(at(0.72));
     // The retrieval strategy is for those who ask (-v).
     insta::assert_snapshot!(s.hookctl_normalized(&["status"]), @r#"
-        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 events
+        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 event
         socket [SOCKET]
         1 session
 
@@ -480,11 +480,11 @@ fn status_text_shows_the_figures() {
             recent   ▆  the latest reply, █ = at the compaction point
             not compacted yet · passed 70% of the way
             last save never · last checkpoint never
-            last event post-tool-use [DURATION] ago · 1 events
+            last event post-tool-use [DURATION] ago · 1 event
             transcript [TEMP]/claude/s1-session.jsonl
     "#);
     insta::assert_snapshot!(s.hookctl_normalized(&["status", "-v"]), @r#"
-        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 events
+        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 event
         socket [SOCKET]
         1 session
 
@@ -497,7 +497,7 @@ fn status_text_shows_the_figures() {
             not compacted yet · passed 70% of the way
             levels passed since the session began: 70%
             last save never · last checkpoint never
-            last event post-tool-use [DURATION] ago · 1 events
+            last event post-tool-use [DURATION] ago · 1 event
             transcript [TEMP]/claude/s1-session.jsonl
     "#);
     let out = s.sb.hookctl(&["status", "--session", "nope"]);

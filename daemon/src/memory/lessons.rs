@@ -89,8 +89,9 @@ fn lessons(
         let outcome = entry.outcome.map_or("outcome unknown", TaskOutcome::as_str);
         let date = entry.timestamp.get(..10).unwrap_or(&entry.timestamp);
         let header = format!(
-            "{description} ({}, {outcome}, {} compactions, {date})",
-            entry.task_type, entry.iterations
+            "{description} ({}, {outcome}, {}, {date})",
+            entry.task_type,
+            protocol::text::counted(entry.iterations, "compaction")
         );
         let mut cost = tokens(&header) + 4;
         if used + cost > budget {
@@ -162,12 +163,10 @@ fn lessons(
             "task_type": entry.task_type.as_str(),
             "outcome": outcome,
             "iterations": entry.iterations,
+            "compactions": protocol::text::counted(entry.iterations, "compaction"),
             "date": date,
             "similarity": (score * 100.0).round() / 100.0,
-            "project": entry
-                .project
-                .as_ref()
-                .map_or_else(|| "no project".to_owned(), |p| p.display().to_string()),
+            "project": entry.project.as_ref().map(|p| p.display().to_string()),
             "learnings": learnings,
             "reflections": shown_reflections,
         }));

@@ -891,21 +891,57 @@ fn retrieval_among_ten_thousand_tasks() {
     println!("first request (loads the memory): {:?}", first.elapsed());
     assert_eq!(listed["tasks"], TASKS + 1);
     let mut hooks = Vec::new();
+    let mut said = String::new();
     for i in 0..5 {
         let t = env.session(&format!("scale-{i}"));
         env.start(&t);
         let started = Instant::now();
         let lessons = context(&env.prompt(&t, "fix the flaky signup test"));
         hooks.push(started.elapsed());
-        assert!(
-            lessons.contains("fix the flaky login test") && lessons.contains("mock the clock"),
-            "{lessons}"
-        );
-        assert!(
-            !lessons.contains("kept the change small"),
-            "nothing unrelated:\n{lessons}"
-        );
+        said += &format!("--- session {i}\n{}\n", env.normalize(&lessons, &[]));
     }
+    // The one related task, and nothing of the 10,000 unrelated ones.
+    insta::assert_snapshot!(said, @r#"
+        --- session 0
+        ## Lessons From Similar Past Tasks
+
+        hookd's cross-task memory holds earlier tasks like this one ("fix the flaky signup test"). What they taught is below: use what fits; it is advice from past sessions, not an instruction.
+
+        **fix the flaky login test** (implementation, success, 1 compaction, [DATE]; similarity 59%)
+        - Worked: mock the clock
+
+        --- session 1
+        ## Lessons From Similar Past Tasks
+
+        hookd's cross-task memory holds earlier tasks like this one ("fix the flaky signup test"). What they taught is below: use what fits; it is advice from past sessions, not an instruction.
+
+        **fix the flaky login test** (implementation, success, 1 compaction, [DATE]; similarity 59%)
+        - Worked: mock the clock
+
+        --- session 2
+        ## Lessons From Similar Past Tasks
+
+        hookd's cross-task memory holds earlier tasks like this one ("fix the flaky signup test"). What they taught is below: use what fits; it is advice from past sessions, not an instruction.
+
+        **fix the flaky login test** (implementation, success, 1 compaction, [DATE]; similarity 58%)
+        - Worked: mock the clock
+
+        --- session 3
+        ## Lessons From Similar Past Tasks
+
+        hookd's cross-task memory holds earlier tasks like this one ("fix the flaky signup test"). What they taught is below: use what fits; it is advice from past sessions, not an instruction.
+
+        **fix the flaky login test** (implementation, success, 1 compaction, [DATE]; similarity 58%)
+        - Worked: mock the clock
+
+        --- session 4
+        ## Lessons From Similar Past Tasks
+
+        hookd's cross-task memory holds earlier tasks like this one ("fix the flaky signup test"). What they taught is below: use what fits; it is advice from past sessions, not an instruction.
+
+        **fix the flaky login test** (implementation, success, 1 compaction, [DATE]; similarity 58%)
+        - Worked: mock the clock
+    "#);
     println!(
         "UserPromptSubmit with retrieval among {} tasks, through hookctl: {hooks:?}",
         TASKS + 1

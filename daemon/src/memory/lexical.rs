@@ -37,7 +37,7 @@
 //! sometimes times out" ~ "fix the flaky login test" shares only "login"):
 //! that is the semantic backend's job, which is not built (see [`Similarity`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Weight of the description in the similarity; the rest goes to tags and learnings.
 pub const DESCRIPTION_WEIGHT: f64 = 0.8;
@@ -203,16 +203,6 @@ pub struct Lexical {
     slots: HashMap<String, Slot>,
 }
 
-fn counts(terms: Vec<TermId>) -> Vec<(TermId, u32)> {
-    let mut map: HashMap<TermId, u32> = HashMap::new();
-    for t in terms {
-        *map.entry(t).or_default() += 1;
-    }
-    let mut out: Vec<(TermId, u32)> = map.into_iter().collect();
-    out.sort_unstable();
-    out
-}
-
 fn tf(count: u32) -> f64 {
     if count == 1 {
         1.0
@@ -241,6 +231,21 @@ impl Lexical {
         id
     }
 
+    /// The terms of `text` and how often each comes, in the terms' order
+    /// rather than their ids' (which depend on what was indexed first): a
+    /// cosine then adds up the same way in every run, and a similarity
+    /// shown as a percentage does not flip at a rounding edge.
+    fn counted_terms(&mut self, text: &str) -> Vec<(TermId, u32)> {
+        let mut by_term: BTreeMap<String, u32> = BTreeMap::new();
+        for t in terms(text) {
+            *by_term.entry(t).or_default() += 1;
+        }
+        by_term
+            .into_iter()
+            .map(|(t, c)| (self.intern(t), c))
+            .collect()
+    }
+
     fn idf(&self, term: TermId) -> f64 {
         let n = self.slots.len() as f64;
         let df = f64::from(self.df.get(term as usize).copied().unwrap_or(0));
@@ -255,13 +260,14 @@ impl Lexical {
         }
     }
 
-    /// Weighted query vector: term → weight, and its norm.
-    fn query<'q>(&self, text: &'q [String]) -> (HashMap<&'q str, f64>, f64) {
-        let mut raw: HashMap<&'q str, u32> = HashMap::new();
+    /// Weighted query vector: term → weight, and its norm (summed in the
+    /// terms' order, the same in every run).
+    fn query<'q>(&self, text: &'q [String]) -> (BTreeMap<&'q str, f64>, f64) {
+        let mut raw: BTreeMap<&'q str, u32> = BTreeMap::new();
         for t in text {
             *raw.entry(t.as_str()).or_default() += 1;
         }
-        let weights: HashMap<&'q str, f64> = raw
+        let weights: BTreeMap<&'q str, f64> = raw
             .into_iter()
             .map(|(t, c)| (t, tf(c) * self.idf_of(t)))
             .collect();
@@ -270,7 +276,7 @@ impl Lexical {
     }
 
     /// The query's weights as a dense vector over the vocabulary.
-    fn dense(&self, weights: &HashMap<&str, f64>) -> Vec<f64> {
+    fn dense(&self, weights: &BTreeMap<&str, f64>) -> Vec<f64> {
         let mut out = vec![0.0; self.df.len()];
         for (t, w) in weights {
             if let Some(id) = self.vocabulary.get(*t) {
@@ -303,15 +309,10 @@ fn cosine(query: &[f64], query_norm: f64, idf: &[f64], doc: &[(TermId, u32)]) ->
 impl Similarity for Lexical {
     fn upsert(&mut self, id: &str, description: &str, aux: &str) {
         self.remove(id);
-        let description: Vec<TermId> = terms(description)
-            .into_iter()
-            .map(|t| self.intern(t))
-            .collect();
-        let aux: Vec<TermId> = terms(aux).into_iter().map(|t| self.intern(t)).collect();
         let doc = Doc {
             id: id.to_owned(),
-            description: counts(description),
-            aux: counts(aux),
+            description: self.counted_terms(description),
+            aux: self.counted_terms(aux),
         };
         let slot = match self.free.pop() {
             Some(slot) => slot,
@@ -435,6 +436,45 @@ pub(crate) mod tests {
             l.upsert(id, d, a);
         }
         l
+    }
+
+    /// The same tasks indexed in another order score the same, to the last
+    /// bit: a percentage shown to the model does not depend on it.
+    #[test]
+    fn scores_do_not_depend_on_the_order_tasks_were_indexed() {
+        let mut rng = Lcg(7);
+        let tasks: Vec<(String, String, String)> = (0..300)
+            .map(|i| {
+                (
+                    format!("t{i}"),
+                    generated_task(&mut rng),
+                    generated_task(&mut rng),
+                )
+            })
+            .collect();
+        let as_refs = |t: &[(String, String, String)]| -> Lexical {
+            let mut l = Lexical::default();
+            for (id, d, a) in t {
+                l.upsert(id, d, a);
+            }
+            l
+        };
+        let forward = as_refs(&tasks);
+        let mut reversed = tasks.clone();
+        reversed.reverse();
+        let backward = as_refs(&reversed);
+        for query in [
+            "fix the flaky signup test",
+            "migrate the cache layer under load",
+        ] {
+            let bits = |l: &Lexical| -> Vec<(String, u64)> {
+                l.rank(query, "proj")
+                    .into_iter()
+                    .map(|(id, score)| (id.to_owned(), score.to_bits()))
+                    .collect()
+            };
+            assert_eq!(bits(&forward), bits(&backward), "{query}");
+        }
     }
 
     #[test]

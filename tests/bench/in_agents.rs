@@ -27,7 +27,6 @@ use super::{Report, Samples, Verdict, fmt_duration, fmt_ratio, ratio};
 use hookd_tests::e2e_agents::{Agent, AgentRun, Client, GEMINI_COMPRESSES_AT, Wiring};
 use hookd_tests::mock_model::Reply;
 use serde_json::Value;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The command of every no-op hook.
@@ -215,10 +214,7 @@ fn script(case: &Case, calls: usize, rounds: usize) -> Vec<Reply> {
 /// The client's hook settings with every hookctl command replaced by the
 /// no-op, everything else (events, matchers, timeouts) as installed.
 fn rewire_to_noop(agent: &Agent) {
-    let file: PathBuf = match agent.client {
-        Client::Codex => agent.sandbox().home().join(".codex/hooks.json"),
-        Client::Gemini => agent.sandbox().home().join(".gemini/settings.json"),
-    };
+    let file = agent.hook_settings_file();
     let mut settings: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
         .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let replaced = replace_commands(&mut settings["hooks"]);

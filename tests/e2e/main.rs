@@ -7,9 +7,11 @@
 //! - Codex CLI 0.169.0 (`$HOOKD_E2E_CODEX`, `codex.rs`) and Gemini CLI 0.61.0
 //!   (`$HOOKD_E2E_GEMINI`, `gemini.rs`) against `hookd-mock-model`: see
 //!   `hookd_tests::e2e_agents`; what they check alike is in `agents.rs`.
+//! - Qwen Code 0.24.4 (`$HOOKD_E2E_QWEN`, `qwen_code.rs`) against
+//!   `hookd-mock-model`'s Chat Completions API, the same way.
 //!
 //! A scenario whose client is not named skips (and says so), unless
-//! `HOOKD_E2E=require`. `tests/tools/install-clients` installs all three.
+//! `HOOKD_E2E=require`. `tests/tools/install-clients` installs them all.
 
 mod agents;
 mod codex;
@@ -19,6 +21,7 @@ mod fail_open;
 mod gemini;
 mod gemini_points;
 mod memory;
+mod qwen_code;
 mod resume_shapes;
 mod sessions;
 mod thresholds;

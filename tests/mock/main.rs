@@ -1,4 +1,4 @@
-//! `hookd-mock-model`: the scripted Codex / Gemini model server of the
+//! `hookd-mock-model`: the scripted Codex / Gemini / Chat Completions model server of the
 //! end-to-end scenarios (see `hookd_tests::mock_model`). A binary because it
 //! runs inside the scenario's loopback-only network namespace.
 

@@ -1,8 +1,9 @@
-//! End-to-end support for the other two harnesses: the real Codex CLI
-//! (`$HOOKD_E2E_CODEX`, 0.169.0) and Gemini CLI (`$HOOKD_E2E_GEMINI`, 0.61.0)
-//! run headless against `hookd-mock-model` ([`mock_model`](crate::mock_model)),
-//! with hookd wired by `hookctl install codex` / `hookctl install gemini-cli`
-//! into a temporary HOME, and a real git project.
+//! End-to-end support for the harnesses other than Claude Code: the real
+//! Codex CLI (`$HOOKD_E2E_CODEX`, 0.169.0), Gemini CLI (`$HOOKD_E2E_GEMINI`,
+//! 0.61.0) and Qwen Code (`$HOOKD_E2E_QWEN`, 0.24.4) run headless against
+//! `hookd-mock-model` ([`mock_model`](crate::mock_model)), with hookd wired
+//! by `hookctl install codex|gemini-cli|qwen-code` into a temporary HOME,
+//! and a real git project.
 //!
 //! - **Which client**: unset, a scenario skips with a message, unless
 //!   `HOOKD_E2E=require` (CI), which makes a missing or wrong client a failure,
@@ -13,7 +14,8 @@
 //!   past 127.0.0.1.
 //! - **Evidence**: the mock's request log ([`ModelLog`]), each run's exit
 //!   status, stdout, stderr and duration ([`AgentRun`]), the client's own
-//!   session file (Codex's rollout, Gemini's chat file), `hookctl status
+//!   session file (Codex's rollout, Gemini's chat file, Qwen Code's
+//!   transcript), `hookctl status
 //!   --json`, `.workflow/events.jsonl` and git.
 //!
 //! Codex skips hooks it has not been told to trust, silently, so every run
@@ -21,7 +23,10 @@
 //! TUI's hook review). Gemini runs with `GEMINI_CLI_TRUST_WORKSPACE=true`
 //! (headless refuses an untrusted folder; not when its arguments hold
 //! `--skip-trust`, which runs it there untrusted) and `-m gemini-2.5-flash` (without
-//! it, 0.61.0 picks a preview model and adds routing calls).
+//! it, 0.61.0 picks a preview model and adds routing calls). Qwen Code runs
+//! `qwen --yolo -p …` with the `openai` auth type (`~/.qwen/settings.json`)
+//! and the mock as its OpenAI base URL, with `--resume <session>` after the
+//! first run.
 
 use crate::e2e::{MockServer, git_in, run_bounded};
 use crate::mock_model::{Api, ModelLog, Reply};
@@ -43,19 +48,25 @@ pub const GEMINI_WINDOW: u64 = 1_048_576;
 /// Where Gemini CLI compresses: `model.compressionThreshold` (0.5 by
 /// default) of the window.
 pub const GEMINI_COMPRESSES_AT: u64 = GEMINI_WINDOW / 2;
-/// The model name Codex is configured with (the mock answers any).
+/// The model name Codex and Qwen Code are configured with (the mock answers any).
 pub const CODEX_MODEL: &str = "mock-model";
+/// Qwen Code's window for a model it does not know (`mock-model`).
+pub const QWEN_WINDOW: u64 = 200_000;
+/// Where Qwen Code compacts by default: min(0.85 × window, window − the
+/// 20,000 tokens it keeps for the summary − 13,000).
+pub const QWEN_COMPACTS_AT: u64 = 167_000;
 /// A client run that takes longer than this is killed and fails the test
 /// (a run takes one to five seconds).
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 /// How long hookd may take to act on what a run left (status, events, git).
 pub const SETTLE: Duration = Duration::from_secs(10);
 
-/// One of the two clients.
+/// One of the clients driven against `hookd-mock-model`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Client {
     Codex,
     Gemini,
+    Qwen,
 }
 
 impl Client {
@@ -63,6 +74,7 @@ impl Client {
         match self {
             Client::Codex => "HOOKD_E2E_CODEX",
             Client::Gemini => "HOOKD_E2E_GEMINI",
+            Client::Qwen => "HOOKD_E2E_QWEN",
         }
     }
 
@@ -70,6 +82,7 @@ impl Client {
         match self {
             Client::Codex => "0.169.0",
             Client::Gemini => "0.61.0",
+            Client::Qwen => "0.24.4",
         }
     }
 
@@ -78,6 +91,7 @@ impl Client {
         match self {
             Client::Codex => "codex",
             Client::Gemini => "gemini-cli",
+            Client::Qwen => "qwen-code",
         }
     }
 
@@ -85,6 +99,7 @@ impl Client {
         match self {
             Client::Codex => Api::Codex,
             Client::Gemini => Api::Gemini,
+            Client::Qwen => Api::Chat,
         }
     }
 
@@ -92,6 +107,7 @@ impl Client {
         match self {
             Client::Codex => "Codex CLI",
             Client::Gemini => "Gemini CLI",
+            Client::Qwen => "Qwen Code",
         }
     }
 
@@ -99,9 +115,11 @@ impl Client {
     fn binary(self) -> Option<PathBuf> {
         static CODEX: OnceLock<Option<PathBuf>> = OnceLock::new();
         static GEMINI: OnceLock<Option<PathBuf>> = OnceLock::new();
+        static QWEN: OnceLock<Option<PathBuf>> = OnceLock::new();
         let cell = match self {
             Client::Codex => &CODEX,
             Client::Gemini => &GEMINI,
+            Client::Qwen => &QWEN,
         };
         cell.get_or_init(|| self.find_binary()).clone()
     }
@@ -127,7 +145,7 @@ impl Client {
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("cannot run {var}={}: {e}", path.display()));
-        // `codex-cli 0.169.0`, `0.61.0`.
+        // `codex-cli 0.169.0`, `0.61.0`, `0.24.4`.
         let said = stdout(&out);
         assert!(
             said.split_whitespace().any(|w| w == version),
@@ -215,10 +233,10 @@ impl AgentBuilder {
             "replies": self.replies.iter().map(Reply::to_json).collect::<Vec<_>>(),
             "summary": {"text": self.summary.0, "tokens": self.summary.1},
         });
-        let api = if self.client.api() == Api::Codex {
-            "codex"
-        } else {
-            "gemini"
+        let api = match self.client.api() {
+            Api::Codex => "codex",
+            Api::Gemini => "gemini",
+            Api::Chat => "chat",
         };
         let mock = MockServer::start(
             sb.path(),
@@ -244,6 +262,7 @@ impl AgentBuilder {
         match self.client {
             Client::Codex => agent.configure_codex(self.codex_window, self.codex_compact_limit),
             Client::Gemini => agent.configure_gemini(),
+            Client::Qwen => agent.configure_qwen(),
         }
         if self.wiring != Wiring::NoHooks {
             agent.install_hooks();
@@ -315,6 +334,10 @@ impl Agent {
         self.sandbox().home().join(".gemini")
     }
 
+    fn qwen_dir(&self) -> PathBuf {
+        self.sandbox().home().join(".qwen")
+    }
+
     /// `PATH` for everything the scenario runs, without any directory
     /// holding a hookd or hookctl (hooks run hookctl by its full path).
     fn path_var(&self) -> std::ffi::OsString {
@@ -384,6 +407,32 @@ impl Agent {
         .unwrap();
     }
 
+    /// `~/.qwen/settings.json`: the `openai` auth type (the key, base URL
+    /// and model come from the environment), no update checks, no usage
+    /// statistics.
+    fn configure_qwen(&self) {
+        std::fs::create_dir_all(self.qwen_dir()).unwrap();
+        let settings = json!({
+            "security": {"auth": {"selectedType": "openai"}},
+            "general": {"enableAutoUpdate": false},
+            "privacy": {"usageStatisticsEnabled": false},
+        });
+        std::fs::write(
+            self.qwen_dir().join("settings.json"),
+            serde_json::to_string_pretty(&settings).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// The file `hookctl install <harness>` writes the hooks to.
+    pub fn hook_settings_file(&self) -> PathBuf {
+        match self.client {
+            Client::Codex => self.codex_home().join("hooks.json"),
+            Client::Gemini => self.gemini_dir().join("settings.json"),
+            Client::Qwen => self.qwen_dir().join("settings.json"),
+        }
+    }
+
     /// `hookctl install <harness>` into the user settings under the sandbox's
     /// HOME, then a check that every event hookd handles is wired.
     fn install_hooks(&self) {
@@ -395,30 +444,32 @@ impl Agent {
             stdout(&out),
             stderr(&out)
         );
-        let (file, events): (PathBuf, &[&str]) = match self.client {
-            Client::Codex => (
-                self.codex_home().join("hooks.json"),
-                &[
-                    "SessionStart",
-                    "UserPromptSubmit",
-                    "PostToolUse",
-                    "PreCompact",
-                    "PostCompact",
-                    "Stop",
-                ],
-            ),
-            Client::Gemini => (
-                self.gemini_dir().join("settings.json"),
-                &[
-                    "SessionStart",
-                    "BeforeAgent",
-                    "AfterTool",
-                    "PreCompress",
-                    "AfterAgent",
-                    "SessionEnd",
-                ],
-            ),
+        let events: &[&str] = match self.client {
+            Client::Codex => &[
+                "SessionStart",
+                "UserPromptSubmit",
+                "PostToolUse",
+                "PreCompact",
+                "PostCompact",
+                "Stop",
+            ],
+            Client::Gemini => &[
+                "SessionStart",
+                "BeforeAgent",
+                "AfterTool",
+                "PreCompress",
+                "AfterAgent",
+                "SessionEnd",
+            ],
+            Client::Qwen => &[
+                "SessionStart",
+                "UserPromptSubmit",
+                "PreCompact",
+                "PostCompact",
+                "Stop",
+            ],
         };
+        let file = self.hook_settings_file();
         let settings: Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         for event in events {
@@ -430,9 +481,14 @@ impl Agent {
                 file.display()
             );
         }
-        if self.client == Client::Gemini {
+        let auth = match self.client {
+            Client::Codex => None,
+            Client::Gemini => Some("gemini-api-key"),
+            Client::Qwen => Some("openai"),
+        };
+        if let Some(auth) = auth {
             assert_eq!(
-                settings["security"]["auth"]["selectedType"], "gemini-api-key",
+                settings["security"]["auth"]["selectedType"], auth,
                 "install kept the rest of settings.json"
             );
         }
@@ -580,6 +636,17 @@ impl Agent {
                     cmd.args(["--resume", "latest"]);
                 }
             }
+            Client::Qwen => {
+                cmd.env("OPENAI_API_KEY", "e2e-not-a-key")
+                    .env("OPENAI_BASE_URL", format!("{base_url}/v1"))
+                    .env("OPENAI_MODEL", CODEX_MODEL)
+                    .env("NO_COLOR", "1")
+                    .args(&self.client_args)
+                    .args(["--yolo", "-p", prompt]);
+                if let Some(id) = &self.session_id {
+                    cmd.args(["--resume", id]);
+                }
+            }
         }
         let dir = self.sandbox().path().to_path_buf();
         let out_file = dir.join(format!("run{index}.stdout.txt"));
@@ -623,13 +690,15 @@ impl Agent {
                 .lines()
                 .find_map(|l| l.strip_prefix("session id: "))
                 .map(|s| s.trim().to_owned()),
-            Client::Gemini => gemini_session_id(&self.session_file()?),
+            Client::Gemini | Client::Qwen => session_id_in(&self.session_file()?),
         }
     }
 
     /// The client's own session file: Codex's rollout
     /// (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`), Gemini's chat
-    /// file (`~/.gemini/tmp/<project>/chats/session-….jsonl`, the newest).
+    /// file (`~/.gemini/tmp/<project>/chats/session-….jsonl`, the newest),
+    /// Qwen Code's transcript (`~/.qwen/projects/<project>/chats/<id>.jsonl`,
+    /// the newest until the session is known).
     pub fn session_file(&self) -> Option<PathBuf> {
         let (root, wanted): (PathBuf, PathFilter) = match self.client {
             Client::Codex => {
@@ -653,6 +722,18 @@ impl Agent {
                         && name.ends_with(".jsonl")
                 }),
             ),
+            Client::Qwen => {
+                let id = self.session_id.clone();
+                (
+                    self.qwen_dir().join("projects"),
+                    Box::new(move |p: &Path| {
+                        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                        p.parent().is_some_and(|d| d.ends_with("chats"))
+                            && name.ends_with(".jsonl")
+                            && id.as_deref().is_none_or(|id| name == format!("{id}.jsonl"))
+                    }),
+                )
+            }
         };
         let mut found = Vec::new();
         walk(&root, &mut |p| {
@@ -712,6 +793,26 @@ impl Agent {
                     m["model"].as_str().unwrap_or("").to_owned(),
                 )
             })
+            .collect()
+    }
+
+    /// Qwen Code: the transcript's records, in order.
+    pub fn qwen_records(&self) -> Vec<Value> {
+        let file = self.session_file().expect("the transcript");
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect()
+    }
+
+    /// Qwen Code: the `usageMetadata.promptTokenCount` of each `assistant`
+    /// record of the transcript.
+    pub fn qwen_prompt_tokens(&self) -> Vec<u64> {
+        self.qwen_records()
+            .iter()
+            .filter(|r| r["type"] == "assistant")
+            .filter_map(|r| r["usageMetadata"]["promptTokenCount"].as_u64())
             .collect()
     }
 
@@ -786,8 +887,9 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
     }
 }
 
-/// The `sessionId` a Gemini chat file names (first line, or a `$set`).
-fn gemini_session_id(file: &Path) -> Option<String> {
+/// The `sessionId` a Gemini chat file or a Qwen Code transcript names
+/// (a record's, or a Gemini `$set`'s).
+fn session_id_in(file: &Path) -> Option<String> {
     std::fs::read_to_string(file)
         .ok()?
         .lines()

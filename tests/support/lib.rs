@@ -11,6 +11,7 @@ mod events;
 mod file_tree;
 mod git_repo;
 mod hook_answer;
+pub mod mock_chat;
 pub mod mock_codex;
 pub mod mock_gemini;
 pub mod mock_model;

@@ -1,7 +1,8 @@
-//! A scripted model server for the Codex CLI and Gemini CLI scenarios: the
-//! `hookd-mock-model` binary (`tests/mock/main.rs`) serves one of the two
-//! APIs ([`mock_codex`](crate::mock_codex), [`mock_gemini`](crate::mock_gemini))
-//! on 127.0.0.1, answering the main requests with the script's replies in
+//! A scripted model server for the Codex CLI, Gemini CLI and Qwen Code
+//! scenarios: the `hookd-mock-model` binary (`tests/mock/main.rs`) serves one
+//! of three APIs ([`mock_codex`](crate::mock_codex),
+//! [`mock_gemini`](crate::mock_gemini), and OpenAI's Chat Completions,
+//! [`mock_chat`](crate::mock_chat)) on 127.0.0.1, answering the main requests with the script's replies in
 //! order, and logs every request before answering it, so that a test can
 //! assert what reached the model.
 //!
@@ -17,7 +18,7 @@
 //! reply's usage reports. The log has one line a request:
 //! `{"n", "t", "path", "kind", "label", "body"}`, `t` when it was answered
 //! (seconds since the Unix epoch), `kind` being `main`, `summary`
-//! (the client's compaction request), `utility` (Gemini's JSON side calls) or
+//! (the client's compaction request), `utility` (side calls that want JSON) or
 //! `other` (answered 404).
 
 use serde_json::{Value, json};
@@ -97,6 +98,8 @@ impl Reply {
 pub enum Api {
     Codex,
     Gemini,
+    /// OpenAI's Chat Completions.
+    Chat,
 }
 
 /// What a request is, and what the mock answers.
@@ -107,7 +110,7 @@ pub enum Kind {
     /// The client's compaction or compression request: the script's summary.
     Summary,
     /// A side call that wants a small JSON text (Gemini's routing and
-    /// next-speaker checks).
+    /// next-speaker checks, a Chat Completions `response_format`).
     Utility,
     /// Anything else: 404.
     Other,
@@ -175,6 +178,7 @@ impl State {
         let kind = match self.api {
             Api::Codex => crate::mock_codex::classify(path, body),
             Api::Gemini => crate::mock_gemini::classify(path, body),
+            Api::Chat => crate::mock_chat::classify(path, body),
         };
         let reply = match kind {
             Kind::Main => Some(match self.replies.get(self.next) {
@@ -209,6 +213,7 @@ impl State {
             (None, _) => HttpResponse::not_found(),
             (Some(r), Api::Codex) => crate::mock_codex::respond(n, &kind, &r, body),
             (Some(r), Api::Gemini) => crate::mock_gemini::respond(n, &kind, &r, path, body),
+            (Some(r), Api::Chat) => crate::mock_chat::respond(n, &kind, &r, body),
         }
     }
 }
@@ -341,7 +346,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     out.flush()
 }
 
-/// `hookd-mock-model --api codex|gemini --script FILE --log FILE
+/// `hookd-mock-model --api codex|gemini|chat --script FILE --log FILE
 /// --port-file FILE [--loopback-up]`: serves until killed.
 pub fn main() -> i32 {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -358,13 +363,14 @@ pub fn main() -> i32 {
         value("--port-file"),
     ) else {
         eprintln!(
-            "usage: hookd-mock-model --api codex|gemini --script FILE --log FILE --port-file FILE [--loopback-up]"
+            "usage: hookd-mock-model --api codex|gemini|chat --script FILE --log FILE --port-file FILE [--loopback-up]"
         );
         return 2;
     };
     let api = match api.as_str() {
         "codex" => Api::Codex,
         "gemini" => Api::Gemini,
+        "chat" => Api::Chat,
         other => {
             eprintln!("hookd-mock-model: unknown API {other}");
             return 2;
@@ -483,6 +489,7 @@ impl ModelLog {
                 let text = match api {
                     Api::Codex => crate::mock_codex::conversation_text(&v["body"]),
                     Api::Gemini => crate::mock_gemini::conversation_text(&v["body"]),
+                    Api::Chat => crate::mock_chat::conversation_text(&v["body"]),
                 };
                 ModelRequest {
                     n: v["n"].as_u64().unwrap_or(0),

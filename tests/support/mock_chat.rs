@@ -1,0 +1,411 @@
+//! The OpenAI Chat Completions API (`POST …/chat/completions`), for
+//! [`mock_model`](crate::mock_model): what Qwen Code 0.24.4 speaks to an
+//! `openai` provider, and what other clients with an OpenAI-compatible
+//! provider speak too, so nothing here is one client's unless it says so.
+//!
+//! - A request with `"stream": true` gets server-sent events
+//!   (`chat.completion.chunk` objects, then `data: [DONE]`), any other a
+//!   `chat.completion` object.
+//! - Every reply's `usage.prompt_tokens` is the reply's `tokens` (what Qwen
+//!   Code writes to its transcript as `usageMetadata.promptTokenCount`);
+//!   streamed, the usage comes in a last chunk with no choices, as OpenAI
+//!   sends it for `stream_options.include_usage`.
+//! - A shell call is a `tool_calls` entry for the shell tool the request
+//!   offers (`run_shell_command` in Qwen Code); its arguments are built from
+//!   that tool's schema: `command`, and a plain value for every other
+//!   required property.
+//! - A compaction request is one whose last user message asks for a
+//!   summary in one of the shapes of [`COMPACTION_REQUESTS`]: it gets the
+//!   script's summary in that shape.
+//! - A request that wants JSON back (`response_format`) is a side call:
+//!   it gets `{}`.
+
+use crate::mock_model::{Action, HttpResponse, Kind, Reply};
+use serde_json::{Value, json};
+
+/// What a client's compaction request says in its last user message, and
+/// the tag its answer must be wrapped in (`None`: plain text).
+pub const COMPACTION_REQUESTS: [(&str, Option<&str>); 1] = [
+    // Qwen Code: "First, reason in your <analysis> block. Then, produce the
+    // <state_snapshot> XML."; an answer without the tag counts as a failed
+    // compression.
+    ("produce the <state_snapshot> XML", Some("state_snapshot")),
+];
+/// The shell tools clients offer, by name, in the order they are looked for.
+const SHELL_TOOLS: [&str; 3] = ["run_shell_command", "bash", "shell"];
+/// Output tokens every reply reports.
+const OUTPUT_TOKENS: u64 = 30;
+/// The model named in replies when the request names none.
+const DEFAULT_MODEL: &str = "mock-model";
+
+pub fn classify(path: &str, body: &Value) -> Kind {
+    let Some(messages) = body["messages"].as_array() else {
+        return Kind::Other;
+    };
+    if !path
+        .split('?')
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('/')
+        .ends_with("/chat/completions")
+    {
+        return Kind::Other;
+    }
+    if compaction_shape(messages).is_some() {
+        return Kind::Summary;
+    }
+    if body["response_format"].is_object() {
+        return Kind::Utility;
+    }
+    Kind::Main
+}
+
+/// The compaction request shape the last user message asks for, if any.
+fn compaction_shape(messages: &[Value]) -> Option<Option<&'static str>> {
+    let last_user = messages.iter().rev().find(|m| m["role"] == "user")?;
+    let text = content_text(&last_user["content"]);
+    COMPACTION_REQUESTS
+        .iter()
+        .find(|(asks, _)| text.contains(asks))
+        .map(|&(_, tag)| tag)
+}
+
+/// The name of the shell tool `body` offers, and its JSON schema.
+fn offered_shell(body: &Value) -> (String, Value) {
+    let tools: Vec<&Value> = body["tools"].as_array().into_iter().flatten().collect();
+    SHELL_TOOLS
+        .iter()
+        .find_map(|name| {
+            tools
+                .iter()
+                .find(|t| t["function"]["name"] == *name)
+                .map(|t| (name.to_string(), t["function"]["parameters"].clone()))
+        })
+        .unwrap_or_else(|| (SHELL_TOOLS[0].into(), Value::Null))
+}
+
+/// A shell call's arguments: `command`, and for every other required
+/// property of `schema` a plain value of its type.
+fn shell_arguments(schema: &Value, command: &str) -> Value {
+    let mut arguments = json!({"command": command});
+    for name in schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|n| *n != "command")
+    {
+        arguments[name] = match schema["properties"][name]["type"].as_str() {
+            Some("boolean") => json!(false),
+            Some("integer" | "number") => json!(0),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ => json!("e2e mock step"),
+        };
+    }
+    arguments
+}
+
+/// The assistant message of a reply: its content and tool calls, and the
+/// finish reason that goes with them.
+fn message(n: u64, kind: &Kind, reply: &Reply, body: &Value) -> (Value, &'static str) {
+    match (kind, &reply.action) {
+        (Kind::Utility, _) => (json!({"role": "assistant", "content": "{}"}), "stop"),
+        (_, Action::Shell(command)) => {
+            let (name, schema) = offered_shell(body);
+            let call = json!({
+                "id": format!("call_e2e_{n:03}"),
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": shell_arguments(&schema, command).to_string(),
+                },
+            });
+            (
+                json!({"role": "assistant", "content": null, "tool_calls": [call]}),
+                "tool_calls",
+            )
+        }
+        (Kind::Summary, Action::Text(text)) => {
+            let tag = body["messages"]
+                .as_array()
+                .and_then(|m| compaction_shape(m))
+                .flatten();
+            let content = match tag {
+                Some(tag) => format!("<{tag}>\n{text}\n</{tag}>"),
+                None => text.clone(),
+            };
+            (json!({"role": "assistant", "content": content}), "stop")
+        }
+        (_, Action::Text(text)) => (json!({"role": "assistant", "content": text}), "stop"),
+    }
+}
+
+pub fn respond(n: u64, kind: &Kind, reply: &Reply, body: &Value) -> HttpResponse {
+    let (message, finish) = message(n, kind, reply, body);
+    let id = format!("chatcmpl-e2e-{n:03}");
+    let model = body["model"].as_str().unwrap_or(DEFAULT_MODEL);
+    let usage = json!({
+        "prompt_tokens": reply.tokens,
+        "completion_tokens": OUTPUT_TOKENS,
+        "total_tokens": reply.tokens + OUTPUT_TOKENS,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    });
+    // A fixed time: replies are the same from one run to the next.
+    let created = 1_700_000_000;
+    if body["stream"] != true {
+        return HttpResponse::json(&json!({
+            "id": id,
+            "object": "chat.completion",
+            "created": created,
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage,
+        }));
+    }
+    let chunk = |choices: Value, usage: Option<&Value>| {
+        let mut c = json!({
+            "id": id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": choices,
+        });
+        if let Some(u) = usage {
+            c["usage"] = u.clone();
+        }
+        format!("data: {c}\n\n")
+    };
+    let mut delta = message;
+    // A streamed tool call carries its position in the list.
+    if let Some(calls) = delta["tool_calls"].as_array_mut() {
+        for (i, call) in calls.iter_mut().enumerate() {
+            call["index"] = json!(i);
+        }
+    }
+    let mut sse = chunk(
+        json!([{"index": 0, "delta": delta, "finish_reason": null}]),
+        None,
+    );
+    sse.push_str(&chunk(
+        json!([{"index": 0, "delta": {}, "finish_reason": finish}]),
+        None,
+    ));
+    sse.push_str(&chunk(json!([]), Some(&usage)));
+    sse.push_str("data: [DONE]\n\n");
+    HttpResponse::sse(sse)
+}
+
+/// A message's content as text: a string, or the `text` of each part.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The conversation as the model reads it: every message's content, tool
+/// call arguments and tool results, except the client's own system prompt
+/// (the first message, when it is a system message). System messages later
+/// in the list are kept: hooks' additional context can arrive as one.
+pub fn conversation_text(body: &Value) -> String {
+    let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
+    let skip = usize::from(messages.first().is_some_and(|m| m["role"] == "system"));
+    let mut out = String::new();
+    for m in &messages[skip..] {
+        out.push_str(&content_text(&m["content"]));
+        out.push('\n');
+        for call in m["tool_calls"].as_array().into_iter().flatten() {
+            out.push_str(call["function"]["arguments"].as_str().unwrap_or(""));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PATH: &str = "/v1/chat/completions";
+
+    fn user(text: &str) -> Value {
+        json!({"role": "user", "content": text})
+    }
+
+    fn shell_tool() -> Value {
+        json!({"type": "function", "function": {
+            "name": "run_shell_command",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string"},
+                    "description": {"type": "string"},
+                    "is_background": {"type": "boolean"},
+                    "timeout": {"type": "number"},
+                },
+                "required": ["command", "is_background"],
+            },
+        }})
+    }
+
+    /// The `data:` objects of a streamed answer, and whether it ended with `[DONE]`.
+    fn chunks(response: HttpResponse) -> (Vec<Value>, bool) {
+        assert_eq!(response.content_type, "text/event-stream");
+        let text = String::from_utf8(response.body).unwrap();
+        assert!(text.ends_with("\n\n"), "{text}");
+        let data: Vec<&str> = text
+            .split("\n\n")
+            .filter(|e| !e.is_empty())
+            .map(|e| e.strip_prefix("data: ").expect("a data line"))
+            .collect();
+        let done = data.last() == Some(&"[DONE]");
+        let objects = data
+            .iter()
+            .filter(|d| **d != "[DONE]")
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        (objects, done)
+    }
+
+    #[test]
+    fn requests_by_kind() {
+        let turn = json!({"model": "m", "messages": [
+            {"role": "system", "content": "You are Qwen Code."},
+            user("TURN 1"),
+        ]});
+        assert_eq!(classify(PATH, &turn), Kind::Main);
+        assert_eq!(classify("/chat/completions", &turn), Kind::Main);
+        assert_eq!(classify("/v1/models", &turn), Kind::Other);
+        assert_eq!(classify(PATH, &json!({"model": "m"})), Kind::Other);
+
+        let mut compaction = turn.clone();
+        compaction["messages"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"role": "user", "content": [{"type": "text",
+                "text": "First, reason in your <analysis> block. Then, produce the <state_snapshot> XML."}]}));
+        assert_eq!(classify(PATH, &compaction), Kind::Summary);
+
+        // The words in an earlier message are not a compaction request.
+        let mut later = compaction.clone();
+        later["messages"]
+            .as_array_mut()
+            .unwrap()
+            .push(user("TURN 2"));
+        assert_eq!(classify(PATH, &later), Kind::Main);
+
+        let mut side = turn.clone();
+        side["response_format"] = json!({"type": "json_object"});
+        assert_eq!(classify(PATH, &side), Kind::Utility);
+    }
+
+    #[test]
+    fn streamed_text_with_usage_then_done() {
+        let body = json!({"model": "mock-model", "stream": true, "messages": [user("hi")]});
+        let (objects, done) = chunks(respond(
+            3,
+            &Kind::Main,
+            &Reply::text("r", 42_000, "Done."),
+            &body,
+        ));
+        assert!(done, "ends with [DONE]");
+        assert_eq!(objects[0]["object"], "chat.completion.chunk");
+        assert_eq!(objects[0]["model"], "mock-model");
+        assert_eq!(objects[0]["choices"][0]["delta"]["content"], "Done.");
+        assert_eq!(objects[1]["choices"][0]["finish_reason"], "stop");
+        let last = objects.last().unwrap();
+        assert_eq!(last["choices"], json!([]));
+        assert_eq!(last["usage"]["prompt_tokens"], 42_000);
+        assert_eq!(last["usage"]["total_tokens"], 42_000 + OUTPUT_TOKENS);
+    }
+
+    #[test]
+    fn shell_calls_follow_the_offered_tool_schema() {
+        let body = json!({"stream": true, "messages": [user("go")], "tools": [
+            {"type": "function", "function": {"name": "read_file"}},
+            shell_tool(),
+        ]});
+        let (objects, _) = chunks(respond(
+            7,
+            &Kind::Main,
+            &Reply::shell("t", 5_000, "echo hi > notes.txt"),
+            &body,
+        ));
+        let call = &objects[0]["choices"][0]["delta"]["tool_calls"][0];
+        assert_eq!(call["index"], 0);
+        assert_eq!(call["id"], "call_e2e_007");
+        assert_eq!(call["function"]["name"], "run_shell_command");
+        let arguments: Value =
+            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            arguments,
+            json!({"command": "echo hi > notes.txt", "is_background": false})
+        );
+        assert_eq!(objects[1]["choices"][0]["finish_reason"], "tool_calls");
+
+        // A client whose shell tool is `bash`, with no schema given.
+        let body = json!({"messages": [user("go")], "tools": [
+            {"type": "function", "function": {"name": "bash"}},
+        ]});
+        let answer = respond(1, &Kind::Main, &Reply::shell("t", 10, "ls"), &body);
+        let answer: Value = serde_json::from_slice(&answer.body).unwrap();
+        let call = &answer["choices"][0]["message"]["tool_calls"][0];
+        assert_eq!(call["function"]["name"], "bash");
+        assert_eq!(call["function"]["arguments"], r#"{"command":"ls"}"#);
+    }
+
+    #[test]
+    fn unstreamed_answers_are_one_completion() {
+        let body = json!({"model": "m", "messages": [user("hi")]});
+        let answer = respond(2, &Kind::Main, &Reply::text("r", 900, "ok"), &body);
+        assert_eq!(answer.content_type, "application/json");
+        let answer: Value = serde_json::from_slice(&answer.body).unwrap();
+        assert_eq!(answer["object"], "chat.completion");
+        assert_eq!(answer["choices"][0]["message"]["content"], "ok");
+        assert_eq!(answer["choices"][0]["finish_reason"], "stop");
+        assert_eq!(answer["usage"]["prompt_tokens"], 900);
+    }
+
+    #[test]
+    fn summaries_come_in_the_shape_asked() {
+        let body = json!({"messages": [
+            {"role": "system", "content": "You summarize."},
+            user("TURN 1"),
+            user("First, reason in your <analysis> block. Then, produce the <state_snapshot> XML."),
+        ]});
+        let answer = respond(
+            4,
+            &Kind::Summary,
+            &Reply::text("summary", 2_000, "E2E_SUMMARY"),
+            &body,
+        );
+        let answer: Value = serde_json::from_slice(&answer.body).unwrap();
+        assert_eq!(
+            answer["choices"][0]["message"]["content"],
+            "<state_snapshot>\nE2E_SUMMARY\n</state_snapshot>"
+        );
+    }
+
+    #[test]
+    fn the_conversation_leaves_out_the_system_prompt_only() {
+        let body = json!({"messages": [
+            {"role": "system", "content": "SYSTEM PROMPT"},
+            {"role": "system", "content": "HOOK CONTEXT"},
+            {"role": "user", "content": [{"type": "text", "text": "TURN 1"}]},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
+                "function": {"name": "run_shell_command", "arguments": "{\"command\":\"ls\"}"}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "notes.txt"},
+        ]});
+        let text = conversation_text(&body);
+        assert!(!text.contains("SYSTEM PROMPT"), "{text}");
+        for part in ["HOOK CONTEXT", "TURN 1", r#"{"command":"ls"}"#, "notes.txt"] {
+            assert!(text.contains(part), "{part} in {text}");
+        }
+    }
+}

@@ -117,7 +117,7 @@ fn codex_auto_compaction_saves_checkpoints_and_resumes_once() {
     agent.run("TURN 1: add step 1 to notes.txt");
     agent.run("TURN 2: carry on");
     agent.run("TURN 3: carry on");
-    agents::compaction_handled(&agent, &head, "notes.txt", "t2.text");
+    agents::compaction_handled(&agent, &head, "notes.txt", &["t2.text"]);
     agents::capture_read_the_session_file(
         &agent,
         "TURN 1: add step 1 to notes.txt",

@@ -92,7 +92,7 @@ fn gemini_compression_saves_checkpoints_and_resumes_once() {
         "Gemini compressed between r2.tool and r2.text: {:?}",
         log.labels()
     );
-    agents::compaction_handled(&agent, &head, "notes.txt", "r3.text");
+    agents::compaction_handled(&agent, &head, "notes.txt", &["r3.text"]);
     agents::capture_read_the_session_file(
         &agent,
         "TURN 1: add step 1 to notes.txt",

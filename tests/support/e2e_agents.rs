@@ -409,13 +409,15 @@ impl Agent {
 
     /// `~/.qwen/settings.json`: the `openai` auth type (the key, base URL
     /// and model come from the environment), no update checks, no usage
-    /// statistics.
+    /// statistics, and no managed auto-memory (after a prompt it may ask
+    /// the model to extract memories, a request no script plans for).
     fn configure_qwen(&self) {
         std::fs::create_dir_all(self.qwen_dir()).unwrap();
         let settings = json!({
             "security": {"auth": {"selectedType": "openai"}},
             "general": {"enableAutoUpdate": false},
             "privacy": {"usageStatisticsEnabled": false},
+            "memory": {"enableManagedAutoMemory": false},
         });
         std::fs::write(
             self.qwen_dir().join("settings.json"),

@@ -209,15 +209,13 @@ fn content_text(content: &Value) -> String {
     }
 }
 
-/// The conversation as the model reads it: every message's content, tool
-/// call arguments and tool results, except the client's own system prompt
-/// (the first message, when it is a system message). System messages later
-/// in the list are kept: hooks' additional context can arrive as one.
+/// Everything the model reads in the request's messages: every message's
+/// content (the system prompt's too: Qwen Code appends SessionStart hooks'
+/// context to it), tool call arguments and tool results; not the tool
+/// definitions.
 pub fn conversation_text(body: &Value) -> String {
-    let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
-    let skip = usize::from(messages.first().is_some_and(|m| m["role"] == "system"));
     let mut out = String::new();
-    for m in &messages[skip..] {
+    for m in body["messages"].as_array().into_iter().flatten() {
         out.push_str(&content_text(&m["content"]));
         out.push('\n');
         for call in m["tool_calls"].as_array().into_iter().flatten() {
@@ -393,19 +391,21 @@ mod tests {
     }
 
     #[test]
-    fn the_conversation_leaves_out_the_system_prompt_only() {
+    fn the_conversation_is_every_message() {
         let body = json!({"messages": [
-            {"role": "system", "content": "SYSTEM PROMPT"},
-            {"role": "system", "content": "HOOK CONTEXT"},
+            {"role": "system", "content": "SYSTEM PROMPT\n\nHOOK CONTEXT"},
             {"role": "user", "content": [{"type": "text", "text": "TURN 1"}]},
             {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
                 "function": {"name": "run_shell_command", "arguments": "{\"command\":\"ls\"}"}}]},
             {"role": "tool", "tool_call_id": "c", "content": "notes.txt"},
-        ]});
+        ], "tools": [shell_tool()]});
         let text = conversation_text(&body);
-        assert!(!text.contains("SYSTEM PROMPT"), "{text}");
         for part in ["HOOK CONTEXT", "TURN 1", r#"{"command":"ls"}"#, "notes.txt"] {
             assert!(text.contains(part), "{part} in {text}");
         }
+        assert!(
+            !text.contains("is_background"),
+            "no tool definitions: {text}"
+        );
     }
 }

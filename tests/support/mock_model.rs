@@ -458,7 +458,8 @@ pub struct ModelRequest {
 
 impl ModelRequest {
     /// Everything the model reads in the request's conversation (messages,
-    /// tool calls and results; not the system prompt or tool definitions).
+    /// tool calls and results; not the tool definitions, nor the system
+    /// prompt except in Chat Completions, where it is a message).
     pub fn text(&self) -> &str {
         &self.text
     }

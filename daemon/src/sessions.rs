@@ -654,7 +654,7 @@ mod tests {
         std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
         let (loaded, problem) = Registry::load(&path);
         assert_eq!(problem, None);
-        assert_eq!(loaded.sessions.len(), 3);
+        assert_eq!(loaded.sessions.len(), Harness::ALL.len());
         for s in loaded.sessions.values() {
             let knobs = s
                 .claude_code_knobs

@@ -36,14 +36,16 @@ pub enum Harness {
     ClaudeCode,
     Codex,
     GeminiCli,
+    QwenCode,
 }
 
 /// Each harness, its name on the wire and the command line (as serde
 /// writes it), and its name for people. Every list of harnesses comes from here.
-const HARNESSES: [(Harness, &str, &str); 3] = [
+const HARNESSES: [(Harness, &str, &str); 4] = [
     (Harness::ClaudeCode, "claude-code", "Claude Code"),
     (Harness::Codex, "codex", "Codex"),
     (Harness::GeminiCli, "gemini-cli", "Gemini CLI"),
+    (Harness::QwenCode, "qwen-code", "Qwen Code"),
 ];
 
 impl Harness {

@@ -9,6 +9,7 @@ pub mod codex;
 pub mod event;
 pub mod gemini_cli;
 pub mod process;
+pub mod qwen_code;
 pub mod reading;
 pub mod work;
 
@@ -343,6 +344,7 @@ pub fn adapter(harness: Harness) -> &'static dyn Adapter {
         Harness::ClaudeCode => &claude_code::ClaudeCode,
         Harness::Codex => &codex::Codex,
         Harness::GeminiCli => &gemini_cli::GeminiCli,
+        Harness::QwenCode => &qwen_code::QwenCode,
     }
 }
 
@@ -535,7 +537,9 @@ mod tests {
     fn every_harness_gives_a_typed_event_with_its_own_fields() {
         // Each harness's name for the same moments.
         let names = |harness| match harness {
-            Harness::ClaudeCode | Harness::Codex => ["SessionStart", "PreCompact", "Stop"],
+            Harness::ClaudeCode | Harness::Codex | Harness::QwenCode => {
+                ["SessionStart", "PreCompact", "Stop"]
+            }
             Harness::GeminiCli => ["SessionStart", "PreCompress", "AfterAgent"],
         };
         for harness in Harness::ALL {
@@ -685,6 +689,8 @@ mod tests {
                 Harness::ClaudeCode => "CLAUDE_PROJECT_DIR",
                 Harness::GeminiCli => "GEMINI_PROJECT_DIR",
                 Harness::Codex => "CODEX_HOME",
+                // Qwen Code has no project variable: hookd reads none.
+                Harness::QwenCode => continue,
             };
             assert!(
                 ev.problems.iter().any(|p| p.contains(variable)),
@@ -748,7 +754,7 @@ mod fuzz {
 
     proptest! {
         #[test]
-        fn any_payload_parses_and_renders(payload in payload(), event in proptest::option::of("[a-z-]{0,20}"), harness in 0usize..3) {
+        fn any_payload_parses_and_renders(payload in payload(), event in proptest::option::of("[a-z-]{0,20}"), harness in 0usize..Harness::ALL.len()) {
             let req = HookRequest {
                 harness: Harness::ALL[harness],
                 event,

@@ -11,6 +11,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod gemini_cli;
 pub mod json_file;
+pub mod qwen_code;
 
 use anyhow::{Context, bail};
 use json_file::JsonFile;
@@ -23,7 +24,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
-    /// claude-code, codex or gemini-cli.
+    /// claude-code, codex, gemini-cli or qwen-code.
     #[arg(value_parser = crate::parse_harness)]
     harness: Harness,
     #[command(flatten)]
@@ -48,7 +49,7 @@ pub struct InstallArgs {
 
 #[derive(clap::Args)]
 pub struct UninstallArgs {
-    /// claude-code, codex or gemini-cli.
+    /// claude-code, codex, gemini-cli or qwen-code.
     #[arg(value_parser = crate::parse_harness)]
     harness: Harness,
     #[command(flatten)]
@@ -66,7 +67,7 @@ pub struct ScopeArgs {
     /// The user's own settings (the default).
     #[arg(long, conflicts_with = "project")]
     user: bool,
-    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json).
+    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json, DIR/.qwen/settings.json).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
 }
@@ -186,6 +187,7 @@ pub fn wiring(harness: Harness) -> &'static dyn Wiring {
         Harness::ClaudeCode => &claude_code::ClaudeCode,
         Harness::Codex => &codex::Codex,
         Harness::GeminiCli => &gemini_cli::GeminiCli,
+        Harness::QwenCode => &qwen_code::QwenCode,
     }
 }
 

@@ -1,0 +1,1032 @@
+//! Qwen Code: hook payloads in, hook output out, and how full the context is
+//! from its chat file.
+//!
+//! What this relies on (measured with the real Qwen Code 0.24.4):
+//! - hooks live under `hooks` in `~/.qwen/settings.json` and
+//!   `<project>/.qwen/settings.json`, in Claude Code's layout with timeouts
+//!   in seconds; `disableAllHooks: true` turns them all off;
+//! - its events and payload fields are Claude Code's (`session_id`,
+//!   `transcript_path`, `cwd`, `hook_event_name`, `source`, `trigger`,
+//!   `compact_summary`, ...); a compaction is PreCompact → PostCompact
+//!   (with `compact_summary`) → SessionStart(source `compact`);
+//! - `hookSpecificOutput.additionalContext` reaches the model from
+//!   SessionStart (in the system text of the next request), UserPromptSubmit,
+//!   PostToolUse and PostToolBatch, and PreCompact's goes into the
+//!   summarizer's instructions;
+//! - the chat file (`~/.qwen/projects/<cwd, / as ->/chats/<session>.jsonl`,
+//!   `transcript_path`) has a record per line: each reply (`type`
+//!   `assistant`) carries `usageMetadata.promptTokenCount` (the context
+//!   now) and `model`; a `system` record of subtype `chat_compression`
+//!   marks each compaction, with `originalTokenCount` and `newTokenCount`
+//!   (under `systemPayload.info`);
+//! - it compacts at min(pct × window, window − 20,000 − 13,000): the window
+//!   is `model.generationConfig.contextWindowSize` (200,000 for a model it
+//!   does not know), pct `context.autoCompactThreshold` (0.85), 20,000 the
+//!   room it keeps for the summary and 13,000 its buffer before that.
+
+use super::work::{self, LineReader, WorkFacts, WorkLog};
+use super::{
+    Adapter, Boundary, Cursor, Event, EventName, Fields, HarnessPoint, HookEvent, Launch,
+    LaunchPoints, Method, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage,
+    claude_code,
+};
+use crate::tail::{ReverseLines, mentions_any, open_regular};
+use protocol::config::WindowConfig;
+use protocol::pressure::{CompactionPoint, token_count};
+use protocol::wire::{HookReply, HookRequest};
+use serde_json::{Map, Value, json};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Qwen Code's window for a model it does not know.
+const DEFAULT_WINDOW: u64 = 200_000;
+/// The share of the window Qwen Code compacts at, unless
+/// `context.autoCompactThreshold` says otherwise.
+const DEFAULT_PCT: f64 = 0.85;
+/// What Qwen Code keeps free for the summary it asks for.
+const SUMMARY_RESERVE: u64 = 20_000;
+/// How far below the window left after the summary's room it compacts.
+const AUTOCOMPACT_BUFFER: u64 = 13_000;
+/// Appended bytes read forward; more than this and the file is read from
+/// its end.
+const FORWARD_LIMIT: u64 = 8 * 1024 * 1024;
+/// A backward scan of a chat file gives up after this many bytes.
+const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
+/// A settings file larger than this is not read (they are a few kilobytes).
+const SETTINGS_LIMIT: u64 = 1024 * 1024;
+/// How a compaction's boundary is named: by where its record starts.
+const BOUNDARY_PREFIX: &str = "qwen chat byte ";
+/// The records a reading looks at; any other line is skipped unparsed.
+const NEEDLES: [&[u8]; 2] = [b"usageMetadata", b"chat_compression"];
+
+/// Qwen Code, as hookd's core sees it.
+pub struct QwenCode;
+
+impl Adapter for QwenCode {
+    fn parse(&self, req: &HookRequest, fields: Fields) -> HookEvent {
+        parse(req, fields)
+    }
+
+    fn render(&self, event: &HookEvent, outcome: Outcome) -> HookReply {
+        render(event, outcome)
+    }
+
+    fn read_session_file(
+        &self,
+        path: &Path,
+        cursor: Option<&Cursor>,
+        current: Option<&Usage>,
+    ) -> Result<SessionReading, String> {
+        read(path, cursor, current)
+    }
+
+    fn read_work(&self, path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
+        work::read_file::<WorkReader>(path, max_bytes, keep_prompts)
+    }
+
+    fn calls_after_marker(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        marker: &str,
+        from: Option<u64>,
+    ) -> io::Result<Option<Vec<work::ToolCall>>> {
+        work::calls_after_marker::<WorkReader>(path, max_bytes, marker, from)
+    }
+
+    fn compaction_point(&self, session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+        compaction_point(session, config)
+    }
+
+    /// Qwen Code's point follows from its settings.
+    fn point_unknown(&self, _session: &SessionFacts, _config: &WindowConfig) -> bool {
+        false
+    }
+
+    /// Qwen Code adds an estimate of the pending message to the last
+    /// reply's figure before it compares: a compaction does not show the
+    /// point.
+    fn point_shown_by_compaction(&self, _tokens: u64) -> Option<HarnessPoint> {
+        None
+    }
+
+    fn has_launch_point(&self) -> bool {
+        true
+    }
+
+    fn launch_point(
+        &self,
+        event: &HookEvent,
+        _peer_pid: Option<u32>,
+        _known: &LaunchPoints,
+    ) -> Option<Launch> {
+        Some(Launch {
+            process: None,
+            point: Some(settings_point(&settings_files(event))),
+        })
+    }
+
+    fn boundary_offset(&self, boundary: &Boundary) -> Option<u64> {
+        boundary
+            .uuid
+            .as_deref()?
+            .strip_prefix(BOUNDARY_PREFIX)?
+            .parse()
+            .ok()
+    }
+
+    fn injected_context_arrived(&self, path: &Path, marker: &str) -> io::Result<bool> {
+        injected_context_arrived(path, marker)
+    }
+
+    /// PreCompact fires only when a compaction follows.
+    fn compaction_is_due(&self, _session: &SessionFacts, _trigger: Option<&Trigger>) -> bool {
+        true
+    }
+
+    fn precompact_repeats_without_compaction(&self) -> bool {
+        false
+    }
+
+    /// PostCompact carries the summary, PreCompact's instructions included.
+    fn compaction_summary<'e>(&self, event: &'e HookEvent) -> Option<(&'e str, &'static str)> {
+        match &event.event {
+            Event::PostCompact {
+                summary: Some(summary),
+                ..
+            } => Some((summary, "post-compact")),
+            _ => None,
+        }
+    }
+
+    /// PostCompact gives the summary; the chat file's copy is not read.
+    fn compaction_summary_in_file(&self, _path: &Path) -> io::Result<Option<String>> {
+        Ok(None)
+    }
+
+    /// SessionStart(compact) carries the resume prompt.
+    fn resumes_at_next_turn(&self) -> bool {
+        false
+    }
+
+    fn takes_model_context(&self, kind: &EventName) -> bool {
+        takes_additional_context(kind)
+    }
+}
+
+/// Qwen Code's payloads carry Claude Code's field names; the project is the
+/// payload's `cwd` (Claude Code's variables are not Qwen Code's).
+fn parse(req: &HookRequest, fields: Fields) -> HookEvent {
+    let mut event = claude_code::parse(req, fields);
+    event.claude_code_knobs = None;
+    event.project_dir = event.cwd.clone();
+    event
+}
+
+/// Events whose `hookSpecificOutput.additionalContext` reaches the model.
+fn takes_additional_context(kind: &EventName) -> bool {
+    matches!(
+        kind,
+        EventName::SessionStart
+            | EventName::UserPromptSubmit
+            | EventName::PostToolUse
+            | EventName::PostToolBatch
+    )
+}
+
+/// JSON on stdout: `systemMessage` for the person, the model's words as
+/// `hookSpecificOutput.additionalContext` where Qwen Code reads them, and
+/// PreCompact's instructions for the summarizer there too (Qwen Code reads
+/// PreCompact's `additionalContext`, not its plain stdout).
+fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
+    let stderr = outcome
+        .notes
+        .iter()
+        .map(|n| format!("hookd: {n}\n"))
+        .collect::<String>();
+    let kind = event.name();
+    let context = match kind {
+        EventName::PreCompact => outcome.plain_stdout,
+        _ => outcome
+            .additional_context
+            .filter(|_| takes_additional_context(&kind)),
+    };
+    let mut out = Map::new();
+    if let Some(message) = outcome.system_message {
+        out.insert("systemMessage".into(), Value::String(message));
+    }
+    if let Some(context) = context {
+        out.insert(
+            "hookSpecificOutput".into(),
+            json!({ "hookEventName": kind.pascal(), "additionalContext": context }),
+        );
+    }
+    HookReply {
+        stdout: if out.is_empty() {
+            String::new()
+        } else {
+            Value::Object(out).to_string() + "\n"
+        },
+        stderr,
+        exit_code: 0,
+    }
+}
+
+/// What a run of records says about the context.
+#[derive(Default)]
+struct Fold {
+    usage: Option<Usage>,
+    boundaries: Vec<Boundary>,
+    /// The window a reply said it was made in, where Qwen Code writes one.
+    window: Option<u64>,
+}
+
+impl Fold {
+    /// Takes in the record at byte `at`, a line that mentions a needle.
+    fn take(&mut self, at: u64, line: &[u8], shown: &dyn Fn() -> String) {
+        let Ok(record) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        match (record["type"].as_str(), record["subtype"].as_str()) {
+            (Some("assistant"), _) if record["usageMetadata"].is_object() => {
+                let usage = &record["usageMetadata"];
+                match token_count(
+                    "usageMetadata.promptTokenCount",
+                    usage.get("promptTokenCount"),
+                ) {
+                    Ok(Some(tokens)) => {
+                        self.usage = Some(Usage {
+                            tokens,
+                            model: record["model"].as_str().map(str::to_owned),
+                            from_boundary: false,
+                            message_id: record["uuid"].as_str().map(str::to_owned),
+                            invalid: None,
+                        });
+                    }
+                    // A reply that reports no prompt (an error) says nothing.
+                    Ok(None) => {}
+                    Err(why) => {
+                        self.usage = Some(Usage::invalidated(
+                            self.usage.take(),
+                            format!(
+                                "invalid usage in Qwen Code chat file {} at byte {at}: {why}",
+                                shown()
+                            ),
+                        ));
+                    }
+                }
+                if let Ok(Some(window)) =
+                    token_count("contextWindowSize", record.get("contextWindowSize"))
+                    && window > 0
+                {
+                    self.window = Some(window);
+                }
+            }
+            (Some("system"), Some("chat_compression")) => {
+                let info = &record["systemPayload"]["info"];
+                let count = |name: &str| token_count(name, info.get(name)).ok().flatten();
+                let after = count("newTokenCount");
+                let trigger = match info["triggerReason"].as_str() {
+                    Some("manual") => Trigger::Manual,
+                    _ => Trigger::Auto,
+                };
+                self.boundaries.push(Boundary {
+                    uuid: Some(format!("{BOUNDARY_PREFIX}{at}")),
+                    trigger: Some(trigger),
+                    pre_tokens: count("originalTokenCount"),
+                    post_tokens: after,
+                    timestamp: record["timestamp"].as_str().map(str::to_owned),
+                });
+                // Qwen Code's own count of what is left, until the next reply.
+                let model = self.usage.as_ref().and_then(|u| u.model.clone());
+                self.usage = after.map(|tokens| Usage {
+                    tokens,
+                    model,
+                    from_boundary: true,
+                    message_id: None,
+                    invalid: None,
+                });
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Reads what is new in the chat file: forward from where the last reading
+/// stopped, or from the end back to the latest reply (and any compaction
+/// after it) when there is no such place or too much was appended.
+fn read(
+    path: &Path,
+    cursor: Option<&Cursor>,
+    current: Option<&Usage>,
+) -> Result<SessionReading, String> {
+    use std::os::unix::fs::MetadataExt;
+    let shown = || path.display().to_string();
+    let (file, meta) = match open_regular(path) {
+        Ok(Some(opened)) => opened,
+        Ok(None) => {
+            return Err(format!(
+                "Qwen Code chat file {} is not a regular file",
+                shown()
+            ));
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(format!("Qwen Code chat file {} is missing", shown()));
+        }
+        Err(e) => return Err(format!("cannot read Qwen Code chat file {}: {e}", shown())),
+    };
+    let failed = |e: io::Error| format!("cannot read Qwen Code chat file {}: {e}", shown());
+    let (len, dev, ino) = (meta.len(), meta.dev(), meta.ino());
+    let same_file = cursor.filter(|c| c.dev == dev && c.ino == ino && c.offset <= len);
+    let mut fold = Fold {
+        usage: current.cloned(),
+        ..Fold::default()
+    };
+    let (read_to, bytes_read, method) = match same_file {
+        Some(c) if c.offset == len => (len, 0, Method::Unchanged),
+        Some(c) if len - c.offset <= FORWARD_LIMIT => {
+            let (read_to, bytes) =
+                read_forward(&file, c.offset, len, &mut fold, &shown).map_err(failed)?;
+            (read_to, bytes, Method::Forward)
+        }
+        // A compaction below where the last reading stopped was taken then.
+        _ => {
+            let floor = same_file.map_or(0, |c| c.offset);
+            let (read_to, bytes) =
+                read_backward(&file, len, floor, &mut fold, &shown).map_err(failed)?;
+            (read_to, bytes, Method::Backward)
+        }
+    };
+    Ok(SessionReading {
+        reading: Reading {
+            usage: fold.usage,
+            boundaries: fold.boundaries,
+            cursor: Cursor {
+                offset: read_to,
+                dev,
+                ino,
+            },
+            method,
+            bytes_read,
+        },
+        window: fold.window,
+        // Settled from the hook, which knows the project: see `launch_point`.
+        compaction_point: None,
+    })
+}
+
+/// Folds the complete lines between `start` and `end`; returns the byte
+/// after the last one and the bytes read.
+fn read_forward(
+    file: &std::fs::File,
+    start: u64,
+    end: u64,
+    fold: &mut Fold,
+    shown: &dyn Fn() -> String,
+) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; (end - start) as usize];
+    file.read_exact_at(&mut buf, start)?;
+    let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
+    let mut at = start;
+    for line in buf[..complete].split(|b| *b == b'\n') {
+        let line_at = at;
+        at += line.len() as u64 + 1;
+        if mentions_any(line, &NEEDLES) {
+            fold.take(line_at, line, shown);
+        }
+    }
+    Ok((start + complete as u64, buf.len() as u64))
+}
+
+/// Reads back from the end to the latest reply with usage, then folds what
+/// was found in the file's order. Records below `floor` are not folded.
+fn read_backward(
+    file: &std::fs::File,
+    len: u64,
+    floor: u64,
+    fold: &mut Fold,
+    shown: &dyn Fn() -> String,
+) -> io::Result<(u64, u64)> {
+    let mut lines = ReverseLines::new(file, len);
+    lines.stop_below(len.saturating_sub(SEARCH_LIMIT));
+    let mut found: Vec<(u64, Vec<u8>)> = Vec::new();
+    while let Some(line) = lines.next_line()? {
+        let at = lines.position();
+        if !mentions_any(&line, &NEEDLES) {
+            continue;
+        }
+        let is_reply = memchr::memmem::find(&line, b"usageMetadata").is_some()
+            && serde_json::from_slice::<Value>(&line)
+                .is_ok_and(|r| r["type"] == "assistant" && r["usageMetadata"].is_object());
+        if at >= floor || is_reply {
+            found.push((at, line));
+        }
+        if is_reply {
+            break;
+        }
+    }
+    for (at, line) in found.iter().rev() {
+        fold.take(*at, line, shown);
+    }
+    Ok((lines.end_of_complete_lines(), lines.bytes_read()))
+}
+
+/// Whether injected text holding `marker` reached the model since the
+/// latest compaction. Qwen Code records a prompt's and a tool result's hook
+/// context with them, so the marker is found there; SessionStart's goes
+/// into the system text of the next request, which the chat file does not
+/// record, so a reply written after the compaction is the sign that it
+/// went out.
+fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
+    let Some((file, meta)) = open_regular(path)? else {
+        return Ok(false);
+    };
+    let mut lines = ReverseLines::new(&file, meta.len());
+    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
+    let mut reply_since = false;
+    while let Some(line) = lines.next_line()? {
+        if memchr::memmem::find(&line, marker.as_bytes()).is_some() {
+            return Ok(true);
+        }
+        if !mentions_any(&line, &NEEDLES) {
+            continue;
+        }
+        let Ok(record) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        match (record["type"].as_str(), record["subtype"].as_str()) {
+            (Some("assistant"), _) => reply_since = true,
+            (Some("system"), Some("chat_compression")) => return Ok(reply_since),
+            _ => {}
+        }
+    }
+    Ok(false)
+}
+
+/// Where one settings layer lives.
+#[derive(Debug, Clone, PartialEq)]
+enum SettingsFile {
+    /// The user's: read as it is.
+    Own(PathBuf),
+    /// `<project>/.qwen/settings.json`: repository content, read without
+    /// following a link and with a bound.
+    Project(PathBuf),
+}
+
+/// Qwen Code's settings files, lowest precedence first: the user's (next
+/// to the chat file's `projects/`, else `~/.qwen`), then the project's.
+fn settings_files(event: &HookEvent) -> Vec<SettingsFile> {
+    let qwen_dir = event
+        .transcript_path
+        .as_deref()
+        .and_then(qwen_dir_of)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".qwen")));
+    let mut files: Vec<SettingsFile> = qwen_dir
+        .map(|dir| SettingsFile::Own(dir.join("settings.json")))
+        .into_iter()
+        .collect();
+    if let Some(dir) = &event.cwd {
+        files.push(SettingsFile::Project(dir.clone()));
+    }
+    files
+}
+
+/// `~/.qwen` of a chat file at `~/.qwen/projects/<project>/chats/<id>.jsonl`.
+fn qwen_dir_of(chat_file: &Path) -> Option<PathBuf> {
+    let projects = chat_file.ancestors().nth(3)?;
+    (projects.file_name()? == "projects").then(|| projects.parent().map(Path::to_path_buf))?
+}
+
+/// One settings file's JSON; `Ok(None)` when it is absent.
+fn settings_of(file: &SettingsFile) -> Result<Option<(String, Value)>, String> {
+    let (shown, bytes) = match file {
+        SettingsFile::Own(path) => {
+            let shown = path.display().to_string();
+            match open_regular(path) {
+                Ok(Some((file, meta))) if meta.len() <= SETTINGS_LIMIT => {
+                    let mut bytes = Vec::new();
+                    io::Read::read_to_end(&mut io::Read::take(file, SETTINGS_LIMIT), &mut bytes)
+                        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+                    (shown, bytes)
+                }
+                Ok(Some(_)) => {
+                    return Err(format!("{shown} is larger than {SETTINGS_LIMIT} bytes"));
+                }
+                Ok(None) => return Err(format!("{shown} is not a regular file")),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(format!("cannot read {shown}: {e}")),
+            }
+        }
+        SettingsFile::Project(root) => {
+            let shown = root
+                .join(protocol::project::QWEN_CODE_PROJECT_SETTINGS)
+                .display()
+                .to_string();
+            let read = crate::project_fs::Dir::open(root)
+                .and_then(|dir| dir.open_dir(".qwen"))
+                .and_then(|dir| dir.read("settings.json", SETTINGS_LIMIT));
+            match read {
+                Ok(Some(bytes)) => (shown, bytes),
+                Ok(None) => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(format!("cannot read {shown}: {e}")),
+            }
+        }
+    };
+    let text = String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8"))?;
+    match serde_json::from_str(&text) {
+        Ok(value) => Ok(Some((shown, value))),
+        Err(e) => Err(format!("{shown} is not valid JSON ({e})")),
+    }
+}
+
+/// The window and share Qwen Code's settings set, the later file winning,
+/// as the point they give: `tokens` the point, `fraction` the point's share
+/// of the window (so the window can be had back). A file hookd cannot read
+/// and a value Qwen Code would not take are passed over and said in the
+/// basis.
+fn settings_point(files: &[SettingsFile]) -> HarnessPoint {
+    let mut window: Option<(u64, String)> = None;
+    let mut pct: Option<(f64, String)> = None;
+    let mut passed_over = Vec::new();
+    for file in files {
+        let (shown, settings) = match settings_of(file) {
+            Ok(Some(found)) => found,
+            Ok(None) => continue,
+            Err(why) => {
+                passed_over.push(format!("{why}: its settings are not counted"));
+                continue;
+            }
+        };
+        match &settings["model"]["generationConfig"]["contextWindowSize"] {
+            Value::Null => {}
+            Value::Number(n) if n.as_u64().is_some_and(|w| w > 0) => {
+                window = n.as_u64().map(|w| (w, shown.clone()));
+            }
+            other => passed_over.push(format!(
+                "model.generationConfig.contextWindowSize {} in {shown} is not a number of \
+                 tokens: ignored, fix it there",
+                protocol::text::clip(&other.to_string(), 40)
+            )),
+        }
+        match &settings["context"]["autoCompactThreshold"] {
+            Value::Null => {}
+            Value::Number(n) if n.as_f64().is_some_and(|t| t > 0.0 && t <= 1.0) => {
+                pct = n.as_f64().map(|t| (t, shown.clone()));
+            }
+            other => passed_over.push(format!(
+                "context.autoCompactThreshold {} in {shown} is not a share of the window \
+                 (above 0, at most 1): ignored, fix it there",
+                protocol::text::clip(&other.to_string(), 40)
+            )),
+        }
+    }
+    let size = window.as_ref().map_or(DEFAULT_WINDOW, |(w, _)| *w);
+    let share = pct.as_ref().map_or(DEFAULT_PCT, |(p, _)| *p);
+    let point = client_point(size, share);
+    let mut basis = point_basis(size, share, point);
+    basis.push_str(" (");
+    basis.push_str(&match &window {
+        Some((_, shown)) => format!("model.generationConfig.contextWindowSize in {shown}"),
+        None => "Qwen Code's default window".to_owned(),
+    });
+    basis.push_str("; ");
+    basis.push_str(&match &pct {
+        Some((_, shown)) => format!("context.autoCompactThreshold in {shown}"),
+        None => "Qwen Code's default threshold".to_owned(),
+    });
+    for note in passed_over {
+        basis.push_str("; ");
+        basis.push_str(&note);
+    }
+    basis.push(')');
+    HarnessPoint {
+        tokens: Some(point),
+        fraction: Some(point as f64 / size as f64),
+        basis,
+    }
+}
+
+/// Where Qwen Code compacts a window of `window` tokens with share `pct`:
+/// the smaller of the share and the window less the summary's room and the
+/// buffer, or the share alone when the window is too small for that.
+fn client_point(window: u64, pct: f64) -> u64 {
+    let proportional = (pct * window as f64) as u64;
+    match window.checked_sub(SUMMARY_RESERVE + AUTOCOMPACT_BUFFER) {
+        Some(ceiling) if ceiling > 0 => proportional.min(ceiling),
+        _ => proportional,
+    }
+}
+
+fn point_basis(window: u64, pct: f64, point: u64) -> String {
+    format!(
+        "min({pct} × {window}, {window} − {SUMMARY_RESERVE} summary reserve − \
+         {AUTOCOMPACT_BUFFER} buffer) = {point}"
+    )
+}
+
+/// Where Qwen Code compacts: the point its settings give (read at each
+/// hook), else its defaults; `window.tokens_max` and `window.models` of
+/// hookd's configuration win.
+fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+    let from_settings = session
+        .harness_point
+        .and_then(|p| Some((p.tokens?, p.fraction.filter(|f| *f > 0.0)?, p)));
+    let configured = session.model.and_then(|m| {
+        config
+            .models
+            .iter()
+            .filter(|(prefix, _)| m.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, w)| *w)
+    });
+    let settings_window =
+        from_settings.map(|(tokens, share, _)| (tokens as f64 / share).round() as u64);
+    let window = configured
+        .or(settings_window)
+        .or(session.reported_window)
+        .unwrap_or(DEFAULT_WINDOW);
+    if let Some(forced) = config.tokens_max.filter(|t| *t > 0) {
+        return CompactionPoint {
+            window,
+            tokens: forced,
+            basis: format!("{forced} (window.tokens_max)"),
+        };
+    }
+    match (configured, from_settings) {
+        (None, Some((tokens, _, point))) => CompactionPoint {
+            window,
+            tokens,
+            basis: point.basis.clone(),
+        },
+        _ => {
+            let tokens = client_point(window, DEFAULT_PCT);
+            let whose = if configured.is_some() {
+                "window.models"
+            } else if session.reported_window.is_some() {
+                "the window Qwen Code's chat file reports"
+            } else {
+                "Qwen Code's default window"
+            };
+            CompactionPoint {
+                window,
+                tokens,
+                basis: format!("{} ({whose})", point_basis(window, DEFAULT_PCT, tokens)),
+            }
+        }
+    }
+}
+
+/// What a chat file says about the work: the person's prompts (`user`
+/// records), the todo list (`todo_write` calls: the whole list each time),
+/// the files the agent wrote (`write_file`, `edit`, and its shell commands)
+/// and how each call ended (`tool_result` records).
+#[derive(Default)]
+pub(crate) struct WorkReader {
+    log: WorkLog,
+}
+
+impl LineReader for WorkReader {
+    fn log(&mut self) -> &mut WorkLog {
+        &mut self.log
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        if !mentions_any(line, &[b"\"user\"", b"functionCall", b"tool_result"]) {
+            return;
+        }
+        let Ok(record) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        let parts = record["message"]["parts"].as_array();
+        match record["type"].as_str() {
+            Some("user") => {
+                let text: Vec<&str> = parts
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect();
+                if !text.is_empty() {
+                    self.log.prompt(&text.join("\n"));
+                }
+            }
+            Some("assistant") => {
+                for call in parts.into_iter().flatten().map(|p| &p["functionCall"]) {
+                    let Some(name) = call["name"].as_str() else {
+                        continue;
+                    };
+                    let args = &call["args"];
+                    self.log
+                        .call(call["id"].as_str(), name, work::call_target(args));
+                    self.call(name, args);
+                }
+            }
+            Some("tool_result") => {
+                let result = &record["toolCallResult"];
+                let id = result["callId"].as_str();
+                match result["status"].as_str() {
+                    Some("error" | "cancelled") => {
+                        let words = result["error"]["message"]
+                            .as_str()
+                            .or(result["status"].as_str())
+                            .unwrap_or("");
+                        self.log.result(id, Some(words));
+                    }
+                    _ => self.log.result(id, None),
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl WorkReader {
+    fn call(&mut self, name: &str, args: &Value) {
+        match name {
+            "write_file" | "edit" | "replace" => {
+                if let Some(path) = args["file_path"].as_str() {
+                    self.log.edited(path);
+                }
+            }
+            "read_file" => {
+                if let Some(path) = args["absolute_path"]
+                    .as_str()
+                    .or(args["file_path"].as_str())
+                {
+                    self.log.read(path);
+                }
+            }
+            "run_shell_command" => {
+                if let Some(command) = args["command"].as_str() {
+                    self.log.shell(command);
+                }
+            }
+            "todo_write" => {
+                if let Some(todos) = args["todos"].as_array() {
+                    self.log.todos(work::task_list(todos, "content", "todo"));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::wire::Harness;
+    use serde_json::value::RawValue;
+    use std::collections::BTreeMap;
+    use std::io::Write;
+
+    fn reply(uuid: &str, prompt: u64) -> String {
+        json!({
+            "uuid": uuid, "type": "assistant", "model": "qwen3-coder-plus",
+            "message": {"role": "model", "parts": [{"text": "ok"}]},
+            "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": 20,
+                              "totalTokenCount": prompt + 20, "cachedContentTokenCount": 0}
+        })
+        .to_string()
+    }
+
+    fn compression(original: u64, new: u64) -> String {
+        json!({
+            "uuid": "c", "type": "system", "subtype": "chat_compression",
+            "timestamp": "2026-11-26T08:00:00.000Z",
+            "systemPayload": {"info": {"originalTokenCount": original, "newTokenCount": new,
+                                       "triggerReason": "token_limit"},
+                              "compressedHistory": []}
+        })
+        .to_string()
+    }
+
+    fn file_of(lines: &[String]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for line in lines {
+            writeln!(f, "{line}").unwrap();
+        }
+        f
+    }
+
+    #[test]
+    fn the_figure_is_the_latest_replys_prompt_tokens() {
+        let f = file_of(&[reply("a", 1000), reply("b", 4200)]);
+        let r = read(f.path(), None, None).unwrap();
+        let usage = r.reading.usage.unwrap();
+        assert_eq!(usage.tokens, 4200);
+        assert_eq!(usage.model.as_deref(), Some("qwen3-coder-plus"));
+        assert!(r.reading.boundaries.is_empty());
+        assert_eq!(r.reading.method, Method::Backward);
+    }
+
+    #[test]
+    fn a_compression_record_is_a_boundary_and_its_new_count_the_figure() {
+        let mut f = file_of(&[reply("a", 180_000)]);
+        let first = read(f.path(), None, None).unwrap();
+        writeln!(f, "{}", compression(180_000, 3_000)).unwrap();
+        let second = read(
+            f.path(),
+            Some(&first.reading.cursor),
+            first.reading.usage.as_ref(),
+        )
+        .unwrap();
+        assert_eq!(second.reading.method, Method::Forward);
+        let [boundary] = second.reading.boundaries.as_slice() else {
+            panic!("{:?}", second.reading.boundaries)
+        };
+        assert_eq!(boundary.pre_tokens, Some(180_000));
+        assert_eq!(boundary.post_tokens, Some(3_000));
+        assert_eq!(boundary.trigger, Some(Trigger::Auto));
+        let at = QwenCode.boundary_offset(boundary).unwrap();
+        assert_eq!(at, first.reading.cursor.offset);
+        let usage = second.reading.usage.unwrap();
+        assert_eq!((usage.tokens, usage.from_boundary), (3_000, true));
+        // Read again from nothing, the same record is the same boundary.
+        let again = read(f.path(), None, None).unwrap();
+        assert_eq!(again.reading.boundaries, second.reading.boundaries);
+        // And read on, nothing new.
+        let after = read(f.path(), Some(&second.reading.cursor), Some(&usage)).unwrap();
+        assert_eq!(after.reading.method, Method::Unchanged);
+        assert!(after.reading.boundaries.is_empty());
+    }
+
+    #[test]
+    fn a_bad_count_is_said_and_the_last_good_one_stands() {
+        let bad = reply("b", 1).replace("\"promptTokenCount\":1", "\"promptTokenCount\":-5");
+        let f = file_of(&[reply("a", 900), bad]);
+        let first = read(f.path(), None, None).unwrap();
+        let usage = first.reading.usage.unwrap();
+        assert!(usage.invalid.unwrap().contains("negative"));
+        // Garbage lines and other records are skipped.
+        let f = file_of(&[
+            reply("a", 900),
+            "{not json usageMetadata".into(),
+            "[]".into(),
+        ]);
+        assert_eq!(
+            read(f.path(), None, None)
+                .unwrap()
+                .reading
+                .usage
+                .unwrap()
+                .tokens,
+            900
+        );
+    }
+
+    #[test]
+    fn the_point_is_the_smaller_of_the_share_and_the_window_less_reserve_and_buffer() {
+        assert_eq!(client_point(200_000, 0.85), 167_000);
+        assert_eq!(client_point(1_000_000, 0.85), 850_000);
+        assert_eq!(client_point(200_000, 0.5), 100_000);
+        // A window too small for the reserve falls back to the share.
+        assert_eq!(client_point(30_000, 0.85), 25_500);
+    }
+
+    #[test]
+    fn settings_give_the_window_and_share_the_later_file_winning() {
+        let home = tempfile::tempdir().unwrap();
+        let user = home.path().join("settings.json");
+        std::fs::write(
+            &user,
+            r#"{"model":{"generationConfig":{"contextWindowSize":131072}},"context":{"autoCompactThreshold":0.7}}"#,
+        )
+        .unwrap();
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir(project.path().join(".qwen")).unwrap();
+        std::fs::write(
+            project.path().join(".qwen/settings.json"),
+            r#"{"context":{"autoCompactThreshold":"high"}}"#,
+        )
+        .unwrap();
+        let point = settings_point(&[
+            SettingsFile::Own(user.clone()),
+            SettingsFile::Project(project.path().to_path_buf()),
+        ]);
+        assert_eq!(point.tokens, Some(91_750));
+        assert!(
+            point
+                .basis
+                .contains("context.autoCompactThreshold \"high\""),
+            "{}",
+            point.basis
+        );
+        let facts = SessionFacts {
+            harness: Harness::QwenCode,
+            model: None,
+            usage: None,
+            statusline_window: None,
+            reported_window: None,
+            harness_point: Some(&point),
+            claude_code_knobs: None,
+        };
+        let cp = compaction_point(&facts, &WindowConfig::default());
+        assert_eq!((cp.window, cp.tokens), (131_072, 91_750));
+        // No settings at all: Qwen Code's defaults.
+        let none = settings_point(&[SettingsFile::Own(home.path().join("absent.json"))]);
+        assert_eq!(none.tokens, Some(167_000));
+        let facts = SessionFacts {
+            harness_point: None,
+            ..facts
+        };
+        let cp = compaction_point(&facts, &WindowConfig::default());
+        assert_eq!((cp.window, cp.tokens), (200_000, 167_000));
+    }
+
+    #[test]
+    fn the_arrival_check_finds_the_marker_or_a_reply_after_the_compaction() {
+        let marker = "[hookd-resume 0123456789ab]";
+        let f = file_of(&[reply("a", 180_000), compression(180_000, 3_000)]);
+        assert!(!injected_context_arrived(f.path(), marker).unwrap());
+        let f = file_of(&[
+            reply("a", 180_000),
+            compression(180_000, 3_000),
+            reply("b", 3_100),
+        ]);
+        assert!(injected_context_arrived(f.path(), marker).unwrap());
+        let f = file_of(&[
+            reply("a", 100),
+            json!({"type": "user", "message": {"parts": [{"text": marker}]}}).to_string(),
+        ]);
+        assert!(injected_context_arrived(f.path(), marker).unwrap());
+    }
+
+    fn request(event: &str, payload: &str) -> HookRequest {
+        HookRequest {
+            harness: Harness::QwenCode,
+            event: Some(event.to_owned()),
+            payload: RawValue::from_string(payload.to_owned()).unwrap(),
+            env: BTreeMap::from([("CLAUDE_PROJECT_DIR".to_owned(), "/elsewhere".to_owned())]),
+            cwd: None,
+        }
+    }
+
+    #[test]
+    fn the_project_is_the_payloads_cwd_and_the_answer_qwen_codes() {
+        let ev = crate::harness::parse(&request(
+            "session-start",
+            r#"{"session_id":"s","cwd":"/p/sub","source":"compact"}"#,
+        ))
+        .unwrap();
+        assert_eq!(ev.working_dir.as_deref(), Some(Path::new("/p/sub")));
+        assert!(ev.claude_code_knobs.is_none());
+        let outcome = Outcome {
+            additional_context: Some("resume".into()),
+            ..Outcome::default()
+        };
+        let reply = render(&ev, outcome);
+        let v: Value = serde_json::from_str(&reply.stdout).unwrap();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+        assert_eq!(v["hookSpecificOutput"]["additionalContext"], "resume");
+        // PreCompact's words for the summarizer go where Qwen Code reads them.
+        let pre = crate::harness::parse(&request("pre-compact", r#"{"trigger":"auto"}"#)).unwrap();
+        let reply = render(
+            &pre,
+            Outcome {
+                plain_stdout: Some("keep the block".into()),
+                ..Outcome::default()
+            },
+        );
+        let v: Value = serde_json::from_str(&reply.stdout).unwrap();
+        assert_eq!(
+            v["hookSpecificOutput"]["additionalContext"],
+            "keep the block"
+        );
+        // PreToolUse's context does not reach Qwen Code's model: not sent.
+        let pre_tool = crate::harness::parse(&request("pre-tool-use", "{}")).unwrap();
+        let reply = render(
+            &pre_tool,
+            Outcome {
+                additional_context: Some("x".into()),
+                ..Outcome::default()
+            },
+        );
+        assert_eq!(reply.stdout, "");
+    }
+
+    #[test]
+    fn the_work_is_read_from_the_records() {
+        let lines = [
+            json!({"type": "user", "message": {"role": "user", "parts": [{"text": "add a parser"}]}}),
+            json!({"type": "assistant", "message": {"role": "model", "parts": [
+                {"functionCall": {"id": "c1", "name": "write_file",
+                                  "args": {"file_path": "/p/src/parser.rs", "content": "x"}}},
+                {"functionCall": {"id": "c2", "name": "todo_write",
+                                  "args": {"todos": [{"id": "1", "content": "write tests", "status": "in_progress"}]}}}
+            ]}}),
+            json!({"type": "tool_result", "toolCallResult": {"callId": "c1", "status": "success"}}),
+        ];
+        let f = file_of(&lines.map(|l| l.to_string()));
+        let facts = work::read_file::<WorkReader>(f.path(), 1 << 20, 5).unwrap();
+        assert!(
+            facts.edited.iter().any(|e| e.path == "/p/src/parser.rs"),
+            "{facts:?}"
+        );
+        assert_eq!(facts.tasks[0].title, "write tests");
+        assert!(
+            facts.prompts.iter().any(|p| p == "add a parser"),
+            "{facts:?}"
+        );
+    }
+}

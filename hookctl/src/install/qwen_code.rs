@@ -1,0 +1,162 @@
+//! Qwen Code's wiring: the `hooks` object of `settings.json` (user:
+//! `~/.qwen/settings.json`; project: `<dir>/.qwen/settings.json`), in
+//! Claude Code's layout with timeouts in seconds. Qwen Code reads it when
+//! it starts, and runs no hook at all while `disableAllHooks` is true.
+
+use super::json_file::JsonFile;
+use super::{HookSpec, InstallOptions, Report, Scope, Wiring};
+use anyhow::Context;
+use protocol::wire::Harness;
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
+
+/// Every SessionStart source (no matcher): `compact` carries the resume
+/// prompt. PostToolBatch follows each reply that called tools, one process
+/// per batch rather than one per call.
+const HOOKS: &[HookSpec] = &[
+    HookSpec {
+        event: "SessionStart",
+        matcher: None,
+        arg: "session-start",
+        timeout: 30,
+    },
+    HookSpec {
+        event: "UserPromptSubmit",
+        matcher: None,
+        arg: "user-prompt-submit",
+        timeout: 10,
+    },
+    HookSpec {
+        event: "PostToolBatch",
+        matcher: None,
+        arg: "post-tool-batch",
+        timeout: 10,
+    },
+    HookSpec {
+        event: "PreCompact",
+        matcher: None,
+        arg: "pre-compact",
+        timeout: 60,
+    },
+    HookSpec {
+        event: "PostCompact",
+        matcher: None,
+        arg: "post-compact",
+        timeout: 10,
+    },
+    HookSpec {
+        event: "Stop",
+        matcher: None,
+        arg: "stop",
+        timeout: 10,
+    },
+    HookSpec {
+        event: "SessionEnd",
+        matcher: None,
+        arg: "session-end",
+        timeout: 10,
+    },
+];
+
+/// Qwen Code, as hookctl wires it.
+pub struct QwenCode;
+
+impl Wiring for QwenCode {
+    fn harness(&self) -> Harness {
+        Harness::QwenCode
+    }
+
+    fn hooks(&self) -> &'static [HookSpec] {
+        HOOKS
+    }
+
+    fn file(&self, scope: &Scope) -> anyhow::Result<PathBuf> {
+        settings_file(scope)
+    }
+
+    fn handler(&self, spec: &HookSpec, command: String) -> Value {
+        json!({ "type": "command", "command": command, "timeout": spec.timeout })
+    }
+
+    fn after_install(&self) -> &'static str {
+        "Qwen Code reads hooks when it starts: restart it. It runs none while \
+         `disableAllHooks` is true in its settings; `hookctl doctor` checks that."
+    }
+
+    fn runs_every_scope(&self) -> bool {
+        false
+    }
+
+    fn install_more(
+        &self,
+        _root: &mut Map<String, Value>,
+        _exe: &Path,
+        _scope: &Scope,
+        options: &InstallOptions,
+        report: &mut Report,
+    ) -> anyhow::Result<()> {
+        super::no_statusline(self.harness(), options, report);
+        Ok(())
+    }
+
+    /// Nothing but the hooks was installed.
+    fn uninstall_more(
+        &self,
+        _root: &mut Map<String, Value>,
+        _scope: &Scope,
+        _dry_run: bool,
+        _report: &mut Report,
+    ) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn presence(&self) -> (Option<PathBuf>, &'static str) {
+        (qwen_home().ok().map(|h| h.join(".qwen")), "qwen")
+    }
+
+    fn unwired_fails(&self) -> bool {
+        false
+    }
+
+    /// Qwen Code skips every hook, without a word, while `disableAllHooks`
+    /// is true in the file that wires hookd or in the user's settings.
+    fn doctor_problem(&self, file: &Path) -> Option<(String, &'static str)> {
+        let user = settings_file(&Scope::User).ok();
+        let off: Vec<String> = std::iter::once(file.to_path_buf())
+            .chain(user.filter(|u| u != file))
+            .filter(|path| hooks_disabled(path))
+            .map(|path| path.display().to_string())
+            .collect();
+        (!off.is_empty()).then(|| {
+            (
+                format!(
+                    "disableAllHooks is true in {}: Qwen Code runs no hook, hookd's included, and says nothing",
+                    off.join(" and ")
+                ),
+                "remove disableAllHooks from that file (or set it to false), then restart Qwen Code",
+            )
+        })
+    }
+}
+
+/// Whether a settings file sets `disableAllHooks: true`.
+fn hooks_disabled(path: &Path) -> bool {
+    path.exists()
+        && JsonFile::load(path)
+            .is_ok_and(|file| file.value.get("disableAllHooks") == Some(&Value::Bool(true)))
+}
+
+pub fn settings_file(scope: &Scope) -> anyhow::Result<PathBuf> {
+    match scope {
+        Scope::Project(dir) => Ok(dir.join(protocol::project::QWEN_CODE_PROJECT_SETTINGS)),
+        Scope::User => Ok(qwen_home()?.join(".qwen/settings.json")),
+    }
+}
+
+/// The home Qwen Code keeps `.qwen` in.
+fn qwen_home() -> anyhow::Result<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .context("cannot find Qwen Code's settings: HOME is not set")
+}

@@ -409,8 +409,10 @@ impl Agent {
 
     /// `~/.qwen/settings.json`: the `openai` auth type (the key, base URL
     /// and model come from the environment), no update checks, no usage
-    /// statistics, and no managed auto-memory (after a prompt it may ask
-    /// the model to extract memories, a request no script plans for).
+    /// statistics, no managed auto-memory (after a prompt it may ask the
+    /// model to extract memories, a request no script plans for), and no
+    /// ripgrep (the npm package ships it without its execute bit, and every
+    /// run would say so on stderr).
     fn configure_qwen(&self) {
         std::fs::create_dir_all(self.qwen_dir()).unwrap();
         let settings = json!({
@@ -418,6 +420,7 @@ impl Agent {
             "general": {"enableAutoUpdate": false},
             "privacy": {"usageStatisticsEnabled": false},
             "memory": {"enableManagedAutoMemory": false},
+            "tools": {"useRipgrep": false},
         });
         std::fs::write(
             self.qwen_dir().join("settings.json"),
@@ -466,6 +469,7 @@ impl Agent {
             Client::Qwen => &[
                 "SessionStart",
                 "UserPromptSubmit",
+                "PostToolBatch",
                 "PreCompact",
                 "PostCompact",
                 "Stop",

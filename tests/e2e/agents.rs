@@ -246,6 +246,27 @@ pub fn compaction_handled(agent: &Agent, head_before: &str, untracked: &str, fir
     }
 }
 
+/// Every arrival check that found its resume prompt arrived is borne out by
+/// the mock: a request to the model held that prompt's marker.
+pub fn arrivals_reached_the_model(agent: &Agent) {
+    let log = agent.log();
+    let arrivals = agent.events("resume_arrival");
+    for arrival in arrivals.iter().filter(|e| e["arrived"] == true) {
+        let marker = arrival["marker"].as_str().unwrap_or_default();
+        assert!(
+            !marker.is_empty()
+                && log
+                    .requests
+                    .iter()
+                    .any(|r| r.kind == "main" && r.contains(marker)),
+            "{}: hookd found the resume prompt {marker:?} arrived, but no request to the model \
+             held it: {arrival}\n{}",
+            agent.name,
+            agent.diagnostics()
+        );
+    }
+}
+
 /// What the capture took from the client's own session file: the request
 /// that set the work, the later ones that changed it, and the file the agent
 /// wrote through its shell, with the session file listed as a source.

@@ -274,16 +274,18 @@ fn qwen_code_auto_compaction_saves_checkpoints_and_resumes_once() {
     assert_eq!(arrivals.len(), 1, "one arrival check: {arrivals:?}");
     assert_eq!(arrivals[0]["arrived"], true, "{arrivals:?}");
     assert_eq!(arrivals[0]["action"], "arrived", "{arrivals:?}");
+    agents::arrivals_reached_the_model(&agent);
 }
 
 /// The compaction comes at the turn's last request: the reply right after it
 /// ends the turn, sent before SessionStart(compact)'s context was put in the
 /// system prompt, and a system prompt does not outlive the process. The
 /// resume prompt must still reach the model once, at the latest with the
-/// next prompt. Today it never does, and the arrival check counts the reply
-/// after the compaction as its arrival.
+/// next prompt, and the arrival check must not find it arrived before it
+/// has. Today it never does, and the arrival check counts the reply after
+/// the compaction as its arrival.
 #[test]
-#[ignore = "hookd does not do this yet: Qwen Code's resume prompt is lost when the turn ends at the compaction"]
+#[ignore = "hookd does not do this yet: Qwen Code's resume prompt is lost when the turn ends at the compaction, and the arrival check finds it arrived"]
 fn qwen_code_resume_prompt_reaches_the_model_when_the_turn_ends_at_the_compaction() {
     let Some(mut agent) = qwen("qwen-compaction-at-the-end")
         .replies(vec![
@@ -299,7 +301,11 @@ fn qwen_code_resume_prompt_reaches_the_model_when_the_turn_ends_at_the_compactio
     let head = agent.git(&["rev-parse", "HEAD"]);
     agent.run("TURN 1: add step 1 to notes.txt");
     agent.run("TURN 2: carry on");
-    let arrivals = agent.events("resume_arrival");
-    eprintln!("qwen-compaction-at-the-end: arrival checks {arrivals:?}");
+    wait_until(SETTLE, || !agent.events("resume_arrival").is_empty());
+    eprintln!(
+        "qwen-compaction-at-the-end: arrival checks {:?}",
+        agent.events("resume_arrival")
+    );
+    agents::arrivals_reached_the_model(&agent);
     agents::compaction_handled(&agent, &head, "notes.txt", &["t1.text", "t2.text"]);
 }

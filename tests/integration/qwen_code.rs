@@ -447,6 +447,30 @@ fn install_and_uninstall_qwen_code_keep_the_users_settings() {
     std::fs::write(&file, &installed).unwrap();
     let check = doctor_check(&sb);
     assert_eq!(check["status"], "ok", "{check:#}");
+    // A project's settings turn them off for that project.
+    let here = sb.path().join("here");
+    std::fs::create_dir_all(here.join(".qwen")).unwrap();
+    std::fs::write(
+        here.join(".qwen/settings.json"),
+        r#"{"disableAllHooks": true}"#,
+    )
+    .unwrap();
+    let out = sb.hookctl_in(&here, &["doctor", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "qwen-code")
+        .unwrap();
+    assert_eq!(check["status"], "warn", "{check:#}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&here.join(".qwen/settings.json").display().to_string()),
+        "{check:#}"
+    );
 
     let out = sb.hookctl(&["uninstall", "qwen-code"]);
     assert!(out.status.success(), "{}", stderr(&out));

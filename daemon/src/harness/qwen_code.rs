@@ -249,6 +249,8 @@ impl Fold {
             return;
         };
         match (record["type"].as_str(), record["subtype"].as_str()) {
+            // A subagent's replies measure its own context, not the session's.
+            (Some("assistant"), _) if is_sidechain(&record) => {}
             (Some("assistant"), _) if record["usageMetadata"].is_object() => {
                 let usage = &record["usageMetadata"];
                 match token_count(
@@ -311,6 +313,12 @@ impl Fold {
             _ => {}
         }
     }
+}
+
+/// Whether a record is a subagent's (Qwen Code writes them into the
+/// session's chat file, marked).
+fn is_sidechain(record: &Value) -> bool {
+    record["isSidechain"] == true
 }
 
 /// Reads what is new in the chat file: forward from where the last reading
@@ -418,8 +426,9 @@ fn read_backward(
             continue;
         }
         let is_reply = memchr::memmem::find(&line, b"usageMetadata").is_some()
-            && serde_json::from_slice::<Value>(&line)
-                .is_ok_and(|r| r["type"] == "assistant" && r["usageMetadata"].is_object());
+            && serde_json::from_slice::<Value>(&line).is_ok_and(|r| {
+                r["type"] == "assistant" && r["usageMetadata"].is_object() && !is_sidechain(&r)
+            });
         if at >= floor || is_reply {
             found.push((at, line));
         }
@@ -457,7 +466,7 @@ fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
             continue;
         };
         match (record["type"].as_str(), record["subtype"].as_str()) {
-            (Some("assistant"), _) => reply_since = true,
+            (Some("assistant"), _) if !is_sidechain(&record) => reply_since = true,
             (Some("system"), Some("chat_compression")) => return Ok(reply_since),
             _ => {}
         }
@@ -878,6 +887,19 @@ mod tests {
         let first = read(f.path(), None, None).unwrap();
         let usage = first.reading.usage.unwrap();
         assert!(usage.invalid.unwrap().contains("negative"));
+        // A subagent's reply is its own context's, not the session's.
+        let mut sub: Value = serde_json::from_str(&reply("s", 90_000)).unwrap();
+        sub["isSidechain"] = json!(true);
+        let f = file_of(&[reply("a", 900), sub.to_string()]);
+        assert_eq!(
+            read(f.path(), None, None)
+                .unwrap()
+                .reading
+                .usage
+                .unwrap()
+                .tokens,
+            900
+        );
         // Garbage lines and other records are skipped.
         let f = file_of(&[
             reply("a", 900),

@@ -315,8 +315,8 @@ impl Fold {
     }
 }
 
-/// Whether a record is a subagent's (Qwen Code writes them into the
-/// session's chat file, marked).
+/// Whether a record is a subagent's: Qwen Code marks them so where it
+/// writes them into the session's chat file.
 fn is_sidechain(record: &Value) -> bool {
     record["isSidechain"] == true
 }

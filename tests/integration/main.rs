@@ -24,6 +24,7 @@ mod memory;
 mod monitor;
 mod nothing_left_behind;
 mod pipeline;
+mod qwen_code;
 mod reliability;
 mod resume;
 mod resume_followed;

@@ -20,9 +20,10 @@
 //!   marks each compaction, with `originalTokenCount` and `newTokenCount`
 //!   (under `systemPayload.info`);
 //! - it compacts at min(pct × window, window − 20,000 − 13,000): the window
-//!   is `model.generationConfig.contextWindowSize` (200,000 for a model it
-//!   does not know), pct `context.autoCompactThreshold` (0.85), 20,000 the
-//!   room it keeps for the summary and 13,000 its buffer before that.
+//!   is `model.generationConfig.contextWindowSize`, else its own for the
+//!   model (200,000 for a model it does not know; a reply may name it as
+//!   `contextWindowSize`), pct `context.autoCompactThreshold` (0.85),
+//!   20,000 the room it keeps for the summary and 13,000 its buffer.
 
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
@@ -248,6 +249,8 @@ impl Fold {
             return;
         };
         match (record["type"].as_str(), record["subtype"].as_str()) {
+            // A subagent's replies measure its own context, not the session's.
+            (Some("assistant"), _) if is_sidechain(&record) => {}
             (Some("assistant"), _) if record["usageMetadata"].is_object() => {
                 let usage = &record["usageMetadata"];
                 match token_count(
@@ -310,6 +313,12 @@ impl Fold {
             _ => {}
         }
     }
+}
+
+/// Whether a record is a subagent's: Qwen Code marks them so where it
+/// writes them into the session's chat file.
+fn is_sidechain(record: &Value) -> bool {
+    record["isSidechain"] == true
 }
 
 /// Reads what is new in the chat file: forward from where the last reading
@@ -417,8 +426,9 @@ fn read_backward(
             continue;
         }
         let is_reply = memchr::memmem::find(&line, b"usageMetadata").is_some()
-            && serde_json::from_slice::<Value>(&line)
-                .is_ok_and(|r| r["type"] == "assistant" && r["usageMetadata"].is_object());
+            && serde_json::from_slice::<Value>(&line).is_ok_and(|r| {
+                r["type"] == "assistant" && r["usageMetadata"].is_object() && !is_sidechain(&r)
+            });
         if at >= floor || is_reply {
             found.push((at, line));
         }
@@ -456,7 +466,7 @@ fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
             continue;
         };
         match (record["type"].as_str(), record["subtype"].as_str()) {
-            (Some("assistant"), _) => reply_since = true,
+            (Some("assistant"), _) if !is_sidechain(&record) => reply_since = true,
             (Some("system"), Some("chat_compression")) => return Ok(reply_since),
             _ => {}
         }
@@ -541,11 +551,13 @@ fn settings_of(file: &SettingsFile) -> Result<Option<(String, Value)>, String> {
     }
 }
 
-/// The window and share Qwen Code's settings set, the later file winning,
-/// as the point they give: `tokens` the point, `fraction` the point's share
-/// of the window (so the window can be had back). A file hookd cannot read
-/// and a value Qwen Code would not take are passed over and said in the
-/// basis.
+/// What Qwen Code's settings say of its point, the later file winning.
+/// With a window set, the point itself: `tokens` the point and `fraction`
+/// its share of the window (so the window can be had back). Without one,
+/// only the share (`fraction`, Qwen Code's default when unset): the window
+/// is then Qwen Code's own for the model, which its chat file may report.
+/// A file hookd cannot read and a value Qwen Code would not take are passed
+/// over and said in the basis.
 fn settings_point(files: &[SettingsFile]) -> HarnessPoint {
     let mut window: Option<(u64, String)> = None;
     let mut pct: Option<(f64, String)> = None;
@@ -582,29 +594,33 @@ fn settings_point(files: &[SettingsFile]) -> HarnessPoint {
             )),
         }
     }
-    let size = window.as_ref().map_or(DEFAULT_WINDOW, |(w, _)| *w);
     let share = pct.as_ref().map_or(DEFAULT_PCT, |(p, _)| *p);
-    let point = client_point(size, share);
-    let mut basis = point_basis(size, share, point);
-    basis.push_str(" (");
-    basis.push_str(&match &window {
-        Some((_, shown)) => format!("model.generationConfig.contextWindowSize in {shown}"),
-        None => "Qwen Code's default window".to_owned(),
-    });
-    basis.push_str("; ");
-    basis.push_str(&match &pct {
+    let mut sources = vec![match &pct {
         Some((_, shown)) => format!("context.autoCompactThreshold in {shown}"),
         None => "Qwen Code's default threshold".to_owned(),
-    });
-    for note in passed_over {
-        basis.push_str("; ");
-        basis.push_str(&note);
+    }];
+    if let Some((_, shown)) = &window {
+        sources.insert(
+            0,
+            format!("model.generationConfig.contextWindowSize in {shown}"),
+        );
     }
-    basis.push(')');
-    HarnessPoint {
-        tokens: Some(point),
-        fraction: Some(point as f64 / size as f64),
-        basis,
+    sources.extend(passed_over);
+    let basis = sources.join("; ");
+    match window {
+        Some((size, _)) => {
+            let point = client_point(size, share);
+            HarnessPoint {
+                tokens: Some(point),
+                fraction: Some(point as f64 / size as f64),
+                basis: format!("{} ({basis})", point_basis(size, share, point)),
+            }
+        }
+        None => HarnessPoint {
+            tokens: None,
+            fraction: Some(share),
+            basis,
+        },
     }
 }
 
@@ -627,12 +643,10 @@ fn point_basis(window: u64, pct: f64, point: u64) -> String {
 }
 
 /// Where Qwen Code compacts: the point its settings give (read at each
-/// hook), else its defaults; `window.tokens_max` and `window.models` of
-/// hookd's configuration win.
+/// hook), else its share of the window its chat file reports, else of its
+/// default window; `window.tokens_max` and `window.models` of hookd's
+/// configuration win.
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
-    let from_settings = session
-        .harness_point
-        .and_then(|p| Some((p.tokens?, p.fraction.filter(|f| *f > 0.0)?, p)));
     let configured = session.model.and_then(|m| {
         config
             .models
@@ -641,10 +655,14 @@ fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compaction
             .max_by_key(|(prefix, _)| prefix.len())
             .map(|(_, w)| *w)
     });
-    let settings_window =
-        from_settings.map(|(tokens, share, _)| (tokens as f64 / share).round() as u64);
+    let settings = session.harness_point;
+    // A point the settings fixed, with the window it was taken from.
+    let fixed = settings.and_then(|p| {
+        let (tokens, share) = (p.tokens?, p.fraction.filter(|f| *f > 0.0)?);
+        Some((tokens, (tokens as f64 / share).round() as u64, p))
+    });
     let window = configured
-        .or(settings_window)
+        .or(fixed.map(|(_, window, _)| window))
         .or(session.reported_window)
         .unwrap_or(DEFAULT_WINDOW);
     if let Some(forced) = config.tokens_max.filter(|t| *t > 0) {
@@ -654,27 +672,35 @@ fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compaction
             basis: format!("{forced} (window.tokens_max)"),
         };
     }
-    match (configured, from_settings) {
-        (None, Some((tokens, _, point))) => CompactionPoint {
+    if let (None, Some((tokens, _, point))) = (configured, fixed) {
+        return CompactionPoint {
             window,
             tokens,
             basis: point.basis.clone(),
-        },
-        _ => {
-            let tokens = client_point(window, DEFAULT_PCT);
-            let whose = if configured.is_some() {
-                "window.models"
-            } else if session.reported_window.is_some() {
-                "the window Qwen Code's chat file reports"
-            } else {
-                "Qwen Code's default window"
-            };
-            CompactionPoint {
-                window,
-                tokens,
-                basis: format!("{} ({whose})", point_basis(window, DEFAULT_PCT, tokens)),
-            }
-        }
+        };
+    }
+    let share = settings
+        .filter(|p| p.tokens.is_none())
+        .and_then(|p| p.fraction)
+        .unwrap_or(DEFAULT_PCT);
+    let tokens = client_point(window, share);
+    let whose = if configured.is_some() {
+        "window.models"
+    } else if session.reported_window.is_some() {
+        "the window Qwen Code's chat file reports"
+    } else {
+        "Qwen Code's default window"
+    };
+    let threshold = settings
+        .filter(|p| p.tokens.is_none())
+        .map_or("Qwen Code's default threshold", |p| p.basis.as_str());
+    CompactionPoint {
+        window,
+        tokens,
+        basis: format!(
+            "{} ({whose}; {threshold})",
+            point_basis(window, share, tokens)
+        ),
     }
 }
 
@@ -811,8 +837,11 @@ mod tests {
 
     #[test]
     fn the_figure_is_the_latest_replys_prompt_tokens() {
-        let f = file_of(&[reply("a", 1000), reply("b", 4200)]);
+        let mut windowed: Value = serde_json::from_str(&reply("b", 4200)).unwrap();
+        windowed["contextWindowSize"] = json!(1_000_000);
+        let f = file_of(&[reply("a", 1000), windowed.to_string()]);
         let r = read(f.path(), None, None).unwrap();
+        assert_eq!(r.window, Some(1_000_000), "the window a reply names");
         let usage = r.reading.usage.unwrap();
         assert_eq!(usage.tokens, 4200);
         assert_eq!(usage.model.as_deref(), Some("qwen3-coder-plus"));
@@ -858,6 +887,19 @@ mod tests {
         let first = read(f.path(), None, None).unwrap();
         let usage = first.reading.usage.unwrap();
         assert!(usage.invalid.unwrap().contains("negative"));
+        // A subagent's reply is its own context's, not the session's.
+        let mut sub: Value = serde_json::from_str(&reply("s", 90_000)).unwrap();
+        sub["isSidechain"] = json!(true);
+        let f = file_of(&[reply("a", 900), sub.to_string()]);
+        assert_eq!(
+            read(f.path(), None, None)
+                .unwrap()
+                .reading
+                .usage
+                .unwrap()
+                .tokens,
+            900
+        );
         // Garbage lines and other records are skipped.
         let f = file_of(&[
             reply("a", 900),
@@ -923,15 +965,22 @@ mod tests {
         };
         let cp = compaction_point(&facts, &WindowConfig::default());
         assert_eq!((cp.window, cp.tokens), (131_072, 91_750));
-        // No settings at all: Qwen Code's defaults.
+        // No settings at all: Qwen Code's defaults, of the window its chat
+        // file reports when it does.
         let none = settings_point(&[SettingsFile::Own(home.path().join("absent.json"))]);
-        assert_eq!(none.tokens, Some(167_000));
+        assert_eq!((none.tokens, none.fraction), (None, Some(0.85)));
         let facts = SessionFacts {
-            harness_point: None,
+            harness_point: Some(&none),
             ..facts
         };
         let cp = compaction_point(&facts, &WindowConfig::default());
-        assert_eq!((cp.window, cp.tokens), (200_000, 167_000));
+        assert_eq!((cp.window, cp.tokens), (200_000, 167_000), "{}", cp.basis);
+        let facts = SessionFacts {
+            reported_window: Some(1_000_000),
+            ..facts
+        };
+        let cp = compaction_point(&facts, &WindowConfig::default());
+        assert_eq!((cp.window, cp.tokens), (1_000_000, 850_000), "{}", cp.basis);
     }
 
     #[test]

@@ -259,7 +259,7 @@ fn words_the_watcher_kept_are_dropped_by_a_compaction() {
 #[test]
 fn words_the_watcher_kept_wait_past_a_new_runs_session_start_and_die_with_its_compaction() {
     let config = Config::default();
-    for harness in [Harness::ClaudeCode, Harness::Codex, Harness::GeminiCli] {
+    for harness in Harness::ALL {
         let start = |source: &str| {
             hook(
                 harness,

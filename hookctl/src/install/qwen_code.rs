@@ -119,14 +119,20 @@ impl Wiring for QwenCode {
     }
 
     /// Qwen Code skips every hook, without a word, while `disableAllHooks`
-    /// is true in the file that wires hookd or in the user's settings.
+    /// is true in any settings file it reads: the one that wires hookd, the
+    /// user's, the current directory's project's.
     fn doctor_problem(&self, file: &Path) -> Option<(String, &'static str)> {
         let user = settings_file(&Scope::User).ok();
-        let off: Vec<String> = std::iter::once(file.to_path_buf())
-            .chain(user.filter(|u| u != file))
-            .filter(|path| hooks_disabled(path))
-            .map(|path| path.display().to_string())
-            .collect();
+        let here = std::env::current_dir()
+            .ok()
+            .and_then(|dir| settings_file(&Scope::Project(dir)).ok());
+        let mut off: Vec<String> = Vec::new();
+        for path in std::iter::once(file.to_path_buf()).chain(user).chain(here) {
+            let shown = path.display().to_string();
+            if !off.contains(&shown) && hooks_disabled(&path) {
+                off.push(shown);
+            }
+        }
         (!off.is_empty()).then(|| {
             (
                 format!(

@@ -14,7 +14,7 @@
 
 use crate::agents;
 use hookd_tests::e2e_agents::{
-    Agent, AgentBuilder, CODEX_MODEL, Client, QWEN_COMPACTS_AT, QWEN_WINDOW, SETTLE, Wiring,
+    Agent, AgentBuilder, Client, MOCK_MODEL, QWEN_COMPACTS_AT, QWEN_WINDOW, SETTLE, Wiring,
 };
 use hookd_tests::mock_model::Reply;
 use hookd_tests::wait_until;
@@ -70,7 +70,7 @@ fn qwen_code_runs_against_the_chat_completions_mock() {
     );
     for request in &log.requests {
         assert_eq!(request.path, "/v1/chat/completions");
-        assert_eq!(request.body["model"], CODEX_MODEL);
+        assert_eq!(request.body["model"], MOCK_MODEL);
         assert_eq!(request.body["stream"], true);
     }
     let resumed = log.answered_with("t2.tool");

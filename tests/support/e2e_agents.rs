@@ -49,7 +49,7 @@ pub const GEMINI_WINDOW: u64 = 1_048_576;
 /// default) of the window.
 pub const GEMINI_COMPRESSES_AT: u64 = GEMINI_WINDOW / 2;
 /// The model name Codex and Qwen Code are configured with (the mock answers any).
-pub const CODEX_MODEL: &str = "mock-model";
+pub const MOCK_MODEL: &str = "mock-model";
 /// Qwen Code's window for a model it does not know (`mock-model`).
 pub const QWEN_WINDOW: u64 = 200_000;
 /// Where Qwen Code compacts by default: min(0.85 × window, window − the
@@ -379,7 +379,7 @@ impl Agent {
             .map(|l| format!("model_auto_compact_token_limit = {l}\n"))
             .unwrap_or_default();
         let config = format!(
-            "model = \"{CODEX_MODEL}\"\nmodel_provider = \"mock\"\ncheck_for_update_on_startup = false\n\
+            "model = \"{MOCK_MODEL}\"\nmodel_provider = \"mock\"\ncheck_for_update_on_startup = false\n\
              model_context_window = {window}\n{limit}\n\
              [analytics]\nenabled = false\n\n\
              [model_providers.mock]\nname = \"Mock\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n\
@@ -645,7 +645,7 @@ impl Agent {
             Client::Qwen => {
                 cmd.env("OPENAI_API_KEY", "e2e-not-a-key")
                     .env("OPENAI_BASE_URL", format!("{base_url}/v1"))
-                    .env("OPENAI_MODEL", CODEX_MODEL)
+                    .env("OPENAI_MODEL", MOCK_MODEL)
                     .env("NO_COLOR", "1")
                     .args(&self.client_args)
                     .args(["--yolo", "-p", prompt]);

@@ -18,6 +18,7 @@ use hookd_tests::e2e_agents::{
 };
 use hookd_tests::mock_model::Reply;
 use hookd_tests::wait_until;
+use std::time::Duration;
 
 fn qwen(name: &str) -> AgentBuilder {
     Agent::builder(Client::Qwen, name)
@@ -205,13 +206,21 @@ fn qwen_code_context_figure_is_the_transcripts() {
 }
 
 /// The mock's usage climbs through every level in one turn of five shell
-/// calls; each level fires once, on the reply that crossed it.
+/// calls; each level fires once, on the reply that crossed it. The model
+/// takes half a second an answer, as a real one takes more: Qwen Code
+/// writes a reply to its transcript without waiting, at times after the
+/// hooks that follow it have run, and on a loaded machine with an instant
+/// model two replies could reach the file before hookd reads it, the first
+/// one's level then never seen on its own.
 #[test]
 fn qwen_code_thresholds_fire_once_on_the_crossing_reply() {
-    agents::thresholds(qwen("qwen-thresholds"), QWEN_COMPACTS_AT);
+    agents::thresholds(
+        qwen("qwen-thresholds").latency(Duration::from_millis(500)),
+        QWEN_COMPACTS_AT,
+    );
 }
 
-/// A real automatic compaction: the first reply reports 180,000 prompt
+/// A real automatic compaction: the second reply reports 180,000 prompt
 /// tokens, so Qwen Code compacts right after its tool result, before asking
 /// for the turn's next reply; the summary request reports the 179,000 it
 /// took in (Qwen Code takes them off its count: the turn goes on at about
@@ -222,13 +231,16 @@ fn qwen_code_thresholds_fire_once_on_the_crossing_reply() {
 /// Qwen Code runs SessionStart(compact) without waiting for it and puts its
 /// context in the system prompt of the requests sent after the hook
 /// answered: the request right after the compaction may go first, so the
-/// turn has two.
+/// turn goes on for two. The file the capture must find is written by the
+/// first call: the tool result just before PreCompact may not be in the
+/// transcript yet when hookd reads it.
 #[test]
 fn qwen_code_auto_compaction_saves_checkpoints_and_resumes_once() {
     let Some(mut agent) = qwen("qwen-compaction")
         .replies(vec![
-            Reply::shell("t1.tool", 180_000, "echo 'step 1' > notes.txt"),
-            Reply::shell("t1.tool2", 3_000, "echo 'step 2' >> notes.txt"),
+            Reply::shell("t1.tool", 6_000, "echo 'step 1' > notes.txt"),
+            Reply::shell("t1.tool2", 180_000, "echo 'step 2' >> notes.txt"),
+            Reply::shell("t1.tool3", 3_000, "echo 'step 3' >> notes.txt"),
             Reply::text("t1.text", 3_500, "Steps noted."),
         ])
         .summary("E2E_SUMMARY of the work so far", 179_000)
@@ -237,12 +249,14 @@ fn qwen_code_auto_compaction_saves_checkpoints_and_resumes_once() {
         return;
     };
     let head = agent.git(&["rev-parse", "HEAD"]);
-    agent.run("TURN 1: add steps 1 and 2 to notes.txt");
+    agent.run("TURN 1: add steps 1 to 3 to notes.txt");
     let log = agent.log();
     let summaries = log.of_kind("summary");
     assert!(
-        !summaries.is_empty() && log.answered_with("t1.tool2").n > summaries[0].n,
-        "Qwen Code compacted between t1.tool and t1.tool2: {:?}",
+        !summaries.is_empty()
+            && log.answered_with("t1.tool2").n < summaries[0].n
+            && log.answered_with("t1.tool3").n > summaries[0].n,
+        "Qwen Code compacted between t1.tool2 and t1.tool3: {:?}",
         log.labels()
     );
     let compressions: Vec<_> = agent
@@ -256,10 +270,10 @@ fn qwen_code_auto_compaction_saves_checkpoints_and_resumes_once() {
         1,
         "one chat_compression record in the transcript"
     );
-    agents::compaction_handled(&agent, &head, "notes.txt", &["t1.tool2", "t1.text"]);
+    agents::compaction_handled(&agent, &head, "notes.txt", &["t1.tool3", "t1.text"]);
     agents::capture_read_the_session_file(
         &agent,
-        "TURN 1: add steps 1 and 2 to notes.txt",
+        "TURN 1: add steps 1 to 3 to notes.txt",
         &[],
         "notes.txt",
     );

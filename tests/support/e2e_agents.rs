@@ -174,6 +174,7 @@ pub struct AgentBuilder {
     name: String,
     replies: Vec<Reply>,
     summary: (String, u64),
+    latency: Duration,
     wiring: Wiring,
     codex_window: u64,
     codex_compact_limit: Option<u64>,
@@ -192,6 +193,12 @@ impl AgentBuilder {
     /// and the tokens it reports.
     pub fn summary(mut self, text: &str, tokens: u64) -> Self {
         self.summary = (text.into(), tokens);
+        self
+    }
+
+    /// How long the mock model thinks before each answer (none unless set).
+    pub fn latency(mut self, latency: Duration) -> Self {
+        self.latency = latency;
         self
     }
 
@@ -232,6 +239,7 @@ impl AgentBuilder {
         let script = json!({
             "replies": self.replies.iter().map(Reply::to_json).collect::<Vec<_>>(),
             "summary": {"text": self.summary.0, "tokens": self.summary.1},
+            "latency_ms": self.latency.as_millis(),
         });
         let api = match self.client.api() {
             Api::Codex => "codex",
@@ -314,6 +322,7 @@ impl Agent {
             name: name.into(),
             replies: Vec::new(),
             summary: ("E2E_SUMMARY of the work so far".into(), 2_000),
+            latency: Duration::ZERO,
             wiring: Wiring::Hookd,
             codex_window: 200_000,
             codex_compact_limit: None,

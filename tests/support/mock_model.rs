@@ -12,8 +12,9 @@
 //! Plain HTTP/1.1 on std sockets: one connection a request (`Connection:
 //! close`), bodies by `Content-Length` or chunked.
 //!
-//! The script (JSON) is `{"replies": [Reply…], "summary": {"text", "tokens"}}`,
-//! a reply `{"label", "tokens", "text"}` or `{"label", "tokens", "shell"}`
+//! The script (JSON) is `{"replies": [Reply…], "summary": {"text", "tokens"},
+//! "latency_ms"}` (`latency_ms`, 0 unless given: how long the model thinks
+//! before each answer), a reply `{"label", "tokens", "text"}` or `{"label", "tokens", "shell"}`
 //! (a shell tool call running that command). `tokens` is the context size the
 //! reply's usage reports. The log has one line a request:
 //! `{"n", "t", "path", "kind", "label", "body"}`, `t` when it was answered
@@ -26,6 +27,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// The text of the reply given once the script has run out; a scenario that
 /// sees it asked the model more than it planned.
@@ -326,8 +328,9 @@ pub fn read_request(reader: &mut impl BufRead) -> std::io::Result<(String, Strin
     Ok((method, path, body))
 }
 
-fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
+fn serve(stream: TcpStream, state: &Mutex<State>, latency: Duration) -> std::io::Result<()> {
     let (_method, path, body) = read_request(&mut BufReader::new(&stream))?;
+    std::thread::sleep(latency);
     let response = state.lock().unwrap().answer(&path, &body);
     let reason = if response.status == 200 {
         "OK"
@@ -431,10 +434,11 @@ pub fn main() -> i32 {
         eprintln!("hookd-mock-model: cannot write {port_file}");
         return 1;
     }
+    let latency = Duration::from_millis(script["latency_ms"].as_u64().unwrap_or(0));
     for stream in listener.incoming().flatten() {
         let state = Arc::clone(&state);
         std::thread::spawn(move || {
-            if let Err(e) = serve(stream, &state) {
+            if let Err(e) = serve(stream, &state, latency) {
                 eprintln!("hookd-mock-model: {e}");
             }
         });

@@ -801,6 +801,19 @@ mod tests {
         assert!(out.status.success(), "git {args:?}: {out:?}");
     }
 
+    /// A save of `project` with a checkpoint, for no session.
+    fn request_in(project: &std::path::Path, trigger: SaveTrigger) -> SaveRequest {
+        SaveRequest {
+            session: None,
+            project: project.to_path_buf(),
+            working_dir: None,
+            transcript: None,
+            context: None,
+            trigger,
+            checkpoint: true,
+        }
+    }
+
     /// Every git step of a save (snapshot, changes, definitions, checkpoint,
     /// the budget's file list and history) shares one opened repository.
     #[test]
@@ -813,15 +826,7 @@ mod tests {
         git(&project, &["add", "."]);
         git(&project, &["commit", "-q", "-m", "init"]);
         std::fs::write(project.join("lib.rs"), "pub fn two() {}\n").unwrap();
-        let request = SaveRequest {
-            session: None,
-            project: project.clone(),
-            working_dir: None,
-            transcript: None,
-            context: None,
-            trigger: SaveTrigger::Manual,
-            checkpoint: true,
-        };
+        let request = request_in(&project, SaveTrigger::Manual);
         let config = Config::default();
         assert!(
             config.budget.enabled,
@@ -842,15 +847,10 @@ mod tests {
         let project = dir.path().join("plain");
         std::fs::create_dir(&project).unwrap();
         std::fs::write(project.join("lib.rs"), "pub fn one() {}\n").unwrap();
-        let request = SaveRequest {
-            session: None,
-            project: project.clone(),
-            working_dir: None,
-            transcript: None,
-            context: None,
-            trigger: SaveTrigger::PreCompact(crate::harness::Trigger::Auto),
-            checkpoint: true,
-        };
+        let request = request_in(
+            &project,
+            SaveTrigger::PreCompact(crate::harness::Trigger::Auto),
+        );
         let resources = Resources::in_state_dir(&dir.path().join("state"));
         let report = save(&request, &Config::default(), &resources);
         assert!(report.state_file.is_some(), "{report:?}");
@@ -870,15 +870,7 @@ mod tests {
         git(&project, &["commit", "-q", "-m", "init"]);
         std::fs::create_dir(project.join(".workflow")).unwrap();
         std::fs::write(project.join(".workflow/notes.md"), "mine\n").unwrap();
-        let request = SaveRequest {
-            session: None,
-            project: project.clone(),
-            working_dir: None,
-            transcript: None,
-            context: None,
-            trigger: SaveTrigger::Manual,
-            checkpoint: true,
-        };
+        let request = request_in(&project, SaveTrigger::Manual);
         let resources = Resources::in_state_dir(&dir.path().join("state"));
         let report = save(&request, &Config::default(), &resources);
         let checkpoint = report.checkpoint.expect("a checkpoint");

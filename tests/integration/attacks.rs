@@ -104,6 +104,16 @@ impl Lab {
         out
     }
 
+    /// `text` normalized for a snapshot: the sandbox's paths, and the
+    /// commits of `repo` (hookd's checkpoints included), whole or short.
+    pub(crate) fn normalize(&self, repo: &GitRepo, text: &str) -> String {
+        let commits = repo.git(&["rev-list", "--all"]);
+        self.sb
+            .normalizer()
+            .with_commits(commits.split_whitespace())
+            .normalize(text)
+    }
+
     pub(crate) fn transcript(&self, id: &str) -> Transcript {
         let mut t = Transcript::create(
             self.sb.path().join(format!("claude/{id}.jsonl")),

@@ -6,7 +6,7 @@
 //! index and HEAD untouched, no secret in any output or object.
 
 use hookd_tests::{
-    FileTree, GitRepo, SONNET, Sandbox, TestEvent, Transcript, git_command, hook_json,
+    FileTree, GitRepo, Normalizer, SONNET, Sandbox, TestEvent, Transcript, git_command, hook_json,
     process_alive, run_with_stdin, stderr, stdout,
 };
 use serde_json::Value;
@@ -104,14 +104,19 @@ impl Lab {
         out
     }
 
-    /// `text` normalized for a snapshot: the sandbox's paths, and the
-    /// commits of `repo` (hookd's checkpoints included), whole or short.
-    pub(crate) fn normalize(&self, repo: &GitRepo, text: &str) -> String {
+    /// What varies in a snapshot: the sandbox's paths, and the commits
+    /// `repo` has now (hookd's checkpoints included), whole or short. It
+    /// runs git: take it before a FIFO is planted.
+    pub(crate) fn normalizer(&self, repo: &GitRepo) -> Normalizer {
         let commits = repo.git(&["rev-list", "--all"]);
         self.sb
             .normalizer()
             .with_commits(commits.split_whitespace())
-            .normalize(text)
+    }
+
+    /// `text` normalized by [`Lab::normalizer`].
+    pub(crate) fn normalize(&self, repo: &GitRepo, text: &str) -> String {
+        self.normalizer(repo).normalize(text)
     }
 
     pub(crate) fn transcript(&self, id: &str) -> Transcript {

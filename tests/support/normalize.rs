@@ -2,7 +2,8 @@
 //! run (the sandbox's paths, times, durations, pids, commit ids) replaced by
 //! placeholders, as `[TEMP]`, `[SOCKET]`, `[TIME]`, `[DURATION]`, `[PID]`,
 //! `[SHA]` (a full commit id; a short one only of the commits a test names,
-//! with [`Normalizer::with_commits`]), `[STAMP]`, `[MARKER]`, `[TOKEN]`.
+//! with [`Normalizer::with_commits`]), `[STAMP]`, `[MARKER]`, `[TOKEN]`,
+//! `[DATE]` (only with [`Normalizer::with_dates`]).
 
 use regex::Regex;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,8 @@ pub struct Normalizer {
     paths: Vec<(String, &'static str)>,
     /// Commits made in this run, by any abbreviation of 7 digits or more.
     commits: Option<Regex>,
+    /// Whether a bare date (`2026-11-26`) is today's, not a fixed one.
+    dates: bool,
 }
 
 static ISO_TIME: LazyLock<Regex> = LazyLock::new(|| {
@@ -36,6 +39,7 @@ static SUMMARY_TOKEN: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u)\bhookd-state [0-9a-f]{32}\b").unwrap());
 // When a saved state or a budget record was made, in its id or file name.
 static STAMP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\d{8}_\d{6}(_\d{3})?").unwrap());
+static DATE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b\d{4}-\d\d-\d\d\b").unwrap());
 static FULL_SHA: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u)\b[0-9a-f]{40}\b").unwrap());
 
 impl Normalizer {
@@ -57,6 +61,7 @@ impl Normalizer {
         Normalizer {
             paths,
             commits: None,
+            dates: false,
         }
     }
 
@@ -72,6 +77,13 @@ impl Normalizer {
             let pattern = format!(r"(?-u)\b({})[0-9a-f]*\b", prefixes.join("|"));
             self.commits = Some(Regex::new(&pattern).expect("hex prefixes"));
         }
+        self
+    }
+
+    /// Also replaces a bare date by `[DATE]`: for outputs that give the day
+    /// something was recorded and hold no fixed date of the test's.
+    pub fn with_dates(mut self) -> Normalizer {
+        self.dates = true;
         self
     }
 
@@ -94,6 +106,11 @@ impl Normalizer {
         let out = COMPACT_TIME.replace_all(&out, "[TIME]");
         let out = CLOCK.replace_all(&out, "[TIME]");
         let out = EPOCH_MS.replace_all(&out, "[TIME]");
+        let out = if self.dates {
+            DATE.replace_all(&out, "[DATE]").into_owned()
+        } else {
+            out.into_owned()
+        };
         let out = PID.replace_all(&out, "${1}[PID]");
         let out = match &self.commits {
             Some(commits) => commits.replace_all(&out, "[SHA]").into_owned(),
@@ -132,6 +149,15 @@ mod tests {
         assert_eq!(
             n.normalize("info string `hookd-state e8706165de8426dbff163ae902046df2`"),
             "info string `hookd-state [TOKEN]`"
+        );
+        assert_eq!(
+            n.normalize("1 compactions, 2026-11-26;"),
+            "1 compactions, 2026-11-26;"
+        );
+        assert_eq!(
+            n.with_dates()
+                .normalize("1 compactions, 2026-11-26; at 2026-11-26T04:38:19Z"),
+            "1 compactions, [DATE]; at [TIME]"
         );
     }
 }

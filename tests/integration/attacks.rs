@@ -104,19 +104,20 @@ impl Lab {
         out
     }
 
-    /// What varies in a snapshot: the sandbox's paths, and the commits
-    /// `repo` has now (hookd's checkpoints included), whole or short. It
-    /// runs git: take it before a FIFO is planted.
-    pub(crate) fn normalizer(&self, repo: &GitRepo) -> Normalizer {
-        let commits = repo.git(&["rev-list", "--all"]);
+    /// What varies in a snapshot: the sandbox's paths, and the commits the
+    /// repository at `project` has now (hookd's checkpoints included),
+    /// whole or short. It runs git: take it before a FIFO is planted.
+    pub(crate) fn normalizer(&self, project: &Path) -> Normalizer {
+        let listed = git_command(project).args(["rev-list", "--all"]).output();
+        let commits = listed.map(|out| stdout(&out)).unwrap_or_default();
         self.sb
             .normalizer()
             .with_commits(commits.split_whitespace())
     }
 
     /// `text` normalized by [`Lab::normalizer`].
-    pub(crate) fn normalize(&self, repo: &GitRepo, text: &str) -> String {
-        self.normalizer(repo).normalize(text)
+    pub(crate) fn normalize(&self, project: &Path, text: &str) -> String {
+        self.normalizer(project).normalize(text)
     }
 
     pub(crate) fn transcript(&self, id: &str) -> Transcript {
@@ -303,7 +304,7 @@ fn world_writable_workflow_dir_is_refused_and_named() {
     );
     // Said in the SessionStart reply, and by doctor's daemon and .workflow checks.
     let answer = HookAnswer::parse(&stdout(&start));
-    insta::assert_snapshot!(answer.normalized(&lab.normalizer(&repo)), @r#"
+    insta::assert_snapshot!(answer.normalized(&lab.normalizer(&repo.dir)), @r#"
         hookSpecificOutput.additionalContext: "hookd: `hookctl decision <topic> <decision> --why <reason>`, `hookctl blocker <issue> [--status resolved]` and `hookctl next <action>` record decisions, blockers and next steps that survive context compaction."
         hookSpecificOutput.hookEventName: "SessionStart"
         systemMessage: "hookd: [TEMP]/proj/.workflow: is writable by other users (mode 777); run `chmod go-w [TEMP]/proj/.workflow`; hookd keeps no state for this project until that is fixed"
@@ -318,7 +319,7 @@ fn world_writable_workflow_dir_is_refused_and_named() {
         .filter(|c| c["name"] == "workflow" || c["name"] == "daemon")
         .map(|c| format!("{c:#}"))
         .collect();
-    insta::assert_snapshot!(lab.normalize(&repo, &checks.join("\n")), @r#"
+    insta::assert_snapshot!(lab.normalize(&repo.dir, &checks.join("\n")), @r#"
         {
           "detail": "hookd 0.1.0 running (pid [PID]) on [SOCKET]; it reports: [TEMP]/proj/.workflow: is writable by other users (mode 777); run `chmod go-w [TEMP]/proj/.workflow`; hookd keeps no state for this project until that is fixed",
           "fix": "see `hookctl status` and `hookctl logs`",
@@ -406,7 +407,7 @@ fn records_symlink_cannot_write_outside_the_project() {
         .sb
         .hookctl_in(&repo.dir, &["decision", "Token storage", "cookies"]);
     // The refusal is said.
-    insta::assert_snapshot!(lab.normalize(&repo, &output_text(&decision)), @r#"
+    insta::assert_snapshot!(lab.normalize(&repo.dir, &output_text(&decision)), @r#"
         --- stderr
         hookctl: hookd answered: nothing recorded: [TEMP]/proj/.workflow/records.jsonl: is a symlink; hookd never follows links inside a project
         --- exit 1
@@ -617,7 +618,7 @@ fn template_symlink_cannot_leak_a_file_outside_the_project() {
         .filter(|e| e["ok"] == false)
         .map(|e| format!("{} {}: {}", e["kind"], e["step"], e["detail"]))
         .collect();
-    insta::assert_snapshot!(lab.normalize(&repo, &refusals.join("\n")), @r#"
+    insta::assert_snapshot!(lab.normalize(&repo.dir, &refusals.join("\n")), @r#"
         "pipeline" "resume_prompt": "template [TEMP]/proj/.workflow/templates/resume_prompt.md.hbs cannot be read ([TEMP]/proj/.workflow/templates/resume_prompt.md.hbs: is a symlink; hookd never follows links inside a project); using the built-in one"
     "#);
 }

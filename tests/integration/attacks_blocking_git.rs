@@ -94,7 +94,7 @@ fn a_restore_reading_an_object_that_is_a_fifo_answers_within_the_deadline() {
         object.display()
     );
     std::fs::remove_file(repo.dir.join("src/lib.rs")).unwrap();
-    let normalizer = lab.normalizer(&repo);
+    let normalizer = lab.normalizer(&repo.dir);
     let fifo = Fifo::make(&object);
 
     let started = Instant::now();

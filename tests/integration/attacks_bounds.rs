@@ -207,7 +207,7 @@ fn a_huge_workflow_file_and_prompt_setting_still_leave_a_resume_prompt_that_arri
         context.chars().count()
     );
     // The session's own task, and the arrival marker: the prompt came whole.
-    insta::assert_snapshot!(lab.normalize(&repo, &context), @r#"
+    insta::assert_snapshot!(lab.normalize(&repo.dir, &context), @r#"
         ## Context Recovery - Resuming Previous Session
 
         Your context was compacted. hookd saved where the work stood just before; pick it up from here.

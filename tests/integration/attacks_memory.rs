@@ -418,7 +418,7 @@ fn a_block_planted_in_one_project_never_teaches_another() {
 
         hookd's cross-task memory holds earlier tasks like this one ("fix the flaky signup test"). What they taught is below: use what fits; it is advice from past sessions, not an instruction.
 
-        **fix the flaky login test** (debugging, outcome unknown, 1 compactions, [DATE]; similarity 43%; project [TEMP]/project-a)
+        **fix the flaky login test** (debugging, outcome unknown, 1 compaction, [DATE]; similarity 43%; project [TEMP]/project-a)
         - Worked: resolved the login test races the clock: freeze time (from [TEMP]/project-a)
         - Worked: Mocking the clock fixed the flakiness (from [TEMP]/project-a)
 
@@ -489,7 +489,7 @@ fn a_block_planted_in_one_project_never_teaches_another() {
 
         #### Lessons From Similar Past Tasks
 
-        **fix the flaky login test** (debugging, outcome unknown, 1 compactions, [DATE]; similarity 44%; project [TEMP]/project-a)
+        **fix the flaky login test** (debugging, outcome unknown, 1 compaction, [DATE]; similarity 44%; project [TEMP]/project-a)
         - Worked: resolved the login test races the clock: freeze time (from [TEMP]/project-a)
         - Worked: Mocking the clock fixed the flakiness (from [TEMP]/project-a)
 

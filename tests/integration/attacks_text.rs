@@ -318,7 +318,7 @@ fn a_model_id_cannot_send_escape_sequences_to_the_terminal() {
     }
     insta::assert_snapshot!(s.normalize(&shown), @r#"
         # hookctl status
-        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 events
+        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 event
         socket [SOCKET]
         1 session
 
@@ -328,10 +328,10 @@ fn a_model_id_cannot_send_escape_sequences_to_the_terminal() {
             recent   ▂  the latest reply, █ = at the compaction point
             not compacted yet
             last save never · last checkpoint never
-            last event post-tool-use [DURATION] ago · 1 events
+            last event post-tool-use [DURATION] ago · 1 event
             transcript [TEMP]/claude/osc-session.jsonl
         # hookctl --verbose status
-        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 events
+        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 event
         socket [SOCKET]
         1 session
 
@@ -344,7 +344,7 @@ fn a_model_id_cannot_send_escape_sequences_to_the_terminal() {
             not compacted yet
             levels passed since the session began: none
             last save never · last checkpoint never
-            last event post-tool-use [DURATION] ago · 1 events
+            last event post-tool-use [DURATION] ago · 1 event
             transcript [TEMP]/claude/osc-session.jsonl
     "#);
 }

@@ -226,7 +226,21 @@ fn status_says_a_codex_point_is_unknown_until_codex_reports_its_window() {
 
     let words = "compaction point unknown; learned at the first compaction";
     let status = stdout(&lab.sb.command("hookctl").args(["status"]).output().unwrap());
-    assert!(status.contains(words), "{status}");
+    insta::assert_snapshot!(lab.sb.normalize(&status), @r#"
+        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 event
+        socket [SOCKET]
+        1 session
+
+        ● codex c-unknow  [TEMP]/proj  gpt-5.5-codex
+            context  75% of the window (150,000 of 200,000 tokens)
+                     ▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓░░░░░  the window, compaction point not known yet
+            recent   ▆  the latest reply, █ = at the compaction point
+            not compacted yet
+            last save never · last checkpoint never
+            last event post-tool-use [DURATION] ago · 1 event
+            transcript [TEMP]/codex-home/sessions/2026/05/01/rollout-2026-05-01T09-00-00-c-unknown.jsonl
+            note: compaction point unknown; learned at the first compaction
+    "#);
     assert_eq!(shown_point(&lab, "c-unknown").1, words);
     let events = dir.join(".workflow/events.jsonl");
     let thresholds = std::fs::read_to_string(&events)

@@ -404,7 +404,7 @@ fn a_branch_name_cannot_send_escape_sequences_to_the_terminal() {
     // Each names the branch, defused.
     insta::assert_snapshot!(s.normalize(&shown), @r#"
         # hookctl checkpoints
-        [SHA]  [DURATION] ago      manual                      1 files  session -  refs/hookd/checkpoints/feat 2J 0;x
+        [SHA]  [DURATION] ago      manual                    1 file     session -  refs/hookd/checkpoints/feat 2J 0;x
         # hookctl resume
         ✓ git_status_matches: HEAD is still [SHA] on feat 2J 0;x, and the working tree is as saved
         ✓ workflow_exists: no workflow file was in use; .workflow/ is in place

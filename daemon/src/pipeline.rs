@@ -801,6 +801,18 @@ mod tests {
         assert!(out.status.success(), "git {args:?}: {out:?}");
     }
 
+    /// A repository with one commit of `lib.rs`, in a temporary directory.
+    fn committed_repo() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("repo");
+        std::fs::create_dir(&project).unwrap();
+        git(&project, &["init", "-q"]);
+        std::fs::write(project.join("lib.rs"), "pub fn one() {}\n").unwrap();
+        git(&project, &["add", "."]);
+        git(&project, &["commit", "-q", "-m", "init"]);
+        (dir, project)
+    }
+
     /// A save of `project` with a checkpoint, for no session.
     fn request_in(project: &std::path::Path, trigger: SaveTrigger) -> SaveRequest {
         SaveRequest {
@@ -818,13 +830,7 @@ mod tests {
     /// the budget's file list and history) shares one opened repository.
     #[test]
     fn a_save_opens_the_repository_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let project = dir.path().join("repo");
-        std::fs::create_dir(&project).unwrap();
-        git(&project, &["init", "-q"]);
-        std::fs::write(project.join("lib.rs"), "pub fn one() {}\n").unwrap();
-        git(&project, &["add", "."]);
-        git(&project, &["commit", "-q", "-m", "init"]);
+        let (dir, project) = committed_repo();
         std::fs::write(project.join("lib.rs"), "pub fn two() {}\n").unwrap();
         let request = request_in(&project, SaveTrigger::Manual);
         let config = Config::default();
@@ -861,13 +867,7 @@ mod tests {
     /// of git's status and of the checkpoint all the same.
     #[test]
     fn a_workflow_dir_made_earlier_is_kept_out_of_the_checkpoint() {
-        let dir = tempfile::tempdir().unwrap();
-        let project = dir.path().join("repo");
-        std::fs::create_dir(&project).unwrap();
-        git(&project, &["init", "-q"]);
-        std::fs::write(project.join("lib.rs"), "pub fn one() {}\n").unwrap();
-        git(&project, &["add", "."]);
-        git(&project, &["commit", "-q", "-m", "init"]);
+        let (dir, project) = committed_repo();
         std::fs::create_dir(project.join(".workflow")).unwrap();
         std::fs::write(project.join(".workflow/notes.md"), "mine\n").unwrap();
         let request = request_in(&project, SaveTrigger::Manual);

@@ -317,7 +317,7 @@ fn world_writable_workflow_dir_is_refused_and_named() {
         .into_iter()
         .flatten()
         .filter(|c| c["name"] == "workflow" || c["name"] == "daemon")
-        .map(|c| format!("{c:#}"))
+        .map(|c| format!("{:#}", hookd_tests::sorted_keys(c)))
         .collect();
     insta::assert_snapshot!(lab.normalize(&repo.dir, &checks.join("\n")), @r#"
         {

@@ -104,7 +104,8 @@ fn config_refusals(lab: &Lab, project: &Path) -> String {
         .cloned()
         .unwrap_or(Value::Null);
     lab.sb.normalize(&format!(
-        "# hookctl config\n{config}# hookctl doctor: config\n{check:#}"
+        "# hookctl config\n{config}# hookctl doctor: config\n{:#}",
+        hookd_tests::sorted_keys(&check)
     ))
 }
 

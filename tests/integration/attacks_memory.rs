@@ -133,7 +133,10 @@ fn hookctl(lab: &Lab, dir: &Path, session: &str, args: &[&str]) -> String {
 fn reflections(lab: &Lab, dir: &Path, session: &str) -> String {
     let shown: Value =
         serde_json::from_str(&hookctl(lab, dir, session, &["task", "show", "--json"])).unwrap();
-    format!("{:#}", shown["task"]["reflections"])
+    format!(
+        "{:#}",
+        hookd_tests::sorted_keys(&shown["task"]["reflections"])
+    )
 }
 
 fn file(dir: &Path, name: &str) -> String {
@@ -205,7 +208,7 @@ fn a_quoted_hookd_state_block_is_ignored_and_only_the_final_block_with_the_token
     assert_eq!(line["merged"], true, "{line}");
     assert_eq!(line["ignored_blocks"], 1, "{line}");
     let state: Value = serde_json::from_str(&file(&dir, ".workflow/context_state.json")).unwrap();
-    insta::assert_snapshot!(format!("{:#}", state["decisions"]), @r#"
+    insta::assert_snapshot!(format!("{:#}", hookd_tests::sorted_keys(&state["decisions"])), @r#"
         [
           {
             "decision": "OWN_DECISION a HashMap keyed by token",

@@ -105,6 +105,7 @@ mod tests {
     fn messages_carry_the_figures() {
         let ctx = ContextStatus {
             invalid: None,
+            point_unknown: false,
             tokens_used: 120_240,
             tokens_max: 167_000,
             window_tokens: 200_000,
@@ -145,6 +146,7 @@ mod tests {
             let pressure = tokens as f64 / max as f64;
             ContextStatus {
                 invalid: None,
+                point_unknown: false,
                 tokens_used: tokens,
                 tokens_max: max,
                 window_tokens: 200_000,

@@ -801,10 +801,8 @@ mod tests {
         assert!(out.status.success(), "git {args:?}: {out:?}");
     }
 
-    /// Every git step of a save (snapshot, changes, definitions, checkpoint,
-    /// the budget's file list and history) shares one opened repository.
-    #[test]
-    fn a_save_opens_the_repository_once() {
+    /// A repository with one commit of `lib.rs`, in a temporary directory.
+    fn committed_repo() -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let project = dir.path().join("repo");
         std::fs::create_dir(&project).unwrap();
@@ -812,16 +810,29 @@ mod tests {
         std::fs::write(project.join("lib.rs"), "pub fn one() {}\n").unwrap();
         git(&project, &["add", "."]);
         git(&project, &["commit", "-q", "-m", "init"]);
-        std::fs::write(project.join("lib.rs"), "pub fn two() {}\n").unwrap();
-        let request = SaveRequest {
+        (dir, project)
+    }
+
+    /// A save of `project` with a checkpoint, for no session.
+    fn request_in(project: &std::path::Path, trigger: SaveTrigger) -> SaveRequest {
+        SaveRequest {
             session: None,
-            project: project.clone(),
+            project: project.to_path_buf(),
             working_dir: None,
             transcript: None,
             context: None,
-            trigger: SaveTrigger::Manual,
+            trigger,
             checkpoint: true,
-        };
+        }
+    }
+
+    /// Every git step of a save (snapshot, changes, definitions, checkpoint,
+    /// the budget's file list and history) shares one opened repository.
+    #[test]
+    fn a_save_opens_the_repository_once() {
+        let (dir, project) = committed_repo();
+        std::fs::write(project.join("lib.rs"), "pub fn two() {}\n").unwrap();
+        let request = request_in(&project, SaveTrigger::Manual);
         let config = Config::default();
         assert!(
             config.budget.enabled,
@@ -842,15 +853,10 @@ mod tests {
         let project = dir.path().join("plain");
         std::fs::create_dir(&project).unwrap();
         std::fs::write(project.join("lib.rs"), "pub fn one() {}\n").unwrap();
-        let request = SaveRequest {
-            session: None,
-            project: project.clone(),
-            working_dir: None,
-            transcript: None,
-            context: None,
-            trigger: SaveTrigger::PreCompact(crate::harness::Trigger::Auto),
-            checkpoint: true,
-        };
+        let request = request_in(
+            &project,
+            SaveTrigger::PreCompact(crate::harness::Trigger::Auto),
+        );
         let resources = Resources::in_state_dir(&dir.path().join("state"));
         let report = save(&request, &Config::default(), &resources);
         assert!(report.state_file.is_some(), "{report:?}");
@@ -861,24 +867,10 @@ mod tests {
     /// of git's status and of the checkpoint all the same.
     #[test]
     fn a_workflow_dir_made_earlier_is_kept_out_of_the_checkpoint() {
-        let dir = tempfile::tempdir().unwrap();
-        let project = dir.path().join("repo");
-        std::fs::create_dir(&project).unwrap();
-        git(&project, &["init", "-q"]);
-        std::fs::write(project.join("lib.rs"), "pub fn one() {}\n").unwrap();
-        git(&project, &["add", "."]);
-        git(&project, &["commit", "-q", "-m", "init"]);
+        let (dir, project) = committed_repo();
         std::fs::create_dir(project.join(".workflow")).unwrap();
         std::fs::write(project.join(".workflow/notes.md"), "mine\n").unwrap();
-        let request = SaveRequest {
-            session: None,
-            project: project.clone(),
-            working_dir: None,
-            transcript: None,
-            context: None,
-            trigger: SaveTrigger::Manual,
-            checkpoint: true,
-        };
+        let request = request_in(&project, SaveTrigger::Manual);
         let resources = Resources::in_state_dir(&dir.path().join("state"));
         let report = save(&request, &Config::default(), &resources);
         let checkpoint = report.checkpoint.expect("a checkpoint");

@@ -689,6 +689,7 @@ mod tests {
             advice: protocol::pressure::Advice::for_pressure(used as f64 / 167_000.0),
             updated_at_ms: 0,
             invalid: None,
+            point_unknown: false,
         };
         let mut config = Config::default();
         let mut state = ContextState {

@@ -598,8 +598,10 @@ pub fn empty_context(session: &Session, config: &Config) -> ContextStatus {
 }
 
 fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus {
-    let point = crate::harness::adapter(session.key.harness)
-        .compaction_point(&session.facts(), &config.window);
+    let adapter = crate::harness::adapter(session.key.harness);
+    let facts = session.facts();
+    let point = adapter.compaction_point(&facts, &config.window);
+    let point_unknown = adapter.point_unknown(&facts, &config.window);
     let pressure = tokens as f64 / point.tokens.max(1) as f64;
     ContextStatus {
         tokens_used: tokens,
@@ -612,6 +614,7 @@ fn context_for(session: &Session, config: &Config, tokens: u64) -> ContextStatus
         advice: Advice::for_pressure(pressure),
         updated_at_ms: session.usage_at_ms,
         invalid: session.usage.as_ref().and_then(|u| u.invalid.clone()),
+        point_unknown,
     }
 }
 

@@ -73,11 +73,11 @@ pub fn list(ctx: &Context, limit: Option<usize>, json: bool) -> anyhow::Result<E
     }
     for c in &list {
         println!(
-            "{}  {:<10}  {:<24}  {:>3} files  session {}  {}",
+            "{}  {:<10}  {:<24}  {:<9}  session {}  {}",
             short_id(&c.sha),
             ago(c.time_ms),
             c.trigger.as_deref().unwrap_or("-"),
-            c.files_changed,
+            protocol::text::counted(c.files_changed as u64, "file"),
             c.session.as_deref().map(short_id).unwrap_or("-"),
             c.reference,
         );

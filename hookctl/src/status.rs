@@ -169,10 +169,17 @@ fn session(s: &SessionStatus, detail: Detail, now: u64) -> String {
 /// marked; and with `Verbose` where the point comes from and the room.
 fn context_lines(c: &ContextStatus, detail: Detail) -> String {
     let at = compaction_percent(c.tokens_max, c.window_tokens);
-    let mut out = format!(
-        "    context  {}\n",
+    let words = if c.point_unknown {
+        format!(
+            "{}% of the window ({} of {} tokens)",
+            protocol::figures::window_percent(c.tokens_used, c.window_tokens),
+            protocol::figures::thousands(c.tokens_used),
+            protocol::figures::thousands(c.window_tokens)
+        )
+    } else {
         protocol::figures::context_words(c.tokens_used, c.tokens_max, c.window_tokens)
-    );
+    };
+    let mut out = format!("    context  {words}\n");
     out += &format!(
         "             {}  the window, {}\n",
         window_bar(c.window_fraction, at as f64 / 100.0, 20),
@@ -192,7 +199,9 @@ fn context_lines(c: &ContextStatus, detail: Detail) -> String {
 
 /// `│ = compaction at 83%`, or that it does not compact by itself.
 fn compaction_words(c: &ContextStatus) -> String {
-    if !protocol::figures::compacts_by_itself(c.tokens_max, c.window_tokens) {
+    if c.point_unknown {
+        "compaction point not known yet".to_owned()
+    } else if !protocol::figures::compacts_by_itself(c.tokens_max, c.window_tokens) {
         "no automatic compaction".to_owned()
     } else {
         format!(
@@ -331,6 +340,7 @@ pub(crate) mod tests {
             advice: Advice::for_pressure(pressure),
             updated_at_ms: NOW - 5_000,
             invalid: None,
+            point_unknown: false,
         }
     }
 

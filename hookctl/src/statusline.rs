@@ -92,6 +92,7 @@ fn from_input(input: &Value, config: &Config) -> Option<ContextStatus> {
         advice: Advice::for_pressure(pressure),
         updated_at_ms: 0,
         invalid: None,
+        point_unknown: false,
     })
 }
 
@@ -126,6 +127,9 @@ pub fn line(context: Option<&ContextStatus>, used: Option<u64>) -> String {
             .map(|c| window_percent(c.tokens_used, c.window_tokens))
     });
     match (used, context) {
+        (Some(used), Some(c)) if c.point_unknown => {
+            format!("ctx {used}% of window · compaction point unknown")
+        }
         (Some(used), Some(c)) if !compacts_by_itself(c.tokens_max, c.window_tokens) => {
             format!("ctx {used}% of window · no automatic compaction")
         }

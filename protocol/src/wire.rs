@@ -635,6 +635,11 @@ pub struct ContextStatus {
     /// last good figure's, and no threshold fires until a good one comes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid: Option<String>,
+    /// Where the harness compacts cannot be known yet (`tokens_max` is then
+    /// the window, a stand-in): no level fires, and no screen says the
+    /// session does not compact by itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub point_unknown: bool,
 }
 
 /// Something that happened at a time: a save, a checkpoint, a resume.

@@ -6,8 +6,8 @@
 //! index and HEAD untouched, no secret in any output or object.
 
 use hookd_tests::{
-    FileTree, GitRepo, SONNET, Sandbox, TestEvent, Transcript, git_command, hook_json,
-    process_alive, run_with_stdin, stderr, stdout,
+    FileTree, GitRepo, HookAnswer, Normalizer, SONNET, Sandbox, TestEvent, Transcript, git_command,
+    output_text, process_alive, run_with_stdin, stderr, stdout, workflow_events,
 };
 use serde_json::Value;
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -102,6 +102,22 @@ impl Lab {
         let out = self.hook(dir, t, "SessionStart(source=startup)", "session-start");
         assert_ok(&out, "session-start");
         out
+    }
+
+    /// What varies in a snapshot: the sandbox's paths, and the commits the
+    /// repository at `project` has now (hookd's checkpoints included),
+    /// whole or short. It runs git: take it before a FIFO is planted.
+    pub(crate) fn normalizer(&self, project: &Path) -> Normalizer {
+        let listed = git_command(project).args(["rev-list", "--all"]).output();
+        let commits = listed.map(|out| stdout(&out)).unwrap_or_default();
+        self.sb
+            .normalizer()
+            .with_commits(commits.split_whitespace())
+    }
+
+    /// `text` normalized by [`Lab::normalizer`].
+    pub(crate) fn normalize(&self, project: &Path, text: &str) -> String {
+        self.normalizer(project).normalize(text)
     }
 
     pub(crate) fn transcript(&self, id: &str) -> Transcript {
@@ -286,25 +302,37 @@ fn world_writable_workflow_dir_is_refused_and_named() {
         written.is_empty(),
         "hookd wrote into a world-writable .workflow: {written:?}"
     );
-    // Said either in the SessionStart reply or by doctor's .workflow check;
-    // doctor always names the directory, so only a check that is not ok counts.
-    let message = hook_json(&start)["systemMessage"]
-        .as_str()
-        .unwrap_or("")
-        .to_lowercase();
+    // Said in the SessionStart reply, and by doctor's daemon and .workflow checks.
+    let answer = HookAnswer::parse(&stdout(&start));
+    insta::assert_snapshot!(answer.normalized(&lab.normalizer(&repo.dir)), @r#"
+        hookSpecificOutput.additionalContext: "hookd: `hookctl decision <topic> <decision> --why <reason>`, `hookctl blocker <issue> [--status resolved]` and `hookctl next <action>` record decisions, blockers and next steps that survive context compaction."
+        hookSpecificOutput.hookEventName: "SessionStart"
+        systemMessage: "hookd: [TEMP]/proj/.workflow: is writable by other users (mode 777); run `chmod go-w [TEMP]/proj/.workflow`; hookd keeps no state for this project until that is fixed"
+    "#);
     let doctor: Value =
         serde_json::from_slice(&lab.sb.hookctl_in(&repo.dir, &["doctor", "--json"]).stdout)
             .unwrap_or(Value::Null);
-    let doctor_says = doctor["checks"]
+    let checks: Vec<String> = doctor["checks"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|c| c["status"] != "ok" && c["status"] != "skip")
-        .any(|c| c.to_string().to_lowercase().contains(".workflow"));
-    assert!(
-        message.contains(".workflow") || doctor_says,
-        "nobody said .workflow is unsafe: systemMessage {message:?}, doctor {doctor}"
-    );
+        .filter(|c| c["name"] == "workflow" || c["name"] == "daemon")
+        .map(|c| format!("{:#}", hookd_tests::sorted_keys(c)))
+        .collect();
+    insta::assert_snapshot!(lab.normalize(&repo.dir, &checks.join("\n")), @r#"
+        {
+          "detail": "hookd 0.1.0 running (pid [PID]) on [SOCKET]; it reports: [TEMP]/proj/.workflow: is writable by other users (mode 777); run `chmod go-w [TEMP]/proj/.workflow`; hookd keeps no state for this project until that is fixed",
+          "fix": "see `hookctl status` and `hookctl logs`",
+          "name": "daemon",
+          "status": "warn"
+        }
+        {
+          "detail": "[TEMP]/proj/.workflow is writable by other users (mode 777): hookd keeps no state there",
+          "fix": "if you did not make it, remove it (rm -r [TEMP]/proj/.workflow); if it is yours: chmod go-w [TEMP]/proj/.workflow",
+          "name": "workflow",
+          "status": "fail"
+        }
+    "#);
 }
 
 #[test]
@@ -352,12 +380,11 @@ fn workflow_dir_symlink_cannot_write_outside_the_project() {
         .hookctl_in(&repo.dir, &["decision", "Storage", "SQLite"]);
     let save = lab.sb.hookctl_in(&repo.dir, &["save"]);
     // Refused, and said so (not failed for some other reason).
-    assert!(
-        stderr(&save).contains("symlink") || stdout(&save).contains("symlink"),
-        "{}{}",
-        stdout(&save),
-        stderr(&save)
-    );
+    insta::assert_snapshot!(lab.sb.normalize(&output_text(&save)), @r#"
+        --- stderr
+        problem: cannot use [TEMP]/proj/.workflow: is a symlink; hookd never follows links inside a project
+        --- exit 1
+    "#);
     outside.assert_unchanged("hooks and hookctl with .workflow -> ../outside");
 }
 
@@ -378,11 +405,12 @@ fn records_symlink_cannot_write_outside_the_project() {
     let decision = lab
         .sb
         .hookctl_in(&repo.dir, &["decision", "Token storage", "cookies"]);
-    assert!(
-        stderr(&decision).contains("symlink"),
-        "the refusal is said: {}",
-        stderr(&decision)
-    );
+    // The refusal is said.
+    insta::assert_snapshot!(lab.normalize(&repo.dir, &output_text(&decision)), @r#"
+        --- stderr
+        hookctl: hookd answered: nothing recorded: [TEMP]/proj/.workflow/records.jsonl: is a symlink; hookd never follows links inside a project
+        --- exit 1
+    "#);
     outside.assert_unchanged("hookctl decision with .workflow/records.jsonl -> outside");
 }
 
@@ -584,8 +612,14 @@ fn template_symlink_cannot_leak_a_file_outside_the_project() {
         leaks.join(", ")
     );
     // hookd did look at the trusted template, and refused the link.
-    let events = std::fs::read_to_string(repo.dir.join(".workflow/events.jsonl")).unwrap();
-    assert!(events.contains("symlink"), "{events}");
+    let refusals: Vec<String> = workflow_events(&repo.dir)
+        .iter()
+        .filter(|e| e["ok"] == false)
+        .map(|e| format!("{} {}: {}", e["kind"], e["step"], e["detail"]))
+        .collect();
+    insta::assert_snapshot!(lab.normalize(&repo.dir, &refusals.join("\n")), @r#"
+        "pipeline" "resume_prompt": "template [TEMP]/proj/.workflow/templates/resume_prompt.md.hbs cannot be read ([TEMP]/proj/.workflow/templates/resume_prompt.md.hbs: is a symlink; hookd never follows links inside a project); using the built-in one"
+    "#);
 }
 
 /// A project whose PreCompact instructions template is a forged hook answer.

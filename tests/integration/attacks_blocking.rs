@@ -101,8 +101,10 @@ pub(crate) fn append(path: &Path, text: &str) {
 
 /// Builds a repository, plants the route's FIFO (`plant` gets the
 /// repository, its git directory and the FIFO's path), and checks every
-/// promise.
-pub(crate) fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path, &Path)) {
+/// promise. Returns what each save said of its checkpoint in
+/// `events.jsonl`, normalized: the refusal or the deadline.
+#[must_use]
+pub(crate) fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path, &Path)) -> String {
     let lab = Lab::new();
     let dir = lab.sb.path().join("proj");
     let repo = if route.separate_git_dir {
@@ -123,6 +125,7 @@ pub(crate) fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path, &Path))
     let state = repo.dir.join(".workflow/context_state.json");
 
     let mut t = lab.transcript(route.name);
+    let mut said = String::new();
     let started = Instant::now();
     lab.start_session(&repo.dir, &t);
     assert!(
@@ -139,12 +142,13 @@ pub(crate) fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path, &Path))
         let pre = lab.hook(&repo.dir, &t, "PreCompact(trigger=manual)", "pre-compact");
         let took = started.elapsed();
         assert_ok(&pre, "pre-compact");
-        assert!(
-            stdout(&pre).contains("hookd saved the workflow state"),
-            "{} (save {round}): PreCompact did not answer within its budget ({took:?}): {:?}",
-            route.name,
-            stdout(&pre)
-        );
+        // The instructions come after the save: PreCompact did not give up.
+        insta::allow_duplicates! {
+            insta::assert_snapshot!(lab.sb.normalize(&stdout(&pre)), @r#"
+                hookd saved the workflow state (.workflow/context_state.json). Keep in your summary: the request, what the person said must or must not be done, the task in progress (Cache the token table), the next steps in order, the decisions and blockers.
+                End it with one fenced code block, info string `hookd-state [TOKEN]`, of YAML, each key only if it applies: decisions [{topic, decision, reasoning}], rejected [{approach, why}], blockers [{issue, status: unresolved|workaround|resolved, notes}], constraints [text], lifted_constraints [text], active_task, progress_notes, next_actions [{action, target, priority, context_needed: [files]}].
+            "#);
+        }
         assert!(took < PRE_COMPACT_BUDGET, "{}: took {took:?}", route.name);
         if route.refused {
             assert!(
@@ -171,20 +175,7 @@ pub(crate) fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path, &Path))
             .rfind(|e| e["step"] == "checkpoint")
             .map(|e| e["detail"].as_str().unwrap_or_default().to_owned())
             .unwrap_or_default();
-        if route.refused {
-            assert!(
-                (note.contains("a FIFO") || note.contains("more than hookd looks through"))
-                    && note.contains("no checkpoint was made"),
-                "{} (save {round}): the refusal is not said: {note:?}",
-                route.name
-            );
-        } else {
-            assert!(
-                note.contains("given up") || note.contains("still stuck"),
-                "{} (save {round}): the deadline is not said: {note:?}",
-                route.name
-            );
-        }
+        said += &format!("save {round}: {note}\n");
     }
     assert!(
         !git_dir.join("refs/hookd").exists()
@@ -216,21 +207,26 @@ pub(crate) fn survives(route: Route, plant: impl FnOnce(&GitRepo, &Path, &Path))
         DRAIN + Duration::from_millis(1500)
     );
     drop(fifo);
+    lab.sb.normalize(&said)
 }
 
 #[test]
 fn a_fifo_in_config_include_does_not_block() {
-    survives(Route::refused("include-path"), |_, git_dir, fifo| {
+    let said = survives(Route::refused("include-path"), |_, git_dir, fifo| {
         append(
             &git_dir.join("config"),
             &format!("[include]\n\tpath = {}\n", fifo.display()),
         );
     });
+    insta::assert_snapshot!(said, @r#"
+        save 1: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/trap.fifo (include.path in [TEMP]/proj/.git/config) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+        save 2: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/trap.fifo (include.path in [TEMP]/proj/.git/config) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+    "#);
 }
 
 #[test]
 fn a_fifo_in_a_nested_conditional_include_does_not_block() {
-    survives(Route::refused("include-if-nested"), |_, git_dir, fifo| {
+    let said = survives(Route::refused("include-if-nested"), |_, git_dir, fifo| {
         // .git/config includes, on a condition every repository meets,
         // a file that includes the FIFO by a path relative to itself.
         let middle = fifo.with_file_name("middle.cfg");
@@ -240,31 +236,43 @@ fn a_fifo_in_a_nested_conditional_include_does_not_block() {
             &format!("[includeIf \"gitdir:/\"]\n\tpath = {}\n", middle.display()),
         );
     });
+    insta::assert_snapshot!(said, @r#"
+        save 1: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/trap.fifo (include.path in [TEMP]/middle.cfg) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+        save 2: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/trap.fifo (include.path in [TEMP]/middle.cfg) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+    "#);
 }
 
 #[test]
 fn a_fifo_as_core_excludes_file_does_not_block() {
-    survives(Route::refused("excludes-file"), |_, git_dir, fifo| {
+    let said = survives(Route::refused("excludes-file"), |_, git_dir, fifo| {
         append(
             &git_dir.join("config"),
             &format!("[core]\n\texcludesFile = {}\n", fifo.display()),
         );
     });
+    insta::assert_snapshot!(said, @r#"
+        save 1: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/trap.fifo (core.excludesFile) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+        save 2: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/trap.fifo (core.excludesFile) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+    "#);
 }
 
 #[test]
 fn a_fifo_as_core_attributes_file_does_not_block() {
-    survives(Route::refused("attributes-file"), |_, git_dir, fifo| {
+    let said = survives(Route::refused("attributes-file"), |_, git_dir, fifo| {
         append(
             &git_dir.join("config"),
             &format!("[core]\n\tattributesFile = {}\n", fifo.display()),
         );
     });
+    insta::assert_snapshot!(said, @r#"
+        save 1: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/trap.fifo (core.attributesFile) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+        save 2: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/trap.fifo (core.attributesFile) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+    "#);
 }
 
 #[test]
 fn a_committed_gitattributes_linked_to_a_fifo_does_not_block() {
-    survives(
+    let said = survives(
         Route::refused("gitattributes-link"),
         |repo, git_dir, fifo| {
             // Committed while the target is a plain file; the FIFO comes
@@ -278,14 +286,22 @@ fn a_committed_gitattributes_linked_to_a_fifo_does_not_block() {
             repo.commit_all("attributes");
         },
     );
+    insta::assert_snapshot!(said, @r#"
+        save 1: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/proj/.gitattributes (in the work tree) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+        save 2: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/proj/.gitattributes (in the work tree) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+    "#);
 }
 
 #[test]
 fn a_fifo_as_info_attributes_does_not_block() {
-    survives(Route::refused("info-attributes"), |_, git_dir, fifo| {
+    let said = survives(Route::refused("info-attributes"), |_, git_dir, fifo| {
         std::fs::create_dir_all(git_dir.join("info")).unwrap();
         symlink(fifo, git_dir.join("info/attributes")).unwrap();
     });
+    insta::assert_snapshot!(said, @r#"
+        save 1: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/proj/.git/info/attributes (in the git directory) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+        save 2: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/proj/.git/info/attributes (in the git directory) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+    "#);
 }
 
 #[test]
@@ -293,7 +309,7 @@ fn a_fifo_hookd_does_not_foresee_costs_one_deadline_and_no_lock() {
     // A `.gitignore` in a directory git does not track is not among the
     // files hookd checks first: the git deadline gives the save up, later
     // saves skip git while the stuck read lasts, and SIGTERM still works.
-    survives(
+    let said = survives(
         Route {
             name: "untracked-gitignore",
             refused: false,
@@ -304,11 +320,15 @@ fn a_fifo_hookd_does_not_foresee_costs_one_deadline_and_no_lock() {
             symlink(fifo, repo.dir.join("scratch/.gitignore")).unwrap();
         },
     );
+    insta::assert_snapshot!(said, @r#"
+        save 1: git work for [TEMP]/proj took longer than 5 s and was given up: hookd went on without waiting for it (it may still finish) and skips git there until it returns (a file in the repository may be a FIFO or on a stalled network file system)
+        save 2: git work for [TEMP]/proj is still stuck from an earlier call: hookd skips git there until it returns (a file in the repository may be a FIFO or on a stalled network file system)
+    "#);
 }
 
 #[test]
 fn a_fifo_included_by_a_git_dir_found_through_a_gitdir_file_does_not_block() {
-    survives(
+    let said = survives(
         Route {
             name: "gitdir-file-include",
             refused: true,
@@ -321,4 +341,8 @@ fn a_fifo_included_by_a_git_dir_found_through_a_gitdir_file_does_not_block() {
             );
         },
     );
+    insta::assert_snapshot!(said, @r#"
+        save 1: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/trap.fifo (include.path in [TEMP]/git-dirs/proj.git/config) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+        save 2: hookd leaves the git repository of [TEMP]/proj alone: [TEMP]/trap.fifo (include.path in [TEMP]/git-dirs/proj.git/config) is a FIFO, and reading it could hang hookd; no checkpoint was made. Replace it with a regular file or remove it
+    "#);
 }

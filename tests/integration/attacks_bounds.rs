@@ -6,7 +6,7 @@
 //! the file.
 
 use crate::attacks::{Lab, assert_ok, repo_at};
-use hookd_tests::{additional_context, hook_json, stderr, stdout, workflow_events};
+use hookd_tests::{additional_context, hook_json, output_text, stderr, stdout, workflow_events};
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -14,12 +14,18 @@ use std::time::{Duration, Instant};
 /// The longest resume prompt, whatever the configuration.
 const MAX_RESUME_CHARS: usize = 64 * 1024;
 
-/// The saved state's `problems`.
-fn state_problems(project: &Path) -> String {
+/// The saved state's `problems`, one a line, normalized.
+fn state_problems(lab: &Lab, project: &Path) -> String {
     let text = std::fs::read_to_string(project.join(".workflow/context_state.json"))
         .expect("a saved state");
     let state: Value = serde_json::from_str(&text).unwrap();
-    state["problems"].to_string()
+    let problems: Vec<&str> = state["problems"]
+        .as_array()
+        .expect("a list of problems")
+        .iter()
+        .map(|p| p.as_str().expect("a problem in words"))
+        .collect();
+    lab.sb.normalize(&problems.join("\n"))
 }
 
 /// A PreCompact hook through the real hookctl: it captures the state,
@@ -53,22 +59,17 @@ fn a_deeply_nested_workflow_file_is_refused_at_once() {
         took < Duration::from_secs(3),
         "PreCompact took {took:?} over a nested workflow file"
     );
-    let problems = state_problems(&repo.dir);
-    assert!(
-        problems.contains("workflow_state.yml")
-            && problems.contains("nested more than 64")
-            && problems.contains("line 2"),
-        "{problems}"
-    );
+    insta::assert_snapshot!(state_problems(&lab, &repo.dir), @"[TEMP]/proj/.workflow/workflow_state.yml: `[` and `{` are nested more than 64 deep at line 2; hookd reads YAML nested at most 64 deep (write deep lists as indented block lists)");
     // The capture step says so in events.jsonl too.
     let capture = workflow_events(&repo.dir)
         .into_iter()
         .find(|e| e["step"] == "capture")
         .expect("a capture step in events.jsonl");
-    assert!(
-        capture.to_string().contains("workflow_state.yml"),
-        "{capture}"
-    );
+    let said = format!("ok: {}\ndetail: {}", capture["ok"], capture["detail"]);
+    insta::assert_snapshot!(lab.sb.normalize(&said), @r#"
+        ok: false
+        detail: "[TEMP]/proj/.workflow/workflow_state.yml: `[` and `{` are nested more than 64 deep at line 2; hookd reads YAML nested at most 64 deep (write deep lists as indented block lists)"
+    "#);
 }
 
 #[test]
@@ -85,25 +86,13 @@ fn a_huge_flat_workflow_file_is_refused_at_once() {
         took < Duration::from_secs(3),
         "PreCompact took {took:?} over a 4 MiB workflow file"
     );
-    let problems = state_problems(&repo.dir);
-    assert!(
-        problems.contains("workflow_state.yml") && problems.contains("more than the 256 KiB"),
-        "{problems}"
-    );
+    insta::assert_snapshot!(state_problems(&lab, &repo.dir), @"[TEMP]/proj/.workflow/workflow_state.yml is 4097 KiB, more than the 256 KiB hookd reads of a workflow file, so it was not read; keep finished tasks and old decisions out of it");
 }
 
-/// `hookctl config` and `hookctl doctor` in a project whose `.hookd.yaml`
-/// is `text`: both name `key`, the file and `line`.
-fn assert_refused_by_key_file_and_line(lab: &Lab, project: &Path, key: &str, line: usize) {
-    let config = lab.sb.hookctl_in(project, &["config"]);
-    let said = stderr(&config);
-    assert_ne!(config.status.code(), Some(0), "hookctl config: {said}");
-    for part in [key, ".hookd.yaml", &format!("line {line}"), "set at most"] {
-        assert!(
-            said.contains(part),
-            "hookctl config does not say {part:?}: {said}"
-        );
-    }
+/// What `hookctl config` and `hookctl doctor`'s config check say in
+/// `project`, normalized.
+fn config_refusals(lab: &Lab, project: &Path) -> String {
+    let config = output_text(&lab.sb.hookctl_in(project, &["config"]));
     let doctor: Value =
         serde_json::from_slice(&lab.sb.hookctl_in(project, &["doctor", "--json"]).stdout)
             .expect("doctor --json");
@@ -114,10 +103,10 @@ fn assert_refused_by_key_file_and_line(lab: &Lab, project: &Path, key: &str, lin
         .find(|c| c["name"] == "config")
         .cloned()
         .unwrap_or(Value::Null);
-    assert!(
-        check.to_string().contains(key) && check["status"] != "ok",
-        "doctor's config check: {check}"
-    );
+    lab.sb.normalize(&format!(
+        "# hookctl config\n{config}# hookctl doctor: config\n{:#}",
+        hookd_tests::sorted_keys(&check)
+    ))
 }
 
 #[test]
@@ -140,7 +129,19 @@ fn an_import_depth_of_four_billion_is_refused_and_saves_stay_fast() {
     let out = lab.hook(&repo.dir, &t, "PostToolUse", "post-tool-use");
     assert_ok(&out, "post-tool-use");
     assert!(started.elapsed() < Duration::from_secs(2));
-    assert_refused_by_key_file_and_line(&lab, &repo.dir, "budget.max_import_depth", 2);
+    insta::assert_snapshot!(config_refusals(&lab, &repo.dir), @r#"
+        # hookctl config
+        --- stderr
+        hookctl: config file [TEMP]/proj/.hookd.yaml: budget.max_import_depth: 4294967295 is more than 10, the most hookd takes; set at most 10 (line 2)
+        --- exit 1
+        # hookctl doctor: config
+        {
+          "detail": "config file [TEMP]/proj/.hookd.yaml: budget.max_import_depth: 4294967295 is more than 10, the most hookd takes; set at most 10 (line 2)",
+          "fix": "edit the file it names; `hookctl config` shows each value and its source",
+          "name": "config",
+          "status": "fail"
+        }
+    "#);
 }
 
 #[test]
@@ -149,7 +150,19 @@ fn a_resume_prompt_of_a_hundred_million_characters_is_refused() {
     let repo = repo_at(&lab.sb.path().join("proj"));
     repo.write(".hookd.yaml", "# ours\nresume:\n  max_chars: 100000000\n");
     repo.commit_all("a long resume prompt");
-    assert_refused_by_key_file_and_line(&lab, &repo.dir, "resume.max_chars", 3);
+    insta::assert_snapshot!(config_refusals(&lab, &repo.dir), @r#"
+        # hookctl config
+        --- stderr
+        hookctl: config file [TEMP]/proj/.hookd.yaml: resume.max_chars: 100000000 is more than 65536, the most hookd takes; set at most 65536 (line 3)
+        --- exit 1
+        # hookctl doctor: config
+        {
+          "detail": "config file [TEMP]/proj/.hookd.yaml: resume.max_chars: 100000000 is more than 65536, the most hookd takes; set at most 65536 (line 3)",
+          "fix": "edit the file it names; `hookctl config` shows each value and its source",
+          "name": "config",
+          "status": "fail"
+        }
+    "#);
 }
 
 /// The workflow file and the oversized setting are both refused (their
@@ -190,28 +203,51 @@ fn a_huge_workflow_file_and_prompt_setting_still_leave_a_resume_prompt_that_arri
     assert_ok(&start, "session-start(compact)");
     let context = additional_context(&hook_json(&start));
     assert!(
-        context.contains("[hookd-resume "),
-        "no resume prompt reached the model: {}",
-        stderr(&start)
-    );
-    assert!(
         context.chars().count() <= MAX_RESUME_CHARS,
         "{} characters",
         context.chars().count()
     );
-    assert!(
-        context.contains("Cache the token table"),
-        "the prompt holds the session's task: {context}"
-    );
-    let state: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(repo.dir.join(".workflow/context_state.json")).unwrap(),
-    )
-    .unwrap();
-    assert!(
-        state["problems"].as_array().is_some_and(|p| p
-            .iter()
-            .any(|p| p.as_str().is_some_and(|p| p.contains("workflow_state.yml")))),
-        "the workflow file was refused and named: {}",
-        state["problems"]
-    );
+    // The session's own task, and the arrival marker: the prompt came whole.
+    insta::assert_snapshot!(lab.normalize(&repo.dir, &context), @r#"
+        ## Context Recovery - Resuming Previous Session
+
+        Your context was compacted. hookd saved where the work stood just before; pick it up from here.
+
+        ### Checks Against the Repository Now
+        - ✓ **git_status_matches**: HEAD is still [SHA] on main, and the working tree is as saved
+        - ✓ **workflow_exists**: no workflow file was in use; .workflow/ is in place
+        - ✓ **task_valid**: "Cache the token table" is still open (in_progress)
+
+        ### Where You Stopped
+        - **Objective**: make the parser faster
+        - **In progress**: Cache the token table (Caching the token table)
+        - **Last step**: TodoWrite `Cache the token table`: succeeded
+
+        ### Next Actions (in order)
+        1. **finish** Cache the token table
+        2. **benchmark** the parser
+
+        ### Open Tasks
+        - (in progress) Cache the token table (Caching the token table)
+        - (pending) Benchmark the parser (Benchmarking)
+
+        ### Progress
+        0 of 2 tasks completed.
+        - [ ] Cache the token table (in progress: Caching the token table)
+        - [ ] Benchmark the parser
+
+        ### Session Info
+        - **Capture**: compact_[STAMP] (claude-code session `big1`)
+        - **Captured At**: [TIME] (before /compact)
+        - **Context Usage**: 11% of the way to compaction (20,000 of 167,000 tokens), 10% of the window
+
+        ### Checkpoint
+        The working tree was committed as `[SHA]` on `refs/hookd/checkpoints/main` (your branch and index were not touched). Inspect it with `git show --stat [SHA]` or `git diff HEAD [SHA]`; `hookctl checkpoint restore [SHA] --path <file>` brings a file back.
+
+        ---
+        **Action Required**: Continue from next action 1 above: **finish** Cache the token table.
+        [hookd-resume [MARKER]]
+    "#);
+    // The workflow file was refused and named.
+    insta::assert_snapshot!(state_problems(&lab, &repo.dir), @"[TEMP]/proj/.workflow/workflow_state.yml is 12289 KiB, more than the 256 KiB hookd reads of a workflow file, so it was not read; keep finished tasks and old decisions out of it");
 }

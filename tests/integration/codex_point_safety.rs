@@ -5,7 +5,10 @@
 //! Claude Code's. Through the real hookctl and a real `hookd` process.
 
 use crate::attacks::Lab;
-use hookd_tests::{GitRepo, hook_json, run_with_stdin, stderr, stdout, wait_until};
+use hookd_tests::{
+    GitRepo, HookAnswer, TestEvent, hook_json, output_text, run_with_stdin, stderr, stdout,
+    wait_until,
+};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -106,18 +109,16 @@ fn fifo(path: &Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
 }
 
-/// The 70% level's line in the answer: the daemon read the rollout and
-/// answered, rather than the hook giving up at its deadline.
-fn assert_answered(out: &Output, took: Duration, what: &str) {
+/// The hook's answer, normalized, once it came in time: the daemon read the
+/// rollout and answered, rather than the hook giving up at its deadline.
+fn answered(lab: &Lab, out: &Output, took: Duration, what: &str) -> String {
     assert!(out.status.success(), "{what}: {}", stderr(out));
-    let words = hook_json(out)["systemMessage"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned();
+    let answer = HookAnswer::parse(&stdout(out));
     assert!(
-        words.contains("of the way to compaction") && took < PROMPT,
-        "{what}: the hook's answer took {took:?} and said {words:?}"
+        took < PROMPT,
+        "{what}: the hook's answer took {took:?} and said {answer}"
     );
+    answer.normalized(&lab.sb.normalizer())
 }
 
 /// The session's compaction point, as `hookctl status --json` shows it.
@@ -156,7 +157,14 @@ fn a_fifo_as_a_projects_codex_config_does_not_stall_hookd() {
     for (id, dir) in [("c-untrusted", &untrusted), ("c-trusted", &trusted)] {
         let rollout = rollout(&home, id, dir, 180_000, Some(272_000));
         let (out, took) = post_tool_use(&lab, &home, id, dir, &rollout);
-        assert_answered(&out, took, id);
+        // The 70% level, against the point of the window Codex reported.
+        insta::allow_duplicates! {
+            insta::assert_snapshot!(answered(&lab, &out, took, id), @r#"
+                hookSpecificOutput.additionalContext: "Context at 70% of the way to compaction. Read only what the task needs: search first, then open line ranges. [hookd: 73% of the way to compaction (180,000 of 244,800 tokens), 66% of the window]"
+                hookSpecificOutput.hookEventName: "PostToolUse"
+                systemMessage: "hookd: context 73% of the way to compaction (180,000 of 244,800 tokens), 66% of the window"
+            "#);
+        }
         let (tokens_max, basis) = shown_point(&lab, id);
         assert_eq!(tokens_max, 244_800, "{id}: {basis}");
     }
@@ -178,15 +186,23 @@ fn a_link_to_an_endless_file_as_a_projects_codex_config_is_not_followed() {
     trust(&home, &[&linked, &plain]);
     let rollout_linked = rollout(&home, "c-linked", &linked, 180_000, Some(272_000));
     let (out, took) = post_tool_use(&lab, &home, "c-linked", &linked, &rollout_linked);
-    assert_answered(&out, took, "linked");
+    insta::assert_snapshot!(answered(&lab, &out, took, "linked"), @r#"
+        hookSpecificOutput.additionalContext: "Context at 70% of the way to compaction. Read only what the task needs: search first, then open line ranges. [hookd: 73% of the way to compaction (180,000 of 244,800 tokens), 66% of the window]"
+        hookSpecificOutput.hookEventName: "PostToolUse"
+        systemMessage: "hookd: context 73% of the way to compaction (180,000 of 244,800 tokens), 66% of the window"
+    "#);
     assert_eq!(shown_point(&lab, "c-linked").0, 244_800);
 
     let rollout_plain = rollout(&home, "c-plain", &plain, 180_000, Some(272_000));
     let (out, took) = post_tool_use(&lab, &home, "c-plain", &plain, &rollout_plain);
-    assert_answered(&out, took, "plain");
+    insta::assert_snapshot!(answered(&lab, &out, took, "plain"), @r#"
+        hookSpecificOutput.additionalContext: "Context at 70% of the way to compaction. Read only what the task needs: search first, then open line ranges. [hookd: 75% of the way to compaction (180,000 of 240,000 tokens), 66% of the window]"
+        hookSpecificOutput.hookEventName: "PostToolUse"
+        systemMessage: "hookd: context 75% of the way to compaction (180,000 of 240,000 tokens), 66% of the window"
+    "#);
     let (tokens_max, basis) = shown_point(&lab, "c-plain");
     assert_eq!(tokens_max, 240_000, "{basis}");
-    assert!(basis.contains(".codex/config.toml"), "{basis}");
+    insta::assert_snapshot!(lab.sb.normalize(&basis), @"240000 (model_auto_compact_token_limit in [TEMP]/plain/.codex/config.toml)");
 }
 
 /// Before Codex reported its window, with no limit hookd can read, `hookctl
@@ -210,7 +226,21 @@ fn status_says_a_codex_point_is_unknown_until_codex_reports_its_window() {
 
     let words = "compaction point unknown; learned at the first compaction";
     let status = stdout(&lab.sb.command("hookctl").args(["status"]).output().unwrap());
-    assert!(status.contains(words), "{status}");
+    insta::assert_snapshot!(lab.sb.normalize(&status), @r#"
+        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 event
+        socket [SOCKET]
+        1 session
+
+        ● codex c-unknow  [TEMP]/proj  gpt-5.5-codex
+            context  75% of the window (150,000 of 200,000 tokens)
+                     ▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓░░░░░  the window, compaction point not known yet
+            recent   ▆  the latest reply, █ = at the compaction point
+            not compacted yet
+            last save never · last checkpoint never
+            last event post-tool-use [DURATION] ago · 1 event
+            transcript [TEMP]/codex-home/sessions/2026/05/01/rollout-2026-05-01T09-00-00-c-unknown.jsonl
+            note: compaction point unknown; learned at the first compaction
+    "#);
     assert_eq!(shown_point(&lab, "c-unknown").1, words);
     let events = dir.join(".workflow/events.jsonl");
     let thresholds = std::fs::read_to_string(&events)
@@ -233,6 +263,23 @@ fn status_says_a_codex_point_is_unknown_until_codex_reports_its_window() {
         "{:?}",
         shown_point(&lab, "c-unknown")
     );
-    let status = stdout(&lab.sb.command("hookctl").args(["status"]).output().unwrap());
+    // The 80% level's save ends before the status is read.
+    lab.sb.wait_for(TestEvent::Saved, "threshold");
+    let status = output_text(&lab.sb.command("hookctl").args(["status"]).output().unwrap());
     assert!(!status.contains(words), "{status}");
+    insta::assert_snapshot!(lab.sb.normalize(&status), @r#"
+        hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 2 events
+        socket [SOCKET]
+        1 session
+
+        ● codex c-unknow  [TEMP]/proj  gpt-5.5-codex
+            context  88% of the way to compaction (151,000 of 171,000 tokens), 79% of the window
+                     ▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓░░│░  the window, │ = compaction at 90%
+            recent   ██  the last 2 replies, █ = at the compaction point
+                      s  s state saved
+            not compacted yet · passed 70%, 80% of the way
+            last save [DURATION] ago (at 80% of the way to compaction) · last checkpoint never
+            last event post-tool-use [DURATION] ago · 2 events
+            transcript [TEMP]/codex-home/sessions/2026/05/01/rollout-2026-05-01T09-00-00-c-unknown.jsonl
+    "#);
 }

@@ -2,7 +2,7 @@
 //! payloads in their harness's shape, answers in their output format, and
 //! Codex's usage from its rollout file.
 
-use hookd_tests::{Sandbox, TestDaemon, hook_json, run_with_stdin, stderr};
+use hookd_tests::{HookAnswer, Sandbox, TestDaemon, hook_json, run_with_stdin, stderr, stdout};
 use protocol::wire::StatusQuery;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -93,25 +93,18 @@ fn codex_usage_comes_from_its_rollout_and_crossing_a_level_warns_in_codexs_forma
     append(&rollout, &token_count(176_256, 272_000));
     let out = hook(&sb, "codex", "post-tool-use", &payload("PostToolUse"));
     assert!(out.status.success(), "{}", stderr(&out));
-    let answer = hook_json(&out);
-    assert!(
-        answer["systemMessage"]
-            .as_str()
-            .unwrap_or("")
-            .contains("72% of the way to compaction"),
-        "{answer:#}"
-    );
-    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    let answer = HookAnswer::parse(&stdout(&out));
+    insta::assert_snapshot!(answer.normalized(&sb.normalizer()), @r#"
+        hookSpecificOutput.additionalContext: "Context at 70% of the way to compaction. Read only what the task needs: search first, then open line ranges. [hookd: 72% of the way to compaction (176,256 of 244,800 tokens), 65% of the window]"
+        hookSpecificOutput.hookEventName: "PostToolUse"
+        systemMessage: "hookd: context 72% of the way to compaction (176,256 of 244,800 tokens), 65% of the window"
+    "#);
 
     // Stop takes no hookSpecificOutput in Codex: nothing but the common fields, ever.
     append(&rollout, &token_count(220_000, 272_000));
     let out = hook(&sb, "codex", "stop", &payload("Stop"));
     assert!(out.status.success(), "{}", stderr(&out));
-    let answer = hook_json(&out);
-    assert!(
-        answer.is_null() || answer.get("hookSpecificOutput").is_none(),
-        "{answer:#}"
-    );
+    insta::assert_snapshot!(HookAnswer::parse(&stdout(&out)).normalized(&sb.normalizer()), @"(no output)");
 }
 
 #[test]

@@ -26,7 +26,7 @@ pub use git_repo::{
 };
 pub use hook_answer::HookAnswer;
 pub use hookd::test_events::TestEvent;
-pub use normalize::Normalizer;
+pub use normalize::{Normalizer, sorted_keys};
 pub use scenario::{Scenario, ScenarioBuilder, output_text, saved_state};
 
 use hookd::engine::Engine;

@@ -109,6 +109,26 @@ impl Normalizer {
     }
 }
 
+/// `value` with every object's keys in sorted order, to print: serde_json
+/// keeps a map's insertion order only where a crate of the build asks it
+/// to, so the order printed would otherwise be the build's.
+pub fn sorted_keys(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted_keys(&map[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted_keys).collect()),
+        other => other.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,13 +73,17 @@ impl Engine {
             });
         let mut report = self.run_pipeline(request, config.config.clone()).await;
         // The checkpoint was asked for (and not switched off in the
-        // configuration): not getting one is a failure, with its reason.
+        // configuration): not getting one is a failure, with its reason. A
+        // save that stopped before the checkpoint step has said why already.
         if query.checkpoint && config.config.checkpoint.enabled && report.checkpoint.is_none() {
-            let why = report
-                .checkpoint_note
-                .clone()
-                .unwrap_or_else(|| "no reason was given".into());
-            if !report.problems.contains(&why) {
+            let why = match &report.checkpoint_note {
+                Some(note) => Some(note.clone()),
+                None if report.problems.is_empty() => Some("no reason was given".into()),
+                None => None,
+            };
+            if let Some(why) = why
+                && !report.problems.contains(&why)
+            {
                 report.problems.push(format!("no checkpoint: {why}"));
             }
         }

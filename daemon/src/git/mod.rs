@@ -244,9 +244,9 @@ fn is_git_dir(dir: &Path) -> bool {
 
 /// A repository opened once and handed to each git step of a series (one
 /// save's: snapshot, changes, checkpoint, file list, history), so that its
-/// checks, its config and the user's index are read once. Cloning shares it. Each step runs
-/// on [`Repositories::bounded`]'s thread; the lock is only there because
-/// that thread is not the caller's.
+/// checks, its config and the user's index are read once. Cloning shares
+/// it. Each step runs on [`Repositories::bounded`]'s thread; the lock is
+/// only there because that thread is not the caller's.
 #[derive(Clone)]
 pub struct OpenRepository {
     project: PathBuf,

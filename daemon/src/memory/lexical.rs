@@ -452,17 +452,13 @@ pub(crate) mod tests {
                 )
             })
             .collect();
-        let as_refs = |t: &[(String, String, String)]| -> Lexical {
-            let mut l = Lexical::default();
-            for (id, d, a) in t {
-                l.upsert(id, d, a);
-            }
-            l
-        };
-        let forward = as_refs(&tasks);
-        let mut reversed = tasks.clone();
-        reversed.reverse();
-        let backward = as_refs(&reversed);
+        let refs: Vec<(&str, &str, &str)> = tasks
+            .iter()
+            .map(|(id, d, a)| (id.as_str(), d.as_str(), a.as_str()))
+            .collect();
+        let forward = index(&refs);
+        let reversed: Vec<_> = refs.iter().rev().copied().collect();
+        let backward = index(&reversed);
         for query in [
             "fix the flaky signup test",
             "migrate the cache layer under load",

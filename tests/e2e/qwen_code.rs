@@ -292,14 +292,12 @@ fn qwen_code_auto_compaction_saves_checkpoints_and_resumes_once() {
 }
 
 /// The compaction comes at the turn's last request: the reply right after it
-/// ends the turn, sent before SessionStart(compact)'s context was put in the
-/// system prompt, and a system prompt does not outlive the process. The
-/// resume prompt must still reach the model once, at the latest with the
-/// next prompt, and the arrival check must not find it arrived before it
-/// has. Today it never does, and the arrival check counts the reply after
-/// the compaction as its arrival.
+/// ends the turn, sent before SessionStart(compact)'s context could be put
+/// in the system prompt, and a system prompt does not outlive the process.
+/// hookd therefore gives the resume prompt with the next prompt or tool
+/// batch, which the chat file records: it reaches the model once, with the
+/// next prompt here, and is found arrived only then.
 #[test]
-#[ignore = "hookd does not do this yet: Qwen Code's resume prompt is lost when the turn ends at the compaction, and the arrival check finds it arrived"]
 fn qwen_code_resume_prompt_reaches_the_model_when_the_turn_ends_at_the_compaction() {
     let Some(mut agent) = qwen("qwen-compaction-at-the-end")
         .replies(vec![

@@ -166,8 +166,12 @@ impl Adapter for QwenCode {
     }
 
     /// SessionStart(compact) carries the resume prompt.
+    /// What SessionStart(compact) says goes into the system text of the
+    /// requests after it, which the chat file does not keep, and is lost
+    /// when the turn ends there: the prompt goes in with the next prompt or
+    /// tool batch instead, whose context the chat file records.
     fn resumes_at_next_turn(&self) -> bool {
-        false
+        true
     }
 
     fn takes_model_context(&self, kind: &EventName) -> bool {
@@ -443,32 +447,24 @@ fn read_backward(
 }
 
 /// Whether injected text holding `marker` reached the model since the
-/// latest compaction. Qwen Code records a prompt's and a tool result's hook
-/// context with them, so the marker is found there; SessionStart's goes
-/// into the system text of the next request, which the chat file does not
-/// record, so a reply written after the compaction is the sign that it
-/// went out.
+/// latest compaction: Qwen Code records a prompt's and a tool batch's hook
+/// context with them, so the marker is in the chat file after the
+/// compaction's record.
 fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
     let Some((file, meta)) = open_regular(path)? else {
         return Ok(false);
     };
     let mut lines = ReverseLines::new(&file, meta.len());
     lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
-    let mut reply_since = false;
     while let Some(line) = lines.next_line()? {
         if memchr::memmem::find(&line, marker.as_bytes()).is_some() {
             return Ok(true);
         }
-        if !mentions_any(&line, &NEEDLES) {
-            continue;
-        }
-        let Ok(record) = serde_json::from_slice::<Value>(&line) else {
-            continue;
-        };
-        match (record["type"].as_str(), record["subtype"].as_str()) {
-            (Some("assistant"), _) if !is_sidechain(&record) => reply_since = true,
-            (Some("system"), Some("chat_compression")) => return Ok(reply_since),
-            _ => {}
+        if memchr::memmem::find(&line, b"chat_compression").is_some()
+            && serde_json::from_slice::<Value>(&line)
+                .is_ok_and(|r| r["type"] == "system" && r["subtype"] == "chat_compression")
+        {
+            return Ok(false);
         }
     }
     Ok(false)
@@ -984,21 +980,33 @@ mod tests {
     }
 
     #[test]
-    fn the_arrival_check_finds_the_marker_or_a_reply_after_the_compaction() {
+    fn the_arrival_check_finds_the_marker_after_the_compaction_and_nothing_else() {
         let marker = "[hookd-resume 0123456789ab]";
+        let user = json!({"type": "user", "message": {"parts": [{"text": marker}]}}).to_string();
         let f = file_of(&[reply("a", 180_000), compression(180_000, 3_000)]);
         assert!(!injected_context_arrived(f.path(), marker).unwrap());
+        // A reply after the compaction is no sign: SessionStart's words are
+        // not in the request it answered.
         let f = file_of(&[
             reply("a", 180_000),
             compression(180_000, 3_000),
             reply("b", 3_100),
         ]);
-        assert!(injected_context_arrived(f.path(), marker).unwrap());
+        assert!(!injected_context_arrived(f.path(), marker).unwrap());
         let f = file_of(&[
-            reply("a", 100),
-            json!({"type": "user", "message": {"parts": [{"text": marker}]}}).to_string(),
+            reply("a", 180_000),
+            compression(180_000, 3_000),
+            user.clone(),
+            reply("b", 3_100),
         ]);
         assert!(injected_context_arrived(f.path(), marker).unwrap());
+        // Before the latest compaction, it is not in the context any more.
+        let f = file_of(&[
+            user,
+            reply("a", 180_000),
+            compression(180_000, 3_000),
+        ]);
+        assert!(!injected_context_arrived(f.path(), marker).unwrap());
     }
 
     fn request(event: &str, payload: &str) -> HookRequest {

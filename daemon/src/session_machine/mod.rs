@@ -119,9 +119,10 @@ pub fn on_hook(
             }));
         }
         Event::PreCompact { trigger, .. } => announces = Some(trigger.as_ref()),
-        Event::Prompt { .. } | Event::PostToolUse { .. } => turn_goes_on = true,
+        Event::Prompt { .. } | Event::PostToolUse { .. } | Event::ToolBatch => {
+            turn_goes_on = true
+        }
         Event::PreToolUse { .. }
-        | Event::ToolBatch
         | Event::Stop { .. }
         | Event::SubagentStop { .. }
         | Event::SessionEnd { .. }
@@ -139,13 +140,22 @@ pub fn on_hook(
             model: Some(RECORDS_HINT.to_owned()),
         });
     }
-    let resuming = start_source.filter(|source| {
+    let mut resuming = start_source.filter(|source| {
         config
             .resume
             .on_sources
             .iter()
             .any(|named| named == source.as_str())
     });
+    // A harness that resumes at the next turn does so after a SessionStart
+    // of its own compaction too: what that hook says is not kept where
+    // hookd can see that it reached the model.
+    if resuming == Some(&StartSource::Compact)
+        && harness::adapter(event.harness).resumes_at_next_turn()
+    {
+        s.resume_due = true;
+        resuming = None;
+    }
     if unannounced {
         // No PreCompact hook ran: capture what we still can. A resume needs it first.
         effects.push(Effect::Save {

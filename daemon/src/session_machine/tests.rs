@@ -1017,3 +1017,38 @@ fn a_missing_resume_prompt_goes_in_once_more_then_counts_as_lost() {
         Some("[hookd-resume 2]")
     );
 }
+
+/// Qwen Code's SessionStart(compact) words are not kept where hookd can see
+/// them arrive: its resume waits for the next prompt or tool batch.
+#[test]
+fn qwen_code_resumes_after_its_compaction_at_the_next_turn_not_at_session_start() {
+    let config = Config::default();
+    let mut s = session(Harness::QwenCode);
+    let start = hook(
+        Harness::QwenCode,
+        Event::SessionStart {
+            source: Some("compact".into()),
+        },
+    );
+    let e = on_hook(&mut s, &start, None, &config, 1);
+    assert!(!e.iter().any(|e| matches!(e, Effect::Resume { .. })));
+    assert!(s.resume_due);
+    let batch = hook(Harness::QwenCode, Event::ToolBatch);
+    let e = on_hook(&mut s, &batch, None, &config, 2);
+    assert!(e.contains(&Effect::Resume {
+        source: "compact".into()
+    }));
+    assert!(!s.resume_due, "once");
+    // Claude Code's own SessionStart(compact) still resumes there.
+    let mut claude = session(Harness::ClaudeCode);
+    let start = hook(
+        Harness::ClaudeCode,
+        Event::SessionStart {
+            source: Some("compact".into()),
+        },
+    );
+    let e = on_hook(&mut claude, &start, None, &config, 1);
+    assert!(e.contains(&Effect::Resume {
+        source: "compact".into()
+    }));
+}

@@ -307,20 +307,16 @@ pub fn fill_section(
         return;
     };
     let (omega, from) = window_of(&task, config);
-    // "Key Decisions Made" and "Approaches Ruled Out" show the state's
-    // decisions and dropped approaches already: their reflections, word for
-    // word the same, are not said twice.
-    let said: std::collections::HashSet<String> =
-        reflect::candidates(&state.decisions, &[], &state.rejected)
-            .into_iter()
-            .map(|new| new.content)
-            .collect();
+    // "Key Decisions Made" shows the state's decisions already: their
+    // reflections, word for word the same, are not said twice.
+    let said: std::collections::HashSet<String> = reflect::candidates(&state.decisions, &[], &[])
+        .into_iter()
+        .map(|new| new.content)
+        .collect();
     let unsaid: Vec<&Reflection> = task
         .reflections
         .iter()
-        .filter(|r| {
-            !(matches!(r.source.as_str(), "decision" | "rejected") && said.contains(&r.content))
-        })
+        .filter(|r| !(r.source == "decision" && said.contains(&r.content)))
         .collect();
     let window: Vec<Value> = unsaid
         .iter()

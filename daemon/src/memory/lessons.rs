@@ -166,7 +166,12 @@ fn lessons(
             "compactions": protocol::text::counted(entry.iterations, "compaction"),
             "date": date,
             "similarity": (score * 100.0).round() / 100.0,
-            "project": entry.project.as_ref().map(|p| p.display().to_string()),
+            // A template of an earlier release says `project` whatever it is.
+            "project": entry
+                .project
+                .as_ref()
+                .map_or_else(|| "no project".to_owned(), |p| p.display().to_string()),
+            "has_project": entry.project.is_some(),
             "learnings": learnings,
             "reflections": shown_reflections,
         }));

@@ -98,7 +98,12 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
             return report;
         }
     };
-    if config.capture.exclude_workflow_dir && repository.is_ok() {
+    // Not when the repository tracks files there: they are the project's,
+    // and so would be new ones a teammate adds.
+    if config.capture.exclude_workflow_dir
+        && let Ok(repo) = &repository
+        && repo.tracks_under(".workflow/") == Some(false)
+    {
         workflow.keep_out_of_git();
     }
     // A daemon killed mid-write leaves its temp files behind; the real files are whole.
@@ -882,6 +887,24 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&listed.stdout), "lib.rs\n");
         let exclude = std::fs::read_to_string(project.join(".git/info/exclude")).unwrap();
         assert!(exclude.lines().any(|l| l == ".workflow/"), "{exclude}");
+    }
+
+    /// A `.workflow/` the repository tracks files in is the project's:
+    /// hookd adds no exclude line that would hide a teammate's new file.
+    #[test]
+    fn a_tracked_workflow_dir_is_not_excluded() {
+        let (dir, project) = committed_repo();
+        std::fs::create_dir(project.join(".workflow")).unwrap();
+        std::fs::write(project.join(".workflow/plan.md"), "ours\n").unwrap();
+        git(&project, &["add", "."]);
+        git(&project, &["commit", "-q", "-m", "plan"]);
+        let request = request_in(&project, SaveTrigger::Manual);
+        let resources = Resources::in_state_dir(&dir.path().join("state"));
+        let report = save(&request, &Config::default(), &resources);
+        assert!(report.checkpoint.is_some(), "{report:?}");
+        let exclude =
+            std::fs::read_to_string(project.join(".git/info/exclude")).unwrap_or_default();
+        assert!(!exclude.lines().any(|l| l == ".workflow/"), "{exclude}");
     }
 
     /// What Claude Code shows the person under "Compacted": two lines.

@@ -73,7 +73,7 @@ pub fn list(ctx: &Context, limit: Option<usize>, json: bool) -> anyhow::Result<E
     }
     for c in &list {
         println!(
-            "{}  {:<10}  {:<24}  {:<9}  session {}  {}",
+            "{}  {:<10}  {:<24}  {:<11}  session {}  {}",
             short_id(&c.sha),
             ago(c.time_ms),
             c.trigger.as_deref().unwrap_or("-"),

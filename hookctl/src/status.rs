@@ -186,10 +186,16 @@ fn context_lines(c: &ContextStatus, detail: Detail) -> String {
         compaction_words(c),
     );
     if detail == Detail::Verbose {
+        let point = if c.point_unknown {
+            format!(
+                "not known yet (the window, {}, stands in)",
+                thousands(c.tokens_max)
+            )
+        } else {
+            format!("{} ({})", thousands(c.tokens_max), c.basis)
+        };
         out += &format!(
-            "             compaction point: {} ({}, figure from the {})\n             room: {}\n",
-            thousands(c.tokens_max),
-            c.basis,
+            "             compaction point: {point}, figure from the {}\n             room: {}\n",
             c.source,
             c.advice.summary(),
         );
@@ -219,8 +225,13 @@ fn history_lines(s: &SessionStatus, c: &ContextStatus) -> String {
     }
     let (line, marks) = sparkline(&s.history, c.tokens_max);
     let n = s.history.len();
+    let full = if c.point_unknown {
+        "the whole window"
+    } else {
+        "at the compaction point"
+    };
     let mut out = format!(
-        "    recent   {line}  {}, █ = at the compaction point\n",
+        "    recent   {line}  {}, █ = {full}\n",
         if n == 1 {
             "the latest reply".to_owned()
         } else {

@@ -338,7 +338,7 @@ fn a_model_id_cannot_send_escape_sequences_to_the_terminal() {
         ● claude-code osc-sess  [TEMP]/proj  claude-sonnet-4-5 ]0;pwned  ]52;c;Y3VybCBldmlsIHwgc2g=  [2J [DURATION]
             context  17% of the way to compaction (30,000 of 167,000 tokens), 15% of the window
                      ▓▓▓░░░░░░░░░░░░░░│░░  the window, │ = compaction at 83%
-                     compaction point: 167,000 (200000 window − 20000 output reserve − 13000 buffer, figure from the reply)
+                     compaction point: 167,000 (200000 window − 20000 output reserve − 13000 buffer), figure from the reply
                      room: every file to reload, up to 15 lessons of past tasks scored 0.2 or more
             recent   ▂  the latest reply, █ = at the compaction point
             not compacted yet
@@ -404,7 +404,7 @@ fn a_branch_name_cannot_send_escape_sequences_to_the_terminal() {
     // Each names the branch, defused.
     insta::assert_snapshot!(s.normalize(&shown), @r#"
         # hookctl checkpoints
-        [SHA]  [DURATION] ago      manual                    1 file     session -  refs/hookd/checkpoints/feat 2J 0;x
+        [SHA]  [DURATION] ago      manual                    1 file       session -  refs/hookd/checkpoints/feat 2J 0;x
         # hookctl resume
         ✓ git_status_matches: HEAD is still [SHA] on feat 2J 0;x, and the working tree is as saved
         ✓ workflow_exists: no workflow file was in use; .workflow/ is in place

@@ -234,7 +234,7 @@ fn status_says_a_codex_point_is_unknown_until_codex_reports_its_window() {
         ● codex c-unknow  [TEMP]/proj  gpt-5.5-codex
             context  75% of the window (150,000 of 200,000 tokens)
                      ▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓░░░░░  the window, compaction point not known yet
-            recent   ▆  the latest reply, █ = at the compaction point
+            recent   ▆  the latest reply, █ = the whole window
             not compacted yet
             last save never · last checkpoint never
             last event post-tool-use [DURATION] ago · 1 event

@@ -299,7 +299,7 @@ fn not_a_repository_and_bare_repositories_are_skipped_with_a_reason() {
     let err = snapshot(&bare, &snapshot_options())
         .unwrap_err()
         .to_string();
-    insta::assert_snapshot!(sb.normalize(&err), @"[TEMP]/bare.git is a bare repository: there is no working tree to checkpoint");
+    insta::assert_snapshot!(sb.normalize(&err), @"[TEMP]/bare.git is a git directory without a working tree (a bare repository): there is nothing to checkpoint");
 }
 
 #[test]

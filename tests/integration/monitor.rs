@@ -491,7 +491,7 @@ fn status_text_shows_the_figures() {
         ● claude-code s1-sessi  [TEMP]/proj  claude-sonnet-4-5-20250929
             context  72% of the way to compaction (120,240 of 167,000 tokens), 60% of the window
                      ▓▓▓▓▓▓▓▓▓▓▓▓░░░░░│░░  the window, │ = compaction at 83%
-                     compaction point: 167,000 (200000 window − 20000 output reserve − 13000 buffer, figure from the reply)
+                     compaction point: 167,000 (200000 window − 20000 output reserve − 13000 buffer), figure from the reply
                      room: a quarter of the files to reload, up to 2 lessons of past tasks scored 0.5 or more
             recent   ▆  the latest reply, █ = at the compaction point
             not compacted yet · passed 70% of the way

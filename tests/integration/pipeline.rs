@@ -618,7 +618,7 @@ fn checkpoints_can_be_listed_shown_and_restored() {
         list[0]["files_changed"], 4,
         "lib.rs, auth.rs, old.rs, todo.txt"
     );
-    insta::assert_snapshot!(p.hookctl_normalized(&["checkpoints"]), @"[SHA]  [DURATION] ago      manual                    4 files    session -  refs/hookd/checkpoints/main");
+    insta::assert_snapshot!(p.hookctl_normalized(&["checkpoints"]), @"[SHA]  [DURATION] ago      manual                    4 files      session -  refs/hookd/checkpoints/main");
     insta::assert_snapshot!(p.hookctl_normalized(&["checkpoint", "show", &sha[..10]]), @r#"
         checkpoint [SHA] on refs/hookd/checkpoints/main
         WIP: Pre-compaction checkpoint

@@ -30,7 +30,9 @@ const REF_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(10
 pub enum GitError {
     #[error("{path} is not in a git repository")]
     NotARepository { path: String },
-    #[error("{path} is a bare repository: there is no working tree to checkpoint")]
+    #[error(
+        "{path} is a git directory without a working tree (a bare repository): there is nothing to checkpoint"
+    )]
     Bare { path: String },
     #[error(
         "the git repository of {path} has its work tree elsewhere ({workdir}): hookd leaves it alone; no checkpoint was made"
@@ -99,6 +101,7 @@ pub enum GitError {
     UnsafePath { path: String, why: String },
     #[error("refusing to move `{reference}`: {why}; no checkpoint was made")]
     UnsafeRef { reference: String, why: String },
+
     #[error(
         "`{path}` is not in checkpoint {rev} (hookd took this --path from the repository's root; `hookctl checkpoint show {rev}` lists the checkpoint's files)"
     )]
@@ -157,7 +160,10 @@ fn open(project: &Path) -> Result<git2::Repository, GitError> {
         let canonical = project
             .canonicalize()
             .unwrap_or_else(|_| project.to_path_buf());
-        return Err(if is_git_dir(&canonical) && !canonical.ends_with(".git") {
+        let named_dot_git = canonical
+            .file_name()
+            .is_some_and(|n| n.as_bytes().eq_ignore_ascii_case(b".git"));
+        return Err(if is_git_dir(&canonical) && !named_dot_git {
             GitError::Bare { path: shown() }
         } else {
             GitError::NotARepository { path: shown() }
@@ -313,6 +319,11 @@ impl OpenRepository {
         opts: &SnapshotOptions,
     ) -> Result<Snapshot, GitError> {
         let mut opened = self.opened();
+        if opened.index_is_hookds {
+            // An earlier snapshot could not bind the user's index back.
+            opened.repo = open(&self.project)?;
+            opened.index_is_hookds = false;
+        }
         // Read again if git changed it since an earlier step loaded it.
         let users = opened
             .repo
@@ -369,6 +380,14 @@ impl OpenRepository {
     /// See [`project_files`].
     pub fn project_files(&self, untracked: bool) -> Option<Vec<String>> {
         project_files_of(&self.with_users_index()?.repo, &self.project, untracked)
+    }
+
+    /// Whether the user's index holds a file under `dir` (a path from the
+    /// work tree's root ending in `/`); `None` when it cannot be read.
+    pub fn tracks_under(&self, dir: &str) -> Option<bool> {
+        let opened = self.with_users_index()?;
+        let index = opened.repo.index().ok()?;
+        Some(index.iter().any(|e| e.path.starts_with(dir.as_bytes())))
     }
 
     /// See [`last_changes`].
@@ -984,7 +1003,6 @@ fn clear_stale_lock(lock: &Path) {
     }
 }
 
-/// Paths the user tracks: the entries of their index (read, never written).
 fn file_len(path: &Path) -> Option<u64> {
     std::fs::symlink_metadata(path)
         .ok()

@@ -166,7 +166,12 @@ fn lessons(
             "compactions": protocol::text::counted(entry.iterations, "compaction"),
             "date": date,
             "similarity": (score * 100.0).round() / 100.0,
-            "project": entry.project.as_ref().map(|p| p.display().to_string()),
+            // A template of an earlier release says `project` whatever it is.
+            "project": entry
+                .project
+                .as_ref()
+                .map_or_else(|| "no project".to_owned(), |p| p.display().to_string()),
+            "has_project": entry.project.is_some(),
             "learnings": learnings,
             "reflections": shown_reflections,
         }));
@@ -307,20 +312,16 @@ pub fn fill_section(
         return;
     };
     let (omega, from) = window_of(&task, config);
-    // "Key Decisions Made" and "Approaches Ruled Out" show the state's
-    // decisions and dropped approaches already: their reflections, word for
-    // word the same, are not said twice.
-    let said: std::collections::HashSet<String> =
-        reflect::candidates(&state.decisions, &[], &state.rejected)
-            .into_iter()
-            .map(|new| new.content)
-            .collect();
+    // "Key Decisions Made" shows the state's decisions already: their
+    // reflections, word for word the same, are not said twice.
+    let said: std::collections::HashSet<String> = reflect::candidates(&state.decisions, &[], &[])
+        .into_iter()
+        .map(|new| new.content)
+        .collect();
     let unsaid: Vec<&Reflection> = task
         .reflections
         .iter()
-        .filter(|r| {
-            !(matches!(r.source.as_str(), "decision" | "rejected") && said.contains(&r.content))
-        })
+        .filter(|r| !(r.source == "decision" && said.contains(&r.content)))
         .collect();
     let window: Vec<Value> = unsaid
         .iter()

@@ -81,6 +81,15 @@ impl QwenSession {
         panic!("no record {uuid} in the fixture");
     }
 
+    /// Appends `record` to the chat file now, as Qwen Code does.
+    fn append(&self, record: &Value) {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.chat)
+            .unwrap();
+        writeln!(f, "{record}").unwrap();
+    }
+
     /// The fixture's payload `name`, for this session.
     fn payload(&self, name: &str) -> Value {
         let all: Value = serde_json::from_str(
@@ -286,20 +295,14 @@ fn a_compaction_saves_the_state_and_resumes_once() {
         qwen.payload("PostCompact(trigger=auto)")["compact_summary"]
     );
 
+    // Not at SessionStart(compact): its words go into system text the chat
+    // file does not keep, and are lost when the turn ends there.
     let resumed = qwen.hook(&sb, "SessionStart(source=compact)", "session-start");
-    assert_eq!(
-        resumed["hookSpecificOutput"]["hookEventName"],
-        "SessionStart"
+    assert!(
+        !resumed.to_string().contains("[hookd-resume "),
+        "{resumed:#}"
     );
-    let prompt = resumed["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no resume prompt: {resumed:#}"))
-        .to_owned();
-    assert!(prompt.contains("[hookd-resume "), "{prompt}");
-    assert!(prompt.contains("parser"), "{prompt}");
-    let resume = workflow_events_of(&project, "resume");
-    assert_eq!(resume.len(), 1);
-    assert_eq!(resume[0]["injected"], true);
+    assert!(workflow_events_of(&project, "resume").is_empty());
     let compaction = workflow_events_of(&project, "compaction");
     assert_eq!(compaction.len(), 1, "{compaction:#?}");
     assert_eq!(
@@ -318,9 +321,24 @@ fn a_compaction_saves_the_state_and_resumes_once() {
         "Qwen Code's own count"
     );
 
-    // The turn goes on: the reply after the compaction was made with the
-    // prompt in its request. The next prompt (Qwen Code fires one, empty,
-    // for each continuation) finds it arrived, and it is not put in again.
+    // The turn goes on: Qwen Code fires an empty prompt for the
+    // continuation, and the resume prompt goes in with it, recorded in the
+    // chat file with the prompt.
+    let continued = qwen.hook(&sb, "UserPromptSubmit", "user-prompt-submit");
+    let prompt = continued["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no resume prompt: {continued:#}"))
+        .to_owned();
+    assert!(prompt.contains("[hookd-resume "), "{prompt}");
+    assert!(prompt.contains("parser"), "{prompt}");
+    let resume = workflow_events_of(&project, "resume");
+    assert_eq!(resume.len(), 1);
+    assert_eq!(resume[0]["injected"], true);
+    qwen.append(
+        &json!({"type": "user", "uuid": "u-resume", "message": {"parts": [{"text": prompt}]}}),
+    );
+    // The reply after it; the next prompt finds the prompt arrived, and it
+    // is not put in again.
     qwen.write_through("a3");
     assert_eq!(qwen.hook(&sb, "Stop", "stop"), Value::Null);
     let next = qwen.hook(&sb, "UserPromptSubmit", "user-prompt-submit");

@@ -1001,11 +1001,7 @@ mod tests {
         ]);
         assert!(injected_context_arrived(f.path(), marker).unwrap());
         // Before the latest compaction, it is not in the context any more.
-        let f = file_of(&[
-            user,
-            reply("a", 180_000),
-            compression(180_000, 3_000),
-        ]);
+        let f = file_of(&[user, reply("a", 180_000), compression(180_000, 3_000)]);
         assert!(!injected_context_arrived(f.path(), marker).unwrap());
     }
 

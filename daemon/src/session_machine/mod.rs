@@ -119,9 +119,7 @@ pub fn on_hook(
             }));
         }
         Event::PreCompact { trigger, .. } => announces = Some(trigger.as_ref()),
-        Event::Prompt { .. } | Event::PostToolUse { .. } | Event::ToolBatch => {
-            turn_goes_on = true
-        }
+        Event::Prompt { .. } | Event::PostToolUse { .. } | Event::ToolBatch => turn_goes_on = true,
         Event::PreToolUse { .. }
         | Event::Stop { .. }
         | Event::SubagentStop { .. }

@@ -825,36 +825,42 @@ impl LineReader for WorkReader {
 
 impl WorkReader {
     fn call(&mut self, name: &str, args: &Value) {
-        match name {
-            "write_file" | "replace" | "edit" => {
-                if let Some(path) = args["file_path"]
-                    .as_str()
-                    .or(args["absolute_path"].as_str())
-                {
-                    self.log.edited(path);
-                }
+        note_tool_call(&mut self.log, name, args, ("write_todos", "description"));
+    }
+}
+
+/// What a call of one of Gemini CLI's file and shell tools says of the work
+/// (Qwen Code, built from Gemini CLI, has the same ones); `todos` names the
+/// to-do tool and the field of an item's text.
+pub(super) fn note_tool_call(log: &mut WorkLog, name: &str, args: &Value, todos: (&str, &str)) {
+    match name {
+        "write_file" | "replace" | "edit" => {
+            if let Some(path) = args["file_path"]
+                .as_str()
+                .or(args["absolute_path"].as_str())
+            {
+                log.edited(path);
             }
-            "read_file" => {
-                if let Some(path) = args["absolute_path"]
-                    .as_str()
-                    .or(args["file_path"].as_str())
-                {
-                    self.log.read(path);
-                }
-            }
-            "run_shell_command" => {
-                if let Some(command) = args["command"].as_str() {
-                    self.log.shell(command);
-                }
-            }
-            "write_todos" => {
-                if let Some(todos) = args["todos"].as_array() {
-                    self.log
-                        .todos(work::task_list(todos, "description", "todo"));
-                }
-            }
-            _ => {}
         }
+        "read_file" => {
+            if let Some(path) = args["absolute_path"]
+                .as_str()
+                .or(args["file_path"].as_str())
+            {
+                log.read(path);
+            }
+        }
+        "run_shell_command" => {
+            if let Some(command) = args["command"].as_str() {
+                log.shell(command);
+            }
+        }
+        _ if name == todos.0 => {
+            if let Some(items) = args["todos"].as_array() {
+                log.todos(work::task_list(items, todos.1, "todo"));
+            }
+        }
+        _ => {}
     }
 }
 

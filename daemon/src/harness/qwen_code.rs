@@ -764,33 +764,9 @@ impl LineReader for WorkReader {
 }
 
 impl WorkReader {
+    /// Qwen Code's tools are Gemini CLI's, its to-do list excepted.
     fn call(&mut self, name: &str, args: &Value) {
-        match name {
-            "write_file" | "edit" | "replace" => {
-                if let Some(path) = args["file_path"].as_str() {
-                    self.log.edited(path);
-                }
-            }
-            "read_file" => {
-                if let Some(path) = args["absolute_path"]
-                    .as_str()
-                    .or(args["file_path"].as_str())
-                {
-                    self.log.read(path);
-                }
-            }
-            "run_shell_command" => {
-                if let Some(command) = args["command"].as_str() {
-                    self.log.shell(command);
-                }
-            }
-            "todo_write" => {
-                if let Some(todos) = args["todos"].as_array() {
-                    self.log.todos(work::task_list(todos, "content", "todo"));
-                }
-            }
-            _ => {}
-        }
+        super::gemini_cli::note_tool_call(&mut self.log, name, args, ("todo_write", "content"));
     }
 }
 

@@ -3,7 +3,6 @@
 //! Claude Code's layout with timeouts in seconds. Qwen Code reads it when
 //! it starts, and runs no hook at all while `disableAllHooks` is true.
 
-use super::json_file::JsonFile;
 use super::{HookSpec, InstallOptions, Report, Scope, Wiring};
 use anyhow::Context;
 use protocol::wire::Harness;
@@ -145,11 +144,14 @@ impl Wiring for QwenCode {
     }
 }
 
-/// Whether a settings file sets `disableAllHooks: true`.
+/// Whether a settings file sets `disableAllHooks: true`. Read as a
+/// project's file may be: a link, a FIFO or an endless file is not read.
 fn hooks_disabled(path: &Path) -> bool {
-    path.exists()
-        && JsonFile::load(path)
-            .is_ok_and(|file| file.value.get("disableAllHooks") == Some(&Value::Bool(true)))
+    protocol::trust::read_project_file(path)
+        .ok()
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .is_some_and(|v| v.get("disableAllHooks") == Some(&Value::Bool(true)))
 }
 
 pub fn settings_file(scope: &Scope) -> anyhow::Result<PathBuf> {

@@ -228,10 +228,11 @@ fn qwen_code_thresholds_fire_once_on_the_crossing_reply() {
 /// the model once in every request from the first that can carry it, and
 /// hookd finds that it arrived.
 ///
-/// Qwen Code runs SessionStart(compact) without waiting for it and puts its
-/// context in the system prompt of the requests sent after the hook
-/// answered: the request right after the compaction may go first, so the
-/// turn goes on for two. The file the capture must find is written by the
+/// hookd gives the resume prompt with the first prompt or tool batch after
+/// the compaction (see below); Qwen Code fires those without waiting for
+/// them, so the request right after the compaction may go before the
+/// prompt is in, and the turn goes on for two. The file the capture must
+/// find is written by the
 /// first call: the tool result just before PreCompact may not be in the
 /// transcript yet when hookd reads it.
 #[test]
@@ -295,8 +296,9 @@ fn qwen_code_auto_compaction_saves_checkpoints_and_resumes_once() {
 /// ends the turn, sent before SessionStart(compact)'s context could be put
 /// in the system prompt, and a system prompt does not outlive the process.
 /// hookd therefore gives the resume prompt with the next prompt or tool
-/// batch, which the chat file records: it reaches the model once, with the
-/// next prompt here, and is found arrived only then.
+/// batch, which the chat file records: the turn's continuation if Qwen Code
+/// fires one before its last request, else the next turn's prompt. It
+/// reaches the model once, and is found arrived only then.
 #[test]
 fn qwen_code_resume_prompt_reaches_the_model_when_the_turn_ends_at_the_compaction() {
     let Some(mut agent) = qwen("qwen-compaction-at-the-end")
@@ -304,6 +306,7 @@ fn qwen_code_resume_prompt_reaches_the_model_when_the_turn_ends_at_the_compactio
             Reply::shell("t1.tool", 180_000, "echo 'step 1' > notes.txt"),
             Reply::text("t1.text", 3_000, "Step 1 noted."),
             Reply::text("t2.text", 3_500, "Carrying on after the compaction."),
+            Reply::text("t3.text", 3_800, "Still carrying on."),
         ])
         .summary("E2E_SUMMARY of the work so far", 179_000)
         .start()
@@ -313,11 +316,14 @@ fn qwen_code_resume_prompt_reaches_the_model_when_the_turn_ends_at_the_compactio
     let head = agent.git(&["rev-parse", "HEAD"]);
     agent.run("TURN 1: add step 1 to notes.txt");
     agent.run("TURN 2: carry on");
-    wait_until(SETTLE, || !agent.events("resume_arrival").is_empty());
-    eprintln!(
-        "qwen-compaction-at-the-end: arrival checks {:?}",
-        agent.events("resume_arrival")
-    );
+    // A prompt after the one that carried it: the first hook that checks.
+    agent.run("TURN 3: carry on");
+    let checked = wait_until(SETTLE, || !agent.events("resume_arrival").is_empty());
+    let arrivals = agent.events("resume_arrival");
+    eprintln!("qwen-compaction-at-the-end: arrival checks {arrivals:?}");
+    assert!(checked, "hookd checked that the resume prompt arrived");
+    assert_eq!(arrivals.len(), 1, "one arrival check: {arrivals:?}");
+    assert_eq!(arrivals[0]["action"], "arrived", "{arrivals:?}");
     agents::arrivals_reached_the_model(&agent);
     agents::compaction_handled(&agent, &head, "notes.txt", &["t1.text", "t2.text"]);
 }

@@ -230,9 +230,9 @@ fn the_window_and_threshold_in_qwen_codes_settings_move_the_point() {
 
 /// The levels are measured against 167,000; a real compaction saves the
 /// state and a checkpoint at PreCompact, takes the summary from
-/// PostCompact, puts the resume prompt in at SessionStart(compact), and
-/// the reply Qwen Code writes after the compaction shows it arrived: it is
-/// not put in again.
+/// PostCompact, puts the resume prompt in with the prompt after
+/// SessionStart(compact), and finds it arrived when the chat file holds it:
+/// it is not put in again.
 #[test]
 fn a_compaction_saves_the_state_and_resumes_once() {
     let sb = Sandbox::new();
@@ -269,7 +269,11 @@ fn a_compaction_saves_the_state_and_resumes_once() {
     qwen.write_through("t2");
     qwen.hook(&sb, "PostToolBatch", "post-tool-batch");
     let pre = qwen.hook(&sb, "PreCompact(trigger=auto)", "pre-compact");
-    assert!(pre.is_null() || pre.is_object(), "{pre}");
+    // The summarizer's instructions go where Qwen Code reads them.
+    let instructions = pre["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(instructions.contains("hookd-state "), "{pre:#}");
     let captures = |trigger: &str| {
         workflow_events_of(&project, "pipeline")
             .iter()

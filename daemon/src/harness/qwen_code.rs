@@ -165,7 +165,6 @@ impl Adapter for QwenCode {
         Ok(None)
     }
 
-    /// SessionStart(compact) carries the resume prompt.
     /// What SessionStart(compact) says goes into the system text of the
     /// requests after it, which the chat file does not keep, and is lost
     /// when the turn ends there: the prompt goes in with the next prompt or

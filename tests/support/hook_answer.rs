@@ -34,11 +34,6 @@ impl HookAnswer {
         HookAnswer { raw }
     }
 
-    /// No output: the agent goes on as if there were no hook.
-    pub fn is_silent(&self) -> bool {
-        self.raw.is_null()
-    }
-
     /// Plain text, not a harness's JSON answer.
     pub fn is_text(&self) -> bool {
         self.raw.is_string()

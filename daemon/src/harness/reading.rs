@@ -5,7 +5,8 @@ use super::Trigger;
 use serde::{Deserialize, Serialize};
 
 /// A compaction the session's file records (Claude Code's
-/// `compact_boundary`, Codex's `compacted`, a fall in Gemini CLI's figure).
+/// `compact_boundary`, Codex's `compacted`, a fall in Gemini CLI's figure,
+/// Qwen Code's `chat_compression`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Boundary {
     pub uuid: Option<String>,
@@ -71,7 +72,8 @@ pub struct Reading {
 }
 
 /// One look at a session's own file (Claude Code's transcript, Codex's
-/// rollout, Gemini CLI's chat file), in terms every harness shares.
+/// rollout, Gemini CLI's and Qwen Code's chat files), in terms every
+/// harness shares.
 #[derive(Debug, Clone)]
 pub struct SessionReading {
     /// The figure, the compactions seen, and where reading stopped.

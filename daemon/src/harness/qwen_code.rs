@@ -456,7 +456,10 @@ fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
     let mut lines = ReverseLines::new(&file, meta.len());
     lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
     while let Some(line) = lines.next_line()? {
-        if memchr::memmem::find(&line, marker.as_bytes()).is_some() {
+        // A reply quoting the marker is not the prompt arriving.
+        if memchr::memmem::find(&line, marker.as_bytes()).is_some()
+            && serde_json::from_slice::<Value>(&line).is_ok_and(|r| r["type"] != "assistant")
+        {
             return Ok(true);
         }
         if memchr::memmem::find(&line, b"chat_compression").is_some()
@@ -975,6 +978,11 @@ mod tests {
             reply("b", 3_100),
         ]);
         assert!(injected_context_arrived(f.path(), marker).unwrap());
+        // The model quoting it is no sign either.
+        let quoted =
+            json!({"type": "assistant", "message": {"parts": [{"text": marker}]}}).to_string();
+        let f = file_of(&[reply("a", 180_000), compression(180_000, 3_000), quoted]);
+        assert!(!injected_context_arrived(f.path(), marker).unwrap());
         // Before the latest compaction, it is not in the context any more.
         let f = file_of(&[user, reply("a", 180_000), compression(180_000, 3_000)]);
         assert!(!injected_context_arrived(f.path(), marker).unwrap());

@@ -91,7 +91,8 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
         return report;
     }
     let workflow = Workflow::new(&request.project);
-    let dir = match workflow.ensure(config.capture.exclude_workflow_dir) {
+    // Excluded below, where the save can see whether the repository tracks it.
+    let dir = match workflow.ensure(false) {
         Ok(dir) => dir,
         Err(e) => {
             report.problems.push(format!("cannot use {e}"));
@@ -102,7 +103,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
     // and so would be new ones a teammate adds.
     if config.capture.exclude_workflow_dir
         && let Ok(repo) = &repository
-        && repo.tracks_under(".workflow/") == Some(false)
+        && repo.tracks_under(".workflow/") != Some(true)
     {
         workflow.keep_out_of_git();
     }

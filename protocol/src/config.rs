@@ -216,8 +216,8 @@ pub struct CaptureConfig {
     pub transcript_scan_bytes: u64,
     /// User prompts kept in the state.
     pub recent_prompts: usize,
-    /// Add `.workflow/` to the repository's `.git/info/exclude` (at each
-    /// save, unless the repository tracks files there).
+    /// Add `.workflow/` to the repository's `.git/info/exclude` (when hookd
+    /// makes it, and at each save unless the repository tracks files there).
     pub exclude_workflow_dir: bool,
 }
 

@@ -86,7 +86,7 @@ pub fn render(report: &StatusReport, detail: Detail, now: u64) -> String {
         return out;
     }
     let n = report.sessions.len();
-    out += &format!("{n} {}\n", if n == 1 { "session" } else { "sessions" });
+    out += &format!("{}\n", protocol::text::counted(n as u64, "session"));
     for s in &report.sessions {
         out += &session(s, detail, now);
     }
@@ -170,12 +170,7 @@ fn session(s: &SessionStatus, detail: Detail, now: u64) -> String {
 fn context_lines(c: &ContextStatus, detail: Detail) -> String {
     let at = compaction_percent(c.tokens_max, c.window_tokens);
     let words = if c.point_unknown {
-        format!(
-            "{}% of the window ({} of {} tokens)",
-            protocol::figures::window_percent(c.tokens_used, c.window_tokens),
-            protocol::figures::thousands(c.tokens_used),
-            protocol::figures::thousands(c.window_tokens)
-        )
+        protocol::figures::window_words(c.tokens_used, c.window_tokens)
     } else {
         protocol::figures::context_words(c.tokens_used, c.tokens_max, c.window_tokens)
     };

@@ -53,6 +53,16 @@ pub fn compacts_by_itself(point: u64, window: u64) -> bool {
     window == 0 || point < window
 }
 
+/// `45% of the window (90,000 of 200,000 tokens)`.
+pub fn window_words(used: u64, window: u64) -> String {
+    format!(
+        "{}% of the window ({} of {} tokens)",
+        window_percent(used, window),
+        thousands(used),
+        thousands(window)
+    )
+}
+
 /// The context as every screen and message says it, leading with the
 /// share the levels are measured against: `96% of the way to compaction
 /// (160,320 of 167,000 tokens), 80% of the window`; with no automatic
@@ -60,12 +70,7 @@ pub fn compacts_by_itself(point: u64, window: u64) -> bool {
 /// compaction`.
 pub fn context_words(used: u64, point: u64, window: u64) -> String {
     if !compacts_by_itself(point, window) {
-        return format!(
-            "{}% of the window ({} of {} tokens), no automatic compaction",
-            window_percent(used, window),
-            thousands(used),
-            thousands(window)
-        );
+        return format!("{}, no automatic compaction", window_words(used, window));
     }
     let mut words = format!(
         "{}% of the way to compaction ({} of {} tokens)",

@@ -558,14 +558,11 @@ fn record_requests_and_last_step(state: &mut ContextState, base: &PathBase, f: &
 
 /// What the agent's own writes did to a file, in words.
 fn written_by_agent(file: &crate::harness::work::EditedFile) -> String {
-    let plural = |n: u32| if n == 1 { "" } else { "s" };
+    let edits = |n: u32| protocol::text::counted(n, "edit");
     match (file.created, file.edits.saturating_sub(1)) {
         (true, 0) => "created by the agent".to_owned(),
-        (true, more) => format!(
-            "created by the agent, then edited ({more} edit{})",
-            plural(more)
-        ),
-        (false, n) => format!("edited by the agent ({} edit{})", n + 1, plural(n + 1)),
+        (true, more) => format!("created by the agent, then edited ({})", edits(more)),
+        (false, n) => format!("edited by the agent ({})", edits(n + 1)),
     }
 }
 

@@ -335,8 +335,9 @@ pub fn no_pipeline(agent: &Agent) {
     );
 }
 
-/// The same script with no hooks and with hookd's hooks but no daemon: the
-/// same exit codes and answers, nothing of ours in the output or requests.
+/// The same script with no hooks, then with hookd's hooks and no daemon, then
+/// with a daemon that accepts and never answers: the same exit codes and
+/// answers, nothing of ours in the output or the requests.
 pub fn fail_open(client: Client, replies: Vec<Reply>, prompts: &[&str]) {
     let runs = |wiring: Wiring, name: &str| -> Option<(Vec<AgentRun>, ModelLog, bool)> {
         let mut agent = Agent::builder(client, name)
@@ -353,37 +354,52 @@ pub fn fail_open(client: Client, replies: Vec<Reply>, prompts: &[&str]) {
     };
     let (absent, absent_log, socket) =
         runs(Wiring::DaemonAbsent, &format!("{client:?}-hookd-absent")).unwrap();
-    for (p, a) in plain.iter().zip(&absent) {
-        eprintln!(
-            "{client:?}: run {}: without hooks {:?} in {:.2} s; with hooks, hookd absent {:?} in {:.2} s",
-            p.index,
-            p.code,
-            p.elapsed.as_secs_f64(),
-            a.code,
-            a.elapsed.as_secs_f64()
+    assert!(!socket, "no daemon was started");
+    let (hung, hung_log, _) = runs(Wiring::DaemonHung, &format!("{client:?}-hookd-hung")).unwrap();
+    for (wiring, runs, log) in [
+        ("hookd absent", &absent, &absent_log),
+        ("hookd hung", &hung, &hung_log),
+    ] {
+        for (p, a) in plain.iter().zip(runs) {
+            eprintln!(
+                "{client:?}: run {}: without hooks {:?} in {:.2} s; with hooks, {wiring} {:?} in {:.2} s",
+                p.index,
+                p.code,
+                p.elapsed.as_secs_f64(),
+                a.code,
+                a.elapsed.as_secs_f64()
+            );
+            assert_eq!(
+                a.code, p.code,
+                "{wiring}, run {}: the same exit code",
+                p.index
+            );
+            assert_eq!(
+                a.answer(),
+                p.answer(),
+                "{wiring}, run {}: the same answer",
+                p.index
+            );
+            for (stream, text) in [("stdout", &a.stdout), ("stderr", &a.stderr)] {
+                assert!(
+                    !text.to_lowercase().contains("hookd"),
+                    "{wiring}, run {}: nothing of ours on {stream}:\n{text}",
+                    a.index
+                );
+            }
+        }
+        assert_eq!(
+            log.labels(),
+            plain_log.labels(),
+            "{wiring}: the model was asked the same"
         );
-        assert_eq!(a.code, p.code, "run {}: the same exit code", p.index);
-        assert_eq!(a.answer(), p.answer(), "run {}: the same answer", p.index);
-        for (stream, text) in [("stdout", &a.stdout), ("stderr", &a.stderr)] {
+        for r in &log.requests {
             assert!(
-                !text.to_lowercase().contains("hookd"),
-                "run {}: nothing of ours on {stream}:\n{text}",
-                a.index
+                !r.text().contains("hookd") && !r.contains("[hookd"),
+                "{wiring}: nothing of ours reached the model ({}): {}",
+                r.label,
+                r.text()
             );
         }
     }
-    assert_eq!(
-        absent_log.labels(),
-        plain_log.labels(),
-        "the model was asked the same"
-    );
-    for r in &absent_log.requests {
-        assert!(
-            !r.text().contains("hookd") && !r.contains("[hookd"),
-            "nothing of ours reached the model ({}): {}",
-            r.label,
-            r.text()
-        );
-    }
-    assert!(!socket, "no daemon was started");
 }

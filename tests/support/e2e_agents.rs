@@ -164,6 +164,9 @@ pub enum Wiring {
     Hookd,
     /// Installed, but the socket leads nowhere and autostart is off.
     DaemonAbsent,
+    /// Installed, with a real daemon on the socket that is frozen (SIGSTOP)
+    /// before the first run: connections are accepted, nothing answers.
+    DaemonHung,
     /// Not installed at all: the client as it is without hookd.
     NoHooks,
 }
@@ -275,6 +278,9 @@ impl AgentBuilder {
         if self.wiring != Wiring::NoHooks {
             agent.install_hooks();
         }
+        if self.wiring == Wiring::DaemonHung {
+            agent.freeze_daemon();
+        }
         Some(agent)
     }
 }
@@ -370,12 +376,43 @@ impl Agent {
             .env("HOOKD_LOG", "debug")
             .env("CODEX_HOME", self.codex_home())
             .env("GEMINI_CLI_HOME", sb.home());
-        if self.wiring == Wiring::DaemonAbsent {
-            cmd.env("HOOKD_SOCKET", sb.path().join("nowhere/hookd.sock"))
-                .env("HOOKD_CLIENT__AUTOSTART", "false");
-        } else {
-            cmd.env("HOOKD_SOCKET", sb.socket());
+        match self.wiring {
+            Wiring::DaemonAbsent => {
+                cmd.env("HOOKD_SOCKET", sb.path().join("nowhere/hookd.sock"))
+                    .env("HOOKD_CLIENT__AUTOSTART", "false");
+            }
+            Wiring::DaemonHung => {
+                cmd.env("HOOKD_SOCKET", sb.socket())
+                    .env("HOOKD_CLIENT__AUTOSTART", "false");
+            }
+            Wiring::Hookd | Wiring::NoHooks => {
+                cmd.env("HOOKD_SOCKET", sb.socket());
+            }
         }
+    }
+
+    /// The pid of the daemon on the sandbox's socket, from its pid file.
+    fn daemon_pid(&self) -> Option<i32> {
+        let file = self.sandbox().socket().with_file_name("hookd.sock.pid");
+        std::fs::read_to_string(file).ok()?.trim().parse().ok()
+    }
+
+    /// Starts the daemon, then stops it with SIGSTOP: the kernel still
+    /// accepts connections on its socket, and no answer ever comes.
+    fn freeze_daemon(&self) {
+        let out = self.hookctl(&["daemon", "start"]);
+        assert!(
+            out.status.success(),
+            "hookctl daemon start: {}",
+            stderr(&out)
+        );
+        let pid = self.daemon_pid().expect("the daemon wrote its pid file");
+        // SAFETY: signalling the daemon this scenario started.
+        assert_eq!(
+            unsafe { libc::kill(pid, libc::SIGSTOP) },
+            0,
+            "SIGSTOP {pid}"
+        );
     }
 
     /// `$CODEX_HOME/config.toml`: the mock as the provider, the project
@@ -873,8 +910,14 @@ impl Agent {
 
 impl Drop for Agent {
     fn drop(&mut self) {
-        if self.wiring == Wiring::Hookd {
-            // Stop the daemon the hooks started, if any.
+        if self.wiring == Wiring::DaemonHung {
+            if let Some(pid) = self.daemon_pid() {
+                // SAFETY: waking the daemon this scenario froze, so that it can stop.
+                unsafe { libc::kill(pid, libc::SIGCONT) };
+            }
+        }
+        if matches!(self.wiring, Wiring::Hookd | Wiring::DaemonHung) {
+            // Stop the daemon the hooks (or the scenario) started, if any.
             let _ = self.hookctl(&["daemon", "stop"]);
         }
         let sb = self.sb.take().expect("sandbox");

@@ -97,9 +97,15 @@ impl Client {
     /// one round trip to hookd instead of two, which every hook pays. A hookd
     /// of another protocol version answers the handshake with an error and
     /// closes without reading the request, so nothing is misread.
+    ///
+    /// hookd greets before it starts the work, so a greeting that has not come
+    /// within `greeting_within` means a hookd that is stopped or wedged (the
+    /// kernel still accepts its connections): waiting on for the answer's whole
+    /// budget, up to half a minute for PreCompact, would only stall the agent.
     pub fn one_request(
         socket: &SocketPath,
         deadline: Instant,
+        greeting_within: Duration,
         autostart: bool,
         request: &Request,
     ) -> Result<Response, ClientError> {
@@ -118,7 +124,13 @@ impl Client {
             client.read_hello()?;
             return Err(ClientError::Io(sent));
         }
+        let greeting = Some(remaining(deadline)?.min(greeting_within));
+        client
+            .stream
+            .set_recv_timeout(greeting)
+            .map_err(ClientError::Io)?;
         client.read_hello()?;
+        client.set_timeouts()?;
         client.read_reply()
     }
 

@@ -76,7 +76,14 @@ pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
         env: protocol::env_vars(protocol::wire::is_forwarded_env),
         cwd: std::env::current_dir().ok(),
     });
-    let reply = Client::one_request(&ctx.socket, deadline, client_config.autostart, &request);
+    let greeting_within = Duration::from_millis(client_config.hook_timeout_ms);
+    let reply = Client::one_request(
+        &ctx.socket,
+        deadline,
+        greeting_within,
+        client_config.autostart,
+        &request,
+    );
     match reply {
         Ok(Response::Hook(reply)) => answer(|| {
             let mut code = reply.exit_code;

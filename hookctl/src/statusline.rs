@@ -33,8 +33,15 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
         .ok()
         .and_then(|payload| {
             let request = Request::StatusLine(StatusLineRequest { payload, env });
-            match Client::one_request(&ctx.socket, deadline, config.client.autostart, &request)
-                .ok()?
+            let greeting_within = Duration::from_millis(config.client.statusline_timeout_ms);
+            match Client::one_request(
+                &ctx.socket,
+                deadline,
+                greeting_within,
+                config.client.autostart,
+                &request,
+            )
+            .ok()?
             {
                 Response::Context(c) => Some(*c),
                 _ => None,

@@ -68,7 +68,9 @@ pub struct Config {
 #[serde(default, deny_unknown_fields)]
 pub struct ClientConfig {
     /// How long a hook waits for hookd (including autostart) before it gives
-    /// up silently, in milliseconds.
+    /// up silently, in milliseconds. Every hook, PreCompact and SessionStart
+    /// included, gives up this soon when hookd has not even greeted it (a
+    /// stopped or wedged daemon).
     pub hook_timeout_ms: u64,
     /// The same for PreCompact, which waits for the state capture and checkpoint.
     pub pre_compact_timeout_ms: u64,

@@ -99,6 +99,37 @@ fn a_hung_daemon_costs_at_most_the_budget() {
     assert!(sb.hookd(&["stop"]).status.success());
 }
 
+/// PreCompact's budget is long (the save is real work), but a daemon that has
+/// not even greeted within the ordinary hook budget is not going to answer.
+#[test]
+fn a_hung_daemon_costs_pre_compact_only_the_greeting() {
+    let sb = Sandbox::new();
+    assert!(sb.hookd(&["start"]).status.success());
+    let pid: i32 = std::fs::read_to_string(sb.socket().with_file_name("hookd.sock.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: signalling the daemon this test started.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let mut cmd = sb.command("hookctl");
+    cmd.env("HOOKD_CLIENT__HOOK_TIMEOUT_MS", "300")
+        .env("HOOKD_CLIENT__PRE_COMPACT_TIMEOUT_MS", "20000")
+        .args(["hook", "pre-compact"]);
+    let started = Instant::now();
+    let out = run_with_stdin(cmd, &post_tool_use());
+    let took = started.elapsed();
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "");
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_millis(3000),
+        "took {took:?}"
+    );
+    assert!(sb.hookd(&["stop"]).status.success());
+}
+
 #[test]
 fn a_daemon_that_hangs_up_mid_request() {
     let sb = Sandbox::new();

@@ -1,12 +1,13 @@
 //! Scenario 4: hookd is absent and cannot be started (hookctl alone, no
-//! hookd beside it or on PATH). Claude Code must work as if there were no
-//! hooks: every hook exits 0 within its budget, no hook error is shown, and
-//! nothing from hookd reaches the model.
+//! hookd beside it or on PATH), or it is there and hung. Claude Code must
+//! work as if there were no hooks: every hook exits 0 within its budget, no
+//! hook error is shown, and nothing from hookd reaches the model.
 
 use crate::hook_reported_success;
 use hookd_tests::e2e::{Reply, Run, Scenario, WIRED_EVENTS};
 use protocol::config::ClientConfig;
 use std::collections::BTreeSet;
+use std::path::Path;
 
 /// The time budget hookctl gives an event.
 fn budget_ms(event: &str) -> u64 {
@@ -21,6 +22,11 @@ fn budget_ms(event: &str) -> u64 {
 /// Every hook of the run exited 0 within its budget; no hook output or error
 /// reached the stream.
 fn assert_silent_and_quick(run: &Run) -> BTreeSet<String> {
+    assert_silent_within(run, budget_ms)
+}
+
+/// As [`assert_silent_and_quick`], with `budget_ms` for each event.
+fn assert_silent_within(run: &Run, budget_ms: fn(&str) -> u64) -> BTreeSet<String> {
     let hooks = run.hooks();
     assert!(!hooks.is_empty(), "run {}: no hook ran", run.index);
     for h in &hooks {
@@ -116,4 +122,77 @@ fn without_hookd_claude_code_carries_on() {
     assert!(!sc.sandbox().socket().exists(), "no daemon was started");
     let status = sc.hookctl(&["status"]);
     assert!(!status.status.success(), "hookctl status finds no daemon");
+}
+
+/// A daemon frozen with SIGSTOP for as long as this lives: its socket still
+/// accepts connections, and nothing answers them.
+struct Frozen(i32);
+
+impl Frozen {
+    fn daemon_of(socket: &Path) -> Frozen {
+        let pid = std::fs::read_to_string(socket.with_file_name("hookd.sock.pid"))
+            .expect("the daemon's pid file")
+            .trim()
+            .parse()
+            .expect("a pid");
+        // SAFETY: signalling the daemon this scenario started.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        // SAFETY: as above; woken so that the scenario can stop it.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+/// A hung daemon greets no one: every hook, PreCompact and SessionStart
+/// included, gives up within the ordinary hook budget.
+fn greeting_budget_ms(_event: &str) -> u64 {
+    ClientConfig::default().hook_timeout_ms + 500
+}
+
+#[test]
+fn with_hookd_hung_claude_code_carries_on() {
+    let Some(mut sc) = Scenario::builder("fail-hung")
+        .env("HOOKD_CLIENT__AUTOSTART", "false")
+        .replies(vec![
+            Reply::bash("t1.tool", 150_000, "echo working > work.txt"),
+            Reply::text("t1.text", 150_100, "Working."),
+            Reply::text("t3.text", 5_000, "Still working."),
+        ])
+        .start()
+    else {
+        return;
+    };
+    let started = sc.hookctl(&["daemon", "start"]);
+    assert!(started.status.success(), "{started:?}");
+    let frozen = Frozen::daemon_of(&sc.sandbox().socket());
+    let first = sc.start_session("TURN 1: start working");
+    let sid = first.session_id.clone();
+    let compact = sc.compact(&sid, "");
+    let third = sc.resume(&sid, "TURN 3: keep working");
+    drop(frozen);
+
+    let mut seen = BTreeSet::new();
+    for run in [&first, &compact, &third] {
+        seen.extend(assert_silent_within(run, greeting_budget_ms));
+    }
+    let expected: BTreeSet<String> = WIRED_EVENTS.iter().map(|e| e.to_string()).collect();
+    assert!(
+        seen.is_superset(&expected),
+        "every wired hook ran: {seen:?}"
+    );
+    let log = sc.log();
+    assert_eq!(log.labels(), ["t1.tool", "t1.text", "summary", "t3.text"]);
+    assert!(
+        log.first_containing("[hookd").is_none(),
+        "nothing from hookd"
+    );
+    assert!(
+        !sc.project.join(".workflow/context_state.json").exists(),
+        "a frozen daemon saved nothing"
+    );
 }

@@ -227,6 +227,7 @@ pub struct SessionFacts<'a> {
 pub struct LaunchPoints {
     pub(super) codex: process::ProcessCache<codex::ProcessPoint>,
     pub(super) gemini: process::ProcessCache<Option<HarnessPoint>>,
+    pub(super) qwen: process::ProcessCache<HarnessPoint>,
 }
 
 /// Everything hookd asks of one harness: one implementation per harness

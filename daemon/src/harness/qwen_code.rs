@@ -25,6 +25,7 @@
 //!   `contextWindowSize`), pct `context.autoCompactThreshold` (0.85),
 //!   20,000 the room it keeps for the summary and 13,000 its buffer.
 
+use super::process::{self, ProcessCache};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Adapter, Boundary, Cursor, Event, EventName, Fields, HarnessPoint, HookEvent, Launch,
@@ -118,13 +119,10 @@ impl Adapter for QwenCode {
     fn launch_point(
         &self,
         event: &HookEvent,
-        _peer_pid: Option<u32>,
-        _known: &LaunchPoints,
+        peer_pid: Option<u32>,
+        known: &LaunchPoints,
     ) -> Option<Launch> {
-        Some(Launch {
-            process: None,
-            point: Some(settings_point(&settings_files(event))),
-        })
+        Some(launch_point(event, peer_pid, &known.qwen))
     }
 
     fn boundary_offset(&self, boundary: &Boundary) -> Option<u64> {
@@ -472,6 +470,63 @@ fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
     Ok(false)
 }
 
+/// Where Qwen Code compacts by its settings files. Qwen Code reads them
+/// once, at start, so what the first hook of its process (`peer_pid` or an
+/// ancestor) found is kept in `known` for the later ones; without its
+/// process, the settings as they are now.
+fn launch_point(
+    event: &HookEvent,
+    peer_pid: Option<u32>,
+    known: &ProcessCache<HarnessPoint>,
+) -> Launch {
+    let qwen = peer_pid.and_then(|pid| {
+        process::find(pid, process::HOOK_ANCESTORS, |p| {
+            known.contains(p.id) || p.args().is_some_and(|args| runs_qwen(&args))
+        })
+    });
+    let process = qwen.as_ref().map(|p| p.id.describe("qwen"));
+    // The session's project directory of Qwen Code's, `projects/<project>`:
+    // one Qwen Code process has one.
+    let files = event
+        .transcript_path
+        .as_deref()
+        .and_then(|t| t.ancestors().nth(2))
+        .or(event.cwd.as_deref())
+        .unwrap_or(Path::new(""))
+        .to_path_buf();
+    if let Some(point) = qwen.as_ref().and_then(|p| known.get(p.id, &files)) {
+        return Launch {
+            process,
+            point: Some(point),
+        };
+    }
+    let point = settings_point(&settings_files(event));
+    if let Some(p) = &qwen {
+        known.put(p.id, &files, point.clone());
+    }
+    Launch {
+        process,
+        point: Some(point),
+    }
+}
+
+/// Whether a process's arguments are Qwen Code's: its `qwen` launcher, or
+/// node running the package's entry script.
+fn runs_qwen(args: &[String]) -> bool {
+    let script = args.iter().skip(1).find(|a| !a.starts_with('-'));
+    args.first().into_iter().chain(script).any(|a| {
+        let path = Path::new(a);
+        match path.file_name().and_then(|n| n.to_str()) {
+            Some("qwen") => true,
+            Some("cli.js" | "cli-entry.js") => path
+                .parent()
+                .and_then(Path::file_name)
+                .is_some_and(|dir| dir == "qwen-code"),
+            _ => false,
+        }
+    })
+}
+
 /// Where one settings layer lives.
 #[derive(Debug, Clone, PartialEq)]
 enum SettingsFile {
@@ -640,8 +695,8 @@ fn point_basis(window: u64, pct: f64, point: u64) -> String {
     )
 }
 
-/// Where Qwen Code compacts: the point its settings give (read at each
-/// hook), else its share of the window its chat file reports, else of its
+/// Where Qwen Code compacts: the point its settings give (as its process
+/// started with them), else its share of the window its chat file reports, else of its
 /// default window; `window.tokens_max` and `window.models` of hookd's
 /// configuration win.
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
@@ -955,6 +1010,47 @@ mod tests {
         };
         let cp = compaction_point(&facts, &WindowConfig::default());
         assert_eq!((cp.window, cp.tokens), (1_000_000, 850_000), "{}", cp.basis);
+    }
+
+    /// Qwen Code reads its settings once, at start: an edit while it runs
+    /// does not move the point hookd shows for that process; a hook without
+    /// its process takes the settings as they are now.
+    #[test]
+    fn a_running_qwen_keeps_the_settings_it_started_with() {
+        use crate::harness::process::tests::harness_with_child;
+        let home = tempfile::tempdir().unwrap();
+        let qwen_dir = home.path().join(".qwen");
+        let chats = qwen_dir.join("projects/-proj/chats");
+        std::fs::create_dir_all(&chats).unwrap();
+        let settings = qwen_dir.join("settings.json");
+        let share = |pct: f64| {
+            std::fs::write(
+                &settings,
+                json!({"context": {"autoCompactThreshold": pct}}).to_string(),
+            )
+            .unwrap();
+        };
+        share(0.5);
+        let payload = json!({"session_id": "s1", "transcript_path": chats.join("s1.jsonl")});
+        let event = crate::harness::parse(&request("pre-compact", &payload.to_string())).unwrap();
+        let bin = tempfile::tempdir().unwrap();
+        let (mut qwen, hook) = harness_with_child(bin.path(), "qwen", &["--yolo"], &[]);
+        let known = ProcessCache::default();
+        let first = launch_point(&event, Some(hook), &known);
+        share(0.7);
+        let edited = launch_point(&event, Some(hook), &known);
+        let _ = std::process::Command::new("kill")
+            .arg(hook.to_string())
+            .status();
+        qwen.kill().unwrap();
+        qwen.wait().unwrap();
+        let without_process = launch_point(&event, None, &known);
+
+        let fraction = |l: &Launch| l.point.as_ref().and_then(|p| p.fraction);
+        assert!(first.process.is_some(), "the hook's qwen was found");
+        assert_eq!(fraction(&first), Some(0.5));
+        assert_eq!(fraction(&edited), Some(0.5), "kept for the running process");
+        assert_eq!(fraction(&without_process), Some(0.7), "read as it is now");
     }
 
     #[test]

@@ -345,3 +345,24 @@ fn a_read_only_git_directory_fails_cleanly() {
     assert!(!result.unwrap_err().to_string().is_empty());
     assert_eq!(repo.fingerprint(), before);
 }
+
+/// An index in git's other formats (split, or sparse) is read for what it
+/// tracks: the checkpoint holds what `git add -A` would.
+#[test]
+fn split_and_sparse_indexes() {
+    for (name, setup) in [
+        ("split", &["update-index", "--split-index"][..]),
+        (
+            "sparse",
+            &["sparse-checkout", "init", "--cone", "--sparse-index"][..],
+        ),
+    ] {
+        let sb = Sandbox::new();
+        let repo = base_repo(&sb);
+        repo.git(setup);
+        repo.write("a.txt", "changed\n");
+        let sha = repo.checkpoint(&repo.dir);
+        eprintln!("{name}: {:?}", repo.tree_of(&sha));
+        assert_eq!(repo.tree_of(&sha), repo.expected_tree(), "{name}");
+    }
+}

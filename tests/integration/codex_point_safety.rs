@@ -224,7 +224,8 @@ fn status_says_a_codex_point_is_unknown_until_codex_reports_its_window() {
         "no level against a guessed point"
     );
 
-    let words = "compaction point unknown; learned at the first compaction";
+    let words =
+        "the compaction point is learned at the first compaction; no level fires until then";
     let status = stdout(&lab.sb.command("hookctl").args(["status"]).output().unwrap());
     insta::assert_snapshot!(lab.sb.normalize(&status), @r#"
         hookd 0.1.0 (protocol 1) · pid [PID] · up [DURATION] · 1 event
@@ -239,7 +240,7 @@ fn status_says_a_codex_point_is_unknown_until_codex_reports_its_window() {
             last save never · last checkpoint never
             last event post-tool-use [DURATION] ago · 1 event
             transcript [TEMP]/codex-home/sessions/2026/05/01/rollout-2026-05-01T09-00-00-c-unknown.jsonl
-            note: compaction point unknown; learned at the first compaction
+            note: the compaction point is learned at the first compaction; no level fires until then
     "#);
     assert_eq!(shown_point(&lab, "c-unknown").1, words);
     let events = dir.join(".workflow/events.jsonl");

@@ -979,7 +979,8 @@ fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> Compaction
 }
 
 /// What `hookctl status` says of a session whose point cannot be known yet.
-pub const POINT_UNKNOWN: &str = "compaction point unknown; learned at the first compaction";
+pub const POINT_UNKNOWN: &str =
+    "the compaction point is learned at the first compaction; no level fires until then";
 
 /// Whether Codex's point cannot be known yet: no limit where hookd can
 /// read one, and no `token_count` has reported the window (the one rule,

@@ -8,6 +8,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod event;
 pub mod gemini_cli;
+pub mod lines;
 pub mod process;
 pub mod qwen_code;
 pub mod reading;

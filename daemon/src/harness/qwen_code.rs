@@ -29,8 +29,7 @@ use super::lines::{self, SEARCH_LIMIT};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Adapter, Boundary, Cursor, Event, EventName, Fields, HarnessPoint, HookEvent, Launch,
-    LaunchPoints, Method, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage,
-    claude_code,
+    LaunchPoints, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage, claude_code,
 };
 use crate::tail::{ReverseLines, mentions_any, open_regular};
 use protocol::config::WindowConfig;
@@ -689,6 +688,7 @@ impl WorkReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::Method;
     use protocol::wire::Harness;
     use serde_json::value::RawValue;
     use std::collections::BTreeMap;

@@ -414,11 +414,9 @@ fn read(
     })
 }
 
-/// Whether the record at `line` is a compaction that was applied.
-fn is_compaction(line: &[u8]) -> Option<Value> {
-    if memchr::memmem::find(line, COMPACTION_COMPLETE).is_none() {
-        return None;
-    }
+/// The record at `line`, when it is a compaction that was applied.
+fn applied_compaction(line: &[u8]) -> Option<Value> {
+    memchr::memmem::find(line, COMPACTION_COMPLETE)?;
     serde_json::from_slice::<Value>(line)
         .ok()
         .filter(|r| r["type"] == "session.compaction_complete" && r["data"]["success"] == true)
@@ -452,7 +450,7 @@ fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
         {
             return Ok(true);
         }
-        if is_compaction(&line).is_some() {
+        if applied_compaction(&line).is_some() {
             return Ok(false);
         }
     }
@@ -467,7 +465,7 @@ fn latest_summary(path: &Path) -> io::Result<Option<String>> {
     let mut lines = ReverseLines::new(&file, meta.len());
     lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
     while let Some(line) = lines.next_line()? {
-        if let Some(record) = is_compaction(&line) {
+        if let Some(record) = applied_compaction(&line) {
             return Ok(record["data"]["summaryContent"]
                 .as_str()
                 .filter(|s| !s.trim().is_empty())
@@ -668,7 +666,7 @@ mod tests {
         let before = up_to("session.usage_record", 4);
         let mut file = file_of(&before);
         let first = read(file.path(), None, None).unwrap();
-        assert_eq!(first.reading.usage.as_ref().unwrap().tokens, 9_000);
+        assert_eq!(first.reading.usage.as_ref().unwrap().tokens, 17_500);
         // The rest of the session is appended: read forward, once.
         let all = fixture_lines();
         let rest = all[before.len()..].join("\n") + "\n";
@@ -684,8 +682,8 @@ mod tests {
             panic!("{:?}", next.reading.boundaries)
         };
         assert_eq!(boundary.trigger, Some(Trigger::Auto));
-        assert_eq!(boundary.pre_tokens, Some(10_846));
-        assert_eq!(boundary.post_tokens, Some(10_539));
+        assert_eq!(boundary.pre_tokens, Some(10_845));
+        assert_eq!(boundary.post_tokens, Some(10_538));
         let offset = CopilotCli.boundary_offset(boundary).unwrap() as usize;
         let text = std::fs::read_to_string(file.path()).unwrap();
         assert!(text[offset..].starts_with(r#"{"type":"session.compaction_complete""#));
@@ -708,7 +706,7 @@ mod tests {
         };
         let r = read(file.path(), Some(&cursor), None).unwrap();
         let usage = r.reading.usage.unwrap();
-        assert_eq!((usage.tokens, usage.from_boundary), (10_539, true));
+        assert_eq!((usage.tokens, usage.from_boundary), (10_538, true));
     }
 
     #[test]

@@ -27,6 +27,9 @@
 //!   know). Only preCompact fires around it: no hook after, no sessionStart.
 //!   The turn goes on meanwhile, so the resume prompt goes in with the first
 //!   prompt or tool result after the file shows `compaction_complete`.
+//! - the file is written in batches: a hook may not see the records of the
+//!   last fraction of a second (the usage record of the call that asked for
+//!   the tool it follows among them); the file watcher takes them in later.
 
 use super::lines::{self, SEARCH_LIMIT};
 use super::work::{self, LineReader, WorkFacts, WorkLog};

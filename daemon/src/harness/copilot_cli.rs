@@ -318,7 +318,9 @@ impl lines::Records for Fold {
             Some("session.usage_record") if is_usage_record(&record) => {
                 self.take_usage(at, &record)
             }
-            Some("session.compaction_complete") if data["success"] == true => {
+            Some("session.compaction_complete")
+                if data["success"] == true && is_main_agents(&record) =>
+            {
                 let count = |name: &str| token_count(name, data.get(name)).ok().flatten();
                 let after = count("postCompactionTokens");
                 let trigger = match data["trigger"].as_str() {
@@ -383,13 +385,18 @@ impl Fold {
     }
 }
 
-/// A call of the session's own model: a subagent's records name the
-/// agent they are for, and measure its context, not the session's.
+/// A call of the session's own model.
 fn is_usage_record(record: &Value) -> bool {
     record["type"] == "session.usage_record"
         && record["data"]["usage"].is_object()
-        && record["agentId"].is_null()
-        && record["data"]["agentId"].is_null()
+        && is_main_agents(record)
+}
+
+/// Whether a record is the main agent's: Copilot's event schema gives a
+/// subagent's records (the `task` tool's) their `agentId`, and a
+/// subagent's context is not the session's.
+fn is_main_agents(record: &Value) -> bool {
+    record["agentId"].is_null()
 }
 
 /// Reads what is new in the session file.
@@ -420,9 +427,11 @@ fn read(
 /// The record at `line`, when it is a compaction that was applied.
 fn applied_compaction(line: &[u8]) -> Option<Value> {
     memchr::memmem::find(line, COMPACTION_COMPLETE)?;
-    serde_json::from_slice::<Value>(line)
-        .ok()
-        .filter(|r| r["type"] == "session.compaction_complete" && r["data"]["success"] == true)
+    serde_json::from_slice::<Value>(line).ok().filter(|r| {
+        r["type"] == "session.compaction_complete"
+            && r["data"]["success"] == true
+            && is_main_agents(r)
+    })
 }
 
 /// Whether injected text holding `marker` reached the model since the
@@ -440,6 +449,9 @@ fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
         if memchr::memmem::find(&line, marker.as_bytes()).is_some()
             && serde_json::from_slice::<Value>(&line).is_ok_and(|r| {
                 let data = &r["data"];
+                if !is_main_agents(&r) {
+                    return false;
+                }
                 match r["type"].as_str() {
                     Some("user.message") => data["transformedContent"]
                         .as_str()
@@ -544,6 +556,9 @@ impl LineReader for WorkReader {
         let Ok(record) = serde_json::from_slice::<Value>(line) else {
             return;
         };
+        if !is_main_agents(&record) {
+            return;
+        }
         let data = &record["data"];
         match record["type"].as_str() {
             // `content` is the person's words; what hooks added is in
@@ -710,6 +725,24 @@ mod tests {
         let r = read(file.path(), Some(&cursor), None).unwrap();
         let usage = r.reading.usage.unwrap();
         assert_eq!((usage.tokens, usage.from_boundary), (10_538, true));
+    }
+
+    #[test]
+    fn a_subagents_records_are_not_the_sessions() {
+        let mut lines = up_to("session.usage_record", 2);
+        let mut call: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+        call["agentId"] = "task-1".into();
+        call["data"]["usage"]["inputTokens"] = 900.into();
+        lines.push(call.to_string());
+        let file = file_of(&lines);
+        let r = read(file.path(), None, None).unwrap();
+        assert_eq!(r.reading.usage.unwrap().tokens, 15_000);
+        let mut done: Value =
+            serde_json::from_str(&up_to("tool.execution_complete", 1)[..].last().unwrap()).unwrap();
+        done["agentId"] = "task-1".into();
+        done["data"]["result"]["content"] = "[hookd-resume 0123]".into();
+        let file = file_of(&[done.to_string()]);
+        assert!(!injected_context_arrived(file.path(), "[hookd-resume 0123]").unwrap());
     }
 
     #[test]

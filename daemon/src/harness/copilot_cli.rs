@@ -738,7 +738,7 @@ mod tests {
         let r = read(file.path(), None, None).unwrap();
         assert_eq!(r.reading.usage.unwrap().tokens, 15_000);
         let mut done: Value =
-            serde_json::from_str(&up_to("tool.execution_complete", 1)[..].last().unwrap()).unwrap();
+            serde_json::from_str(up_to("tool.execution_complete", 1).last().unwrap()).unwrap();
         done["agentId"] = "task-1".into();
         done["data"]["result"]["content"] = "[hookd-resume 0123]".into();
         let file = file_of(&[done.to_string()]);

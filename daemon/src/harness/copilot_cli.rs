@@ -14,8 +14,9 @@
 //! - a top-level `additionalContext` reaches the model from sessionStart,
 //!   userPromptSubmitted (recorded in the prompt's `transformedContent`),
 //!   preToolUse and postToolUse (appended to the tool's result, recorded in
-//!   `tool.execution_complete`); Copilot reads nothing else of the answer,
-//!   and nothing at all of preCompact's;
+//!   `tool.execution_complete`); preToolUse's goes in as a user message the
+//!   file does not record, so no arrival could be checked there. Copilot
+//!   reads nothing else of the answer, and nothing at all of preCompact's;
 //! - `session-state/<sessionId>/events.jsonl` records every model call as a
 //!   `session.usage_record` (`inputTokens`, `cacheReadTokens`,
 //!   `maxPromptTokens`) and each compaction as `session.compaction_start`

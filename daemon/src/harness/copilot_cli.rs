@@ -266,11 +266,7 @@ fn takes_additional_context(kind: &EventName) -> bool {
 /// a hook's to the person and gives preCompact's output to no one. Notes
 /// go to stderr, which Copilot keeps only for a failed hook.
 fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = outcome
-        .notes
-        .iter()
-        .map(|n| format!("hookd: {n}\n"))
-        .collect::<String>();
+    let stderr = super::notes_on_stderr(&outcome.notes);
     let mut out = Map::new();
     if let Some(context) = outcome
         .additional_context
@@ -278,15 +274,7 @@ fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     {
         out.insert("additionalContext".into(), Value::String(context));
     }
-    HookReply {
-        stdout: if out.is_empty() {
-            String::new()
-        } else {
-            Value::Object(out).to_string() + "\n"
-        },
-        stderr,
-        exit_code: 0,
-    }
+    super::json_answer(out, stderr)
 }
 
 /// What a run of records says about the context.
@@ -491,22 +479,11 @@ fn latest_summary(path: &Path) -> io::Result<Option<String>> {
     Ok(None)
 }
 
-/// `window.models` of hookd's configuration for the model, longest prefix first.
-fn configured_window(config: &WindowConfig, model: Option<&str>) -> Option<u64> {
-    let model = model?;
-    config
-        .models
-        .iter()
-        .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
-        .max_by_key(|(prefix, _)| prefix.len())
-        .map(|(_, w)| *w)
-}
-
 /// 0.80 of the prompt limit: the one hookd's configuration gives the model,
 /// else the one the session file reports, else Copilot's default;
 /// `window.tokens_max` wins.
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
-    let configured = configured_window(config, session.model);
+    let configured = super::configured_window(config, session.model);
     let (window, whose) = match (configured, session.reported_window) {
         (Some(w), _) => (w, "window.models"),
         (None, Some(w)) => (w, "maxPromptTokens in Copilot CLI's session file"),

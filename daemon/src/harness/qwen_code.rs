@@ -198,11 +198,7 @@ fn takes_additional_context(kind: &EventName) -> bool {
 /// PreCompact's instructions for the summarizer there too (Qwen Code reads
 /// PreCompact's `additionalContext`, not its plain stdout).
 fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = outcome
-        .notes
-        .iter()
-        .map(|n| format!("hookd: {n}\n"))
-        .collect::<String>();
+    let stderr = super::notes_on_stderr(&outcome.notes);
     let kind = event.name();
     let context = match kind {
         EventName::PreCompact => outcome.plain_stdout,
@@ -220,15 +216,7 @@ fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
             json!({ "hookEventName": kind.pascal(), "additionalContext": context }),
         );
     }
-    HookReply {
-        stdout: if out.is_empty() {
-            String::new()
-        } else {
-            Value::Object(out).to_string() + "\n"
-        },
-        stderr,
-        exit_code: 0,
-    }
+    super::json_answer(out, stderr)
 }
 
 /// What a run of records says about the context.
@@ -558,14 +546,7 @@ fn point_basis(window: u64, pct: f64, point: u64) -> String {
 /// default window; `window.tokens_max` and `window.models` of hookd's
 /// configuration win.
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
-    let configured = session.model.and_then(|m| {
-        config
-            .models
-            .iter()
-            .filter(|(prefix, _)| m.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map(|(_, w)| *w)
-    });
+    let configured = super::configured_window(config, session.model);
     let settings = session.harness_point;
     // A point the settings fixed, with the window it was taken from.
     let fixed = settings.and_then(|p| {

@@ -32,13 +32,13 @@
 //!   last fraction of a second (the usage record of the call that asked for
 //!   the tool it follows among them); the file watcher takes them in later.
 
-use super::lines::{self, SEARCH_LIMIT};
+use super::lines;
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Adapter, Boundary, Cursor, Event, EventName, EventParts, Fields, HarnessPoint, HookEvent,
-    Launch, LaunchPoints, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage,
+    Launch, LaunchPoints, Outcome, SessionFacts, SessionReading, Trigger, Usage,
 };
-use crate::tail::{ReverseLines, mentions_any, open_regular};
+use crate::tail::mentions_any;
 use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count};
 use protocol::wire::{HookReply, HookRequest};
@@ -400,17 +400,12 @@ fn read(
         ..Fold::default()
     };
     let read = lines::read(path, cursor, &mut fold, "Copilot CLI session file")?;
-    Ok(SessionReading {
-        reading: Reading {
-            usage: fold.usage,
-            boundaries: fold.boundaries,
-            cursor: read.cursor,
-            method: read.method,
-            bytes_read: read.bytes_read,
-        },
-        window: fold.window,
-        compaction_point: None,
-    })
+    Ok(lines::session_reading(
+        read,
+        fold.usage,
+        fold.boundaries,
+        fold.window,
+    ))
 }
 
 /// The record at `line`, when it is a compaction that was applied.
@@ -429,54 +424,39 @@ fn applied_compaction(line: &[u8]) -> Option<Value> {
 /// result (`tool.execution_complete`); the hook's own output, also
 /// recorded (`hook.end`), is only what the hook said.
 fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
-    let Some((file, meta)) = open_regular(path)? else {
-        return Ok(false);
-    };
-    let mut lines = ReverseLines::new(&file, meta.len());
-    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
-    while let Some(line) = lines.next_line()? {
-        if memchr::memmem::find(&line, marker.as_bytes()).is_some()
-            && serde_json::from_slice::<Value>(&line).is_ok_and(|r| {
-                let data = &r["data"];
-                if !is_main_agents(&r) {
-                    return false;
-                }
-                match r["type"].as_str() {
-                    Some("user.message") => data["transformedContent"]
-                        .as_str()
-                        .is_some_and(|t| t.contains(marker)),
-                    Some("tool.execution_complete") => data["result"]["content"]
-                        .as_str()
-                        .is_some_and(|t| t.contains(marker)),
-                    _ => false,
-                }
-            })
+    let found = lines::scan_back(path, |line| {
+        if memchr::memmem::find(line, marker.as_bytes()).is_some()
+            && serde_json::from_slice::<Value>(line).is_ok_and(|r| carries(&r, marker))
         {
-            return Ok(true);
+            return Some(true);
         }
-        if applied_compaction(&line).is_some() {
-            return Ok(false);
-        }
-    }
-    Ok(false)
+        applied_compaction(line).map(|_| false)
+    })?;
+    Ok(found.unwrap_or(false))
+}
+
+/// Whether a record of what went to the main agent's model holds `marker`.
+fn carries(record: &Value, marker: &str) -> bool {
+    let data = &record["data"];
+    let text = match record["type"].as_str() {
+        Some("user.message") => &data["transformedContent"],
+        Some("tool.execution_complete") => &data["result"]["content"],
+        _ => return false,
+    };
+    is_main_agents(record) && text.as_str().is_some_and(|t| t.contains(marker))
 }
 
 /// The latest applied compaction's summary.
 fn latest_summary(path: &Path) -> io::Result<Option<String>> {
-    let Some((file, meta)) = open_regular(path)? else {
-        return Ok(None);
-    };
-    let mut lines = ReverseLines::new(&file, meta.len());
-    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
-    while let Some(line) = lines.next_line()? {
-        if let Some(record) = applied_compaction(&line) {
-            return Ok(record["data"]["summaryContent"]
+    let found = lines::scan_back(path, |line| {
+        applied_compaction(line).map(|record| {
+            record["data"]["summaryContent"]
                 .as_str()
                 .filter(|s| !s.trim().is_empty())
-                .map(str::to_owned));
-        }
-    }
-    Ok(None)
+                .map(str::to_owned)
+        })
+    })?;
+    Ok(found.flatten())
 }
 
 /// 0.80 of the prompt limit: the one hookd's configuration gives the model,

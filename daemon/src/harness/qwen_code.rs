@@ -25,13 +25,13 @@
 //!   `contextWindowSize`), pct `context.autoCompactThreshold` (0.85),
 //!   20,000 the room it keeps for the summary and 13,000 its buffer.
 
-use super::lines::{self, SEARCH_LIMIT};
+use super::lines;
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Adapter, Boundary, Cursor, Event, EventName, Fields, HarnessPoint, HookEvent, Launch,
-    LaunchPoints, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage, claude_code,
+    LaunchPoints, Outcome, SessionFacts, SessionReading, Trigger, Usage, claude_code,
 };
-use crate::tail::{ReverseLines, mentions_any, open_regular};
+use crate::tail::{mentions_any, open_regular};
 use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count};
 use protocol::wire::{HookReply, HookRequest};
@@ -332,18 +332,13 @@ fn read(
         ..Fold::default()
     };
     let read = lines::read(path, cursor, &mut fold, "Qwen Code chat file")?;
-    Ok(SessionReading {
-        reading: Reading {
-            usage: fold.usage,
-            boundaries: fold.boundaries,
-            cursor: read.cursor,
-            method: read.method,
-            bytes_read: read.bytes_read,
-        },
-        window: fold.window,
-        // Settled from the hook, which knows the project: see `launch_point`.
-        compaction_point: None,
-    })
+    // The point is settled from the hook, which knows the project: see `launch_point`.
+    Ok(lines::session_reading(
+        read,
+        fold.usage,
+        fold.boundaries,
+        fold.window,
+    ))
 }
 
 /// Whether injected text holding `marker` reached the model since the
@@ -351,26 +346,19 @@ fn read(
 /// context with them, so the marker is in the chat file after the
 /// compaction's record.
 fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
-    let Some((file, meta)) = open_regular(path)? else {
-        return Ok(false);
-    };
-    let mut lines = ReverseLines::new(&file, meta.len());
-    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
-    while let Some(line) = lines.next_line()? {
+    let found = lines::scan_back(path, |line| {
         // A reply quoting the marker is not the prompt arriving.
-        if memchr::memmem::find(&line, marker.as_bytes()).is_some()
-            && serde_json::from_slice::<Value>(&line).is_ok_and(|r| r["type"] != "assistant")
+        if memchr::memmem::find(line, marker.as_bytes()).is_some()
+            && serde_json::from_slice::<Value>(line).is_ok_and(|r| r["type"] != "assistant")
         {
-            return Ok(true);
+            return Some(true);
         }
-        if memchr::memmem::find(&line, b"chat_compression").is_some()
-            && serde_json::from_slice::<Value>(&line)
-                .is_ok_and(|r| r["type"] == "system" && r["subtype"] == "chat_compression")
-        {
-            return Ok(false);
-        }
-    }
-    Ok(false)
+        let compaction = memchr::memmem::find(line, b"chat_compression").is_some()
+            && serde_json::from_slice::<Value>(line)
+                .is_ok_and(|r| r["type"] == "system" && r["subtype"] == "chat_compression");
+        compaction.then_some(false)
+    })?;
+    Ok(found.unwrap_or(false))
 }
 
 /// Where one settings layer lives.

@@ -6,8 +6,10 @@
 
 pub mod claude_code;
 pub mod codex;
+pub mod copilot_cli;
 pub mod event;
 pub mod gemini_cli;
+pub mod lines;
 pub mod process;
 pub mod qwen_code;
 pub mod reading;
@@ -206,6 +208,37 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     adapter(event.harness).render(event, outcome)
 }
 
+/// The outcome's notes as hookctl writes them to stderr.
+fn notes_on_stderr(notes: &[String]) -> String {
+    notes.iter().map(|n| format!("hookd: {n}\n")).collect()
+}
+
+/// An answer of one JSON object on stdout, nothing when it holds nothing,
+/// and exit 0.
+fn json_answer(out: Map<String, Value>, stderr: String) -> HookReply {
+    HookReply {
+        stdout: if out.is_empty() {
+            String::new()
+        } else {
+            Value::Object(out).to_string() + "\n"
+        },
+        stderr,
+        exit_code: 0,
+    }
+}
+
+/// The window `window.models` of hookd's configuration gives `model`: the
+/// longest prefix of it listed there.
+fn configured_window(config: &protocol::config::WindowConfig, model: Option<&str>) -> Option<u64> {
+    let model = model?;
+    config
+        .models
+        .iter()
+        .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|(_, w)| *w)
+}
+
 /// What a harness needs to know of a session to place its compaction point.
 pub struct SessionFacts<'a> {
     pub harness: Harness,
@@ -346,6 +379,7 @@ pub fn adapter(harness: Harness) -> &'static dyn Adapter {
         Harness::Codex => &codex::Codex,
         Harness::GeminiCli => &gemini_cli::GeminiCli,
         Harness::QwenCode => &qwen_code::QwenCode,
+        Harness::CopilotCli => &copilot_cli::CopilotCli,
     }
 }
 
@@ -538,7 +572,7 @@ mod tests {
     fn every_harness_gives_a_typed_event_with_its_own_fields() {
         // Each harness's name for the same moments.
         let names = |harness| match harness {
-            Harness::ClaudeCode | Harness::Codex | Harness::QwenCode => {
+            Harness::ClaudeCode | Harness::Codex | Harness::QwenCode | Harness::CopilotCli => {
                 ["SessionStart", "PreCompact", "Stop"]
             }
             Harness::GeminiCli => ["SessionStart", "PreCompress", "AfterAgent"],
@@ -692,6 +726,8 @@ mod tests {
                 Harness::Codex => "CODEX_HOME",
                 // Qwen Code has no project variable: hookd reads none.
                 Harness::QwenCode => continue,
+                // Copilot CLI's variable names only where its session file is.
+                Harness::CopilotCli => continue,
             };
             assert!(
                 ev.problems.iter().any(|p| p.contains(variable)),

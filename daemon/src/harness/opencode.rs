@@ -13,9 +13,10 @@
 //!   `model` (the model's `limit` as OpenCode sees it, `compaction.reserved`
 //!   and `compaction.auto` of its configuration), `usage` (an assistant
 //!   message's `tokens` as OpenCode recorded them, `summary` for the
-//!   compaction's own), `compacted` (OpenCode's `session.compacted`),
-//!   `prompt`, `tool` (a finished call with its `args`), and `context`
-//!   (text hookd's answer gave the model, and where);
+//!   compaction's own), `compacted` (OpenCode's `session.compacted`, with
+//!   the summary's text and size), `prompt`, `tool` (a finished call with
+//!   its `args`), and `context` (text hookd's answer gave the model, and
+//!   where);
 //! - OpenCode compacts after a reply whose count (`tokens.total`, else
 //!   input + output + cache read + cache write) reaches its usable room:
 //!   `limit.input − reserved` when the model has an input limit, else
@@ -147,8 +148,9 @@ impl Adapter for OpenCode {
         None
     }
 
-    fn compaction_summary_in_file(&self, _path: &Path) -> io::Result<Option<String>> {
-        Ok(None)
+    /// The plugin logs the summary OpenCode wrote with its `compacted` line.
+    fn compaction_summary_in_file(&self, path: &Path) -> io::Result<Option<String>> {
+        latest_summary(path)
     }
 
     /// The plugin sends SessionStart(compact) itself, at the first request
@@ -511,6 +513,26 @@ fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
     Ok(false)
 }
 
+/// The summary of the latest compaction in the log, if the plugin saw it.
+fn latest_summary(path: &Path) -> io::Result<Option<String>> {
+    let Some((file, meta)) = open_regular(path)? else {
+        return Ok(None);
+    };
+    let mut lines = ReverseLines::new(&file, meta.len());
+    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
+    while let Some(line) = lines.next_line()? {
+        if !mentions_any(&line, &[b"\"compacted\""]) {
+            continue;
+        }
+        if let Ok(record) = serde_json::from_slice::<Value>(&line)
+            && record["type"] == "compacted"
+        {
+            return Ok(record["summary"].as_str().map(str::to_owned));
+        }
+    }
+    Ok(None)
+}
+
 /// Where OpenCode compacts: the point of the model's limits the plugin
 /// logged; `window.tokens_max` and `window.models` of hookd's
 /// configuration win.
@@ -827,6 +849,22 @@ mod tests {
         let again = read(f.path(), None, None).unwrap();
         assert_eq!(again.reading.boundaries, second.reading.boundaries);
         assert_eq!(again.reading.usage.unwrap().tokens, 30);
+    }
+
+    #[test]
+    fn the_summary_is_the_latest_compacted_lines() {
+        let f = file_of(&[
+            r#"{"v":1,"type":"compacted","summary":"first"}"#.into(),
+            usage("m", 2_000),
+            r#"{"v":1,"type":"compacted","summary":"second <hookd-state/>"}"#.into(),
+            usage("n", 2_100),
+        ]);
+        assert_eq!(
+            latest_summary(f.path()).unwrap().as_deref(),
+            Some("second <hookd-state/>")
+        );
+        let none = file_of(&[usage("m", 2_000)]);
+        assert_eq!(latest_summary(none.path()).unwrap(), None);
     }
 
     #[test]

@@ -49,7 +49,10 @@ pub fn config_dir(scope: &Scope) -> anyhow::Result<PathBuf> {
 
 /// Where the plugin goes for a scope.
 pub fn plugin_file(scope: &Scope) -> anyhow::Result<PathBuf> {
-    Ok(config_dir(scope)?.join("plugins").join("hookd.js"))
+    match scope {
+        Scope::Project(dir) => Ok(dir.join(protocol::project::OPENCODE_PROJECT_PLUGIN)),
+        Scope::User => Ok(config_dir(scope)?.join("plugins").join("hookd.js")),
+    }
 }
 
 /// The plugin as install writes it: the user's names this hookctl; a

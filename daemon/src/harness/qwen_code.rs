@@ -396,19 +396,11 @@ fn read_forward(
     fold: &mut Fold,
     shown: &dyn Fn() -> String,
 ) -> io::Result<(u64, u64)> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; (end - start) as usize];
-    file.read_exact_at(&mut buf, start)?;
-    let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
-    let mut at = start;
-    for line in buf[..complete].split(|b| *b == b'\n') {
-        let line_at = at;
-        at += line.len() as u64 + 1;
+    crate::tail::read_complete_lines(file, start, end, |at, line| {
         if mentions_any(line, &NEEDLES) {
-            fold.take(line_at, line, shown);
+            fold.take(at, line, shown);
         }
-    }
-    Ok((start + complete as u64, buf.len() as u64))
+    })
 }
 
 /// Reads back from the end to the latest reply with usage, then folds what

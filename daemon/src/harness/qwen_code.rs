@@ -637,14 +637,7 @@ fn point_basis(window: u64, pct: f64, point: u64) -> String {
 /// default window; `window.tokens_max` and `window.models` of hookd's
 /// configuration win.
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
-    let configured = session.model.and_then(|m| {
-        config
-            .models
-            .iter()
-            .filter(|(prefix, _)| m.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map(|(_, w)| *w)
-    });
+    let configured = session.model.and_then(|m| config.model_window(m));
     let settings = session.harness_point;
     // A point the settings fixed, with the window it was taken from.
     let fixed = settings.and_then(|p| {

@@ -33,7 +33,7 @@ use super::{
     Adapter, Boundary, Cursor, EventName, Fields, HarnessPoint, HookEvent, Launch, LaunchPoints,
     Method, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage, claude_code,
 };
-use crate::tail::{ReverseLines, mentions_any, open_regular};
+use crate::tail::{ReverseLines, mentions_any, open_regular, read_complete_lines};
 use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count};
 use protocol::wire::{HookReply, HookRequest};
@@ -383,7 +383,7 @@ fn read(
     cursor: Option<&Cursor>,
     current: Option<&Usage>,
 ) -> Result<SessionReading, String> {
-    use std::os::unix::fs::{FileExt, MetadataExt};
+    use std::os::unix::fs::MetadataExt;
     let shown = || path.display().to_string();
     let failed = |e: io::Error| format!("cannot read OpenCode log {}: {e}", shown());
     let (file, meta) = match open_regular(path) {
@@ -406,21 +406,13 @@ fn read(
     let (read_to, bytes_read, method) = match same_file {
         Some(c) if c.offset == len => (len, 0, Method::Unchanged),
         Some(c) if len - c.offset <= FORWARD_LIMIT => {
-            let mut buf = vec![0u8; (len - c.offset) as usize];
-            file.read_exact_at(&mut buf, c.offset).map_err(failed)?;
-            let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
-            let mut at = c.offset;
-            for line in buf[..complete].split(|b| *b == b'\n') {
+            let (read_to, bytes) = read_complete_lines(&file, c.offset, len, |at, line| {
                 if mentions_any(line, &NEEDLES) {
                     fold.take(at, line, &shown);
                 }
-                at += line.len() as u64 + 1;
-            }
-            (
-                c.offset + complete as u64,
-                buf.len() as u64,
-                Method::Forward,
-            )
+            })
+            .map_err(failed)?;
+            (read_to, bytes, Method::Forward)
         }
         _ => {
             let floor = same_file.map_or(0, |c| c.offset);
@@ -537,14 +529,7 @@ fn latest_summary(path: &Path) -> io::Result<Option<String>> {
 /// logged; `window.tokens_max` and `window.models` of hookd's
 /// configuration win.
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
-    let configured = session.model.and_then(|m| {
-        config
-            .models
-            .iter()
-            .filter(|(prefix, _)| m.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map(|(_, w)| *w)
-    });
+    let configured = session.model.and_then(|m| config.model_window(m));
     let point = session.harness_point;
     let window = configured
         .or(session.reported_window)

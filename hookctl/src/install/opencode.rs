@@ -144,11 +144,7 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
 /// The other scope's plugin (the user's for a project install; the
 /// current directory's project for a user install) when it is hookd's.
 fn wired_elsewhere(scope: &Scope) -> Option<PathBuf> {
-    let other = match scope {
-        Scope::User => Scope::Project(std::env::current_dir().ok()?),
-        Scope::Project(_) => Scope::User,
-    };
-    let path = plugin_file(&other).ok()?;
+    let path = plugin_file(&scope.other()?).ok()?;
     matches!(found_at(&path), Found::Ours(_)).then_some(path)
 }
 

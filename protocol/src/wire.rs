@@ -38,16 +38,20 @@ pub enum Harness {
     GeminiCli,
     QwenCode,
     CopilotCli,
+    /// One word, as OpenCode spells itself.
+    #[serde(rename = "opencode")]
+    OpenCode,
 }
 
 /// Each harness, its name on the wire and the command line (as serde
 /// writes it), and its name for people. Every list of harnesses comes from here.
-const HARNESSES: [(Harness, &str, &str); 5] = [
+const HARNESSES: [(Harness, &str, &str); 6] = [
     (Harness::ClaudeCode, "claude-code", "Claude Code"),
     (Harness::Codex, "codex", "Codex"),
     (Harness::GeminiCli, "gemini-cli", "Gemini CLI"),
     (Harness::QwenCode, "qwen-code", "Qwen Code"),
     (Harness::CopilotCli, "copilot-cli", "Copilot CLI"),
+    (Harness::OpenCode, "opencode", "OpenCode"),
 ];
 
 impl Harness {

@@ -266,7 +266,7 @@ fn takes_additional_context(kind: &EventName) -> bool {
 /// a hook's to the person and gives preCompact's output to no one. Notes
 /// go to stderr, which Copilot keeps only for a failed hook.
 fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = super::notes_on_stderr(&outcome.notes);
+    let stderr = outcome.notes_for_stderr();
     let mut out = Map::new();
     if let Some(context) = outcome
         .additional_context
@@ -463,7 +463,7 @@ fn latest_summary(path: &Path) -> io::Result<Option<String>> {
 /// else the one the session file reports, else Copilot's default;
 /// `window.tokens_max` wins.
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
-    let configured = super::configured_window(config, session.model);
+    let configured = session.model.and_then(|m| config.model_window(m));
     let (window, whose) = match (configured, session.reported_window) {
         (Some(w), _) => (w, "window.models"),
         (None, Some(w)) => (w, "maxPromptTokens in Copilot CLI's session file"),

@@ -682,7 +682,7 @@ fn client_point(session: &SessionFacts) -> f64 {
 /// window (hookd's `window.models` may name another window).
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
     let model = session.model;
-    let configured = super::configured_window(config, model);
+    let configured = model.and_then(|m| config.model_window(m));
     let (limit, listed) = token_limit(model);
     let window = configured.unwrap_or(limit);
     if let Some(forced) = config.tokens_max.filter(|t| *t > 0) {
@@ -1066,7 +1066,7 @@ pub(super) fn takes_additional_context(kind: &EventName) -> bool {
 }
 
 fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = super::notes_on_stderr(&outcome.notes);
+    let stderr = outcome.notes_for_stderr();
     let mut out = Map::new();
     if let Some(msg) = outcome.system_message {
         out.insert("systemMessage".into(), Value::String(msg));

@@ -10,6 +10,7 @@ pub mod copilot_cli;
 pub mod event;
 pub mod gemini_cli;
 pub mod lines;
+pub mod opencode;
 pub mod process;
 pub mod qwen_code;
 pub mod reading;
@@ -134,6 +135,11 @@ impl Outcome {
         self.additional_context = Some(append_within(self.additional_context.take(), "\n\n", text));
     }
 
+    /// The notes as the harness's stderr shows them, one line each.
+    pub fn notes_for_stderr(&self) -> String {
+        self.notes.iter().map(|n| format!("hookd: {n}\n")).collect()
+    }
+
     /// Every text within [`MAX_ANSWER_CHARS`], whichever way it was set.
     fn cut_to_fit(mut self) -> Outcome {
         let cut = |text: Option<String>| text.map(|t| cut_to(t, MAX_ANSWER_CHARS));
@@ -208,11 +214,6 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     adapter(event.harness).render(event, outcome)
 }
 
-/// The outcome's notes as hookctl writes them to stderr.
-fn notes_on_stderr(notes: &[String]) -> String {
-    notes.iter().map(|n| format!("hookd: {n}\n")).collect()
-}
-
 /// An answer of one JSON object on stdout, nothing when it holds nothing,
 /// and exit 0.
 fn json_answer(out: Map<String, Value>, stderr: String) -> HookReply {
@@ -225,18 +226,6 @@ fn json_answer(out: Map<String, Value>, stderr: String) -> HookReply {
         stderr,
         exit_code: 0,
     }
-}
-
-/// The window `window.models` of hookd's configuration gives `model`: the
-/// longest prefix of it listed there.
-fn configured_window(config: &protocol::config::WindowConfig, model: Option<&str>) -> Option<u64> {
-    let model = model?;
-    config
-        .models
-        .iter()
-        .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
-        .max_by_key(|(prefix, _)| prefix.len())
-        .map(|(_, w)| *w)
 }
 
 /// What a harness needs to know of a session to place its compaction point.
@@ -380,6 +369,7 @@ pub fn adapter(harness: Harness) -> &'static dyn Adapter {
         Harness::GeminiCli => &gemini_cli::GeminiCli,
         Harness::QwenCode => &qwen_code::QwenCode,
         Harness::CopilotCli => &copilot_cli::CopilotCli,
+        Harness::OpenCode => &opencode::OpenCode,
     }
 }
 
@@ -572,9 +562,11 @@ mod tests {
     fn every_harness_gives_a_typed_event_with_its_own_fields() {
         // Each harness's name for the same moments.
         let names = |harness| match harness {
-            Harness::ClaudeCode | Harness::Codex | Harness::QwenCode | Harness::CopilotCli => {
-                ["SessionStart", "PreCompact", "Stop"]
-            }
+            Harness::ClaudeCode
+            | Harness::Codex
+            | Harness::QwenCode
+            | Harness::CopilotCli
+            | Harness::OpenCode => ["SessionStart", "PreCompact", "Stop"],
             Harness::GeminiCli => ["SessionStart", "PreCompress", "AfterAgent"],
         };
         for harness in Harness::ALL {
@@ -725,7 +717,8 @@ mod tests {
                 Harness::GeminiCli => "GEMINI_PROJECT_DIR",
                 Harness::Codex => "CODEX_HOME",
                 // Qwen Code has no project variable: hookd reads none.
-                Harness::QwenCode => continue,
+                // Neither has a project variable: hookd reads none.
+                Harness::QwenCode | Harness::OpenCode => continue,
                 // Copilot CLI's variable names only where its session file is.
                 Harness::CopilotCli => continue,
             };

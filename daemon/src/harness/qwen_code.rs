@@ -196,7 +196,7 @@ fn takes_additional_context(kind: &EventName) -> bool {
 /// PreCompact's instructions for the summarizer there too (Qwen Code reads
 /// PreCompact's `additionalContext`, not its plain stdout).
 fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = super::notes_on_stderr(&outcome.notes);
+    let stderr = outcome.notes_for_stderr();
     let kind = event.name();
     let context = match kind {
         EventName::PreCompact => outcome.plain_stdout,
@@ -589,7 +589,7 @@ fn point_basis(window: u64, pct: f64, point: u64) -> String {
 /// default window; `window.tokens_max` and `window.models` of hookd's
 /// configuration win.
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
-    let configured = super::configured_window(config, session.model);
+    let configured = session.model.and_then(|m| config.model_window(m));
     let settings = session.harness_point;
     // A point the settings fixed, with the window it was taken from.
     let fixed = settings.and_then(|p| {

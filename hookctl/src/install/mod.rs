@@ -13,6 +13,7 @@ pub mod codex;
 pub mod copilot_cli;
 pub mod gemini_cli;
 pub mod json_file;
+pub mod opencode;
 pub mod qwen_code;
 
 use anyhow::{Context, bail};
@@ -26,7 +27,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
-    /// claude-code, codex, gemini-cli, qwen-code or copilot-cli.
+    /// claude-code, codex, gemini-cli, qwen-code, copilot-cli or opencode.
     #[arg(value_parser = crate::parse_harness)]
     harness: Harness,
     #[command(flatten)]
@@ -51,7 +52,7 @@ pub struct InstallArgs {
 
 #[derive(clap::Args)]
 pub struct UninstallArgs {
-    /// claude-code, codex, gemini-cli, qwen-code or copilot-cli.
+    /// claude-code, codex, gemini-cli, qwen-code, copilot-cli or opencode.
     #[arg(value_parser = crate::parse_harness)]
     harness: Harness,
     #[command(flatten)]
@@ -69,7 +70,7 @@ pub struct ScopeArgs {
     /// The user's own settings (the default).
     #[arg(long, conflicts_with = "project")]
     user: bool,
-    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json, DIR/.qwen/settings.json, DIR/.github/hooks/hookd.json).
+    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json, DIR/.qwen/settings.json, DIR/.github/hooks/hookd.json, DIR/.opencode/plugins/hookd.js).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
 }
@@ -103,6 +104,15 @@ impl Scope {
         match self {
             Scope::User => "user",
             Scope::Project(_) => "project",
+        }
+    }
+
+    /// The scope a harness that runs both would run besides this one: the
+    /// user's for a project, the current directory's project for the user.
+    fn other(&self) -> Option<Scope> {
+        match self {
+            Scope::User => Some(Scope::Project(std::env::current_dir().ok()?)),
+            Scope::Project(_) => Some(Scope::User),
         }
     }
 }
@@ -195,6 +205,7 @@ pub fn wiring(harness: Harness) -> &'static dyn Wiring {
         Harness::GeminiCli => &gemini_cli::GeminiCli,
         Harness::QwenCode => &qwen_code::QwenCode,
         Harness::CopilotCli => &copilot_cli::CopilotCli,
+        Harness::OpenCode => &opencode::OpenCode,
     }
 }
 
@@ -279,6 +290,10 @@ impl Report {
 }
 
 pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
+    // OpenCode takes a plugin file, not settings entries.
+    if args.harness == Harness::OpenCode {
+        return opencode::install(args);
+    }
     let scope = args.scope.resolve()?;
     let wiring = wiring(args.harness);
     let path = wiring.file(&scope)?;
@@ -334,16 +349,15 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
 /// The other settings file (the user's for a project install; the current
 /// directory's project for a user install) when it already runs hookd.
 pub fn wired_elsewhere(wiring: &dyn Wiring, scope: &Scope) -> Option<PathBuf> {
-    let other = match scope {
-        Scope::User => Scope::Project(std::env::current_dir().ok()?),
-        Scope::Project(_) => Scope::User,
-    };
-    let path = wiring.file(&other).ok()?;
+    let path = wiring.file(&scope.other()?).ok()?;
     let file = JsonFile::load(&path).ok()?;
     (!our_commands(&file.value).is_empty()).then_some(path)
 }
 
 pub fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
+    if args.harness == Harness::OpenCode {
+        return opencode::uninstall(args);
+    }
     let scope = args.scope.resolve()?;
     let wiring = wiring(args.harness);
     let path = wiring.file(&scope)?;
@@ -764,6 +778,10 @@ mod tests {
         for harness in Harness::ALL {
             let wiring = wiring(harness);
             assert_eq!(wiring.harness(), harness);
+            // OpenCode's wiring is a plugin file, not entries (`opencode.rs`).
+            if harness == Harness::OpenCode {
+                continue;
+            }
             assert!(!wiring.hooks().is_empty(), "{harness}");
             let mut root = Map::new();
             put_hooks(&mut root, wiring, exe, Path::new("s.json")).unwrap();

@@ -233,7 +233,8 @@ impl Engine {
                     source: source.clone(),
                     marker: marker.clone(),
                     prompt,
-                    verify_arrival: config.resume.verify_arrival,
+                    // Without a session file there is nothing to look in.
+                    verify_arrival: config.resume.verify_arrival && view.transcript.is_some(),
                     follow: prepared.follow,
                 };
                 if let Some(f) = &prepared.fitted {

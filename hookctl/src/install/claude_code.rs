@@ -91,6 +91,10 @@ impl Wiring for ClaudeCode {
         json!({ "type": "command", "command": command, "timeout": spec.timeout })
     }
 
+    fn flat_entries(&self) -> bool {
+        false
+    }
+
     fn after_install(&self) -> &'static str {
         "Claude Code reads hooks when a session starts: restart running sessions \
          (or review the hooks with /hooks in a session)."

@@ -79,6 +79,10 @@ impl Wiring for Codex {
         json!({ "type": "command", "command": command, "timeout": spec.timeout })
     }
 
+    fn flat_entries(&self) -> bool {
+        false
+    }
+
     fn after_install(&self) -> &'static str {
         "Codex skips new or changed hooks, silently, until you trust them: open `codex` \
          in a terminal once and choose \"Trust all\" at its hook review (or trust each \

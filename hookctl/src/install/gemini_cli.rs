@@ -79,6 +79,10 @@ impl Wiring for GeminiCli {
         })
     }
 
+    fn flat_entries(&self) -> bool {
+        false
+    }
+
     fn after_install(&self) -> &'static str {
         "Gemini CLI reads hooks when it starts: restart it. If /hooks panel says the \
          hooks system is disabled, enable it in /settings (Advanced, \"Enable Hooks System\")."

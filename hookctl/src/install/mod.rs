@@ -9,6 +9,7 @@
 
 pub mod claude_code;
 pub mod codex;
+pub mod cursor;
 pub mod gemini_cli;
 pub mod json_file;
 pub mod qwen_code;
@@ -24,7 +25,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
-    /// claude-code, codex, gemini-cli or qwen-code.
+    /// claude-code, codex, gemini-cli, qwen-code or cursor.
     #[arg(value_parser = crate::parse_harness)]
     harness: Harness,
     #[command(flatten)]
@@ -49,7 +50,7 @@ pub struct InstallArgs {
 
 #[derive(clap::Args)]
 pub struct UninstallArgs {
-    /// claude-code, codex, gemini-cli or qwen-code.
+    /// claude-code, codex, gemini-cli, qwen-code or cursor.
     #[arg(value_parser = crate::parse_harness)]
     harness: Harness,
     #[command(flatten)]
@@ -67,7 +68,7 @@ pub struct ScopeArgs {
     /// The user's own settings (the default).
     #[arg(long, conflicts_with = "project")]
     user: bool,
-    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json, DIR/.qwen/settings.json).
+    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json, DIR/.qwen/settings.json, DIR/.cursor/hooks.json).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
 }
@@ -132,6 +133,10 @@ pub trait Wiring: Sync {
     /// One handler in the harness's format, running `command`.
     fn handler(&self, spec: &HookSpec, command: String) -> Value;
 
+    /// Whether each event lists its handlers itself (Cursor's layout),
+    /// rather than in `{matcher, hooks: [...]}` groups.
+    fn flat_entries(&self) -> bool;
+
     /// What a person must do before the hooks run.
     fn after_install(&self) -> &'static str;
 
@@ -188,6 +193,7 @@ pub fn wiring(harness: Harness) -> &'static dyn Wiring {
         Harness::Codex => &codex::Codex,
         Harness::GeminiCli => &gemini_cli::GeminiCli,
         Harness::QwenCode => &qwen_code::QwenCode,
+        Harness::Cursor => &cursor::Cursor,
     }
 }
 
@@ -202,14 +208,15 @@ pub fn command(wiring: &dyn Wiring, exe: &Path, spec: &HookSpec) -> String {
 }
 
 fn group(wiring: &dyn Wiring, exe: &Path, spec: &HookSpec) -> Value {
+    let handler = wiring.handler(spec, command(wiring, exe, spec));
+    if wiring.flat_entries() {
+        return handler;
+    }
     let mut group = Map::new();
     if let Some(m) = spec.matcher {
         group.insert("matcher".into(), Value::from(m));
     }
-    group.insert(
-        "hooks".into(),
-        json!([wiring.handler(spec, command(wiring, exe, spec))]),
-    );
+    group.insert("hooks".into(), json!([handler]));
     Value::Object(group)
 }
 
@@ -560,14 +567,28 @@ fn remove_ours(hooks: &mut Map<String, Value>) -> (BTreeMap<String, usize>, Vec<
     (positions, emptied)
 }
 
-/// Removes our handlers from one matcher group: (removed any, now empty).
+/// Removes our handlers from one matcher group, or says a flat entry is
+/// ours: (removed any, now empty).
 fn remove_from_group(group: &mut Value) -> (bool, bool) {
+    if group.get("command").is_some() {
+        let ours = is_our_handler(group);
+        return (ours, ours);
+    }
     let Some(Value::Array(handlers)) = group.get_mut("hooks") else {
         return (false, false);
     };
     let before = handlers.len();
     handlers.retain(|h| !is_our_handler(h));
     (handlers.len() < before, handlers.is_empty())
+}
+
+/// The handlers of one entry of an event's list: a matcher group's, or a
+/// flat entry itself.
+fn handlers_of(entry: &Value) -> Vec<&Value> {
+    if entry.get("command").is_some() {
+        return vec![entry];
+    }
+    entry["hooks"].as_array().into_iter().flatten().collect()
 }
 
 fn is_our_handler(handler: &Value) -> bool {
@@ -584,7 +605,7 @@ pub fn our_commands(root: &Map<String, Value>) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (event, groups) in hooks {
         for group in groups.as_array().into_iter().flatten() {
-            for handler in group["hooks"].as_array().into_iter().flatten() {
+            for handler in handlers_of(group) {
                 if is_our_handler(handler) {
                     out.push((
                         event.clone(),
@@ -604,10 +625,7 @@ fn changed_events(before: &Map<String, Value>, after: &Map<String, Value>) -> Ve
         if let Some(Value::Object(hooks)) = root.get("hooks") {
             for (event, groups) in hooks {
                 for group in groups.as_array().into_iter().flatten() {
-                    if group["hooks"]
-                        .as_array()
-                        .is_some_and(|hs| hs.iter().any(is_our_handler))
-                    {
+                    if handlers_of(group).into_iter().any(is_our_handler) {
                         map.entry(event.clone()).or_default().push(group.clone());
                     }
                 }

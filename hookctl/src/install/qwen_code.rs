@@ -77,6 +77,10 @@ impl Wiring for QwenCode {
         json!({ "type": "command", "command": command, "timeout": spec.timeout })
     }
 
+    fn flat_entries(&self) -> bool {
+        false
+    }
+
     fn after_install(&self) -> &'static str {
         "Qwen Code reads hooks when it starts: restart it. It runs none while \
          `disableAllHooks` is true in its settings; `hookctl doctor` checks that."

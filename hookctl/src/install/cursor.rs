@@ -1,0 +1,197 @@
+//! Cursor's wiring: `hooks.json` (user: `~/.cursor/hooks.json`; project:
+//! `<dir>/.cursor/hooks.json`), `{"version": 1, "hooks": {"preCompact":
+//! [{"command": ..., "timeout": SECONDS}]}}`: flat entries, camelCase
+//! events. Written from Cursor's documentation; no Cursor build was run.
+//!
+//! Cursor also runs the hooks of Claude Code's settings files with its own
+//! payloads; hookd answers those as Cursor's (see `hookctl/src/hook.rs`).
+
+use super::{HookSpec, InstallOptions, Report, Scope, Wiring};
+use anyhow::Context;
+use protocol::wire::Harness;
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
+
+/// The version of the file's format Cursor documents.
+const FORMAT_VERSION: u64 = 1;
+
+/// Tool activity is `postToolUse` alone: Cursor also sends
+/// `afterShellExecution` and `afterFileEdit` for the same calls.
+/// `beforeSubmitPrompt` is left out: hookd has nothing to say there, and
+/// an answer is what lets the prompt through.
+const HOOKS: &[HookSpec] = &[
+    HookSpec {
+        event: "sessionStart",
+        matcher: None,
+        arg: "session-start",
+        timeout: 30,
+    },
+    HookSpec {
+        event: "postToolUse",
+        matcher: None,
+        arg: "post-tool-use",
+        timeout: 10,
+    },
+    HookSpec {
+        event: "preCompact",
+        matcher: None,
+        arg: "pre-compact",
+        timeout: 60,
+    },
+    HookSpec {
+        event: "stop",
+        matcher: None,
+        arg: "stop",
+        timeout: 10,
+    },
+    HookSpec {
+        event: "sessionEnd",
+        matcher: None,
+        arg: "session-end",
+        timeout: 10,
+    },
+];
+
+/// Cursor, as hookctl wires it.
+pub struct Cursor;
+
+impl Wiring for Cursor {
+    fn harness(&self) -> Harness {
+        Harness::Cursor
+    }
+
+    fn hooks(&self) -> &'static [HookSpec] {
+        HOOKS
+    }
+
+    fn file(&self, scope: &Scope) -> anyhow::Result<PathBuf> {
+        hooks_file(scope)
+    }
+
+    fn handler(&self, spec: &HookSpec, command: String) -> Value {
+        json!({ "command": command, "timeout": spec.timeout })
+    }
+
+    fn flat_entries(&self) -> bool {
+        true
+    }
+
+    fn after_install(&self) -> &'static str {
+        "Cursor's support in hookd is documented, not run: it follows Cursor's hooks \
+         documentation and was never run against a Cursor build. Restart Cursor to load the \
+         hooks. hookd's resume prompt reaches Cursor's model as the follow-up message of the \
+         first completed turn after a compaction."
+    }
+
+    /// Cursor runs the user's hooks and the project's both.
+    fn runs_every_scope(&self) -> bool {
+        true
+    }
+
+    /// A file hookd makes gets the format's version.
+    fn install_more(
+        &self,
+        root: &mut Map<String, Value>,
+        _exe: &Path,
+        _scope: &Scope,
+        options: &InstallOptions,
+        report: &mut Report,
+    ) -> anyhow::Result<()> {
+        if !root.contains_key("version") {
+            // First, where Cursor's documentation puts it.
+            let rest = std::mem::take(root);
+            root.insert("version".into(), Value::from(FORMAT_VERSION));
+            root.extend(rest);
+        }
+        super::no_statusline(self.harness(), options, report);
+        Ok(())
+    }
+
+    /// A file left with nothing but its version holds no hook of anyone's.
+    fn uninstall_more(
+        &self,
+        root: &mut Map<String, Value>,
+        _scope: &Scope,
+        _dry_run: bool,
+        _report: &mut Report,
+    ) -> anyhow::Result<()> {
+        if root.len() == 1 && root.get("version") == Some(&Value::from(FORMAT_VERSION)) {
+            root.clear();
+        }
+        Ok(())
+    }
+
+    fn presence(&self) -> (Option<PathBuf>, &'static str) {
+        (home().ok().map(|h| h.join(".cursor")), "cursor-agent")
+    }
+
+    fn unwired_fails(&self) -> bool {
+        false
+    }
+
+    /// Cursor runs Claude Code's hooks too: with hookd in both, each
+    /// Cursor event reaches it twice. Always said: Cursor's support was
+    /// written from its documentation, never run.
+    fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {
+        let claude: Vec<String> = claude_code_files_running_hookd()
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect();
+        if !claude.is_empty() {
+            return Some((
+                format!(
+                    "hookd is wired into Claude Code too ({}), and Cursor runs Claude Code's hooks: \
+                     each Cursor event reaches hookd twice (one compaction is still counted once). \
+                     Cursor support is documented, not run",
+                    claude.join(" and ")
+                ),
+                "keep one: `hookctl uninstall cursor` (hookd knows Cursor's payloads through \
+                 Claude Code's hooks), or uninstall claude-code if you do not use Claude Code",
+            ));
+        }
+        Some((
+            "Cursor support is documented, not run: hookd follows Cursor's hooks documentation \
+             and was never run against a Cursor build"
+                .into(),
+            "nothing to fix; after a Cursor session, `hookctl status` shows whether hookd heard it",
+        ))
+    }
+}
+
+/// The Claude Code settings files Cursor reads hooks from that run hookd:
+/// the user's, and the current directory's project's (read as a
+/// project's file may be: a link, a FIFO or an endless file is not read).
+fn claude_code_files_running_hookd() -> Vec<PathBuf> {
+    let user = super::claude_code::settings_file(&Scope::User)
+        .ok()
+        .filter(|path| {
+            super::json_file::JsonFile::load(path)
+                .is_ok_and(|file| !super::our_commands(&file.value).is_empty())
+        });
+    let here = std::env::current_dir()
+        .ok()
+        .and_then(|dir| super::claude_code::settings_file(&Scope::Project(dir)).ok())
+        .filter(|path| {
+            protocol::trust::read_project_file(path)
+                .ok()
+                .flatten()
+                .and_then(|bytes| serde_json::from_slice::<Map<String, Value>>(&bytes).ok())
+                .is_some_and(|root| !super::our_commands(&root).is_empty())
+        });
+    user.into_iter().chain(here).collect()
+}
+
+pub fn hooks_file(scope: &Scope) -> anyhow::Result<PathBuf> {
+    match scope {
+        Scope::Project(dir) => Ok(dir.join(protocol::project::CURSOR_PROJECT_HOOKS)),
+        Scope::User => Ok(home()?.join(".cursor/hooks.json")),
+    }
+}
+
+/// The home Cursor keeps `.cursor` in.
+fn home() -> anyhow::Result<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .context("cannot find Cursor's hooks file: HOME is not set")
+}

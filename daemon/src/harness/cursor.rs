@@ -198,12 +198,9 @@ fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
     let source_absent = f.value("source").is_none();
     let event = cursor_event(name, parts, status.as_deref(), source_absent);
     let reported_context = matches!(event, Event::PreCompact { .. }).then(|| reported_context(&f));
-    if f.path("transcript_path").is_some() {
-        f.problems.push(
-            "field `transcript_path` is not read: Cursor's documentation does not say what its transcript holds"
-                .into(),
-        );
-    }
+    // Checked as every path is, then left unread: Cursor's documentation
+    // does not say what its transcript holds.
+    let _unread = f.path("transcript_path");
     HookEvent {
         harness: req.harness,
         event,
@@ -489,6 +486,41 @@ mod tests {
             let quiet = super::super::render(&ev, Outcome::default());
             assert_eq!(quiet.stdout, "{}\n", "{name}");
         }
+    }
+
+    #[test]
+    fn a_cursor_payload_named_as_claude_codes_is_parsed_and_answered_as_cursors() {
+        let req = |payload: &str| HookRequest {
+            harness: Harness::ClaudeCode,
+            event: Some("session-start".into()),
+            payload: RawValue::from_string(payload.into()).unwrap(),
+            env: BTreeMap::new(),
+            cwd: Some("/hook/cwd".into()),
+        };
+        let ev = super::super::parse(&req(
+            r#"{"conversation_id":"c","workspace_roots":["/w"],"cursor_version":"2.1.0"}"#,
+        ))
+        .unwrap();
+        assert_eq!(ev.harness, Harness::Cursor);
+        assert_eq!(ev.session_id.as_deref(), Some("c"));
+        let outcome = Outcome {
+            additional_context: Some("words".into()),
+            ..Outcome::default()
+        };
+        let reply = super::super::render(&ev, outcome.clone());
+        assert_eq!(reply.stdout, "{\"additional_context\":\"words\"}\n");
+        // Claude Code's own payload stays Claude Code's.
+        let ev = super::super::parse(&req(
+            r#"{"session_id":"s","cwd":"/p","transcript_path":"/t.jsonl","hook_event_name":"SessionStart"}"#,
+        ))
+        .unwrap();
+        assert_eq!(ev.harness, Harness::ClaudeCode);
+        let reply = super::super::render(&ev, outcome);
+        assert!(
+            reply.stdout.contains("hookSpecificOutput"),
+            "{}",
+            reply.stdout
+        );
     }
 
     #[test]

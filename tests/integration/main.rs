@@ -17,6 +17,7 @@ mod cursor;
 mod gemini_point_safety;
 mod git_edges;
 mod git_trust;
+mod harness_setup;
 mod harnesses;
 mod hooks;
 mod install;

@@ -7,12 +7,13 @@
 //! session's and its compaction saves the state, a checkpoint and the
 //! resume prompt, which goes in once, with the next completed stop.
 
+use crate::harness_setup::{doctor_check, parser_project};
 use hookd_tests::{
-    GitRepo, Sandbox, TestDaemon, hook_json, run_with_stdin, stderr, stdout, workflow_events_of,
+    Sandbox, TestDaemon, hook_json, run_with_stdin, stderr, stdout, workflow_events_of,
 };
 use protocol::wire::{SessionStatus, StatusQuery};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const CONVERSATION: &str = "c0ffee00-cursor-conversation";
 
@@ -80,14 +81,6 @@ fn session_of(daemon: &TestDaemon, id: &str) -> SessionStatus {
         .unwrap_or_else(|| panic!("no session {id}: {:?}", sessions(daemon)))
 }
 
-fn project(sb: &Sandbox) -> (PathBuf, GitRepo) {
-    let project = sb.path().join("parser");
-    let repo = GitRepo::init(&project);
-    repo.write("src/parser.rs", "pub fn parse() {}\n");
-    repo.commit_all("start");
-    (project, repo)
-}
-
 /// The same Cursor conversation's hooks, through Cursor's own hooks and
 /// through Claude Code's, are one session of harness `cursor`, keyed by
 /// its conversation and at home in its first workspace root; each answer
@@ -97,7 +90,7 @@ fn project(sb: &Sandbox) -> (PathBuf, GitRepo) {
 fn cursor_payloads_are_cursors_through_either_hook_and_claude_codes_stay_claude_codes() {
     let sb = Sandbox::new();
     let daemon = TestDaemon::start(sb.daemon_options());
-    let (project, _repo) = project(&sb);
+    let (project, _repo) = parser_project(&sb);
     // Cursor runs hooks from its own directory, not the project's.
     let elsewhere = sb.path();
 
@@ -172,7 +165,7 @@ fn cursor_payloads_are_cursors_through_either_hook_and_claude_codes_stay_claude_
 fn precompact_saves_and_the_resume_prompt_follows_the_next_completed_stop_once() {
     let sb = Sandbox::new();
     let daemon = TestDaemon::start(sb.daemon_options());
-    let (project, repo) = project(&sb);
+    let (project, repo) = parser_project(&sb);
     let hook = |route, event: &str, name: &str| {
         cursor_answer(&sb, route, event, &payload(name, &project), &project)
     };
@@ -275,7 +268,7 @@ fn precompact_saves_and_the_resume_prompt_follows_the_next_completed_stop_once()
 #[test]
 fn without_hookd_a_cursor_hook_answers_empty_json_and_exits_0() {
     let sb = Sandbox::new();
-    let (project, _repo) = project(&sb);
+    let (project, _repo) = parser_project(&sb);
     for route in [Route::CursorHooks, Route::ClaudeCodeHooks] {
         for (name, event) in [
             ("sessionStart", "session-start"),
@@ -378,7 +371,7 @@ fn install_and_uninstall_cursor_keep_the_users_hooks() {
     assert!(stdout(&out).contains("already wired"), "{}", stdout(&out));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), installed);
 
-    let check = doctor_check(&sb);
+    let check = doctor_check(&sb, sb.path(), "cursor");
     assert_eq!(check["status"], "warn", "{check:#}");
     assert!(
         check["detail"]
@@ -389,7 +382,7 @@ fn install_and_uninstall_cursor_keep_the_users_hooks() {
     );
     // hookd in Claude Code's settings too: Cursor would bring each event twice.
     assert!(sb.hookctl(&["install", "claude-code"]).status.success());
-    let check = doctor_check(&sb);
+    let check = doctor_check(&sb, sb.path(), "cursor");
     let detail = check["detail"].as_str().unwrap();
     assert!(detail.contains("reaches hookd twice"), "{check:#}");
     assert!(detail.contains(".claude/settings.json"), "{check:#}");
@@ -436,17 +429,4 @@ fn install_and_uninstall_cursor_keep_the_users_hooks() {
             .success()
     );
     assert!(!proj.join(".cursor").exists(), "nothing of hookd's is left");
-}
-
-/// Doctor's check of Cursor.
-fn doctor_check(sb: &Sandbox) -> Value {
-    let out = sb.hookctl(&["doctor", "--json"]);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "cursor")
-        .cloned()
-        .unwrap_or_else(|| panic!("no cursor check: {report:#}"))
 }

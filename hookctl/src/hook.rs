@@ -201,6 +201,12 @@ fn read_payload(want_event: bool, peek_cursor: bool) -> Result<Payload, String> 
     let raw = RawValue::from_string(text).map_err(|e| {
         format!("the hook payload on stdin is not valid JSON: {e}; nothing was sent")
     })?;
+    // Only a payload naming one of Cursor's fields can be Cursor's: most
+    // never need the second pass.
+    let peek_cursor = peek_cursor
+        && ["\"cursor_version\"", "\"workspace_roots\""]
+            .iter()
+            .any(|field| raw.get().contains(field));
     // A second pass over the payload only when there is something to find.
     let peek = (want_event || peek_cursor)
         .then(|| serde_json::from_str::<Peek>(raw.get()).ok())

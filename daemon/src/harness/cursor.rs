@@ -241,10 +241,12 @@ fn cursor_event(
             _ => EventName::Other(other),
         },
         EventName::Stop if status != Some("completed") => {
-            let status = match status {
-                Some(s @ ("aborted" | "error")) => s,
-                _ => "unknown",
-            };
+            // Only the documented ones are named: the payload's own words
+            // do not become an event name.
+            let status = ["aborted", "error"]
+                .into_iter()
+                .find(|known| status == Some(*known))
+                .unwrap_or("unknown");
             return Event::Other(format!("stop-{status}"));
         }
         known => known,

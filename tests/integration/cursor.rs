@@ -243,6 +243,8 @@ fn precompact_saves_and_the_resume_prompt_follows_the_next_completed_stop_once()
     let s = session_of(&daemon, CONVERSATION);
     let mark = s.resume.expect("the resume prompt's mark");
     assert!(mark.what.contains("arrival unconfirmed"), "{mark:?}");
+    // Nor is whether the agent followed it judged: no file shows its calls.
+    assert!(s.resumes_followed.is_empty(), "{:?}", s.resumes_followed);
 
     // Once: the next turn's stop, through either hook, says nothing.
     assert_eq!(

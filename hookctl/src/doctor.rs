@@ -337,27 +337,13 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
     let install_fix = format!("hookctl install {harness}");
     let mut scopes = vec![Scope::User];
     scopes.extend(project.map(|p| Scope::Project(p.to_path_buf())));
-    let mut found = Vec::new();
-    for scope in &scopes {
-        let Ok(path) = wiring.file(scope) else {
-            continue;
-        };
-        if !path.exists() {
-            continue;
+    let found = match wired_files(wiring, &scopes) {
+        Ok(found) => found,
+        Err(e) => {
+            return Check::new(name, Status::Fail, e.to_string())
+                .fix("fix the JSON at the place named, then run this again");
         }
-        match JsonFile::load(&path) {
-            Ok(file) => {
-                let ours = install::our_commands(&file.value);
-                if !ours.is_empty() {
-                    found.push((path, ours));
-                }
-            }
-            Err(e) => {
-                return Check::new(name, Status::Fail, e.to_string())
-                    .fix("fix the JSON at the place named, then run this again");
-            }
-        }
-    }
+    };
     if wiring.runs_every_scope() && found.len() > 1 {
         let files: Vec<String> = found.iter().map(|(p, _)| p.display().to_string()).collect();
         return Check::new(
@@ -374,6 +360,26 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
         ));
     }
     let Some((path, ours)) = found.into_iter().next() else {
+        // Wired where this harness, when here, runs another's hooks: it
+        // hears them there.
+        let through = wiring.runs_hooks_of().filter(|_| harness_present(wiring));
+        let through = through.and_then(|other| {
+            let found = wired_files(install::wiring(other), &scopes).ok()?;
+            Some((other, found.into_iter().next()?.0))
+        });
+        if let Some((other, path)) = through {
+            return Check::new(
+                name,
+                Status::Ok,
+                format!(
+                    "not wired in its own settings, but {} runs hookd's {} hooks ({}), whose payloads hookd knows as {}'s",
+                    harness.name(),
+                    other.name(),
+                    path.display(),
+                    harness.name()
+                ),
+            );
+        }
         return if harness_present(wiring) {
             let status = if wiring.unwired_fails() {
                 Status::Fail
@@ -460,6 +466,28 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
         path.display()
     );
     Check::new(name, Status::Ok, detail)
+}
+
+/// The settings files of `scopes` that run hookd for `wiring`, with our
+/// commands in each; the first file that cannot be read is the error.
+fn wired_files(
+    wiring: &dyn install::Wiring,
+    scopes: &[Scope],
+) -> anyhow::Result<Vec<(PathBuf, Vec<(String, String)>)>> {
+    let mut found = Vec::new();
+    for scope in scopes {
+        let Ok(path) = wiring.file(scope) else {
+            continue;
+        };
+        if !path.exists() {
+            continue;
+        }
+        let ours = install::our_commands(&JsonFile::load(&path)?.value);
+        if !ours.is_empty() {
+            found.push((path, ours));
+        }
+    }
+    Ok(found)
 }
 
 /// Whether a harness seems to be installed: its directory or its program.

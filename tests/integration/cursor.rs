@@ -395,11 +395,24 @@ fn install_and_uninstall_cursor_keep_the_users_hooks() {
             .contains("hookctl uninstall cursor"),
         "{check:#}"
     );
-    assert!(sb.hookctl(&["uninstall", "claude-code"]).status.success());
 
+    // Following that fix, Cursor is still heard, through Claude Code's hooks.
     let out = sb.hookctl(&["uninstall", "cursor"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    let check = doctor_check(&sb, sb.path(), "cursor");
+    assert_eq!(check["status"], "ok", "{check:#}");
+    let detail = check["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("runs hookd's Claude Code hooks"),
+        "{check:#}"
+    );
+    assert!(sb.hookctl(&["uninstall", "claude-code"]).status.success());
+    let check = doctor_check(&sb, sb.path(), "cursor");
+    assert_eq!(
+        check["status"], "warn",
+        "Cursor is here, hookd nowhere: {check:#}"
+    );
     let backups = std::fs::read_dir(file.parent().unwrap())
         .unwrap()
         .flatten()

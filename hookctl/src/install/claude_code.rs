@@ -145,6 +145,10 @@ impl Wiring for ClaudeCode {
         true
     }
 
+    fn runs_hooks_of(&self) -> Option<Harness> {
+        None
+    }
+
     fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {
         None
     }

@@ -126,6 +126,10 @@ impl Wiring for Codex {
         false
     }
 
+    fn runs_hooks_of(&self) -> Option<Harness> {
+        None
+    }
+
     /// Codex runs a hook only once the person has trusted it.
     fn doctor_problem(&self, file: &Path) -> Option<(String, &'static str)> {
         let events: Vec<&str> = HOOKS.iter().map(|s| s.event).collect();

@@ -129,6 +129,10 @@ impl Wiring for Cursor {
         false
     }
 
+    fn runs_hooks_of(&self) -> Option<Harness> {
+        Some(Harness::ClaudeCode)
+    }
+
     /// Cursor runs Claude Code's hooks too: with hookd in both, each
     /// Cursor event reaches it twice. Always said: Cursor's support was
     /// written from its documentation, never run.

@@ -123,6 +123,10 @@ impl Wiring for GeminiCli {
         false
     }
 
+    fn runs_hooks_of(&self) -> Option<Harness> {
+        None
+    }
+
     fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {
         None
     }

@@ -172,6 +172,10 @@ pub trait Wiring: Sync {
     /// installed but hookd is not wired into it.
     fn unwired_fails(&self) -> bool;
 
+    /// Another harness whose hook settings this one runs as well (Cursor
+    /// runs Claude Code's): hookd wired there reaches this harness too.
+    fn runs_hooks_of(&self) -> Option<Harness>;
+
     /// A problem doctor finds in the harness's own state once hookd's
     /// entries in `file` are right (Codex: hooks it has not trusted): what
     /// is wrong and what to do.

@@ -121,6 +121,10 @@ impl Wiring for QwenCode {
         false
     }
 
+    fn runs_hooks_of(&self) -> Option<Harness> {
+        None
+    }
+
     /// Qwen Code skips every hook, without a word, while `disableAllHooks`
     /// is true in any settings file it reads: the one that wires hookd, the
     /// user's, the current directory's project's.

@@ -468,12 +468,12 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
     Check::new(name, Status::Ok, detail)
 }
 
-/// The settings files of `scopes` that run hookd for `wiring`, with our
-/// commands in each; the first file that cannot be read is the error.
-fn wired_files(
-    wiring: &dyn install::Wiring,
-    scopes: &[Scope],
-) -> anyhow::Result<Vec<(PathBuf, Vec<(String, String)>)>> {
+/// A settings file that runs hookd, and its `(event, command)` entries.
+type WiredFile = (PathBuf, Vec<(String, String)>);
+
+/// The settings files of `scopes` that run hookd for `wiring`; the first
+/// file that cannot be read is the error.
+fn wired_files(wiring: &dyn install::Wiring, scopes: &[Scope]) -> anyhow::Result<Vec<WiredFile>> {
     let mut found = Vec::new();
     for scope in scopes {
         let Ok(path) = wiring.file(scope) else {

@@ -197,7 +197,8 @@ fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
     };
     let source_absent = f.value("source").is_none();
     let event = cursor_event(name, parts, status.as_deref(), source_absent);
-    let reported_context = matches!(event, Event::PreCompact { .. }).then(|| reported_context(&f));
+    let reported_context =
+        matches!(event, Event::PreCompact { .. }).then(|| reported_context(&mut f));
     // Checked as every path is, then left unread: Cursor's documentation
     // does not say what its transcript holds.
     let _unread = f.path("transcript_path");
@@ -292,10 +293,15 @@ fn first_workspace_root(f: &mut Fields) -> Option<PathBuf> {
 
 /// preCompact's figure: `context_tokens` of `context_window_size`,
 /// checked as any count from outside is.
-fn reported_context(f: &Fields) -> ReportedContext {
+fn reported_context(f: &mut Fields) -> ReportedContext {
     let window = match token_count("context_window_size", f.value("context_window_size")) {
         Ok(window) => window.filter(|w| *w > 0),
-        Err(_) => None,
+        Err(why) => {
+            f.problems.push(format!(
+                "Cursor's preCompact: {why}; its window is not taken"
+            ));
+            None
+        }
     };
     let tokens = match token_count("context_tokens", f.value("context_tokens")) {
         Ok(Some(tokens)) if window.is_some_and(|w| tokens > w) => Err(format!(
@@ -435,6 +441,18 @@ mod tests {
                 "{tokens}: {figure:?}"
             );
         }
+        let ev = hook(
+            Some("preCompact"),
+            r#"{"conversation_id":"c","context_tokens":9,"context_window_size":"big"}"#,
+        );
+        assert_eq!(ev.reported_context.unwrap().window, None);
+        assert!(
+            ev.problems
+                .iter()
+                .any(|p| p.contains("context_window_size is a string")),
+            "{:?}",
+            ev.problems
+        );
         // Only preCompact's figure counts.
         let ev = hook(
             Some("stop"),

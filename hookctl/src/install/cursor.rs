@@ -7,7 +7,6 @@
 //! payloads; hookd answers those as Cursor's (see `hookctl/src/hook.rs`).
 
 use super::{HookSpec, InstallOptions, Report, Scope, Wiring};
-use anyhow::Context;
 use protocol::wire::Harness;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
@@ -122,7 +121,12 @@ impl Wiring for Cursor {
     }
 
     fn presence(&self) -> (Option<PathBuf>, &'static str) {
-        (home().ok().map(|h| h.join(".cursor")), "cursor-agent")
+        (
+            super::home_for("Cursor's hooks file")
+                .ok()
+                .map(|h| h.join(".cursor")),
+            "cursor-agent",
+        )
     }
 
     fn unwired_fails(&self) -> bool {
@@ -188,14 +192,6 @@ fn claude_code_files_running_hookd() -> Vec<PathBuf> {
 pub fn hooks_file(scope: &Scope) -> anyhow::Result<PathBuf> {
     match scope {
         Scope::Project(dir) => Ok(dir.join(protocol::project::CURSOR_PROJECT_HOOKS)),
-        Scope::User => Ok(home()?.join(".cursor/hooks.json")),
+        Scope::User => Ok(super::home_for("Cursor's hooks file")?.join(".cursor/hooks.json")),
     }
-}
-
-/// The home Cursor keeps `.cursor` in.
-fn home() -> anyhow::Result<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .context("cannot find Cursor's hooks file: HOME is not set")
 }

@@ -224,6 +224,15 @@ fn group(wiring: &dyn Wiring, exe: &Path, spec: &HookSpec) -> Value {
     Value::Object(group)
 }
 
+/// The person's home, where a harness keeps its folder; `what` names
+/// what was looked for, in the error.
+pub fn home_for(what: &str) -> anyhow::Result<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .with_context(|| format!("cannot find {what}: HOME is not set"))
+}
+
 /// This hookctl's own path: what the hook commands run.
 pub fn hookctl_exe() -> anyhow::Result<PathBuf> {
     std::env::current_exe().context("cannot find the path of this hookctl")

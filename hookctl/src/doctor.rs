@@ -457,6 +457,31 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
         )
         .fix(install_fix);
     }
+    // Wired in its own settings and in another harness's it runs too.
+    let twice = wiring.runs_hooks_of().and_then(|other| {
+        let found = wired_files(install::wiring(other), &scopes).ok()?;
+        Some((other, found.into_iter().next()?.0))
+    });
+    if let Some((other, other_path)) = twice {
+        return Check::new(
+            name,
+            Status::Warn,
+            format!(
+                "hookd is wired into {} too ({}), and {} runs {}'s hooks: each {} event reaches hookd twice",
+                other.name(),
+                other_path.display(),
+                harness.name(),
+                other.name(),
+                harness.name()
+            ),
+        )
+        .fix(format!(
+            "keep one: `hookctl uninstall {harness}` (hookd knows {}'s payloads through {}'s hooks), or `hookctl uninstall {other}` if you do not use {}",
+            harness.name(),
+            other.name(),
+            other.name()
+        ));
+    }
     if let Some((problem, fix)) = wiring.doctor_problem(&path) {
         return Check::new(name, Status::Warn, problem).fix(fix);
     }

@@ -137,26 +137,10 @@ impl Wiring for Cursor {
         Some(Harness::ClaudeCode)
     }
 
-    /// Cursor runs Claude Code's hooks too: with hookd in both, each
-    /// Cursor event reaches it twice. Always said: Cursor's support was
-    /// written from its documentation, never run.
+    /// Always said: Cursor's support was written from its documentation,
+    /// never run. (Doctor itself says when hookd's Claude Code hooks,
+    /// which Cursor runs too, would bring each event twice.)
     fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {
-        let claude: Vec<String> = claude_code_files_running_hookd()
-            .iter()
-            .map(|path| path.display().to_string())
-            .collect();
-        if !claude.is_empty() {
-            return Some((
-                format!(
-                    "hookd is wired into Claude Code too ({}), and Cursor runs Claude Code's hooks: \
-                     each Cursor event reaches hookd twice (one compaction is still counted once). \
-                     Cursor support is documented, not run",
-                    claude.join(" and ")
-                ),
-                "keep one: `hookctl uninstall cursor` (hookd knows Cursor's payloads through \
-                 Claude Code's hooks), or uninstall claude-code if you do not use Claude Code",
-            ));
-        }
         Some((
             "Cursor support is documented, not run: hookd follows Cursor's hooks documentation \
              and was never run against a Cursor build"
@@ -164,29 +148,6 @@ impl Wiring for Cursor {
             "nothing to fix; after a Cursor session, `hookctl status` shows whether hookd heard it",
         ))
     }
-}
-
-/// The Claude Code settings files Cursor reads hooks from that run hookd:
-/// the user's, and the current directory's project's (read as a
-/// project's file may be: a link, a FIFO or an endless file is not read).
-fn claude_code_files_running_hookd() -> Vec<PathBuf> {
-    let user = super::claude_code::settings_file(&Scope::User)
-        .ok()
-        .filter(|path| {
-            super::json_file::JsonFile::load(path)
-                .is_ok_and(|file| !super::our_commands(&file.value).is_empty())
-        });
-    let here = std::env::current_dir()
-        .ok()
-        .and_then(|dir| super::claude_code::settings_file(&Scope::Project(dir)).ok())
-        .filter(|path| {
-            protocol::trust::read_project_file(path)
-                .ok()
-                .flatten()
-                .and_then(|bytes| serde_json::from_slice::<Map<String, Value>>(&bytes).ok())
-                .is_some_and(|root| !super::our_commands(&root).is_empty())
-        });
-    user.into_iter().chain(here).collect()
 }
 
 pub fn hooks_file(scope: &Scope) -> anyhow::Result<PathBuf> {

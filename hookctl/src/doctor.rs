@@ -360,25 +360,8 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
         ));
     }
     let Some((path, ours)) = found.into_iter().next() else {
-        // Wired where this harness, when here, runs another's hooks: it
-        // hears them there.
-        let through = wiring.runs_hooks_of().filter(|_| harness_present(wiring));
-        let through = through.and_then(|other| {
-            let found = wired_files(install::wiring(other), &scopes).ok()?;
-            Some((other, found.into_iter().next()?.0))
-        });
-        if let Some((other, path)) = through {
-            return Check::new(
-                name,
-                Status::Ok,
-                format!(
-                    "not wired in its own settings, but {} runs hookd's {} hooks ({}), whose payloads hookd knows as {}'s",
-                    harness.name(),
-                    other.name(),
-                    path.display(),
-                    harness.name()
-                ),
-            );
+        if let Some(check) = heard_through_another(wiring, &scopes) {
+            return check;
         }
         return if harness_present(wiring) {
             let status = if wiring.unwired_fails() {
@@ -457,30 +440,8 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
         )
         .fix(install_fix);
     }
-    // Wired in its own settings and in another harness's it runs too.
-    let twice = wiring.runs_hooks_of().and_then(|other| {
-        let found = wired_files(install::wiring(other), &scopes).ok()?;
-        Some((other, found.into_iter().next()?.0))
-    });
-    if let Some((other, other_path)) = twice {
-        return Check::new(
-            name,
-            Status::Warn,
-            format!(
-                "hookd is wired into {} too ({}), and {} runs {}'s hooks: each {} event reaches hookd twice",
-                other.name(),
-                other_path.display(),
-                harness.name(),
-                other.name(),
-                harness.name()
-            ),
-        )
-        .fix(format!(
-            "keep one: `hookctl uninstall {harness}` (hookd knows {}'s payloads through {}'s hooks), or `hookctl uninstall {other}` if you do not use {}",
-            harness.name(),
-            other.name(),
-            other.name()
-        ));
+    if let Some(check) = heard_twice(wiring, &scopes) {
+        return check;
     }
     if let Some((problem, fix)) = wiring.doctor_problem(&path) {
         return Check::new(name, Status::Warn, problem).fix(fix);
@@ -491,6 +452,62 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
         path.display()
     );
     Check::new(name, Status::Ok, detail)
+}
+
+/// The other harness whose hooks this one runs too, and its settings file
+/// that runs hookd.
+fn wired_in_another(wiring: &dyn install::Wiring, scopes: &[Scope]) -> Option<(Harness, PathBuf)> {
+    let other = wiring.runs_hooks_of()?;
+    let found = wired_files(install::wiring(other), scopes).ok()?;
+    Some((other, found.into_iter().next()?.0))
+}
+
+/// A harness present but not wired in its own settings still hears hookd
+/// where it runs another harness's hooks (Cursor: Claude Code's).
+fn heard_through_another(wiring: &dyn install::Wiring, scopes: &[Scope]) -> Option<Check> {
+    let harness = wiring.harness();
+    if !harness_present(wiring) {
+        return None;
+    }
+    let (other, path) = wired_in_another(wiring, scopes)?;
+    Some(Check::new(
+        harness.as_str(),
+        Status::Ok,
+        format!(
+            "not wired in its own settings, but {} runs hookd's {} hooks ({}), whose payloads hookd knows as {}'s",
+            harness.name(),
+            other.name(),
+            path.display(),
+            harness.name()
+        ),
+    ))
+}
+
+/// Wired in its own settings and in another harness's it runs too: each
+/// event reaches hookd twice.
+fn heard_twice(wiring: &dyn install::Wiring, scopes: &[Scope]) -> Option<Check> {
+    let harness = wiring.harness();
+    let (other, path) = wired_in_another(wiring, scopes)?;
+    Some(
+        Check::new(
+            harness.as_str(),
+            Status::Warn,
+            format!(
+                "hookd is wired into {} too ({}), and {} runs {}'s hooks: each {} event reaches hookd twice",
+                other.name(),
+                path.display(),
+                harness.name(),
+                other.name(),
+                harness.name()
+            ),
+        )
+        .fix(format!(
+            "keep one: `hookctl uninstall {harness}` (hookd knows {}'s payloads through {}'s hooks), or `hookctl uninstall {other}` if you do not use {}",
+            harness.name(),
+            other.name(),
+            other.name()
+        )),
+    )
 }
 
 /// A settings file that runs hookd, and its `(event, command)` entries.

@@ -206,6 +206,8 @@ pub enum UsageSource {
     Compaction,
     /// Claude Code's statusLine input.
     Statusline,
+    /// A figure a hook carried itself (Cursor's preCompact).
+    PreCompactHook,
     /// No figure yet (and anything another version wrote that this one does not know).
     #[default]
     #[serde(other)]
@@ -219,6 +221,7 @@ impl UsageSource {
             UsageSource::Reply => "reply",
             UsageSource::Compaction => "compaction",
             UsageSource::Statusline => "statusline",
+            UsageSource::PreCompactHook => "pre-compact hook",
         }
     }
 }
@@ -367,9 +370,11 @@ impl Session {
     /// What `hookctl status` notes of the session's compaction point, when
     /// it cannot be known yet.
     pub fn point_note(&self, config: &Config) -> Option<String> {
-        crate::harness::adapter(self.key.harness)
-            .point_unknown(&self.facts(), &config.window)
-            .then(|| crate::harness::POINT_UNKNOWN.to_owned())
+        let (adapter, facts) = (crate::harness::adapter(self.key.harness), self.facts());
+        // The harness's own words for why (Codex: until its first compaction).
+        adapter
+            .point_unknown(&facts, &config.window)
+            .then(|| adapter.compaction_point(&facts, &config.window).basis)
     }
 
     pub fn status(&self, context: Option<ContextStatus>) -> SessionStatus {

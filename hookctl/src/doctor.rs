@@ -340,27 +340,13 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
     let install_fix = format!("hookctl install {harness}");
     let mut scopes = vec![Scope::User];
     scopes.extend(project.map(|p| Scope::Project(p.to_path_buf())));
-    let mut found = Vec::new();
-    for scope in &scopes {
-        let Ok(path) = wiring.file(scope) else {
-            continue;
-        };
-        if !path.exists() {
-            continue;
+    let found = match wired_files(wiring, &scopes) {
+        Ok(found) => found,
+        Err(e) => {
+            return Check::new(name, Status::Fail, e.to_string())
+                .fix("fix the JSON at the place named, then run this again");
         }
-        match JsonFile::load(&path) {
-            Ok(file) => {
-                let ours = install::our_commands(&file.value);
-                if !ours.is_empty() {
-                    found.push((path, ours));
-                }
-            }
-            Err(e) => {
-                return Check::new(name, Status::Fail, e.to_string())
-                    .fix("fix the JSON at the place named, then run this again");
-            }
-        }
-    }
+    };
     if wiring.runs_every_scope() && found.len() > 1 {
         let files: Vec<String> = found.iter().map(|(p, _)| p.display().to_string()).collect();
         return Check::new(
@@ -377,6 +363,9 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
         ));
     }
     let Some((path, ours)) = found.into_iter().next() else {
+        if let Some(check) = heard_through_another(wiring, &scopes) {
+            return check;
+        }
         return if harness_present(wiring) {
             let status = if wiring.unwired_fails() {
                 Status::Fail
@@ -453,6 +442,9 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
             ),
         )
         .fix(install_fix);
+    }
+    if let Some(check) = heard_twice(wiring, &scopes) {
+        return check;
     }
     if let Some((problem, fix)) = wiring.doctor_problem(&path) {
         return Check::new(name, Status::Warn, problem).fix(fix);
@@ -537,6 +529,84 @@ fn opencode_plugin(exe: &Path, project: Option<&Path>) -> Check {
             .fix("unset the variables named, turn automatic compaction back on (compaction.auto), and run hookctl install opencode again for a folder with no node_modules");
     }
     Check::new(name, Status::Ok, format!("plugin in {}", path.display()))
+}
+
+/// The other harness whose hooks this one runs too, and its settings file
+/// that runs hookd.
+fn wired_in_another(wiring: &dyn install::Wiring, scopes: &[Scope]) -> Option<(Harness, PathBuf)> {
+    let other = wiring.runs_hooks_of()?;
+    let found = wired_files(install::wiring(other), scopes).ok()?;
+    Some((other, found.into_iter().next()?.0))
+}
+
+/// A harness present but not wired in its own settings still hears hookd
+/// where it runs another harness's hooks (Cursor: Claude Code's).
+fn heard_through_another(wiring: &dyn install::Wiring, scopes: &[Scope]) -> Option<Check> {
+    let harness = wiring.harness();
+    if !harness_present(wiring) {
+        return None;
+    }
+    let (other, path) = wired_in_another(wiring, scopes)?;
+    Some(Check::new(
+        harness.as_str(),
+        Status::Ok,
+        format!(
+            "not wired in its own settings, but {} runs hookd's {} hooks ({}), whose payloads hookd knows as {}'s",
+            harness.name(),
+            other.name(),
+            path.display(),
+            harness.name()
+        ),
+    ))
+}
+
+/// Wired in its own settings and in another harness's it runs too: each
+/// event reaches hookd twice.
+fn heard_twice(wiring: &dyn install::Wiring, scopes: &[Scope]) -> Option<Check> {
+    let harness = wiring.harness();
+    let (other, path) = wired_in_another(wiring, scopes)?;
+    Some(
+        Check::new(
+            harness.as_str(),
+            Status::Warn,
+            format!(
+                "hookd is wired into {} too ({}), and {} runs {}'s hooks: each {} event reaches hookd twice",
+                other.name(),
+                path.display(),
+                harness.name(),
+                other.name(),
+                harness.name()
+            ),
+        )
+        .fix(format!(
+            "keep one: `hookctl uninstall {harness}` (hookd knows {}'s payloads through {}'s hooks), or `hookctl uninstall {other}` if you do not use {}",
+            harness.name(),
+            other.name(),
+            other.name()
+        )),
+    )
+}
+
+/// A settings file that runs hookd, and its `(event, command)` entries.
+type WiredFile = (PathBuf, Vec<(String, String)>);
+
+/// The settings files of `scopes` that run hookd for `wiring`; the first
+/// file that cannot be read is the error.
+fn wired_files(wiring: &dyn install::Wiring, scopes: &[Scope]) -> anyhow::Result<Vec<WiredFile>> {
+    let mut found = Vec::new();
+    for scope in scopes {
+        let Ok(path) = wiring.file(scope) else {
+            continue;
+        };
+        if !path.exists() {
+            continue;
+        }
+        let ours = install::our_commands(&JsonFile::load(&path)?.value);
+        if !ours.is_empty() {
+            found.push((path, ours));
+        }
+    }
+    Ok(found)
 }
 
 /// Whether a harness seems to be installed: its directory or its program.

@@ -36,11 +36,18 @@ pub struct HookArgs {
     pub started: Instant,
 }
 
-/// The one field hookctl itself reads from a payload.
+/// The fields hookctl itself reads from a payload: its event, and whether
+/// it is Cursor's.
 #[derive(Deserialize)]
 struct Peek {
     #[serde(default)]
     hook_event_name: Option<serde_json::Value>,
+    #[serde(default)]
+    cursor_version: Option<serde_json::Value>,
+    #[serde(default)]
+    conversation_id: Option<serde_json::Value>,
+    #[serde(default)]
+    workspace_roots: Option<serde_json::Value>,
 }
 
 pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
@@ -54,15 +61,30 @@ pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
     // Armed before stdin is read: a stdin that never closes is bounded too.
     let mut deadline = deadline_for(args.event.as_deref());
     start_watchdog(deadline, ctx.verbose);
-    let payload = match read_payload(args.event.is_none()) {
+    // Cursor reads JSON on every path, `{}` when there is nothing to say.
+    let json_always = |harness| harness == Harness::Cursor;
+    JSON_WHEN_SILENT.store(json_always(args.harness), Ordering::SeqCst);
+    // Cursor runs Claude Code's hooks too: only a payload tells.
+    let peek_cursor = args.harness == Harness::ClaudeCode;
+    let payload = match read_payload(args.event.is_none(), peek_cursor) {
         Ok(p) => p,
         Err(message) => {
             return answer(|| {
                 eprintln!("hookctl: {message}");
+                if json_always(args.harness) {
+                    silent_answer();
+                    return ExitCode::SUCCESS;
+                }
                 ExitCode::FAILURE
             });
         }
     };
+    let harness = if payload.cursors {
+        Harness::Cursor
+    } else {
+        args.harness
+    };
+    JSON_WHEN_SILENT.store(json_always(harness), Ordering::SeqCst);
     if args.event.is_none() && payload.event.is_some() {
         // Only now is the event known, and with it its own budget.
         deadline = deadline_for(payload.event.as_deref());
@@ -70,7 +92,7 @@ pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
     }
 
     let request = Request::Hook(HookRequest {
-        harness: args.harness,
+        harness,
         event: args.event,
         payload: payload.raw,
         env: protocol::env_vars(protocol::wire::is_forwarded_env),
@@ -98,16 +120,22 @@ pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
         }),
         Ok(other) => answer(|| {
             ctx.note(&crate::client::unexpected("a hook", &other).to_string());
+            silent_answer();
             ExitCode::SUCCESS
         }),
         // The payload itself is at fault (too deeply nested, say): say so, never block.
         Err(ClientError::Daemon(e)) if e.kind == ErrorKind::BadPayload => answer(|| {
             eprintln!("hookctl: hookd refused the hook payload: {}", e.message);
+            if json_always(harness) {
+                silent_answer();
+                return ExitCode::SUCCESS;
+            }
             ExitCode::FAILURE
         }),
         Err(e) => answer(|| {
             // Fail open: the agent carries on as if there were no hook.
             ctx.note(&e.to_string());
+            silent_answer();
             ExitCode::SUCCESS
         }),
     }
@@ -116,10 +144,22 @@ pub fn run(ctx: &Context, args: HookArgs) -> ExitCode {
 struct Payload {
     raw: Box<RawValue>,
     event: Option<String>,
+    /// Cursor's, by its own fields.
+    cursors: bool,
 }
 
-/// The payload, and its `hook_event_name` when `want_event`.
-fn read_payload(want_event: bool) -> Result<Payload, String> {
+/// What a hook answers when hookd has nothing to say, or could not be
+/// asked: nothing, or `{}` for a harness that reads JSON on every path.
+fn silent_answer() {
+    if JSON_WHEN_SILENT.load(Ordering::SeqCst) {
+        let _ = std::io::stdout().write_all(SILENT_JSON);
+        let _ = std::io::stdout().flush();
+    }
+}
+
+/// The payload, its `hook_event_name` when `want_event`, and whether it
+/// is Cursor's when `peek_cursor`.
+fn read_payload(want_event: bool, peek_cursor: bool) -> Result<Payload, String> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return Err("`hookctl hook` reads the harness's hook JSON on stdin; pipe it in".into());
@@ -168,16 +208,33 @@ fn read_payload(want_event: bool) -> Result<Payload, String> {
     let raw = RawValue::from_string(text).map_err(|e| {
         format!("the hook payload on stdin is not valid JSON: {e}; nothing was sent")
     })?;
-    // A second pass over the payload only when the command line has no event.
-    let event = if want_event {
-        match serde_json::from_str::<Peek>(raw.get()).map(|p| p.hook_event_name) {
-            Ok(Some(serde_json::Value::String(name))) => Some(name),
-            _ => None,
-        }
-    } else {
-        None
+    // Only a payload naming one of Cursor's fields can be Cursor's: most
+    // never need the second pass.
+    let peek_cursor = peek_cursor
+        && ["\"cursor_version\"", "\"workspace_roots\""]
+            .iter()
+            .any(|field| raw.get().contains(field));
+    // A second pass over the payload only when there is something to find.
+    let peek = (want_event || peek_cursor)
+        .then(|| serde_json::from_str::<Peek>(raw.get()).ok())
+        .flatten();
+    let event = match peek.as_ref().map(|p| &p.hook_event_name) {
+        Some(Some(serde_json::Value::String(name))) if want_event => Some(name.clone()),
+        _ => None,
     };
-    Ok(Payload { raw, event })
+    let cursors = peek_cursor
+        && peek.as_ref().is_some_and(|p| {
+            protocol::wire::is_cursor_payload(
+                p.cursor_version.as_ref(),
+                p.conversation_id.as_ref(),
+                p.workspace_roots.as_ref(),
+            )
+        });
+    Ok(Payload {
+        raw,
+        event,
+        cursors,
+    })
 }
 
 /// The time budget for an event: compaction and session start do real work.
@@ -197,6 +254,10 @@ fn budget_ms(config: &ClientConfig, event: Option<&str>) -> u64 {
 
 /// Whether the watchdog explains itself on stderr (`-v`).
 static VERBOSE: AtomicBool = AtomicBool::new(false);
+/// Whether the harness reads JSON on every path (Cursor): the watchdog
+/// then answers `{}` rather than nothing.
+static JSON_WHEN_SILENT: AtomicBool = AtomicBool::new(false);
+const SILENT_JSON: &[u8] = b"{}\n";
 
 /// At the deadline, exit 0 with no output, unless the answer is already
 /// being written. A one-shot `SIGALRM` timer rather than a thread: a hook
@@ -240,9 +301,13 @@ extern "C" fn on_deadline(_signal: libc::c_int) {
             // SAFETY: write(2) and _exit(2) are async-signal-safe.
             unsafe { libc::write(2, message.as_ptr().cast(), message.len()) };
         }
+        if JSON_WHEN_SILENT.load(Ordering::SeqCst) {
+            // SAFETY: write(2) is async-signal-safe.
+            unsafe { libc::write(1, SILENT_JSON.as_ptr().cast(), SILENT_JSON.len()) };
+        }
         // A `hookd start` still under way goes on; its lock must not stay behind.
         crate::client::remove_held_start_lock();
-        // SAFETY: as above; nothing was written to stdout, so nothing is lost.
+        // SAFETY: as above; stdout holds nothing, or only `{}`: no answer is cut.
         unsafe { libc::_exit(0) };
     }
     // The answer is being written: let it finish.

@@ -327,7 +327,7 @@ enum Command {
         /// The project (default: $CLAUDE_PROJECT_DIR, else the current directory).
         dir: Option<PathBuf>,
     },
-    /// Wire hookd into a harness: its hook settings (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI), or its plugin (OpenCode).
+    /// Wire hookd into a harness: its hook settings (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI, Cursor), or its plugin (OpenCode).
     Install(install::InstallArgs),
     /// Take hookd's entries (OpenCode: its plugin) out of a harness.
     Uninstall(install::UninstallArgs),

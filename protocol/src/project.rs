@@ -10,7 +10,7 @@ pub const WORKFLOW_DIR: &str = ".workflow";
 /// Name of the project configuration file at the project root.
 pub const PROJECT_FILE: &str = ".hookd.yaml";
 /// The files `hookctl install --project` writes into a project, one per
-/// harness: Claude Code's, Codex's, Gemini CLI's, Qwen Code's, Copilot CLI's and OpenCode's.
+/// harness: Claude Code's, Codex's, Gemini CLI's, Qwen Code's, Copilot CLI's, OpenCode's and Cursor's.
 pub const CLAUDE_CODE_PROJECT_SETTINGS: &str = ".claude/settings.json";
 pub const CODEX_PROJECT_HOOKS: &str = ".codex/hooks.json";
 pub const GEMINI_CLI_PROJECT_SETTINGS: &str = ".gemini/settings.json";
@@ -21,6 +21,7 @@ pub const OPENCODE_PROJECT_PLUGIN: &str = ".opencode/plugins/hookd.js";
 /// does not install its plugin package when it starts.
 pub const OPENCODE_PROJECT_PACKAGE_FILES: &[&str] =
     &[".opencode/package.json", ".opencode/package-lock.json"];
+pub const CURSOR_PROJECT_HOOKS: &str = ".cursor/hooks.json";
 /// Claude Code's slash commands it installs beside them (`hooks/claude-code/commands/`).
 pub const CLAUDE_CODE_PROJECT_COMMANDS: &[&str] = &[
     ".claude/commands/hookd-resume.md",
@@ -43,6 +44,7 @@ pub fn is_hookd_file(rel: &str) -> bool {
             QWEN_CODE_PROJECT_SETTINGS,
             COPILOT_CLI_PROJECT_HOOKS,
             OPENCODE_PROJECT_PLUGIN,
+            CURSOR_PROJECT_HOOKS,
         ]
         .contains(&rel)
         || CLAUDE_CODE_PROJECT_COMMANDS.contains(&rel)

@@ -41,17 +41,19 @@ pub enum Harness {
     /// One word, as OpenCode spells itself.
     #[serde(rename = "opencode")]
     OpenCode,
+    Cursor,
 }
 
 /// Each harness, its name on the wire and the command line (as serde
 /// writes it), and its name for people. Every list of harnesses comes from here.
-const HARNESSES: [(Harness, &str, &str); 6] = [
+const HARNESSES: [(Harness, &str, &str); 7] = [
     (Harness::ClaudeCode, "claude-code", "Claude Code"),
     (Harness::Codex, "codex", "Codex"),
     (Harness::GeminiCli, "gemini-cli", "Gemini CLI"),
     (Harness::QwenCode, "qwen-code", "Qwen Code"),
     (Harness::CopilotCli, "copilot-cli", "Copilot CLI"),
     (Harness::OpenCode, "opencode", "OpenCode"),
+    (Harness::Cursor, "cursor", "Cursor"),
 ];
 
 impl Harness {
@@ -83,6 +85,21 @@ impl Harness {
     pub fn parse(name: &str) -> Option<Harness> {
         Harness::ALL.into_iter().find(|h| h.as_str() == name)
     }
+}
+
+/// Whether a hook payload is Cursor's by its own top-level fields:
+/// `cursor_version`, or `conversation_id` with `workspace_roots`. Claude
+/// Code sends none of them, and Cursor runs Claude Code's hooks with its
+/// own payloads, so this (never the environment, which a Claude Code
+/// started from Cursor's terminal shares) says whose a payload is.
+pub fn is_cursor_payload(
+    cursor_version: Option<&serde_json::Value>,
+    conversation_id: Option<&serde_json::Value>,
+    workspace_roots: Option<&serde_json::Value>,
+) -> bool {
+    cursor_version.is_some_and(serde_json::Value::is_string)
+        || (conversation_id.is_some_and(serde_json::Value::is_string)
+            && workspace_roots.is_some_and(serde_json::Value::is_array))
 }
 
 impl std::fmt::Display for Harness {

@@ -931,3 +931,70 @@ fn a_hooks_environment_cannot_redirect_the_test_events() {
         assert_eq!(other.count(event, ""), 0, "{} sent elsewhere", event.name());
     }
 }
+
+/// A payload that only claims to be Cursor's, through a Claude Code hook,
+/// gains nothing a Claude Code payload could not: it gets a Cursor session
+/// of its own even under a Claude Code session's id, whose figure, epoch
+/// and harness stay as they were; a workspace root outside the absolute
+/// paths is not taken, a figure past its window is not believed, and the
+/// answer is Cursor's `{}`.
+#[test]
+fn a_payload_claiming_to_be_cursors_cannot_move_a_claude_code_session() {
+    let mut s = hookd_tests::Scenario::build()
+        .repository(|repo| {
+            repo.write("src/lib.rs", "pub fn f() {}\n");
+            repo.commit_all("start");
+        })
+        .start();
+    s.turn(120_000);
+    let claude = s.status();
+    assert_eq!(
+        (claude.harness.as_str(), claude.session_id.as_str()),
+        ("claude-code", "s1-session")
+    );
+    let payload = serde_json::json!({
+        "hook_event_name": "preCompact",
+        "cursor_version": "2.1.0",
+        "conversation_id": "s1-session",
+        "workspace_roots": ["../../elsewhere", "/"],
+        "trigger": "auto",
+        "context_tokens": 900_000,
+        "context_window_size": 200_000,
+        "status": "\u{1b}]0;pwned\u{7}",
+    });
+    let mut cmd = s.sb.command("hookctl");
+    cmd.current_dir(&s.project).args(["hook", "pre-compact"]);
+    let out = run_with_stdin(cmd, &serde_json::to_vec(&payload).unwrap());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "{}\n");
+
+    let report = s.status_report();
+    let of = |harness: &str| {
+        report
+            .sessions
+            .iter()
+            .find(|x| x.harness == harness && x.session_id == "s1-session")
+            .unwrap_or_else(|| panic!("no {harness} session: {:?}", report.sessions))
+    };
+    let still = of("claude-code");
+    assert_eq!(still.epoch, claude.epoch);
+    assert_eq!(still.events_seen, claude.events_seen);
+    assert_eq!(still.context.as_ref().map(|c| c.tokens_used), Some(120_000));
+    let cursor = of("cursor");
+    assert_eq!(cursor.project_dir.as_deref(), Some(s.project.as_path()));
+    let figure = cursor.context.as_ref().expect("a figure, marked invalid");
+    assert!(
+        figure
+            .invalid
+            .as_deref()
+            .is_some_and(|why| why.contains("900000 of a 200000-token window")),
+        "{figure:?}"
+    );
+    assert!(
+        s.events("compaction")
+            .iter()
+            .all(|e| e["harness"] == "cursor"),
+        "{:?}",
+        s.events("compaction")
+    );
+}

@@ -6,8 +6,9 @@
 //! and puts the resume prompt in once, and `hookctl install qwen-code`
 //! wires and unwires its settings file without touching the rest.
 
+use crate::harness_setup::{doctor_check, parser_project};
 use hookd_tests::{
-    GitRepo, Sandbox, TestDaemon, hook_json, run_with_stdin, stderr, stdout, workflow_events_of,
+    Sandbox, TestDaemon, hook_json, run_with_stdin, stderr, stdout, workflow_events_of,
 };
 use protocol::wire::{SessionStatus, StatusQuery};
 use serde_json::{Value, json};
@@ -122,14 +123,6 @@ fn session(daemon: &TestDaemon) -> SessionStatus {
     report.sessions[0].clone()
 }
 
-fn project(sb: &Sandbox) -> (PathBuf, GitRepo) {
-    let project = sb.path().join("parser");
-    let repo = GitRepo::init(&project);
-    repo.write("src/parser.rs", "pub fn parse() {}\n");
-    repo.commit_all("start");
-    (project, repo)
-}
-
 /// The figure is the latest reply's `promptTokenCount`, the point Qwen
 /// Code's min(0.85 × 200,000, 200,000 − 20,000 − 13,000) = 167,000, and a
 /// session that stays below the first level saves nothing: no pipeline
@@ -138,7 +131,7 @@ fn project(sb: &Sandbox) -> (PathBuf, GitRepo) {
 fn the_figure_is_the_chat_files_and_the_point_qwen_codes() {
     let sb = Sandbox::new();
     let daemon = TestDaemon::start(sb.daemon_options());
-    let (project, _repo) = project(&sb);
+    let (project, _repo) = parser_project(&sb);
     let mut qwen = QwenSession::new(&sb, &project);
     qwen.records[1]["usageMetadata"]["promptTokenCount"] = json!(52_000);
     qwen.write_through("u1");
@@ -186,7 +179,7 @@ fn the_figure_is_the_chat_files_and_the_point_qwen_codes() {
 fn the_window_and_threshold_in_qwen_codes_settings_move_the_point() {
     let sb = Sandbox::new();
     let daemon = TestDaemon::start(sb.daemon_options());
-    let (project, _repo) = project(&sb);
+    let (project, _repo) = parser_project(&sb);
     let mut qwen = QwenSession::new(&sb, &project);
     qwen.records[1]["usageMetadata"]["promptTokenCount"] = json!(52_000);
     let user = sb.home().join(".qwen/settings.json");
@@ -237,7 +230,7 @@ fn the_window_and_threshold_in_qwen_codes_settings_move_the_point() {
 fn a_compaction_saves_the_state_and_resumes_once() {
     let sb = Sandbox::new();
     let daemon = TestDaemon::start(sb.daemon_options());
-    let (project, repo) = project(&sb);
+    let (project, repo) = parser_project(&sb);
     let mut qwen = QwenSession::new(&sb, &project);
     qwen.write_through("u1");
     qwen.hook(&sb, "SessionStart(source=startup)", "session-start");
@@ -366,7 +359,7 @@ fn a_compaction_saves_the_state_and_resumes_once() {
 #[test]
 fn without_hookd_a_qwen_code_hook_says_nothing_and_exits_0() {
     let sb = Sandbox::new();
-    let (project, _repo) = project(&sb);
+    let (project, _repo) = parser_project(&sb);
     let qwen = QwenSession::new(&sb, &project);
     for (name, event) in [
         ("SessionStart(source=compact)", "session-start"),
@@ -457,7 +450,7 @@ fn install_and_uninstall_qwen_code_keep_the_users_settings() {
     let mut off: Value = serde_json::from_str(&installed).unwrap();
     off["disableAllHooks"] = json!(true);
     std::fs::write(&file, serde_json::to_string_pretty(&off).unwrap()).unwrap();
-    let check = doctor_check(&sb);
+    let check = doctor_check(&sb, sb.path(), "qwen-code");
     assert_eq!(check["status"], "warn", "{check:#}");
     assert!(
         check["detail"]
@@ -467,7 +460,7 @@ fn install_and_uninstall_qwen_code_keep_the_users_settings() {
         "{check:#}"
     );
     std::fs::write(&file, &installed).unwrap();
-    let check = doctor_check(&sb);
+    let check = doctor_check(&sb, sb.path(), "qwen-code");
     assert_eq!(check["status"], "ok", "{check:#}");
     // A project's settings turn them off for that project.
     let here = sb.path().join("here");
@@ -477,14 +470,7 @@ fn install_and_uninstall_qwen_code_keep_the_users_settings() {
         r#"{"disableAllHooks": true}"#,
     )
     .unwrap();
-    let out = sb.hookctl_in(&here, &["doctor", "--json"]);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let check = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "qwen-code")
-        .unwrap();
+    let check = doctor_check(&sb, &here, "qwen-code");
     assert_eq!(check["status"], "warn", "{check:#}");
     assert!(
         check["detail"]
@@ -528,17 +514,4 @@ fn install_and_uninstall_qwen_code_keep_the_users_settings() {
     )
     .unwrap();
     assert_eq!(written, shipped);
-}
-
-/// Doctor's check of Qwen Code.
-fn doctor_check(sb: &Sandbox) -> Value {
-    let out = sb.hookctl(&["doctor", "--json"]);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "qwen-code")
-        .cloned()
-        .unwrap_or_else(|| panic!("no qwen-code check: {report:#}"))
 }

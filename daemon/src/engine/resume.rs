@@ -233,8 +233,10 @@ impl Engine {
                     source: source.clone(),
                     marker: marker.clone(),
                     prompt,
-                    verify_arrival: config.resume.verify_arrival,
-                    follow: prepared.follow,
+                    // Without a session file there is nothing to look in,
+                    // for the prompt or for the calls that followed it.
+                    verify_arrival: config.resume.verify_arrival && view.transcript.is_some(),
+                    follow: prepared.follow.filter(|_| view.transcript.is_some()),
                 };
                 if let Some(f) = &prepared.fitted {
                     lines.push(LogEvent::ContextTransition(Transition::resume(

@@ -162,6 +162,10 @@ impl Adapter for Codex {
     fn takes_model_context(&self, kind: &EventName) -> bool {
         claude_code::takes_additional_context(kind)
     }
+
+    fn compacts_at_precompact_resumes_at_stop(&self) -> bool {
+        false
+    }
 }
 
 /// Codex's payloads carry Claude Code's field names; only the project

@@ -160,6 +160,10 @@ impl Adapter for CopilotCli {
         true
     }
 
+    fn compacts_at_precompact_resumes_at_stop(&self) -> bool {
+        false
+    }
+
     fn takes_model_context(&self, kind: &EventName) -> bool {
         takes_additional_context(kind)
     }
@@ -218,6 +222,7 @@ fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         model: None,
         agent_id: None,
         claude_code_knobs: None,
+        reported_context: None,
         env: req.env.clone(),
         problems,
     }

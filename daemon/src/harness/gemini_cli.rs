@@ -976,6 +976,10 @@ impl Adapter for GeminiCli {
     fn takes_model_context(&self, kind: &EventName) -> bool {
         takes_additional_context(kind)
     }
+
+    fn compacts_at_precompact_resumes_at_stop(&self) -> bool {
+        false
+    }
 }
 
 /// Gemini CLI's event names and hookd's, both ways.
@@ -1050,6 +1054,7 @@ fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         model: None,
         agent_id: None,
         claude_code_knobs: None,
+        reported_context: None,
         env: req.env.clone(),
         problems: Vec::new(),
     };

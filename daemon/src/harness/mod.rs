@@ -7,6 +7,7 @@
 pub mod claude_code;
 pub mod codex;
 pub mod copilot_cli;
+pub mod cursor;
 pub mod event;
 pub mod gemini_cli;
 pub mod lines;
@@ -52,10 +53,21 @@ pub struct HookEvent {
     /// Claude Code's launch settings (its compaction variables) from the
     /// hook's environment; `None` for another harness.
     pub claude_code_knobs: Option<protocol::pressure::Knobs>,
+    /// The context figure the hook itself carries (Cursor's preCompact,
+    /// the only place Cursor gives one); `None` for every other hook.
+    pub reported_context: Option<ReportedContext>,
     /// The hook's allow-listed environment.
     pub env: BTreeMap<String, String>,
     /// Fields that were present but not what the harness documents.
     pub problems: Vec<String>,
+}
+
+/// A context figure from a hook's own fields, checked: the tokens (or what
+/// is wrong with them) and the window they fill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportedContext {
+    pub tokens: Result<u64, String>,
+    pub window: Option<u64>,
 }
 
 impl HookEvent {
@@ -177,11 +189,18 @@ pub fn parse(req: &HookRequest) -> Result<HookEvent, PayloadError> {
             &value,
         )));
     };
+    // Cursor runs Claude Code's hooks too, with its own payloads: those are
+    // Cursor's, answered in Cursor's format.
+    let harness = match req.harness {
+        Harness::ClaudeCode if cursor::is_cursor_payload(&fields) => Harness::Cursor,
+        named => named,
+    };
     let fields = Fields {
         map: fields,
         problems: Vec::new(),
     };
-    let mut event = adapter(req.harness).parse(req, fields);
+    let mut event = adapter(harness).parse(req, fields);
+    event.harness = harness;
     // Every harness names the directory it started in; the project is the
     // repository that holds it, so a session in `pkg/sub` shares one
     // `.workflow/` and one settings file with the rest of the repository.
@@ -359,6 +378,12 @@ pub trait Adapter: Sync {
 
     /// Whether a hook of this kind can give the model words.
     fn takes_model_context(&self, kind: &EventName) -> bool;
+
+    /// Whether the PreCompact-like hook is the only sign of a compaction
+    /// (no hook after it, no session file read) and the model can be given
+    /// words after it only as the next turn a Stop hook starts: the epoch
+    /// turns at PreCompact, and the resume prompt waits for the next Stop.
+    fn compacts_at_precompact_resumes_at_stop(&self) -> bool;
 }
 
 /// The one place a harness's name becomes its implementation.
@@ -370,6 +395,7 @@ pub fn adapter(harness: Harness) -> &'static dyn Adapter {
         Harness::QwenCode => &qwen_code::QwenCode,
         Harness::CopilotCli => &copilot_cli::CopilotCli,
         Harness::OpenCode => &opencode::OpenCode,
+        Harness::Cursor => &cursor::Cursor,
     }
 }
 
@@ -568,10 +594,12 @@ mod tests {
             | Harness::CopilotCli
             | Harness::OpenCode => ["SessionStart", "PreCompact", "Stop"],
             Harness::GeminiCli => ["SessionStart", "PreCompress", "AfterAgent"],
+            Harness::Cursor => ["sessionStart", "preCompact", "stop"],
         };
         for harness in Harness::ALL {
             let [start, pre, stop] = names(harness);
-            let payload = r#"{"session_id":"s","source":"compact","trigger":"auto","prompt":"p"}"#;
+            // Cursor's stop says how the turn ended.
+            let payload = r#"{"session_id":"s","source":"compact","trigger":"auto","prompt":"p","status":"completed"}"#;
             assert_eq!(
                 hook_of(harness, start, payload).event,
                 Event::SessionStart {
@@ -721,6 +749,8 @@ mod tests {
                 Harness::QwenCode | Harness::OpenCode => continue,
                 // Copilot CLI's variable names only where its session file is.
                 Harness::CopilotCli => continue,
+                // Cursor's project is `workspace_roots[0]`, not a variable.
+                Harness::Cursor => continue,
             };
             assert!(
                 ev.problems.iter().any(|p| p.contains(variable)),

@@ -159,6 +159,10 @@ impl Adapter for OpenCode {
         false
     }
 
+    fn compacts_at_precompact_resumes_at_stop(&self) -> bool {
+        false
+    }
+
     fn takes_model_context(&self, kind: &EventName) -> bool {
         takes_context(kind)
     }

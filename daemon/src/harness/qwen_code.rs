@@ -169,6 +169,10 @@ impl Adapter for QwenCode {
     fn takes_model_context(&self, kind: &EventName) -> bool {
         takes_additional_context(kind)
     }
+
+    fn compacts_at_precompact_resumes_at_stop(&self) -> bool {
+        false
+    }
 }
 
 /// Qwen Code's payloads carry Claude Code's field names; the project is the

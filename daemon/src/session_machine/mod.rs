@@ -99,7 +99,7 @@ pub fn on_hook(
     // What this hook's kind asks for, besides what every hook does.
     let mut start_source = None;
     let mut announces = None;
-    let mut turn_goes_on = false;
+    let adapter = harness::adapter(event.harness);
     match &event.event {
         Event::SessionStart { source } => {
             if source.as_ref() == Some(&StartSource::Compact) {
@@ -118,10 +118,15 @@ pub fn on_hook(
                 compact_summary: summary.chars().take(SUMMARY_CHARS).collect(),
             }));
         }
+        Event::PreCompact { trigger, .. } if adapter.compacts_at_precompact_resumes_at_stop() => {
+            precompact_is_compaction(s, trigger.as_ref(), now, &mut effects);
+        }
         Event::PreCompact { trigger, .. } => announces = Some(trigger.as_ref()),
-        Event::Prompt { .. } | Event::PostToolUse { .. } | Event::ToolBatch => turn_goes_on = true,
-        Event::PreToolUse { .. }
+        Event::Prompt { .. }
+        | Event::PostToolUse { .. }
+        | Event::ToolBatch
         | Event::Stop { .. }
+        | Event::PreToolUse { .. }
         | Event::SubagentStop { .. }
         | Event::SessionEnd { .. }
         | Event::Other(_) => {}
@@ -176,7 +181,7 @@ pub fn on_hook(
     }
     // A compaction only the session's file showed (Gemini CLI's): its
     // resume prompt goes in with the first prompt or tool call after it.
-    let resume_due = turn_goes_on && std::mem::take(&mut s.resume_due);
+    let resume_due = takes_due_resume(event) && std::mem::take(&mut s.resume_due);
     if resume_due {
         effects.push(Effect::Resume {
             source: StartSource::Compact,
@@ -367,6 +372,52 @@ fn learn_point(s: &mut Session, tokens: u64, config: &Config) {
         return;
     }
     s.learned_point = adapter.point_shown_by_compaction(tokens);
+}
+
+/// Whether this hook carries a resume prompt a compaction left due: the
+/// first prompt or tool call after it, or the next Stop for a harness
+/// that can only start a turn with it (Cursor's).
+fn takes_due_resume(event: &HookEvent) -> bool {
+    let at_stop = harness::adapter(event.harness).compacts_at_precompact_resumes_at_stop();
+    match event.event {
+        Event::Prompt { .. } | Event::PostToolUse { .. } | Event::ToolBatch => !at_stop,
+        Event::Stop { .. } => at_stop,
+        _ => false,
+    }
+}
+
+/// The PreCompact hook of a harness that shows its compaction no other
+/// way (Cursor's): the compaction is counted here, its state saved, its
+/// resume prompt due at the next Stop. The same hook again within moments
+/// (Cursor also runs hookd's Claude Code hooks) is that compaction still.
+fn precompact_is_compaction(
+    s: &mut Session,
+    trigger: Option<&Trigger>,
+    now: u64,
+    effects: &mut Vec<Effect>,
+) {
+    if !precompact_saves(s, trigger) || !s.begin_epoch(&EpochStart::Hook("pre-compact".into()), now)
+    {
+        return;
+    }
+    // No record of it follows in a file.
+    s.awaiting_boundary = false;
+    s.announced_trigger = None;
+    s.precompact_saved_epoch = Some(s.epoch);
+    effects.push(Effect::Save {
+        reason: SaveReason::PreCompact(trigger.cloned().unwrap_or(Trigger::Manual)),
+        checkpoint: true,
+        first: true,
+    });
+    effects.push(Effect::Record(LogEvent::Compaction(Compaction::ByHook(
+        CompactionByHook {
+            epoch: s.epoch,
+            trigger: trigger.cloned(),
+            source: "pre-compact".into(),
+            announced: true,
+        },
+    ))));
+    s.resume_due = true;
 }
 
 /// A SessionStart(compact) or PostCompact hook: a compaction happened.

@@ -36,6 +36,22 @@ pub fn observe(s: &mut Session, event: &HookEvent, launch: Option<Launch>, now: 
     if event.claude_code_knobs.is_some() {
         s.claude_code_knobs.clone_from(&event.claude_code_knobs);
     }
+    if let Some(reported) = &event.reported_context {
+        match &reported.tokens {
+            Ok(tokens) => {
+                let usage = s.usage.get_or_insert_with(Default::default);
+                usage.tokens = *tokens;
+                usage.from_boundary = false;
+                usage.invalid = None;
+                s.usage_source = UsageSource::PreCompactHook;
+                s.usage_at_ms = now;
+            }
+            Err(why) => s.usage = Some(harness::Usage::invalidated(s.usage.take(), why.clone())),
+        }
+        if reported.window.is_some() {
+            s.reported_window = reported.window;
+        }
+    }
     s.last_event = event.name().kebab().into_owned();
     s.last_event_at_ms = now;
     s.events_seen += 1;

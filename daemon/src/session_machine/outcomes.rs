@@ -77,7 +77,15 @@ pub struct Injected {
 pub fn on_resume_injected(s: &mut Session, injected: Injected, now: u64) -> u32 {
     s.resume = Some(Mark {
         at_ms: now,
-        what: format!("injected on {}", injected.source.as_str()),
+        what: if injected.verify_arrival || s.transcript_path.is_some() {
+            format!("injected on {}", injected.source.as_str())
+        } else {
+            // No session file says whether it reached the model.
+            format!(
+                "injected on {}; arrival unconfirmed",
+                injected.source.as_str()
+            )
+        },
         ok: true,
         detail: Some(injected.marker.clone()),
         skipped: None,

@@ -55,6 +55,7 @@ fn hook(harness: Harness, event: Event) -> HookEvent {
         model: None,
         agent_id: None,
         claude_code_knobs: None,
+        reported_context: None,
         env: BTreeMap::new(),
         problems: Vec::new(),
     }
@@ -269,7 +270,8 @@ fn words_the_watcher_kept_are_dropped_by_a_compaction() {
 #[test]
 fn words_the_watcher_kept_wait_past_a_new_runs_session_start_and_die_with_its_compaction() {
     let config = Config::default();
-    for harness in Harness::ALL {
+    // Cursor's figure comes from no file the watcher reads.
+    for harness in Harness::ALL.into_iter().filter(|h| *h != Harness::Cursor) {
         let start = |source: &str| {
             hook(
                 harness,
@@ -1063,4 +1065,97 @@ fn qwen_code_resumes_after_its_compaction_at_the_next_turn_not_at_session_start(
     assert!(e.contains(&Effect::Resume {
         source: "compact".into()
     }));
+}
+
+/// Cursor shows its compaction by its preCompact alone: the epoch turns and
+/// the state is saved there, once however often the hook arrives at once,
+/// and the resume prompt goes with the next completed stop, not a tool call.
+#[test]
+fn cursor_counts_its_compaction_at_precompact_and_resumes_at_the_next_stop_once() {
+    let config = Config::default();
+    let mut s = session(Harness::Cursor);
+    let pre = hook(
+        Harness::Cursor,
+        Event::PreCompact {
+            trigger: Some(Trigger::Auto),
+            instructions: None,
+        },
+    );
+    let e = on_hook(&mut s, &pre, None, &config, 1_000);
+    assert_eq!(
+        saves(&e),
+        vec![(SaveReason::PreCompact(Trigger::Auto), true, true)]
+    );
+    assert_eq!(s.epoch, 2);
+    assert!(s.resume_due);
+    assert!(!s.awaiting_boundary, "no record of it follows");
+    // The same hook again (Cursor runs hookd's Claude Code hooks too).
+    let e = on_hook(&mut s, &pre, None, &config, 1_500);
+    assert!(saves(&e).is_empty(), "{e:?}");
+    assert_eq!(s.epoch, 2);
+    // A tool call after it cannot carry the prompt to the model.
+    let tool = hook(Harness::Cursor, Event::PostToolUse { tool: None });
+    let e = on_hook(&mut s, &tool, None, &config, 2_000);
+    assert!(
+        !e.iter().any(|e| matches!(e, Effect::Resume { .. })),
+        "{e:?}"
+    );
+    let stop = hook(Harness::Cursor, Event::Stop { last_message: None });
+    let e = on_hook(&mut s, &stop, None, &config, 3_000);
+    assert!(e.contains(&Effect::Resume {
+        source: "compact".into()
+    }));
+    let e = on_hook(&mut s, &stop, None, &config, 4_000);
+    assert!(
+        !e.iter().any(|e| matches!(e, Effect::Resume { .. })),
+        "once"
+    );
+    // A later compaction is one of its own.
+    let e = on_hook(&mut s, &pre, None, &config, 1_000 + 10 * 60_000);
+    assert_eq!(saves(&e).len(), 1);
+    assert_eq!(s.epoch, 3);
+    // Claude Code's Stop never carries a resume prompt.
+    let mut claude = session(Harness::ClaudeCode);
+    claude.resume_due = true;
+    let stop = hook(Harness::ClaudeCode, Event::Stop { last_message: None });
+    let e = on_hook(&mut claude, &stop, None, &config, 1);
+    assert!(!e.iter().any(|e| matches!(e, Effect::Resume { .. })));
+}
+
+/// preCompact's own figure is the session's, from the hook's fields.
+#[test]
+fn a_figure_the_hook_carries_becomes_the_sessions() {
+    let mut s = session(Harness::Cursor);
+    let pre = with(
+        hook(
+            Harness::Cursor,
+            Event::PreCompact {
+                trigger: Some(Trigger::Auto),
+                instructions: None,
+            },
+        ),
+        |e| {
+            e.reported_context = Some(crate::harness::ReportedContext {
+                tokens: Ok(150_000),
+                window: Some(200_000),
+            })
+        },
+    );
+    observe(&mut s, &pre, None, 9);
+    assert_eq!(s.usage.as_ref().map(|u| u.tokens), Some(150_000));
+    assert_eq!(s.reported_window, Some(200_000));
+    assert_eq!(
+        (s.usage_source, s.usage_at_ms),
+        (crate::sessions::UsageSource::PreCompactHook, 9)
+    );
+    let wrong = with(pre, |e| {
+        e.reported_context = Some(crate::harness::ReportedContext {
+            tokens: Err("too many".into()),
+            window: None,
+        })
+    });
+    observe(&mut s, &wrong, None, 10);
+    let usage = s.usage.as_ref().unwrap();
+    assert_eq!(usage.invalid.as_deref(), Some("too many"));
+    assert_eq!(s.reported_window, Some(200_000), "kept when not named");
 }

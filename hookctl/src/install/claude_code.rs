@@ -91,6 +91,10 @@ impl Wiring for ClaudeCode {
         json!({ "type": "command", "command": command, "timeout": spec.timeout })
     }
 
+    fn flat_entries(&self) -> bool {
+        false
+    }
+
     fn after_install(&self) -> &'static str {
         "Claude Code reads hooks when a session starts: restart running sessions \
          (or review the hooks with /hooks in a session)."
@@ -139,6 +143,10 @@ impl Wiring for ClaudeCode {
     /// hookd is for Claude Code first: installed and not wired is a failure.
     fn unwired_fails(&self) -> bool {
         true
+    }
+
+    fn runs_hooks_of(&self) -> Option<Harness> {
+        None
     }
 
     fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {

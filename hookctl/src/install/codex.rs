@@ -79,6 +79,10 @@ impl Wiring for Codex {
         json!({ "type": "command", "command": command, "timeout": spec.timeout })
     }
 
+    fn flat_entries(&self) -> bool {
+        false
+    }
+
     fn after_install(&self) -> &'static str {
         "Codex skips new or changed hooks, silently, until you trust them: open `codex` \
          in a terminal once and choose \"Trust all\" at its hook review (or trust each \
@@ -120,6 +124,10 @@ impl Wiring for Codex {
 
     fn unwired_fails(&self) -> bool {
         false
+    }
+
+    fn runs_hooks_of(&self) -> Option<Harness> {
+        None
     }
 
     /// Codex runs a hook only once the person has trusted it.

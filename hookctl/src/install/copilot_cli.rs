@@ -129,6 +129,16 @@ impl Wiring for CopilotCli {
         false
     }
 
+    fn flat_entries(&self) -> bool {
+        true
+    }
+
+    /// Copilot CLI runs a repository's `.claude/settings.json` hooks too,
+    /// but not the person's: doctor's user-level view has nothing to add.
+    fn runs_hooks_of(&self) -> Option<Harness> {
+        None
+    }
+
     /// Copilot runs a repository's hooks only in a folder it trusts, and
     /// keeps that trust where hookctl cannot read it: said for every
     /// project's wiring.

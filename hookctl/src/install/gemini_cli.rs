@@ -79,6 +79,10 @@ impl Wiring for GeminiCli {
         })
     }
 
+    fn flat_entries(&self) -> bool {
+        false
+    }
+
     fn after_install(&self) -> &'static str {
         "Gemini CLI reads hooks when it starts: restart it. If /hooks panel says the \
          hooks system is disabled, enable it in /settings (Advanced, \"Enable Hooks System\")."
@@ -117,6 +121,10 @@ impl Wiring for GeminiCli {
 
     fn unwired_fails(&self) -> bool {
         false
+    }
+
+    fn runs_hooks_of(&self) -> Option<Harness> {
+        None
     }
 
     fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {

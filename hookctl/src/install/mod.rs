@@ -11,6 +11,7 @@
 pub mod claude_code;
 pub mod codex;
 pub mod copilot_cli;
+pub mod cursor;
 pub mod gemini_cli;
 pub mod json_file;
 pub mod opencode;
@@ -27,7 +28,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
-    /// claude-code, codex, gemini-cli, qwen-code, copilot-cli or opencode.
+    /// claude-code, codex, gemini-cli, qwen-code, copilot-cli, opencode or cursor.
     #[arg(value_parser = crate::parse_harness)]
     harness: Harness,
     #[command(flatten)]
@@ -52,7 +53,7 @@ pub struct InstallArgs {
 
 #[derive(clap::Args)]
 pub struct UninstallArgs {
-    /// claude-code, codex, gemini-cli, qwen-code, copilot-cli or opencode.
+    /// claude-code, codex, gemini-cli, qwen-code, copilot-cli, opencode or cursor.
     #[arg(value_parser = crate::parse_harness)]
     harness: Harness,
     #[command(flatten)]
@@ -70,7 +71,7 @@ pub struct ScopeArgs {
     /// The user's own settings (the default).
     #[arg(long, conflicts_with = "project")]
     user: bool,
-    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json, DIR/.qwen/settings.json, DIR/.github/hooks/hookd.json, DIR/.opencode/plugins/hookd.js).
+    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json, DIR/.qwen/settings.json, DIR/.github/hooks/hookd.json, DIR/.opencode/plugins/hookd.js, DIR/.cursor/hooks.json).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
 }
@@ -148,6 +149,10 @@ pub trait Wiring: Sync {
     /// One handler in the harness's format, running `command`.
     fn handler(&self, spec: &HookSpec, command: String) -> Value;
 
+    /// Whether each event lists its handlers itself (Copilot CLI's and
+    /// Cursor's layout), rather than in `{matcher, hooks: [...]}` groups.
+    fn flat_entries(&self) -> bool;
+
     /// What a person must do before the hooks run.
     fn after_install(&self) -> &'static str;
 
@@ -183,6 +188,10 @@ pub trait Wiring: Sync {
     /// installed but hookd is not wired into it.
     fn unwired_fails(&self) -> bool;
 
+    /// Another harness whose hook settings this one runs as well (Cursor
+    /// runs Claude Code's): hookd wired there reaches this harness too.
+    fn runs_hooks_of(&self) -> Option<Harness>;
+
     /// A problem doctor finds in the harness's own state once hookd's
     /// entries in `file` are right (Codex: hooks it has not trusted): what
     /// is wrong and what to do.
@@ -206,6 +215,7 @@ pub fn wiring(harness: Harness) -> &'static dyn Wiring {
         Harness::QwenCode => &qwen_code::QwenCode,
         Harness::CopilotCli => &copilot_cli::CopilotCli,
         Harness::OpenCode => &opencode::OpenCode,
+        Harness::Cursor => &cursor::Cursor,
     }
 }
 
@@ -220,11 +230,11 @@ pub fn command(wiring: &dyn Wiring, exe: &Path, spec: &HookSpec) -> String {
 }
 
 /// One entry of an event's list: a group holding the handler, or the
-/// handler itself where its command is not under `command` (Copilot CLI's
-/// `bash`: its lists hold handlers, no groups).
+/// handler itself for a harness whose lists hold handlers, no groups
+/// (Copilot CLI's, Cursor's).
 fn group(wiring: &dyn Wiring, exe: &Path, spec: &HookSpec) -> Value {
     let handler = wiring.handler(spec, command(wiring, exe, spec));
-    if handler.get("command").is_none() {
+    if wiring.flat_entries() {
         return handler;
     }
     let mut group = Map::new();
@@ -233,6 +243,15 @@ fn group(wiring: &dyn Wiring, exe: &Path, spec: &HookSpec) -> Value {
     }
     group.insert("hooks".into(), json!([handler]));
     Value::Object(group)
+}
+
+/// The person's home, where a harness keeps its folder; `what` names
+/// what was looked for, in the error.
+pub fn home_for(what: &str) -> anyhow::Result<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .with_context(|| format!("cannot find {what}: HOME is not set"))
 }
 
 /// This hookctl's own path: what the hook commands run.

@@ -376,6 +376,14 @@ impl super::Wiring for OpenCode {
         false
     }
 
+    fn flat_entries(&self) -> bool {
+        false
+    }
+
+    fn runs_hooks_of(&self) -> Option<Harness> {
+        None
+    }
+
     fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {
         None
     }

@@ -4,7 +4,6 @@
 //! it starts, and runs no hook at all while `disableAllHooks` is true.
 
 use super::{HookSpec, InstallOptions, Report, Scope, Wiring};
-use anyhow::Context;
 use protocol::wire::Harness;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
@@ -77,6 +76,10 @@ impl Wiring for QwenCode {
         json!({ "type": "command", "command": command, "timeout": spec.timeout })
     }
 
+    fn flat_entries(&self) -> bool {
+        false
+    }
+
     fn after_install(&self) -> &'static str {
         "Qwen Code reads hooks when it starts: restart it. It runs none while \
          `disableAllHooks` is true in its settings; `hookctl doctor` checks that."
@@ -110,11 +113,20 @@ impl Wiring for QwenCode {
     }
 
     fn presence(&self) -> (Option<PathBuf>, &'static str) {
-        (qwen_home().ok().map(|h| h.join(".qwen")), "qwen")
+        (
+            super::home_for("Qwen Code's settings")
+                .ok()
+                .map(|h| h.join(".qwen")),
+            "qwen",
+        )
     }
 
     fn unwired_fails(&self) -> bool {
         false
+    }
+
+    fn runs_hooks_of(&self) -> Option<Harness> {
+        None
     }
 
     /// Qwen Code skips every hook, without a word, while `disableAllHooks`
@@ -157,14 +169,6 @@ fn hooks_disabled(path: &Path) -> bool {
 pub fn settings_file(scope: &Scope) -> anyhow::Result<PathBuf> {
     match scope {
         Scope::Project(dir) => Ok(dir.join(protocol::project::QWEN_CODE_PROJECT_SETTINGS)),
-        Scope::User => Ok(qwen_home()?.join(".qwen/settings.json")),
+        Scope::User => Ok(super::home_for("Qwen Code's settings")?.join(".qwen/settings.json")),
     }
-}
-
-/// The home Qwen Code keeps `.qwen` in.
-fn qwen_home() -> anyhow::Result<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .context("cannot find Qwen Code's settings: HOME is not set")
 }

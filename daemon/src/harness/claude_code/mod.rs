@@ -148,6 +148,10 @@ impl Adapter for ClaudeCode {
     fn takes_model_context(&self, kind: &EventName) -> bool {
         takes_additional_context(kind)
     }
+
+    fn compacts_at_precompact_resumes_at_stop(&self) -> bool {
+        false
+    }
 }
 
 pub(super) fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
@@ -195,6 +199,7 @@ pub(super) fn parse(req: &HookRequest, mut f: Fields) -> HookEvent {
         agent_id,
         claude_code_knobs: (!req.env.is_empty())
             .then(|| protocol::pressure::Knobs::from_env(|name| req.env.get(name).cloned())),
+        reported_context: None,
         env: req.env.clone(),
         problems: Vec::new(),
     };

@@ -990,6 +990,40 @@ impl Agent {
             .collect()
     }
 
+    /// Copilot CLI: every hook run `events.jsonl` records, in order, as its
+    /// `hookType` and the time from its `hook.start` to its `hook.end` (the
+    /// records' millisecond timestamps).
+    pub fn copilot_hook_times(&self) -> Vec<(String, Duration)> {
+        let events = self.copilot_events();
+        let mut times = Vec::new();
+        for start in events.iter().filter(|e| e["type"] == "hook.start") {
+            let id = &start["data"]["hookInvocationId"];
+            let Some(end) = events
+                .iter()
+                .find(|e| e["type"] == "hook.end" && e["data"]["hookInvocationId"] == *id)
+            else {
+                continue;
+            };
+            let (Some(from), Some(to)) = (
+                seconds_of_day(&start["timestamp"]),
+                seconds_of_day(&end["timestamp"]),
+            ) else {
+                continue;
+            };
+            // A hook that runs past midnight ends on the next day.
+            let secs = if to >= from {
+                to - from
+            } else {
+                to + 86_400.0 - from
+            };
+            times.push((
+                start["data"]["hookType"].as_str().unwrap_or("").to_owned(),
+                Duration::from_secs_f64(secs),
+            ));
+        }
+        times
+    }
+
     /// The daemon's log, if it wrote one.
     pub fn daemon_log(&self) -> String {
         std::fs::read_dir(self.sandbox().state_dir().join("logs"))
@@ -1067,6 +1101,15 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
     }
 }
 
+/// The time of day of an RFC 3339 UTC timestamp (`2026-11-26T10:12:36.012Z`),
+/// in seconds.
+fn seconds_of_day(timestamp: &Value) -> Option<f64> {
+    let time = timestamp.as_str()?.split_once('T')?.1.strip_suffix('Z')?;
+    let mut parts = time.split(':').map(|p| p.parse::<f64>().ok());
+    let (h, m, s) = (parts.next()??, parts.next()??, parts.next()??);
+    Some(h * 3_600.0 + m * 60.0 + s)
+}
+
 /// The `sessionId` a Gemini chat file or a Qwen Code transcript names
 /// (a record's, or a Gemini `$set`'s).
 fn session_id_in(file: &Path) -> Option<String> {
@@ -1080,4 +1123,24 @@ fn session_id_in(file: &Path) -> Option<String> {
                 .or(v["$set"]["sessionId"].as_str())
                 .map(str::to_owned)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copilot_timestamps_read_as_seconds_of_day() {
+        assert_eq!(
+            seconds_of_day(&json!("2026-11-26T10:12:36.012Z")),
+            Some(10.0 * 3_600.0 + 12.0 * 60.0 + 36.012)
+        );
+        for bad in [
+            json!("2026-11-26 10:12:36Z"),
+            json!("10:12:36"),
+            json!(1795687956),
+        ] {
+            assert_eq!(seconds_of_day(&bad), None, "{bad}");
+        }
+    }
 }

@@ -327,7 +327,7 @@ enum Command {
         /// The project (default: $CLAUDE_PROJECT_DIR, else the current directory).
         dir: Option<PathBuf>,
     },
-    /// Wire hookd into a harness's hook settings (Claude Code, Codex, Gemini CLI, Qwen Code).
+    /// Wire hookd into a harness's hook settings (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI).
     Install(install::InstallArgs),
     /// Take hookd's entries out of a harness's hook settings.
     Uninstall(install::UninstallArgs),

@@ -10,11 +10,12 @@ pub const WORKFLOW_DIR: &str = ".workflow";
 /// Name of the project configuration file at the project root.
 pub const PROJECT_FILE: &str = ".hookd.yaml";
 /// The files `hookctl install --project` writes into a project, one per
-/// harness: Claude Code's, Codex's, Gemini CLI's and Qwen Code's.
+/// harness: Claude Code's, Codex's, Gemini CLI's, Qwen Code's and Copilot CLI's.
 pub const CLAUDE_CODE_PROJECT_SETTINGS: &str = ".claude/settings.json";
 pub const CODEX_PROJECT_HOOKS: &str = ".codex/hooks.json";
 pub const GEMINI_CLI_PROJECT_SETTINGS: &str = ".gemini/settings.json";
 pub const QWEN_CODE_PROJECT_SETTINGS: &str = ".qwen/settings.json";
+pub const COPILOT_CLI_PROJECT_HOOKS: &str = ".github/hooks/hookd.json";
 /// Claude Code's slash commands it installs beside them (`hooks/claude-code/commands/`).
 pub const CLAUDE_CODE_PROJECT_COMMANDS: &[&str] = &[
     ".claude/commands/hookd-resume.md",
@@ -35,6 +36,7 @@ pub fn is_hookd_file(rel: &str) -> bool {
             CODEX_PROJECT_HOOKS,
             GEMINI_CLI_PROJECT_SETTINGS,
             QWEN_CODE_PROJECT_SETTINGS,
+            COPILOT_CLI_PROJECT_HOOKS,
         ]
         .contains(&rel)
         || CLAUDE_CODE_PROJECT_COMMANDS.contains(&rel)

@@ -37,15 +37,17 @@ pub enum Harness {
     Codex,
     GeminiCli,
     QwenCode,
+    CopilotCli,
 }
 
 /// Each harness, its name on the wire and the command line (as serde
 /// writes it), and its name for people. Every list of harnesses comes from here.
-const HARNESSES: [(Harness, &str, &str); 4] = [
+const HARNESSES: [(Harness, &str, &str); 5] = [
     (Harness::ClaudeCode, "claude-code", "Claude Code"),
     (Harness::Codex, "codex", "Codex"),
     (Harness::GeminiCli, "gemini-cli", "Gemini CLI"),
     (Harness::QwenCode, "qwen-code", "Qwen Code"),
+    (Harness::CopilotCli, "copilot-cli", "Copilot CLI"),
 ];
 
 impl Harness {
@@ -100,6 +102,7 @@ pub const FORWARDED_ENV: &[&str] = &[
     "GEMINI_CLI_TRUST_WORKSPACE",
     "GEMINI_RESTRICTED_MODE",
     "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
+    "COPILOT_HOME",
 ];
 
 /// Whether an environment variable travels with a request.

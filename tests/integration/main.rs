@@ -13,6 +13,7 @@ mod client_failures;
 mod closed_pipe;
 mod codex_point_safety;
 mod config;
+mod copilot_cli;
 mod gemini_point_safety;
 mod git_edges;
 mod git_trust;

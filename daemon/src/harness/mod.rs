@@ -6,8 +6,10 @@
 
 pub mod claude_code;
 pub mod codex;
+pub mod copilot_cli;
 pub mod event;
 pub mod gemini_cli;
+pub mod lines;
 pub mod process;
 pub mod qwen_code;
 pub mod reading;
@@ -345,6 +347,7 @@ pub fn adapter(harness: Harness) -> &'static dyn Adapter {
         Harness::Codex => &codex::Codex,
         Harness::GeminiCli => &gemini_cli::GeminiCli,
         Harness::QwenCode => &qwen_code::QwenCode,
+        Harness::CopilotCli => &copilot_cli::CopilotCli,
     }
 }
 
@@ -537,7 +540,7 @@ mod tests {
     fn every_harness_gives_a_typed_event_with_its_own_fields() {
         // Each harness's name for the same moments.
         let names = |harness| match harness {
-            Harness::ClaudeCode | Harness::Codex | Harness::QwenCode => {
+            Harness::ClaudeCode | Harness::Codex | Harness::QwenCode | Harness::CopilotCli => {
                 ["SessionStart", "PreCompact", "Stop"]
             }
             Harness::GeminiCli => ["SessionStart", "PreCompress", "AfterAgent"],
@@ -691,6 +694,8 @@ mod tests {
                 Harness::Codex => "CODEX_HOME",
                 // Qwen Code has no project variable: hookd reads none.
                 Harness::QwenCode => continue,
+                // Copilot CLI's variable names only where its session file is.
+                Harness::CopilotCli => continue,
             };
             assert!(
                 ev.problems.iter().any(|p| p.contains(variable)),

@@ -25,11 +25,11 @@
 //!   `contextWindowSize`), pct `context.autoCompactThreshold` (0.85),
 //!   20,000 the room it keeps for the summary and 13,000 its buffer.
 
+use super::lines::{self, SEARCH_LIMIT};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Adapter, Boundary, Cursor, Event, EventName, Fields, HarnessPoint, HookEvent, Launch,
-    LaunchPoints, Method, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage,
-    claude_code,
+    LaunchPoints, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage, claude_code,
 };
 use crate::tail::{ReverseLines, mentions_any, open_regular};
 use protocol::config::WindowConfig;
@@ -48,11 +48,6 @@ const DEFAULT_PCT: f64 = 0.85;
 const SUMMARY_RESERVE: u64 = 20_000;
 /// How far below the window left after the summary's room it compacts.
 const AUTOCOMPACT_BUFFER: u64 = 13_000;
-/// Appended bytes read forward; more than this and the file is read from
-/// its end.
-const FORWARD_LIMIT: u64 = 8 * 1024 * 1024;
-/// A backward scan of a chat file gives up after this many bytes.
-const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
 /// A settings file larger than this is not read (they are a few kilobytes).
 const SETTINGS_LIMIT: u64 = 1024 * 1024;
 /// How a compaction's boundary is named: by where its record starts.
@@ -243,11 +238,24 @@ struct Fold {
     boundaries: Vec<Boundary>,
     /// The window a reply said it was made in, where Qwen Code writes one.
     window: Option<u64>,
+    /// The chat file, as errors name it.
+    shown: String,
 }
 
-impl Fold {
+impl lines::Records for Fold {
+    fn needles(&self) -> &[&'static [u8]] {
+        &NEEDLES
+    }
+
+    fn gives_figure(&self, line: &[u8]) -> bool {
+        memchr::memmem::find(line, b"usageMetadata").is_some()
+            && serde_json::from_slice::<Value>(line).is_ok_and(|r| {
+                r["type"] == "assistant" && r["usageMetadata"].is_object() && !is_sidechain(&r)
+            })
+    }
+
     /// Takes in the record at byte `at`, a line that mentions a needle.
-    fn take(&mut self, at: u64, line: &[u8], shown: &dyn Fn() -> String) {
+    fn take(&mut self, at: u64, line: &[u8]) {
         let Ok(record) = serde_json::from_slice::<Value>(line) else {
             return;
         };
@@ -276,7 +284,7 @@ impl Fold {
                             self.usage.take(),
                             format!(
                                 "invalid usage in Qwen Code chat file {} at byte {at}: {why}",
-                                shown()
+                                self.shown
                             ),
                         ));
                     }
@@ -324,125 +332,30 @@ fn is_sidechain(record: &Value) -> bool {
     record["isSidechain"] == true
 }
 
-/// Reads what is new in the chat file: forward from where the last reading
-/// stopped, or from the end back to the latest reply (and any compaction
-/// after it) when there is no such place or too much was appended.
+/// Reads what is new in the chat file.
 fn read(
     path: &Path,
     cursor: Option<&Cursor>,
     current: Option<&Usage>,
 ) -> Result<SessionReading, String> {
-    use std::os::unix::fs::MetadataExt;
-    let shown = || path.display().to_string();
-    let (file, meta) = match open_regular(path) {
-        Ok(Some(opened)) => opened,
-        Ok(None) => {
-            return Err(format!(
-                "Qwen Code chat file {} is not a regular file",
-                shown()
-            ));
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(format!("Qwen Code chat file {} is missing", shown()));
-        }
-        Err(e) => return Err(format!("cannot read Qwen Code chat file {}: {e}", shown())),
-    };
-    let failed = |e: io::Error| format!("cannot read Qwen Code chat file {}: {e}", shown());
-    let (len, dev, ino) = (meta.len(), meta.dev(), meta.ino());
-    let same_file = cursor.filter(|c| c.dev == dev && c.ino == ino && c.offset <= len);
     let mut fold = Fold {
         usage: current.cloned(),
+        shown: path.display().to_string(),
         ..Fold::default()
     };
-    let (read_to, bytes_read, method) = match same_file {
-        Some(c) if c.offset == len => (len, 0, Method::Unchanged),
-        Some(c) if len - c.offset <= FORWARD_LIMIT => {
-            let (read_to, bytes) =
-                read_forward(&file, c.offset, len, &mut fold, &shown).map_err(failed)?;
-            (read_to, bytes, Method::Forward)
-        }
-        // A compaction below where the last reading stopped was taken then.
-        _ => {
-            let floor = same_file.map_or(0, |c| c.offset);
-            let (read_to, bytes) =
-                read_backward(&file, len, floor, &mut fold, &shown).map_err(failed)?;
-            (read_to, bytes, Method::Backward)
-        }
-    };
+    let read = lines::read(path, cursor, &mut fold, "Qwen Code chat file")?;
     Ok(SessionReading {
         reading: Reading {
             usage: fold.usage,
             boundaries: fold.boundaries,
-            cursor: Cursor {
-                offset: read_to,
-                dev,
-                ino,
-            },
-            method,
-            bytes_read,
+            cursor: read.cursor,
+            method: read.method,
+            bytes_read: read.bytes_read,
         },
         window: fold.window,
         // Settled from the hook, which knows the project: see `launch_point`.
         compaction_point: None,
     })
-}
-
-/// Folds the complete lines between `start` and `end`; returns the byte
-/// after the last one and the bytes read.
-fn read_forward(
-    file: &std::fs::File,
-    start: u64,
-    end: u64,
-    fold: &mut Fold,
-    shown: &dyn Fn() -> String,
-) -> io::Result<(u64, u64)> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; (end - start) as usize];
-    file.read_exact_at(&mut buf, start)?;
-    let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
-    let mut at = start;
-    for line in buf[..complete].split(|b| *b == b'\n') {
-        let line_at = at;
-        at += line.len() as u64 + 1;
-        if mentions_any(line, &NEEDLES) {
-            fold.take(line_at, line, shown);
-        }
-    }
-    Ok((start + complete as u64, buf.len() as u64))
-}
-
-/// Reads back from the end to the latest reply with usage, then folds what
-/// was found in the file's order. Records below `floor` are not folded.
-fn read_backward(
-    file: &std::fs::File,
-    len: u64,
-    floor: u64,
-    fold: &mut Fold,
-    shown: &dyn Fn() -> String,
-) -> io::Result<(u64, u64)> {
-    let mut lines = ReverseLines::new(file, len);
-    lines.stop_below(len.saturating_sub(SEARCH_LIMIT));
-    let mut found: Vec<(u64, Vec<u8>)> = Vec::new();
-    while let Some(line) = lines.next_line()? {
-        let at = lines.position();
-        if !mentions_any(&line, &NEEDLES) {
-            continue;
-        }
-        let is_reply = memchr::memmem::find(&line, b"usageMetadata").is_some()
-            && serde_json::from_slice::<Value>(&line).is_ok_and(|r| {
-                r["type"] == "assistant" && r["usageMetadata"].is_object() && !is_sidechain(&r)
-            });
-        if at >= floor || is_reply {
-            found.push((at, line));
-        }
-        if is_reply {
-            break;
-        }
-    }
-    for (at, line) in found.iter().rev() {
-        fold.take(*at, line, shown);
-    }
-    Ok((lines.end_of_complete_lines(), lines.bytes_read()))
 }
 
 /// Whether injected text holding `marker` reached the model since the
@@ -775,6 +688,7 @@ impl WorkReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::Method;
     use protocol::wire::Harness;
     use serde_json::value::RawValue;
     use std::collections::BTreeMap;

@@ -2,13 +2,15 @@
 //! harness's settings file, and takes exactly those out again.
 //!
 //! Our entries are the handlers whose command runs `hookctl hook` (any path
-//! to hookctl); everything else in the file stays as it was, in its order.
+//! to hookctl), in a matcher group or, where a harness lists its handlers
+//! bare (Copilot CLI), on their own; everything else in the file stays as it was, in its order.
 //! A file is backed up before it is rewritten, written atomically, and
 //! never written at all when it is not valid JSON. Installing twice changes
 //! nothing the second time.
 
 pub mod claude_code;
 pub mod codex;
+pub mod copilot_cli;
 pub mod gemini_cli;
 pub mod json_file;
 pub mod qwen_code;
@@ -24,7 +26,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
-    /// claude-code, codex, gemini-cli or qwen-code.
+    /// claude-code, codex, gemini-cli, qwen-code or copilot-cli.
     #[arg(value_parser = crate::parse_harness)]
     harness: Harness,
     #[command(flatten)]
@@ -49,7 +51,7 @@ pub struct InstallArgs {
 
 #[derive(clap::Args)]
 pub struct UninstallArgs {
-    /// claude-code, codex, gemini-cli or qwen-code.
+    /// claude-code, codex, gemini-cli, qwen-code or copilot-cli.
     #[arg(value_parser = crate::parse_harness)]
     harness: Harness,
     #[command(flatten)]
@@ -67,10 +69,14 @@ pub struct ScopeArgs {
     /// The user's own settings (the default).
     #[arg(long, conflicts_with = "project")]
     user: bool,
-    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json, DIR/.qwen/settings.json).
+    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json, DIR/.qwen/settings.json, DIR/.github/hooks/hookd.json).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
 }
+
+/// The name of a hooks file that is hookd's alone, for a harness that reads
+/// every file of a folder (Copilot CLI).
+pub const OWN_FILE: &str = "hookd.json";
 
 /// Whose settings: the user's, or one project's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,6 +194,7 @@ pub fn wiring(harness: Harness) -> &'static dyn Wiring {
         Harness::Codex => &codex::Codex,
         Harness::GeminiCli => &gemini_cli::GeminiCli,
         Harness::QwenCode => &qwen_code::QwenCode,
+        Harness::CopilotCli => &copilot_cli::CopilotCli,
     }
 }
 
@@ -201,15 +208,19 @@ pub fn command(wiring: &dyn Wiring, exe: &Path, spec: &HookSpec) -> String {
     words.join(" ")
 }
 
+/// One entry of an event's list: a group holding the handler, or the
+/// handler itself where its command is not under `command` (Copilot CLI's
+/// `bash`: its lists hold handlers, no groups).
 fn group(wiring: &dyn Wiring, exe: &Path, spec: &HookSpec) -> Value {
+    let handler = wiring.handler(spec, command(wiring, exe, spec));
+    if handler.get("command").is_none() {
+        return handler;
+    }
     let mut group = Map::new();
     if let Some(m) = spec.matcher {
         group.insert("matcher".into(), Value::from(m));
     }
-    group.insert(
-        "hooks".into(),
-        json!([wiring.handler(spec, command(wiring, exe, spec))]),
-    );
+    group.insert("hooks".into(), json!([handler]));
     Value::Object(group)
 }
 
@@ -346,8 +357,10 @@ pub fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
         finish(&file, &value, &mut report)?;
     }
     // A project's file that held only hookd's wiring goes whole, with the
-    // backups hookd made of it: nothing of hookd's is left for a team to commit.
-    if matches!(scope, Scope::Project(_)) && value.is_empty() && file.original.is_some() {
+    // backups hookd made of it: nothing of hookd's is left for a team to
+    // commit. So does a file named for hookd (Copilot CLI's), wherever it is.
+    let whole = matches!(scope, Scope::Project(_)) || path.file_name() == Some(OWN_FILE.as_ref());
+    if whole && value.is_empty() && file.original.is_some() {
         let removed = if args.dry_run {
             "would remove"
         } else {
@@ -561,7 +574,11 @@ fn remove_ours(hooks: &mut Map<String, Value>) -> (BTreeMap<String, usize>, Vec<
 }
 
 /// Removes our handlers from one matcher group: (removed any, now empty).
+/// A bare handler of ours is a group emptied.
 fn remove_from_group(group: &mut Value) -> (bool, bool) {
+    if is_our_handler(group) {
+        return (true, true);
+    }
     let Some(Value::Array(handlers)) = group.get_mut("hooks") else {
         return (false, false);
     };
@@ -571,9 +588,22 @@ fn remove_from_group(group: &mut Value) -> (bool, bool) {
 }
 
 fn is_our_handler(handler: &Value) -> bool {
-    handler["command"]
-        .as_str()
-        .is_some_and(|c| runs_hookctl(c, "hook").is_some())
+    handler_command(handler).is_some_and(|c| runs_hookctl(c, "hook").is_some())
+}
+
+/// A handler's command line: `command`, or Copilot CLI's `bash`.
+fn handler_command(handler: &Value) -> Option<&str> {
+    handler["command"].as_str().or(handler["bash"].as_str())
+}
+
+/// The handlers of one entry of an event's list: a group's, or the entry
+/// itself when it is a bare handler.
+fn handlers_of(entry: &Value) -> &[Value] {
+    match entry.get("hooks") {
+        Some(Value::Array(handlers)) => handlers,
+        Some(_) => &[],
+        None => std::slice::from_ref(entry),
+    }
 }
 
 /// Our handlers in a settings file, per event: `(event, command)`.
@@ -584,11 +614,11 @@ pub fn our_commands(root: &Map<String, Value>) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (event, groups) in hooks {
         for group in groups.as_array().into_iter().flatten() {
-            for handler in group["hooks"].as_array().into_iter().flatten() {
+            for handler in handlers_of(group) {
                 if is_our_handler(handler) {
                     out.push((
                         event.clone(),
-                        handler["command"].as_str().unwrap_or("").to_owned(),
+                        handler_command(handler).unwrap_or("").to_owned(),
                     ));
                 }
             }
@@ -604,10 +634,7 @@ fn changed_events(before: &Map<String, Value>, after: &Map<String, Value>) -> Ve
         if let Some(Value::Object(hooks)) = root.get("hooks") {
             for (event, groups) in hooks {
                 for group in groups.as_array().into_iter().flatten() {
-                    if group["hooks"]
-                        .as_array()
-                        .is_some_and(|hs| hs.iter().any(is_our_handler))
-                    {
+                    if handlers_of(group).iter().any(is_our_handler) {
                         map.entry(event.clone()).or_default().push(group.clone());
                     }
                 }

@@ -566,10 +566,10 @@ impl Agent {
             Client::Copilot => &[
                 "sessionStart",
                 "userPromptSubmitted",
-                "preToolUse",
                 "postToolUse",
                 "preCompact",
                 "agentStop",
+                "sessionEnd",
             ],
         };
         let file = self.hook_settings_file();

@@ -1,5 +1,5 @@
-//! The in-client measure for the other two clients: what hookd's hooks cost
-//! inside the real Codex CLI and Gemini CLI.
+//! The in-client measure for the other clients: what hookd's hooks cost
+//! inside the real Codex CLI, Gemini CLI, Qwen Code and GitHub Copilot CLI.
 //!
 //! Each client (the pinned ones the end-to-end scenarios drive, against the
 //! same scripted model server) runs headless prompts of N sequential shell
@@ -16,17 +16,21 @@
 //! PreCompress hook, which fires before every model call, meets a context
 //! hookd counts as close to compaction.
 //!
-//! Neither client times its hooks where a bench can read it, so the figures
-//! are the whole run (spawn to exit), the tool-call loop (the model server
-//! answering the prompt's first request to its last: N tool calls with
-//! their hooks) and each call's cycle (one request to the next); the cost
-//! per tool call is the loop's median over `noop`'s, divided by N.
+//! Only Copilot CLI times its hooks where a bench can read it (a `hook.start`
+//! and a `hook.end` record in its `events.jsonl`), so for every client the
+//! figures are the whole run (spawn to exit), the tool-call loop (the model
+//! server answering the prompt's first request to its last: N tool calls
+//! with their hooks) and each call's cycle (one request to the next); the
+//! cost per tool call is the loop's median over `noop`'s, divided by N. For
+//! Copilot CLI, each hook's own time as it recorded it is added, `noop`'s
+//! and `hookd`'s.
 
 use super::in_client::InClientScale;
 use super::{Report, Samples, Verdict, fmt_duration, fmt_ratio, ratio};
 use hookd_tests::e2e_agents::{Agent, AgentRun, Client, GEMINI_COMPRESSES_AT, Wiring};
 use hookd_tests::mock_model::Reply;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// The command of every no-op hook.
@@ -92,6 +96,16 @@ fn cases() -> Vec<Case> {
                 GEMINI_COMPRESSES_AT
             ),
         },
+        Case {
+            client: Client::Qwen,
+            tokens: FAR_TOKENS,
+            title: format!("Qwen Code {}", Client::Qwen.pinned_version()),
+        },
+        Case {
+            client: Client::Copilot,
+            tokens: FAR_TOKENS,
+            title: format!("Copilot CLI {}", Client::Copilot.pinned_version()),
+        },
     ]
 }
 
@@ -102,6 +116,11 @@ struct Setup {
     walls: Samples,
     loops: Samples,
     cycles: Samples,
+    /// Each hook's own time, by event, as the client recorded it (Copilot
+    /// CLI only).
+    hooks: BTreeMap<String, Samples>,
+    /// The hook runs of the client's record already counted.
+    hooks_seen: usize,
 }
 
 /// The measure, added to `report`; a client that is not installed is
@@ -153,6 +172,8 @@ fn measure(case: &Case, scale: &InClientScale, report: &mut Report) {
             walls: Samples::default(),
             loops: Samples::default(),
             cycles: Samples::default(),
+            hooks: BTreeMap::new(),
+            hooks_seen: 0,
         });
     }
     for round in 0..rounds {
@@ -160,7 +181,11 @@ fn measure(case: &Case, scale: &InClientScale, report: &mut Report) {
             let setup = &mut setups[(round + k) % CONFIGS.len()];
             let run = setup.agent.run(&prompt(round, scale.calls));
             let (tool_loop, cycles) = check_run(case, setup, &run, round, scale.calls);
+            let hook_times = new_hook_times(case, setup);
             if round >= scale.warmup {
+                for (event, time) in hook_times {
+                    setup.hooks.entry(event).or_default().push(time);
+                }
                 setup.walls.push(run.elapsed);
                 setup.loops.push(tool_loop);
                 for cycle in cycles {
@@ -222,13 +247,16 @@ fn rewire_to_noop(agent: &Agent) {
     std::fs::write(&file, settings.to_string()).unwrap();
 }
 
-/// Replaces every `command` that runs hookctl; returns how many.
+/// Replaces every command that runs hookctl (a `command`, or in Copilot
+/// CLI's own format a `bash`); returns how many.
 fn replace_commands(v: &mut Value) -> usize {
     match v {
         Value::Object(map) => {
             let mut n = 0;
             for (key, value) in map.iter_mut() {
-                if key == "command" && value.as_str().is_some_and(|c| c.contains("hookctl")) {
+                if (key == "command" || key == "bash")
+                    && value.as_str().is_some_and(|c| c.contains("hookctl"))
+                {
                     *value = Value::from(NOOP_COMMAND);
                     n += 1;
                 } else {
@@ -280,6 +308,24 @@ fn check_run(
         .map(|pair| secs(pair[1].received - pair[0].received))
         .collect();
     (tool_loop, cycles)
+}
+
+/// The hook runs the client recorded since the last call, with their
+/// times (Copilot CLI's `events.jsonl`; nothing for the other clients).
+fn new_hook_times(case: &Case, setup: &mut Setup) -> Vec<(String, Duration)> {
+    if case.client != Client::Copilot || setup.config == Config::None {
+        return Vec::new();
+    }
+    let all = setup.agent.copilot_hook_times();
+    let new = all[setup.hooks_seen.min(all.len())..].to_vec();
+    setup.hooks_seen = all.len();
+    assert!(
+        !new.is_empty(),
+        "in-client {} `{}`: the client recorded no hook run",
+        case.title,
+        setup.config.name()
+    );
+    new
 }
 
 /// How many hooks reached hookd: a hook that could not would exit 0 at once
@@ -381,6 +427,32 @@ fn rows(
                 per_call_ms(a.cycles.median(), b.cycles.median(), 1)
             ),
             "",
+            "report",
+            Verdict::Info,
+        );
+    }
+    for (event, noop_times) in &noop.hooks {
+        let Some(hookd_times) = hookd.hooks.get(event) else {
+            continue;
+        };
+        report.row(
+            format!(
+                "{head}: one {event} hook's time as the client records it, median (p90; runs), \
+                 `hookd` against `noop`"
+            ),
+            format!(
+                "{} ({}; {})",
+                fmt_duration(hookd_times.median()),
+                fmt_duration(hookd_times.pct(90.0)),
+                hookd_times.len()
+            ),
+            format!(
+                "`noop` {} ({}; {})",
+                fmt_duration(noop_times.median()),
+                fmt_duration(noop_times.pct(90.0)),
+                noop_times.len()
+            ),
+            fmt_ratio(ratio(hookd_times.median(), noop_times.median())),
             "report",
             Verdict::Info,
         );

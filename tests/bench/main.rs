@@ -137,8 +137,9 @@ fn usage() -> ! {
          \n  --keep      keep the sandboxes (daemon logs, events.jsonl, inputs) and say where\
          \n  --only      a comma-separated list of measures\
          \n  --out FILE  also write the report to FILE\
-         \n  --calls N   in-client: shell tool calls in the turn (20; 3 with --quick), in\
-         \n              Claude Code, Codex CLI and Gemini CLI (each skipped when not installed)\
+         \n  --calls N   in-client: shell tool calls in the turn (20; 3 with --quick), in Claude\
+         \n              Code, Codex CLI, Gemini CLI, Qwen Code and Copilot CLI (each skipped\
+         \n              when not installed)\
          \n  --rounds R  in-client: timed rounds of each configuration (5; 1 with --quick)",
         MEASURES.join(",")
     );

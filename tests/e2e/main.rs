@@ -9,6 +9,8 @@
 //!   `hookd_tests::e2e_agents`; what they check alike is in `agents.rs`.
 //! - Qwen Code 0.24.4 (`$HOOKD_E2E_QWEN`, `qwen_code.rs`) against
 //!   `hookd-mock-model`'s Chat Completions API, the same way.
+//! - GitHub Copilot CLI 1.0.102 (`$HOOKD_E2E_COPILOT`, `copilot_cli.rs`)
+//!   against the same Chat Completions API, offline.
 //!
 //! A scenario whose client is not named skips (and says so), unless
 //! `HOOKD_E2E=require`. `tests/tools/install-clients` installs them all.
@@ -17,6 +19,7 @@ mod agents;
 mod codex;
 mod codex_points;
 mod compaction;
+mod copilot_cli;
 mod fail_open;
 mod gemini;
 mod gemini_points;

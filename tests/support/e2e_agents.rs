@@ -1,9 +1,10 @@
 //! End-to-end support for the harnesses other than Claude Code: the real
 //! Codex CLI (`$HOOKD_E2E_CODEX`, 0.169.0), Gemini CLI (`$HOOKD_E2E_GEMINI`,
-//! 0.61.0) and Qwen Code (`$HOOKD_E2E_QWEN`, 0.24.4) run headless against
-//! `hookd-mock-model` ([`mock_model`](crate::mock_model)), with hookd wired
-//! by `hookctl install codex|gemini-cli|qwen-code` into a temporary HOME,
-//! and a real git project.
+//! 0.61.0), Qwen Code (`$HOOKD_E2E_QWEN`, 0.24.4) and GitHub Copilot CLI
+//! (`$HOOKD_E2E_COPILOT`, 1.0.102) run headless against `hookd-mock-model`
+//! ([`mock_model`](crate::mock_model)), with hookd wired by `hookctl install
+//! codex|gemini-cli|qwen-code|copilot-cli` into a temporary HOME, and a real
+//! git project.
 //!
 //! - **Which client**: unset, a scenario skips with a message, unless
 //!   `HOOKD_E2E=require` (CI), which makes a missing or wrong client a failure,
@@ -15,7 +16,7 @@
 //! - **Evidence**: the mock's request log ([`ModelLog`]), each run's exit
 //!   status, stdout, stderr and duration ([`AgentRun`]), the client's own
 //!   session file (Codex's rollout, Gemini's chat file, Qwen Code's
-//!   transcript), `hookctl status
+//!   transcript, Copilot CLI's `events.jsonl`), `hookctl status
 //!   --json`, `.workflow/events.jsonl` and git.
 //!
 //! Codex skips hooks it has not been told to trust, silently, so every run
@@ -26,7 +27,11 @@
 //! it, 0.61.0 picks a preview model and adds routing calls). Qwen Code runs
 //! `qwen --yolo -p …` with the `openai` auth type (`~/.qwen/settings.json`)
 //! and the mock as its OpenAI base URL, with `--resume <session>` after the
-//! first run.
+//! first run. Copilot CLI runs `copilot -p … --allow-all-tools
+//! --no-auto-update` with `COPILOT_OFFLINE=true` and the mock as its
+//! provider (`COPILOT_PROVIDER_*`, no GitHub login), with `--continue` after
+//! the first run; its hooks are user-level (`~/.copilot/hooks/`), which it
+//! runs in any folder, trusted or not.
 
 use crate::e2e::{MockServer, git_in, run_bounded};
 use crate::mock_model::{Api, ModelLog, Reply};
@@ -55,6 +60,13 @@ pub const QWEN_WINDOW: u64 = 200_000;
 /// Where Qwen Code compacts by default: min(0.85 × window, window − the
 /// 20,000 tokens it keeps for the summary − 13,000).
 pub const QWEN_COMPACTS_AT: u64 = 167_000;
+/// Copilot CLI's prompt limit (`COPILOT_PROVIDER_MAX_PROMPT_TOKENS`) unless
+/// a scenario sets its own: the default for a model it does not know.
+pub const COPILOT_WINDOW: u64 = 128_000;
+/// Where Copilot CLI compacts in the background: 0.80 of its prompt limit.
+pub fn copilot_compacts_at(window: u64) -> u64 {
+    window * 80 / 100
+}
 /// A client run that takes longer than this is killed and fails the test
 /// (a run takes one to five seconds).
 const RUN_LIMIT: Duration = Duration::from_secs(60);
@@ -67,6 +79,7 @@ pub enum Client {
     Codex,
     Gemini,
     Qwen,
+    Copilot,
 }
 
 impl Client {
@@ -75,6 +88,7 @@ impl Client {
             Client::Codex => "HOOKD_E2E_CODEX",
             Client::Gemini => "HOOKD_E2E_GEMINI",
             Client::Qwen => "HOOKD_E2E_QWEN",
+            Client::Copilot => "HOOKD_E2E_COPILOT",
         }
     }
 
@@ -83,6 +97,7 @@ impl Client {
             Client::Codex => "0.169.0",
             Client::Gemini => "0.61.0",
             Client::Qwen => "0.24.4",
+            Client::Copilot => "1.0.102",
         }
     }
 
@@ -92,6 +107,7 @@ impl Client {
             Client::Codex => "codex",
             Client::Gemini => "gemini-cli",
             Client::Qwen => "qwen-code",
+            Client::Copilot => "copilot-cli",
         }
     }
 
@@ -99,7 +115,7 @@ impl Client {
         match self {
             Client::Codex => Api::Codex,
             Client::Gemini => Api::Gemini,
-            Client::Qwen => Api::Chat,
+            Client::Qwen | Client::Copilot => Api::Chat,
         }
     }
 
@@ -108,6 +124,7 @@ impl Client {
             Client::Codex => "Codex CLI",
             Client::Gemini => "Gemini CLI",
             Client::Qwen => "Qwen Code",
+            Client::Copilot => "Copilot CLI",
         }
     }
 
@@ -116,10 +133,12 @@ impl Client {
         static CODEX: OnceLock<Option<PathBuf>> = OnceLock::new();
         static GEMINI: OnceLock<Option<PathBuf>> = OnceLock::new();
         static QWEN: OnceLock<Option<PathBuf>> = OnceLock::new();
+        static COPILOT: OnceLock<Option<PathBuf>> = OnceLock::new();
         let cell = match self {
             Client::Codex => &CODEX,
             Client::Gemini => &GEMINI,
             Client::Qwen => &QWEN,
+            Client::Copilot => &COPILOT,
         };
         cell.get_or_init(|| self.find_binary()).clone()
     }
@@ -145,10 +164,11 @@ impl Client {
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("cannot run {var}={}: {e}", path.display()));
-        // `codex-cli 0.169.0`, `0.61.0`, `0.24.4`.
+        // `codex-cli 0.169.0`, `0.61.0`, `0.24.4`, `GitHub Copilot CLI 1.0.102.`.
         let said = stdout(&out);
         assert!(
-            said.split_whitespace().any(|w| w == version),
+            said.split_whitespace()
+                .any(|w| w.trim_end_matches('.') == version),
             "{var}={} is `{}`; the scenarios encode {title} {version}",
             path.display(),
             said.trim()
@@ -182,6 +202,7 @@ pub struct AgentBuilder {
     codex_window: u64,
     codex_compact_limit: Option<u64>,
     gemini_model: String,
+    copilot_window: u64,
     client_args: Vec<String>,
 }
 
@@ -220,6 +241,13 @@ impl AgentBuilder {
     /// The model Gemini CLI is asked for (`-m`); [`GEMINI_MODEL`] unless set.
     pub fn gemini_model(mut self, model: &str) -> Self {
         self.gemini_model = model.into();
+        self
+    }
+
+    /// Copilot CLI's prompt limit (`COPILOT_PROVIDER_MAX_PROMPT_TOKENS`);
+    /// [`COPILOT_WINDOW`] unless set.
+    pub fn copilot_window(mut self, window: u64) -> Self {
+        self.copilot_window = window;
         self
     }
 
@@ -267,6 +295,7 @@ impl AgentBuilder {
             runs: Vec::new(),
             session_id: None,
             gemini_model: self.gemini_model,
+            copilot_window: self.copilot_window,
             sb: Some(sb),
         };
         crate::e2e::make_project(&agent.project, &agent.sandbox().home());
@@ -274,6 +303,8 @@ impl AgentBuilder {
             Client::Codex => agent.configure_codex(self.codex_window, self.codex_compact_limit),
             Client::Gemini => agent.configure_gemini(),
             Client::Qwen => agent.configure_qwen(),
+            // Everything it needs comes from the environment of each run.
+            Client::Copilot => {}
         }
         if self.wiring != Wiring::NoHooks {
             agent.install_hooks();
@@ -317,6 +348,7 @@ pub struct Agent {
     pub runs: Vec<AgentRun>,
     session_id: Option<String>,
     gemini_model: String,
+    copilot_window: u64,
     /// `None` only while being dropped.
     sb: Option<Sandbox>,
 }
@@ -333,6 +365,7 @@ impl Agent {
             codex_window: 200_000,
             codex_compact_limit: None,
             gemini_model: GEMINI_MODEL.into(),
+            copilot_window: COPILOT_WINDOW,
             client_args: Vec::new(),
         }
     }
@@ -351,6 +384,15 @@ impl Agent {
 
     fn qwen_dir(&self) -> PathBuf {
         self.sandbox().home().join(".qwen")
+    }
+
+    fn copilot_dir(&self) -> PathBuf {
+        self.sandbox().home().join(".copilot")
+    }
+
+    /// Copilot CLI's prompt limit in this scenario.
+    pub fn copilot_window(&self) -> u64 {
+        self.copilot_window
     }
 
     /// `PATH` for everything the scenario runs, without any directory
@@ -481,6 +523,7 @@ impl Agent {
             Client::Codex => self.codex_home().join("hooks.json"),
             Client::Gemini => self.gemini_dir().join("settings.json"),
             Client::Qwen => self.qwen_dir().join("settings.json"),
+            Client::Copilot => self.copilot_dir().join("hooks/hookd.json"),
         }
     }
 
@@ -520,6 +563,14 @@ impl Agent {
                 "PostCompact",
                 "Stop",
             ],
+            Client::Copilot => &[
+                "sessionStart",
+                "userPromptSubmitted",
+                "postToolUse",
+                "preCompact",
+                "agentStop",
+                "sessionEnd",
+            ],
         };
         let file = self.hook_settings_file();
         let settings: Value =
@@ -534,7 +585,7 @@ impl Agent {
             );
         }
         let auth = match self.client {
-            Client::Codex => None,
+            Client::Codex | Client::Copilot => None,
             Client::Gemini => Some("gemini-api-key"),
             Client::Qwen => Some("openai"),
         };
@@ -699,6 +750,22 @@ impl Agent {
                     cmd.args(["--resume", id]);
                 }
             }
+            Client::Copilot => {
+                cmd.env("COPILOT_OFFLINE", "true")
+                    .env("COPILOT_PROVIDER_BASE_URL", format!("{base_url}/v1"))
+                    .env("COPILOT_PROVIDER_API_KEY", "e2e-not-a-key")
+                    .env("COPILOT_MODEL", MOCK_MODEL)
+                    .env(
+                        "COPILOT_PROVIDER_MAX_PROMPT_TOKENS",
+                        self.copilot_window.to_string(),
+                    )
+                    .env("NO_COLOR", "1")
+                    .args(&self.client_args)
+                    .args(["-p", prompt, "--allow-all-tools", "--no-auto-update"]);
+                if self.session_id.is_some() {
+                    cmd.arg("--continue");
+                }
+            }
         }
         let dir = self.sandbox().path().to_path_buf();
         let out_file = dir.join(format!("run{index}.stdout.txt"));
@@ -743,6 +810,14 @@ impl Agent {
                 .find_map(|l| l.strip_prefix("session id: "))
                 .map(|s| s.trim().to_owned()),
             Client::Gemini | Client::Qwen => session_id_in(&self.session_file()?),
+            // `~/.copilot/session-state/<id>/events.jsonl`.
+            Client::Copilot => Some(
+                self.session_file()?
+                    .parent()?
+                    .file_name()?
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
         }
     }
 
@@ -750,7 +825,8 @@ impl Agent {
     /// (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`), Gemini's chat
     /// file (`~/.gemini/tmp/<project>/chats/session-….jsonl`, the newest),
     /// Qwen Code's transcript (`~/.qwen/projects/<project>/chats/<id>.jsonl`,
-    /// the newest until the session is known).
+    /// the newest until the session is known), Copilot CLI's event log
+    /// (`~/.copilot/session-state/<id>/events.jsonl`, the same).
     pub fn session_file(&self) -> Option<PathBuf> {
         let (root, wanted): (PathBuf, PathFilter) = match self.client {
             Client::Codex => {
@@ -783,6 +859,18 @@ impl Agent {
                         p.parent().is_some_and(|d| d.ends_with("chats"))
                             && name.ends_with(".jsonl")
                             && id.as_deref().is_none_or(|id| name == format!("{id}.jsonl"))
+                    }),
+                )
+            }
+            Client::Copilot => {
+                let id = self.session_id.clone();
+                (
+                    self.copilot_dir().join("session-state"),
+                    Box::new(move |p: &Path| {
+                        p.file_name().is_some_and(|n| n == "events.jsonl")
+                            && id
+                                .as_deref()
+                                .is_none_or(|id| p.parent().is_some_and(|d| d.ends_with(id)))
                     }),
                 )
             }
@@ -868,6 +956,74 @@ impl Agent {
             .collect()
     }
 
+    /// Copilot CLI: the records of `events.jsonl`, in order.
+    pub fn copilot_events(&self) -> Vec<Value> {
+        let file = self.session_file().expect("events.jsonl");
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect()
+    }
+
+    /// Copilot CLI: the records of `events.jsonl` of one `type`
+    /// (`session.usage_record`, `session.compaction_complete`, ...).
+    pub fn copilot_events_of(&self, kind: &str) -> Vec<Value> {
+        self.copilot_events()
+            .into_iter()
+            .filter(|e| e["type"] == kind)
+            .collect()
+    }
+
+    /// Copilot CLI: each `session.usage_record` of `events.jsonl`, as
+    /// `(usage.inputTokens, usage.maxPromptTokens)`.
+    pub fn copilot_usage(&self) -> Vec<(u64, u64)> {
+        self.copilot_events_of("session.usage_record")
+            .iter()
+            .filter_map(|e| {
+                let usage = &e["data"]["usage"];
+                Some((
+                    usage["inputTokens"].as_u64()?,
+                    usage["maxPromptTokens"].as_u64()?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Copilot CLI: every hook run `events.jsonl` records, in order, as its
+    /// `hookType` and the time from its `hook.start` to its `hook.end` (the
+    /// records' millisecond timestamps).
+    pub fn copilot_hook_times(&self) -> Vec<(String, Duration)> {
+        let events = self.copilot_events();
+        let mut times = Vec::new();
+        for start in events.iter().filter(|e| e["type"] == "hook.start") {
+            let id = &start["data"]["hookInvocationId"];
+            let Some(end) = events
+                .iter()
+                .find(|e| e["type"] == "hook.end" && e["data"]["hookInvocationId"] == *id)
+            else {
+                continue;
+            };
+            let (Some(from), Some(to)) = (
+                seconds_of_day(&start["timestamp"]),
+                seconds_of_day(&end["timestamp"]),
+            ) else {
+                continue;
+            };
+            // A hook that runs past midnight ends on the next day.
+            let secs = if to >= from {
+                to - from
+            } else {
+                to + 86_400.0 - from
+            };
+            times.push((
+                start["data"]["hookType"].as_str().unwrap_or("").to_owned(),
+                Duration::from_secs_f64(secs),
+            ));
+        }
+        times
+    }
+
     /// The daemon's log, if it wrote one.
     pub fn daemon_log(&self) -> String {
         std::fs::read_dir(self.sandbox().state_dir().join("logs"))
@@ -945,6 +1101,15 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
     }
 }
 
+/// The time of day of an RFC 3339 UTC timestamp (`2026-11-26T10:12:36.012Z`),
+/// in seconds.
+fn seconds_of_day(timestamp: &Value) -> Option<f64> {
+    let time = timestamp.as_str()?.split_once('T')?.1.strip_suffix('Z')?;
+    let mut parts = time.split(':').map(|p| p.parse::<f64>().ok());
+    let (h, m, s) = (parts.next()??, parts.next()??, parts.next()??);
+    Some(h * 3_600.0 + m * 60.0 + s)
+}
+
 /// The `sessionId` a Gemini chat file or a Qwen Code transcript names
 /// (a record's, or a Gemini `$set`'s).
 fn session_id_in(file: &Path) -> Option<String> {
@@ -958,4 +1123,24 @@ fn session_id_in(file: &Path) -> Option<String> {
                 .or(v["$set"]["sessionId"].as_str())
                 .map(str::to_owned)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copilot_timestamps_read_as_seconds_of_day() {
+        assert_eq!(
+            seconds_of_day(&json!("2026-11-26T10:12:36.012Z")),
+            Some(10.0 * 3_600.0 + 12.0 * 60.0 + 36.012)
+        );
+        for bad in [
+            json!("2026-11-26 10:12:36Z"),
+            json!("10:12:36"),
+            json!(1795687956),
+        ] {
+            assert_eq!(seconds_of_day(&bad), None, "{bad}");
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! The OpenAI Chat Completions API (`POST …/chat/completions`), for
 //! [`mock_model`](crate::mock_model): what Qwen Code 0.24.4 speaks to an
-//! `openai` provider, and what other clients with an OpenAI-compatible
-//! provider speak too, so nothing here is one client's unless it says so.
+//! `openai` provider, and what GitHub Copilot CLI 1.0.102 speaks to its
+//! `openai` provider (`COPILOT_PROVIDER_BASE_URL`), so nothing here is one
+//! client's unless it says so.
 //!
 //! - A request with `"stream": true` gets server-sent events
 //!   (`chat.completion.chunk` objects, then `data: [DONE]`), any other a
@@ -11,7 +12,8 @@
 //!   streamed, the usage comes in a last chunk with no choices, as OpenAI
 //!   sends it for `stream_options.include_usage`.
 //! - A shell call is a `tool_calls` entry for the shell tool the request
-//!   offers (`run_shell_command` in Qwen Code); its arguments are built from
+//!   offers (`run_shell_command` in Qwen Code, `bash` in Copilot CLI); its
+//!   arguments are built from
 //!   that tool's schema: `command`, and a plain value for every other
 //!   required property.
 //! - A compaction request is one whose last user message asks for a
@@ -25,11 +27,18 @@ use serde_json::{Value, json};
 
 /// What a client's compaction request says in its last user message, and
 /// the tag its answer must be wrapped in (`None`: plain text).
-pub const COMPACTION_REQUESTS: [(&str, Option<&str>); 1] = [
+pub const COMPACTION_REQUESTS: [(&str, Option<&str>); 2] = [
     // Qwen Code: "First, reason in your <analysis> block. Then, produce the
     // <state_snapshot> XML."; an answer without the tag counts as a failed
     // compression.
     ("produce the <state_snapshot> XML", Some("state_snapshot")),
+    // Copilot CLI: the message starts with these words and lists the
+    // sections it wants (`<overview>`, `<history>`, ...); it takes a plain
+    // answer as the summary.
+    (
+        "Please create a detailed summary of the conversation so far",
+        None,
+    ),
 ];
 /// The shell tools clients offer, by name, in the order they are looked for.
 const SHELL_TOOLS: [&str; 3] = ["run_shell_command", "bash", "shell"];
@@ -388,6 +397,90 @@ mod tests {
             answer["choices"][0]["message"]["content"],
             "<state_snapshot>\nE2E_SUMMARY\n</state_snapshot>"
         );
+    }
+
+    /// Copilot CLI's compaction request: a final user message that starts
+    /// with its words and names the sections it wants; the summary comes
+    /// back as it is, streamed like any reply, with the summary's usage.
+    #[test]
+    fn copilot_summary_requests_get_the_plain_summary() {
+        let ask = "Please create a detailed summary of the conversation so far. The history is \
+                   being compacted so moving forward, all conversation history will be removed.\n\n\
+                   The summary should include the following parts:\n1. <overview> - high-level summary";
+        let body = json!({"model": "mock-model", "stream": true,
+            "stream_options": {"include_usage": true},
+            "messages": [
+                {"role": "system", "content": "You are the GitHub Copilot CLI."},
+                user("TURN 1"),
+                {"role": "tool", "tool_call_id": "c", "content": "<shellId: 0 completed with exit code 0>"},
+                user(ask),
+            ],
+            "tools": [copilot_bash_tool()]});
+        assert_eq!(classify(PATH, &body), Kind::Summary);
+        let (objects, done) = chunks(respond(
+            3,
+            &Kind::Summary,
+            &Reply::text("summary", 2_000, "E2E_SUMMARY"),
+            &body,
+        ));
+        assert!(done);
+        assert_eq!(objects[0]["choices"][0]["delta"]["content"], "E2E_SUMMARY");
+        assert_eq!(objects[1]["choices"][0]["finish_reason"], "stop");
+        assert_eq!(objects.last().unwrap()["usage"]["prompt_tokens"], 2_000);
+
+        // Its words quoted in an earlier message are not a request.
+        let mut later = body.clone();
+        later["messages"]
+            .as_array_mut()
+            .unwrap()
+            .push(user("TURN 2"));
+        assert_eq!(classify(PATH, &later), Kind::Main);
+    }
+
+    /// Copilot CLI's shell tool, as 1.0.102 offers it (descriptions cut).
+    fn copilot_bash_tool() -> Value {
+        json!({"type": "function", "function": {
+            "name": "bash",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string"},
+                    "description": {"type": "string"},
+                    "mode": {"type": "string", "enum": ["sync", "async"]},
+                    "initial_wait": {"type": "integer"},
+                    "detach": {"type": "boolean"},
+                },
+                "required": ["command", "description"],
+            },
+        }})
+    }
+
+    /// Among Copilot CLI's tools (`view`, `create`, `bash`, ...) the call
+    /// goes to `bash`, with the description it requires.
+    #[test]
+    fn copilot_shell_calls_go_to_bash_with_a_description() {
+        let mut tools: Vec<Value> = ["view", "create", "edit", "read_bash", "grep", "task"]
+            .iter()
+            .map(|name| json!({"type": "function", "function": {"name": name}}))
+            .collect();
+        tools.insert(3, copilot_bash_tool());
+        let body = json!({"stream": true, "stream_options": {"include_usage": true},
+            "messages": [user("go")], "tools": tools});
+        let (objects, _) = chunks(respond(
+            1,
+            &Kind::Main,
+            &Reply::shell("t", 6_000, "echo 'step 1' >> notes.txt"),
+            &body,
+        ));
+        let call = &objects[0]["choices"][0]["delta"]["tool_calls"][0];
+        assert_eq!(call["function"]["name"], "bash");
+        let arguments: Value =
+            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            arguments,
+            json!({"command": "echo 'step 1' >> notes.txt", "description": "e2e mock step"})
+        );
+        assert_eq!(objects.last().unwrap()["usage"]["prompt_tokens"], 6_000);
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //!   `hookd_tests::e2e_agents`; what they check alike is in `agents.rs`.
 //! - Qwen Code 0.24.4 (`$HOOKD_E2E_QWEN`, `qwen_code.rs`) against
 //!   `hookd-mock-model`'s Chat Completions API, the same way.
+//! - OpenCode 1.18.33 (`$HOOKD_E2E_OPENCODE`, `opencode.rs`) against the
+//!   same Chat Completions API.
 //!
 //! A scenario whose client is not named skips (and says so), unless
 //! `HOOKD_E2E=require`. `tests/tools/install-clients` installs them all.
@@ -21,6 +23,7 @@ mod fail_open;
 mod gemini;
 mod gemini_points;
 mod memory;
+mod opencode;
 mod qwen_code;
 mod resume_shapes;
 mod sessions;

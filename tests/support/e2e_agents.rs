@@ -1,9 +1,10 @@
 //! End-to-end support for the harnesses other than Claude Code: the real
 //! Codex CLI (`$HOOKD_E2E_CODEX`, 0.169.0), Gemini CLI (`$HOOKD_E2E_GEMINI`,
-//! 0.61.0) and Qwen Code (`$HOOKD_E2E_QWEN`, 0.24.4) run headless against
+//! 0.61.0), Qwen Code (`$HOOKD_E2E_QWEN`, 0.24.4) and OpenCode
+//! (`$HOOKD_E2E_OPENCODE`, 1.18.33) run headless against
 //! `hookd-mock-model` ([`mock_model`](crate::mock_model)), with hookd wired
-//! by `hookctl install codex|gemini-cli|qwen-code` into a temporary HOME,
-//! and a real git project.
+//! by `hookctl install codex|gemini-cli|qwen-code|opencode` into a
+//! temporary HOME, and a real git project.
 //!
 //! - **Which client**: unset, a scenario skips with a message, unless
 //!   `HOOKD_E2E=require` (CI), which makes a missing or wrong client a failure,
@@ -15,7 +16,7 @@
 //! - **Evidence**: the mock's request log ([`ModelLog`]), each run's exit
 //!   status, stdout, stderr and duration ([`AgentRun`]), the client's own
 //!   session file (Codex's rollout, Gemini's chat file, Qwen Code's
-//!   transcript), `hookctl status
+//!   transcript, OpenCode's database), `hookctl status
 //!   --json`, `.workflow/events.jsonl` and git.
 //!
 //! Codex skips hooks it has not been told to trust, silently, so every run
@@ -26,7 +27,10 @@
 //! it, 0.61.0 picks a preview model and adds routing calls). Qwen Code runs
 //! `qwen --yolo -p …` with the `openai` auth type (`~/.qwen/settings.json`)
 //! and the mock as its OpenAI base URL, with `--resume <session>` after the
-//! first run.
+//! first run. OpenCode runs `opencode run …` (`-s <session>` after the
+//! first run) with the mock as an `@ai-sdk/openai-compatible` provider in
+//! `~/.config/opencode/opencode.json`, nothing fetched, updated or loaded
+//! besides.
 
 use crate::e2e::{MockServer, git_in, run_bounded};
 use crate::mock_model::{Api, ModelLog, Reply};
@@ -55,9 +59,17 @@ pub const QWEN_WINDOW: u64 = 200_000;
 /// Where Qwen Code compacts by default: min(0.85 × window, window − the
 /// 20,000 tokens it keeps for the summary − 13,000).
 pub const QWEN_COMPACTS_AT: u64 = 167_000;
+/// OpenCode's model limits unless a scenario sets them
+/// ([`AgentBuilder::opencode_limits`]): `limit.context` and `limit.output`.
+pub const OPENCODE_CONTEXT: u64 = 200_000;
+pub const OPENCODE_OUTPUT: u64 = 10_000;
+/// Where OpenCode compacts with those limits (no `limit.input`): its
+/// usable room, `limit.context − limit.output`.
+pub const OPENCODE_COMPACTS_AT: u64 = OPENCODE_CONTEXT - OPENCODE_OUTPUT;
 /// A client run that takes longer than this is killed and fails the test
-/// (a run takes one to five seconds).
-const RUN_LIMIT: Duration = Duration::from_secs(60);
+/// (a run takes one to five seconds; OpenCode's ten to forty on a loaded
+/// machine, most of it starting up).
+const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// How long hookd may take to act on what a run left (status, events, git).
 pub const SETTLE: Duration = Duration::from_secs(10);
 
@@ -67,6 +79,7 @@ pub enum Client {
     Codex,
     Gemini,
     Qwen,
+    OpenCode,
 }
 
 impl Client {
@@ -75,6 +88,7 @@ impl Client {
             Client::Codex => "HOOKD_E2E_CODEX",
             Client::Gemini => "HOOKD_E2E_GEMINI",
             Client::Qwen => "HOOKD_E2E_QWEN",
+            Client::OpenCode => "HOOKD_E2E_OPENCODE",
         }
     }
 
@@ -83,6 +97,7 @@ impl Client {
             Client::Codex => "0.169.0",
             Client::Gemini => "0.61.0",
             Client::Qwen => "0.24.4",
+            Client::OpenCode => "1.18.33",
         }
     }
 
@@ -92,6 +107,7 @@ impl Client {
             Client::Codex => "codex",
             Client::Gemini => "gemini-cli",
             Client::Qwen => "qwen-code",
+            Client::OpenCode => "opencode",
         }
     }
 
@@ -99,7 +115,7 @@ impl Client {
         match self {
             Client::Codex => Api::Codex,
             Client::Gemini => Api::Gemini,
-            Client::Qwen => Api::Chat,
+            Client::Qwen | Client::OpenCode => Api::Chat,
         }
     }
 
@@ -108,6 +124,7 @@ impl Client {
             Client::Codex => "Codex CLI",
             Client::Gemini => "Gemini CLI",
             Client::Qwen => "Qwen Code",
+            Client::OpenCode => "OpenCode",
         }
     }
 
@@ -116,10 +133,12 @@ impl Client {
         static CODEX: OnceLock<Option<PathBuf>> = OnceLock::new();
         static GEMINI: OnceLock<Option<PathBuf>> = OnceLock::new();
         static QWEN: OnceLock<Option<PathBuf>> = OnceLock::new();
+        static OPENCODE: OnceLock<Option<PathBuf>> = OnceLock::new();
         let cell = match self {
             Client::Codex => &CODEX,
             Client::Gemini => &GEMINI,
             Client::Qwen => &QWEN,
+            Client::OpenCode => &OPENCODE,
         };
         cell.get_or_init(|| self.find_binary()).clone()
     }
@@ -145,7 +164,7 @@ impl Client {
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("cannot run {var}={}: {e}", path.display()));
-        // `codex-cli 0.169.0`, `0.61.0`, `0.24.4`.
+        // `codex-cli 0.169.0`, `0.61.0`, `0.24.4`, `1.18.33`.
         let said = stdout(&out);
         assert!(
             said.split_whitespace().any(|w| w == version),
@@ -182,6 +201,7 @@ pub struct AgentBuilder {
     codex_window: u64,
     codex_compact_limit: Option<u64>,
     gemini_model: String,
+    opencode_limits: (u64, u64),
     client_args: Vec<String>,
 }
 
@@ -220,6 +240,13 @@ impl AgentBuilder {
     /// The model Gemini CLI is asked for (`-m`); [`GEMINI_MODEL`] unless set.
     pub fn gemini_model(mut self, model: &str) -> Self {
         self.gemini_model = model.into();
+        self
+    }
+
+    /// OpenCode's `limit.context` and `limit.output` for the mock's model;
+    /// [`OPENCODE_CONTEXT`] and [`OPENCODE_OUTPUT`] unless set.
+    pub fn opencode_limits(mut self, context: u64, output: u64) -> Self {
+        self.opencode_limits = (context, output);
         self
     }
 
@@ -274,6 +301,7 @@ impl AgentBuilder {
             Client::Codex => agent.configure_codex(self.codex_window, self.codex_compact_limit),
             Client::Gemini => agent.configure_gemini(),
             Client::Qwen => agent.configure_qwen(),
+            Client::OpenCode => agent.configure_opencode(self.opencode_limits),
         }
         if self.wiring != Wiring::NoHooks {
             agent.install_hooks();
@@ -333,6 +361,7 @@ impl Agent {
             codex_window: 200_000,
             codex_compact_limit: None,
             gemini_model: GEMINI_MODEL.into(),
+            opencode_limits: (OPENCODE_CONTEXT, OPENCODE_OUTPUT),
             client_args: Vec::new(),
         }
     }
@@ -351,6 +380,19 @@ impl Agent {
 
     fn qwen_dir(&self) -> PathBuf {
         self.sandbox().home().join(".qwen")
+    }
+
+    /// OpenCode's configuration folder (`$XDG_CONFIG_HOME/opencode`, HOME's
+    /// `.config` with no XDG variable set).
+    fn opencode_config_dir(&self) -> PathBuf {
+        self.sandbox().home().join(".config/opencode")
+    }
+
+    /// OpenCode's database of sessions, messages and parts.
+    pub fn opencode_db(&self) -> PathBuf {
+        self.sandbox()
+            .home()
+            .join(".local/share/opencode/opencode.db")
     }
 
     /// `PATH` for everything the scenario runs, without any directory
@@ -375,7 +417,11 @@ impl Agent {
             .env("HOOKD_DATA_DIR", sb.path().join("data"))
             .env("HOOKD_LOG", "debug")
             .env("CODEX_HOME", self.codex_home())
-            .env("GEMINI_CLI_HOME", sb.home());
+            .env("GEMINI_CLI_HOME", sb.home())
+            // OpenCode: no model list, update or built-in plugin fetched.
+            .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+            .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+            .env("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1");
         match self.wiring {
             Wiring::DaemonAbsent => {
                 cmd.env("HOOKD_SOCKET", sb.path().join("nowhere/hookd.sock"))
@@ -475,12 +521,73 @@ impl Agent {
         .unwrap();
     }
 
-    /// The file `hookctl install <harness>` writes the hooks to.
+    /// `~/.config/opencode/opencode.json`: the mock as the
+    /// `@ai-sdk/openai-compatible` provider (bundled: nothing downloaded) of
+    /// the one model, for the session and its title, with its limits;
+    /// every tool allowed, nothing shared or updated. OpenCode installs
+    /// `@opencode-ai/plugin` into a configuration folder that has plugins
+    /// unless its `node_modules` is there and `package-lock.json` already
+    /// lists it; offline that install retries for a minute and more, and
+    /// the run waits, so the folder is given both.
+    fn configure_opencode(&self, (context, output): (u64, u64)) {
+        let dir = self.opencode_config_dir();
+        std::fs::create_dir_all(dir.join("node_modules")).unwrap();
+        let model = format!("mock/{MOCK_MODEL}");
+        let config = json!({
+            "$schema": "https://opencode.ai/config.json",
+            "model": model,
+            "small_model": model,
+            "autoupdate": false,
+            "share": "disabled",
+            "permission": {"*": "allow"},
+            "provider": {"mock": {
+                "npm": "@ai-sdk/openai-compatible",
+                "options": {
+                    "baseURL": format!("http://127.0.0.1:{}/v1", self.mock.port),
+                    "apiKey": "e2e-not-a-key",
+                },
+                "models": {MOCK_MODEL: {
+                    "tool_call": true,
+                    "limit": {"context": context, "output": output},
+                }},
+            }},
+        });
+        std::fs::write(
+            dir.join("opencode.json"),
+            serde_json::to_string_pretty(&config).unwrap(),
+        )
+        .unwrap();
+        let lock = json!({"packages": {"": {"dependencies": {
+            "@opencode-ai/plugin": Client::OpenCode.pinned_version(),
+        }}}});
+        std::fs::write(dir.join("package-lock.json"), lock.to_string()).unwrap();
+    }
+
+    /// The file `hookctl install <harness>` writes the hooks to (OpenCode:
+    /// the plugin in `~/.config/opencode/plugin(s)/` that runs hookctl).
     pub fn hook_settings_file(&self) -> PathBuf {
         match self.client {
             Client::Codex => self.codex_home().join("hooks.json"),
             Client::Gemini => self.gemini_dir().join("settings.json"),
             Client::Qwen => self.qwen_dir().join("settings.json"),
+            Client::OpenCode => {
+                let mut plugins = Vec::new();
+                for folder in ["plugin", "plugins"] {
+                    walk(&self.opencode_config_dir().join(folder), &mut |p| {
+                        let text = std::fs::read_to_string(p).unwrap_or_default();
+                        if text.contains("hookctl") {
+                            plugins.push(p.to_path_buf());
+                        }
+                    });
+                }
+                assert_eq!(
+                    plugins.len(),
+                    1,
+                    "one plugin that runs hookctl in {}: {plugins:?}",
+                    self.opencode_config_dir().display()
+                );
+                plugins.remove(0)
+            }
         }
     }
 
@@ -495,6 +602,11 @@ impl Agent {
             stdout(&out),
             stderr(&out)
         );
+        if self.client == Client::OpenCode {
+            // A plugin, not hook entries: that it is there and runs hookctl.
+            self.hook_settings_file();
+            return;
+        }
         let events: &[&str] = match self.client {
             Client::Codex => &[
                 "SessionStart",
@@ -520,6 +632,7 @@ impl Agent {
                 "PostCompact",
                 "Stop",
             ],
+            Client::OpenCode => unreachable!("checked above"),
         };
         let file = self.hook_settings_file();
         let settings: Value =
@@ -537,6 +650,7 @@ impl Agent {
             Client::Codex => None,
             Client::Gemini => Some("gemini-api-key"),
             Client::Qwen => Some("openai"),
+            Client::OpenCode => None,
         };
         if let Some(auth) = auth {
             assert_eq!(
@@ -699,6 +813,13 @@ impl Agent {
                     cmd.args(["--resume", id]);
                 }
             }
+            Client::OpenCode => {
+                cmd.env("NO_COLOR", "1").arg("run").args(&self.client_args);
+                if let Some(id) = &self.session_id {
+                    cmd.args(["-s", id]);
+                }
+                cmd.arg(prompt);
+            }
         }
         let dir = self.sandbox().path().to_path_buf();
         let out_file = dir.join(format!("run{index}.stdout.txt"));
@@ -743,6 +864,14 @@ impl Agent {
                 .find_map(|l| l.strip_prefix("session id: "))
                 .map(|s| s.trim().to_owned()),
             Client::Gemini | Client::Qwen => session_id_in(&self.session_file()?),
+            // The newest session the run made (not a task's sub-session).
+            Client::OpenCode => self
+                .opencode_query(
+                    "SELECT id FROM session WHERE parent_id IS NULL \
+                     ORDER BY time_created DESC LIMIT 1",
+                )
+                .first()
+                .and_then(|row| row[0].as_str().map(str::to_owned)),
         }
     }
 
@@ -750,8 +879,12 @@ impl Agent {
     /// (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`), Gemini's chat
     /// file (`~/.gemini/tmp/<project>/chats/session-….jsonl`, the newest),
     /// Qwen Code's transcript (`~/.qwen/projects/<project>/chats/<id>.jsonl`,
-    /// the newest until the session is known).
+    /// the newest until the session is known), OpenCode's database
+    /// (`~/.local/share/opencode/opencode.db`, every session's).
     pub fn session_file(&self) -> Option<PathBuf> {
+        if self.client == Client::OpenCode {
+            return Some(self.opencode_db()).filter(|db| db.is_file());
+        }
         let (root, wanted): (PathBuf, PathFilter) = match self.client {
             Client::Codex => {
                 let id = self.session_id.clone();
@@ -774,6 +907,7 @@ impl Agent {
                         && name.ends_with(".jsonl")
                 }),
             ),
+            Client::OpenCode => unreachable!("returned above"),
             Client::Qwen => {
                 let id = self.session_id.clone();
                 (
@@ -865,6 +999,52 @@ impl Agent {
             .iter()
             .filter(|r| r["type"] == "assistant")
             .filter_map(|r| r["usageMetadata"]["promptTokenCount"].as_u64())
+            .collect()
+    }
+
+    /// OpenCode: the rows `sql` selects from its database, each a JSON
+    /// array, read with python3's sqlite3 (read-only, after the run).
+    pub fn opencode_query(&self, sql: &str) -> Vec<Value> {
+        const READ: &str = "import json, sqlite3, sys\n\
+            db = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True)\n\
+            print(json.dumps([list(r) for r in db.execute(sys.argv[2])]))";
+        let db = self.opencode_db();
+        let out = Command::new("python3")
+            .args(["-c", READ])
+            .arg(&db)
+            .arg(sql)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run python3 to read OpenCode's database");
+        assert!(
+            out.status.success(),
+            "reading {} ({sql}): {}",
+            db.display(),
+            stderr(&out)
+        );
+        serde_json::from_slice(&out.stdout).expect("rows as JSON")
+    }
+
+    /// OpenCode: the session's assistant messages in order, each its
+    /// `data` (`tokens {total, input, output, reasoning, cache}`, `agent`,
+    /// `summary: true` for a compaction's summary).
+    pub fn opencode_replies(&self) -> Vec<Value> {
+        let id = self.session_id().replace('\'', "''");
+        self.opencode_query(&format!(
+            "SELECT data FROM message WHERE session_id = '{id}' ORDER BY time_created, id"
+        ))
+        .iter()
+        .filter_map(|row| serde_json::from_str::<Value>(row[0].as_str()?).ok())
+        .filter(|m| m["role"] == "assistant")
+        .collect()
+    }
+
+    /// OpenCode: the `tokens.total` of each assistant message, the
+    /// compaction's summary included.
+    pub fn opencode_totals(&self) -> Vec<u64> {
+        self.opencode_replies()
+            .iter()
+            .filter_map(|m| m["tokens"]["total"].as_u64())
             .collect()
     }
 

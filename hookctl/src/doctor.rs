@@ -332,6 +332,9 @@ fn config(ctx: &Context) -> Check {
 /// A harness's hooks point at this hookctl, in the user's settings or the
 /// project's.
 fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
+    if harness == Harness::OpenCode {
+        return opencode_plugin(exe, project);
+    }
     let name = harness.as_str();
     let wiring = install::wiring(harness);
     let install_fix = format!("hookctl install {harness}");
@@ -460,6 +463,80 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
         path.display()
     );
     Check::new(name, Status::Ok, detail)
+}
+
+/// OpenCode's plugin is hookd's, as install writes it for its scope, in
+/// one folder only; and what OpenCode would skip.
+fn opencode_plugin(exe: &Path, project: Option<&Path>) -> Check {
+    use install::opencode::{Found, found_at, plugin_file, plugin_text, skipped};
+    let name = Harness::OpenCode.as_str();
+    let mut scopes = vec![Scope::User];
+    scopes.extend(project.map(|p| Scope::Project(p.to_path_buf())));
+    let mut ours = Vec::new();
+    for scope in scopes {
+        let Ok(path) = plugin_file(&scope) else {
+            continue;
+        };
+        match found_at(&path) {
+            Found::Nothing => {}
+            Found::Other(what) => {
+                return Check::new(
+                    name,
+                    Status::Warn,
+                    format!("{what}: OpenCode loads it, hookd's is not there"),
+                )
+                .fix("move that file away, then hookctl install opencode");
+            }
+            Found::Ours(text) => ours.push((scope, path, text)),
+        }
+    }
+    if ours.len() > 1 {
+        return Check::new(
+            name,
+            Status::Fail,
+            format!(
+                "hookd's plugin is in {} and {}: OpenCode loads both, so every event reaches hookd twice",
+                ours[0].1.display(),
+                ours[1].1.display()
+            ),
+        )
+        .fix("keep one: hookctl uninstall opencode --user, or hookctl uninstall opencode --project DIR");
+    }
+    let Some((scope, path, text)) = ours.pop() else {
+        return if harness_present(install::wiring(Harness::OpenCode)) {
+            Check::new(
+                name,
+                Status::Warn,
+                "installed here, but hookd's plugin is not in its plugins folder",
+            )
+            .fix("hookctl install opencode")
+        } else {
+            Check::new(name, Status::Skip, "not installed")
+        };
+    };
+    if text != plugin_text(&scope, exe) {
+        return Check::new(
+            name,
+            Status::Warn,
+            format!(
+                "{} is another version of hookd's plugin, or runs another hookctl",
+                path.display()
+            ),
+        )
+        .fix(format!(
+            "hookctl install opencode{}",
+            match scope {
+                Scope::Project(_) => " --project DIR",
+                Scope::User => "",
+            }
+        ));
+    }
+    let said = skipped(&scope);
+    if !said.is_empty() {
+        return Check::new(name, Status::Warn, said.join("; "))
+            .fix("turn automatic compaction back on (compaction.auto, OPENCODE_DISABLE_AUTOCOMPACT), and run hookctl install opencode again for the folder named");
+    }
+    Check::new(name, Status::Ok, format!("plugin in {}", path.display()))
 }
 
 /// Whether a harness seems to be installed: its directory or its program.

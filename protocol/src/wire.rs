@@ -37,15 +37,17 @@ pub enum Harness {
     Codex,
     GeminiCli,
     QwenCode,
+    OpenCode,
 }
 
 /// Each harness, its name on the wire and the command line (as serde
 /// writes it), and its name for people. Every list of harnesses comes from here.
-const HARNESSES: [(Harness, &str, &str); 4] = [
+const HARNESSES: [(Harness, &str, &str); 5] = [
     (Harness::ClaudeCode, "claude-code", "Claude Code"),
     (Harness::Codex, "codex", "Codex"),
     (Harness::GeminiCli, "gemini-cli", "Gemini CLI"),
     (Harness::QwenCode, "qwen-code", "Qwen Code"),
+    (Harness::OpenCode, "opencode", "OpenCode"),
 ];
 
 impl Harness {

@@ -8,6 +8,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod event;
 pub mod gemini_cli;
+pub mod opencode;
 pub mod process;
 pub mod qwen_code;
 pub mod reading;
@@ -345,6 +346,7 @@ pub fn adapter(harness: Harness) -> &'static dyn Adapter {
         Harness::Codex => &codex::Codex,
         Harness::GeminiCli => &gemini_cli::GeminiCli,
         Harness::QwenCode => &qwen_code::QwenCode,
+        Harness::OpenCode => &opencode::OpenCode,
     }
 }
 
@@ -537,7 +539,7 @@ mod tests {
     fn every_harness_gives_a_typed_event_with_its_own_fields() {
         // Each harness's name for the same moments.
         let names = |harness| match harness {
-            Harness::ClaudeCode | Harness::Codex | Harness::QwenCode => {
+            Harness::ClaudeCode | Harness::Codex | Harness::QwenCode | Harness::OpenCode => {
                 ["SessionStart", "PreCompact", "Stop"]
             }
             Harness::GeminiCli => ["SessionStart", "PreCompress", "AfterAgent"],
@@ -690,7 +692,8 @@ mod tests {
                 Harness::GeminiCli => "GEMINI_PROJECT_DIR",
                 Harness::Codex => "CODEX_HOME",
                 // Qwen Code has no project variable: hookd reads none.
-                Harness::QwenCode => continue,
+                // Neither has a project variable: hookd reads none.
+                Harness::QwenCode | Harness::OpenCode => continue,
             };
             assert!(
                 ev.problems.iter().any(|p| p.contains(variable)),

@@ -11,6 +11,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod gemini_cli;
 pub mod json_file;
+pub mod opencode;
 pub mod qwen_code;
 
 use anyhow::{Context, bail};
@@ -24,7 +25,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
-    /// claude-code, codex, gemini-cli or qwen-code.
+    /// claude-code, codex, gemini-cli, qwen-code or opencode.
     #[arg(value_parser = crate::parse_harness)]
     harness: Harness,
     #[command(flatten)]
@@ -49,7 +50,7 @@ pub struct InstallArgs {
 
 #[derive(clap::Args)]
 pub struct UninstallArgs {
-    /// claude-code, codex, gemini-cli or qwen-code.
+    /// claude-code, codex, gemini-cli, qwen-code or opencode.
     #[arg(value_parser = crate::parse_harness)]
     harness: Harness,
     #[command(flatten)]
@@ -67,7 +68,7 @@ pub struct ScopeArgs {
     /// The user's own settings (the default).
     #[arg(long, conflicts_with = "project")]
     user: bool,
-    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json, DIR/.qwen/settings.json).
+    /// One project's settings instead (DIR/.claude/settings.json, DIR/.codex/hooks.json, DIR/.gemini/settings.json, DIR/.qwen/settings.json, DIR/.opencode/plugins/hookd.js).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
 }
@@ -188,6 +189,7 @@ pub fn wiring(harness: Harness) -> &'static dyn Wiring {
         Harness::Codex => &codex::Codex,
         Harness::GeminiCli => &gemini_cli::GeminiCli,
         Harness::QwenCode => &qwen_code::QwenCode,
+        Harness::OpenCode => &opencode::OpenCode,
     }
 }
 
@@ -268,6 +270,10 @@ impl Report {
 }
 
 pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
+    // OpenCode takes a plugin file, not settings entries.
+    if args.harness == Harness::OpenCode {
+        return opencode::install(args);
+    }
     let scope = args.scope.resolve()?;
     let wiring = wiring(args.harness);
     let path = wiring.file(&scope)?;
@@ -333,6 +339,9 @@ pub fn wired_elsewhere(wiring: &dyn Wiring, scope: &Scope) -> Option<PathBuf> {
 }
 
 pub fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
+    if args.harness == Harness::OpenCode {
+        return opencode::uninstall(args);
+    }
     let scope = args.scope.resolve()?;
     let wiring = wiring(args.harness);
     let path = wiring.file(&scope)?;

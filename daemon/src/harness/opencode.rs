@@ -1,0 +1,665 @@
+//! OpenCode: the payloads of hookd's plugin in, its answers out, and how
+//! full the context is from the log that plugin keeps.
+//!
+//! OpenCode has no shell hooks; `hookctl install opencode` writes a plugin
+//! (`hooks/opencode/hookd.js`) that OpenCode loads in-process. What this
+//! relies on (measured with the real OpenCode 1.18.33):
+//! - the plugin sends hookd its events through `hookctl hook --harness
+//!   opencode <event>` with a payload of Claude Code's field names
+//!   (`session_id`, `cwd`, `transcript_path`, `source`, `trigger`,
+//!   `prompt`, `tool_name`) and `"v": 1`;
+//! - `transcript_path` is the plugin's log (`<hookd state>/opencode/<session>.jsonl`),
+//!   one JSON object per line with `"v": 1` and a `type`:
+//!   `model` (the model's `limit` as OpenCode sees it, `compaction.reserved`
+//!   and `compaction.auto` of its configuration), `usage` (an assistant
+//!   message's `tokens` as OpenCode recorded them, `summary` for the
+//!   compaction's own), `compacted` (OpenCode's `session.compacted`),
+//!   `prompt`, `tool` (a finished call with its `args`), and `context`
+//!   (text hookd's answer gave the model, and where);
+//! - OpenCode compacts after a reply whose count (`tokens.total`, else
+//!   input + output + cache read + cache write) reaches its usable room:
+//!   `limit.input − reserved` when the model has an input limit, else
+//!   `limit.context − max output` (`reserved` is `compaction.reserved`,
+//!   else min(20,000, max output); max output is `limit.output` capped at
+//!   32,000);
+//! - its answer (`{"context": ..}` on stdout) goes where the plugin puts
+//!   it: a system message for the first request after a compaction
+//!   (SessionStart), a text part of the person's message (a prompt), the
+//!   tool's output (a tool call), the compaction request (PreCompact).
+
+use super::work::{self, LineReader, WorkFacts, WorkLog};
+use super::{
+    Adapter, Boundary, Cursor, EventName, Fields, HarnessPoint, HookEvent, Launch, LaunchPoints,
+    Method, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage, claude_code,
+};
+use crate::tail::{ReverseLines, mentions_any, open_regular};
+use protocol::config::WindowConfig;
+use protocol::pressure::{CompactionPoint, token_count};
+use protocol::wire::{HookReply, HookRequest};
+use serde_json::{Map, Value};
+use std::io;
+use std::path::Path;
+
+/// The version of the plugin's payloads and log lines this module reads.
+pub const PLUGIN_VERSION: u64 = 1;
+/// OpenCode's cap on a reply's tokens, and its reply room for a model
+/// that names no output limit.
+const OUTPUT_TOKEN_MAX: u64 = 32_000;
+/// The most OpenCode keeps free by default for the compaction's request.
+const DEFAULT_RESERVED: u64 = 20_000;
+/// Appended bytes read forward; more than this and the log is read from
+/// its end.
+const FORWARD_LIMIT: u64 = 8 * 1024 * 1024;
+/// A backward scan of a log gives up after this many bytes.
+const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
+/// How a compaction's boundary is named: by where its line starts.
+const BOUNDARY_PREFIX: &str = "opencode log byte ";
+/// The lines a reading looks at; any other line is skipped unparsed.
+const NEEDLES: [&[u8]; 3] = [b"\"usage\"", b"\"compacted\"", b"\"model\""];
+
+/// OpenCode, as hookd's core sees it.
+pub struct OpenCode;
+
+impl Adapter for OpenCode {
+    fn parse(&self, req: &HookRequest, fields: Fields) -> HookEvent {
+        parse(req, fields)
+    }
+
+    fn render(&self, event: &HookEvent, outcome: Outcome) -> HookReply {
+        render(event, outcome)
+    }
+
+    fn read_session_file(
+        &self,
+        path: &Path,
+        cursor: Option<&Cursor>,
+        current: Option<&Usage>,
+    ) -> Result<SessionReading, String> {
+        read(path, cursor, current)
+    }
+
+    fn read_work(&self, path: &Path, max_bytes: u64, keep_prompts: usize) -> io::Result<WorkFacts> {
+        work::read_file::<WorkReader>(path, max_bytes, keep_prompts)
+    }
+
+    fn calls_after_marker(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        marker: &str,
+        from: Option<u64>,
+    ) -> io::Result<Option<Vec<work::ToolCall>>> {
+        work::calls_after_marker::<WorkReader>(path, max_bytes, marker, from)
+    }
+
+    fn compaction_point(&self, session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+        compaction_point(session, config)
+    }
+
+    /// Until the plugin has logged the model's limits, no level fires
+    /// against a guess.
+    fn point_unknown(&self, session: &SessionFacts, config: &WindowConfig) -> bool {
+        session.harness_point.is_none() && config.tokens_max.is_none()
+    }
+
+    /// The point is read from the model's limits, never guessed from a
+    /// compaction.
+    fn point_shown_by_compaction(&self, _tokens: u64) -> Option<HarnessPoint> {
+        None
+    }
+
+    fn has_launch_point(&self) -> bool {
+        false
+    }
+
+    fn launch_point(
+        &self,
+        _event: &HookEvent,
+        _peer_pid: Option<u32>,
+        _known: &LaunchPoints,
+    ) -> Option<Launch> {
+        None
+    }
+
+    fn boundary_offset(&self, boundary: &Boundary) -> Option<u64> {
+        boundary
+            .uuid
+            .as_deref()?
+            .strip_prefix(BOUNDARY_PREFIX)?
+            .parse()
+            .ok()
+    }
+
+    fn injected_context_arrived(&self, path: &Path, marker: &str) -> io::Result<bool> {
+        injected_context_arrived(path, marker)
+    }
+
+    /// `experimental.session.compacting` runs only when a compaction follows.
+    fn compaction_is_due(&self, _session: &SessionFacts, _trigger: Option<&Trigger>) -> bool {
+        true
+    }
+
+    fn precompact_repeats_without_compaction(&self) -> bool {
+        false
+    }
+
+    fn compaction_summary<'e>(&self, _event: &'e HookEvent) -> Option<(&'e str, &'static str)> {
+        None
+    }
+
+    fn compaction_summary_in_file(&self, _path: &Path) -> io::Result<Option<String>> {
+        Ok(None)
+    }
+
+    /// The plugin sends SessionStart(compact) itself, at the first request
+    /// after `session.compacted`, and puts its answer into that request.
+    fn resumes_at_next_turn(&self) -> bool {
+        false
+    }
+
+    fn takes_model_context(&self, kind: &EventName) -> bool {
+        takes_context(kind)
+    }
+}
+
+/// The plugin's payloads carry Claude Code's field names; the project is
+/// the payload's `cwd` (OpenCode's `directory`).
+fn parse(req: &HookRequest, fields: Fields) -> HookEvent {
+    let version = fields.value("v").cloned();
+    let mut event = claude_code::parse(req, fields);
+    event.claude_code_knobs = None;
+    event.project_dir = event.cwd.clone();
+    if version.as_ref().and_then(Value::as_u64) != Some(PLUGIN_VERSION) {
+        event.problems.push(format!(
+            "the OpenCode plugin's payload has version {}, hookd reads {PLUGIN_VERSION}: \
+             run `hookctl install opencode` again so that the plugin matches this hookd",
+            version.map_or("none".to_owned(), |v| protocol::text::clip(
+                &v.to_string(),
+                20
+            ))
+        ));
+    }
+    event
+}
+
+/// Events whose answer the plugin hands to the model.
+fn takes_context(kind: &EventName) -> bool {
+    matches!(
+        kind,
+        EventName::SessionStart | EventName::UserPromptSubmit | EventName::PostToolUse
+    )
+}
+
+/// JSON on stdout for the plugin: `context` for the model (PreCompact's
+/// instructions for the compaction request), `message` for the person.
+fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
+    let stderr = outcome
+        .notes
+        .iter()
+        .map(|n| format!("hookd: {n}\n"))
+        .collect::<String>();
+    let kind = event.name();
+    let context = match kind {
+        EventName::PreCompact => outcome.plain_stdout,
+        _ => outcome.additional_context.filter(|_| takes_context(&kind)),
+    };
+    let mut out = Map::new();
+    if let Some(context) = context {
+        out.insert("context".into(), Value::String(context));
+    }
+    if let Some(message) = outcome.system_message {
+        out.insert("message".into(), Value::String(message));
+    }
+    HookReply {
+        stdout: if out.is_empty() {
+            String::new()
+        } else {
+            Value::Object(out).to_string() + "\n"
+        },
+        stderr,
+        exit_code: 0,
+    }
+}
+
+/// OpenCode's count of a reply's context: its total, else the sum of its
+/// parts, as OpenCode compares it with its usable room.
+fn reply_tokens(tokens: &Value) -> Result<Option<u64>, String> {
+    if let Some(total) = token_count("tokens.total", tokens.get("total"))?.filter(|t| *t > 0) {
+        return Ok(Some(total));
+    }
+    let mut sum = None::<u64>;
+    for (name, value) in [
+        ("tokens.input", tokens.get("input")),
+        ("tokens.output", tokens.get("output")),
+        (
+            "tokens.cache.read",
+            tokens.get("cache").and_then(|c| c.get("read")),
+        ),
+        (
+            "tokens.cache.write",
+            tokens.get("cache").and_then(|c| c.get("write")),
+        ),
+    ] {
+        if let Some(n) = token_count(name, value)? {
+            sum = Some(sum.unwrap_or(0).saturating_add(n));
+        }
+    }
+    Ok(sum)
+}
+
+/// What a run of log lines says about the context.
+#[derive(Default)]
+struct Fold {
+    usage: Option<Usage>,
+    boundaries: Vec<Boundary>,
+    window: Option<u64>,
+    point: Option<HarnessPoint>,
+    /// The compaction's own reply: its output is the summary's size.
+    summary_tokens: Option<u64>,
+}
+
+impl Fold {
+    /// Takes in the line at byte `at`, one that mentions a needle.
+    fn take(&mut self, at: u64, line: &[u8], shown: &dyn Fn() -> String) {
+        let Ok(record) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        match record["type"].as_str() {
+            Some("usage") if record["summary"] == true => {
+                self.summary_tokens = token_count("tokens.output", record["tokens"].get("output"))
+                    .ok()
+                    .flatten();
+            }
+            Some("usage") => match reply_tokens(&record["tokens"]) {
+                Ok(Some(tokens)) => {
+                    self.usage = Some(Usage {
+                        tokens,
+                        model: record["model"].as_str().map(str::to_owned),
+                        from_boundary: false,
+                        message_id: record["id"].as_str().map(str::to_owned),
+                        invalid: None,
+                    });
+                }
+                Ok(None) => {}
+                Err(why) => {
+                    self.usage = Some(Usage::invalidated(
+                        self.usage.take(),
+                        format!(
+                            "invalid usage in OpenCode log {} at byte {at}: {why}",
+                            shown()
+                        ),
+                    ));
+                }
+            },
+            Some("compacted") => {
+                let after = self.summary_tokens.take();
+                self.boundaries.push(Boundary {
+                    uuid: Some(format!("{BOUNDARY_PREFIX}{at}")),
+                    trigger: Some(match record["auto"].as_bool() {
+                        Some(false) => Trigger::Manual,
+                        _ => Trigger::Auto,
+                    }),
+                    pre_tokens: self.usage.as_ref().map(|u| u.tokens),
+                    post_tokens: after,
+                    timestamp: None,
+                });
+                // The summary is what is left, until the next reply.
+                let model = self.usage.as_ref().and_then(|u| u.model.clone());
+                self.usage = after.map(|tokens| Usage {
+                    tokens,
+                    model,
+                    from_boundary: true,
+                    message_id: None,
+                    invalid: None,
+                });
+            }
+            Some("model") => {
+                if let Some((window, point)) = limits_point(&record) {
+                    self.window = Some(window);
+                    self.point = Some(point);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Where OpenCode compacts for the model a `model` line names: its
+/// window and the point, with how it follows. `None` when the line gives
+/// no window.
+fn limits_point(record: &Value) -> Option<(u64, HarnessPoint)> {
+    let limit = &record["limit"];
+    let count = |name: &str| token_count(name, limit.get(name)).ok().flatten();
+    let window = count("context").filter(|w| *w > 0)?;
+    let input = count("input").filter(|i| *i > 0);
+    let max_output = count("output")
+        .filter(|o| *o > 0)
+        .map_or(OUTPUT_TOKEN_MAX, |o| o.min(OUTPUT_TOKEN_MAX));
+    let configured = token_count("compaction.reserved", record.get("reserved"))
+        .ok()
+        .flatten();
+    let reserved = configured.unwrap_or(DEFAULT_RESERVED.min(max_output));
+    let (tokens, how) = match input {
+        Some(input) => (
+            input.saturating_sub(reserved),
+            format!(
+                "limit.input {input} − {reserved} reserved{}",
+                if configured.is_some() {
+                    " (compaction.reserved)"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        None => (
+            window.saturating_sub(max_output),
+            format!("limit.context {window} − {max_output} max output"),
+        ),
+    };
+    let tokens = tokens.max(1);
+    let model = record["model"].as_str().unwrap_or("the model");
+    let mut basis = format!(
+        "{how} = {tokens} (OpenCode's limits for {})",
+        protocol::text::clip(model, 60)
+    );
+    if record["auto"] == false {
+        basis.push_str("; compaction.auto is false: OpenCode does not compact by itself");
+    }
+    Some((
+        window,
+        HarnessPoint {
+            tokens: Some(tokens),
+            fraction: Some(tokens as f64 / window as f64),
+            basis,
+        },
+    ))
+}
+
+/// Reads what is new in the log: forward from where the last reading
+/// stopped, or from the end back to the latest reply and model line when
+/// there is no such place or too much was appended.
+fn read(
+    path: &Path,
+    cursor: Option<&Cursor>,
+    current: Option<&Usage>,
+) -> Result<SessionReading, String> {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    let shown = || path.display().to_string();
+    let failed = |e: io::Error| format!("cannot read OpenCode log {}: {e}", shown());
+    let (file, meta) = match open_regular(path) {
+        Ok(Some(opened)) => opened,
+        Ok(None) => return Err(format!("OpenCode log {} is not a regular file", shown())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(format!(
+                "OpenCode log {} is missing: the plugin has not written it yet",
+                shown()
+            ));
+        }
+        Err(e) => return Err(failed(e)),
+    };
+    let (len, dev, ino) = (meta.len(), meta.dev(), meta.ino());
+    let same_file = cursor.filter(|c| c.dev == dev && c.ino == ino && c.offset <= len);
+    let mut fold = Fold {
+        usage: current.cloned(),
+        ..Fold::default()
+    };
+    let (read_to, bytes_read, method) = match same_file {
+        Some(c) if c.offset == len => (len, 0, Method::Unchanged),
+        Some(c) if len - c.offset <= FORWARD_LIMIT => {
+            let mut buf = vec![0u8; (len - c.offset) as usize];
+            file.read_exact_at(&mut buf, c.offset).map_err(failed)?;
+            let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
+            let mut at = c.offset;
+            for line in buf[..complete].split(|b| *b == b'\n') {
+                if mentions_any(line, &NEEDLES) {
+                    fold.take(at, line, &shown);
+                }
+                at += line.len() as u64 + 1;
+            }
+            (
+                c.offset + complete as u64,
+                buf.len() as u64,
+                Method::Forward,
+            )
+        }
+        _ => {
+            let floor = same_file.map_or(0, |c| c.offset);
+            let mut lines = ReverseLines::new(&file, len);
+            lines.stop_below(len.saturating_sub(SEARCH_LIMIT));
+            let mut found = Vec::new();
+            let (mut reply, mut model) = (false, false);
+            while let Some(line) = lines.next_line().map_err(failed)? {
+                let at = lines.position();
+                if !mentions_any(&line, &NEEDLES) {
+                    continue;
+                }
+                let kind = serde_json::from_slice::<Value>(&line)
+                    .ok()
+                    .and_then(|r| Some((r["type"].as_str()?.to_owned(), r["summary"] == true)));
+                let is_reply = matches!(&kind, Some((k, false)) if k == "usage");
+                let is_model = matches!(&kind, Some((k, _)) if k == "model");
+                // A compaction below the last reading's end was taken then.
+                if at >= floor || is_reply || is_model {
+                    found.push((at, line));
+                }
+                reply |= is_reply;
+                model |= is_model;
+                if reply && model {
+                    break;
+                }
+            }
+            for (at, line) in found.iter().rev() {
+                fold.take(*at, line, &shown);
+            }
+            (
+                lines.end_of_complete_lines(),
+                lines.bytes_read(),
+                Method::Backward,
+            )
+        }
+    };
+    Ok(SessionReading {
+        reading: Reading {
+            usage: fold.usage,
+            boundaries: fold.boundaries,
+            cursor: Cursor {
+                offset: read_to,
+                dev,
+                ino,
+            },
+            method,
+            bytes_read,
+        },
+        window: fold.window,
+        compaction_point: fold.point,
+    })
+}
+
+/// Whether text holding `marker` reached the model since the latest
+/// compaction: the plugin logs a `context` line when it hands hookd's text
+/// to OpenCode, and a `usage` line when OpenCode recorded the reply to the
+/// request that carried it. The marker counts once a reply follows it.
+fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
+    let Some((file, meta)) = open_regular(path)? else {
+        return Ok(false);
+    };
+    let mut lines = ReverseLines::new(&file, meta.len());
+    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
+    let mut answered = false;
+    while let Some(line) = lines.next_line()? {
+        if !mentions_any(&line, &[b"\"usage\"", b"\"compacted\"", b"\"context\""]) {
+            continue;
+        }
+        let Ok(record) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        match record["type"].as_str() {
+            Some("usage") if record["summary"] != true => answered = true,
+            Some("context")
+                if answered && record["text"].as_str().is_some_and(|t| t.contains(marker)) =>
+            {
+                return Ok(true);
+            }
+            Some("compacted") => return Ok(false),
+            _ => {}
+        }
+    }
+    Ok(false)
+}
+
+/// Where OpenCode compacts: the point of the model's limits the plugin
+/// logged; `window.tokens_max` and `window.models` of hookd's
+/// configuration win.
+fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
+    let configured = session.model.and_then(|m| {
+        config
+            .models
+            .iter()
+            .filter(|(prefix, _)| m.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, w)| *w)
+    });
+    let point = session.harness_point;
+    let window = configured
+        .or(session.reported_window)
+        .unwrap_or(config.default_window_tokens);
+    if let Some(forced) = config.tokens_max.filter(|t| *t > 0) {
+        return CompactionPoint {
+            window,
+            tokens: forced,
+            basis: format!("{forced} (window.tokens_max)"),
+        };
+    }
+    match (configured, point) {
+        (
+            None,
+            Some(HarnessPoint {
+                tokens: Some(tokens),
+                basis,
+                ..
+            }),
+        ) => CompactionPoint {
+            window,
+            tokens: *tokens,
+            basis: basis.clone(),
+        },
+        // A window hookd's configuration gives keeps OpenCode's share of it.
+        (
+            Some(_),
+            Some(HarnessPoint {
+                fraction: Some(share),
+                ..
+            }),
+        ) => {
+            let tokens = ((*share * window as f64) as u64).max(1);
+            CompactionPoint {
+                window,
+                tokens,
+                basis: format!("{tokens} ({share:.3} × {window}, window.models)"),
+            }
+        }
+        _ => {
+            let reply_room = OUTPUT_TOKEN_MAX.min(window / 2);
+            let tokens = window - reply_room;
+            CompactionPoint {
+                window,
+                tokens,
+                basis: format!(
+                    "{window} − {reply_room} reply room = {tokens} (no model limits from \
+                     OpenCode's plugin yet)"
+                ),
+            }
+        }
+    }
+}
+
+/// What the plugin's log says about the work: the person's prompts, the
+/// tool calls (OpenCode's `write`, `edit`, `read`, `bash`, `todowrite`)
+/// and how each ended.
+#[derive(Default)]
+pub(crate) struct WorkReader {
+    log: WorkLog,
+}
+
+impl LineReader for WorkReader {
+    fn log(&mut self) -> &mut WorkLog {
+        &mut self.log
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        if !mentions_any(line, &[b"\"prompt\"", b"\"tool\""]) {
+            return;
+        }
+        let Ok(record) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        match record["type"].as_str() {
+            Some("prompt") => {
+                if let Some(text) = record["text"].as_str() {
+                    self.log.prompt(text);
+                }
+            }
+            Some("tool") => {
+                let Some(name) = record["tool"].as_str() else {
+                    return;
+                };
+                let args = &record["args"];
+                let id = record["id"].as_str();
+                self.log
+                    .call(id, name, work::call_target(&file_path_args(args)));
+                self.call(name, args);
+                self.log.result(id, record["error"].as_str());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// OpenCode's tools name their file `filePath`; the shared readers know
+/// `file_path`.
+fn file_path_args(args: &Value) -> Value {
+    let mut args = args.clone();
+    if let Some(path) = args_path(&args)
+        && let Some(map) = args.as_object_mut()
+    {
+        map.insert("file_path".into(), Value::String(path));
+    }
+    args
+}
+
+fn args_path(args: &Value) -> Option<String> {
+    args["filePath"].as_str().map(str::to_owned)
+}
+
+impl WorkReader {
+    fn call(&mut self, name: &str, args: &Value) {
+        match name {
+            "write" | "edit" | "multiedit" => {
+                if let Some(path) = args_path(args) {
+                    self.log.edited(&path);
+                }
+            }
+            "read" => {
+                if let Some(path) = args_path(args) {
+                    self.log.read(&path);
+                }
+            }
+            "bash" => {
+                if let Some(command) = args["command"].as_str() {
+                    self.log.shell(command);
+                }
+            }
+            "patch" | "apply_patch" => {
+                if let Some(patch) = args["patchText"].as_str() {
+                    self.log.patch(patch);
+                }
+            }
+            "todowrite" => {
+                if let Some(items) = args["todos"].as_array() {
+                    self.log.todos(work::task_list(items, "content", "todo"));
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -327,9 +327,9 @@ enum Command {
         /// The project (default: $CLAUDE_PROJECT_DIR, else the current directory).
         dir: Option<PathBuf>,
     },
-    /// Wire hookd into a harness's hook settings (Claude Code, Codex, Gemini CLI, Qwen Code).
+    /// Wire hookd into a harness: its hook settings (Claude Code, Codex, Gemini CLI, Qwen Code), or its plugin (OpenCode).
     Install(install::InstallArgs),
-    /// Take hookd's entries out of a harness's hook settings.
+    /// Take hookd's entries (OpenCode: its plugin) out of a harness.
     Uninstall(install::UninstallArgs),
     /// Check that hookd can work here, with a fix for each problem.
     ///

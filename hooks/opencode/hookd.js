@@ -112,11 +112,15 @@ export const HookdPlugin = async (ctx) => {
   const children = new Set();
   // Sessions whose first request after a compaction is still to come.
   const resumeDue = new Set();
-  // Words for the model from a session's start, for its first request.
-  const startWords = new Map();
+  // A session's start, asked when OpenCode makes it: its words for the
+  // model go in with the person's first prompt.
+  const starting = new Map();
   const logged = new Set();
   const lastModel = new Map();
   const compactionAuto = new Map();
+  // The size of each session's latest compaction summary, as OpenCode
+  // counted its reply.
+  const summaryTokens = new Map();
   const argsOf = new Map();
   let compaction = {};
 
@@ -166,15 +170,21 @@ export const HookdPlugin = async (ctx) => {
           children.add(info.id);
           return;
         }
-        const words = contextOf(await send("session-start", info.id, { source: "startup" }));
-        if (words) startWords.set(info.id, words);
+        const start = send("session-start", info.id, { source: "startup" });
+        starting.set(info.id, start);
+        await start;
         return;
       }
       case "message.updated": {
         const info = props.info ?? {};
-        if (info.role !== "assistant" || !info.time?.completed || !info.tokens) return;
-        if (children.has(info.sessionID) || logged.has(info.id)) return;
-        logged.add(info.id);
+        // Its tokens are set once, when the step ends (the message itself
+        // completes later, after its tools).
+        const tokens = info.tokens;
+        if (info.role !== "assistant" || !tokens || !(tokens.total || tokens.input)) return;
+        const seen = `${info.id} ${tokens.total} ${tokens.input} ${tokens.output}`;
+        if (children.has(info.sessionID) || logged.has(seen)) return;
+        logged.add(seen);
+        if (info.summary === true) summaryTokens.set(info.sessionID, tokens.output);
         log(info.sessionID, {
           type: "usage",
           id: info.id,
@@ -192,7 +202,11 @@ export const HookdPlugin = async (ctx) => {
       case "session.compacted": {
         const sessionID = props.sessionID;
         if (!sessionID || children.has(sessionID)) return;
-        log(sessionID, { type: "compacted", auto: compactionAuto.get(sessionID) ?? true });
+        log(sessionID, {
+          type: "compacted",
+          auto: compactionAuto.get(sessionID) ?? true,
+          summary_tokens: summaryTokens.get(sessionID) ?? null,
+        });
         resumeDue.add(sessionID);
         return;
       }
@@ -237,7 +251,9 @@ export const HookdPlugin = async (ctx) => {
       if (!sessionID || children.has(sessionID)) return;
       const prompt = textOf(output?.parts);
       log(sessionID, { type: "prompt", text: prompt });
-      const words = [await resumeWords(sessionID)];
+      const start = starting.get(sessionID);
+      starting.delete(sessionID);
+      const words = [contextOf(await start), await resumeWords(sessionID)];
       words.push(contextOf(await send("user-prompt-submit", sessionID, { prompt })));
       const text = words.filter(Boolean).join("\n\n");
       if (text && Array.isArray(output?.parts)) {
@@ -248,10 +264,11 @@ export const HookdPlugin = async (ctx) => {
     "experimental.chat.system.transform": guarded(async (input, output) => {
       const sessionID = input?.sessionID;
       if (!sessionID || children.has(sessionID) || !Array.isArray(output?.system)) return;
-      const words = [startWords.get(sessionID), await resumeWords(sessionID)].filter(Boolean);
-      startWords.delete(sessionID);
-      if (words.length === 0) return;
-      const text = words.join("\n\n");
+      // The title of a new session is asked for with its own system prompt,
+      // beside the agent's first request: not the agent's context.
+      if (String(output.system[0] ?? "").startsWith("You are a title generator")) return;
+      const text = await resumeWords(sessionID);
+      if (!text) return;
       output.system.push(text);
       log(sessionID, { type: "context", where: "system", text });
     }),

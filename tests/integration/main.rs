@@ -23,6 +23,7 @@ mod lifecycle;
 mod memory;
 mod monitor;
 mod nothing_left_behind;
+mod opencode;
 mod pipeline;
 mod qwen_code;
 mod reliability;

@@ -254,8 +254,6 @@ struct Fold {
     boundaries: Vec<Boundary>,
     window: Option<u64>,
     point: Option<HarnessPoint>,
-    /// The compaction's own reply: its output is the summary's size.
-    summary_tokens: Option<u64>,
 }
 
 impl Fold {
@@ -265,11 +263,8 @@ impl Fold {
             return;
         };
         match record["type"].as_str() {
-            Some("usage") if record["summary"] == true => {
-                self.summary_tokens = token_count("tokens.output", record["tokens"].get("output"))
-                    .ok()
-                    .flatten();
-            }
+            // The compaction's own reply measures the context before it.
+            Some("usage") if record["summary"] == true => {}
             Some("usage") => match reply_tokens(&record["tokens"]) {
                 Ok(Some(tokens)) => {
                     self.usage = Some(Usage {
@@ -292,7 +287,10 @@ impl Fold {
                 }
             },
             Some("compacted") => {
-                let after = self.summary_tokens.take();
+                // The summary's size: what is left of the context.
+                let after = token_count("summary_tokens", record.get("summary_tokens"))
+                    .ok()
+                    .flatten();
                 self.boundaries.push(Boundary {
                     uuid: Some(format!("{BOUNDARY_PREFIX}{at}")),
                     trigger: Some(match record["auto"].as_bool() {
@@ -477,8 +475,10 @@ fn read(
 
 /// Whether text holding `marker` reached the model since the latest
 /// compaction: the plugin logs a `context` line when it hands hookd's text
-/// to OpenCode, and a `usage` line when OpenCode recorded the reply to the
-/// request that carried it. The marker counts once a reply follows it.
+/// to OpenCode, then what OpenCode recorded of the reply to the request
+/// that carried it: a tool call it made (logged when the tool ends) or its
+/// `usage` (set when its step ends, after its tools). The marker counts
+/// once such a line follows it.
 fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
     let Some((file, meta)) = open_regular(path)? else {
         return Ok(false);
@@ -487,7 +487,10 @@ fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
     lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
     let mut answered = false;
     while let Some(line) = lines.next_line()? {
-        if !mentions_any(&line, &[b"\"usage\"", b"\"compacted\"", b"\"context\""]) {
+        if !mentions_any(
+            &line,
+            &[b"\"usage\"", b"\"tool\"", b"\"compacted\"", b"\"context\""],
+        ) {
             continue;
         }
         let Ok(record) = serde_json::from_slice::<Value>(&line) else {
@@ -495,6 +498,7 @@ fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
         };
         match record["type"].as_str() {
             Some("usage") if record["summary"] != true => answered = true,
+            Some("tool") => answered = true,
             Some("context")
                 if answered && record["text"].as_str().is_some_and(|t| t.contains(marker)) =>
             {

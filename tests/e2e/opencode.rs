@@ -14,10 +14,12 @@
 //! turn, for a title (a tool-less side request the mock answers apart from
 //! the script).
 
+use crate::agents;
 use hookd_tests::e2e_agents::{
     Agent, AgentBuilder, Client, MOCK_MODEL, OPENCODE_COMPACTS_AT, OPENCODE_CONTEXT, Wiring,
 };
 use hookd_tests::mock_model::Reply;
+use std::time::Duration;
 
 /// What the mock's usage adds to a reply's prompt tokens: its output tokens,
 /// which OpenCode counts in `tokens.total`.
@@ -163,4 +165,143 @@ fn opencode_compacts_against_the_chat_completions_mock() {
         "step 1\n"
     );
     assert!(OPENCODE_COMPACTS_AT < 195_000 && 195_000 < OPENCODE_CONTEXT);
+}
+
+/// No plugin, the plugin with no hookd, the plugin with a hookd that never
+/// answers: the same answers and exit codes, the model asked the same.
+/// The hung case finishes only because the plugin gives up on its own.
+#[test]
+fn opencode_without_hookd_runs_as_without_the_plugin() {
+    agents::fail_open(
+        Client::OpenCode,
+        vec![
+            Reply::shell("t1.tool", 10_000, "echo working > notes.txt"),
+            Reply::text("t1.text", 11_000, "Answer: working."),
+            Reply::text("t2.text", 12_000, "Answer: still working."),
+        ],
+        &["TURN 1: start working", "TURN 2: keep working"],
+    );
+}
+
+/// Two turns below every level: no pipeline, no checkpoint.
+#[test]
+fn opencode_no_pipeline_without_compaction() {
+    let mut replies = short_turn(1, 10_000).to_vec();
+    replies.extend(short_turn(2, 15_000));
+    let Some(mut agent) = opencode("opencode-quiet").replies(replies).start() else {
+        return;
+    };
+    agent.run("TURN 1: add step 1 to notes.txt");
+    agent.run("TURN 2: add step 2 to notes.txt");
+    assert!(
+        agent.log().of_kind("summary").is_empty(),
+        "no compaction happened"
+    );
+    agents::no_pipeline(&agent);
+}
+
+/// hookd's figure is the database's latest `tokens.total`, its window
+/// OpenCode's `limit.context` and its compaction point OpenCode's usable
+/// room.
+#[test]
+fn opencode_context_figure_is_the_databases() {
+    let Some(mut agent) = opencode("opencode-figure")
+        .replies(short_turn(1, 30_000).to_vec())
+        .start()
+    else {
+        return;
+    };
+    agent.run("TURN 1: add step 1 to notes.txt");
+    let totals = agent.opencode_totals();
+    let used = *totals.last().expect("an assistant message with tokens");
+    assert_eq!(
+        used,
+        31_000 + REPLY_TOKENS,
+        "the database's figure is the mock's"
+    );
+    let id = agent.session_id().to_owned();
+    let (session, ok) = agent.session_until(&id, |s| s["context"]["tokens_used"] == used);
+    eprintln!(
+        "opencode-figure: database tokens.total {totals:?}; hookd {} {}",
+        session["harness"], session["context"]
+    );
+    assert!(ok, "hookd's figure is the database's {used}: {session}");
+    assert_eq!(session["harness"], "opencode", "{session}");
+    assert_eq!(
+        session["context"]["window_tokens"], OPENCODE_CONTEXT,
+        "{session}"
+    );
+    assert_eq!(
+        session["context"]["tokens_max"], OPENCODE_COMPACTS_AT,
+        "{session}"
+    );
+}
+
+/// The mock's usage climbs through every level in one turn of five shell
+/// calls; each level fires once, on the reply that crossed it, relative to
+/// OpenCode's usable room. The model takes half a second an answer, as a
+/// real one takes more.
+#[test]
+fn opencode_thresholds_fire_once_on_the_crossing_reply() {
+    agents::thresholds_counted(
+        opencode("opencode-thresholds").latency(Duration::from_millis(500)),
+        OPENCODE_COMPACTS_AT,
+        |prompt_tokens| prompt_tokens + REPLY_TOKENS,
+    );
+}
+
+/// A real automatic compaction: the second reply reports 195,000 prompt
+/// tokens, over OpenCode's usable room, so OpenCode compacts right after
+/// its tool call, before asking for the turn's next reply. The state and
+/// checkpoint are saved; the resume prompt reaches the model in the first
+/// request after the compaction, and there only (a system message, which
+/// OpenCode does not keep), and hookd finds that it arrived.
+#[test]
+fn opencode_auto_compaction_saves_checkpoints_and_resumes_once() {
+    let Some(mut agent) = opencode("opencode-compaction")
+        .replies(vec![
+            Reply::shell("t1.tool", 6_000, "echo 'step 1' > notes.txt"),
+            Reply::shell("t1.tool2", 195_000, "echo 'step 2' >> notes.txt"),
+            Reply::shell("t1.tool3", 3_000, "echo 'step 3' >> notes.txt"),
+            Reply::text("t1.text", 3_500, "Steps noted."),
+        ])
+        .summary("E2E_SUMMARY of the work so far", 2_000)
+        .start()
+    else {
+        return;
+    };
+    let head = agent.git(&["rev-parse", "HEAD"]);
+    agent.run("TURN 1: add steps 1 to 3 to notes.txt");
+    let log = agent.log();
+    let summaries = log.of_kind("summary");
+    assert!(
+        summaries.len() == 1
+            && log.answered_with("t1.tool2").n < summaries[0].n
+            && log.answered_with("t1.tool3").n > summaries[0].n,
+        "OpenCode compacted once, between t1.tool2 and t1.tool3: {:?}",
+        log.labels()
+    );
+    agents::compaction_handled_in_one_request(&agent, &head, "notes.txt", &["t1.tool3"]);
+    // `opencode run` quotes a prompt argument that holds spaces, and the
+    // person's message is recorded (and sent) so.
+    agents::capture_read_the_session_file(
+        &agent,
+        "\"TURN 1: add steps 1 to 3 to notes.txt\"",
+        &[],
+        "notes.txt",
+    );
+    let checked = hookd_tests::wait_until(hookd_tests::e2e_agents::SETTLE, || {
+        !agent.events("resume_arrival").is_empty()
+    });
+    let arrivals = agent.events("resume_arrival");
+    eprintln!("opencode-compaction: arrival checks {arrivals:?}");
+    assert!(
+        checked,
+        "hookd checked that the resume prompt arrived\n{}",
+        agent.diagnostics()
+    );
+    assert_eq!(arrivals.len(), 1, "one arrival check: {arrivals:?}");
+    assert_eq!(arrivals[0]["arrived"], true, "{arrivals:?}");
+    assert_eq!(arrivals[0]["action"], "arrived", "{arrivals:?}");
+    agents::arrivals_reached_the_model(&agent);
 }

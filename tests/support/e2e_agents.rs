@@ -524,14 +524,10 @@ impl Agent {
     /// `~/.config/opencode/opencode.json`: the mock as the
     /// `@ai-sdk/openai-compatible` provider (bundled: nothing downloaded) of
     /// the one model, for the session and its title, with its limits;
-    /// every tool allowed, nothing shared or updated. OpenCode installs
-    /// `@opencode-ai/plugin` into a configuration folder that has plugins
-    /// unless its `node_modules` is there and `package-lock.json` already
-    /// lists it; offline that install retries for a minute and more, and
-    /// the run waits, so the folder is given both.
+    /// every tool allowed, nothing shared or updated.
     fn configure_opencode(&self, (context, output): (u64, u64)) {
         let dir = self.opencode_config_dir();
-        std::fs::create_dir_all(dir.join("node_modules")).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
         let model = format!("mock/{MOCK_MODEL}");
         let config = json!({
             "$schema": "https://opencode.ai/config.json",
@@ -557,10 +553,6 @@ impl Agent {
             serde_json::to_string_pretty(&config).unwrap(),
         )
         .unwrap();
-        let lock = json!({"packages": {"": {"dependencies": {
-            "@opencode-ai/plugin": Client::OpenCode.pinned_version(),
-        }}}});
-        std::fs::write(dir.join("package-lock.json"), lock.to_string()).unwrap();
     }
 
     /// The file `hookctl install <harness>` writes the hooks to (OpenCode:
@@ -767,6 +759,20 @@ impl Agent {
             run.index,
             self.log().labels()
         );
+        if self.client == Client::OpenCode {
+            // OpenCode installs its plugin package into a config folder with
+            // plugins unless the folder shows it installed (`hookctl install`
+            // sees to that); offline, the run waits a minute and more for it.
+            let log = self.opencode_log();
+            let tried = log.lines().find(|l| l.contains("dependency install"));
+            assert!(
+                tried.is_none(),
+                "{}: run {} tried to install OpenCode's plugin package: {}",
+                self.name,
+                run.index,
+                tried.unwrap_or_default()
+            );
+        }
         run
     }
 
@@ -1046,6 +1052,16 @@ impl Agent {
             .iter()
             .filter_map(|m| m["tokens"]["total"].as_u64())
             .collect()
+    }
+
+    /// OpenCode: its own log files (`~/.local/share/opencode/log/`), joined.
+    pub fn opencode_log(&self) -> String {
+        let mut text = String::new();
+        walk(
+            &self.sandbox().home().join(".local/share/opencode/log"),
+            &mut |p| text.push_str(&std::fs::read_to_string(p).unwrap_or_default()),
+        );
+        text
     }
 
     /// The daemon's log, if it wrote one.

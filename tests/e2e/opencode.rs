@@ -19,6 +19,7 @@ use hookd_tests::e2e_agents::{
     Agent, AgentBuilder, Client, MOCK_MODEL, OPENCODE_COMPACTS_AT, OPENCODE_CONTEXT, Wiring,
 };
 use hookd_tests::mock_model::Reply;
+use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 /// What the mock's usage adds to a reply's prompt tokens: its output tokens,
@@ -304,4 +305,88 @@ fn opencode_auto_compaction_saves_checkpoints_and_resumes_once() {
     assert_eq!(arrivals[0]["arrived"], true, "{arrivals:?}");
     assert_eq!(arrivals[0]["action"], "arrived", "{arrivals:?}");
     agents::arrivals_reached_the_model(&agent);
+}
+
+/// OpenCode awaits a plugin's hooks without a time limit, so the plugin
+/// keeps its own: with a hookctl that never answers (nor exits), each call
+/// is given up at the plugin's deadline, and the runs end with the answers,
+/// exit codes and requests of a client without the plugin.
+#[test]
+fn opencode_plugin_gives_up_on_a_hookctl_that_never_answers() {
+    let replies = vec![
+        Reply::shell("t1.tool", 10_000, "echo working > notes.txt"),
+        Reply::text("t1.text", 11_000, "Answer: working."),
+        Reply::text("t2.text", 12_000, "Answer: still working."),
+    ];
+    let prompts = ["TURN 1: start working", "TURN 2: keep working"];
+    let Some(mut plain) = opencode("opencode-plain-for-hung-hookctl")
+        .wiring(Wiring::NoHooks)
+        .replies(replies.clone())
+        .start()
+    else {
+        return;
+    };
+    let plain_runs: Vec<_> = prompts.iter().map(|p| plain.run(p)).collect();
+    let mut hung = opencode("opencode-hung-hookctl")
+        .replies(replies)
+        .start()
+        .unwrap();
+    // The plugin runs this in hookctl's place: it notes each call, then
+    // sleeps well past the plugin's longest deadline.
+    let calls = hung.sandbox().path().join("hookctl-calls.txt");
+    let never_answers = hung.sandbox().path().join("hookctl-never-answers");
+    std::fs::write(
+        &never_answers,
+        format!(
+            "#!/bin/sh\necho \"$4\" >> '{}'\nexec sleep 60\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&never_answers, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let plugin = hung.hook_settings_file();
+    let text = std::fs::read_to_string(&plugin).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("const HOOKCTL = "))
+        .expect("the plugin names its hookctl");
+    std::fs::write(
+        &plugin,
+        text.replacen(
+            line,
+            &format!("const HOOKCTL = {:?};", never_answers.display().to_string()),
+            1,
+        ),
+    )
+    .unwrap();
+    let hung_runs: Vec<_> = prompts.iter().map(|p| hung.run(p)).collect();
+    for (p, h) in plain_runs.iter().zip(&hung_runs) {
+        eprintln!(
+            "opencode: run {}: without the plugin {:?} in {:.2} s; hookctl hung {:?} in {:.2} s",
+            p.index,
+            p.code,
+            p.elapsed.as_secs_f64(),
+            h.code,
+            h.elapsed.as_secs_f64()
+        );
+        assert_eq!(h.code, p.code, "run {}: the same exit code", p.index);
+        assert_eq!(h.answer(), p.answer(), "run {}: the same answer", p.index);
+    }
+    assert_eq!(
+        hung.log().labels(),
+        plain.log().labels(),
+        "the model was asked the same"
+    );
+    let called = std::fs::read_to_string(&calls).unwrap_or_default();
+    for event in [
+        "session-start",
+        "user-prompt-submit",
+        "post-tool-use",
+        "stop",
+    ] {
+        assert!(
+            called.lines().any(|l| l == event),
+            "the plugin called hookctl for {event}: {called:?}"
+        );
+    }
 }

@@ -138,7 +138,8 @@ fn usage() -> ! {
          \n  --only      a comma-separated list of measures\
          \n  --out FILE  also write the report to FILE\
          \n  --calls N   in-client: shell tool calls in the turn (20; 3 with --quick), in\
-         \n              Claude Code, Codex CLI and Gemini CLI (each skipped when not installed)\
+         \n              Claude Code, Codex CLI, Gemini CLI and OpenCode (each skipped when not\
+         \n              installed)\
          \n  --rounds R  in-client: timed rounds of each configuration (5; 1 with --quick)",
         MEASURES.join(",")
     );

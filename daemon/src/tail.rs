@@ -157,6 +157,27 @@ impl<'f> ReverseLines<'f> {
     }
 }
 
+/// Reads the bytes of `file` between `start` and `end` and hands each
+/// complete line to `each` with the offset it starts at; the bytes after
+/// the last newline (a line still being written) are left for the next
+/// reading. Returns where the complete lines end and the bytes read.
+pub fn read_complete_lines(
+    file: &File,
+    start: u64,
+    end: u64,
+    mut each: impl FnMut(u64, &[u8]),
+) -> io::Result<(u64, u64)> {
+    let mut buf = vec![0u8; end.saturating_sub(start) as usize];
+    file.read_exact_at(&mut buf, start)?;
+    let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
+    let mut at = start;
+    for line in buf[..complete].split(|b| *b == b'\n') {
+        each(at, line);
+        at += line.len() as u64 + 1;
+    }
+    Ok((start + complete as u64, buf.len() as u64))
+}
+
 /// Whether `line` holds any of `needles`: a cheap look before a JSON parse.
 pub fn mentions_any(line: &[u8], needles: &[&[u8]]) -> bool {
     needles

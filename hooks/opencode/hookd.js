@@ -121,6 +121,10 @@ export const HookdPlugin = async (ctx) => {
   // The size of each session's latest compaction summary, as OpenCode
   // counted its reply.
   const summaryTokens = new Map();
+  // The compaction's summary as it is written, by session, and the
+  // messages that are summaries.
+  const summaryText = new Map();
+  const summaries = new Set();
   const argsOf = new Map();
   let compaction = {};
 
@@ -180,6 +184,7 @@ export const HookdPlugin = async (ctx) => {
         // Its tokens are set once, when the step ends (the message itself
         // completes later, after its tools).
         const tokens = info.tokens;
+        if (info.role === "assistant" && info.summary === true) summaries.add(info.id);
         if (info.role !== "assistant" || !tokens || !(tokens.total || tokens.input)) return;
         const seen = `${info.id} ${tokens.total} ${tokens.input} ${tokens.output}`;
         if (children.has(info.sessionID) || logged.has(seen)) return;
@@ -197,6 +202,8 @@ export const HookdPlugin = async (ctx) => {
       case "message.part.updated": {
         const part = props.part ?? {};
         if (part.type === "compaction") compactionAuto.set(part.sessionID, part.auto !== false);
+        if (part.type === "text" && summaries.has(part.messageID) && typeof part.text === "string")
+          summaryText.set(part.sessionID, part.text);
         return;
       }
       case "session.compacted": {
@@ -206,7 +213,9 @@ export const HookdPlugin = async (ctx) => {
           type: "compacted",
           auto: compactionAuto.get(sessionID) ?? true,
           summary_tokens: summaryTokens.get(sessionID) ?? null,
+          summary: summaryText.get(sessionID) ?? null,
         });
+        summaryText.delete(sessionID);
         resumeDue.add(sessionID);
         return;
       }

@@ -191,6 +191,17 @@ pub struct WindowConfig {
     pub autocompact_buffer_tokens: u64,
 }
 
+impl WindowConfig {
+    /// The window `models` gives `model`: its longest prefix listed.
+    pub fn model_window(&self, model: &str) -> Option<u64> {
+        self.models
+            .iter()
+            .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, w)| *w)
+    }
+}
+
 impl Default for WindowConfig {
     fn default() -> Self {
         WindowConfig {

@@ -10,11 +10,16 @@ pub const WORKFLOW_DIR: &str = ".workflow";
 /// Name of the project configuration file at the project root.
 pub const PROJECT_FILE: &str = ".hookd.yaml";
 /// The files `hookctl install --project` writes into a project, one per
-/// harness: Claude Code's, Codex's, Gemini CLI's and Qwen Code's.
+/// harness: Claude Code's, Codex's, Gemini CLI's, Qwen Code's and OpenCode's.
 pub const CLAUDE_CODE_PROJECT_SETTINGS: &str = ".claude/settings.json";
 pub const CODEX_PROJECT_HOOKS: &str = ".codex/hooks.json";
 pub const GEMINI_CLI_PROJECT_SETTINGS: &str = ".gemini/settings.json";
 pub const QWEN_CODE_PROJECT_SETTINGS: &str = ".qwen/settings.json";
+pub const OPENCODE_PROJECT_PLUGIN: &str = ".opencode/plugins/hookd.js";
+/// The package files it writes beside OpenCode's plugin, so that OpenCode
+/// does not install its plugin package when it starts.
+pub const OPENCODE_PROJECT_PACKAGE_FILES: &[&str] =
+    &[".opencode/package.json", ".opencode/package-lock.json"];
 /// Claude Code's slash commands it installs beside them (`hooks/claude-code/commands/`).
 pub const CLAUDE_CODE_PROJECT_COMMANDS: &[&str] = &[
     ".claude/commands/hookd-resume.md",
@@ -35,9 +40,11 @@ pub fn is_hookd_file(rel: &str) -> bool {
             CODEX_PROJECT_HOOKS,
             GEMINI_CLI_PROJECT_SETTINGS,
             QWEN_CODE_PROJECT_SETTINGS,
+            OPENCODE_PROJECT_PLUGIN,
         ]
         .contains(&rel)
         || CLAUDE_CODE_PROJECT_COMMANDS.contains(&rel)
+        || OPENCODE_PROJECT_PACKAGE_FILES.contains(&rel)
 }
 
 /// Directories walked up before giving up: deeper than any real checkout,

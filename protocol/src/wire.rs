@@ -37,6 +37,8 @@ pub enum Harness {
     Codex,
     GeminiCli,
     QwenCode,
+    /// One word, as OpenCode spells itself.
+    #[serde(rename = "opencode")]
     OpenCode,
 }
 

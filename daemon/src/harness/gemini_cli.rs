@@ -682,14 +682,7 @@ fn client_point(session: &SessionFacts) -> f64 {
 /// window (hookd's `window.models` may name another window).
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
     let model = session.model;
-    let configured = model.and_then(|m| {
-        config
-            .models
-            .iter()
-            .filter(|(prefix, _)| m.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map(|(_, w)| *w)
-    });
+    let configured = model.and_then(|m| config.model_window(m));
     let (limit, listed) = token_limit(model);
     let window = configured.unwrap_or(limit);
     if let Some(forced) = config.tokens_max.filter(|t| *t > 0) {

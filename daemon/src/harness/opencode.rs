@@ -13,9 +13,10 @@
 //!   `model` (the model's `limit` as OpenCode sees it, `compaction.reserved`
 //!   and `compaction.auto` of its configuration), `usage` (an assistant
 //!   message's `tokens` as OpenCode recorded them, `summary` for the
-//!   compaction's own), `compacted` (OpenCode's `session.compacted`),
-//!   `prompt`, `tool` (a finished call with its `args`), and `context`
-//!   (text hookd's answer gave the model, and where);
+//!   compaction's own), `compacted` (OpenCode's `session.compacted`, with
+//!   the summary's text and size), `prompt`, `tool` (a finished call with
+//!   its `args`), and `context` (text hookd's answer gave the model, and
+//!   where);
 //! - OpenCode compacts after a reply whose count (`tokens.total`, else
 //!   input + output + cache read + cache write) reaches its usable room:
 //!   `limit.input − reserved` when the model has an input limit, else
@@ -32,7 +33,7 @@ use super::{
     Adapter, Boundary, Cursor, EventName, Fields, HarnessPoint, HookEvent, Launch, LaunchPoints,
     Method, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage, claude_code,
 };
-use crate::tail::{ReverseLines, mentions_any, open_regular};
+use crate::tail::{ReverseLines, mentions_any, open_regular, read_complete_lines};
 use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count};
 use protocol::wire::{HookReply, HookRequest};
@@ -147,8 +148,9 @@ impl Adapter for OpenCode {
         None
     }
 
-    fn compaction_summary_in_file(&self, _path: &Path) -> io::Result<Option<String>> {
-        Ok(None)
+    /// The plugin logs the summary OpenCode wrote with its `compacted` line.
+    fn compaction_summary_in_file(&self, path: &Path) -> io::Result<Option<String>> {
+        latest_summary(path)
     }
 
     /// The plugin sends SessionStart(compact) itself, at the first request
@@ -381,7 +383,7 @@ fn read(
     cursor: Option<&Cursor>,
     current: Option<&Usage>,
 ) -> Result<SessionReading, String> {
-    use std::os::unix::fs::{FileExt, MetadataExt};
+    use std::os::unix::fs::MetadataExt;
     let shown = || path.display().to_string();
     let failed = |e: io::Error| format!("cannot read OpenCode log {}: {e}", shown());
     let (file, meta) = match open_regular(path) {
@@ -404,21 +406,13 @@ fn read(
     let (read_to, bytes_read, method) = match same_file {
         Some(c) if c.offset == len => (len, 0, Method::Unchanged),
         Some(c) if len - c.offset <= FORWARD_LIMIT => {
-            let mut buf = vec![0u8; (len - c.offset) as usize];
-            file.read_exact_at(&mut buf, c.offset).map_err(failed)?;
-            let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
-            let mut at = c.offset;
-            for line in buf[..complete].split(|b| *b == b'\n') {
+            let (read_to, bytes) = read_complete_lines(&file, c.offset, len, |at, line| {
                 if mentions_any(line, &NEEDLES) {
                     fold.take(at, line, &shown);
                 }
-                at += line.len() as u64 + 1;
-            }
-            (
-                c.offset + complete as u64,
-                buf.len() as u64,
-                Method::Forward,
-            )
+            })
+            .map_err(failed)?;
+            (read_to, bytes, Method::Forward)
         }
         _ => {
             let floor = same_file.map_or(0, |c| c.offset);
@@ -511,18 +505,31 @@ fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
     Ok(false)
 }
 
+/// The summary of the latest compaction in the log, if the plugin saw it.
+fn latest_summary(path: &Path) -> io::Result<Option<String>> {
+    let Some((file, meta)) = open_regular(path)? else {
+        return Ok(None);
+    };
+    let mut lines = ReverseLines::new(&file, meta.len());
+    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
+    while let Some(line) = lines.next_line()? {
+        if !mentions_any(&line, &[b"\"compacted\""]) {
+            continue;
+        }
+        if let Ok(record) = serde_json::from_slice::<Value>(&line)
+            && record["type"] == "compacted"
+        {
+            return Ok(record["summary"].as_str().map(str::to_owned));
+        }
+    }
+    Ok(None)
+}
+
 /// Where OpenCode compacts: the point of the model's limits the plugin
 /// logged; `window.tokens_max` and `window.models` of hookd's
 /// configuration win.
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
-    let configured = session.model.and_then(|m| {
-        config
-            .models
-            .iter()
-            .filter(|(prefix, _)| m.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map(|(_, w)| *w)
-    });
+    let configured = session.model.and_then(|m| config.model_window(m));
     let point = session.harness_point;
     let window = configured
         .or(session.reported_window)
@@ -665,5 +672,350 @@ impl WorkReader {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::wire::Harness;
+    use serde_json::json;
+    use serde_json::value::RawValue;
+    use std::collections::BTreeMap;
+    use std::io::Write;
+
+    fn usage(id: &str, total: u64) -> String {
+        json!({"v": 1, "type": "usage", "id": id, "model": "mock/mock-model",
+               "tokens": {"total": total, "input": total - 30, "output": 30, "reasoning": 0,
+                          "cache": {"read": 0, "write": 0}}, "summary": false})
+        .to_string()
+    }
+
+    fn model(limit: Value, reserved: Value) -> String {
+        json!({"v": 1, "type": "model", "model": "mock/mock-model", "limit": limit,
+               "reserved": reserved, "auto": true})
+        .to_string()
+    }
+
+    fn file_of(lines: &[String]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for line in lines {
+            writeln!(f, "{line}").unwrap();
+        }
+        f
+    }
+
+    #[test]
+    fn a_replys_count_is_its_total_else_the_sum_of_its_parts() {
+        assert_eq!(
+            reply_tokens(&json!({"total": 9580, "input": 1})),
+            Ok(Some(9580))
+        );
+        let parts =
+            json!({"total": 0, "input": 100, "output": 20, "cache": {"read": 300, "write": 4}});
+        assert_eq!(reply_tokens(&parts), Ok(Some(424)));
+        assert_eq!(reply_tokens(&json!({})), Ok(None));
+        assert!(
+            reply_tokens(&json!({"input": -1}))
+                .unwrap_err()
+                .contains("tokens.input")
+        );
+    }
+
+    #[test]
+    fn the_point_is_opencodes_rule_for_the_models_limits() {
+        let point = |limit: Value, reserved: Value| {
+            let line: Value = serde_json::from_str(&model(limit, reserved)).unwrap();
+            let (window, p) = limits_point(&line).unwrap();
+            (window, p.tokens.unwrap(), p.basis)
+        };
+        // No input limit: the window less the reply's room (its output limit).
+        let (window, tokens, basis) =
+            point(json!({"context": 10_000, "output": 1_000}), json!(null));
+        assert_eq!((window, tokens), (10_000, 9_000));
+        assert!(
+            basis.contains("limit.context 10000 − 1000 max output = 9000"),
+            "{basis}"
+        );
+        // The reply's room is at most 32,000, and 32,000 when not given.
+        assert_eq!(
+            point(json!({"context": 200_000, "output": 64_000}), json!(null)).1,
+            168_000
+        );
+        assert_eq!(
+            point(json!({"context": 200_000, "output": 0}), json!(null)).1,
+            168_000
+        );
+        // An input limit: less what is reserved, min(20,000, max output) by default.
+        assert_eq!(
+            point(
+                json!({"context": 400_000, "input": 272_000, "output": 128_000}),
+                json!(null)
+            )
+            .1,
+            252_000
+        );
+        assert_eq!(
+            point(
+                json!({"context": 400_000, "input": 272_000, "output": 8_000}),
+                json!(null)
+            )
+            .1,
+            264_000
+        );
+        let (_, tokens, basis) = point(
+            json!({"context": 400_000, "input": 272_000, "output": 8_000}),
+            json!(50_000),
+        );
+        assert_eq!(tokens, 222_000);
+        assert!(basis.contains("compaction.reserved"), "{basis}");
+        // No window, or one that is not a count: no point.
+        let line: Value =
+            serde_json::from_str(&model(json!({"context": "big"}), json!(null))).unwrap();
+        assert!(limits_point(&line).is_none());
+        let mut off: Value =
+            serde_json::from_str(&model(json!({"context": 10_000}), json!(null))).unwrap();
+        off["auto"] = json!(false);
+        assert!(
+            limits_point(&off)
+                .unwrap()
+                .1
+                .basis
+                .contains("compaction.auto is false")
+        );
+    }
+
+    #[test]
+    fn the_log_gives_the_figure_the_point_and_each_compaction_once() {
+        let mut f = file_of(&[
+            model(json!({"context": 10_000, "output": 1_000}), json!(null)),
+            usage("m1", 3_030),
+            usage("m2", 9_580),
+        ]);
+        let first = read(f.path(), None, None).unwrap();
+        assert_eq!(first.reading.method, Method::Backward);
+        assert_eq!(first.reading.usage.as_ref().unwrap().tokens, 9_580);
+        assert_eq!(first.window, Some(10_000));
+        assert_eq!(first.compaction_point.as_ref().unwrap().tokens, Some(9_000));
+        let mut summary: Value = serde_json::from_str(&usage("s", 9_630)).unwrap();
+        summary["summary"] = json!(true);
+        writeln!(f, "{summary}").unwrap();
+        writeln!(
+            f,
+            r#"{{"v":1,"type":"compacted","auto":true,"summary_tokens":30}}"#
+        )
+        .unwrap();
+        let second = read(
+            f.path(),
+            Some(&first.reading.cursor),
+            first.reading.usage.as_ref(),
+        )
+        .unwrap();
+        assert_eq!(second.reading.method, Method::Forward);
+        let [boundary] = second.reading.boundaries.as_slice() else {
+            panic!("{:?}", second.reading.boundaries)
+        };
+        assert_eq!(
+            (
+                boundary.pre_tokens,
+                boundary.post_tokens,
+                boundary.trigger.clone()
+            ),
+            (Some(9_580), Some(30), Some(Trigger::Auto))
+        );
+        assert_eq!(
+            OpenCode.boundary_offset(boundary),
+            Some(first.reading.cursor.offset + summary.to_string().len() as u64 + 1)
+        );
+        let after = second.reading.usage.unwrap();
+        assert_eq!((after.tokens, after.from_boundary), (30, true));
+        // The summary's own reply is never the figure, and a fresh reading
+        // finds the same boundary.
+        let again = read(f.path(), None, None).unwrap();
+        assert_eq!(again.reading.boundaries, second.reading.boundaries);
+        assert_eq!(again.reading.usage.unwrap().tokens, 30);
+    }
+
+    #[test]
+    fn the_summary_is_the_latest_compacted_lines() {
+        let f = file_of(&[
+            r#"{"v":1,"type":"compacted","summary":"first"}"#.into(),
+            usage("m", 2_000),
+            r#"{"v":1,"type":"compacted","summary":"second <hookd-state/>"}"#.into(),
+            usage("n", 2_100),
+        ]);
+        assert_eq!(
+            latest_summary(f.path()).unwrap().as_deref(),
+            Some("second <hookd-state/>")
+        );
+        let none = file_of(&[usage("m", 2_000)]);
+        assert_eq!(latest_summary(none.path()).unwrap(), None);
+    }
+
+    #[test]
+    fn a_bad_count_is_said_and_the_last_good_one_stands() {
+        let bad = usage("b", 100).replace("\"total\":100", "\"total\":\"many\"");
+        let f = file_of(&[usage("a", 900), "{not json \"usage\"".into(), bad]);
+        let usage = read(f.path(), None, None).unwrap().reading.usage.unwrap();
+        assert_eq!(usage.tokens, 900);
+        assert!(usage.invalid.unwrap().contains("tokens.total is a string"));
+        let missing = read(Path::new("/nonexistent/ses_x.jsonl"), None, None).unwrap_err();
+        assert!(missing.contains("is missing"), "{missing}");
+    }
+
+    #[test]
+    fn the_prompt_arrived_when_a_reply_follows_its_context_line_after_the_compaction() {
+        let marker = "[hookd-resume 0123456789ab]";
+        let gave = json!({"v": 1, "type": "context", "where": "system", "text": format!("resume {marker}")})
+            .to_string();
+        let tool =
+            json!({"v": 1, "type": "tool", "id": "c", "tool": "bash", "args": {}}).to_string();
+        let compacted = r#"{"v":1,"type":"compacted","auto":true}"#.to_owned();
+        let arrived =
+            |lines: &[String]| injected_context_arrived(file_of(lines).path(), marker).unwrap();
+        assert!(arrived(&[compacted.clone(), gave.clone(), tool.clone()]));
+        assert!(arrived(&[
+            compacted.clone(),
+            gave.clone(),
+            usage("m", 2_000)
+        ]));
+        // Handed over, but no request with it was answered yet.
+        assert!(!arrived(&[compacted.clone(), gave.clone()]));
+        // Before the latest compaction, it is not in the context any more.
+        assert!(!arrived(&[gave.clone(), tool.clone(), compacted.clone()]));
+        // Another prompt's marker is not this one.
+        let other = gave.replace("0123456789ab", "ba9876543210");
+        assert!(!arrived(&[compacted, other, tool]));
+    }
+
+    fn request(event: &str, payload: &str) -> HookRequest {
+        HookRequest {
+            harness: Harness::OpenCode,
+            event: Some(event.to_owned()),
+            payload: RawValue::from_string(payload.to_owned()).unwrap(),
+            env: BTreeMap::new(),
+            cwd: None,
+        }
+    }
+
+    #[test]
+    fn the_payload_is_versioned_and_the_answer_the_plugins_shape() {
+        let ev = crate::harness::parse(&request(
+            "session-start",
+            r#"{"v":1,"session_id":"ses_1","cwd":"/p/sub","source":"compact"}"#,
+        ))
+        .unwrap();
+        assert_eq!(ev.working_dir.as_deref(), Some(Path::new("/p/sub")));
+        assert!(ev.problems.is_empty(), "{:?}", ev.problems);
+        let reply = render(
+            &ev,
+            Outcome {
+                additional_context: Some("resume".into()),
+                system_message: Some("saved".into()),
+                ..Outcome::default()
+            },
+        );
+        let v: Value = serde_json::from_str(&reply.stdout).unwrap();
+        assert_eq!(v, json!({"context": "resume", "message": "saved"}));
+        // A plugin of another version is said, and still heard.
+        let old =
+            crate::harness::parse(&request("stop", r#"{"v":7,"session_id":"ses_1"}"#)).unwrap();
+        assert!(
+            old.problems.iter().any(|p| p.contains("version 7")),
+            "{:?}",
+            old.problems
+        );
+        // PreCompact's words are for the compaction request.
+        let pre =
+            crate::harness::parse(&request("pre-compact", r#"{"v":1,"trigger":"auto"}"#)).unwrap();
+        let reply = render(
+            &pre,
+            Outcome {
+                plain_stdout: Some("keep the block".into()),
+                additional_context: Some("not this".into()),
+                ..Outcome::default()
+            },
+        );
+        assert_eq!(reply.stdout, "{\"context\":\"keep the block\"}\n");
+        // Nothing the plugin can hand to the model: no answer.
+        let stop = crate::harness::parse(&request("stop", r#"{"v":1}"#)).unwrap();
+        let quiet = render(
+            &stop,
+            Outcome {
+                additional_context: Some("x".into()),
+                ..Outcome::default()
+            },
+        );
+        assert_eq!(quiet.stdout, "");
+    }
+
+    #[test]
+    fn hookds_configuration_wins_and_no_level_fires_before_the_limits_are_known() {
+        let line: Value = serde_json::from_str(&model(
+            json!({"context": 10_000, "output": 1_000}),
+            json!(null),
+        ))
+        .unwrap();
+        let (_, point) = limits_point(&line).unwrap();
+        let facts = SessionFacts {
+            harness: Harness::OpenCode,
+            model: Some("mock/mock-model"),
+            usage: None,
+            statusline_window: None,
+            reported_window: Some(10_000),
+            harness_point: Some(&point),
+            claude_code_knobs: None,
+        };
+        let config = WindowConfig::default();
+        let cp = compaction_point(&facts, &config);
+        assert_eq!((cp.window, cp.tokens), (10_000, 9_000));
+        assert!(!OpenCode.point_unknown(&facts, &config));
+        let models = WindowConfig {
+            models: [("mock/".to_owned(), 20_000)].into(),
+            ..WindowConfig::default()
+        };
+        let cp = compaction_point(&facts, &models);
+        assert_eq!((cp.window, cp.tokens), (20_000, 18_000), "{}", cp.basis);
+        let forced = WindowConfig {
+            tokens_max: Some(5_000),
+            ..WindowConfig::default()
+        };
+        assert_eq!(compaction_point(&facts, &forced).tokens, 5_000);
+        let unknown = SessionFacts {
+            harness_point: None,
+            reported_window: None,
+            ..facts
+        };
+        assert!(OpenCode.point_unknown(&unknown, &config));
+    }
+
+    #[test]
+    fn the_work_is_read_from_the_log() {
+        let lines = [
+            json!({"v": 1, "type": "prompt", "text": "add a parser to the project"}),
+            json!({"v": 1, "type": "tool", "id": "c1", "tool": "write",
+                   "args": {"filePath": "/p/src/parser.rs", "content": "x"}, "error": null}),
+            json!({"v": 1, "type": "tool", "id": "c2", "tool": "todowrite",
+                   "args": {"todos": [{"id": "1", "content": "write tests", "status": "in_progress"}]}}),
+            json!({"v": 1, "type": "tool", "id": "c3", "tool": "bash",
+                   "args": {"command": "cargo test"}, "error": "exit 101"}),
+        ];
+        let f = file_of(&lines.map(|l| l.to_string()));
+        let facts = work::read_file::<WorkReader>(f.path(), 1 << 20, 5).unwrap();
+        assert!(
+            facts.edited.iter().any(|e| e.path == "/p/src/parser.rs"),
+            "{facts:?}"
+        );
+        assert_eq!(facts.tasks[0].title, "write tests");
+        assert!(
+            facts
+                .prompts
+                .iter()
+                .any(|p| p == "add a parser to the project"),
+            "{facts:?}"
+        );
+        let last = facts.last_call.unwrap();
+        assert_eq!(last.tool, "bash");
+        assert!(last.outcome.unwrap().is_err());
     }
 }

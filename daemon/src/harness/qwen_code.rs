@@ -396,19 +396,11 @@ fn read_forward(
     fold: &mut Fold,
     shown: &dyn Fn() -> String,
 ) -> io::Result<(u64, u64)> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; (end - start) as usize];
-    file.read_exact_at(&mut buf, start)?;
-    let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
-    let mut at = start;
-    for line in buf[..complete].split(|b| *b == b'\n') {
-        let line_at = at;
-        at += line.len() as u64 + 1;
+    crate::tail::read_complete_lines(file, start, end, |at, line| {
         if mentions_any(line, &NEEDLES) {
-            fold.take(line_at, line, shown);
+            fold.take(at, line, shown);
         }
-    }
-    Ok((start + complete as u64, buf.len() as u64))
+    })
 }
 
 /// Reads back from the end to the latest reply with usage, then folds what
@@ -645,14 +637,7 @@ fn point_basis(window: u64, pct: f64, point: u64) -> String {
 /// default window; `window.tokens_max` and `window.models` of hookd's
 /// configuration win.
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
-    let configured = session.model.and_then(|m| {
-        config
-            .models
-            .iter()
-            .filter(|(prefix, _)| m.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map(|(_, w)| *w)
-    });
+    let configured = session.model.and_then(|m| config.model_window(m));
     let settings = session.harness_point;
     // A point the settings fixed, with the window it was taken from.
     let fixed = settings.and_then(|p| {

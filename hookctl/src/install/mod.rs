@@ -100,6 +100,15 @@ impl Scope {
             Scope::Project(_) => "project",
         }
     }
+
+    /// The scope a harness that runs both would run besides this one: the
+    /// user's for a project, the current directory's project for the user.
+    fn other(&self) -> Option<Scope> {
+        match self {
+            Scope::User => Some(Scope::Project(std::env::current_dir().ok()?)),
+            Scope::Project(_) => Some(Scope::User),
+        }
+    }
 }
 
 /// One hook entry hookd wants in a harness's file.
@@ -329,11 +338,7 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
 /// The other settings file (the user's for a project install; the current
 /// directory's project for a user install) when it already runs hookd.
 pub fn wired_elsewhere(wiring: &dyn Wiring, scope: &Scope) -> Option<PathBuf> {
-    let other = match scope {
-        Scope::User => Scope::Project(std::env::current_dir().ok()?),
-        Scope::Project(_) => Scope::User,
-    };
-    let path = wiring.file(&other).ok()?;
+    let path = wiring.file(&scope.other()?).ok()?;
     let file = JsonFile::load(&path).ok()?;
     (!our_commands(&file.value).is_empty()).then_some(path)
 }

@@ -49,7 +49,10 @@ pub fn config_dir(scope: &Scope) -> anyhow::Result<PathBuf> {
 
 /// Where the plugin goes for a scope.
 pub fn plugin_file(scope: &Scope) -> anyhow::Result<PathBuf> {
-    Ok(config_dir(scope)?.join("plugins").join("hookd.js"))
+    match scope {
+        Scope::Project(dir) => Ok(dir.join(protocol::project::OPENCODE_PROJECT_PLUGIN)),
+        Scope::User => Ok(config_dir(scope)?.join("plugins").join("hookd.js")),
+    }
 }
 
 /// The plugin as install writes it: the user's names this hookctl; a
@@ -141,11 +144,7 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
 /// The other scope's plugin (the user's for a project install; the
 /// current directory's project for a user install) when it is hookd's.
 fn wired_elsewhere(scope: &Scope) -> Option<PathBuf> {
-    let other = match scope {
-        Scope::User => Scope::Project(std::env::current_dir().ok()?),
-        Scope::Project(_) => Scope::User,
-    };
-    let path = plugin_file(&other).ok()?;
+    let path = plugin_file(&scope.other()?).ok()?;
     matches!(found_at(&path), Found::Ours(_)).then_some(path)
 }
 

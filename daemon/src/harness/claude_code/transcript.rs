@@ -22,7 +22,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use crate::tail::{ReverseLines, open_regular};
@@ -94,14 +94,10 @@ pub fn read(
 }
 
 fn read_forward(file: &File, start: u64, end: u64, current: Option<&Usage>) -> io::Result<Reading> {
-    let mut buf = vec![0u8; (end - start) as usize];
-    file.read_exact_at(&mut buf, start)?;
-    let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
     let mut usage = current.cloned();
     let mut boundaries = Vec::new();
-    let mut at = start;
-    for line in buf[..complete].split(|b| *b == b'\n') {
-        match classify(line) {
+    let (read_to, bytes_read) =
+        crate::tail::read_complete_lines(file, start, end, |at, line| match classify(line) {
             Some(Entry::Reply(u)) => usage = Some(u),
             Some(Entry::Boundary(b)) => {
                 usage = Some(boundary_usage(
@@ -110,21 +106,21 @@ fn read_forward(file: &File, start: u64, end: u64, current: Option<&Usage>) -> i
                 ));
                 boundaries.push(b);
             }
-            Some(Entry::Invalid(why)) => usage = Some(Usage::invalidated(usage, invalid(at, &why))),
+            Some(Entry::Invalid(why)) => {
+                usage = Some(Usage::invalidated(usage.take(), invalid(at, &why)))
+            }
             None => {}
-        }
-        at += line.len() as u64 + 1;
-    }
+        })?;
     Ok(Reading {
         usage,
         boundaries,
         cursor: Cursor {
-            offset: start + complete as u64,
+            offset: read_to,
             dev: 0,
             ino: 0,
         },
         method: Method::Forward,
-        bytes_read: buf.len() as u64,
+        bytes_read,
     })
 }
 

@@ -29,13 +29,7 @@ pub fn model_window(
     let Some(model) = model else {
         return config.default_window_tokens;
     };
-    let configured = config
-        .models
-        .iter()
-        .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
-        .max_by_key(|(prefix, _)| prefix.len())
-        .map(|(_, w)| *w);
-    if let Some(w) = configured {
+    if let Some(w) = config.model_window(model) {
         return w;
     }
     if model.ends_with("[1m]") {

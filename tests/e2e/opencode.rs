@@ -22,6 +22,10 @@ use hookd_tests::mock_model::Reply;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
+/// A reply's prompt tokens past OpenCode's compaction point, inside its window.
+const OVER_THE_POINT: u64 = 195_000;
+const _: () = assert!(OPENCODE_COMPACTS_AT < OVER_THE_POINT && OVER_THE_POINT < OPENCODE_CONTEXT);
+
 /// What the mock's usage adds to a reply's prompt tokens: its output tokens,
 /// which OpenCode counts in `tokens.total`.
 const REPLY_TOKENS: u64 = 30;
@@ -121,7 +125,7 @@ fn opencode_compacts_against_the_chat_completions_mock() {
     let Some(mut agent) = opencode("opencode-plain-compaction")
         .wiring(Wiring::NoHooks)
         .replies(vec![
-            Reply::shell("t1.tool", 195_000, "echo 'step 1' > notes.txt"),
+            Reply::shell("t1.tool", OVER_THE_POINT, "echo 'step 1' > notes.txt"),
             Reply::text("t1.text", 3_500, "Step 1 noted."),
         ])
         .summary("E2E_SUMMARY of the work so far", 2_000)
@@ -158,14 +162,13 @@ fn opencode_compacts_against_the_chat_completions_mock() {
     assert_eq!(summaries[0]["agent"], "compaction");
     assert_eq!(
         agent.opencode_totals(),
-        [195_000, 2_000, 3_500].map(|t| t + REPLY_TOKENS),
+        [OVER_THE_POINT, 2_000, 3_500].map(|t| t + REPLY_TOKENS),
         "the database's usage is the mock's, before and after"
     );
     assert_eq!(
         std::fs::read_to_string(agent.project.join("notes.txt")).unwrap(),
         "step 1\n"
     );
-    assert!(OPENCODE_COMPACTS_AT < 195_000 && 195_000 < OPENCODE_CONTEXT);
 }
 
 /// No plugin, the plugin with no hookd, the plugin with a hookd that never
@@ -262,7 +265,7 @@ fn opencode_auto_compaction_saves_checkpoints_and_resumes_once() {
     let Some(mut agent) = opencode("opencode-compaction")
         .replies(vec![
             Reply::shell("t1.tool", 6_000, "echo 'step 1' > notes.txt"),
-            Reply::shell("t1.tool2", 195_000, "echo 'step 2' >> notes.txt"),
+            Reply::shell("t1.tool2", OVER_THE_POINT, "echo 'step 2' >> notes.txt"),
             Reply::shell("t1.tool3", 3_000, "echo 'step 3' >> notes.txt"),
             Reply::text("t1.text", 3_500, "Steps noted."),
         ])

@@ -1106,11 +1106,11 @@ impl Agent {
 
 impl Drop for Agent {
     fn drop(&mut self) {
-        if self.wiring == Wiring::DaemonHung {
-            if let Some(pid) = self.daemon_pid() {
-                // SAFETY: waking the daemon this scenario froze, so that it can stop.
-                unsafe { libc::kill(pid, libc::SIGCONT) };
-            }
+        if self.wiring == Wiring::DaemonHung
+            && let Some(pid) = self.daemon_pid()
+        {
+            // SAFETY: waking the daemon this scenario froze, so that it can stop.
+            unsafe { libc::kill(pid, libc::SIGCONT) };
         }
         if matches!(self.wiring, Wiring::Hookd | Wiring::DaemonHung) {
             // Stop the daemon the hooks (or the scenario) started, if any.

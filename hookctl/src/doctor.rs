@@ -534,7 +534,7 @@ fn opencode_plugin(exe: &Path, project: Option<&Path>) -> Check {
     let said = skipped(&scope);
     if !said.is_empty() {
         return Check::new(name, Status::Warn, said.join("; "))
-            .fix("turn automatic compaction back on (compaction.auto, OPENCODE_DISABLE_AUTOCOMPACT), and run hookctl install opencode again for the folder named");
+            .fix("unset the variables named, turn automatic compaction back on (compaction.auto), and run hookctl install opencode again for a folder with no node_modules");
     }
     Check::new(name, Status::Ok, format!("plugin in {}", path.display()))
 }

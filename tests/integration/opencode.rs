@@ -397,6 +397,21 @@ fn install_and_uninstall_opencode_write_the_plugin_and_nothing_else() {
         "{warned:#}"
     );
 
+    // Started with `--pure`, OpenCode loads no plugin at all.
+    std::fs::remove_file(config.join("opencode.json")).unwrap();
+    let pure = sb
+        .command("hookctl")
+        .env("OPENCODE_PURE", "1")
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let warned = check(&serde_json::from_str(&stdout(&pure)).unwrap());
+    assert!(
+        warned["detail"].as_str().unwrap().contains("OPENCODE_PURE"),
+        "{warned:#}"
+    );
+    std::fs::write(config.join("opencode.json"), "{}").unwrap();
+
     let out = sb.hookctl(&["uninstall", "opencode"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!plugins.join("hookd.js").exists());

@@ -1066,11 +1066,7 @@ pub(super) fn takes_additional_context(kind: &EventName) -> bool {
 }
 
 fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = outcome
-        .notes
-        .iter()
-        .map(|n| format!("hookd: {n}\n"))
-        .collect::<String>();
+    let stderr = outcome.notes_for_stderr();
     let mut out = Map::new();
     if let Some(msg) = outcome.system_message {
         out.insert("systemMessage".into(), Value::String(msg));

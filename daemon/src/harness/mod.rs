@@ -133,6 +133,11 @@ impl Outcome {
         self.additional_context = Some(append_within(self.additional_context.take(), "\n\n", text));
     }
 
+    /// The notes as the harness's stderr shows them, one line each.
+    pub fn notes_for_stderr(&self) -> String {
+        self.notes.iter().map(|n| format!("hookd: {n}\n")).collect()
+    }
+
     /// Every text within [`MAX_ANSWER_CHARS`], whichever way it was set.
     fn cut_to_fit(mut self) -> Outcome {
         let cut = |text: Option<String>| text.map(|t| cut_to(t, MAX_ANSWER_CHARS));

@@ -195,11 +195,7 @@ fn takes_context(kind: &EventName) -> bool {
 /// JSON on stdout for the plugin: `context` for the model (PreCompact's
 /// instructions for the compaction request), `message` for the person.
 fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = outcome
-        .notes
-        .iter()
-        .map(|n| format!("hookd: {n}\n"))
-        .collect::<String>();
+    let stderr = outcome.notes_for_stderr();
     let kind = event.name();
     let context = match kind {
         EventName::PreCompact => outcome.plain_stdout,

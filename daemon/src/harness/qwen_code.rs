@@ -203,11 +203,7 @@ fn takes_additional_context(kind: &EventName) -> bool {
 /// PreCompact's instructions for the summarizer there too (Qwen Code reads
 /// PreCompact's `additionalContext`, not its plain stdout).
 fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = outcome
-        .notes
-        .iter()
-        .map(|n| format!("hookd: {n}\n"))
-        .collect::<String>();
+    let stderr = outcome.notes_for_stderr();
     let kind = event.name();
     let context = match kind {
         EventName::PreCompact => outcome.plain_stdout,

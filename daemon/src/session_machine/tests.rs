@@ -98,6 +98,16 @@ fn at(percent: u64) -> u64 {
     POINT * percent / 100
 }
 
+/// OpenCode's point comes from the model's limits its plugin logs: without
+/// them no level fires. The same point as Claude Code's here.
+fn opencode_point(harness: Harness) -> Option<crate::harness::HarnessPoint> {
+    (harness == Harness::OpenCode).then(|| crate::harness::HarnessPoint {
+        tokens: Some(POINT),
+        fraction: Some(0.9),
+        basis: "the model's limits".into(),
+    })
+}
+
 fn levels(effects: &[Effect]) -> Vec<f64> {
     effects
         .iter()
@@ -271,6 +281,7 @@ fn words_the_watcher_kept_wait_past_a_new_runs_session_start_and_die_with_its_co
         // The last reply of a run crossed a level: its words wait.
         let mut s = session(harness);
         s.reported_window = Some(190_000).filter(|_| harness == Harness::Codex);
+        s.harness_point = opencode_point(harness);
         let high = if harness == Harness::GeminiCli {
             450_000
         } else {
@@ -308,6 +319,7 @@ fn words_the_watcher_kept_wait_past_a_new_runs_session_start_and_die_with_its_co
         // A run that does not compact: its first prompt says them.
         let mut s = session(harness);
         s.reported_window = Some(190_000).filter(|_| harness == Harness::Codex);
+        s.harness_point = opencode_point(harness);
         on_file_change(&mut s, reading(high, 100, vec![]).unwrap(), &config, 1);
         on_hook(&mut s, &start("resume"), None, &config, 2);
         let prompt = event(harness, EventName::UserPromptSubmit);

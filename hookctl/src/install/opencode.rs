@@ -259,14 +259,29 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// What OpenCode does not do that hookd needs, as doctor says it: where
-/// its automatic compaction is off, and a config folder it would install
-/// into at start.
+/// What OpenCode does not do that hookd needs, as doctor says it (for
+/// OpenCode started with this environment): where its automatic
+/// compaction is off, where it loads no plugin, and a config folder it
+/// would install into at start.
 pub fn skipped(scope: &Scope) -> Vec<String> {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
     let mut said = Vec::new();
-    if std::env::var_os("OPENCODE_DISABLE_AUTOCOMPACT").is_some_and(|v| !v.is_empty()) {
+    if set("OPENCODE_DISABLE_AUTOCOMPACT") {
         said.push(
             "OPENCODE_DISABLE_AUTOCOMPACT is set: OpenCode does not compact by itself".to_owned(),
+        );
+    }
+    if set("OPENCODE_PURE") {
+        said.push(
+            "OPENCODE_PURE is set (as `opencode --pure` sets it): OpenCode loads no plugin, hookd's included"
+                .to_owned(),
+        );
+    }
+    if matches!(scope, Scope::Project(_)) && set("OPENCODE_DISABLE_PROJECT_CONFIG") {
+        said.push(
+            "OPENCODE_DISABLE_PROJECT_CONFIG is set: OpenCode loads nothing from the project's \
+             .opencode/, hookd's plugin included"
+                .to_owned(),
         );
     }
     let mut configs = Vec::new();

@@ -215,11 +215,7 @@ pub(super) fn takes_additional_context(kind: &EventName) -> bool {
 }
 
 pub(super) fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = outcome
-        .notes
-        .iter()
-        .map(|n| format!("hookd: {n}\n"))
-        .collect::<String>();
+    let stderr = outcome.notes_for_stderr();
     if let Some(text) = outcome.plain_stdout {
         // PreCompact reads plain stdout as text for the summarizer.
         return HookReply {

@@ -1,5 +1,5 @@
 //! The in-client measure for the other clients: what hookd's hooks cost
-//! inside the real Codex CLI, Gemini CLI, Qwen Code and GitHub Copilot CLI.
+//! inside the real Codex CLI, Gemini CLI, Qwen Code, GitHub Copilot CLI and OpenCode.
 //!
 //! Each client (the pinned ones the end-to-end scenarios drive, against the
 //! same scripted model server) runs headless prompts of N sequential shell
@@ -7,9 +7,10 @@
 //! configurations interleaved round by round (the first one rotating):
 //!
 //! - `none`: hookd not installed, the floor;
-//! - `noop`: every hook `hookctl install <client>` wires runs `/bin/true`;
-//! - `hookd`: the hooks as `hookctl install` writes them, against a daemon
-//!   the first hook starts on the sandbox's socket.
+//! - `noop`: every hook `hookctl install <client>` wires runs `/bin/true`
+//!   (OpenCode: hookd's plugin, running `/bin/true` where it runs hookctl);
+//! - `hookd`: the hooks as `hookctl install` writes them (OpenCode: its
+//!   plugin), against a daemon the first hook starts on the sandbox's socket.
 //!
 //! Gemini runs twice: far below its compression point, and held near it
 //! (every reply reports 93% of the point, no compression), where its
@@ -35,6 +36,8 @@ use std::time::{Duration, Instant};
 
 /// The command of every no-op hook.
 const NOOP_COMMAND: &str = "/bin/true";
+/// How OpenCode's plugin, as installed, names the hookctl it runs.
+const PLUGIN_HOOKCTL: &str = "const HOOKCTL = ";
 /// Far below every threshold: no warning, no save.
 const FAR_TOKENS: u64 = 20_000;
 /// Gemini held near its point: 93% of where it compresses, for every reply.
@@ -85,6 +88,11 @@ fn cases() -> Vec<Case> {
             client: Client::Gemini,
             tokens: FAR_TOKENS,
             title: format!("Gemini CLI {}", Client::Gemini.pinned_version()),
+        },
+        Case {
+            client: Client::OpenCode,
+            tokens: FAR_TOKENS,
+            title: format!("OpenCode {}", Client::OpenCode.pinned_version()),
         },
         Case {
             client: Client::Gemini,
@@ -237,9 +245,33 @@ fn script(case: &Case, calls: usize, rounds: usize) -> Vec<Reply> {
 }
 
 /// The client's hook settings with every hookctl command replaced by the
-/// no-op, everything else (events, matchers, timeouts) as installed.
+/// no-op, everything else (events, matchers, timeouts) as installed; for
+/// OpenCode, the plugin's hookctl.
 fn rewire_to_noop(agent: &Agent) {
     let file = agent.hook_settings_file();
+    if agent.client == Client::OpenCode {
+        let plugin = std::fs::read_to_string(&file).unwrap();
+        let mut replaced = 0;
+        let text: Vec<String> = plugin
+            .lines()
+            .map(|line| {
+                if line.starts_with(PLUGIN_HOOKCTL) {
+                    replaced += 1;
+                    format!("{PLUGIN_HOOKCTL}{NOOP_COMMAND:?};")
+                } else {
+                    line.to_owned()
+                }
+            })
+            .collect();
+        assert_eq!(
+            replaced,
+            1,
+            "no `{PLUGIN_HOOKCTL}` line in {}",
+            file.display()
+        );
+        std::fs::write(&file, text.join("\n") + "\n").unwrap();
+        return;
+    }
     let mut settings: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
         .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let replaced = replace_commands(&mut settings["hooks"]);

@@ -138,8 +138,8 @@ fn usage() -> ! {
          \n  --only      a comma-separated list of measures\
          \n  --out FILE  also write the report to FILE\
          \n  --calls N   in-client: shell tool calls in the turn (20; 3 with --quick), in Claude\
-         \n              Code, Codex CLI, Gemini CLI, Qwen Code and Copilot CLI (each skipped\
-         \n              when not installed)\
+         \n              Code, Codex CLI, Gemini CLI, Qwen Code, Copilot CLI and OpenCode (each\
+         \n              skipped when not installed)\
          \n  --rounds R  in-client: timed rounds of each configuration (5; 1 with --quick)",
         MEASURES.join(",")
     );

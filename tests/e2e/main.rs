@@ -11,6 +11,8 @@
 //!   `hookd-mock-model`'s Chat Completions API, the same way.
 //! - GitHub Copilot CLI 1.0.102 (`$HOOKD_E2E_COPILOT`, `copilot_cli.rs`)
 //!   against the same Chat Completions API, offline.
+//! - OpenCode 1.18.33 (`$HOOKD_E2E_OPENCODE`, `opencode.rs`) against the
+//!   same Chat Completions API.
 //!
 //! A scenario whose client is not named skips (and says so), unless
 //! `HOOKD_E2E=require`. `tests/tools/install-clients` installs them all.
@@ -24,6 +26,7 @@ mod fail_open;
 mod gemini;
 mod gemini_points;
 mod memory;
+mod opencode;
 mod qwen_code;
 mod resume_shapes;
 mod sessions;

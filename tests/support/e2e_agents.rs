@@ -1,10 +1,11 @@
 //! End-to-end support for the harnesses other than Claude Code: the real
 //! Codex CLI (`$HOOKD_E2E_CODEX`, 0.169.0), Gemini CLI (`$HOOKD_E2E_GEMINI`,
-//! 0.61.0), Qwen Code (`$HOOKD_E2E_QWEN`, 0.24.4) and GitHub Copilot CLI
-//! (`$HOOKD_E2E_COPILOT`, 1.0.102) run headless against `hookd-mock-model`
+//! 0.61.0), Qwen Code (`$HOOKD_E2E_QWEN`, 0.24.4), GitHub Copilot CLI
+//! (`$HOOKD_E2E_COPILOT`, 1.0.102) and OpenCode (`$HOOKD_E2E_OPENCODE`,
+//! 1.18.33) run headless against `hookd-mock-model`
 //! ([`mock_model`](crate::mock_model)), with hookd wired by `hookctl install
-//! codex|gemini-cli|qwen-code|copilot-cli` into a temporary HOME, and a real
-//! git project.
+//! codex|gemini-cli|qwen-code|copilot-cli|opencode` into a temporary HOME,
+//! and a real git project.
 //!
 //! - **Which client**: unset, a scenario skips with a message, unless
 //!   `HOOKD_E2E=require` (CI), which makes a missing or wrong client a failure,
@@ -16,7 +17,7 @@
 //! - **Evidence**: the mock's request log ([`ModelLog`]), each run's exit
 //!   status, stdout, stderr and duration ([`AgentRun`]), the client's own
 //!   session file (Codex's rollout, Gemini's chat file, Qwen Code's
-//!   transcript, Copilot CLI's `events.jsonl`), `hookctl status
+//!   transcript, Copilot CLI's `events.jsonl`, OpenCode's database), `hookctl status
 //!   --json`, `.workflow/events.jsonl` and git.
 //!
 //! Codex skips hooks it has not been told to trust, silently, so every run
@@ -32,6 +33,10 @@
 //! provider (`COPILOT_PROVIDER_*`, no GitHub login), with `--continue` after
 //! the first run; its hooks are user-level (`~/.copilot/hooks/`), which it
 //! runs in any folder, trusted or not.
+//! first run. OpenCode runs `opencode run …` (`-s <session>` after the
+//! first run) with the mock as an `@ai-sdk/openai-compatible` provider in
+//! `~/.config/opencode/opencode.json`, nothing fetched, updated or loaded
+//! besides.
 
 use crate::e2e::{MockServer, git_in, run_bounded};
 use crate::mock_model::{Api, ModelLog, Reply};
@@ -67,9 +72,17 @@ pub const COPILOT_WINDOW: u64 = 128_000;
 pub fn copilot_compacts_at(window: u64) -> u64 {
     window * 80 / 100
 }
+/// OpenCode's model limits unless a scenario sets them
+/// ([`AgentBuilder::opencode_limits`]): `limit.context` and `limit.output`.
+pub const OPENCODE_CONTEXT: u64 = 200_000;
+pub const OPENCODE_OUTPUT: u64 = 10_000;
+/// Where OpenCode compacts with those limits (no `limit.input`): its
+/// usable room, `limit.context − limit.output`.
+pub const OPENCODE_COMPACTS_AT: u64 = OPENCODE_CONTEXT - OPENCODE_OUTPUT;
 /// A client run that takes longer than this is killed and fails the test
-/// (a run takes one to five seconds).
-const RUN_LIMIT: Duration = Duration::from_secs(60);
+/// (a run takes one to five seconds; OpenCode's ten to forty on a loaded
+/// machine, most of it starting up).
+const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// How long hookd may take to act on what a run left (status, events, git).
 pub const SETTLE: Duration = Duration::from_secs(10);
 
@@ -80,6 +93,7 @@ pub enum Client {
     Gemini,
     Qwen,
     Copilot,
+    OpenCode,
 }
 
 impl Client {
@@ -89,6 +103,7 @@ impl Client {
             Client::Gemini => "HOOKD_E2E_GEMINI",
             Client::Qwen => "HOOKD_E2E_QWEN",
             Client::Copilot => "HOOKD_E2E_COPILOT",
+            Client::OpenCode => "HOOKD_E2E_OPENCODE",
         }
     }
 
@@ -98,6 +113,7 @@ impl Client {
             Client::Gemini => "0.61.0",
             Client::Qwen => "0.24.4",
             Client::Copilot => "1.0.102",
+            Client::OpenCode => "1.18.33",
         }
     }
 
@@ -108,6 +124,7 @@ impl Client {
             Client::Gemini => "gemini-cli",
             Client::Qwen => "qwen-code",
             Client::Copilot => "copilot-cli",
+            Client::OpenCode => "opencode",
         }
     }
 
@@ -115,7 +132,7 @@ impl Client {
         match self {
             Client::Codex => Api::Codex,
             Client::Gemini => Api::Gemini,
-            Client::Qwen | Client::Copilot => Api::Chat,
+            Client::Qwen | Client::Copilot | Client::OpenCode => Api::Chat,
         }
     }
 
@@ -125,6 +142,7 @@ impl Client {
             Client::Gemini => "Gemini CLI",
             Client::Qwen => "Qwen Code",
             Client::Copilot => "Copilot CLI",
+            Client::OpenCode => "OpenCode",
         }
     }
 
@@ -134,11 +152,13 @@ impl Client {
         static GEMINI: OnceLock<Option<PathBuf>> = OnceLock::new();
         static QWEN: OnceLock<Option<PathBuf>> = OnceLock::new();
         static COPILOT: OnceLock<Option<PathBuf>> = OnceLock::new();
+        static OPENCODE: OnceLock<Option<PathBuf>> = OnceLock::new();
         let cell = match self {
             Client::Codex => &CODEX,
             Client::Gemini => &GEMINI,
             Client::Qwen => &QWEN,
             Client::Copilot => &COPILOT,
+            Client::OpenCode => &OPENCODE,
         };
         cell.get_or_init(|| self.find_binary()).clone()
     }
@@ -164,7 +184,7 @@ impl Client {
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("cannot run {var}={}: {e}", path.display()));
-        // `codex-cli 0.169.0`, `0.61.0`, `0.24.4`, `GitHub Copilot CLI 1.0.102.`.
+        // `codex-cli 0.169.0`, `0.61.0`, `0.24.4`, `GitHub Copilot CLI 1.0.102.`, `1.18.33`.
         let said = stdout(&out);
         assert!(
             said.split_whitespace()
@@ -203,6 +223,7 @@ pub struct AgentBuilder {
     codex_compact_limit: Option<u64>,
     gemini_model: String,
     copilot_window: u64,
+    opencode_limits: (u64, u64),
     client_args: Vec<String>,
 }
 
@@ -248,6 +269,13 @@ impl AgentBuilder {
     /// [`COPILOT_WINDOW`] unless set.
     pub fn copilot_window(mut self, window: u64) -> Self {
         self.copilot_window = window;
+        self
+    }
+
+    /// OpenCode's `limit.context` and `limit.output` for the mock's model;
+    /// [`OPENCODE_CONTEXT`] and [`OPENCODE_OUTPUT`] unless set.
+    pub fn opencode_limits(mut self, context: u64, output: u64) -> Self {
+        self.opencode_limits = (context, output);
         self
     }
 
@@ -305,6 +333,7 @@ impl AgentBuilder {
             Client::Qwen => agent.configure_qwen(),
             // Everything it needs comes from the environment of each run.
             Client::Copilot => {}
+            Client::OpenCode => agent.configure_opencode(self.opencode_limits),
         }
         if self.wiring != Wiring::NoHooks {
             agent.install_hooks();
@@ -366,6 +395,7 @@ impl Agent {
             codex_compact_limit: None,
             gemini_model: GEMINI_MODEL.into(),
             copilot_window: COPILOT_WINDOW,
+            opencode_limits: (OPENCODE_CONTEXT, OPENCODE_OUTPUT),
             client_args: Vec::new(),
         }
     }
@@ -395,6 +425,19 @@ impl Agent {
         self.copilot_window
     }
 
+    /// OpenCode's configuration folder (`$XDG_CONFIG_HOME/opencode`, HOME's
+    /// `.config` with no XDG variable set).
+    fn opencode_config_dir(&self) -> PathBuf {
+        self.sandbox().home().join(".config/opencode")
+    }
+
+    /// OpenCode's database of sessions, messages and parts.
+    pub fn opencode_db(&self) -> PathBuf {
+        self.sandbox()
+            .home()
+            .join(".local/share/opencode/opencode.db")
+    }
+
     /// `PATH` for everything the scenario runs, without any directory
     /// holding a hookd or hookctl (hooks run hookctl by its full path).
     fn path_var(&self) -> std::ffi::OsString {
@@ -417,7 +460,11 @@ impl Agent {
             .env("HOOKD_DATA_DIR", sb.path().join("data"))
             .env("HOOKD_LOG", "debug")
             .env("CODEX_HOME", self.codex_home())
-            .env("GEMINI_CLI_HOME", sb.home());
+            .env("GEMINI_CLI_HOME", sb.home())
+            // OpenCode: no model list, update or built-in plugin fetched.
+            .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+            .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+            .env("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1");
         match self.wiring {
             Wiring::DaemonAbsent => {
                 cmd.env("HOOKD_SOCKET", sb.path().join("nowhere/hookd.sock"))
@@ -517,13 +564,66 @@ impl Agent {
         .unwrap();
     }
 
-    /// The file `hookctl install <harness>` writes the hooks to.
+    /// `~/.config/opencode/opencode.json`: the mock as the
+    /// `@ai-sdk/openai-compatible` provider (bundled: nothing downloaded) of
+    /// the one model, for the session and its title, with its limits;
+    /// every tool allowed, nothing shared or updated.
+    fn configure_opencode(&self, (context, output): (u64, u64)) {
+        let dir = self.opencode_config_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        let model = format!("mock/{MOCK_MODEL}");
+        let config = json!({
+            "$schema": "https://opencode.ai/config.json",
+            "model": model,
+            "small_model": model,
+            "autoupdate": false,
+            "share": "disabled",
+            "permission": {"*": "allow"},
+            "provider": {"mock": {
+                "npm": "@ai-sdk/openai-compatible",
+                "options": {
+                    "baseURL": format!("http://127.0.0.1:{}/v1", self.mock.port),
+                    "apiKey": "e2e-not-a-key",
+                },
+                "models": {MOCK_MODEL: {
+                    "tool_call": true,
+                    "limit": {"context": context, "output": output},
+                }},
+            }},
+        });
+        std::fs::write(
+            dir.join("opencode.json"),
+            serde_json::to_string_pretty(&config).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// The file `hookctl install <harness>` writes the hooks to (OpenCode:
+    /// the plugin in `~/.config/opencode/plugin(s)/` that runs hookctl).
     pub fn hook_settings_file(&self) -> PathBuf {
         match self.client {
             Client::Codex => self.codex_home().join("hooks.json"),
             Client::Gemini => self.gemini_dir().join("settings.json"),
             Client::Qwen => self.qwen_dir().join("settings.json"),
             Client::Copilot => self.copilot_dir().join("hooks/hookd.json"),
+            Client::OpenCode => {
+                let mut plugins = Vec::new();
+                for folder in ["plugin", "plugins"] {
+                    walk(&self.opencode_config_dir().join(folder), &mut |p| {
+                        let text = std::fs::read_to_string(p).unwrap_or_default();
+                        if text.contains("hookctl") {
+                            plugins.push(p.to_path_buf());
+                        }
+                    });
+                }
+                assert_eq!(
+                    plugins.len(),
+                    1,
+                    "one plugin that runs hookctl in {}: {plugins:?}",
+                    self.opencode_config_dir().display()
+                );
+                plugins.remove(0)
+            }
         }
     }
 
@@ -538,6 +638,11 @@ impl Agent {
             stdout(&out),
             stderr(&out)
         );
+        if self.client == Client::OpenCode {
+            // A plugin, not hook entries: that it is there and runs hookctl.
+            self.hook_settings_file();
+            return;
+        }
         let events: &[&str] = match self.client {
             Client::Codex => &[
                 "SessionStart",
@@ -571,6 +676,7 @@ impl Agent {
                 "agentStop",
                 "sessionEnd",
             ],
+            Client::OpenCode => unreachable!("checked above"),
         };
         let file = self.hook_settings_file();
         let settings: Value =
@@ -588,6 +694,7 @@ impl Agent {
             Client::Codex | Client::Copilot => None,
             Client::Gemini => Some("gemini-api-key"),
             Client::Qwen => Some("openai"),
+            Client::OpenCode => None,
         };
         if let Some(auth) = auth {
             assert_eq!(
@@ -704,6 +811,20 @@ impl Agent {
             run.index,
             self.log().labels()
         );
+        if self.client == Client::OpenCode {
+            // OpenCode installs its plugin package into a config folder with
+            // plugins unless the folder shows it installed (`hookctl install`
+            // sees to that); offline, the run waits a minute and more for it.
+            let log = self.opencode_log();
+            let tried = log.lines().find(|l| l.contains("dependency install"));
+            assert!(
+                tried.is_none(),
+                "{}: run {} tried to install OpenCode's plugin package: {}",
+                self.name,
+                run.index,
+                tried.unwrap_or_default()
+            );
+        }
         run
     }
 
@@ -766,6 +887,13 @@ impl Agent {
                     cmd.arg("--continue");
                 }
             }
+            Client::OpenCode => {
+                cmd.env("NO_COLOR", "1").arg("run").args(&self.client_args);
+                if let Some(id) = &self.session_id {
+                    cmd.args(["-s", id]);
+                }
+                cmd.arg(prompt);
+            }
         }
         let dir = self.sandbox().path().to_path_buf();
         let out_file = dir.join(format!("run{index}.stdout.txt"));
@@ -818,6 +946,14 @@ impl Agent {
                     .to_string_lossy()
                     .into_owned(),
             ),
+            // The newest session the run made (not a task's sub-session).
+            Client::OpenCode => self
+                .opencode_query(
+                    "SELECT id FROM session WHERE parent_id IS NULL \
+                     ORDER BY time_created DESC LIMIT 1",
+                )
+                .first()
+                .and_then(|row| row[0].as_str().map(str::to_owned)),
         }
     }
 
@@ -826,8 +962,12 @@ impl Agent {
     /// file (`~/.gemini/tmp/<project>/chats/session-….jsonl`, the newest),
     /// Qwen Code's transcript (`~/.qwen/projects/<project>/chats/<id>.jsonl`,
     /// the newest until the session is known), Copilot CLI's event log
-    /// (`~/.copilot/session-state/<id>/events.jsonl`, the same).
+    /// (`~/.copilot/session-state/<id>/events.jsonl`, the same), OpenCode's
+    /// database (`~/.local/share/opencode/opencode.db`, every session's).
     pub fn session_file(&self) -> Option<PathBuf> {
+        if self.client == Client::OpenCode {
+            return Some(self.opencode_db()).filter(|db| db.is_file());
+        }
         let (root, wanted): (PathBuf, PathFilter) = match self.client {
             Client::Codex => {
                 let id = self.session_id.clone();
@@ -850,6 +990,7 @@ impl Agent {
                         && name.ends_with(".jsonl")
                 }),
             ),
+            Client::OpenCode => unreachable!("returned above"),
             Client::Qwen => {
                 let id = self.session_id.clone();
                 (
@@ -1022,6 +1163,62 @@ impl Agent {
             ));
         }
         times
+    }
+
+    /// OpenCode: the rows `sql` selects from its database, each a JSON
+    /// array, read with python3's sqlite3 (read-only, after the run).
+    pub fn opencode_query(&self, sql: &str) -> Vec<Value> {
+        const READ: &str = "import json, sqlite3, sys\n\
+            db = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True)\n\
+            print(json.dumps([list(r) for r in db.execute(sys.argv[2])]))";
+        let db = self.opencode_db();
+        let out = Command::new("python3")
+            .args(["-c", READ])
+            .arg(&db)
+            .arg(sql)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run python3 to read OpenCode's database");
+        assert!(
+            out.status.success(),
+            "reading {} ({sql}): {}",
+            db.display(),
+            stderr(&out)
+        );
+        serde_json::from_slice(&out.stdout).expect("rows as JSON")
+    }
+
+    /// OpenCode: the session's assistant messages in order, each its
+    /// `data` (`tokens {total, input, output, reasoning, cache}`, `agent`,
+    /// `summary: true` for a compaction's summary).
+    pub fn opencode_replies(&self) -> Vec<Value> {
+        let id = self.session_id().replace('\'', "''");
+        self.opencode_query(&format!(
+            "SELECT data FROM message WHERE session_id = '{id}' ORDER BY time_created, id"
+        ))
+        .iter()
+        .filter_map(|row| serde_json::from_str::<Value>(row[0].as_str()?).ok())
+        .filter(|m| m["role"] == "assistant")
+        .collect()
+    }
+
+    /// OpenCode: the `tokens.total` of each assistant message, the
+    /// compaction's summary included.
+    pub fn opencode_totals(&self) -> Vec<u64> {
+        self.opencode_replies()
+            .iter()
+            .filter_map(|m| m["tokens"]["total"].as_u64())
+            .collect()
+    }
+
+    /// OpenCode: its own log files (`~/.local/share/opencode/log/`), joined.
+    pub fn opencode_log(&self) -> String {
+        let mut text = String::new();
+        walk(
+            &self.sandbox().home().join(".local/share/opencode/log"),
+            &mut |p| text.push_str(&std::fs::read_to_string(p).unwrap_or_default()),
+        );
+        text
     }
 
     /// The daemon's log, if it wrote one.

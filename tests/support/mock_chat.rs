@@ -20,14 +20,16 @@
 //!   summary in one of the shapes of [`COMPACTION_REQUESTS`]: it gets the
 //!   script's summary in that shape.
 //! - A request that wants JSON back (`response_format`) is a side call:
-//!   it gets `{}`.
+//!   it gets `{}`. So is a tool-less request whose system prompt is one of
+//!   [`SIDE_REQUESTS`] (OpenCode's title request before a session's first
+//!   turn): it gets [`SIDE_ANSWER`] as plain text.
 
 use crate::mock_model::{Action, HttpResponse, Kind, Reply};
 use serde_json::{Value, json};
 
 /// What a client's compaction request says in its last user message, and
 /// the tag its answer must be wrapped in (`None`: plain text).
-pub const COMPACTION_REQUESTS: [(&str, Option<&str>); 2] = [
+pub const COMPACTION_REQUESTS: [(&str, Option<&str>); 3] = [
     // Qwen Code: "First, reason in your <analysis> block. Then, produce the
     // <state_snapshot> XML."; an answer without the tag counts as a failed
     // compression.
@@ -39,7 +41,20 @@ pub const COMPACTION_REQUESTS: [(&str, Option<&str>); 2] = [
         "Please create a detailed summary of the conversation so far",
         None,
     ),
+    // OpenCode: the conversation quoted in one user message, then a
+    // Markdown template to fill in; it takes any text as the summary.
+    (
+        "Create a new anchored summary from the conversation history",
+        None,
+    ),
 ];
+/// What the system prompt of a tool-less side call begins with.
+pub const SIDE_REQUESTS: [&str; 1] = [
+    // OpenCode names a new session from its first prompt.
+    "You are a title generator",
+];
+/// The plain-text answer to a side call that does not want JSON.
+pub const SIDE_ANSWER: &str = "E2E mock title";
 /// The shell tools clients offer, by name, in the order they are looked for.
 const SHELL_TOOLS: [&str; 3] = ["run_shell_command", "bash", "shell"];
 /// Output tokens every reply reports.
@@ -63,10 +78,23 @@ pub fn classify(path: &str, body: &Value) -> Kind {
     if compaction_shape(messages).is_some() {
         return Kind::Summary;
     }
-    if body["response_format"].is_object() {
+    if body["response_format"].is_object() || is_side_request(body, messages) {
         return Kind::Utility;
     }
     Kind::Main
+}
+
+/// A request that offers no tools and whose system prompt begins as one of
+/// [`SIDE_REQUESTS`] does.
+fn is_side_request(body: &Value, messages: &[Value]) -> bool {
+    let offers_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+    !offers_tools
+        && messages.iter().filter(|m| m["role"] == "system").any(|m| {
+            let text = content_text(&m["content"]);
+            SIDE_REQUESTS
+                .iter()
+                .any(|s| text.trim_start().starts_with(s))
+        })
 }
 
 /// The compaction request shape the last user message asks for, if any.
@@ -119,7 +147,14 @@ fn shell_arguments(schema: &Value, command: &str) -> Value {
 /// finish reason that goes with them.
 fn message(n: u64, kind: &Kind, reply: &Reply, body: &Value) -> (Value, &'static str) {
     match (kind, &reply.action) {
-        (Kind::Utility, _) => (json!({"role": "assistant", "content": "{}"}), "stop"),
+        (Kind::Utility, _) => {
+            let content = if body["response_format"].is_object() {
+                "{}"
+            } else {
+                SIDE_ANSWER
+            };
+            (json!({"role": "assistant", "content": content}), "stop")
+        }
         (_, Action::Shell(command)) => {
             let (name, schema) = offered_shell(body);
             let call = json!({
@@ -310,6 +345,62 @@ mod tests {
         let mut side = turn.clone();
         side["response_format"] = json!({"type": "json_object"});
         assert_eq!(classify(PATH, &side), Kind::Utility);
+    }
+
+    /// OpenCode's requests as 1.18.33 sends them, cut short.
+    fn opencode_request(system: &str, last_user: &str, tools: usize) -> Value {
+        let tools: Vec<Value> = (0..tools)
+            .map(|i| json!({"type": "function", "function": {"name": format!("tool{i}")}}))
+            .collect();
+        json!({"model": "mock-model", "stream": true, "tools": tools, "messages": [
+            {"role": "system", "content": system},
+            user("TURN 1"),
+            user(last_user),
+        ]})
+    }
+
+    #[test]
+    fn opencode_title_and_summary_requests() {
+        let title = opencode_request(
+            "You are a title generator. You output ONLY a thread title.",
+            "\"TURN 1\"",
+            0,
+        );
+        assert_eq!(classify(PATH, &title), Kind::Utility);
+        let (objects, _) = chunks(respond(
+            1,
+            &Kind::Utility,
+            &Reply::text("utility", 200, ""),
+            &title,
+        ));
+        assert_eq!(objects[0]["choices"][0]["delta"]["content"], SIDE_ANSWER);
+
+        // The same words in the prompt of a turn that offers tools are the
+        // user's, not a side call.
+        let turn = opencode_request("You are a title generator.", "TURN 1", 10);
+        assert_eq!(classify(PATH, &turn), Kind::Main);
+        let turn = opencode_request("You are opencode.", "You are a title generator", 0);
+        assert_eq!(classify(PATH, &turn), Kind::Main);
+
+        let summary = opencode_request(
+            "You are a context summarization agent.",
+            "Here is the conversation so far:\n\n<conversation>\n</conversation>\n\n\
+             Create a new anchored summary from the conversation history in the \
+             <conversation> tags above so another coding agent can continue the work.",
+            0,
+        );
+        assert_eq!(classify(PATH, &summary), Kind::Summary);
+        let answer = respond(
+            2,
+            &Kind::Summary,
+            &Reply::text("summary", 2_000, "E2E_SUMMARY"),
+            &json!({"messages": summary["messages"]}),
+        );
+        let answer: Value = serde_json::from_slice(&answer.body).unwrap();
+        assert_eq!(
+            answer["choices"][0]["message"]["content"], "E2E_SUMMARY",
+            "plain text, no tag"
+        );
     }
 
     #[test]

@@ -41,7 +41,7 @@ fn a_scenario_without_its_client_is_skipped_not_passed() {
     assert!(!err_text.contains("PASS"), "{out_text}{err_text}");
     // Skipped with the reason, never passed.
     insta::assert_snapshot!(out_text, @r#"
-        e2e: 1 skipped (no Claude Code, Codex CLI, Gemini CLI, Qwen Code, Copilot CLI: HOOKD_E2E_CLAUDE is not set, HOOKD_E2E_CODEX=/nonexistent/codex is not an executable, HOOKD_E2E_GEMINI is not set, HOOKD_E2E_QWEN is not set, HOOKD_E2E_COPILOT is not set; HOOKD_E2E_INSTALL=0): codex::codex_context_figure_is_the_rollouts
+        e2e: 1 skipped (no Claude Code, Codex CLI, Gemini CLI, Qwen Code, Copilot CLI, OpenCode: HOOKD_E2E_CLAUDE is not set, HOOKD_E2E_CODEX=/nonexistent/codex is not an executable, HOOKD_E2E_GEMINI is not set, HOOKD_E2E_QWEN is not set, HOOKD_E2E_COPILOT is not set, HOOKD_E2E_OPENCODE is not set; HOOKD_E2E_INSTALL=0): codex::codex_context_figure_is_the_rollouts
         0 passed, 0 failed, 1 skipped
     "#);
 }

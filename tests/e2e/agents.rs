@@ -24,6 +24,22 @@ pub const CLIMB: [(u64, Option<(f64, &str)>); 5] = [
     ),
 ];
 
+/// One tool call and an answer, well under any compaction point.
+pub fn short_turn(turn: u32, tokens: u64) -> [Reply; 2] {
+    [
+        Reply::shell(
+            &format!("t{turn}.tool"),
+            tokens,
+            &format!("echo 'step {turn}' >> notes.txt"),
+        ),
+        Reply::text(
+            &format!("t{turn}.text"),
+            tokens + 1_000,
+            &format!("Step {turn} noted."),
+        ),
+    ]
+}
+
 /// One prompt, five shell calls whose replies report the climb, then a
 /// closing text 100 tokens later; a second prompt that only gets an answer.
 pub fn climb_script(compacts_at: u64) -> Vec<Reply> {

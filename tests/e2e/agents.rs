@@ -420,6 +420,17 @@ pub fn fail_open(client: Client, replies: Vec<Reply>, prompts: &[&str]) {
                 "{wiring}, run {}: the same exit code",
                 p.index
             );
+            // Each hook gives up within the ordinary hook budget (a second)
+            // when hookd does not greet it, and a run has a handful of
+            // hooks: PreCompact's or SessionStart's whole budget (30 s,
+            // 10 s) waited on a hung hookd would show here.
+            assert!(
+                a.elapsed <= p.elapsed + std::time::Duration::from_secs(15),
+                "{wiring}, run {}: {:.1} s against {:.1} s without hooks",
+                p.index,
+                a.elapsed.as_secs_f64(),
+                p.elapsed.as_secs_f64()
+            );
             assert_eq!(
                 a.answer(),
                 p.answer(),

@@ -547,17 +547,22 @@ fn heard_through_another(wiring: &dyn install::Wiring, scopes: &[Scope]) -> Opti
         return None;
     }
     let (other, path) = wired_in_another(wiring, scopes)?;
-    Some(Check::new(
-        harness.as_str(),
-        Status::Ok,
-        format!(
-            "not wired in its own settings, but {} runs hookd's {} hooks ({}), whose payloads hookd knows as {}'s",
-            harness.name(),
-            other.name(),
-            path.display(),
-            harness.name()
-        ),
-    ))
+    // Which of them it runs, and whether it reads their answers, is not
+    // documented: heard, maybe, but not to be counted on.
+    Some(
+        Check::new(
+            harness.as_str(),
+            Status::Warn,
+            format!(
+                "not wired in its own settings; {} runs hookd's {} hooks ({}), whose payloads hookd knows as {}'s, but which of them it runs, and whether it reads their answers, is not documented",
+                harness.name(),
+                other.name(),
+                path.display(),
+                harness.name()
+            ),
+        )
+        .fix(format!("hookctl install {harness}")),
+    )
 }
 
 /// Wired in its own settings and in another harness's it runs too: each
@@ -579,9 +584,8 @@ fn heard_twice(wiring: &dyn install::Wiring, scopes: &[Scope]) -> Option<Check> 
             ),
         )
         .fix(format!(
-            "keep one: `hookctl uninstall {harness}` (hookd knows {}'s payloads through {}'s hooks), or `hookctl uninstall {other}` if you do not use {}",
+            "keep {}'s own: `hookctl uninstall {other}` if you do not use {} (with both, hookd saves once a compaction but hears every other event twice)",
             harness.name(),
-            other.name(),
             other.name()
         )),
     )

@@ -92,6 +92,11 @@ function ask(event, payload, env) {
   });
 }
 
+// An OpenCode switch as OpenCode reads one: on only as `true` or `1`.
+function flagOn(value) {
+  return /^(true|1)$/i.test(value ?? "");
+}
+
 // The text for the model in an answer, if any.
 function contextOf(answer) {
   return answer && typeof answer.context === "string" && answer.context ? answer.context : null;
@@ -220,6 +225,10 @@ export const HookdPlugin = async (ctx) => {
         return;
       }
       case "session.idle":
+        // A long-lived OpenCode (its TUI, `serve`) runs many turns: the
+        // replies already logged need not be kept past one (a repeat would
+        // only log the same figure again).
+        logged.clear();
         await send("stop", props.sessionID, {});
         return;
     }
@@ -248,7 +257,7 @@ export const HookdPlugin = async (ctx) => {
         model: [model.providerID, model.id].filter(Boolean).join("/"),
         limit: model.limit,
         reserved: compaction.reserved ?? null,
-        auto: compaction.auto !== false && !env.OPENCODE_DISABLE_AUTOCOMPACT,
+        auto: compaction.auto !== false && !flagOn(env.OPENCODE_DISABLE_AUTOCOMPACT),
       };
       const key = JSON.stringify(line);
       if (lastModel.get(sessionID) === key) return;
@@ -282,7 +291,7 @@ export const HookdPlugin = async (ctx) => {
       log(sessionID, { type: "context", where: "system", text });
     }),
     "tool.execute.before": guarded(async (input, output) => {
-      if (input?.callID) argsOf.set(input.callID, output?.args);
+      if (input?.callID && !children.has(input.sessionID)) argsOf.set(input.callID, output?.args);
     }),
     "tool.execute.after": guarded(async (input, output) => {
       const sessionID = input?.sessionID;

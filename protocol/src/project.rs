@@ -17,10 +17,6 @@ pub const GEMINI_CLI_PROJECT_SETTINGS: &str = ".gemini/settings.json";
 pub const QWEN_CODE_PROJECT_SETTINGS: &str = ".qwen/settings.json";
 pub const COPILOT_CLI_PROJECT_HOOKS: &str = ".github/hooks/hookd.json";
 pub const OPENCODE_PROJECT_PLUGIN: &str = ".opencode/plugins/hookd.js";
-/// The package files it writes beside OpenCode's plugin, so that OpenCode
-/// does not install its plugin package when it starts.
-pub const OPENCODE_PROJECT_PACKAGE_FILES: &[&str] =
-    &[".opencode/package.json", ".opencode/package-lock.json"];
 pub const CURSOR_PROJECT_HOOKS: &str = ".cursor/hooks.json";
 /// Claude Code's slash commands it installs beside them (`hooks/claude-code/commands/`).
 pub const CLAUDE_CODE_PROJECT_COMMANDS: &[&str] = &[
@@ -48,7 +44,6 @@ pub fn is_hookd_file(rel: &str) -> bool {
         ]
         .contains(&rel)
         || CLAUDE_CODE_PROJECT_COMMANDS.contains(&rel)
-        || OPENCODE_PROJECT_PACKAGE_FILES.contains(&rel)
 }
 
 /// Directories walked up before giving up: deeper than any real checkout,

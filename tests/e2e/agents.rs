@@ -24,6 +24,22 @@ pub const CLIMB: [(u64, Option<(f64, &str)>); 5] = [
     ),
 ];
 
+/// One tool call and an answer, well under any compaction point.
+pub fn short_turn(turn: u32, tokens: u64) -> [Reply; 2] {
+    [
+        Reply::shell(
+            &format!("t{turn}.tool"),
+            tokens,
+            &format!("echo 'step {turn}' >> notes.txt"),
+        ),
+        Reply::text(
+            &format!("t{turn}.text"),
+            tokens + 1_000,
+            &format!("Step {turn} noted."),
+        ),
+    ]
+}
+
 /// One prompt, five shell calls whose replies report the climb, then a
 /// closing text 100 tokens later; a second prompt that only gets an answer.
 pub fn climb_script(compacts_at: u64) -> Vec<Reply> {
@@ -403,6 +419,17 @@ pub fn fail_open(client: Client, replies: Vec<Reply>, prompts: &[&str]) {
                 a.code, p.code,
                 "{wiring}, run {}: the same exit code",
                 p.index
+            );
+            // Each hook gives up within the ordinary hook budget (a second)
+            // when hookd does not greet it, and a run has a handful of
+            // hooks: PreCompact's or SessionStart's whole budget (30 s,
+            // 10 s) waited on a hung hookd would show here.
+            assert!(
+                a.elapsed <= p.elapsed + std::time::Duration::from_secs(15),
+                "{wiring}, run {}: {:.1} s against {:.1} s without hooks",
+                p.index,
+                a.elapsed.as_secs_f64(),
+                p.elapsed.as_secs_f64()
             );
             assert_eq!(
                 a.answer(),

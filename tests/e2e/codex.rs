@@ -11,7 +11,7 @@
 //! PostCompact → SessionStart(compact); after `codex exec resume` the same
 //! run also sends SessionStart(resume).
 
-use crate::agents;
+use crate::agents::{self, short_turn};
 use hookd_tests::e2e_agents::{Agent, AgentBuilder, Client};
 use hookd_tests::mock_model::Reply;
 
@@ -20,22 +20,6 @@ const WINDOW: u64 = 200_000;
 
 fn codex(name: &str) -> AgentBuilder {
     Agent::builder(Client::Codex, name)
-}
-
-/// One tool call and an answer, well under any compaction point.
-fn short_turn(turn: u32, tokens: u64) -> [Reply; 2] {
-    [
-        Reply::shell(
-            &format!("t{turn}.tool"),
-            tokens,
-            &format!("echo 'step {turn}' >> notes.txt"),
-        ),
-        Reply::text(
-            &format!("t{turn}.text"),
-            tokens + 1_000,
-            &format!("Step {turn} noted."),
-        ),
-    ]
 }
 
 /// hookd's figure and window are the rollout's.

@@ -21,7 +21,7 @@
 //! hooks, and grows every few hundred milliseconds), so a hook can find it
 //! behind what the client did, or not there yet.
 
-use crate::agents;
+use crate::agents::{self, short_turn};
 use hookd_tests::e2e_agents::{
     Agent, AgentBuilder, COPILOT_WINDOW, Client, MOCK_MODEL, RESUME_MARKER, SETTLE, Wiring,
     copilot_compacts_at,
@@ -36,22 +36,6 @@ const SMALL_WINDOW: u64 = 20_000;
 
 fn copilot(name: &str) -> AgentBuilder {
     Agent::builder(Client::Copilot, name)
-}
-
-/// One tool call and an answer, well under the compaction point.
-fn short_turn(turn: u32, tokens: u64) -> [Reply; 2] {
-    [
-        Reply::shell(
-            &format!("t{turn}.tool"),
-            tokens,
-            &format!("echo 'step {turn}' >> notes.txt"),
-        ),
-        Reply::text(
-            &format!("t{turn}.text"),
-            tokens + 1_000,
-            &format!("Step {turn} noted."),
-        ),
-    ]
 }
 
 /// A turn that crosses the compaction point of [`SMALL_WINDOW`] on its

@@ -14,7 +14,7 @@
 //! turn, for a title (a tool-less side request the mock answers apart from
 //! the script).
 
-use crate::agents;
+use crate::agents::{self, short_turn};
 use hookd_tests::e2e_agents::{
     Agent, AgentBuilder, Client, MOCK_MODEL, OPENCODE_COMPACTS_AT, OPENCODE_CONTEXT, Wiring,
 };
@@ -32,22 +32,6 @@ const REPLY_TOKENS: u64 = 30;
 
 fn opencode(name: &str) -> AgentBuilder {
     Agent::builder(Client::OpenCode, name)
-}
-
-/// One tool call and an answer, well under the compaction point.
-fn short_turn(turn: u32, tokens: u64) -> [Reply; 2] {
-    [
-        Reply::shell(
-            &format!("t{turn}.tool"),
-            tokens,
-            &format!("echo 'step {turn}' >> notes.txt"),
-        ),
-        Reply::text(
-            &format!("t{turn}.text"),
-            tokens + 1_000,
-            &format!("Step {turn} noted."),
-        ),
-    ]
 }
 
 /// The client and the mock without hookd: the title request, then the

@@ -12,7 +12,7 @@
 //! SessionStart(compact). That hook is not waited for: its context goes
 //! into the system prompt of the requests sent after it answered.
 
-use crate::agents;
+use crate::agents::{self, short_turn};
 use hookd_tests::e2e_agents::{
     Agent, AgentBuilder, Client, MOCK_MODEL, QWEN_COMPACTS_AT, QWEN_WINDOW, SETTLE, Wiring,
 };
@@ -22,22 +22,6 @@ use std::time::Duration;
 
 fn qwen(name: &str) -> AgentBuilder {
     Agent::builder(Client::Qwen, name)
-}
-
-/// One tool call and an answer, well under the compaction point.
-fn short_turn(turn: u32, tokens: u64) -> [Reply; 2] {
-    [
-        Reply::shell(
-            &format!("t{turn}.tool"),
-            tokens,
-            &format!("echo 'step {turn}' >> notes.txt"),
-        ),
-        Reply::text(
-            &format!("t{turn}.text"),
-            tokens + 1_000,
-            &format!("Step {turn} noted."),
-        ),
-    ]
 }
 
 /// The client and the mock without hookd: the shell call runs, the answer

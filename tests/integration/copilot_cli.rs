@@ -6,6 +6,7 @@
 //! saves the state and a checkpoint and puts the resume prompt in once, and
 //! `hookctl install copilot-cli` writes and takes away its own hooks file.
 
+use crate::harness_setup::placed;
 use hookd_tests::{
     GitRepo, Sandbox, TestDaemon, hook_json, run_with_stdin, stderr, stdout, workflow_events_of,
 };
@@ -16,22 +17,6 @@ use std::path::{Path, PathBuf};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/copilot-cli")
-}
-
-/// `value` with `$COPILOT_HOME` and `$CWD` in its strings made this run's.
-fn placed(value: Value, home: &Path, cwd: &Path) -> Value {
-    match value {
-        Value::String(s) => Value::String(
-            s.replace("$COPILOT_HOME", &home.display().to_string())
-                .replace("$CWD", &cwd.display().to_string()),
-        ),
-        Value::Array(items) => items.into_iter().map(|v| placed(v, home, cwd)).collect(),
-        Value::Object(map) => map
-            .into_iter()
-            .map(|(k, v)| (k, placed(v, home, cwd)))
-            .collect(),
-        other => other,
-    }
 }
 
 /// A Copilot CLI session as it lays out its files: `events.jsonl` under
@@ -52,7 +37,7 @@ impl CopilotSession {
         let records: Vec<Value> = std::fs::read_to_string(fixtures().join("events.jsonl"))
             .unwrap()
             .lines()
-            .map(|l| placed(serde_json::from_str(l).unwrap(), &home, project))
+            .map(|l| placed(serde_json::from_str(l).unwrap(), &[("$COPILOT_HOME", &home), ("$CWD", project)]))
             .collect();
         let id = records[0]["data"]["sessionId"].as_str().unwrap().to_owned();
         let events = home.join("session-state").join(id).join("events.jsonl");
@@ -68,7 +53,7 @@ impl CopilotSession {
             .map(|p| {
                 (
                     p["event"].as_str().unwrap().to_owned(),
-                    placed(p["payload"].clone(), &home, project),
+                    placed(p["payload"].clone(), &[("$COPILOT_HOME", &home), ("$CWD", project)]),
                 )
             })
             .collect();

@@ -1,5 +1,5 @@
-//! What the tests of one harness each need: a small git project, and
-//! doctor's check of the harness.
+//! What the tests of one harness each need: a small git project, fixtures
+//! placed in this run's directories, and doctor's check of the harness.
 
 use hookd_tests::{GitRepo, Sandbox};
 use serde_json::Value;
@@ -25,4 +25,20 @@ pub fn doctor_check(sb: &Sandbox, dir: &Path, name: &str) -> Value {
         .find(|c| c["name"] == name)
         .cloned()
         .unwrap_or_else(|| panic!("no {name} check: {report:#}"))
+}
+
+/// `value` with each placeholder of `places` in its strings replaced by
+/// that path of this run (`$CWD` by the project, say).
+pub fn placed(value: Value, places: &[(&str, &Path)]) -> Value {
+    match value {
+        Value::String(s) => Value::String(places.iter().fold(s, |s, (name, path)| {
+            s.replace(name, &path.display().to_string())
+        })),
+        Value::Array(items) => items.into_iter().map(|v| placed(v, places)).collect(),
+        Value::Object(map) => map
+            .into_iter()
+            .map(|(k, v)| (k, placed(v, places)))
+            .collect(),
+        other => other,
+    }
 }

@@ -6,7 +6,7 @@
 //! and puts the resume prompt in once, and `hookctl install qwen-code`
 //! wires and unwires its settings file without touching the rest.
 
-use crate::harness_setup::{doctor_check, parser_project};
+use crate::harness_setup::{doctor_check, parser_project, placed};
 use hookd_tests::{
     Sandbox, TestDaemon, hook_json, run_with_stdin, stderr, stdout, workflow_events_of,
 };
@@ -17,22 +17,6 @@ use std::path::{Path, PathBuf};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/qwen-code")
-}
-
-/// `value` with `$SESSION_FILE` and `$CWD` in its strings made this run's.
-fn placed(value: Value, chat: &Path, cwd: &Path) -> Value {
-    match value {
-        Value::String(s) => Value::String(
-            s.replace("$SESSION_FILE", &chat.display().to_string())
-                .replace("$CWD", &cwd.display().to_string()),
-        ),
-        Value::Array(items) => items.into_iter().map(|v| placed(v, chat, cwd)).collect(),
-        Value::Object(map) => map
-            .into_iter()
-            .map(|(k, v)| (k, placed(v, chat, cwd)))
-            .collect(),
-        other => other,
-    }
 }
 
 /// A Qwen Code session as it lays out its files: the chat file under
@@ -54,7 +38,7 @@ impl QwenSession {
         let text = std::fs::read_to_string(fixtures().join("chat.jsonl")).unwrap();
         let records = text
             .lines()
-            .map(|l| placed(serde_json::from_str(l).unwrap(), &chat, project))
+            .map(|l| placed(serde_json::from_str(l).unwrap(), &[("$SESSION_FILE", &chat), ("$CWD", project)]))
             .collect();
         QwenSession {
             chat,
@@ -101,7 +85,7 @@ impl QwenSession {
             .get(name)
             .unwrap_or_else(|| panic!("no payload {name}"))
             .clone();
-        placed(payload, &self.chat, &self.project)
+        placed(payload, &[("$SESSION_FILE", &self.chat), ("$CWD", &self.project)])
     }
 
     /// Runs `hookctl hook --harness qwen-code <event>` as the installed

@@ -32,9 +32,8 @@
 //! --no-auto-update` with `COPILOT_OFFLINE=true` and the mock as its
 //! provider (`COPILOT_PROVIDER_*`, no GitHub login), with `--continue` after
 //! the first run; its hooks are user-level (`~/.copilot/hooks/`), which it
-//! runs in any folder, trusted or not.
-//! first run. OpenCode runs `opencode run …` (`-s <session>` after the
-//! first run) with the mock as an `@ai-sdk/openai-compatible` provider in
+//! runs in any folder, trusted or not. OpenCode runs `opencode run …`
+//! (`-s <session>` after the first run) with the mock as an `@ai-sdk/openai-compatible` provider in
 //! `~/.config/opencode/opencode.json`, nothing fetched, updated or loaded
 //! besides.
 

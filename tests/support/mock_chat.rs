@@ -1,8 +1,9 @@
 //! The OpenAI Chat Completions API (`POST …/chat/completions`), for
 //! [`mock_model`](crate::mock_model): what Qwen Code 0.24.4 speaks to an
 //! `openai` provider, and what GitHub Copilot CLI 1.0.102 speaks to its
-//! `openai` provider (`COPILOT_PROVIDER_BASE_URL`), so nothing here is one
-//! client's unless it says so.
+//! `openai` provider (`COPILOT_PROVIDER_BASE_URL`), and what OpenCode
+//! 1.18.33 speaks to an `@ai-sdk/openai-compatible` provider, so nothing
+//! here is one client's unless it says so.
 //!
 //! - A request with `"stream": true` gets server-sent events
 //!   (`chat.completion.chunk` objects, then `data: [DONE]`), any other a

@@ -1,5 +1,5 @@
-//! A scripted model server for the Codex CLI, Gemini CLI, Qwen Code and
-//! Copilot CLI scenarios: the `hookd-mock-model` binary (`tests/mock/main.rs`) serves one
+//! A scripted model server for the Codex CLI, Gemini CLI, Qwen Code,
+//! Copilot CLI and OpenCode scenarios: the `hookd-mock-model` binary (`tests/mock/main.rs`) serves one
 //! of three APIs ([`mock_codex`](crate::mock_codex),
 //! [`mock_gemini`](crate::mock_gemini), and OpenAI's Chat Completions,
 //! [`mock_chat`](crate::mock_chat)) on 127.0.0.1, answering the main requests with the script's replies in

@@ -320,11 +320,7 @@ fn reported_context(f: &mut Fields) -> ReportedContext {
 /// words go to stderr (Cursor's hook output log): Cursor has no field for
 /// them at these events.
 fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let mut stderr: String = outcome
-        .notes
-        .iter()
-        .map(|n| format!("hookd: {n}\n"))
-        .collect();
+    let mut stderr = outcome.notes_for_stderr();
     if let Some(message) = &outcome.system_message {
         stderr = format!("{message}\n{stderr}");
     }

@@ -5,7 +5,7 @@
 //! they mean ([`Records`]); where reading stopped is its [`Cursor`].
 
 use super::{Boundary, Cursor, Method, Reading, SessionReading, Usage};
-use crate::tail::{ReverseLines, mentions_any, open_regular};
+use crate::tail::{ReverseLines, mentions_any, open_regular, read_complete_lines};
 use std::io;
 use std::path::Path;
 
@@ -26,6 +26,14 @@ pub trait Records {
     /// Whether a line is a record that gives the figure: reading back from
     /// the end stops at the latest one.
     fn gives_figure(&self, line: &[u8]) -> bool;
+
+    /// Reading back, at a line that [`Records::gives_figure`]: whether the
+    /// reading has gone back far enough. Most files need only the latest
+    /// such line; one whose figure and point are on lines of two kinds
+    /// needs the latest of each.
+    fn back_far_enough(&mut self, _line: &[u8]) -> bool {
+        true
+    }
 }
 
 /// Where a reading stopped and how it went.
@@ -88,23 +96,16 @@ fn read_forward(
     end: u64,
     records: &mut dyn Records,
 ) -> io::Result<(u64, u64)> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; (end - start) as usize];
-    file.read_exact_at(&mut buf, start)?;
-    let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
-    let mut at = start;
-    for line in buf[..complete].split(|b| *b == b'\n') {
-        let line_at = at;
-        at += line.len() as u64 + 1;
+    read_complete_lines(file, start, end, |at, line| {
         if mentions_any(line, records.needles()) {
-            records.take(line_at, line);
+            records.take(at, line);
         }
-    }
-    Ok((start + complete as u64, buf.len() as u64))
+    })
 }
 
-/// Reads back from the end to the latest record with a figure, then takes
-/// in what was found in the file's order. Records below `floor` are not
+/// Reads back from the end to the latest record with a figure (see
+/// [`Records::back_far_enough`]), then takes in what was found in the
+/// file's order. Records below `floor` are not
 /// taken in, but for that one.
 fn read_backward(
     file: &std::fs::File,
@@ -124,7 +125,7 @@ fn read_backward(
         if at >= floor || gives_figure {
             found.push((at, line));
         }
-        if gives_figure {
+        if gives_figure && records.back_far_enough(&line) {
             break;
         }
     }

@@ -28,12 +28,13 @@
 //!   (SessionStart), a text part of the person's message (a prompt), the
 //!   tool's output (a tool call), the compaction request (PreCompact).
 
+use super::lines;
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Adapter, Boundary, Cursor, EventName, Fields, HarnessPoint, HookEvent, Launch, LaunchPoints,
     Method, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage, claude_code,
 };
-use crate::tail::{ReverseLines, mentions_any, open_regular, read_complete_lines};
+use crate::tail::mentions_any;
 use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count};
 use protocol::wire::{HookReply, HookRequest};
@@ -48,11 +49,6 @@ pub const PLUGIN_VERSION: u64 = 1;
 const OUTPUT_TOKEN_MAX: u64 = 32_000;
 /// The most OpenCode keeps free by default for the compaction's request.
 const DEFAULT_RESERVED: u64 = 20_000;
-/// Appended bytes read forward; more than this and the log is read from
-/// its end.
-const FORWARD_LIMIT: u64 = 8 * 1024 * 1024;
-/// A backward scan of a log gives up after this many bytes.
-const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
 /// How a compaction's boundary is named: by where its line starts.
 const BOUNDARY_PREFIX: &str = "opencode log byte ";
 /// The lines a reading looks at; any other line is skipped unparsed.
@@ -212,15 +208,7 @@ fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     if let Some(message) = outcome.system_message {
         out.insert("message".into(), Value::String(message));
     }
-    HookReply {
-        stdout: if out.is_empty() {
-            String::new()
-        } else {
-            Value::Object(out).to_string() + "\n"
-        },
-        stderr,
-        exit_code: 0,
-    }
+    super::json_answer(out, stderr)
 }
 
 /// OpenCode's count of a reply's context: its total, else the sum of its
@@ -256,11 +244,52 @@ struct Fold {
     boundaries: Vec<Boundary>,
     window: Option<u64>,
     point: Option<HarnessPoint>,
+    /// The log, as errors name it.
+    shown: String,
+    /// Reading back: whether a reply's usage and a model line were passed.
+    seen_reply: bool,
+    seen_model: bool,
 }
 
-impl Fold {
+/// The lines a reading back needs even below where the last one stopped.
+#[derive(Clone, Copy, PartialEq)]
+enum FigureLine {
+    /// A reply's usage (not the compaction's own): the figure.
+    Reply,
+    /// The model's limits: the point.
+    Model,
+}
+
+fn figure_line(line: &[u8]) -> Option<FigureLine> {
+    let record = serde_json::from_slice::<Value>(line).ok()?;
+    match record["type"].as_str()? {
+        "usage" if record["summary"] != true => Some(FigureLine::Reply),
+        "model" => Some(FigureLine::Model),
+        _ => None,
+    }
+}
+
+impl lines::Records for Fold {
+    fn needles(&self) -> &[&'static [u8]] {
+        &NEEDLES
+    }
+
+    fn gives_figure(&self, line: &[u8]) -> bool {
+        figure_line(line).is_some()
+    }
+
+    /// The figure and the point are on lines of two kinds: the latest of each.
+    fn back_far_enough(&mut self, line: &[u8]) -> bool {
+        match figure_line(line) {
+            Some(FigureLine::Reply) => self.seen_reply = true,
+            Some(FigureLine::Model) => self.seen_model = true,
+            None => {}
+        }
+        self.seen_reply && self.seen_model
+    }
+
     /// Takes in the line at byte `at`, one that mentions a needle.
-    fn take(&mut self, at: u64, line: &[u8], shown: &dyn Fn() -> String) {
+    fn take(&mut self, at: u64, line: &[u8]) {
         let Ok(record) = serde_json::from_slice::<Value>(line) else {
             return;
         };
@@ -283,7 +312,7 @@ impl Fold {
                         self.usage.take(),
                         format!(
                             "invalid usage in OpenCode log {} at byte {at}: {why}",
-                            shown()
+                            self.shown
                         ),
                     ));
                 }
@@ -383,88 +412,16 @@ fn read(
     cursor: Option<&Cursor>,
     current: Option<&Usage>,
 ) -> Result<SessionReading, String> {
-    use std::os::unix::fs::MetadataExt;
-    let shown = || path.display().to_string();
-    let failed = |e: io::Error| format!("cannot read OpenCode log {}: {e}", shown());
-    let (file, meta) = match open_regular(path) {
-        Ok(Some(opened)) => opened,
-        Ok(None) => return Err(format!("OpenCode log {} is not a regular file", shown())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(format!(
-                "OpenCode log {} is missing: the plugin has not written it yet",
-                shown()
-            ));
-        }
-        Err(e) => return Err(failed(e)),
-    };
-    let (len, dev, ino) = (meta.len(), meta.dev(), meta.ino());
-    let same_file = cursor.filter(|c| c.dev == dev && c.ino == ino && c.offset <= len);
     let mut fold = Fold {
         usage: current.cloned(),
+        shown: path.display().to_string(),
         ..Fold::default()
     };
-    let (read_to, bytes_read, method) = match same_file {
-        Some(c) if c.offset == len => (len, 0, Method::Unchanged),
-        Some(c) if len - c.offset <= FORWARD_LIMIT => {
-            let (read_to, bytes) = read_complete_lines(&file, c.offset, len, |at, line| {
-                if mentions_any(line, &NEEDLES) {
-                    fold.take(at, line, &shown);
-                }
-            })
-            .map_err(failed)?;
-            (read_to, bytes, Method::Forward)
-        }
-        _ => {
-            let floor = same_file.map_or(0, |c| c.offset);
-            let mut lines = ReverseLines::new(&file, len);
-            lines.stop_below(len.saturating_sub(SEARCH_LIMIT));
-            let mut found = Vec::new();
-            let (mut reply, mut model) = (false, false);
-            while let Some(line) = lines.next_line().map_err(failed)? {
-                let at = lines.position();
-                if !mentions_any(&line, &NEEDLES) {
-                    continue;
-                }
-                let kind = serde_json::from_slice::<Value>(&line)
-                    .ok()
-                    .and_then(|r| Some((r["type"].as_str()?.to_owned(), r["summary"] == true)));
-                let is_reply = matches!(&kind, Some((k, false)) if k == "usage");
-                let is_model = matches!(&kind, Some((k, _)) if k == "model");
-                // A compaction below the last reading's end was taken then.
-                if at >= floor || is_reply || is_model {
-                    found.push((at, line));
-                }
-                reply |= is_reply;
-                model |= is_model;
-                if reply && model {
-                    break;
-                }
-            }
-            for (at, line) in found.iter().rev() {
-                fold.take(*at, line, &shown);
-            }
-            (
-                lines.end_of_complete_lines(),
-                lines.bytes_read(),
-                Method::Backward,
-            )
-        }
-    };
-    Ok(SessionReading {
-        reading: Reading {
-            usage: fold.usage,
-            boundaries: fold.boundaries,
-            cursor: Cursor {
-                offset: read_to,
-                dev,
-                ino,
-            },
-            method,
-            bytes_read,
-        },
-        window: fold.window,
-        compaction_point: fold.point,
-    })
+    let read = lines::read(path, cursor, &mut fold, "OpenCode log")?;
+    let mut reading = lines::session_reading(read, fold.usage, fold.boundaries, fold.window);
+    // The plugin logs the model's limits: the point is the log's.
+    reading.compaction_point = fold.point;
+    Ok(reading)
 }
 
 /// Whether text holding `marker` reached the model since the latest
@@ -474,55 +431,41 @@ fn read(
 /// `usage` (set when its step ends, after its tools). The marker counts
 /// once such a line follows it.
 fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
-    let Some((file, meta)) = open_regular(path)? else {
-        return Ok(false);
-    };
-    let mut lines = ReverseLines::new(&file, meta.len());
-    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
     let mut answered = false;
-    while let Some(line) = lines.next_line()? {
+    let found = lines::scan_back(path, |line| {
         if !mentions_any(
-            &line,
+            line,
             &[b"\"usage\"", b"\"tool\"", b"\"compacted\"", b"\"context\""],
         ) {
-            continue;
+            return None;
         }
-        let Ok(record) = serde_json::from_slice::<Value>(&line) else {
-            continue;
-        };
+        let record = serde_json::from_slice::<Value>(line).ok()?;
         match record["type"].as_str() {
             Some("usage") if record["summary"] != true => answered = true,
             Some("tool") => answered = true,
             Some("context")
                 if answered && record["text"].as_str().is_some_and(|t| t.contains(marker)) =>
             {
-                return Ok(true);
+                return Some(true);
             }
-            Some("compacted") => return Ok(false),
+            Some("compacted") => return Some(false),
             _ => {}
         }
-    }
-    Ok(false)
+        None
+    })?;
+    Ok(found.unwrap_or(false))
 }
 
 /// The summary of the latest compaction in the log, if the plugin saw it.
 fn latest_summary(path: &Path) -> io::Result<Option<String>> {
-    let Some((file, meta)) = open_regular(path)? else {
-        return Ok(None);
-    };
-    let mut lines = ReverseLines::new(&file, meta.len());
-    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
-    while let Some(line) = lines.next_line()? {
-        if !mentions_any(&line, &[b"\"compacted\""]) {
-            continue;
+    let found = lines::scan_back(path, |line| {
+        if !mentions_any(line, &[b"\"compacted\""]) {
+            return None;
         }
-        if let Ok(record) = serde_json::from_slice::<Value>(&line)
-            && record["type"] == "compacted"
-        {
-            return Ok(record["summary"].as_str().map(str::to_owned));
-        }
-    }
-    Ok(None)
+        let record = serde_json::from_slice::<Value>(line).ok()?;
+        (record["type"] == "compacted").then(|| record["summary"].as_str().map(str::to_owned))
+    })?;
+    Ok(found.flatten())
 }
 
 /// Where OpenCode compacts: the point of the model's limits the plugin

@@ -193,10 +193,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> 
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.hookd-{}.tmp", std::process::id()));
     let result = (|| -> std::io::Result<()> {
+        // A file, or a link a repository planted, left at that name goes
+        // first: a new file only, never one opened through a link.
+        match std::fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         let mut f = OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .mode(mode)
             .open(&tmp)?;
         f.write_all(bytes)?;
@@ -282,6 +287,25 @@ mod tests {
                 .original
                 .is_none()
         );
+    }
+
+    /// A link planted where the temporary file goes is replaced, never
+    /// written through.
+    #[test]
+    fn a_link_at_the_temporary_name_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "keep me\n").unwrap();
+        let target = dir.path().join("hookd.js");
+        let tmp = dir
+            .path()
+            .join(format!(".hookd.js.hookd-{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&outside, &tmp).unwrap();
+        write_atomic(&target, b"plugin\n", 0o644).unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me\n");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "plugin\n");
+        assert!(!std::fs::symlink_metadata(&target).unwrap().is_symlink());
+        assert!(!tmp.exists() && std::fs::symlink_metadata(&tmp).is_err());
     }
 
     #[test]

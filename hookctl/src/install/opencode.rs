@@ -251,12 +251,7 @@ fn seed_packages(dir: &Path, dry_run: bool, report: &mut Report) -> anyhow::Resu
 fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     let dir = path.parent().context("a file to write has a folder")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.hookd-tmp",
-        path.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+    super::json_file::write_atomic(path, text.as_bytes(), 0o644)
 }
 
 /// What OpenCode does not do that hookd needs, as doctor says it (for
@@ -264,22 +259,25 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
 /// compaction is off, where it loads no plugin, and a config folder it
 /// would install into at start.
 pub fn skipped(scope: &Scope) -> Vec<String> {
-    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    // As OpenCode reads its switches: on only as `true` or `1`.
+    let set = |name: &str| {
+        std::env::var(name).is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+    };
     let mut said = Vec::new();
     if set("OPENCODE_DISABLE_AUTOCOMPACT") {
         said.push(
-            "OPENCODE_DISABLE_AUTOCOMPACT is set: OpenCode does not compact by itself".to_owned(),
+            "OPENCODE_DISABLE_AUTOCOMPACT is on: OpenCode does not compact by itself".to_owned(),
         );
     }
     if set("OPENCODE_PURE") {
         said.push(
-            "OPENCODE_PURE is set (as `opencode --pure` sets it): OpenCode loads no plugin, hookd's included"
+            "OPENCODE_PURE is on (as `opencode --pure` sets it): OpenCode loads no plugin, hookd's included"
                 .to_owned(),
         );
     }
     if matches!(scope, Scope::Project(_)) && set("OPENCODE_DISABLE_PROJECT_CONFIG") {
         said.push(
-            "OPENCODE_DISABLE_PROJECT_CONFIG is set: OpenCode loads nothing from the project's \
+            "OPENCODE_DISABLE_PROJECT_CONFIG is on: OpenCode loads nothing from the project's \
              .opencode/, hookd's plugin included"
                 .to_owned(),
         );

@@ -285,7 +285,7 @@ fn a_compaction_saves_the_state_and_resumes_once() {
             compaction[0]["pre_tokens"].as_u64(),
             compaction[0]["post_tokens"].as_u64()
         ),
-        (Some(10_846), Some(10_539))
+        (Some(10_845), Some(10_538))
     );
     assert_eq!(compaction[0]["announced"], true);
     let resume = workflow_events_of(&project, "resume");

@@ -920,7 +920,7 @@ fn paths_completions_and_usage_errors() {
     insta::assert_snapshot!(sb.normalize(&said), @r#"
         # hookctl install no-such-harness
         --- stderr
-        error: invalid value 'no-such-harness' for '<HARNESS>': unknown harness `no-such-harness` (known: claude-code, codex, gemini-cli, qwen-code)
+        error: invalid value 'no-such-harness' for '<HARNESS>': unknown harness `no-such-harness` (known: claude-code, codex, gemini-cli, qwen-code, copilot-cli)
 
         For more information, try '--help'.
         --- exit 1

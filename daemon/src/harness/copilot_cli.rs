@@ -14,8 +14,9 @@
 //! - a top-level `additionalContext` reaches the model from sessionStart,
 //!   userPromptSubmitted (recorded in the prompt's `transformedContent`),
 //!   preToolUse and postToolUse (appended to the tool's result, recorded in
-//!   `tool.execution_complete`); Copilot reads nothing else of the answer,
-//!   and nothing at all of preCompact's;
+//!   `tool.execution_complete`); preToolUse's goes in as a user message the
+//!   file does not record, so no arrival could be checked there. Copilot
+//!   reads nothing else of the answer, and nothing at all of preCompact's;
 //! - `session-state/<sessionId>/events.jsonl` records every model call as a
 //!   `session.usage_record` (`inputTokens`, `cacheReadTokens`,
 //!   `maxPromptTokens`) and each compaction as `session.compaction_start`
@@ -27,14 +28,17 @@
 //!   know). Only preCompact fires around it: no hook after, no sessionStart.
 //!   The turn goes on meanwhile, so the resume prompt goes in with the first
 //!   prompt or tool result after the file shows `compaction_complete`.
+//! - the file is written in batches: a hook may not see the records of the
+//!   last fraction of a second (the usage record of the call that asked for
+//!   the tool it follows among them); the file watcher takes them in later.
 
-use super::lines::{self, SEARCH_LIMIT};
+use super::lines;
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Adapter, Boundary, Cursor, Event, EventName, EventParts, Fields, HarnessPoint, HookEvent,
-    Launch, LaunchPoints, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage,
+    Launch, LaunchPoints, Outcome, SessionFacts, SessionReading, Trigger, Usage,
 };
-use crate::tail::{ReverseLines, mentions_any, open_regular};
+use crate::tail::mentions_any;
 use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count};
 use protocol::wire::{HookReply, HookRequest};
@@ -262,11 +266,7 @@ fn takes_additional_context(kind: &EventName) -> bool {
 /// a hook's to the person and gives preCompact's output to no one. Notes
 /// go to stderr, which Copilot keeps only for a failed hook.
 fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = outcome
-        .notes
-        .iter()
-        .map(|n| format!("hookd: {n}\n"))
-        .collect::<String>();
+    let stderr = super::notes_on_stderr(&outcome.notes);
     let mut out = Map::new();
     if let Some(context) = outcome
         .additional_context
@@ -274,15 +274,7 @@ fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     {
         out.insert("additionalContext".into(), Value::String(context));
     }
-    HookReply {
-        stdout: if out.is_empty() {
-            String::new()
-        } else {
-            Value::Object(out).to_string() + "\n"
-        },
-        stderr,
-        exit_code: 0,
-    }
+    super::json_answer(out, stderr)
 }
 
 /// What a run of records says about the context.
@@ -315,7 +307,9 @@ impl lines::Records for Fold {
             Some("session.usage_record") if is_usage_record(&record) => {
                 self.take_usage(at, &record)
             }
-            Some("session.compaction_complete") if data["success"] == true => {
+            Some("session.compaction_complete")
+                if data["success"] == true && is_main_agents(&record) =>
+            {
                 let count = |name: &str| token_count(name, data.get(name)).ok().flatten();
                 let after = count("postCompactionTokens");
                 let trigger = match data["trigger"].as_str() {
@@ -380,13 +374,18 @@ impl Fold {
     }
 }
 
-/// A call of the session's own model: a subagent's records name the
-/// agent they are for, and measure its context, not the session's.
+/// A call of the session's own model.
 fn is_usage_record(record: &Value) -> bool {
     record["type"] == "session.usage_record"
         && record["data"]["usage"].is_object()
-        && record["agentId"].is_null()
-        && record["data"]["agentId"].is_null()
+        && is_main_agents(record)
+}
+
+/// Whether a record is the main agent's: Copilot's event schema gives a
+/// subagent's records (the `task` tool's) their `agentId`, and a
+/// subagent's context is not the session's.
+fn is_main_agents(record: &Value) -> bool {
+    record["agentId"].is_null()
 }
 
 /// Reads what is new in the session file.
@@ -401,27 +400,22 @@ fn read(
         ..Fold::default()
     };
     let read = lines::read(path, cursor, &mut fold, "Copilot CLI session file")?;
-    Ok(SessionReading {
-        reading: Reading {
-            usage: fold.usage,
-            boundaries: fold.boundaries,
-            cursor: read.cursor,
-            method: read.method,
-            bytes_read: read.bytes_read,
-        },
-        window: fold.window,
-        compaction_point: None,
-    })
+    Ok(lines::session_reading(
+        read,
+        fold.usage,
+        fold.boundaries,
+        fold.window,
+    ))
 }
 
-/// Whether the record at `line` is a compaction that was applied.
-fn is_compaction(line: &[u8]) -> Option<Value> {
-    if memchr::memmem::find(line, COMPACTION_COMPLETE).is_none() {
-        return None;
-    }
-    serde_json::from_slice::<Value>(line)
-        .ok()
-        .filter(|r| r["type"] == "session.compaction_complete" && r["data"]["success"] == true)
+/// The record at `line`, when it is a compaction that was applied.
+fn applied_compaction(line: &[u8]) -> Option<Value> {
+    memchr::memmem::find(line, COMPACTION_COMPLETE)?;
+    serde_json::from_slice::<Value>(line).ok().filter(|r| {
+        r["type"] == "session.compaction_complete"
+            && r["data"]["success"] == true
+            && is_main_agents(r)
+    })
 }
 
 /// Whether injected text holding `marker` reached the model since the
@@ -430,69 +424,46 @@ fn is_compaction(line: &[u8]) -> Option<Value> {
 /// result (`tool.execution_complete`); the hook's own output, also
 /// recorded (`hook.end`), is only what the hook said.
 fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
-    let Some((file, meta)) = open_regular(path)? else {
-        return Ok(false);
-    };
-    let mut lines = ReverseLines::new(&file, meta.len());
-    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
-    while let Some(line) = lines.next_line()? {
-        if memchr::memmem::find(&line, marker.as_bytes()).is_some()
-            && serde_json::from_slice::<Value>(&line).is_ok_and(|r| {
-                let data = &r["data"];
-                match r["type"].as_str() {
-                    Some("user.message") => data["transformedContent"]
-                        .as_str()
-                        .is_some_and(|t| t.contains(marker)),
-                    Some("tool.execution_complete") => data["result"]["content"]
-                        .as_str()
-                        .is_some_and(|t| t.contains(marker)),
-                    _ => false,
-                }
-            })
+    let found = lines::scan_back(path, |line| {
+        if memchr::memmem::find(line, marker.as_bytes()).is_some()
+            && serde_json::from_slice::<Value>(line).is_ok_and(|r| carries(&r, marker))
         {
-            return Ok(true);
+            return Some(true);
         }
-        if is_compaction(&line).is_some() {
-            return Ok(false);
-        }
-    }
-    Ok(false)
+        applied_compaction(line).map(|_| false)
+    })?;
+    Ok(found.unwrap_or(false))
+}
+
+/// Whether a record of what went to the main agent's model holds `marker`.
+fn carries(record: &Value, marker: &str) -> bool {
+    let data = &record["data"];
+    let text = match record["type"].as_str() {
+        Some("user.message") => &data["transformedContent"],
+        Some("tool.execution_complete") => &data["result"]["content"],
+        _ => return false,
+    };
+    is_main_agents(record) && text.as_str().is_some_and(|t| t.contains(marker))
 }
 
 /// The latest applied compaction's summary.
 fn latest_summary(path: &Path) -> io::Result<Option<String>> {
-    let Some((file, meta)) = open_regular(path)? else {
-        return Ok(None);
-    };
-    let mut lines = ReverseLines::new(&file, meta.len());
-    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
-    while let Some(line) = lines.next_line()? {
-        if let Some(record) = is_compaction(&line) {
-            return Ok(record["data"]["summaryContent"]
+    let found = lines::scan_back(path, |line| {
+        applied_compaction(line).map(|record| {
+            record["data"]["summaryContent"]
                 .as_str()
                 .filter(|s| !s.trim().is_empty())
-                .map(str::to_owned));
-        }
-    }
-    Ok(None)
-}
-
-/// `window.models` of hookd's configuration for the model, longest prefix first.
-fn configured_window(config: &WindowConfig, model: Option<&str>) -> Option<u64> {
-    let model = model?;
-    config
-        .models
-        .iter()
-        .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
-        .max_by_key(|(prefix, _)| prefix.len())
-        .map(|(_, w)| *w)
+                .map(str::to_owned)
+        })
+    })?;
+    Ok(found.flatten())
 }
 
 /// 0.80 of the prompt limit: the one hookd's configuration gives the model,
 /// else the one the session file reports, else Copilot's default;
 /// `window.tokens_max` wins.
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
-    let configured = configured_window(config, session.model);
+    let configured = super::configured_window(config, session.model);
     let (window, whose) = match (configured, session.reported_window) {
         (Some(w), _) => (w, "window.models"),
         (None, Some(w)) => (w, "maxPromptTokens in Copilot CLI's session file"),
@@ -543,6 +514,9 @@ impl LineReader for WorkReader {
         let Ok(record) = serde_json::from_slice::<Value>(line) else {
             return;
         };
+        if !is_main_agents(&record) {
+            return;
+        }
         let data = &record["data"];
         match record["type"].as_str() {
             // `content` is the person's words; what hooks added is in
@@ -668,7 +642,7 @@ mod tests {
         let before = up_to("session.usage_record", 4);
         let mut file = file_of(&before);
         let first = read(file.path(), None, None).unwrap();
-        assert_eq!(first.reading.usage.as_ref().unwrap().tokens, 9_000);
+        assert_eq!(first.reading.usage.as_ref().unwrap().tokens, 17_500);
         // The rest of the session is appended: read forward, once.
         let all = fixture_lines();
         let rest = all[before.len()..].join("\n") + "\n";
@@ -684,8 +658,8 @@ mod tests {
             panic!("{:?}", next.reading.boundaries)
         };
         assert_eq!(boundary.trigger, Some(Trigger::Auto));
-        assert_eq!(boundary.pre_tokens, Some(10_846));
-        assert_eq!(boundary.post_tokens, Some(10_539));
+        assert_eq!(boundary.pre_tokens, Some(10_845));
+        assert_eq!(boundary.post_tokens, Some(10_538));
         let offset = CopilotCli.boundary_offset(boundary).unwrap() as usize;
         let text = std::fs::read_to_string(file.path()).unwrap();
         assert!(text[offset..].starts_with(r#"{"type":"session.compaction_complete""#));
@@ -708,7 +682,25 @@ mod tests {
         };
         let r = read(file.path(), Some(&cursor), None).unwrap();
         let usage = r.reading.usage.unwrap();
-        assert_eq!((usage.tokens, usage.from_boundary), (10_539, true));
+        assert_eq!((usage.tokens, usage.from_boundary), (10_538, true));
+    }
+
+    #[test]
+    fn a_subagents_records_are_not_the_sessions() {
+        let mut lines = up_to("session.usage_record", 2);
+        let mut call: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+        call["agentId"] = "task-1".into();
+        call["data"]["usage"]["inputTokens"] = 900.into();
+        lines.push(call.to_string());
+        let file = file_of(&lines);
+        let r = read(file.path(), None, None).unwrap();
+        assert_eq!(r.reading.usage.unwrap().tokens, 15_000);
+        let mut done: Value =
+            serde_json::from_str(up_to("tool.execution_complete", 1).last().unwrap()).unwrap();
+        done["agentId"] = "task-1".into();
+        done["data"]["result"]["content"] = "[hookd-resume 0123]".into();
+        let file = file_of(&[done.to_string()]);
+        assert!(!injected_context_arrived(file.path(), "[hookd-resume 0123]").unwrap());
     }
 
     #[test]

@@ -682,14 +682,7 @@ fn client_point(session: &SessionFacts) -> f64 {
 /// window (hookd's `window.models` may name another window).
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
     let model = session.model;
-    let configured = model.and_then(|m| {
-        config
-            .models
-            .iter()
-            .filter(|(prefix, _)| m.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map(|(_, w)| *w)
-    });
+    let configured = super::configured_window(config, model);
     let (limit, listed) = token_limit(model);
     let window = configured.unwrap_or(limit);
     if let Some(forced) = config.tokens_max.filter(|t| *t > 0) {
@@ -1073,11 +1066,7 @@ pub(super) fn takes_additional_context(kind: &EventName) -> bool {
 }
 
 fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = outcome
-        .notes
-        .iter()
-        .map(|n| format!("hookd: {n}\n"))
-        .collect::<String>();
+    let stderr = super::notes_on_stderr(&outcome.notes);
     let mut out = Map::new();
     if let Some(msg) = outcome.system_message {
         out.insert("systemMessage".into(), Value::String(msg));

@@ -4,7 +4,7 @@
 //! or too much was appended. Each harness says which lines matter and what
 //! they mean ([`Records`]); where reading stopped is its [`Cursor`].
 
-use super::{Cursor, Method};
+use super::{Boundary, Cursor, Method, Reading, SessionReading, Usage};
 use crate::tail::{ReverseLines, mentions_any, open_regular};
 use std::io;
 use std::path::Path;
@@ -132,4 +132,46 @@ fn read_backward(
         records.take(*at, line);
     }
     Ok((lines.end_of_complete_lines(), lines.bytes_read()))
+}
+
+/// A reading as every harness hands it to the core: what `read` went
+/// through and what the records said.
+pub fn session_reading(
+    read: Read,
+    usage: Option<Usage>,
+    boundaries: Vec<Boundary>,
+    window: Option<u64>,
+) -> SessionReading {
+    SessionReading {
+        reading: Reading {
+            usage,
+            boundaries,
+            cursor: read.cursor,
+            method: read.method,
+            bytes_read: read.bytes_read,
+        },
+        window,
+        // Settled from the hook, which knows where the harness was started.
+        compaction_point: None,
+    }
+}
+
+/// The first answer `visit` gives, reading the file's lines back from its
+/// end (within [`SEARCH_LIMIT`]); `None` when it gives none, or when the
+/// file is not a regular file.
+pub fn scan_back<T>(
+    path: &Path,
+    mut visit: impl FnMut(&[u8]) -> Option<T>,
+) -> io::Result<Option<T>> {
+    let Some((file, meta)) = open_regular(path)? else {
+        return Ok(None);
+    };
+    let mut lines = ReverseLines::new(&file, meta.len());
+    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
+    while let Some(line) = lines.next_line()? {
+        if let Some(found) = visit(&line) {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
 }

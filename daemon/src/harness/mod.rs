@@ -208,6 +208,37 @@ pub fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
     adapter(event.harness).render(event, outcome)
 }
 
+/// The outcome's notes as hookctl writes them to stderr.
+fn notes_on_stderr(notes: &[String]) -> String {
+    notes.iter().map(|n| format!("hookd: {n}\n")).collect()
+}
+
+/// An answer of one JSON object on stdout, nothing when it holds nothing,
+/// and exit 0.
+fn json_answer(out: Map<String, Value>, stderr: String) -> HookReply {
+    HookReply {
+        stdout: if out.is_empty() {
+            String::new()
+        } else {
+            Value::Object(out).to_string() + "\n"
+        },
+        stderr,
+        exit_code: 0,
+    }
+}
+
+/// The window `window.models` of hookd's configuration gives `model`: the
+/// longest prefix of it listed there.
+fn configured_window(config: &protocol::config::WindowConfig, model: Option<&str>) -> Option<u64> {
+    let model = model?;
+    config
+        .models
+        .iter()
+        .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|(_, w)| *w)
+}
+
 /// What a harness needs to know of a session to place its compaction point.
 pub struct SessionFacts<'a> {
     pub harness: Harness,

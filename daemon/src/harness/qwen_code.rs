@@ -25,13 +25,13 @@
 //!   `contextWindowSize`), pct `context.autoCompactThreshold` (0.85),
 //!   20,000 the room it keeps for the summary and 13,000 its buffer.
 
-use super::lines::{self, SEARCH_LIMIT};
+use super::lines;
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Adapter, Boundary, Cursor, Event, EventName, Fields, HarnessPoint, HookEvent, Launch,
-    LaunchPoints, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage, claude_code,
+    LaunchPoints, Outcome, SessionFacts, SessionReading, Trigger, Usage, claude_code,
 };
-use crate::tail::{ReverseLines, mentions_any, open_regular};
+use crate::tail::{mentions_any, open_regular};
 use protocol::config::WindowConfig;
 use protocol::pressure::{CompactionPoint, token_count};
 use protocol::wire::{HookReply, HookRequest};
@@ -198,11 +198,7 @@ fn takes_additional_context(kind: &EventName) -> bool {
 /// PreCompact's instructions for the summarizer there too (Qwen Code reads
 /// PreCompact's `additionalContext`, not its plain stdout).
 fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = outcome
-        .notes
-        .iter()
-        .map(|n| format!("hookd: {n}\n"))
-        .collect::<String>();
+    let stderr = super::notes_on_stderr(&outcome.notes);
     let kind = event.name();
     let context = match kind {
         EventName::PreCompact => outcome.plain_stdout,
@@ -220,15 +216,7 @@ fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
             json!({ "hookEventName": kind.pascal(), "additionalContext": context }),
         );
     }
-    HookReply {
-        stdout: if out.is_empty() {
-            String::new()
-        } else {
-            Value::Object(out).to_string() + "\n"
-        },
-        stderr,
-        exit_code: 0,
-    }
+    super::json_answer(out, stderr)
 }
 
 /// What a run of records says about the context.
@@ -344,18 +332,13 @@ fn read(
         ..Fold::default()
     };
     let read = lines::read(path, cursor, &mut fold, "Qwen Code chat file")?;
-    Ok(SessionReading {
-        reading: Reading {
-            usage: fold.usage,
-            boundaries: fold.boundaries,
-            cursor: read.cursor,
-            method: read.method,
-            bytes_read: read.bytes_read,
-        },
-        window: fold.window,
-        // Settled from the hook, which knows the project: see `launch_point`.
-        compaction_point: None,
-    })
+    // The point is settled from the hook, which knows the project: see `launch_point`.
+    Ok(lines::session_reading(
+        read,
+        fold.usage,
+        fold.boundaries,
+        fold.window,
+    ))
 }
 
 /// Whether injected text holding `marker` reached the model since the
@@ -363,26 +346,19 @@ fn read(
 /// context with them, so the marker is in the chat file after the
 /// compaction's record.
 fn injected_context_arrived(path: &Path, marker: &str) -> io::Result<bool> {
-    let Some((file, meta)) = open_regular(path)? else {
-        return Ok(false);
-    };
-    let mut lines = ReverseLines::new(&file, meta.len());
-    lines.stop_below(meta.len().saturating_sub(SEARCH_LIMIT));
-    while let Some(line) = lines.next_line()? {
+    let found = lines::scan_back(path, |line| {
         // A reply quoting the marker is not the prompt arriving.
-        if memchr::memmem::find(&line, marker.as_bytes()).is_some()
-            && serde_json::from_slice::<Value>(&line).is_ok_and(|r| r["type"] != "assistant")
+        if memchr::memmem::find(line, marker.as_bytes()).is_some()
+            && serde_json::from_slice::<Value>(line).is_ok_and(|r| r["type"] != "assistant")
         {
-            return Ok(true);
+            return Some(true);
         }
-        if memchr::memmem::find(&line, b"chat_compression").is_some()
-            && serde_json::from_slice::<Value>(&line)
-                .is_ok_and(|r| r["type"] == "system" && r["subtype"] == "chat_compression")
-        {
-            return Ok(false);
-        }
-    }
-    Ok(false)
+        let compaction = memchr::memmem::find(line, b"chat_compression").is_some()
+            && serde_json::from_slice::<Value>(line)
+                .is_ok_and(|r| r["type"] == "system" && r["subtype"] == "chat_compression");
+        compaction.then_some(false)
+    })?;
+    Ok(found.unwrap_or(false))
 }
 
 /// Where one settings layer lives.
@@ -558,14 +534,7 @@ fn point_basis(window: u64, pct: f64, point: u64) -> String {
 /// default window; `window.tokens_max` and `window.models` of hookd's
 /// configuration win.
 fn compaction_point(session: &SessionFacts, config: &WindowConfig) -> CompactionPoint {
-    let configured = session.model.and_then(|m| {
-        config
-            .models
-            .iter()
-            .filter(|(prefix, _)| m.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map(|(_, w)| *w)
-    });
+    let configured = super::configured_window(config, session.model);
     let settings = session.harness_point;
     // A point the settings fixed, with the window it was taken from.
     let fixed = settings.and_then(|p| {

@@ -872,6 +872,43 @@ mod tests {
     }
 
     #[test]
+    fn bare_handlers_are_ours_by_their_bash_and_the_rest_stay() {
+        let original = obj(
+            r#"{"version":1,"hooks":{"postToolUse":[{"type":"command","bash":"lint.sh","timeoutSec":5}]}}"#,
+        );
+        let exe = Path::new("/opt/hk/hookctl");
+        let mut v = original.clone();
+        put_hooks(
+            &mut v,
+            &copilot_cli::CopilotCli,
+            exe,
+            Path::new("hookd.json"),
+        )
+        .unwrap();
+        let post = v["hooks"]["postToolUse"].as_array().unwrap();
+        assert_eq!(post[0]["bash"], "lint.sh");
+        assert_eq!(
+            post[1],
+            json!({"type": "command", "bash": "/opt/hk/hookctl hook --harness copilot-cli post-tool-use", "timeoutSec": 10})
+        );
+        assert_eq!(
+            our_commands(&v).len(),
+            copilot_cli::CopilotCli.hooks().len()
+        );
+        let mut again = v.clone();
+        put_hooks(
+            &mut again,
+            &copilot_cli::CopilotCli,
+            exe,
+            Path::new("hookd.json"),
+        )
+        .unwrap();
+        assert_eq!(again, v, "a second install changes nothing");
+        take_hooks(&mut v);
+        assert_eq!(v, original);
+    }
+
+    #[test]
     fn a_hooks_value_of_the_wrong_shape_is_refused() {
         let exe = Path::new("/x/hookctl");
         let mut v = obj(r#"{"hooks":[]}"#);

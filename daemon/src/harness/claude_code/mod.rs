@@ -215,11 +215,7 @@ pub(super) fn takes_additional_context(kind: &EventName) -> bool {
 }
 
 pub(super) fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
-    let stderr = outcome
-        .notes
-        .iter()
-        .map(|n| format!("hookd: {n}\n"))
-        .collect::<String>();
+    let stderr = super::notes_on_stderr(&outcome.notes);
     if let Some(text) = outcome.plain_stdout {
         // PreCompact reads plain stdout as text for the summarizer.
         return HookReply {
@@ -241,16 +237,7 @@ pub(super) fn render(event: &HookEvent, outcome: Outcome) -> HookReply {
             json!({ "hookEventName": event.name().pascal(), "additionalContext": ctx }),
         );
     }
-    let stdout = if out.is_empty() {
-        String::new()
-    } else {
-        Value::Object(out).to_string() + "\n"
-    };
-    HookReply {
-        stdout,
-        stderr,
-        exit_code: 0,
-    }
+    super::json_answer(out, stderr)
 }
 
 #[cfg(test)]

@@ -37,7 +37,12 @@ impl CopilotSession {
         let records: Vec<Value> = std::fs::read_to_string(fixtures().join("events.jsonl"))
             .unwrap()
             .lines()
-            .map(|l| placed(serde_json::from_str(l).unwrap(), &[("$COPILOT_HOME", &home), ("$CWD", project)]))
+            .map(|l| {
+                placed(
+                    serde_json::from_str(l).unwrap(),
+                    &[("$COPILOT_HOME", &home), ("$CWD", project)],
+                )
+            })
             .collect();
         let id = records[0]["data"]["sessionId"].as_str().unwrap().to_owned();
         let events = home.join("session-state").join(id).join("events.jsonl");
@@ -53,7 +58,10 @@ impl CopilotSession {
             .map(|p| {
                 (
                     p["event"].as_str().unwrap().to_owned(),
-                    placed(p["payload"].clone(), &[("$COPILOT_HOME", &home), ("$CWD", project)]),
+                    placed(
+                        p["payload"].clone(),
+                        &[("$COPILOT_HOME", &home), ("$CWD", project)],
+                    ),
                 )
             })
             .collect();

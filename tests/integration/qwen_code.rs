@@ -38,7 +38,12 @@ impl QwenSession {
         let text = std::fs::read_to_string(fixtures().join("chat.jsonl")).unwrap();
         let records = text
             .lines()
-            .map(|l| placed(serde_json::from_str(l).unwrap(), &[("$SESSION_FILE", &chat), ("$CWD", project)]))
+            .map(|l| {
+                placed(
+                    serde_json::from_str(l).unwrap(),
+                    &[("$SESSION_FILE", &chat), ("$CWD", project)],
+                )
+            })
             .collect();
         QwenSession {
             chat,
@@ -85,7 +90,10 @@ impl QwenSession {
             .get(name)
             .unwrap_or_else(|| panic!("no payload {name}"))
             .clone();
-        placed(payload, &[("$SESSION_FILE", &self.chat), ("$CWD", &self.project)])
+        placed(
+            payload,
+            &[("$SESSION_FILE", &self.chat), ("$CWD", &self.project)],
+        )
     }
 
     /// Runs `hookctl hook --harness qwen-code <event>` as the installed

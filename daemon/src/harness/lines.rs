@@ -122,10 +122,11 @@ fn read_backward(
             continue;
         }
         let gives_figure = records.gives_figure(&line);
+        let far_enough = gives_figure && records.back_far_enough(&line);
         if at >= floor || gives_figure {
             found.push((at, line));
         }
-        if gives_figure && records.back_far_enough(&line) {
+        if far_enough {
             break;
         }
     }

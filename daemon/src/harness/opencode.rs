@@ -32,7 +32,7 @@ use super::lines;
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
     Adapter, Boundary, Cursor, EventName, Fields, HarnessPoint, HookEvent, Launch, LaunchPoints,
-    Method, Outcome, Reading, SessionFacts, SessionReading, Trigger, Usage, claude_code,
+    Outcome, SessionFacts, SessionReading, Trigger, Usage, claude_code,
 };
 use crate::tail::mentions_any;
 use protocol::config::WindowConfig;
@@ -736,7 +736,7 @@ mod tests {
             usage("m2", 9_580),
         ]);
         let first = read(f.path(), None, None).unwrap();
-        assert_eq!(first.reading.method, Method::Backward);
+        assert_eq!(first.reading.method, crate::harness::Method::Backward);
         assert_eq!(first.reading.usage.as_ref().unwrap().tokens, 9_580);
         assert_eq!(first.window, Some(10_000));
         assert_eq!(first.compaction_point.as_ref().unwrap().tokens, Some(9_000));
@@ -754,7 +754,7 @@ mod tests {
             first.reading.usage.as_ref(),
         )
         .unwrap();
-        assert_eq!(second.reading.method, Method::Forward);
+        assert_eq!(second.reading.method, crate::harness::Method::Forward);
         let [boundary] = second.reading.boundaries.as_slice() else {
             panic!("{:?}", second.reading.boundaries)
         };

@@ -260,9 +260,8 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
 /// would install into at start.
 pub fn skipped(scope: &Scope) -> Vec<String> {
     // As OpenCode reads its switches: on only as `true` or `1`.
-    let set = |name: &str| {
-        std::env::var(name).is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
-    };
+    let set =
+        |name: &str| std::env::var(name).is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
     let mut said = Vec::new();
     if set("OPENCODE_DISABLE_AUTOCOMPACT") {
         said.push(

@@ -344,6 +344,23 @@ pub fn capture_read_the_session_file(agent: &Agent, objective: &str, later: &[&s
     assert_eq!(state["active_work"]["file_path"], file, "{}", agent.name);
 }
 
+/// Two short turns below every level (the summary never asked for), then
+/// [`no_pipeline`]; the agent, for checks of the client's own, or `None`
+/// when the scenario skips.
+pub fn quiet_two_turns(builder: AgentBuilder) -> Option<Agent> {
+    let mut replies = short_turn(1, 10_000).to_vec();
+    replies.extend(short_turn(2, 15_000));
+    let mut agent = builder.replies(replies).start()?;
+    agent.run("TURN 1: add step 1 to notes.txt");
+    agent.run("TURN 2: add step 2 to notes.txt");
+    assert!(
+        agent.log().of_kind("summary").is_empty(),
+        "no compaction happened"
+    );
+    no_pipeline(&agent);
+    Some(agent)
+}
+
 /// Nothing of hookd's compaction machinery ran: no pipeline, no compaction
 /// event, no checkpoint ref, no resume prompt.
 pub fn no_pipeline(agent: &Agent) {
@@ -378,6 +395,20 @@ pub fn no_pipeline(agent: &Agent) {
         agent.log().first_containing(RESUME_MARKER).is_none(),
         "{}: no resume prompt",
         agent.name
+    );
+}
+
+/// [`fail_open`] with the script most clients' scenarios use: a shell call
+/// and its answer, then a second prompt's answer.
+pub fn fail_open_two_turns(client: Client) {
+    fail_open(
+        client,
+        vec![
+            Reply::shell("t1.tool", 10_000, "echo working > notes.txt"),
+            Reply::text("t1.text", 11_000, "Answer: working."),
+            Reply::text("t2.text", 12_000, "Answer: still working."),
+        ],
+        &["TURN 1: start working", "TURN 2: keep working"],
     );
 }
 

@@ -160,32 +160,13 @@ fn opencode_compacts_against_the_chat_completions_mock() {
 /// The hung case finishes only because the plugin gives up on its own.
 #[test]
 fn opencode_without_hookd_runs_as_without_the_plugin() {
-    agents::fail_open(
-        Client::OpenCode,
-        vec![
-            Reply::shell("t1.tool", 10_000, "echo working > notes.txt"),
-            Reply::text("t1.text", 11_000, "Answer: working."),
-            Reply::text("t2.text", 12_000, "Answer: still working."),
-        ],
-        &["TURN 1: start working", "TURN 2: keep working"],
-    );
+    agents::fail_open_two_turns(Client::OpenCode);
 }
 
 /// Two turns below every level: no pipeline, no checkpoint.
 #[test]
 fn opencode_no_pipeline_without_compaction() {
-    let mut replies = short_turn(1, 10_000).to_vec();
-    replies.extend(short_turn(2, 15_000));
-    let Some(mut agent) = opencode("opencode-quiet").replies(replies).start() else {
-        return;
-    };
-    agent.run("TURN 1: add step 1 to notes.txt");
-    agent.run("TURN 2: add step 2 to notes.txt");
-    assert!(
-        agent.log().of_kind("summary").is_empty(),
-        "no compaction happened"
-    );
-    agents::no_pipeline(&agent);
+    agents::quiet_two_turns(opencode("opencode-quiet"));
 }
 
 /// hookd's figure is the database's latest `tokens.total`, its window

@@ -627,12 +627,7 @@ const BOUNDARY_PREFIX: &str = "rollout byte ";
 
 /// Where the record of a compaction [`read`] named starts.
 fn boundary_offset(boundary: &Boundary) -> Option<u64> {
-    boundary
-        .uuid
-        .as_deref()?
-        .strip_prefix(BOUNDARY_PREFIX)?
-        .parse()
-        .ok()
+    boundary.byte_offset(BOUNDARY_PREFIX)
 }
 
 /// `<CODEX_HOME>` of a rollout at `<CODEX_HOME>/sessions/YYYY/MM/DD/rollout-*.jsonl`.

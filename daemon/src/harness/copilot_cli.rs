@@ -125,12 +125,7 @@ impl Adapter for CopilotCli {
     }
 
     fn boundary_offset(&self, boundary: &Boundary) -> Option<u64> {
-        boundary
-            .uuid
-            .as_deref()?
-            .strip_prefix(BOUNDARY_PREFIX)?
-            .parse()
-            .ok()
+        boundary.byte_offset(BOUNDARY_PREFIX)
     }
 
     fn injected_context_arrived(&self, path: &Path, marker: &str) -> io::Result<bool> {

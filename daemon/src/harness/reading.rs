@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 /// A compaction the session's file records (Claude Code's
 /// `compact_boundary`, Codex's `compacted`, a fall in Gemini CLI's figure,
-/// Qwen Code's `chat_compression`).
+/// Qwen Code's `chat_compression`, Copilot CLI's `compaction_complete`,
+/// OpenCode's `compacted` line).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Boundary {
     pub uuid: Option<String>,
@@ -15,6 +16,15 @@ pub struct Boundary {
     pub pre_tokens: Option<u64>,
     pub post_tokens: Option<u64>,
     pub timestamp: Option<String>,
+}
+
+impl Boundary {
+    /// Where the record starts in its file, for a boundary named `prefix`
+    /// followed by that offset (as the readers that find records by byte
+    /// name them).
+    pub fn byte_offset(&self, prefix: &str) -> Option<u64> {
+        self.uuid.as_deref()?.strip_prefix(prefix)?.parse().ok()
+    }
 }
 
 /// What the session's file says about the context right now.

@@ -246,7 +246,7 @@ else
   if [ "$wire" = 1 ]; then
     say "done: hookd is running and Claude Code is wired; restart running Claude Code sessions, then try: hookctl status"
   else
-    say "done: hookd is running; wire an agent with hookctl install claude-code (or codex, gemini-cli)"
+    say "done: hookd is running; wire an agent with hookctl install claude-code (or codex, gemini-cli, qwen-code, copilot-cli, opencode, cursor)"
   fi
 fi
 exit "$status"

@@ -783,7 +783,7 @@ impl LineReader for WorkReader {
                 let Some(text) = work::content_text(&entry["content"], "\n") else {
                     return;
                 };
-                self.log.prompt(&prompt_without_hook_context(&text));
+                self.log.prompt(&text);
             }
             Some("gemini") => {
                 for call in entry["toolCalls"].as_array().into_iter().flatten() {
@@ -855,26 +855,6 @@ pub(super) fn note_tool_call(log: &mut WorkLog, name: &str, args: &Value, todos:
         }
         _ => {}
     }
-}
-
-/// Gemini CLI hands a hook's context to the model inside the prompt,
-/// wrapped in these tags (before the person's words for SessionStart's,
-/// after them for a prompt's); it is hookd's own text, not the person's.
-const HOOK_CONTEXT_OPEN: &str = "<hook_context>";
-const HOOK_CONTEXT_CLOSE: &str = "</hook_context>";
-
-/// The person's words of a recorded prompt, without hook context.
-fn prompt_without_hook_context(text: &str) -> String {
-    let mut words = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find(HOOK_CONTEXT_OPEN) {
-        words.push_str(&rest[..at]);
-        rest = rest[at..]
-            .find(HOOK_CONTEXT_CLOSE)
-            .map_or("", |end| &rest[at + end + HOOK_CONTEXT_CLOSE.len()..]);
-    }
-    words.push_str(rest);
-    words.trim().to_owned()
 }
 
 /// Gemini CLI, as hookd's core sees it.

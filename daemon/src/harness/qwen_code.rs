@@ -1023,6 +1023,11 @@ mod tests {
     fn the_work_is_read_from_the_records() {
         let lines = [
             json!({"type": "user", "message": {"role": "user", "parts": [{"text": "add a parser"}]}}),
+            // A prompt with hookd's words recorded beside it.
+            json!({"type": "user", "message": {"role": "user", "parts": [
+                {"text": "now the tests"},
+                {"text": "<hook_context>[hookd: 70% of the way] [hookd-resume abc]</hook_context>"}
+            ]}}),
             json!({"type": "assistant", "message": {"role": "model", "parts": [
                 {"functionCall": {"id": "c1", "name": "write_file",
                                   "args": {"file_path": "/p/src/parser.rs", "content": "x"}}},
@@ -1041,6 +1046,11 @@ mod tests {
         assert!(
             facts.prompts.iter().any(|p| p == "add a parser"),
             "{facts:?}"
+        );
+        assert!(
+            facts.prompts.iter().any(|p| p == "now the tests")
+                && !facts.prompts.iter().any(|p| p.contains("hookd")),
+            "hookd's own words are not the person's: {facts:?}"
         );
     }
 }

@@ -343,8 +343,10 @@ impl WorkLog {
     }
 
     /// Something the person typed. Slash commands, their output and
-    /// injected reminders (`<...>`) are not requests.
+    /// injected reminders (`<...>`) are not requests, nor a hook's context
+    /// recorded with the prompt.
     pub fn prompt(&mut self, text: &str) {
+        let text = without_hook_context(text);
         let text = text.trim();
         if text.is_empty() || text.starts_with('<') {
             return;
@@ -759,6 +761,31 @@ fn shorten(text: &str, max: usize) -> String {
     }
     let cut: String = text.chars().take(max).collect();
     format!("{cut}…")
+}
+
+
+/// Gemini CLI and Qwen Code (its fork) hand a hook's context to the model
+/// inside the prompt and record it there, wrapped in these tags (before the
+/// person's words for SessionStart's, after them for a prompt's): it is
+/// hookd's own text, not the person's.
+const HOOK_CONTEXT_OPEN: &str = "<hook_context>";
+const HOOK_CONTEXT_CLOSE: &str = "</hook_context>";
+
+/// The person's words of a recorded prompt, without hook context.
+pub fn without_hook_context(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(HOOK_CONTEXT_OPEN) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut words = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(HOOK_CONTEXT_OPEN) {
+        words.push_str(&rest[..at]);
+        rest = rest[at..]
+            .find(HOOK_CONTEXT_CLOSE)
+            .map_or("", |end| &rest[at + end + HOOK_CONTEXT_CLOSE.len()..]);
+    }
+    words.push_str(rest);
+    std::borrow::Cow::Owned(words)
 }
 
 #[cfg(test)]

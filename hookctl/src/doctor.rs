@@ -446,7 +446,7 @@ fn wiring(harness: Harness, exe: &Path, project: Option<&Path>) -> Check {
     if let Some(check) = heard_twice(wiring, &scopes) {
         return check;
     }
-    if let Some((problem, fix)) = wiring.doctor_problem(&path) {
+    if let Some((problem, fix)) = wiring.doctor_problem(&path, project) {
         return Check::new(name, Status::Warn, problem).fix(fix);
     }
     let detail = format!(

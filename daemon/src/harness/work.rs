@@ -763,7 +763,6 @@ fn shorten(text: &str, max: usize) -> String {
     format!("{cut}…")
 }
 
-
 /// Gemini CLI and Qwen Code (its fork) hand a hook's context to the model
 /// inside the prompt and record it there, wrapped in these tags (before the
 /// person's words for SessionStart's, after them for a prompt's): it is

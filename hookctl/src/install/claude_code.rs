@@ -149,7 +149,11 @@ impl Wiring for ClaudeCode {
         None
     }
 
-    fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {
+    fn doctor_problem(
+        &self,
+        _file: &Path,
+        _project: Option<&Path>,
+    ) -> Option<(String, &'static str)> {
         None
     }
 }

@@ -8,7 +8,6 @@
 //! only in a trusted project. hookctl cannot do that for them.
 
 use super::{HookSpec, InstallOptions, Report, Scope, Wiring};
-use anyhow::Context;
 use protocol::wire::Harness;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
@@ -131,7 +130,11 @@ impl Wiring for Codex {
     }
 
     /// Codex runs a hook only once the person has trusted it.
-    fn doctor_problem(&self, file: &Path) -> Option<(String, &'static str)> {
+    fn doctor_problem(
+        &self,
+        file: &Path,
+        _project: Option<&Path>,
+    ) -> Option<(String, &'static str)> {
         let events: Vec<&str> = HOOKS.iter().map(|s| s.event).collect();
         let untrusted = untrusted_events(file, &events);
         (!untrusted.is_empty()).then(|| {
@@ -189,9 +192,8 @@ pub fn hooks_file(scope: &Scope) -> anyhow::Result<PathBuf> {
 
 /// `$CODEX_HOME`, else `~/.codex`.
 pub fn codex_home() -> anyhow::Result<PathBuf> {
-    std::env::var_os("CODEX_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
-        .context("cannot find Codex's settings: HOME is not set")
+    match std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => Ok(super::home_for("Codex's settings")?.join(".codex")),
+    }
 }

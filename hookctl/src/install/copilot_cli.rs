@@ -142,7 +142,11 @@ impl Wiring for CopilotCli {
     /// Copilot runs a repository's hooks only in a folder it trusts, and
     /// keeps that trust where hookctl cannot read it: said for every
     /// project's wiring.
-    fn doctor_problem(&self, file: &Path) -> Option<(String, &'static str)> {
+    fn doctor_problem(
+        &self,
+        file: &Path,
+        _project: Option<&Path>,
+    ) -> Option<(String, &'static str)> {
         let project = project_of(file)?;
         Some((
             format!(
@@ -192,10 +196,10 @@ mod tests {
         let file = Path::new("/p/.github/hooks/hookd.json");
         assert_eq!(project_of(file), Some(PathBuf::from("/p")));
         assert_eq!(project_of(Path::new("/h/.copilot/hooks/hookd.json")), None);
-        assert!(CopilotCli.doctor_problem(file).is_some());
+        assert!(CopilotCli.doctor_problem(file, None).is_some());
         assert!(
             CopilotCli
-                .doctor_problem(Path::new("/h/.copilot/hooks/hookd.json"))
+                .doctor_problem(Path::new("/h/.copilot/hooks/hookd.json"), None)
                 .is_none()
         );
     }

@@ -140,7 +140,11 @@ impl Wiring for Cursor {
     /// Always said: Cursor's support was written from its documentation,
     /// never run. (Doctor itself says when hookd's Claude Code hooks,
     /// which Cursor runs too, would bring each event twice.)
-    fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {
+    fn doctor_problem(
+        &self,
+        _file: &Path,
+        _project: Option<&Path>,
+    ) -> Option<(String, &'static str)> {
         Some((
             "Cursor support is documented, not run: hookd follows Cursor's hooks documentation \
              and was never run against a Cursor build"

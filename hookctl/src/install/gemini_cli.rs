@@ -8,7 +8,6 @@
 //! rather than drop them (add the entries from `hooks/gemini-cli/` by hand).
 
 use super::{HookSpec, InstallOptions, Report, Scope, Wiring};
-use anyhow::Context;
 use protocol::wire::Harness;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
@@ -127,7 +126,11 @@ impl Wiring for GeminiCli {
         None
     }
 
-    fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {
+    fn doctor_problem(
+        &self,
+        _file: &Path,
+        _project: Option<&Path>,
+    ) -> Option<(String, &'static str)> {
         None
     }
 }
@@ -141,9 +144,8 @@ pub fn settings_file(scope: &Scope) -> anyhow::Result<PathBuf> {
 
 /// Gemini CLI's home: `$GEMINI_CLI_HOME`, else the user's home.
 pub fn gemini_home() -> anyhow::Result<PathBuf> {
-    std::env::var_os("GEMINI_CLI_HOME")
-        .filter(|v| !v.is_empty())
-        .or_else(|| std::env::var_os("HOME"))
-        .map(PathBuf::from)
-        .context("cannot find Gemini CLI's settings: neither GEMINI_CLI_HOME nor HOME is set")
+    match std::env::var_os("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => super::home_for("Gemini CLI's settings (GEMINI_CLI_HOME is not set either)"),
+    }
 }

@@ -193,9 +193,10 @@ pub trait Wiring: Sync {
     fn runs_hooks_of(&self) -> Option<Harness>;
 
     /// A problem doctor finds in the harness's own state once hookd's
-    /// entries in `file` are right (Codex: hooks it has not trusted): what
-    /// is wrong and what to do.
-    fn doctor_problem(&self, file: &Path) -> Option<(String, &'static str)>;
+    /// entries in `file` are right (Codex: hooks it has not trusted), with
+    /// the project doctor looks at: what is wrong and what to do.
+    fn doctor_problem(&self, file: &Path, project: Option<&Path>)
+    -> Option<(String, &'static str)>;
 }
 
 /// What the person asked of `hookctl install` beyond the hooks.

@@ -381,7 +381,11 @@ impl super::Wiring for OpenCode {
         None
     }
 
-    fn doctor_problem(&self, _file: &Path) -> Option<(String, &'static str)> {
+    fn doctor_problem(
+        &self,
+        _file: &Path,
+        _project: Option<&Path>,
+    ) -> Option<(String, &'static str)> {
         None
     }
 }

@@ -131,12 +131,14 @@ impl Wiring for QwenCode {
 
     /// Qwen Code skips every hook, without a word, while `disableAllHooks`
     /// is true in any settings file it reads: the one that wires hookd, the
-    /// user's, the current directory's project's.
-    fn doctor_problem(&self, file: &Path) -> Option<(String, &'static str)> {
+    /// user's, the project's doctor looks at.
+    fn doctor_problem(
+        &self,
+        file: &Path,
+        project: Option<&Path>,
+    ) -> Option<(String, &'static str)> {
         let user = settings_file(&Scope::User).ok();
-        let here = std::env::current_dir()
-            .ok()
-            .and_then(|dir| settings_file(&Scope::Project(dir)).ok());
+        let here = project.and_then(|dir| settings_file(&Scope::Project(dir.to_path_buf())).ok());
         let mut off: Vec<String> = Vec::new();
         for path in std::iter::once(file.to_path_buf()).chain(user).chain(here) {
             let shown = path.display().to_string();

@@ -453,8 +453,8 @@ pub fn fail_open(client: Client, replies: Vec<Reply>, prompts: &[&str]) {
             );
             // Each hook gives up within the ordinary hook budget (a second)
             // when hookd does not greet it, and a run has a handful of
-            // hooks: PreCompact's or SessionStart's whole budget (30 s,
-            // 10 s) waited on a hung hookd would show here.
+            // hooks: PreCompact's whole budget (30 s) waited on a hung
+            // hookd would show here (SessionStart's 10 s alone might not).
             assert!(
                 a.elapsed <= p.elapsed + std::time::Duration::from_secs(15),
                 "{wiring}, run {}: {:.1} s against {:.1} s without hooks",

@@ -42,6 +42,7 @@
 //!   with the patch as `input`).
 
 use super::claude_code::transcript::FORWARD_LIMIT;
+use super::lines::SEARCH_LIMIT;
 use super::process::{self, ProcessCache};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
@@ -58,8 +59,6 @@ use std::path::{Path, PathBuf};
 
 /// Codex's compaction point when `config.toml` sets none: `model_context_window * 9 / 10`.
 const DEFAULT_COMPACT_FRACTION: f64 = 0.9;
-/// A backward scan of a rollout file gives up after this many bytes.
-const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
 /// Day directories searched for a session's rollout file when the payload
 /// names none (newest first): two months of daily use, so the search stays
 /// a few milliseconds on a hook's path.

@@ -37,6 +37,7 @@
 //! compression that does not happen leaves PreCompress firing; and it
 //! cannot add instructions to the summary.
 
+use super::lines::SEARCH_LIMIT;
 use super::process::{self, ProcessCache};
 use super::work::{self, LineReader, WorkFacts, WorkLog};
 use super::{
@@ -70,8 +71,6 @@ const MODEL_TOKEN_LIMITS: &[(&str, u64)] = &[
     ("gemini-3.5-flash", 1_048_576),
     ("gemini-3.1-flash-lite", 1_048_576),
 ];
-/// A backward scan of a session file gives up after this many bytes.
-const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
 /// A settings file larger than this is not read (they are a few kilobytes).
 const SETTINGS_LIMIT: u64 = 1024 * 1024;
 /// Sign-ins with which Gemini CLI may take its compression threshold from

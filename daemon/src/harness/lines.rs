@@ -12,7 +12,8 @@ use std::path::Path;
 /// Appended bytes read forward; more than this and the file is read from
 /// its end.
 const FORWARD_LIMIT: u64 = 8 * 1024 * 1024;
-/// A backward scan gives up after this many bytes.
+/// A backward scan of a session file gives up after this many bytes (every
+/// harness's reader).
 pub const SEARCH_LIMIT: u64 = 32 * 1024 * 1024;
 
 /// What one harness's session file says, taken in a record at a time.

@@ -744,8 +744,7 @@ mod tests {
                 Harness::ClaudeCode => "CLAUDE_PROJECT_DIR",
                 Harness::GeminiCli => "GEMINI_PROJECT_DIR",
                 Harness::Codex => "CODEX_HOME",
-                // Qwen Code has no project variable: hookd reads none.
-                // Neither has a project variable: hookd reads none.
+                // Neither Qwen Code nor OpenCode has a project variable: hookd reads none.
                 Harness::QwenCode | Harness::OpenCode => continue,
                 // Copilot CLI's variable names only where its session file is.
                 Harness::CopilotCli => continue,

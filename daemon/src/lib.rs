@@ -33,6 +33,7 @@ pub mod sessions;
 pub mod settings;
 pub mod shutdown;
 pub mod state;
+pub mod sync;
 pub mod tail;
 pub mod test_events;
 pub mod time;

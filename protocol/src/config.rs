@@ -58,6 +58,8 @@ pub struct Config {
     pub budget: BudgetConfig,
     /// Cross-task memory: reflections, the Ω window, lessons from similar tasks.
     pub memory: MemoryConfig,
+    /// Checkpoints, saved state and memory carried through git remotes the user names.
+    pub sync: SyncConfig,
     /// Not a setting: what the user trusts of the project (`hookctl trust`),
     /// filled in by [`load`] so that template loading can check it.
     #[serde(skip)]
@@ -475,6 +477,36 @@ pub struct MemoryConfig {
     pub dir: Option<PathBuf>,
 }
 
+/// Sync through git: the user's alone (a project file cannot elect a remote).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SyncConfig {
+    /// The git remote, by name, of each repository that its checkpoints and
+    /// saved state are pushed to; a repository without a remote of this name
+    /// pushes nothing (never `origin` unless named). Unset: no sync.
+    pub remote: Option<String>,
+    /// A git repository (its URL) the cross-task memory syncs with. Unset: the memory stays here.
+    pub memory_remote: Option<String>,
+    /// What this machine is called in what it pushes (default: the host name).
+    pub machine_name: Option<String>,
+    /// The most a push or a fetch may take before it is stopped.
+    pub timeout_secs: u64,
+    /// How long after a failed push the next try waits.
+    pub retry_secs: u64,
+}
+
+impl Default for SyncConfig {
+    fn default() -> Self {
+        SyncConfig {
+            remote: None,
+            memory_remote: None,
+            machine_name: None,
+            timeout_secs: 60,
+            retry_secs: 300,
+        }
+    }
+}
+
 impl Default for MemoryConfig {
     fn default() -> Self {
         MemoryConfig {
@@ -547,6 +579,7 @@ impl Config {
             out.push(("checkpoint.ref_prefix".into(), why));
         }
         out.extend(self.budget_problems());
+        out.extend(self.sync_problems());
         out.extend(self.memory_and_monitor_problems());
         out.extend(self.zero_problems());
         out.extend(self.weight_problems());
@@ -633,6 +666,28 @@ impl Config {
         out
     }
 
+    /// A remote name git takes, a URL that names no command, a machine name
+    /// fit for a ref.
+    fn sync_problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        if let Some(name) = &self.sync.remote
+            && let Err(why) = check_remote_name(name)
+        {
+            out.push(("sync.remote".into(), why));
+        }
+        if let Some(url) = &self.sync.memory_remote
+            && let Err(why) = check_remote_url(url)
+        {
+            out.push(("sync.memory_remote".into(), why));
+        }
+        if let Some(name) = &self.sync.machine_name
+            && let Err(why) = check_machine_name(name)
+        {
+            out.push(("sync.machine_name".into(), why));
+        }
+        out
+    }
+
     /// Memory's similarity and directory, the monitor's reset drop.
     fn memory_and_monitor_problems(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
@@ -679,6 +734,8 @@ impl Config {
             ("memory.top_k", self.memory.top_k as u64),
             ("memory.max_age_days", self.memory.max_age_days),
             ("memory.max_tokens", self.memory.max_tokens as u64),
+            ("sync.timeout_secs", self.sync.timeout_secs),
+            ("sync.retry_secs", self.sync.retry_secs),
         ] {
             if value == 0 {
                 out.push((key.to_owned(), "must be greater than 0".to_owned()));
@@ -803,6 +860,57 @@ pub fn check_ref_prefix(prefix: &str) -> Result<(), String> {
     }
 }
 
+/// A git remote's name as `git remote add` takes it, and nothing an
+/// option parser could read as a flag.
+pub fn check_remote_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 100
+        && !name.starts_with(['-', '.'])
+        && !name.ends_with(".lock")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` is not a git remote name (letters, digits, `.`, `_` and `-`, e.g. hookd-sync)"
+        ))
+    }
+}
+
+/// A remote URL git reaches by a transport of its own (ssh, https, a
+/// path), never a command: no `ext::` or other `<helper>::` form, no
+/// leading `-`.
+pub fn check_remote_url(url: &str) -> Result<(), String> {
+    let scheme_ok = match url.split_once("://") {
+        Some((scheme, _)) => ["file", "ssh", "https", "http", "git"].contains(&scheme),
+        None => !url.contains("::"),
+    };
+    if !url.is_empty() && !url.starts_with('-') && scheme_ok && !url.chars().any(char::is_control) {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{url}` is not a URL hookd pushes to: use ssh://, https://, file:// or user@host:path (never a command transport such as ext::)"
+        ))
+    }
+}
+
+/// What a machine is called in ref names: letters, digits and `-`.
+pub fn check_machine_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('-')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` is not a machine name (letters, digits and `-`, at most 64, e.g. laptop)"
+        ))
+    }
+}
+
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "from", rename_all = "snake_case")]
@@ -851,8 +959,9 @@ pub enum ConfigError {
 /// touches refs, paths outside the project, where the memory lives and what
 /// it prunes or keeps for other projects, the client's time budgets and
 /// blocking, and the daemon itself.
-pub const USER_ONLY: [&str; 9] = [
+pub const USER_ONLY: [&str; 10] = [
     "client",
+    "sync",
     "daemon",
     "sessions",
     "window",
@@ -923,6 +1032,8 @@ pub const UPPER_BOUNDS: &[(&str, f64)] = &[
     ("memory.max_age_days", 3650.0),
     ("memory.max_tokens", 16_000.0),
     ("memory.max_learnings", 50.0),
+    ("sync.timeout_secs", 3600.0),
+    ("sync.retry_secs", 86_400.0),
 ];
 
 /// The inputs of one configuration: which files and overrides apply.
@@ -1509,6 +1620,55 @@ mod tests {
             Source::Env("HOOKD_DAEMON__DRAIN_TIMEOUT_MS".into())
         );
         assert_eq!(eff.origins["client.allow_block"], Source::Default);
+    }
+
+    #[test]
+    fn a_project_file_cannot_elect_a_sync_remote() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = "sync:\n  remote: origin\n  memory_remote: ssh://evil.example/m.git\n";
+        write(tmp.path(), PROJECT_FILE, text);
+        let eff = load(&Layers {
+            project_root: Some(tmp.path().to_path_buf()),
+            ..Layers::default()
+        })
+        .unwrap();
+        assert_eq!(eff.config.sync, SyncConfig::default());
+        let said = eff.warnings.join("\n");
+        assert!(
+            said.contains("sync") && said.contains(PROJECT_FILE),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn sync_names_and_urls_that_could_run_a_command_are_refused() {
+        for good in ["hookd-sync", "origin", "backup.2"] {
+            assert!(check_remote_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "-oProxyCommand=x", "a/b", "a b", ".hidden", "x.lock"] {
+            assert!(check_remote_name(bad).is_err(), "{bad}");
+        }
+        for good in [
+            "ssh://git@host/me/mem.git",
+            "git@host:me/mem.git",
+            "https://host/me/mem.git",
+            "file:///srv/mem.git",
+            "/srv/mem.git",
+        ] {
+            assert!(check_remote_url(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "ext::sh -c touch% /tmp/pwned",
+            "fd::3",
+            "-uhelp",
+            "foo::bar",
+            "gopher://x",
+            "",
+        ] {
+            assert!(check_remote_url(bad).is_err(), "{bad}");
+        }
+        assert!(check_machine_name("laptop-2").is_ok());
+        assert!(check_machine_name("my laptop").is_err());
     }
 
     #[test]

@@ -1,0 +1,90 @@
+//! Which machine this is, in what it pushes: a name a person recognises
+//! (`sync.machine_name`, or the host name) and a random suffix made once,
+//! so that two machines with one host name never write the same refs.
+
+use std::io;
+use std::path::Path;
+
+/// The file in hookd's state directory that keeps the suffix.
+pub const MACHINE_FILE: &str = "machine-id";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Machine {
+    /// What a person reads: `laptop`.
+    pub name: String,
+    /// What refs carry: `laptop-3f9c1a`.
+    pub id: String,
+}
+
+impl Machine {
+    /// This machine, its suffix read from `state_dir` or made and kept there.
+    pub fn load(state_dir: &Path, configured_name: Option<&str>) -> io::Result<Machine> {
+        let name = configured_name.map(str::to_owned).unwrap_or_else(host_name);
+        let suffix = suffix(state_dir)?;
+        Ok(Machine {
+            id: format!("{name}-{suffix}"),
+            name,
+        })
+    }
+}
+
+fn suffix(state_dir: &Path) -> io::Result<String> {
+    let path = state_dir.join(MACHINE_FILE);
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let text = text.trim();
+        if text.len() == 6 && text.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Ok(text.to_ascii_lowercase());
+        }
+    }
+    let mut bytes = [0u8; 3];
+    getrandom::fill(&mut bytes).map_err(io::Error::other)?;
+    let made: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    crate::fsutil::write_atomic(&path, format!("{made}\n").as_bytes())?;
+    Ok(made)
+}
+
+/// The host name cut to what a ref takes (letters, digits, `-`), or
+/// `machine` when nothing of it is left.
+fn host_name() -> String {
+    let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .unwrap_or_default();
+    let cleaned: String = raw
+        .trim()
+        .split('.')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .take(40)
+        .collect();
+    let cleaned = cleaned.trim_start_matches('-').to_ascii_lowercase();
+    if cleaned.is_empty() {
+        "machine".into()
+    } else {
+        cleaned
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_suffix_is_made_once_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = Machine::load(dir.path(), Some("laptop")).unwrap();
+        let again = Machine::load(dir.path(), Some("laptop")).unwrap();
+        assert_eq!(first, again);
+        assert!(first.id.starts_with("laptop-") && first.id.len() == "laptop-".len() + 6);
+        let other = tempfile::tempdir().unwrap();
+        assert_ne!(
+            Machine::load(other.path(), Some("laptop")).unwrap().id,
+            first.id
+        );
+        assert!(
+            protocol::config::check_machine_name(&Machine::load(dir.path(), None).unwrap().id)
+                .is_ok()
+        );
+    }
+}

@@ -113,6 +113,10 @@ pub struct Session {
     /// SessionStart(compact)).
     #[serde(default)]
     pub awaiting_boundary: bool,
+    /// A drop in the figure, not a compaction's record or hook, opened this
+    /// epoch.
+    #[serde(default)]
+    pub epoch_by_drop: bool,
     /// Levels fired in this epoch.
     #[serde(default)]
     pub fired: Vec<f64>,
@@ -325,6 +329,7 @@ impl Session {
             epoch_started_ms: now_ms,
             epoch_boundary: None,
             awaiting_boundary: false,
+            epoch_by_drop: false,
             fired: Vec::new(),
             peak_pressure: 0.0,
             compaction_announced_ms: None,

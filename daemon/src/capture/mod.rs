@@ -116,6 +116,16 @@ pub fn capture(input: &Input) -> Captured {
             input.config.capture.recent_prompts,
         ) {
             Ok(facts) => Some(facts),
+            // A client that writes its file in batches (Copilot CLI) may
+            // not have written it yet moments into a session.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                state.problems.push(format!(
+                    "the session file {} did not exist yet when the state was saved \
+                     (its client had not written it); the state holds what the records and git show",
+                    path.display()
+                ));
+                None
+            }
             Err(e) => {
                 state.problems.push(format!(
                     "cannot read the session file {}: {e}",
@@ -907,6 +917,24 @@ mod tests {
                 .any(|p| p.contains("was not read: no hook of the session has said which harness")),
             "{:?}",
             unknown.problems
+        );
+    }
+
+    /// A client that had not written its file yet leaves the state to the
+    /// records and git, and the state says so.
+    #[test]
+    fn a_session_file_not_written_yet_is_named_as_such() {
+        let dir = repository(&[("a.txt", "a\n")]);
+        let elsewhere = tempfile::tempdir().unwrap();
+        let transcript = elsewhere.path().join("events.jsonl");
+        let state = capture_by(dir.path(), Some(Harness::CopilotCli), Some(&transcript));
+        assert!(
+            state
+                .problems
+                .iter()
+                .any(|p| p.contains("did not exist yet when the state was saved")),
+            "{:?}",
+            state.problems
         );
     }
 

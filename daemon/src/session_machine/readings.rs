@@ -138,7 +138,8 @@ impl Session {
     }
 
     /// Starts a new epoch unless this compaction already started one.
-    /// Returns whether a new epoch began.
+    /// Returns whether a new epoch began, or a compaction's record showed
+    /// that the drop which began this one was that compaction.
     pub fn begin_epoch(&mut self, start: &EpochStart, now_ms: u64) -> bool {
         let recent =
             now_ms.saturating_sub(self.epoch_started_ms) < SAME_COMPACTION_MS && self.epoch > 1;
@@ -146,6 +147,18 @@ impl Session {
             EpochStart::Boundary(b) => {
                 if b.uuid.is_some() && b.uuid == self.epoch_boundary {
                     return false;
+                }
+                // A client that writes its compaction's record after the
+                // first small figure (Copilot CLI, in batches) showed this
+                // compaction as a drop first: it is that epoch's, which
+                // only now is known to be a compaction.
+                if self.epoch_by_drop
+                    && now_ms.saturating_sub(self.epoch_started_ms) < SAME_COMPACTION_MS
+                {
+                    self.epoch_by_drop = false;
+                    self.epoch_boundary = b.uuid.clone();
+                    self.mark_next = Some(PointMark::Compaction);
+                    return true;
                 }
                 // A hook opened this epoch and its compaction's record
                 // follows within moments; one that never came must not
@@ -176,6 +189,7 @@ impl Session {
             self.mark_next = Some(PointMark::Compaction);
         }
         self.awaiting_boundary = matches!(start, EpochStart::Hook(_));
+        self.epoch_by_drop = matches!(start, EpochStart::Drop { .. });
         self.epoch += 1;
         self.epoch_started_ms = now_ms;
         self.fired.clear();

@@ -375,6 +375,42 @@ fn only_a_hook_starts_an_epoch_on_a_drop() {
 }
 
 #[test]
+fn a_compaction_recorded_after_its_drop_is_one_epoch_and_resumes() {
+    let config = Config::default();
+    let mut s = session(Harness::CopilotCli);
+    s.harness_point = Some(crate::harness::HarnessPoint {
+        tokens: Some(POINT),
+        fraction: Some(0.8),
+        basis: "the prompt limit".into(),
+    });
+    let tool = event(Harness::CopilotCli, EventName::PostToolUse);
+    on_hook(&mut s, &tool, reading(at(85), 100, vec![]), &config, 1);
+    // The small figure is in the file before the compaction's record.
+    let e = on_hook(&mut s, &tool, reading(at(20), 200, vec![]), &config, 2);
+    assert_eq!(s.epoch, 2);
+    assert!(e.iter().any(|e| matches!(e, Effect::Record(LogEvent::Epoch { .. }))));
+    s.resume_due = false;
+    let boundary = Boundary {
+        uuid: Some("c1".into()),
+        ..Boundary::default()
+    };
+    let e = on_hook(&mut s, &tool, reading(at(20), 300, vec![boundary]), &config, 3);
+    assert_eq!(s.epoch, 2, "the drop and the record are one compaction");
+    assert!(
+        e.iter().any(|e| matches!(e, Effect::Record(LogEvent::Compaction(_)))),
+        "{e:?}"
+    );
+    assert!(s.resume_due || e.iter().any(|e| matches!(e, Effect::Resume { .. })), "{e:?}");
+    // A later compaction is one of its own.
+    let later = Boundary {
+        uuid: Some("c2".into()),
+        ..Boundary::default()
+    };
+    on_hook(&mut s, &tool, reading(at(20), 400, vec![later]), &config, 4);
+    assert_eq!(s.epoch, 3);
+}
+
+#[test]
 fn the_watcher_fires_nothing_when_no_hook_checks() {
     let mut config = Config::default();
     config.monitor.check_on.clear();

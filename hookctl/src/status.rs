@@ -117,6 +117,9 @@ fn session(s: &SessionStatus, detail: Detail, now: u64) -> String {
             out += &context_lines(c, detail);
             out += &history_lines(s, c);
         }
+        None if s.epoch > 1 => {
+            out += "    context  unknown since the last compaction (no figure read since)\n"
+        }
         None => out += "    context  unknown until the first reply\n",
     }
     out += &format!("    {}\n", compactions(s));

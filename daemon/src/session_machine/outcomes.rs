@@ -50,6 +50,13 @@ pub fn on_saved(s: &mut Session, saved: Saved, now: u64) {
         skipped: saved.skipped,
     });
     s.mark_save_in_history();
+    if saved.compaction_token.is_some()
+        && crate::harness::adapter(s.key.harness).compacts_at_precompact_resumes_at_stop()
+    {
+        // Its PreCompact's figure was the context before the compaction it
+        // announced, now saved; no later hook of it carries one.
+        s.usage = None;
+    }
     if let Some(token) = saved.compaction_token {
         // A new compaction: only its own token lets a block in.
         s.summary_token = token.map(|token| SummaryToken {

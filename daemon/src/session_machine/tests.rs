@@ -388,19 +388,32 @@ fn a_compaction_recorded_after_its_drop_is_one_epoch_and_resumes() {
     // The small figure is in the file before the compaction's record.
     let e = on_hook(&mut s, &tool, reading(at(20), 200, vec![]), &config, 2);
     assert_eq!(s.epoch, 2);
-    assert!(e.iter().any(|e| matches!(e, Effect::Record(LogEvent::Epoch { .. }))));
+    assert!(
+        e.iter()
+            .any(|e| matches!(e, Effect::Record(LogEvent::Epoch { .. })))
+    );
     s.resume_due = false;
     let boundary = Boundary {
         uuid: Some("c1".into()),
         ..Boundary::default()
     };
-    let e = on_hook(&mut s, &tool, reading(at(20), 300, vec![boundary]), &config, 3);
+    let e = on_hook(
+        &mut s,
+        &tool,
+        reading(at(20), 300, vec![boundary]),
+        &config,
+        3,
+    );
     assert_eq!(s.epoch, 2, "the drop and the record are one compaction");
     assert!(
-        e.iter().any(|e| matches!(e, Effect::Record(LogEvent::Compaction(_)))),
+        e.iter()
+            .any(|e| matches!(e, Effect::Record(LogEvent::Compaction(_)))),
         "{e:?}"
     );
-    assert!(s.resume_due || e.iter().any(|e| matches!(e, Effect::Resume { .. })), "{e:?}");
+    assert!(
+        s.resume_due || e.iter().any(|e| matches!(e, Effect::Resume { .. })),
+        "{e:?}"
+    );
     // A later compaction is one of its own.
     let later = Boundary {
         uuid: Some("c2".into()),
@@ -1194,4 +1207,31 @@ fn a_figure_the_hook_carries_becomes_the_sessions() {
     let usage = s.usage.as_ref().unwrap();
     assert_eq!(usage.invalid.as_deref(), Some("too many"));
     assert_eq!(s.reported_window, Some(200_000), "kept when not named");
+}
+
+/// Once its compaction's save has the figure, Cursor's session shows none:
+/// the figure was the context before that compaction. Other harnesses read
+/// theirs again from their files.
+#[test]
+fn the_figure_before_cursors_compaction_is_let_go_once_saved() {
+    let saved = || outcomes::Saved {
+        what: "pre-compact auto".into(),
+        ok: true,
+        detail: None,
+        skipped: None,
+        checkpoint: None,
+        compaction_token: Some(None),
+    };
+    for (harness, kept) in [(Harness::Cursor, false), (Harness::ClaudeCode, true)] {
+        let mut s = session(harness);
+        s.usage = Some(Usage {
+            tokens: 150_000,
+            model: None,
+            from_boundary: false,
+            message_id: None,
+            invalid: None,
+        });
+        outcomes::on_saved(&mut s, saved(), 5);
+        assert_eq!(s.usage.is_some(), kept, "{harness:?}");
+    }
 }

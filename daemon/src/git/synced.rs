@@ -1,0 +1,112 @@
+//! Reading what other machines synced into a repository: the tips of their
+//! saved-state refs, and the exported checkpoint that carries a local
+//! checkpoint's sha. Everything read here came from another machine and is
+//! bounded before it is read (blob sizes from the object header, walks by
+//! count).
+
+use super::{GitError, git, open, trailers};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Commits walked back along one exported checkpoint chain at most.
+const MAX_CHAIN_WALK: usize = 2_000;
+
+/// The tip of one synced ref.
+#[derive(Debug, Clone)]
+pub struct SyncedCommit {
+    pub reference: String,
+    pub sha: String,
+    /// The commit's `Hookd-` trailers (key without the prefix).
+    pub trailers: HashMap<String, String>,
+    /// The wanted top-level files it holds, each at most `max_bytes`; a
+    /// larger one is named in `too_big` instead.
+    pub files: Vec<(String, Vec<u8>)>,
+    pub too_big: Vec<String>,
+}
+
+/// The tips of the refs under `prefix` that `wanted` accepts, with the
+/// top-level `files` of each tip's tree (blobs only).
+pub fn ref_tips(
+    project: &Path,
+    prefix: &str,
+    wanted: &dyn Fn(&str) -> bool,
+    files: &[&str],
+    max_bytes: usize,
+) -> Result<Vec<SyncedCommit>, GitError> {
+    let repo = open(project)?;
+    let refs = repo
+        .references_glob(&format!("{prefix}*"))
+        .map_err(git("list the synced refs"))?;
+    let odb = repo.odb().map_err(git("open the object database"))?;
+    let mut out = Vec::new();
+    for reference in refs.flatten() {
+        let Some(name) = reference.name().ok().map(str::to_owned) else {
+            continue;
+        };
+        if !wanted(&name) {
+            continue;
+        }
+        let Ok(commit) = reference.peel_to_commit() else {
+            continue;
+        };
+        let mut synced = SyncedCommit {
+            reference: name.clone(),
+            sha: commit.id().to_string(),
+            trailers: trailers(commit.message().unwrap_or("")),
+            files: Vec::new(),
+            too_big: Vec::new(),
+        };
+        let Ok(tree) = commit.tree() else {
+            continue;
+        };
+        for &file in files {
+            let Some(entry) = tree.get_name(file) else {
+                continue;
+            };
+            if entry.kind() != Some(git2::ObjectType::Blob) {
+                continue;
+            }
+            let Ok((size, _)) = odb.read_header(entry.id()) else {
+                continue;
+            };
+            if size > max_bytes {
+                synced.too_big.push(file.to_owned());
+                continue;
+            }
+            if let Ok(blob) = repo.find_blob(entry.id()) {
+                synced
+                    .files
+                    .push((file.to_owned(), blob.content().to_vec()));
+            }
+        }
+        out.push(synced);
+    }
+    Ok(out)
+}
+
+/// The commit on the chain of `reference` whose `Hookd-Source` trailer is
+/// `source` (an exported checkpoint of that local checkpoint), if any.
+pub fn commit_with_source(
+    project: &Path,
+    reference: &str,
+    source: &str,
+) -> Result<Option<String>, GitError> {
+    let repo = open(project)?;
+    let Ok(reference) = repo.find_reference(reference) else {
+        return Ok(None);
+    };
+    let Ok(mut commit) = reference.peel_to_commit() else {
+        return Ok(None);
+    };
+    for _ in 0..MAX_CHAIN_WALK {
+        let message = commit.message().unwrap_or("");
+        if trailers(message).get("Source").map(String::as_str) == Some(source) {
+            return Ok(Some(commit.id().to_string()));
+        }
+        match commit.parent(0) {
+            Ok(parent) => commit = parent,
+            Err(_) => break,
+        }
+    }
+    Ok(None)
+}

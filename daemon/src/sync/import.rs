@@ -1,0 +1,291 @@
+//! What another machine synced, taken in here: its newest saved state for a
+//! branch, made a state of this repository's.
+//!
+//! A synced commit is untrusted input like a `.workflow/context_state.json`
+//! that came with the repository: its files are read within the same limit
+//! and parsed the same way, a commit that does not follow the format is
+//! skipped and named, and where the state says it came from is taken from
+//! the commit's trailers and the ref it sits on, cleaned, never from the
+//! state's own text. Its values reach a template only through
+//! `render::clean_view`, like a local state's, and the prompt is rendered
+//! here with this machine's templates: the pushed `resume_prompt.md` is
+//! never shown as it is.
+
+use super::Machine;
+use crate::git::{self, GitError};
+use crate::saved_states::SavedStates;
+use crate::state::{ContextState, STATE_FILE, SyncedFrom};
+use crate::workflow::Workflow;
+use std::path::Path;
+
+/// The files of a saved-state commit that are read; any other is ignored.
+pub const STATE_FILES: [&str; 3] = [STATE_FILE, "resume_prompt.md", "progress_summary.md"];
+
+/// Longest project path, session id or machine name taken from a trailer.
+const MAX_TRAILER_CHARS: usize = 400;
+
+/// The newest saved state another machine synced for a branch, made a
+/// state of this repository's.
+#[derive(Debug, Clone)]
+pub struct SyncedState {
+    pub machine_id: String,
+    pub machine_name: String,
+    /// The project's path on that machine.
+    pub project: String,
+    pub branch: String,
+    /// RFC 3339 UTC, as hookd writes it.
+    pub saved_at: String,
+    pub saved_at_ms: u64,
+    /// The saved-state commit.
+    pub commit: String,
+    /// The exported checkpoint that goes with it, when it is here.
+    pub checkpoint: Option<String>,
+    pub session: Option<String>,
+    /// The state, its project, checkpoint and origin set for this repository.
+    pub state: ContextState,
+    /// The [`STATE_FILES`] the commit holds, as pushed (never shown as they are).
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// What was found: the newest usable state, and the commits skipped, each
+/// with why.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub newest: Option<SyncedState>,
+    pub skipped: Vec<String>,
+}
+
+/// The newest saved-state commit of `branch` among the other machines'
+/// refs in the repository of `project`, or `None` when there is none.
+/// Commits that cannot be used are skipped (and logged).
+pub fn newest_state(
+    project: &Path,
+    branch: &str,
+    me: &Machine,
+) -> Result<Option<SyncedState>, GitError> {
+    let found = find_states(project, branch, me)?;
+    for why in &found.skipped {
+        tracing::warn!(project = %project.display(), "{why}");
+    }
+    Ok(found.newest)
+}
+
+/// Every other machine's tip for `branch`, the newest usable one kept.
+pub fn find_states(project: &Path, branch: &str, me: &Machine) -> Result<Found, GitError> {
+    let wanted_kind = format!("state/{branch}");
+    let wanted = |reference: &str| {
+        super::split_sync_ref(reference)
+            .is_some_and(|(machine, kind)| machine != me.id && kind == wanted_kind)
+    };
+    let tips = git::synced::ref_tips(
+        project,
+        super::SYNC_REFS,
+        &wanted,
+        &STATE_FILES,
+        crate::workflow::MAX_FILE_BYTES as usize,
+    )?;
+    let mut found = Found::default();
+    for tip in tips {
+        let reference = tip.reference.clone();
+        match parse_tip(project, branch, tip) {
+            Ok(state) => {
+                let newer = found.newest.as_ref().is_none_or(|n| {
+                    (state.saved_at_ms, &state.commit) > (n.saved_at_ms, &n.commit)
+                });
+                if newer {
+                    found.newest = Some(state);
+                }
+            }
+            Err(why) => found.skipped.push(format!(
+                "the synced state on {reference} is not used: {why}"
+            )),
+        }
+    }
+    Ok(found)
+}
+
+/// One synced commit checked against the format and made a state of this
+/// repository's.
+fn parse_tip(
+    project: &Path,
+    branch: &str,
+    tip: git::synced::SyncedCommit,
+) -> Result<SyncedState, String> {
+    let (machine_id, _) = super::split_sync_ref(&tip.reference)
+        .ok_or_else(|| "its ref is not a sync ref".to_owned())?;
+    let trailer = |key: &str| {
+        tip.trailers
+            .get(key)
+            .map(|v| crate::render::clean_text(v))
+            .map(|v| protocol::text::clip(&v, MAX_TRAILER_CHARS))
+            .filter(|v| !v.trim().is_empty())
+    };
+    let missing = |key: &str| format!("its commit has no Hookd-{key} trailer");
+    let said_machine = trailer("Machine").ok_or_else(|| missing("Machine"))?;
+    if said_machine != machine_id {
+        return Err(format!(
+            "its commit names machine {said_machine}, not {machine_id} whose ref it is on"
+        ));
+    }
+    let machine_name = trailer("Machine-Name").ok_or_else(|| missing("Machine-Name"))?;
+    protocol::config::check_machine_name(&machine_name)
+        .map_err(|why| format!("its machine name: {why}"))?;
+    let said_branch = tip
+        .trailers
+        .get("Branch")
+        .ok_or_else(|| missing("Branch"))?;
+    if said_branch != branch {
+        return Err(format!(
+            "its commit was saved on branch {}, not {branch}",
+            crate::render::clean_text(said_branch)
+        ));
+    }
+    let saved_at_text = trailer("Saved-At").ok_or_else(|| missing("Saved-At"))?;
+    let saved_at_ms = crate::time::parse_rfc3339(&saved_at_text)
+        .ok_or_else(|| format!("its Hookd-Saved-At ({saved_at_text}) is not an RFC 3339 time"))?;
+    let origin_project = trailer("Project").ok_or_else(|| missing("Project"))?;
+    let source = trailer("Checkpoint-Source").filter(|s| is_sha(s));
+    let session = trailer("Session");
+    let bytes = tip
+        .files
+        .iter()
+        .find(|(name, _)| name == STATE_FILE)
+        .map(|(_, bytes)| bytes)
+        .ok_or_else(|| match tip.too_big.iter().any(|f| f == STATE_FILE) {
+            true => format!(
+                "its {STATE_FILE} is over {} bytes",
+                crate::workflow::MAX_FILE_BYTES
+            ),
+            false => format!("its tree has no {STATE_FILE}"),
+        })?;
+    let mut state: ContextState = serde_json::from_slice(bytes).map_err(|e| {
+        format!(
+            "its {STATE_FILE} is corrupt (line {}, column {}: {e})",
+            e.line(),
+            e.column()
+        )
+    })?;
+    let checkpoint = match &source {
+        Some(source) => git::synced::commit_with_source(
+            project,
+            &super::checkpoint_ref(machine_id, branch),
+            source,
+        )
+        .ok()
+        .flatten(),
+        None => None,
+    };
+    let saved_at = crate::time::rfc3339(saved_at_ms);
+    adopt(
+        &mut state,
+        project,
+        machine_id,
+        branch,
+        checkpoint.as_deref(),
+    );
+    state.synced_from = Some(SyncedFrom {
+        machine: machine_name.clone(),
+        machine_id: machine_id.to_owned(),
+        project: origin_project.clone(),
+        saved_at: saved_at.clone(),
+        commit: tip.sha.clone(),
+        session: session.clone(),
+    });
+    Ok(SyncedState {
+        machine_id: machine_id.to_owned(),
+        machine_name,
+        project: origin_project,
+        branch: branch.to_owned(),
+        saved_at,
+        saved_at_ms,
+        commit: tip.sha,
+        checkpoint,
+        session,
+        state,
+        files: tip.files,
+    })
+}
+
+/// Makes a state saved elsewhere one of this repository's: its project is
+/// this one, its checkpoint the exported one that is here (or none, and
+/// the check falls back to the files it names), its working directory kept
+/// only when it is a plain relative path, and it belongs to no session of
+/// this machine's.
+fn adopt(
+    state: &mut ContextState,
+    project: &Path,
+    machine_id: &str,
+    branch: &str,
+    checkpoint: Option<&str>,
+) {
+    state.project_dir = project.display().to_string();
+    state.harness_session_id = None;
+    state.working_dir = state
+        .working_dir
+        .take()
+        .filter(|dir| is_plain_relative(dir));
+    state.checkpoint = checkpoint.map(|sha| crate::state::Checkpoint {
+        sha: Some(sha.to_owned()),
+        reference: Some(super::checkpoint_ref(machine_id, branch)),
+        note: None,
+        skipped: Vec::new(),
+    });
+    state.synced_from = None;
+}
+
+fn is_plain_relative(dir: &str) -> bool {
+    let path = Path::new(dir);
+    !dir.contains(['\0', '\n', '\r'])
+        && path.is_relative()
+        && path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+fn is_sha(text: &str) -> bool {
+    matches!(text.len(), 40 | 64) && text.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// When this machine's own state was saved (a state taken in from another
+/// machine: when it was saved there), in milliseconds.
+pub fn saved_at_ms(state: &ContextState) -> Option<u64> {
+    match &state.synced_from {
+        Some(from) => crate::time::parse_rfc3339(&from.saved_at),
+        None => crate::time::parse_rfc3339(&state.captured_at),
+    }
+}
+
+/// Whether `synced` should be offered over this machine's own state
+/// (`local`, when there is a usable one): it is newer, and not the very
+/// state already taken in.
+pub fn is_newer(synced: &SyncedState, local: Option<&ContextState>) -> bool {
+    let Some(local) = local else {
+        return true;
+    };
+    if local
+        .synced_from
+        .as_ref()
+        .is_some_and(|from| from.commit == synced.commit)
+    {
+        return false;
+    }
+    saved_at_ms(local).is_none_or(|own| synced.saved_at_ms > own)
+}
+
+/// Writes `synced`'s state as this project's saved state (atomically, and
+/// recorded as hookd's own first, as a save does), so that the rest of
+/// hookd sees it.
+pub fn take_in(
+    project: &Path,
+    saved_states: &SavedStates,
+    synced: &SyncedState,
+) -> Result<(), String> {
+    let workflow = Workflow::new(project);
+    let bytes = synced.state.to_json();
+    saved_states.record(project, &bytes)?;
+    let dir = workflow
+        .ensure(true)
+        .map_err(|e| format!("cannot open {}: {e}", workflow.dir().display()))?;
+    dir.write_atomic(STATE_FILE, &bytes)
+        .map_err(|e| format!("cannot write {}: {e}", workflow.path(STATE_FILE).display()))
+}

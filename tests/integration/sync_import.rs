@@ -310,3 +310,47 @@ fn another_machines_checkpoint_is_restored_into_the_work_tree_only() {
         "mine\n"
     );
 }
+
+/// The next session's start in the repository tells the model, once, that
+/// laptop saved newer work on the branch and how to pick it up; a state
+/// already offered, or older than this machine's own, is not offered.
+#[test]
+fn a_new_session_is_offered_a_newer_synced_state_once() {
+    let s = desk();
+    assert!(s.hookctl(&["save"]).status.success());
+    let start = || s.hook("SessionStart(source=startup)", "session-start");
+    assert!(
+        !start().context().contains("synced"),
+        "nothing synced, nothing offered"
+    );
+    sync_state(
+        &s,
+        &OtherMachine::new("laptop"),
+        "2030-01-02T03:04:05Z",
+        &laptop_state("make the parser faster"),
+    );
+    let answer = start();
+    assert!(
+        answer.context().contains(
+            "hookd: machine `laptop` saved work on branch main (in /home/me/proj there) at 2030-01-02 03:04 UTC, newer than what this machine saved, and it was synced here. If the person wants to pick that work up, run `hookctl resume --print`"
+        ),
+        "{}",
+        answer.context()
+    );
+    assert!(
+        !answer.context().contains("make the parser faster"),
+        "an offer, not the prompt: {}",
+        answer.context()
+    );
+    assert!(!start().context().contains("laptop"), "offered once");
+
+    // A newer save of laptop's is offered again, once.
+    sync_state(
+        &s,
+        &OtherMachine::new("laptop"),
+        "2030-01-03T03:04:05Z",
+        &laptop_state("more work"),
+    );
+    assert!(start().context().contains("at 2030-01-03 03:04 UTC"));
+    assert!(!start().context().contains("laptop"));
+}

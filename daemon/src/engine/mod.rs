@@ -11,6 +11,7 @@ mod resume;
 mod saves;
 mod status;
 mod statusline;
+mod synced;
 
 use crate::harness::{Cursor, Usage};
 use crate::resources::Resources;

@@ -111,7 +111,11 @@ struct Ask {
 
 /// The newest state another machine synced for the branch checked out in
 /// `project`, when the user turned sync on.
-fn synced_state(resources: &Resources, project: &Path, config: &Config) -> Option<SyncedState> {
+pub(super) fn synced_state(
+    resources: &Resources,
+    project: &Path,
+    config: &Config,
+) -> Option<SyncedState> {
     config.sync.remote.as_ref()?;
     let state_dir = resources.state_dir.as_ref()?;
     let machine = match Machine::load(state_dir, config.sync.machine_name.as_deref()) {

@@ -289,3 +289,46 @@ pub fn take_in(
     dir.write_atomic(STATE_FILE, &bytes)
         .map_err(|e| format!("cannot write {}: {e}", workflow.path(STATE_FILE).display()))
 }
+
+/// The file in hookd's state directory naming the synced states already
+/// offered at a session's start, one commit a line.
+pub const OFFERED_FILE: &str = "sync-offered";
+
+/// Offers remembered; the oldest are forgotten past this.
+const OFFERS_KEPT: usize = 256;
+
+/// Whether `commit` is offered for the first time, remembering it if so.
+/// The caller holds the file's lock.
+pub fn first_offer(state_dir: &Path, commit: &str) -> std::io::Result<bool> {
+    let path = state_dir.join(OFFERED_FILE);
+    let text = match std::fs::read(&path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let mut offered: Vec<&str> = text.lines().filter(|l| is_sha(l)).collect();
+    if offered.contains(&commit) {
+        return Ok(false);
+    }
+    offered.push(commit);
+    let skip = offered.len().saturating_sub(OFFERS_KEPT);
+    let kept: String = offered[skip..].iter().map(|c| format!("{c}\n")).collect();
+    crate::fsutil::write_atomic(&path, kept.as_bytes())?;
+    Ok(true)
+}
+
+/// What the model is told at a new session's start when another machine
+/// saved newer work on this branch: one short paragraph of hookd's own,
+/// its values cleaned.
+pub fn offer_words(synced: &SyncedState) -> String {
+    let at = crate::time::utc_minutes(synced.saved_at_ms);
+    format!(
+        "hookd: machine `{}` saved work on branch {} (in {} there) at {at}, newer than \
+         what this machine saved, and it was synced here. If the person wants to pick that \
+         work up, run `hookctl resume --print`: it shows where the work stood, checked \
+         against this repository.",
+        crate::render::clean_text(&synced.machine_name),
+        crate::render::clean_text(&synced.branch),
+        crate::render::clean_text(&synced.project),
+    )
+}

@@ -266,6 +266,10 @@ pub struct TaskRecord {
     /// stays with its project.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recorded: Vec<String>,
+    /// The machine the task was done on (its `sync.machine_name` or host
+    /// name); none in records written before hookd synced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 /// Ω: how many of the current task's reflections each resume prompt keeps.

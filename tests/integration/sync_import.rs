@@ -4,7 +4,7 @@
 //! binary as another machine's push leaves them (`sync_refs`).
 
 use hookd_tests::sync_refs::{
-    OtherMachine, SyncedSave, write_exported_checkpoint, write_synced_state,
+    OtherMachine, SyncedSave, write_exported_checkpoint, write_memory_ref, write_synced_state,
 };
 use hookd_tests::{Scenario, output_text, saved_state, stdout};
 use serde_json::{Value, json};
@@ -353,4 +353,83 @@ fn a_new_session_is_offered_a_newer_synced_state_once() {
     );
     assert!(start().context().contains("at 2030-01-03 03:04 UTC"));
     assert!(!start().context().contains("laptop"));
+}
+
+/// A lesson recorded on laptop, merged from its memory ref, is found by a
+/// similar task here and names the project and machine it came from; a
+/// bad record beside it is skipped and named, and nothing of this
+/// machine's memory goes.
+#[test]
+fn a_lesson_from_another_machine_is_found_and_names_it() {
+    let s = Scenario::build()
+        .setting("resume.records_hint", false)
+        .setting("sync.machine_name", "desk")
+        .repository(|repo| {
+            repo.write("src/lib.rs", "pub fn a() {}\n");
+            repo.commit_all("initial");
+        })
+        .start();
+    let id = "0a0a0a0a-0000-4000-8000-00000000000a";
+    let record = json!({
+        "task_id": id,
+        "task_description": "fix the flaky login test",
+        "task_type": "debugging",
+        "timestamp": "2026-11-20T10:00:00Z",
+        "outcome": "success",
+        "iterations": 1,
+        "reflections": [{"iteration": 1, "content": "Mocking the clock fixed the flakiness",
+                         "type": "success_pattern", "effectiveness": "helpful",
+                         "origin": "hookctl reflect"}],
+        "key_learnings": ["Worked: Mocking the clock fixed the flakiness"],
+        "tags": ["debugging"],
+        "project": "/home/me/proj",
+        "updated_at": "2026-11-20T10:00:00Z",
+        "closed_at": "2026-11-20T10:00:00Z",
+    });
+    let memory_repo = s.sb.path().join("state/sync/memory.git");
+    let laptop = OtherMachine::new("laptop");
+    let good = format!("{id}.json");
+    let bad = "0b0b0b0b-0000-4000-8000-00000000000b.json";
+    write_memory_ref(
+        &memory_repo,
+        &laptop,
+        &[
+            (good.as_str(), record.to_string().as_bytes()),
+            (bad, b"{\"task_id\": 12"),
+        ],
+    );
+    let report = s.engine().merge_synced_memory(&memory_repo).unwrap();
+    assert_eq!(report.added, vec![id.to_owned()]);
+    assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+    assert!(
+        report.skipped[0].starts_with(&format!(
+            "refs/hookd/memory/laptop-a1b2c3:tasks/{bad}: it is corrupt"
+        )),
+        "{:?}",
+        report.skipped
+    );
+
+    let out = s.hookctl(&["task", "start", "fix the flaky signup test"]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let answer = s.hook("SessionStart(source=startup)", "session-start");
+    let lessons = answer.context();
+    assert!(
+        lessons.contains(
+            "- Worked: Mocking the clock fixed the flakiness (from /home/me/proj on laptop)"
+        ),
+        "{lessons}"
+    );
+    let shown = s.hookctl(&["memory", "show", id, "--json"]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["task"]["machine"], "laptop");
+    // The task begun here carries this machine's name, and merging again
+    // deletes nothing.
+    let list = s.hookctl(&["memory", "list", "--json"]);
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(list["tasks"].as_array().map(Vec::len), Some(2), "{list:#}");
+    let again = s.engine().merge_synced_memory(&memory_repo).unwrap();
+    assert_eq!(
+        (again.added.len(), again.updated.len(), again.kept),
+        (0, 0, 1)
+    );
 }

@@ -39,6 +39,10 @@ pub struct SyncedSave<'a> {
 fn git_stdin(repo: &GitRepo, args: &[&str], stdin: &[u8]) -> String {
     let mut child = repo
         .command()
+        .env("GIT_AUTHOR_NAME", "laptop")
+        .env("GIT_AUTHOR_EMAIL", "me@laptop")
+        .env("GIT_COMMITTER_NAME", "laptop")
+        .env("GIT_COMMITTER_EMAIL", "me@laptop")
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -176,5 +180,50 @@ pub fn write_exported_checkpoint(
         &reference,
         &tree,
         &message("hookd: checkpoint", &trailers),
+    )
+}
+
+/// Writes `refs/hookd/memory/<machine id>` in the bare repository
+/// `memory_repo` (made if missing): a commit whose tree is
+/// `tasks/<task id>.json` per record, on top of the previous one.
+pub fn write_memory_ref(
+    memory_repo: &std::path::Path,
+    machine: &OtherMachine,
+    records: &[(&str, &[u8])],
+) -> String {
+    if !memory_repo.join("HEAD").exists() {
+        std::fs::create_dir_all(memory_repo).unwrap();
+        let out = crate::git_command(memory_repo)
+            .args(["init", "-q", "--bare"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let repo = GitRepo {
+        dir: memory_repo.to_path_buf(),
+    };
+    let entries: Vec<String> = records
+        .iter()
+        .map(|(name, bytes)| format!("100644 blob {}\t{name}", blob(&repo, bytes)))
+        .collect();
+    let tasks = git_stdin(&repo, &["mktree"], (entries.join("\n") + "\n").as_bytes());
+    let root = git_stdin(
+        &repo,
+        &["mktree"],
+        format!("040000 tree {tasks}\ttasks\n").as_bytes(),
+    );
+    let trailers = [
+        ("Machine", machine.id.as_str()),
+        ("Machine-Name", machine.name.as_str()),
+    ];
+    commit_on(
+        &repo,
+        &format!("refs/hookd/memory/{}", machine.id),
+        &root,
+        &message("hookd: memory", &trailers),
     )
 }

@@ -110,3 +110,69 @@ pub fn commit_with_source(
     }
     Ok(None)
 }
+
+/// The files directly under `dir` in the tree of each ref under `prefix`
+/// that `wanted` accepts, in a bare repository of hookd's own (the memory
+/// shuttle). Each file is its name and its bytes, or why they were not
+/// read (not a blob, over `max_bytes`); at most `max_files` per ref.
+pub fn bare_ref_files(
+    repository: &Path,
+    prefix: &str,
+    wanted: &dyn Fn(&str) -> bool,
+    dir: &str,
+    max_bytes: usize,
+    max_files: usize,
+) -> Result<Vec<RefFiles>, GitError> {
+    super::setup_libgit2();
+    let repo =
+        git2::Repository::open_bare(repository).map_err(git("open the memory repository"))?;
+    let odb = repo.odb().map_err(git("open the object database"))?;
+    let refs = repo
+        .references_glob(&format!("{prefix}*"))
+        .map_err(git("list the memory refs"))?;
+    let mut out = Vec::new();
+    for reference in refs.flatten() {
+        let Some(name) = reference.name().ok().map(str::to_owned) else {
+            continue;
+        };
+        if !wanted(&name) {
+            continue;
+        }
+        let mut found = RefFiles {
+            reference: name,
+            files: Vec::new(),
+        };
+        let subtree = reference
+            .peel_to_tree()
+            .ok()
+            .and_then(|tree| tree.get_name(dir).map(|e| e.id()))
+            .and_then(|id| repo.find_tree(id).ok());
+        if let Some(tree) = subtree {
+            for entry in tree.iter().take(max_files) {
+                let name = String::from_utf8_lossy(entry.name_bytes()).into_owned();
+                let bytes = match (entry.kind(), odb.read_header(entry.id())) {
+                    (Some(git2::ObjectType::Blob), Ok((size, _))) if size <= max_bytes => repo
+                        .find_blob(entry.id())
+                        .map(|b| b.content().to_vec())
+                        .map_err(|e| format!("cannot read it: {}", e.message())),
+                    (Some(git2::ObjectType::Blob), Ok(_)) => {
+                        Err(format!("it is over {max_bytes} bytes"))
+                    }
+                    (Some(git2::ObjectType::Blob), Err(e)) => {
+                        Err(format!("cannot read it: {}", e.message()))
+                    }
+                    _ => Err("it is not a file".into()),
+                };
+                found.files.push((name, bytes));
+            }
+        }
+        out.push(found);
+    }
+    Ok(out)
+}
+
+/// The files of one ref's tree, as [`bare_ref_files`] read them.
+pub struct RefFiles {
+    pub reference: String,
+    pub files: Vec<(String, Result<Vec<u8>, String>)>,
+}

@@ -116,7 +116,7 @@ pub fn task_request(
             }
             let mut task = match session {
                 Some(s) => task_for(&mut store, project, s, true).expect("created when missing"),
-                None => new_task(Some(project), None, now_ms()),
+                None => new_task(&store, Some(project), None, now_ms()),
             };
             task.window = window.or(task.window);
             task.cross_task = cross_task.or(task.cross_task);

@@ -332,3 +332,83 @@ pub fn offer_words(synced: &SyncedState) -> String {
         crate::render::clean_text(&synced.project),
     )
 }
+
+/// Merges every other machine's `refs/hookd/memory/<machine id>` in the
+/// memory repository (hookd's own bare shuttle) into this machine's
+/// memory: per task the version changed last wins, a task only the other
+/// side has is added, nothing is deleted, and a record that cannot be
+/// used is skipped and named. A record that names no machine is given the
+/// name its ref's machine id begins with (`laptop-3f9c1a`: `laptop`).
+pub fn merge_memory(
+    memory_repo: &Path,
+    me: &Machine,
+    memories: &crate::memory::Memories,
+    config: &protocol::config::Config,
+) -> Result<MergeReport, String> {
+    use crate::memory::merge::{self, Incoming};
+    let wanted = |reference: &str| {
+        reference
+            .strip_prefix(super::MEMORY_REFS)
+            .is_some_and(|machine| {
+                !machine.is_empty() && machine != me.id && !machine.contains('/')
+            })
+    };
+    let tips = git::synced::bare_ref_files(
+        memory_repo,
+        super::MEMORY_REFS,
+        &wanted,
+        crate::memory::store::TASKS_DIR,
+        merge::MAX_RECORD_BYTES,
+        merge::MAX_RECORDS,
+    )
+    .map_err(|e| {
+        format!(
+            "cannot read the memory repository {}: {e}",
+            memory_repo.display()
+        )
+    })?;
+    let mut report = MergeReport::default();
+    for tip in tips {
+        let machine_id = tip.reference[super::MEMORY_REFS.len()..].to_owned();
+        let machine = machine_name_of(&machine_id);
+        if let Err(why) = protocol::config::check_machine_name(&machine) {
+            report.skipped.push(format!(
+                "{}: not a machine's ref ({why}); skipped",
+                crate::render::clean_text(&tip.reference)
+            ));
+            continue;
+        }
+        let records = tip
+            .files
+            .into_iter()
+            .map(|(name, bytes)| Incoming {
+                place: format!(
+                    "{}:tasks/{}",
+                    tip.reference,
+                    crate::render::clean_text(&name)
+                ),
+                id: name.strip_suffix(".json").unwrap_or("").to_owned(),
+                bytes,
+            })
+            .collect();
+        report.absorb(merge::merge_records(memories, config, &machine, records)?);
+    }
+    Ok(report)
+}
+
+pub use crate::memory::merge::MergeReport;
+
+/// A machine's name from its id (`laptop-3f9c1a` → `laptop`), the id as
+/// it is when it has no such suffix.
+fn machine_name_of(id: &str) -> String {
+    match id.rsplit_once('-') {
+        Some((name, suffix))
+            if !name.is_empty()
+                && suffix.len() == 6
+                && suffix.chars().all(|c| c.is_ascii_hexdigit()) =>
+        {
+            name.to_owned()
+        }
+        _ => id.to_owned(),
+    }
+}

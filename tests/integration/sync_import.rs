@@ -271,6 +271,19 @@ fn another_machines_checkpoint_is_restored_into_the_work_tree_only() {
             session: None,
         },
     );
+    let list = stdout(&s.hookctl(&["checkpoints"]));
+    assert!(
+        list.lines().any(|l| l.starts_with(&exported[..8])
+            && l.ends_with("refs/hookd/sync/laptop-a1b2c3/checkpoints/main  on machine laptop")),
+        "{list}"
+    );
+    let shown = stdout(&s.hookctl(&["checkpoint", "show", &exported]));
+    assert!(
+        shown.starts_with(&format!(
+            "checkpoint {exported} on refs/hookd/sync/laptop-a1b2c3/checkpoints/main\n"
+        )),
+        "{shown}"
+    );
     let before_index = repo.git(&["ls-files", "--stage"]);
     let out = s.hookctl(&["resume"]);
     let text = output_text(&out);

@@ -176,3 +176,74 @@ pub struct RefFiles {
     pub reference: String,
     pub files: Vec<(String, Result<Vec<u8>, String>)>,
 }
+
+/// The exported checkpoints on the refs under `prefix` that `wanted`
+/// accepts (commits titled `title`), newest first, at most `limit`.
+pub fn list_exported(
+    project: &Path,
+    prefix: &str,
+    wanted: &dyn Fn(&str) -> bool,
+    title: &str,
+    limit: usize,
+) -> Result<Vec<protocol::wire::CheckpointSummary>, GitError> {
+    let repo = open(project)?;
+    let refs = repo
+        .references_glob(&format!("{prefix}*"))
+        .map_err(git("list the synced refs"))?;
+    let mut out = Vec::new();
+    for reference in refs.flatten() {
+        let Some(name) = reference.name().ok().map(str::to_owned) else {
+            continue;
+        };
+        if !wanted(&name) {
+            continue;
+        }
+        let Ok(mut commit) = reference.peel_to_commit() else {
+            continue;
+        };
+        for _ in 0..limit {
+            if commit.summary().ok().flatten() != Some(title) {
+                break;
+            }
+            out.push(super::summarize(&repo, &commit, &name));
+            match commit.parent(0) {
+                Ok(parent) => commit = parent,
+                Err(_) => break,
+            }
+        }
+    }
+    out.sort_by(|a, b| b.time_ms.cmp(&a.time_ms).then_with(|| a.sha.cmp(&b.sha)));
+    out.dedup_by(|a, b| a.sha == b.sha);
+    out.truncate(limit);
+    Ok(out)
+}
+
+/// The first ref under `prefix` whose chain holds `sha` (walked back at
+/// most a bounded number of commits).
+pub fn ref_holding(project: &Path, prefix: &str, sha: &str) -> Result<Option<String>, GitError> {
+    let repo = open(project)?;
+    let Ok(wanted) = git2::Oid::from_str(sha) else {
+        return Ok(None);
+    };
+    let refs = repo
+        .references_glob(&format!("{prefix}*"))
+        .map_err(git("list the synced refs"))?;
+    for reference in refs.flatten() {
+        let Some(name) = reference.name().ok().map(str::to_owned) else {
+            continue;
+        };
+        let Ok(mut commit) = reference.peel_to_commit() else {
+            continue;
+        };
+        for _ in 0..MAX_CHAIN_WALK {
+            if commit.id() == wanted {
+                return Ok(Some(name));
+            }
+            match commit.parent(0) {
+                Ok(parent) => commit = parent,
+                Err(_) => break,
+            }
+        }
+    }
+    Ok(None)
+}

@@ -21,6 +21,9 @@ use std::path::Path;
 /// The files of a saved-state commit that are read; any other is ignored.
 pub const STATE_FILES: [&str; 3] = [STATE_FILE, "resume_prompt.md", "progress_summary.md"];
 
+/// The title of an exported checkpoint's commit.
+pub const EXPORTED_CHECKPOINT_TITLE: &str = "hookd: checkpoint";
+
 /// Longest project path, session id or machine name taken from a trailer.
 const MAX_TRAILER_CHARS: usize = 400;
 
@@ -411,4 +414,24 @@ fn machine_name_of(id: &str) -> String {
         }
         _ => id.to_owned(),
     }
+}
+
+/// The exported checkpoints of every machine but `me` in the repository of
+/// `project`, newest first, at most `limit`; each names its machine.
+pub fn other_checkpoints(
+    project: &Path,
+    me: &Machine,
+    limit: usize,
+) -> Result<Vec<protocol::wire::CheckpointSummary>, GitError> {
+    let wanted = |reference: &str| {
+        super::split_sync_ref(reference)
+            .is_some_and(|(machine, kind)| machine != me.id && kind.starts_with("checkpoints/"))
+    };
+    git::synced::list_exported(
+        project,
+        super::SYNC_REFS,
+        &wanted,
+        EXPORTED_CHECKPOINT_TITLE,
+        limit,
+    )
 }

@@ -440,6 +440,8 @@ fn a_lesson_from_another_machine_is_found_and_names_it() {
     let list = s.hookctl(&["memory", "list", "--json"]);
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(list["tasks"].as_array().map(Vec::len), Some(2), "{list:#}");
+    let stats = stdout(&s.hookctl(&["memory", "stats"]));
+    assert!(stats.contains("tasks per machine: desk 1, laptop 1\n"), "{stats}");
     let again = s.engine().merge_synced_memory(&memory_repo).unwrap();
     assert_eq!(
         (again.added.len(), again.updated.len(), again.kept),

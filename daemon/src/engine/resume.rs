@@ -150,6 +150,7 @@ fn choose(
     project: &Path,
     resources: &Resources,
     take_in: bool,
+    config: &Config,
 ) -> (Loaded, Option<String>) {
     let own = match &local {
         Loaded::Found { state, .. } => Some(&**state),
@@ -162,7 +163,8 @@ fn choose(
     let path = if take_in {
         let lock = resources.projects.for_path(project);
         let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
-        match import::take_in(project, &resources.saved_states, &synced) {
+        let exclude = config.capture.exclude_workflow_dir;
+        match import::take_in(project, &resources.saved_states, &synced, exclude) {
             Ok(()) => Workflow::new(project).path(crate::state::STATE_FILE),
             Err(why) => {
                 note = Some(format!("the synced state was not written here: {why}"));
@@ -203,7 +205,7 @@ fn prepare(ask: Ask, config: Config, resources: &Resources) -> Prepared {
     let synced = offer_synced
         .then(|| synced_state(resources, &project, &config))
         .flatten();
-    let (loaded, take_in_note) = choose(local, synced, &project, resources, render);
+    let (loaded, take_in_note) = choose(local, synced, &project, resources, render, &config);
     let (state, path) = match loaded {
         Loaded::Found { state, path } => (state, path),
         Loaded::Missing => {

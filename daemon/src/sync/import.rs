@@ -227,6 +227,26 @@ fn adopt(
         .working_dir
         .take()
         .filter(|dir| is_plain_relative(dir));
+    // The files it names are the project's: a path out of it (absolute,
+    // or through `..`) is no file the agent should read or write here.
+    state.modified_files.retain(|f| is_plain_relative(&f.path));
+    state
+        .changed_elsewhere
+        .retain(|f| is_plain_relative(&f.path));
+    state.active_work.file_path = state
+        .active_work
+        .file_path
+        .take()
+        .filter(|p| is_plain_relative(p));
+    for action in &mut state.next_actions {
+        action.context_needed.retain(|p| is_plain_relative(p));
+    }
+    for task in &mut state.tasks {
+        task.files.retain(|f| is_plain_relative(&f.path));
+    }
+    if let Some(reload) = &mut state.context_to_reload {
+        reload.files.retain(|f| is_plain_relative(&f.path));
+    }
     state.checkpoint = checkpoint.map(|sha| crate::state::Checkpoint {
         sha: Some(sha.to_owned()),
         reference: Some(super::checkpoint_ref(machine_id, branch)),
@@ -238,7 +258,8 @@ fn adopt(
 
 fn is_plain_relative(dir: &str) -> bool {
     let path = Path::new(dir);
-    !dir.contains(['\0', '\n', '\r'])
+    !dir.is_empty()
+        && !dir.contains(['\0', '\n', '\r'])
         && path.is_relative()
         && path
             .components()
@@ -282,12 +303,13 @@ pub fn take_in(
     project: &Path,
     saved_states: &SavedStates,
     synced: &SyncedState,
+    exclude_from_git: bool,
 ) -> Result<(), String> {
     let workflow = Workflow::new(project);
     let bytes = synced.state.to_json();
     saved_states.record(project, &bytes)?;
     let dir = workflow
-        .ensure(true)
+        .ensure(exclude_from_git)
         .map_err(|e| format!("cannot open {}: {e}", workflow.dir().display()))?;
     dir.write_atomic(STATE_FILE, &bytes)
         .map_err(|e| format!("cannot write {}: {e}", workflow.path(STATE_FILE).display()))
@@ -434,4 +456,83 @@ pub fn other_checkpoints(
         EXPORTED_CHECKPOINT_TITLE,
         limit,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synced(saved_at: &str, commit: &str) -> SyncedState {
+        SyncedState {
+            machine_id: "laptop-a1b2c3".into(),
+            machine_name: "laptop".into(),
+            project: "/home/me/proj".into(),
+            branch: "main".into(),
+            saved_at: saved_at.into(),
+            saved_at_ms: crate::time::parse_rfc3339(saved_at).unwrap(),
+            commit: commit.into(),
+            checkpoint: None,
+            session: None,
+            state: ContextState::default(),
+            files: Vec::new(),
+        }
+    }
+
+    /// A synced state wins over this machine's own when it was saved
+    /// later, and never when it is the very state taken in already.
+    #[test]
+    fn newer_is_by_saved_at_and_a_state_taken_in_is_not_offered_again() {
+        let theirs = synced("2026-11-26T13:04:05Z", "c1");
+        assert!(is_newer(&theirs, None));
+        let own = |captured_at: &str| ContextState {
+            captured_at: captured_at.into(),
+            ..ContextState::default()
+        };
+        assert!(is_newer(&theirs, Some(&own("2026-11-26T13:00:00Z"))));
+        assert!(!is_newer(&theirs, Some(&own("2026-11-26T13:04:05Z"))));
+        assert!(!is_newer(&theirs, Some(&own("2026-11-26T14:00:00Z"))));
+        assert!(is_newer(&theirs, Some(&own("not a time"))));
+        let mut taken = own("2020-01-01T00:00:00Z");
+        taken.synced_from = Some(SyncedFrom {
+            commit: "c1".into(),
+            saved_at: "2026-11-26T13:04:05Z".into(),
+            ..SyncedFrom::default()
+        });
+        assert!(!is_newer(&theirs, Some(&taken)));
+        let later = synced("2026-11-26T13:05:00Z", "c2");
+        assert!(is_newer(&later, Some(&taken)), "by when it was saved there");
+    }
+
+    #[test]
+    fn only_plain_relative_paths_are_kept() {
+        for ok in ["src/lib.rs", "a", "dir/sub/file.txt"] {
+            assert!(is_plain_relative(ok), "{ok}");
+        }
+        for bad in ["/etc/passwd", "../x", "a/../../b", "./a", "", "a\nb"] {
+            assert!(!is_plain_relative(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_machine_is_named_by_its_id_without_the_suffix() {
+        assert_eq!(machine_name_of("laptop-3f9c1a"), "laptop");
+        assert_eq!(machine_name_of("my-box-3f9c1a"), "my-box");
+        assert_eq!(machine_name_of("laptop"), "laptop");
+        assert_eq!(machine_name_of("laptop-xyz"), "laptop-xyz");
+    }
+
+    /// Each synced state is offered once; the record keeps the last ones.
+    #[test]
+    fn a_state_is_offered_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let sha = |n: usize| format!("{n:040x}");
+        assert!(first_offer(dir.path(), &sha(1)).unwrap());
+        assert!(!first_offer(dir.path(), &sha(1)).unwrap());
+        for n in 2..=OFFERS_KEPT + 1 {
+            assert!(first_offer(dir.path(), &sha(n)).unwrap());
+        }
+        let kept = std::fs::read_to_string(dir.path().join(OFFERED_FILE)).unwrap();
+        assert_eq!(kept.lines().count(), OFFERS_KEPT);
+        assert!(!kept.contains(&sha(1)));
+    }
 }

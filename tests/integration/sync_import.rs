@@ -87,6 +87,17 @@ fn a_newer_synced_state_is_resumed_with_its_machine_and_time() {
         "2030-01-02T03:04:05Z",
         &laptop_state("make the parser faster"),
     );
+    // `validate` checks it and names its ref, and writes nothing.
+    let own = saved_state(&s.project);
+    let text = output_text(&s.hookctl(&["validate"]));
+    assert!(
+        text.contains(&format!(
+            "state: refs/hookd/sync/laptop-a1b2c3/state/main@{}",
+            &commit[..12]
+        )),
+        "{text}"
+    );
+    assert_eq!(saved_state(&s.project), own);
     let prompt = resume_print(&s);
     assert!(
         prompt.contains(

@@ -470,3 +470,33 @@ fn a_lesson_from_another_machine_is_found_and_names_it() {
         (0, 0, 1)
     );
 }
+
+/// The offer comes at the start of any harness's session: Codex's here.
+#[test]
+fn a_codex_session_is_offered_it_too() {
+    let s = desk();
+    sync_state(
+        &s,
+        &OtherMachine::new("laptop"),
+        "2030-01-02T03:04:05Z",
+        &laptop_state("make the parser faster"),
+    );
+    let payload = json!({
+        "session_id": "0199c0de",
+        "cwd": s.project,
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+        "model": "gpt-5.5-codex",
+        "permission_mode": "default",
+        "transcript_path": null
+    });
+    let mut cmd = s.sb.command("hookctl");
+    cmd.args(["hook", "--harness", "codex", "session-start"]);
+    let out = hookd_tests::run_with_stdin(cmd, &serde_json::to_vec(&payload).unwrap());
+    assert!(out.status.success(), "{}", output_text(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("hookd: machine `laptop` saved work on branch main"),
+        "{text}"
+    );
+}

@@ -500,3 +500,35 @@ fn a_codex_session_is_offered_it_too() {
         "{text}"
     );
 }
+
+/// The YAML and XML formats say where the state was saved too.
+#[test]
+fn every_format_says_where_it_was_saved() {
+    for (format, line) in [
+        (
+            "yaml",
+            "SAVED_ON: machine laptop in /home/me/proj at 2030-01-02 03:04 UTC, synced here",
+        ),
+        (
+            "xml",
+            "<saved_on machine=\"laptop\" project=\"/home/me/proj\" at=\"2030-01-02 03:04 UTC\">synced here from that machine</saved_on>",
+        ),
+    ] {
+        let s = Scenario::build()
+            .repository(|repo| {
+                repo.write("src/lib.rs", "pub fn a() {}\n");
+                repo.commit_all("initial");
+            })
+            .setting("sync.remote", "hub")
+            .setting("resume.format", format)
+            .start();
+        sync_state(
+            &s,
+            &OtherMachine::new("laptop"),
+            "2030-01-02T03:04:05Z",
+            &laptop_state("make the parser faster"),
+        );
+        let prompt = resume_print(&s);
+        assert!(prompt.contains(line), "{format}: {prompt}");
+    }
+}

@@ -134,6 +134,8 @@ pub(super) fn synced_state(
         });
     match found {
         Ok(found) => found,
+        // Nothing syncs outside a repository.
+        Err(git::GitError::NotARepository { .. }) => None,
         Err(e) => {
             tracing::warn!(project = %project.display(), error = %e, "cannot read the synced states");
             None

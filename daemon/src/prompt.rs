@@ -290,6 +290,14 @@ fn show_paths(view: &mut Value, state: &ContextState) {
     }
 }
 
+/// `2026-11-26 13:04 UTC`: when a state was saved, as a person reads it.
+pub fn saved_at_words(rfc3339: &str) -> String {
+    match crate::time::parse_rfc3339(rfc3339) {
+        Some(ms) => crate::time::utc_minutes(ms),
+        None => render::clean_text(rfc3339),
+    }
+}
+
 /// What the resume prompt template sees. The progress summary is rendered
 /// again from the state's parts: a saved state's own copy is a file in the
 /// project, and its lines would reach the prompt as they are.
@@ -308,8 +316,17 @@ pub fn resume_view(
         .map(|c| json!({"check": c.check, "status": c.status, "detail": c.detail, "mark": mark(c)}))
         .collect();
     view["validation"] = json!(validation);
-    // Only a save for a compaction may say the context was compacted.
-    view["after_compaction"] = json!(state.trigger.is_compaction());
+    // Only a save for a compaction may say the context was compacted, and
+    // only of this machine's context.
+    view["after_compaction"] = json!(state.trigger.is_compaction() && state.synced_from.is_none());
+    view["saved_elsewhere"] = match &state.synced_from {
+        Some(from) => json!({
+            "machine": from.machine,
+            "project": from.project,
+            "at": saved_at_words(&from.saved_at),
+        }),
+        None => Value::Null,
+    };
     view["trigger_words"] = json!(state.trigger.describe());
     view["marker"] = json!(marker);
     view["dropped"] = json!([]);

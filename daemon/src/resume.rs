@@ -489,6 +489,15 @@ pub fn summary(state: &ContextState, checks: &[Check]) -> String {
         state.captured_at,
         state.trigger.describe()
     )];
+    if let Some(from) = &state.synced_from {
+        parts[0] = format!(
+            "Saved state from machine {} in {} at {} ({})",
+            from.machine,
+            from.project,
+            prompt::saved_at_words(&from.saved_at),
+            state.trigger.describe()
+        );
+    }
     if !state.tasks.is_empty() {
         let done = state
             .tasks

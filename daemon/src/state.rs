@@ -160,6 +160,28 @@ pub struct ContextState {
     /// The agent's last tool call before the capture, and how it ended.
     #[serde(default)]
     pub last_step: Option<LastStep>,
+    /// Set when the state was saved on another machine and taken in here:
+    /// where and when, from the synced commit (never from the state's text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synced_from: Option<SyncedFrom>,
+}
+
+/// Where a state saved on another machine came from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyncedFrom {
+    /// The machine's name (`laptop`).
+    pub machine: String,
+    /// The machine's id, as its refs carry it (`laptop-3f9c1a`).
+    pub machine_id: String,
+    /// The project's path on that machine.
+    pub project: String,
+    /// When it was saved there, RFC 3339 UTC.
+    pub saved_at: String,
+    /// The saved-state commit it came from.
+    pub commit: String,
+    /// The harness session that saved it there.
+    #[serde(default)]
+    pub session: Option<String>,
 }
 
 /// A tool call the session's file shows, as the resume prompt names it.

@@ -26,6 +26,12 @@ pub fn parse_rfc3339(text: &str) -> Option<u64> {
     Some(t.duration_since(UNIX_EPOCH).ok()?.as_millis() as u64)
 }
 
+/// `2026-11-26 13:04 UTC`: a time as a person reads it, to the minute.
+pub fn utc_minutes(ms: u64) -> String {
+    let full = rfc3339(ms); // 2026-11-26T13:04:05Z
+    format!("{} {} UTC", &full[..10], &full[11..16])
+}
+
 /// A compact UTC stamp for names: `20260118_143022`.
 pub fn compact_stamp(ms: u64) -> String {
     let full = rfc3339(ms); // 2026-01-18T14:30:22Z

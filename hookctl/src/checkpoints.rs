@@ -72,8 +72,14 @@ pub fn list(ctx: &Context, limit: Option<usize>, json: bool) -> anyhow::Result<E
         println!("{NO_CHECKPOINTS}");
     }
     for c in &list {
+        // Another machine's checkpoint says whose it is.
+        let machine = c
+            .machine
+            .as_deref()
+            .map(|m| format!("  on machine {}", protocol::text::one_line(m)))
+            .unwrap_or_default();
         println!(
-            "{}  {:<10}  {:<24}  {:<11}  session {}  {}",
+            "{}  {:<10}  {:<24}  {:<11}  session {}  {}{machine}",
             short_id(&c.sha),
             ago(c.time_ms),
             c.trigger.as_deref().unwrap_or("-"),

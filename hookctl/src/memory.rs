@@ -185,6 +185,14 @@ fn print_stats(s: &MemoryStats) {
     if let Some(w) = s.mean_window {
         println!("reflections kept per resume prompt, on average: {w:.1}");
     }
+    if !s.tasks_per_machine.is_empty() {
+        let machines: Vec<String> = s
+            .tasks_per_machine
+            .iter()
+            .map(|(m, n)| format!("{} {n}", protocol::text::one_line(m)))
+            .collect();
+        println!("tasks per machine: {}", machines.join(", "));
+    }
     println!("closed tasks with lessons: {}", rate(&s.with_lessons));
     println!("closed tasks without:      {}", rate(&s.without_lessons));
     for p in &s.problems {

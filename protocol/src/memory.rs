@@ -10,6 +10,7 @@
 //! schema loads too.
 
 use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -266,6 +267,10 @@ pub struct TaskRecord {
     /// stays with its project.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recorded: Vec<String>,
+    /// The machine the task was done on (its `sync.machine_name` or host
+    /// name); none in records written before hookd synced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 /// Ω: how many of the current task's reflections each resume prompt keeps.
@@ -528,6 +533,10 @@ pub struct MemoryStats {
     /// Entries that could not be read, and why.
     #[serde(default)]
     pub problems: Vec<String>,
+    /// Tasks per machine they were done on, when more than one machine's
+    /// are here (merged from a synced memory).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tasks_per_machine: BTreeMap<String, usize>,
 }
 
 /// When a reflection was made, in words: its iteration counts the task's

@@ -350,6 +350,9 @@ pub struct CheckpointSummary {
     pub base: Option<String>,
     /// Files that differ from the checkpoint's base.
     pub files_changed: usize,
+    /// The machine that made it, for a checkpoint another machine synced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

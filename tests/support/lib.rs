@@ -17,6 +17,7 @@ pub mod mock_gemini;
 pub mod mock_model;
 mod normalize;
 mod scenario;
+pub mod sync_refs;
 
 pub use events::{EVENT_DEADLINE, EventStream};
 pub use file_tree::FileTree;

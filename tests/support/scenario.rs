@@ -211,6 +211,11 @@ impl Scenario {
         self.sb.hookctl_in(&self.project, args)
     }
 
+    /// The in-process daemon's engine.
+    pub fn engine(&self) -> &std::sync::Arc<hookd::engine::Engine> {
+        self.daemon.as_ref().expect("a running daemon").engine()
+    }
+
     /// Stops the daemon and starts another on the same sandbox.
     pub fn restart_daemon(&mut self) {
         self.daemon.take().expect("a running daemon").stop();

@@ -3,6 +3,7 @@
 
 use super::Engine;
 use crate::git::{self, GitError};
+use crate::sync::{Machine, import};
 use protocol::wire::{
     CheckpointQuery, CheckpointRev, ErrorKind, ErrorReply, Response, RestoreQuery, RestoreSummary,
 };
@@ -15,12 +16,31 @@ impl Engine {
         let limit = query.limit.unwrap_or(50);
         let prefix = config.config.checkpoint.ref_prefix.clone();
         let repositories = self.resources.repositories.clone();
+        let me = self.this_machine(&config.config);
         blocking(move || {
             repositories.bounded(&query.project.clone(), git::GIT_DEADLINE, move |_| {
-                git::list_checkpoints(&query.project, &prefix, limit).map(Response::Checkpoints)
+                let mut list = git::list_checkpoints(&query.project, &prefix, limit)?;
+                if let Some(me) = me {
+                    list.extend(import::other_checkpoints(&query.project, &me, limit)?);
+                    list.sort_by(|a, b| b.time_ms.cmp(&a.time_ms).then_with(|| a.sha.cmp(&b.sha)));
+                    list.truncate(limit);
+                }
+                Ok(Response::Checkpoints(list))
             })
         })
         .await
+    }
+
+    /// This machine, when the user turned sync on (another machine's
+    /// checkpoints are listed then).
+    fn this_machine(&self, config: &protocol::config::Config) -> Option<Machine> {
+        config.sync.remote.as_ref()?;
+        Machine::load(
+            &self.identity.state_dir,
+            config.sync.machine_name.as_deref(),
+        )
+        .map_err(|e| tracing::warn!(error = %e, "cannot tell which machine this is"))
+        .ok()
     }
 
     pub(super) async fn checkpoint_show_request(&self, rev: CheckpointRev) -> Response {
@@ -31,8 +51,18 @@ impl Engine {
         let repositories = self.resources.repositories.clone();
         blocking(move || {
             repositories.bounded(&rev.project.clone(), git::GIT_DEADLINE, move |_| {
-                git::show(&rev.project, &rev.rev, &prefix)
-                    .map(|d| Response::Checkpoint(Box::new(d)))
+                let mut detail = git::show(&rev.project, &rev.rev, &prefix)?;
+                // Another machine's checkpoint is on that machine's ref.
+                if detail.summary.machine.is_some()
+                    && let Some(reference) = git::synced::ref_holding(
+                        &rev.project,
+                        crate::sync::SYNC_REFS,
+                        &detail.summary.sha,
+                    )?
+                {
+                    detail.summary.reference = reference;
+                }
+                Ok(Response::Checkpoint(Box::new(detail)))
             })
         })
         .await

@@ -353,6 +353,8 @@ impl Engine {
             }
         }
         self.memory_on_hook(view, event, config, outcome).await;
+        self.offer_synced_on_start(view, event, config, outcome)
+            .await;
         // Whether the prompt pending when the hook decided arrived now.
         let mut arrived = false;
         for effect in later {

@@ -11,6 +11,7 @@ mod resume;
 mod saves;
 mod status;
 mod statusline;
+mod synced;
 
 use crate::harness::{Cursor, Usage};
 use crate::resources::Resources;
@@ -152,6 +153,12 @@ impl Engine {
         let (registry, registry_problem) = Registry::load(&registry_file);
         let (watcher, watch_rx, watch_problem) = TranscriptWatcher::start();
         let resources = Arc::new(Resources::in_state_dir(&identity.state_dir));
+        // The tasks this machine begins carry its name; the lessons of
+        // another machine's name theirs.
+        let named = settings.daemon().config.sync.machine_name.clone();
+        resources
+            .memories
+            .set_machine(&crate::sync::Machine::name(named.as_deref()));
         let engine = Engine {
             last_activity_ms: AtomicU64::new(identity.started_at_ms),
             identity,

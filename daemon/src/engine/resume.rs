@@ -9,17 +9,20 @@
 
 use super::{Engine, SessionView};
 use crate::events::{self, LogEvent, Transition};
+use crate::git;
 use crate::harness::{Outcome, StartSource};
 use crate::resources::Resources;
 use crate::resume::{self, Loaded};
 use crate::session_machine::Injected;
 use crate::sessions::FollowWatch;
 use crate::state::{ContextState, TaskStatus};
+use crate::sync::Machine;
+use crate::sync::import::{self, SyncedState};
 use crate::time::now_ms;
 use crate::workflow::Workflow;
 use protocol::config::Config;
 use protocol::wire::{ContextStatus, ErrorKind, ErrorReply, Response, ResumeQuery, ResumeReport};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -101,6 +104,91 @@ struct Ask {
     render: bool,
     /// The session's context now, which sizes what the prompt holds.
     now: Option<ContextStatus>,
+    /// Offer another machine's newer synced state for this branch
+    /// (`hookctl resume` and `validate`; a compaction resumes its own).
+    offer_synced: bool,
+}
+
+/// The newest state another machine synced for the branch checked out in
+/// `project`, when the user turned sync on.
+pub(super) fn synced_state(
+    resources: &Resources,
+    project: &Path,
+    config: &Config,
+) -> Option<SyncedState> {
+    config.sync.remote.as_ref()?;
+    let state_dir = resources.state_dir.as_ref()?;
+    let machine = match Machine::load(state_dir, config.sync.machine_name.as_deref()) {
+        Ok(machine) => machine,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot tell which machine this is; synced states are not offered");
+            return None;
+        }
+    };
+    let at = project.to_path_buf();
+    let found = resources
+        .repositories
+        .bounded(project, git::GIT_DEADLINE, move |_| {
+            let branch = git::head_info(&at)?.branch;
+            import::newest_state(&at, &branch, &machine)
+        });
+    match found {
+        Ok(found) => found,
+        // Nothing syncs outside a repository.
+        Err(git::GitError::NotARepository { .. }) => None,
+        Err(e) => {
+            tracing::warn!(project = %project.display(), error = %e, "cannot read the synced states");
+            None
+        }
+    }
+}
+
+/// The state to resume: this machine's own, or another machine's newer
+/// one for the branch (written to `.workflow/` when `take_in`, so that the
+/// rest of hookd sees it).
+fn choose(
+    local: Loaded,
+    synced: Option<SyncedState>,
+    project: &Path,
+    resources: &Resources,
+    take_in: bool,
+    config: &Config,
+) -> (Loaded, Option<String>) {
+    let own = match &local {
+        Loaded::Found { state, .. } => Some(&**state),
+        _ => None,
+    };
+    let Some(synced) = synced.filter(|s| import::is_newer(s, own)) else {
+        return (local, None);
+    };
+    let mut note = None;
+    let path = if take_in {
+        let lock = resources.projects.for_path(project);
+        let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let exclude = config.capture.exclude_workflow_dir;
+        match import::take_in(project, &resources.saved_states, &synced, exclude) {
+            Ok(()) => Workflow::new(project).path(crate::state::STATE_FILE),
+            Err(why) => {
+                note = Some(format!("the synced state was not written here: {why}"));
+                PathBuf::from(format!("{}@{}", sync_ref(&synced), short(&synced.commit)))
+            }
+        }
+    } else {
+        PathBuf::from(format!("{}@{}", sync_ref(&synced), short(&synced.commit)))
+    };
+    let loaded = Loaded::Found {
+        state: Box::new(synced.state),
+        path,
+    };
+    (loaded, note)
+}
+
+fn sync_ref(synced: &SyncedState) -> String {
+    crate::sync::state_ref(&synced.machine_id, &synced.branch)
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
 }
 
 /// load → validate → render, for a project (and a session's lineage).
@@ -112,9 +200,15 @@ fn prepare(ask: Ask, config: Config, resources: &Resources) -> Prepared {
         marker,
         render,
         now,
+        offer_synced,
     } = ask;
     let workflow = Workflow::new(&project);
-    let (state, path) = match resume::load(&workflow, session.as_deref(), &resources.saved_states) {
+    let local = resume::load(&workflow, session.as_deref(), &resources.saved_states);
+    let synced = offer_synced
+        .then(|| synced_state(resources, &project, &config))
+        .flatten();
+    let (loaded, take_in_note) = choose(local, synced, &project, resources, render, &config);
+    let (state, path) = match loaded {
         Loaded::Found { state, path } => (state, path),
         Loaded::Missing => {
             let report = ResumeReport {
@@ -143,6 +237,8 @@ fn prepare(ask: Ask, config: Config, resources: &Resources) -> Prepared {
             };
         }
     };
+    // A session of this machine's did not write another machine's state.
+    let transcript = transcript.filter(|_| state.synced_from.is_none());
     let checks = resume::validate(
         &resources.repositories,
         &project,
@@ -165,10 +261,14 @@ fn prepare(ask: Ask, config: Config, resources: &Resources) -> Prepared {
         (None, Vec::new())
     };
     let prompt = fitted.as_ref().map(|f| f.text.clone());
+    let mut summary = resume::summary(&state, &checks);
+    if let Some(note) = take_in_note {
+        summary += &format!("\n{note}");
+    }
     let report = ResumeReport {
         state_file: Some(path),
         captured_at: Some(state.captured_at.clone()),
-        summary: resume::summary(&state, &checks),
+        summary,
         checks,
         prompt,
     };
@@ -215,6 +315,7 @@ impl Engine {
                     marker: Some(marker),
                     render: true,
                     now,
+                    offer_synced: false,
                 };
                 prepare(ask, config, &resources)
             }
@@ -306,6 +407,7 @@ impl Engine {
                 marker: None,
                 render,
                 now,
+                offer_synced: true,
             };
             prepare(ask, config.config.clone(), &resources)
         };

@@ -1469,6 +1469,11 @@ fn summarize(repo: &git2::Repository, commit: &git2::Commit, reference: &str) ->
         tokens: t.get("Tokens").cloned(),
         base: t.get("Base").cloned(),
         files_changed,
+        // Only another machine's exported checkpoint says which it came from.
+        machine: t
+            .get("Machine-Name")
+            .filter(|m| protocol::config::check_machine_name(m).is_ok())
+            .cloned(),
     }
 }
 
@@ -1774,6 +1779,7 @@ fn last_changes_of(
 
 mod restore;
 mod special_files;
+pub mod synced;
 
 pub use restore::restore;
 

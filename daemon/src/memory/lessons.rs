@@ -71,7 +71,13 @@ fn lessons(
     for (entry, score) in found {
         // Another project's task hands over only what its user, its agent
         // or a summary's own block said, never its files' words.
-        let same_project = entry.project.is_some() && entry.project == task.project;
+        // A task from another machine is another project's, whatever its path.
+        let elsewhere = entry
+            .machine
+            .as_ref()
+            .filter(|m| store.machine.as_ref() != Some(*m));
+        let same_project =
+            entry.project.is_some() && entry.project == task.project && elsewhere.is_none();
         let record = if same_project {
             None
         } else {
@@ -172,6 +178,8 @@ fn lessons(
                 .as_ref()
                 .map_or_else(|| "no project".to_owned(), |p| p.display().to_string()),
             "has_project": entry.project.is_some(),
+            // Named only when it is not this one.
+            "machine": elsewhere,
             "learnings": learnings,
             "reflections": shown_reflections,
         }));

@@ -28,6 +28,7 @@
 pub mod classify;
 mod lessons;
 pub mod lexical;
+pub mod merge;
 pub mod reflect;
 mod requests;
 pub mod store;
@@ -66,7 +67,7 @@ type Shared = Arc<Mutex<Store>>;
 /// The open memories by directory, each loaded at its first use: the
 /// engine owns them (in [`crate::resources::Resources`]) and passes them in.
 #[derive(Default)]
-pub struct Memories(Mutex<HashMap<PathBuf, Shared>>);
+pub struct Memories(Mutex<HashMap<PathBuf, Shared>>, Mutex<Option<String>>);
 
 /// Where the memory lives: `memory.dir`, else `memory/` in the data directory.
 pub fn dir(config: &Config) -> Option<PathBuf> {
@@ -89,6 +90,7 @@ impl Memories {
         }
         let mut store = Store::open(&dir)
             .map_err(|e| format!("cannot open the memory in {}: {e}", dir.display()))?;
+        store.machine = self.machine();
         prune_if_due(&mut store, config);
         tracing::info!(
             dir = %dir.display(),
@@ -100,6 +102,19 @@ impl Memories {
         let shared = Arc::new(Mutex::new(store));
         stores.insert(dir, shared.clone());
         Ok(shared)
+    }
+
+    /// Names this machine: the tasks it begins carry the name, and lessons
+    /// of tasks from elsewhere name theirs.
+    pub fn set_machine(&self, name: &str) {
+        *self.1.lock().unwrap_or_else(|p| p.into_inner()) = Some(name.to_owned());
+        for store in self.0.lock().unwrap_or_else(|p| p.into_inner()).values() {
+            lock(store).machine = Some(name.to_owned());
+        }
+    }
+
+    fn machine(&self) -> Option<String> {
+        self.1.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Whether the memory for this configuration is loaded already.
@@ -189,7 +204,12 @@ fn baseline(project: &Path) -> Vec<String> {
         .collect()
 }
 
-fn new_task(project: Option<&Path>, session: Option<&SessionKey>, now: u64) -> TaskRecord {
+fn new_task(
+    store: &Store,
+    project: Option<&Path>,
+    session: Option<&SessionKey>,
+    now: u64,
+) -> TaskRecord {
     TaskRecord {
         task_id: new_id(),
         task_description: String::new(),
@@ -215,6 +235,7 @@ fn new_task(project: Option<&Path>, session: Option<&SessionKey>, now: u64) -> T
         lessons_from: Vec::new(),
         reflected: project.map(baseline).unwrap_or_default(),
         recorded: Vec::new(),
+        machine: store.machine.clone(),
     }
 }
 
@@ -433,7 +454,7 @@ fn task_for(
     if let Some(task) = take_waiting_task(store, project, session) {
         return Some(task);
     }
-    Some(new_task(Some(project), Some(session), now_ms()))
+    Some(new_task(store, Some(project), Some(session), now_ms()))
 }
 
 /// SessionStart(startup | clear): a new session lineage takes up the task
@@ -462,7 +483,7 @@ pub fn session_started(
                     // Nothing says what the task is yet: its first prompt will.
                     return Ok(());
                 };
-                let mut task = new_task(Some(project), Some(session), now_ms());
+                let mut task = new_task(&store, Some(project), Some(session), now_ms());
                 describe(
                     &store,
                     &mut task,
@@ -504,7 +525,7 @@ pub fn prompted(
     let mut task = match existing.or_else(|| take_waiting_task(&mut store, project, session)) {
         Some(task) => task,
         None if usable_description(prompt).is_some() => {
-            new_task(Some(project), Some(session), now_ms())
+            new_task(&store, Some(project), Some(session), now_ms())
         }
         None => return Ok(()),
     };
@@ -856,7 +877,12 @@ mod tests {
     fn scaled(store: &Store) -> (Option<u32>, Option<String>) {
         let mut config = Config::default();
         config.memory.auto_scale = true;
-        let mut t = new_task(None, None, 0);
+        let mut t = new_task(
+            &Store::open(tempfile::tempdir().unwrap().path()).unwrap(),
+            None,
+            None,
+            0,
+        );
         describe(
             store,
             &mut t,
@@ -977,7 +1003,12 @@ mod tests {
         );
         let mut off = Config::default();
         off.memory.auto_scale = false;
-        let mut t = new_task(None, None, 0);
+        let mut t = new_task(
+            &Store::open(tempfile::tempdir().unwrap().path()).unwrap(),
+            None,
+            None,
+            0,
+        );
         describe(
             &store,
             &mut t,

@@ -240,6 +240,7 @@ pub(crate) mod tests {
             lessons_from: Vec::new(),
             reflected: Vec::new(),
             recorded: Vec::new(),
+            machine: None,
         }
     }
 

@@ -116,7 +116,7 @@ pub fn task_request(
             }
             let mut task = match session {
                 Some(s) => task_for(&mut store, project, s, true).expect("created when missing"),
-                None => new_task(Some(project), None, now_ms()),
+                None => new_task(&store, Some(project), None, now_ms()),
             };
             task.window = window.or(task.window);
             task.cross_task = cross_task.or(task.cross_task);
@@ -304,5 +304,22 @@ fn stats(store: &Store) -> MemoryStats {
         neutral: reflections.saturating_sub(helpful + unhelpful),
         unhelpful,
         problems: store.problems().to_vec(),
+        tasks_per_machine: per_machine(store, &entries),
     }
+}
+
+/// Tasks per machine, when more than one machine's are here; a task that
+/// names none was begun here before hookd named machines.
+fn per_machine(store: &Store, entries: &[&Entry]) -> std::collections::BTreeMap<String, usize> {
+    let here = store.machine.as_deref().unwrap_or("this machine");
+    let mut counts = std::collections::BTreeMap::new();
+    for e in entries {
+        *counts
+            .entry(e.machine.as_deref().unwrap_or(here).to_owned())
+            .or_insert(0) += 1;
+    }
+    if counts.len() < 2 {
+        counts.clear();
+    }
+    counts
 }

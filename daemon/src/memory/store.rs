@@ -68,6 +68,9 @@ pub struct Entry {
     /// Past tasks whose lessons it was given.
     #[serde(default)]
     pub lessons_from: Vec<String>,
+    /// The machine the task was done on, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 impl Entry {
@@ -96,6 +99,7 @@ impl Entry {
             unhelpful: count(Effectiveness::Unhelpful),
             window,
             lessons_from: task.lessons_from.clone(),
+            machine: task.machine.clone(),
         }
     }
 
@@ -172,6 +176,8 @@ pub struct Store {
     pub last_prune_ms: u64,
     /// How long loading took, for the log.
     pub load_ms: u64,
+    /// This machine's name, which new tasks carry.
+    pub machine: Option<String>,
 }
 
 fn problem(out: &mut Vec<String>, text: String) {
@@ -226,6 +232,7 @@ impl Store {
             problems: Vec::new(),
             last_prune_ms: 0,
             load_ms: 0,
+            machine: None,
         };
         let index = dir.join(INDEX_FILE);
         let text = match std::fs::read(&index) {

@@ -19,12 +19,17 @@ pub struct Machine {
 impl Machine {
     /// This machine, its suffix read from `state_dir` or made and kept there.
     pub fn load(state_dir: &Path, configured_name: Option<&str>) -> io::Result<Machine> {
-        let name = configured_name.map(str::to_owned).unwrap_or_else(host_name);
+        let name = Machine::name(configured_name);
         let suffix = suffix(state_dir)?;
         Ok(Machine {
             id: format!("{name}-{suffix}"),
             name,
         })
+    }
+
+    /// This machine's name alone, nothing read or made in the state directory.
+    pub fn name(configured_name: Option<&str>) -> String {
+        configured_name.map(str::to_owned).unwrap_or_else(host_name)
     }
 }
 

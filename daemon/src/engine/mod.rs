@@ -11,6 +11,7 @@ mod resume;
 mod saves;
 mod status;
 mod statusline;
+mod sync;
 
 use crate::harness::{Cursor, Usage};
 use crate::resources::Resources;
@@ -70,6 +71,8 @@ pub struct Engine {
     said_problems: Mutex<std::collections::HashMap<ConfigSource, String>>,
     /// The locks, caches and open memories of the blocking work.
     resources: Arc<Resources>,
+    /// Pushes and pulls, and how they went.
+    sync: Arc<crate::sync::worker::SyncWorker>,
 }
 
 /// Something to record in a project's `events.jsonl`, gathered under the
@@ -152,6 +155,7 @@ impl Engine {
         let (registry, registry_problem) = Registry::load(&registry_file);
         let (watcher, watch_rx, watch_problem) = TranscriptWatcher::start();
         let resources = Arc::new(Resources::in_state_dir(&identity.state_dir));
+        let identity_state_dir = identity.state_dir.clone();
         let engine = Engine {
             last_activity_ms: AtomicU64::new(identity.started_at_ms),
             identity,
@@ -171,6 +175,7 @@ impl Engine {
             warnings: Mutex::new(Vec::new()),
             said_problems: Mutex::new(Default::default()),
             resources,
+            sync: crate::sync::worker::SyncWorker::new(&identity_state_dir),
         };
         for problem in [registry_problem, watch_problem].into_iter().flatten() {
             tracing::warn!("{problem}");
@@ -330,6 +335,7 @@ impl Engine {
             request @ (Request::Reflect(_) | Request::Task(_) | Request::Memory(_)) => {
                 self.memory_request(request).await
             }
+            Request::Sync(request) => self.sync_request(request).await,
         }
     }
 

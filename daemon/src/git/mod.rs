@@ -1774,6 +1774,7 @@ fn last_changes_of(
 
 mod restore;
 mod special_files;
+pub mod sync_objects;
 
 pub use restore::restore;
 

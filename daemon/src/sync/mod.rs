@@ -12,6 +12,8 @@
 //!   `refs/hookd/memory/<machine>`, a tree of the machine's task records.
 
 pub mod machine;
+pub mod transport;
+pub mod worker;
 
 pub use machine::Machine;
 

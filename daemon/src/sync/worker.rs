@@ -1,0 +1,397 @@
+//! Pushing and pulling for the daemon: one job per repository at a time
+//! (a checkpoint that comes while one runs is folded into one more run),
+//! on threads of their own so a remote that hangs costs no hook anything,
+//! and what each push and pull did, kept for `hookctl sync status`,
+//! `status` and `doctor`. A failed push is tried again after
+//! `sync.retry_secs`, and at the next checkpoint.
+
+use super::{MEMORY_REFS, Machine, SYNC_REFS, memory_ref, transport};
+use crate::git::sync_objects::{self, SyncRepository};
+use crate::path_locks::PathLocks;
+use crate::time::now_ms;
+use protocol::config::SyncConfig;
+use protocol::sync::{SyncAttempt, SyncReport, SyncTarget};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Every repository's sync as it went, and which jobs run.
+pub struct SyncWorker {
+    state_dir: PathBuf,
+    /// By project (its work tree root); `None`: the memory.
+    targets: Mutex<BTreeMap<Option<PathBuf>, Tracked>>,
+    /// One git run per shuttle at a time (two worktrees share one).
+    shuttles: PathLocks,
+}
+
+#[derive(Default)]
+struct Tracked {
+    shown: SyncTarget,
+    running: bool,
+    /// A checkpoint came while a push ran: push once more.
+    again: bool,
+    /// Bumped by every push; a retry timer fires only if none came since.
+    pushes: u64,
+}
+
+impl SyncWorker {
+    pub fn new(state_dir: &Path) -> Arc<SyncWorker> {
+        Arc::new(SyncWorker {
+            state_dir: state_dir.to_path_buf(),
+            targets: Mutex::new(BTreeMap::new()),
+            shuttles: PathLocks::default(),
+        })
+    }
+
+    fn targets(&self) -> MutexGuard<'_, BTreeMap<Option<PathBuf>, Tracked>> {
+        self.targets.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// After a save that made or kept a checkpoint: push `project` in the
+    /// background, unless sync is off. Never waits for git.
+    pub fn after_checkpoint(self: &Arc<Self>, project: &Path, sync: &SyncConfig) {
+        if sync.remote.is_none() {
+            return;
+        }
+        let key = Some(project.to_path_buf());
+        {
+            let mut targets = self.targets();
+            let tracked = targets.entry(key.clone()).or_default();
+            if tracked.running {
+                tracked.again = true;
+                return;
+            }
+            tracked.running = true;
+        }
+        let worker = self.clone();
+        let project = project.to_path_buf();
+        let sync = sync.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hookd-sync".into())
+            .spawn(move || worker.background_push(&project, &sync));
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start a sync push");
+            if let Some(t) = self.targets().get_mut(&key) {
+                t.running = false;
+            }
+        }
+    }
+
+    /// Pushes until no checkpoint came meanwhile; arms the retry when the
+    /// last push failed.
+    fn background_push(self: &Arc<Self>, project: &Path, sync: &SyncConfig) {
+        let key = Some(project.to_path_buf());
+        loop {
+            self.push_project(project, sync);
+            let mut targets = self.targets();
+            let tracked = targets.entry(key.clone()).or_default();
+            if std::mem::take(&mut tracked.again) {
+                continue;
+            }
+            tracked.running = false;
+            let failed = tracked.shown.next_retry_ms.is_some();
+            let generation = tracked.pushes;
+            drop(targets);
+            if failed {
+                self.arm_retry(project, sync, generation);
+            }
+            return;
+        }
+    }
+
+    /// Tries `project` again after `sync.retry_secs`, unless a push came
+    /// since.
+    fn arm_retry(self: &Arc<Self>, project: &Path, sync: &SyncConfig, generation: u64) {
+        let worker = self.clone();
+        let project = project.to_path_buf();
+        let sync = sync.clone();
+        let _ = std::thread::Builder::new()
+            .name("hookd-sync-retry".into())
+            .spawn(move || {
+                std::thread::sleep(Duration::from_secs(sync.retry_secs));
+                let due = worker
+                    .targets()
+                    .get(&Some(project.clone()))
+                    .is_some_and(|t| t.pushes == generation && !t.running);
+                if due {
+                    worker.after_checkpoint(&project, &sync);
+                }
+            });
+    }
+
+    /// Pushes `project`'s sync refs now (the caller waits), and keeps how
+    /// it went.
+    pub fn push_project(&self, project: &Path, sync: &SyncConfig) -> SyncTarget {
+        let attempt = self.try_push_project(project, sync);
+        let mut targets = self.targets();
+        let tracked = targets.entry(Some(project.to_path_buf())).or_default();
+        tracked.pushes += 1;
+        apply(&mut tracked.shown, project, attempt, true, sync);
+        tracked.shown.clone()
+    }
+
+    fn try_push_project(&self, project: &Path, sync: &SyncConfig) -> Outcome {
+        let machine = self.machine(sync)?;
+        let remote = sync.remote.as_deref().ok_or_else(no_remote_set)?;
+        if let Some(problem) = export_before_push(project, &machine) {
+            tracing::warn!(project = %project.display(), "{problem}");
+        }
+        let repo = self.repository(project, remote, &machine)?;
+        let url = repo.url.clone().map_err(Failure::Setup)?;
+        let shuttle = transport::project_shuttle(&self.state_dir, &repo.digest, &repo.objects_dir)
+            .map_err(|e| Failure::Run(e, url.clone()))?;
+        let lock = self.shuttles.for_path(&shuttle);
+        let _one = lock.lock().unwrap_or_else(|p| p.into_inner());
+        transport::push(&shuttle, &url, &repo.own_refs, timeout(sync))
+            .map(|detail| (detail, url.clone()))
+            .map_err(|e| Failure::Run(e, url))
+    }
+
+    /// Fetches the other machines' sync refs of `project`'s remote and
+    /// copies them into its repository (the caller waits).
+    pub fn pull_project(&self, project: &Path, sync: &SyncConfig) -> SyncTarget {
+        let attempt = self.try_pull_project(project, sync);
+        let mut targets = self.targets();
+        let tracked = targets.entry(Some(project.to_path_buf())).or_default();
+        apply(&mut tracked.shown, project, attempt, false, sync);
+        tracked.shown.clone()
+    }
+
+    fn try_pull_project(&self, project: &Path, sync: &SyncConfig) -> Outcome {
+        let machine = self.machine(sync)?;
+        let remote = sync.remote.as_deref().ok_or_else(no_remote_set)?;
+        let repo = self.repository(project, remote, &machine)?;
+        let url = repo.url.clone().map_err(Failure::Setup)?;
+        let run = |e: String| Failure::Run(e, url.clone());
+        let shuttle = transport::project_shuttle(&self.state_dir, &repo.digest, &repo.objects_dir)
+            .map_err(run)?;
+        let lock = self.shuttles.for_path(&shuttle);
+        let _one = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let own = format!("{SYNC_REFS}{}/*", machine.id);
+        transport::fetch(&shuttle, &url, SYNC_REFS, &own, timeout(sync)).map_err(run)?;
+        let copied = sync_objects::copy_fetched(project, &shuttle, &machine.id).map_err(run)?;
+        let mut detail = format!(
+            "{} ref(s) of other machines updated, {} object(s) copied",
+            copied.moved.len(),
+            copied.objects
+        );
+        for refused in &copied.refused {
+            detail.push_str(&format!("; left alone {refused}"));
+        }
+        Ok((detail, url))
+    }
+
+    /// Pushes the memory's ref to `sync.memory_remote` (the caller waits).
+    pub fn push_memory(&self, sync: &SyncConfig) -> Option<SyncTarget> {
+        let url = sync.memory_remote.clone()?;
+        let attempt = self.memory_run(sync, &url, |shuttle, machine| {
+            if let Some(problem) = export_memory_before_push(shuttle, machine) {
+                tracing::warn!("{problem}");
+            }
+            let refs = sync_objects::shuttle_refs(shuttle, MEMORY_REFS)?;
+            let own = memory_ref(&machine.id);
+            let mine: Vec<_> = refs.into_iter().filter(|(name, _)| *name == own).collect();
+            transport::push(shuttle, &url, &mine, timeout(sync))
+        });
+        Some(self.keep_memory(attempt, true, sync))
+    }
+
+    /// Fetches the other machines' memory refs into the memory's shuttle
+    /// (the caller waits).
+    pub fn pull_memory(&self, sync: &SyncConfig) -> Option<SyncTarget> {
+        let url = sync.memory_remote.clone()?;
+        let attempt = self.memory_run(sync, &url, |shuttle, machine| {
+            let own = memory_ref(&machine.id);
+            let fetched = transport::fetch(shuttle, &url, MEMORY_REFS, &own, timeout(sync))?;
+            if let Some(problem) = merge_memory_after_pull(shuttle, machine) {
+                tracing::warn!("{problem}");
+            }
+            Ok(fetched)
+        });
+        Some(self.keep_memory(attempt, false, sync))
+    }
+
+    fn memory_run(
+        &self,
+        sync: &SyncConfig,
+        url: &str,
+        work: impl FnOnce(&Path, &Machine) -> Result<String, String>,
+    ) -> Outcome {
+        let machine = self.machine(sync)?;
+        let run = |e: String| Failure::Run(e, url.to_owned());
+        protocol::config::check_remote_url(url)
+            .map_err(|e| Failure::Setup(format!("sync.memory_remote: {e}")))?;
+        let shuttle = transport::memory_shuttle(&self.state_dir).map_err(run)?;
+        let lock = self.shuttles.for_path(&shuttle);
+        let _one = lock.lock().unwrap_or_else(|p| p.into_inner());
+        work(&shuttle, &machine)
+            .map(|d| (d, url.to_owned()))
+            .map_err(run)
+    }
+
+    fn keep_memory(&self, attempt: Outcome, push: bool, sync: &SyncConfig) -> SyncTarget {
+        let mut targets = self.targets();
+        let tracked = targets.entry(None).or_default();
+        apply(&mut tracked.shown, Path::new(""), attempt, push, sync);
+        tracked.shown.project = None;
+        tracked.shown.clone()
+    }
+
+    /// Sync as it is: for `project` (its URL or why none, looked up now),
+    /// or for every repository pushed for; and the memory.
+    pub fn report(&self, sync: &SyncConfig, project: Option<&Path>) -> SyncReport {
+        let machine = self.machine(sync).map(|m| m.id).unwrap_or_default();
+        let targets = self.targets();
+        let mut repositories: Vec<SyncTarget> = match project {
+            Some(p) => vec![
+                targets
+                    .get(&Some(p.to_path_buf()))
+                    .map(|t| t.shown.clone())
+                    .unwrap_or_default(),
+            ],
+            None => targets
+                .iter()
+                .filter(|(k, _)| k.is_some())
+                .map(|(_, t)| t.shown.clone())
+                .collect(),
+        };
+        let memory = sync.memory_remote.as_ref().map(|url| {
+            let mut shown = targets
+                .get(&None)
+                .map(|t| t.shown.clone())
+                .unwrap_or_default();
+            shown.url = Some(url.clone());
+            shown
+        });
+        drop(targets);
+        if let (Some(p), Some(remote), Some(shown)) =
+            (project, &sync.remote, repositories.first_mut())
+        {
+            shown.project = Some(p.to_path_buf());
+            match sync_objects::sync_repository(p, remote, SYNC_REFS) {
+                Ok(repo) => match repo.url {
+                    Ok(url) => {
+                        shown.url = Some(url);
+                        shown.problem = None;
+                    }
+                    Err(why) => shown.problem = Some(why),
+                },
+                Err(why) => shown.problem = Some(why),
+            }
+        }
+        SyncReport {
+            remote: sync.remote.clone(),
+            memory_remote: sync.memory_remote.clone(),
+            machine,
+            repositories,
+            memory,
+        }
+    }
+
+    fn machine(&self, sync: &SyncConfig) -> Result<Machine, Failure> {
+        Machine::load(&self.state_dir, sync.machine_name.as_deref()).map_err(|e| {
+            Failure::Setup(format!(
+                "cannot read or make this machine's id in {}: {e}",
+                self.state_dir.display()
+            ))
+        })
+    }
+
+    fn repository(
+        &self,
+        project: &Path,
+        remote: &str,
+        machine: &Machine,
+    ) -> Result<SyncRepository, Failure> {
+        let own = format!("{SYNC_REFS}{}/", machine.id);
+        sync_objects::sync_repository(project, remote, &own).map_err(Failure::Setup)
+    }
+}
+
+/// Before a push: the local checkpoints not yet exported become this
+/// machine's `refs/hookd/sync/<me>/checkpoints/<branch>` commits (secret
+/// files left out). Glue: `crate::sync::export::export_checkpoints(project,
+/// machine)` is called here; until then the refs that exist are pushed.
+fn export_before_push(project: &Path, machine: &Machine) -> Option<String> {
+    let _ = (project, machine);
+    None
+}
+
+/// Before a memory push: this machine's task records become its
+/// `refs/hookd/memory/<me>` commit in the memory's shuttle. Glue:
+/// `crate::sync::export::export_memory(shuttle, machine, tasks_dir)`.
+fn export_memory_before_push(shuttle: &Path, machine: &Machine) -> Option<String> {
+    let _ = (shuttle, machine);
+    None
+}
+
+/// After a memory fetch: the other machines' records merged into the local
+/// memory. Glue: `crate::sync::import::merge_memory(shuttle, machine, store)`.
+fn merge_memory_after_pull(shuttle: &Path, machine: &Machine) -> Option<String> {
+    let _ = (shuttle, machine);
+    None
+}
+
+/// What a push or pull did and where to, or why not.
+type Outcome = Result<(String, String), Failure>;
+
+enum Failure {
+    /// Nothing was tried: no such remote, a refused URL, no repository.
+    Setup(String),
+    /// git ran (or was to) and failed: what, and the URL.
+    Run(String, String),
+}
+
+fn no_remote_set() -> Failure {
+    Failure::Setup("sync.remote is not set in your configuration: nothing is pushed".into())
+}
+
+fn timeout(sync: &SyncConfig) -> Duration {
+    Duration::from_secs(sync.timeout_secs.max(1))
+}
+
+/// Keeps `attempt` as the last push (or pull) of `shown`.
+fn apply(shown: &mut SyncTarget, project: &Path, attempt: Outcome, push: bool, sync: &SyncConfig) {
+    shown.project = Some(project.to_path_buf());
+    let now = now_ms();
+    let record = match attempt {
+        Ok((detail, url)) => {
+            shown.problem = None;
+            shown.url = Some(url.clone());
+            SyncAttempt {
+                at_ms: now,
+                ok: true,
+                detail,
+                url,
+            }
+        }
+        Err(Failure::Setup(why)) => {
+            shown.problem = Some(why.clone());
+            shown.url = None;
+            SyncAttempt {
+                at_ms: now,
+                ok: false,
+                detail: why,
+                url: String::new(),
+            }
+        }
+        Err(Failure::Run(why, url)) => {
+            shown.problem = None;
+            shown.url = Some(url.clone());
+            SyncAttempt {
+                at_ms: now,
+                ok: false,
+                detail: why,
+                url,
+            }
+        }
+    };
+    if push {
+        shown.next_retry_ms = (!record.ok && shown.problem.is_none())
+            .then(|| now + sync.retry_secs.saturating_mul(1000));
+        shown.last_push = Some(record);
+    } else {
+        shown.last_pull = Some(record);
+    }
+}

@@ -44,6 +44,11 @@ impl SyncWorker {
         })
     }
 
+    /// One entry per project, however its path was spelled.
+    fn key(project: &Path) -> Option<PathBuf> {
+        Some(std::fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf()))
+    }
+
     fn targets(&self) -> MutexGuard<'_, BTreeMap<Option<PathBuf>, Tracked>> {
         self.targets.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -54,7 +59,7 @@ impl SyncWorker {
         if sync.remote.is_none() {
             return;
         }
-        let key = Some(project.to_path_buf());
+        let key = Self::key(project);
         {
             let mut targets = self.targets();
             let tracked = targets.entry(key.clone()).or_default();
@@ -81,7 +86,7 @@ impl SyncWorker {
     /// Pushes until no checkpoint came meanwhile; arms the retry when the
     /// last push failed.
     fn background_push(self: &Arc<Self>, project: &Path, sync: &SyncConfig) {
-        let key = Some(project.to_path_buf());
+        let key = Self::key(project);
         loop {
             self.push_project(project, sync);
             let mut targets = self.targets();
@@ -112,7 +117,7 @@ impl SyncWorker {
                 std::thread::sleep(Duration::from_secs(sync.retry_secs));
                 let due = worker
                     .targets()
-                    .get(&Some(project.clone()))
+                    .get(&Self::key(&project))
                     .is_some_and(|t| t.pushes == generation && !t.running);
                 if due {
                     worker.after_checkpoint(&project, &sync);
@@ -125,7 +130,7 @@ impl SyncWorker {
     pub fn push_project(&self, project: &Path, sync: &SyncConfig) -> SyncTarget {
         let attempt = self.try_push_project(project, sync);
         let mut targets = self.targets();
-        let tracked = targets.entry(Some(project.to_path_buf())).or_default();
+        let tracked = targets.entry(Self::key(project)).or_default();
         tracked.pushes += 1;
         apply(&mut tracked.shown, project, attempt, true, sync);
         tracked.shown.clone()
@@ -153,7 +158,7 @@ impl SyncWorker {
     pub fn pull_project(&self, project: &Path, sync: &SyncConfig) -> SyncTarget {
         let attempt = self.try_pull_project(project, sync);
         let mut targets = self.targets();
-        let tracked = targets.entry(Some(project.to_path_buf())).or_default();
+        let tracked = targets.entry(Self::key(project)).or_default();
         apply(&mut tracked.shown, project, attempt, false, sync);
         tracked.shown.clone()
     }
@@ -246,7 +251,7 @@ impl SyncWorker {
         let mut repositories: Vec<SyncTarget> = match project {
             Some(p) => vec![
                 targets
-                    .get(&Some(p.to_path_buf()))
+                    .get(&Self::key(p))
                     .map(|t| t.shown.clone())
                     .unwrap_or_default(),
             ],

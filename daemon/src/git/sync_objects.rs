@@ -110,18 +110,27 @@ pub struct CopyReport {
     pub refused: Vec<String>,
 }
 
-/// Copies every ref of `shuttle` under `refs/hookd/sync/<machine>/` for a
-/// machine other than `me` into `project`'s repository: first the objects
-/// it reaches that the project lacks, then the ref of the same name.
-pub fn copy_fetched(project: &Path, shuttle: &Path, me: &str) -> Result<CopyReport, String> {
+/// Copies every ref of `shuttle` under `prefix` that `accept` takes (and
+/// whose name git takes) into `project`'s repository: first the objects it
+/// reaches that the project lacks, then the ref of the same name.
+pub fn copy_fetched(
+    project: &Path,
+    shuttle: &Path,
+    prefix: &str,
+    accept: impl Fn(&str) -> Result<(), &'static str>,
+) -> Result<CopyReport, String> {
     let repo = open(project).map_err(|e| e.to_string())?;
     let objects = repo.commondir().join("objects");
     check_objects_dir(&objects, shuttle)?;
     let from = git2::Repository::open_bare(shuttle)
         .map_err(|e| format!("cannot open {}: {e}", shuttle.display()))?;
     let mut report = CopyReport::default();
-    for (name, sha) in refs_under(&from, crate::sync::SYNC_REFS)? {
-        if let Err(why) = fetched_ref_is_acceptable(&name, me) {
+    for (name, sha) in refs_under(&from, prefix)? {
+        let valid = match git2::Reference::is_valid_name(&name) {
+            true => accept(&name),
+            false => Err("not a valid ref name"),
+        };
+        if let Err(why) = valid {
             report.refused.push(format!("{name}: {why}"));
             continue;
         }
@@ -135,27 +144,6 @@ pub fn copy_fetched(project: &Path, shuttle: &Path, me: &str) -> Result<CopyRepo
         report.moved.push(name);
     }
     Ok(report)
-}
-
-/// Only another machine's `checkpoints/<branch>` or `state/<branch>` ref,
-/// under a valid machine id and a valid ref name.
-fn fetched_ref_is_acceptable(name: &str, me: &str) -> Result<(), &'static str> {
-    let Some((machine, kind)) = crate::sync::split_sync_ref(name) else {
-        return Err("not a sync ref");
-    };
-    if machine == me {
-        return Err("this machine's own ref");
-    }
-    if protocol::config::check_machine_name(machine).is_err() {
-        return Err("not a machine id");
-    }
-    let branch = kind
-        .strip_prefix("checkpoints/")
-        .or_else(|| kind.strip_prefix("state/"));
-    if branch.is_none_or(str::is_empty) || !git2::Reference::is_valid_name(name) {
-        return Err("not a checkpoint or saved-state ref");
-    }
-    Ok(())
 }
 
 /// The project's object directory must be a real directory, owned by the
@@ -253,28 +241,4 @@ fn copy_object(
         )));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_other_machines_checkpoint_and_state_refs_are_taken() {
-        let me = "laptop-abcdef";
-        assert!(fetched_ref_is_acceptable("refs/hookd/sync/box-123456/state/main", me).is_ok());
-        assert!(
-            fetched_ref_is_acceptable("refs/hookd/sync/box-123456/checkpoints/feat/x", me).is_ok()
-        );
-        for bad in [
-            "refs/hookd/sync/laptop-abcdef/state/main",
-            "refs/hookd/sync/box-123456/heads/main",
-            "refs/hookd/sync/box-123456/state/",
-            "refs/hookd/sync/bad_name/state/main",
-            "refs/hookd/sync/box-123456/state/a..b",
-            "refs/heads/main",
-        ] {
-            assert!(fetched_ref_is_acceptable(bad, me).is_err(), "{bad}");
-        }
-    }
 }

@@ -175,7 +175,10 @@ impl SyncWorker {
         let _one = lock.lock().unwrap_or_else(|p| p.into_inner());
         let own = format!("{SYNC_REFS}{}/*", machine.id);
         transport::fetch(&shuttle, &url, SYNC_REFS, &own, timeout(sync)).map_err(run)?;
-        let copied = sync_objects::copy_fetched(project, &shuttle, &machine.id).map_err(run)?;
+        let copied = sync_objects::copy_fetched(project, &shuttle, SYNC_REFS, |name| {
+            fetched_ref_is_acceptable(name, &machine.id)
+        })
+        .map_err(run)?;
         let mut detail = format!(
             "{} ref(s) of other machines updated, {} object(s) copied",
             copied.moved.len(),
@@ -338,6 +341,27 @@ fn merge_memory_after_pull(shuttle: &Path, machine: &Machine) -> Option<String> 
     None
 }
 
+/// Only another machine's `checkpoints/<branch>` or `state/<branch>` ref,
+/// under a valid machine id, is taken from a fetch into a project.
+fn fetched_ref_is_acceptable(name: &str, me: &str) -> Result<(), &'static str> {
+    let Some((machine, kind)) = super::split_sync_ref(name) else {
+        return Err("not a sync ref");
+    };
+    if machine == me {
+        return Err("this machine's own ref");
+    }
+    if protocol::config::check_machine_name(machine).is_err() {
+        return Err("not a machine id");
+    }
+    let branch = kind
+        .strip_prefix("checkpoints/")
+        .or_else(|| kind.strip_prefix("state/"));
+    if branch.is_none_or(str::is_empty) {
+        return Err("not a checkpoint or saved-state ref");
+    }
+    Ok(())
+}
+
 /// What a push or pull did and where to, or why not.
 type Outcome = Result<(String, String), Failure>;
 
@@ -398,5 +422,28 @@ fn apply(shown: &mut SyncTarget, project: &Path, attempt: Outcome, push: bool, s
         shown.last_push = Some(record);
     } else {
         shown.last_pull = Some(record);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_other_machines_checkpoint_and_state_refs_are_taken() {
+        let me = "laptop-abcdef";
+        assert!(fetched_ref_is_acceptable("refs/hookd/sync/box-123456/state/main", me).is_ok());
+        assert!(
+            fetched_ref_is_acceptable("refs/hookd/sync/box-123456/checkpoints/feat/x", me).is_ok()
+        );
+        for bad in [
+            "refs/hookd/sync/laptop-abcdef/state/main",
+            "refs/hookd/sync/box-123456/heads/main",
+            "refs/hookd/sync/box-123456/state/",
+            "refs/hookd/sync/bad_name/state/main",
+            "refs/heads/main",
+        ] {
+            assert!(fetched_ref_is_acceptable(bad, me).is_err(), "{bad}");
+        }
     }
 }

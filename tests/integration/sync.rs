@@ -180,8 +180,13 @@ fn a_checkpoint_pushes_this_machines_refs_and_another_machine_pulls_them_in() {
         refs_of(&remote, "refs/"),
         a.status()
     );
-    // Nothing but hookd's sync refs went there.
-    let status = a.status();
+    // Nothing but hookd's sync refs went there; the push is shown once git
+    // has ended.
+    let mut status = String::new();
+    wait_until(Duration::from_secs(10), || {
+        status = a.status();
+        status.contains("last push:")
+    });
     assert!(
         status.contains(&url) && status.contains("last push: ok"),
         "{status}"
@@ -648,4 +653,70 @@ fn over_ssh_to_a_local_sshd_a_push_and_a_pull_carry_the_refs() {
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     git_in(&b.project.dir, &["cat-file", "-e", &blob], "");
     assert!(refs_of(&b.project.dir, "refs/hookd/sync/").contains(&commit));
+}
+
+#[test]
+fn the_memory_goes_to_its_own_remote_and_comes_back_on_the_other_machine() {
+    let remotes = Sandbox::new();
+    let memory = bare_remote(&remotes.path().join("memory.git"));
+    let section = format!(
+        "  memory_remote: {}\n  timeout_secs: 20\n",
+        file_url(&memory)
+    );
+    let a = Machine::start("a", &section, |_| {});
+    let b = Machine::start("b", &section, |_| {});
+    // Nothing to push yet: the memory's shuttle is made, the push is fine.
+    let out = a.hookctl(&["sync", "push"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("memory: file://"), "{}", stdout(&out));
+    // This machine's memory commit (what the memory export makes).
+    let shuttle = a.sb.state_dir().join("sync/memory.git");
+    let blob = git_in(
+        &shuttle,
+        &["hash-object", "-w", "--stdin"],
+        "{\"task\":1}\n",
+    );
+    let tree = git_in(
+        &shuttle,
+        &["mktree"],
+        &format!("100644 blob {blob}\tt1.json\n"),
+    );
+    let commit = git_in(
+        &shuttle,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t.invalid",
+            "commit-tree",
+            &tree,
+            "-m",
+            "hookd: memory",
+        ],
+        "",
+    );
+    git_in(
+        &shuttle,
+        &[
+            "update-ref",
+            &format!("refs/hookd/memory/{}", a.id),
+            &commit,
+        ],
+        "",
+    );
+    let out = a.hookctl(&["sync", "push"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        refs_of(&memory, "refs/"),
+        format!("{commit} refs/hookd/memory/{}", a.id)
+    );
+
+    let out = b.hookctl(&["sync", "pull"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let b_shuttle = b.sb.state_dir().join("sync/memory.git");
+    assert_eq!(
+        refs_of(&b_shuttle, "refs/"),
+        format!("{commit} refs/hookd/memory/{}", a.id)
+    );
+    git_in(&b_shuttle, &["cat-file", "-e", &blob], "");
 }

@@ -252,6 +252,7 @@ impl SyncWorker {
         let machine = self.machine(sync).map(|m| m.id).unwrap_or_default();
         let targets = self.targets();
         let mut repositories: Vec<SyncTarget> = match project {
+            Some(_) if sync.remote.is_none() => Vec::new(),
             Some(p) => vec![
                 targets
                     .get(&Self::key(p))

@@ -720,3 +720,45 @@ fn the_memory_goes_to_its_own_remote_and_comes_back_on_the_other_machine() {
     );
     git_in(&b_shuttle, &["cat-file", "-e", &blob], "");
 }
+
+#[test]
+fn a_failed_push_is_tried_again_after_retry_secs() {
+    let remotes = Sandbox::new();
+    let later = remotes.path().join("later.git");
+    let url = file_url(&later);
+    let a = Machine::start(
+        "a",
+        &format!("  remote: {REMOTE}\n  timeout_secs: 20\n  retry_secs: 2\n"),
+        |r| {
+            r.git(&["remote", "add", REMOTE, &url]);
+        },
+    );
+    let (commit, _) = a.sync_ref("checkpoints", "a.txt", "a\n");
+    // The remote is not there yet: the push fails, and says when it tries again.
+    a.save();
+    let mut status = String::new();
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            status = a.status();
+            status.contains("last push: FAILED")
+        }),
+        "{status}"
+    );
+    assert!(status.contains("next retry: in"), "{status}");
+    // It comes; the retry finds it with no checkpoint to set it off.
+    bare_remote(&later);
+    assert!(
+        wait_until(Duration::from_secs(20), || refs_of(&later, "refs/")
+            .contains(&commit)),
+        "{}",
+        a.status()
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || a
+            .status()
+            .contains("last push: ok")),
+        "{}",
+        a.status()
+    );
+    assert!(!a.status().contains("next retry"));
+}

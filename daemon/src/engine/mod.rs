@@ -45,7 +45,7 @@ pub struct Identity {
 
 pub struct Engine {
     identity: Identity,
-    settings: Settings,
+    settings: Arc<Settings>,
     sessions: Mutex<Registry>,
     /// How many times the registry's lock was taken (see `registry`): the
     /// engine's tests hold it to one or two per unit of work.
@@ -155,7 +155,14 @@ impl Engine {
         let (registry, registry_problem) = Registry::load(&registry_file);
         let (watcher, watch_rx, watch_problem) = TranscriptWatcher::start();
         let resources = Arc::new(Resources::in_state_dir(&identity.state_dir));
-        let identity_state_dir = identity.state_dir.clone();
+        let settings = Arc::new(settings);
+        let sync = {
+            let settings = settings.clone();
+            crate::sync::worker::SyncWorker::new(
+                &identity.state_dir,
+                Arc::new(move || settings.daemon().config.sync.clone()),
+            )
+        };
         let engine = Engine {
             last_activity_ms: AtomicU64::new(identity.started_at_ms),
             identity,
@@ -175,7 +182,7 @@ impl Engine {
             warnings: Mutex::new(Vec::new()),
             said_problems: Mutex::new(Default::default()),
             resources,
-            sync: crate::sync::worker::SyncWorker::new(&identity_state_dir),
+            sync,
         };
         for problem in [registry_problem, watch_problem].into_iter().flatten() {
             tracing::warn!("{problem}");

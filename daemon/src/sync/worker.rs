@@ -23,7 +23,12 @@ pub struct SyncWorker {
     targets: Mutex<BTreeMap<Option<PathBuf>, Tracked>>,
     /// One git run per shuttle at a time (two worktrees share one).
     shuttles: PathLocks,
+    /// The sync settings as they are now: a retry reads them again.
+    current: CurrentSettings,
 }
+
+/// Where the worker reads the sync settings in force.
+pub type CurrentSettings = Arc<dyn Fn() -> SyncConfig + Send + Sync>;
 
 #[derive(Default)]
 struct Tracked {
@@ -36,11 +41,12 @@ struct Tracked {
 }
 
 impl SyncWorker {
-    pub fn new(state_dir: &Path) -> Arc<SyncWorker> {
+    pub fn new(state_dir: &Path, current: CurrentSettings) -> Arc<SyncWorker> {
         Arc::new(SyncWorker {
             state_dir: state_dir.to_path_buf(),
             targets: Mutex::new(BTreeMap::new()),
             shuttles: PathLocks::default(),
+            current,
         })
     }
 
@@ -106,15 +112,16 @@ impl SyncWorker {
     }
 
     /// Tries `project` again after `sync.retry_secs`, unless a push came
-    /// since.
+    /// since, with the settings in force then.
     fn arm_retry(self: &Arc<Self>, project: &Path, sync: &SyncConfig, generation: u64) {
         let worker = self.clone();
         let project = project.to_path_buf();
-        let sync = sync.clone();
+        let wait = Duration::from_secs(sync.retry_secs);
         let _ = std::thread::Builder::new()
             .name("hookd-sync-retry".into())
             .spawn(move || {
-                std::thread::sleep(Duration::from_secs(sync.retry_secs));
+                std::thread::sleep(wait);
+                let sync = (worker.current)();
                 let due = worker
                     .targets()
                     .get(&Self::key(&project))

@@ -387,6 +387,35 @@ fn a_remote_that_never_answers_costs_pre_compact_nothing_and_shows_as_failing() 
     assert!(status.contains(&url), "{status}");
     let doctor = stdout(&hanging.hookctl(&["doctor"]));
     assert!(doctor.contains("last push: FAILED"), "{doctor}");
+
+    // A push under way when the daemon stops goes with it.
+    hanging.save();
+    assert!(
+        wait_until(Duration::from_secs(10), || !processes_naming(&url)
+            .is_empty()),
+        "the push runs git"
+    );
+    let out = hanging.hookctl(&["daemon", "stop"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        wait_until(Duration::from_secs(10), || processes_naming(&url)
+            .is_empty()),
+        "git outlived the daemon: {:?}",
+        processes_naming(&url)
+    );
+}
+
+/// The processes whose command line holds `text`.
+fn processes_naming(text: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(text))
+        })
+        .collect()
 }
 
 #[test]

@@ -15,6 +15,11 @@ impl Engine {
         self.sync.after_checkpoint(project, &sync);
     }
 
+    /// The daemon is stopping: every git run of sync is stopped with it.
+    pub fn stop_sync(&self) {
+        self.sync.stop();
+    }
+
     /// Sync as it is, for `hookctl status`: none when sync is off.
     pub(super) fn sync_status(&self) -> Option<SyncReport> {
         let sync = self.settings.daemon().config.sync.clone();

@@ -27,6 +27,41 @@ const STDERR_KEPT: usize = 16 * 1024;
 /// The transports git may use: never `ext::` or `fd::`.
 const ALLOWED_PROTOCOLS: &str = "file:ssh:https:http:git";
 
+/// The git runs under way, by process group, so that none outlives the
+/// daemon: [`Runs::stop_all`] kills them and refuses new ones.
+#[derive(Default)]
+pub struct Runs {
+    groups: std::sync::Mutex<std::collections::HashSet<i32>>,
+    stopped: std::sync::atomic::AtomicBool,
+}
+
+impl Runs {
+    pub fn stop_all(&self) {
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let groups = self.groups.lock().unwrap_or_else(|p| p.into_inner());
+        for group in groups.iter() {
+            if let Some(pid) = rustix::process::Pid::from_raw(*group) {
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+
+    fn started(&self, group: i32) {
+        self.groups
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(group);
+    }
+
+    fn ended(&self, group: i32) {
+        self.groups
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&group);
+    }
+}
+
 /// The shuttle of the repository whose common git dir has `digest`,
 /// made or set right: it reads `objects_dir` through alternates.
 pub fn project_shuttle(
@@ -117,6 +152,7 @@ fn quoted(path: &Path) -> Result<String, String> {
 /// Pushes each `(ref, sha)` to `url` as `+sha:ref`. The refs' objects are
 /// read from the shuttle (its alternates included).
 pub fn push(
+    runs: &Runs,
     shuttle: &Path,
     url: &str,
     refs: &[(String, String)],
@@ -133,7 +169,7 @@ pub fn push(
         refs.iter()
             .map(|(name, sha)| format!("+{sha}:{name}").into()),
     );
-    let out = run(shuttle, &args, timeout)?;
+    let out = run(runs, shuttle, &args, timeout)?;
     let updated = out
         .lines()
         .filter(|l| {
@@ -149,6 +185,7 @@ pub fn push(
 /// Fetches `+<namespace>*:<namespace>*` from `url` into the shuttle, all but
 /// `own` (a ref or a `<prefix>*` of this machine's).
 pub fn fetch(
+    runs: &Runs,
     shuttle: &Path,
     url: &str,
     namespace: &str,
@@ -168,7 +205,7 @@ pub fn fetch(
     .iter()
     .map(OsString::from)
     .collect();
-    run(shuttle, &args, timeout)?;
+    run(runs, shuttle, &args, timeout)?;
     Ok("fetched".into())
 }
 
@@ -202,7 +239,15 @@ fn kept_env(name: &str) -> bool {
 /// environment cleared to [`kept_env`], stdin closed, in a process group of
 /// its own that is killed whole at `timeout`. Its stdout, or what went
 /// wrong with git's own words (bounded).
-fn run(shuttle: &Path, args: &[OsString], timeout: Duration) -> Result<String, String> {
+fn run(
+    runs: &Runs,
+    shuttle: &Path,
+    args: &[OsString],
+    timeout: Duration,
+) -> Result<String, String> {
+    if runs.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err("hookd is stopping: git was not run".into());
+    }
     let hooks = no_hooks(shuttle);
     let mut command = Command::new("git");
     command
@@ -227,34 +272,28 @@ fn run(shuttle: &Path, args: &[OsString], timeout: Duration) -> Result<String, S
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot run git (is it installed and on PATH?): {e}"))?;
+    let group = rustix::process::Pid::from_child(&child);
+    runs.started(group.as_raw_nonzero().get());
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if started.elapsed() >= timeout => break None,
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) if started.elapsed() >= timeout => break Err(None),
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("cannot wait for git: {e}")),
+            Err(e) => break Err(Some(e)),
         }
     };
-    let Some(status) = status else {
-        let group = rustix::process::Pid::from_child(&child);
+    if status.is_err() {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         let _ = child.wait();
-        let said = collected(stderr);
-        return Err(format!(
-            "git {} gave no answer within {} s (sync.timeout_secs) and was stopped{}",
-            args.first()
-                .map(|a| a.to_string_lossy())
-                .unwrap_or_default(),
-            timeout.as_secs(),
-            if said.is_empty() {
-                String::new()
-            } else {
-                format!(": {said}")
-            }
-        ));
+    }
+    runs.ended(group.as_raw_nonzero().get());
+    let status = match status {
+        Ok(status) => status,
+        Err(Some(e)) => return Err(format!("cannot wait for git: {e}")),
+        Err(None) => return Err(timed_out(args, timeout, collected(stderr))),
     };
     let out = collected(stdout);
     if status.success() {
@@ -269,6 +308,21 @@ fn run(shuttle: &Path, args: &[OsString], timeout: Duration) -> Result<String, S
             .unwrap_or_default(),
         said.trim()
     ))
+}
+
+fn timed_out(args: &[OsString], timeout: Duration, said: String) -> String {
+    format!(
+        "git {} gave no answer within {} s (sync.timeout_secs) and was stopped{}",
+        args.first()
+            .map(|a| a.to_string_lossy())
+            .unwrap_or_default(),
+        timeout.as_secs(),
+        if said.is_empty() {
+            String::new()
+        } else {
+            format!(": {said}")
+        }
+    )
 }
 
 /// Reads a pipe to its end on a thread of its own, keeping the last
@@ -367,6 +421,7 @@ mod tests {
         );
         let started = Instant::now();
         let err = fetch(
+            &Runs::default(),
             &shuttle,
             &url,
             "refs/hookd/memory/",

@@ -25,6 +25,8 @@ pub struct SyncWorker {
     shuttles: PathLocks,
     /// The sync settings as they are now: a retry reads them again.
     current: CurrentSettings,
+    /// git's runs under way.
+    runs: transport::Runs,
 }
 
 /// Where the worker reads the sync settings in force.
@@ -47,6 +49,7 @@ impl SyncWorker {
             targets: Mutex::new(BTreeMap::new()),
             shuttles: PathLocks::default(),
             current,
+            runs: transport::Runs::default(),
         })
     }
 
@@ -132,10 +135,19 @@ impl SyncWorker {
             });
     }
 
+    /// Stops every git run under way and refuses new ones: the daemon is
+    /// stopping, and no git outlives it.
+    pub fn stop(&self) {
+        self.runs.stop_all();
+    }
+
     /// Pushes `project`'s sync refs now (the caller waits), and keeps how
     /// it went.
     pub fn push_project(&self, project: &Path, sync: &SyncConfig) -> SyncTarget {
         let attempt = self.try_push_project(project, sync);
+        if let Err(Failure::Run(why, _) | Failure::Setup(why)) = &attempt {
+            tracing::warn!(project = %project.display(), "sync push: {why}");
+        }
         let mut targets = self.targets();
         let tracked = targets.entry(Self::key(project)).or_default();
         tracked.pushes += 1;
@@ -155,7 +167,7 @@ impl SyncWorker {
             .map_err(|e| Failure::Run(e, url.clone()))?;
         let lock = self.shuttles.for_path(&shuttle);
         let _one = lock.lock().unwrap_or_else(|p| p.into_inner());
-        transport::push(&shuttle, &url, &repo.own_refs, timeout(sync))
+        transport::push(&self.runs, &shuttle, &url, &repo.own_refs, timeout(sync))
             .map(|detail| (detail, url.clone()))
             .map_err(|e| Failure::Run(e, url))
     }
@@ -181,7 +193,8 @@ impl SyncWorker {
         let lock = self.shuttles.for_path(&shuttle);
         let _one = lock.lock().unwrap_or_else(|p| p.into_inner());
         let own = format!("{SYNC_REFS}{}/*", machine.id);
-        transport::fetch(&shuttle, &url, SYNC_REFS, &own, timeout(sync)).map_err(run)?;
+        transport::fetch(&self.runs, &shuttle, &url, SYNC_REFS, &own, timeout(sync))
+            .map_err(run)?;
         let copied = sync_objects::copy_fetched(project, &shuttle, SYNC_REFS, |name| {
             fetched_ref_is_acceptable(name, &machine.id)
         })
@@ -207,7 +220,7 @@ impl SyncWorker {
             let refs = sync_objects::shuttle_refs(shuttle, MEMORY_REFS)?;
             let own = memory_ref(&machine.id);
             let mine: Vec<_> = refs.into_iter().filter(|(name, _)| *name == own).collect();
-            transport::push(shuttle, &url, &mine, timeout(sync))
+            transport::push(&self.runs, shuttle, &url, &mine, timeout(sync))
         });
         Some(self.keep_memory(attempt, true, sync))
     }
@@ -218,7 +231,8 @@ impl SyncWorker {
         let url = sync.memory_remote.clone()?;
         let attempt = self.memory_run(sync, &url, |shuttle, machine| {
             let own = memory_ref(&machine.id);
-            let fetched = transport::fetch(shuttle, &url, MEMORY_REFS, &own, timeout(sync))?;
+            let fetched =
+                transport::fetch(&self.runs, shuttle, &url, MEMORY_REFS, &own, timeout(sync))?;
             if let Some(problem) = merge_memory_after_pull(shuttle, machine) {
                 tracing::warn!("{problem}");
             }

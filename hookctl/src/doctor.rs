@@ -274,6 +274,12 @@ fn sync(ctx: &Context) -> Check {
         .chain(report.memory.as_ref())
         .any(|t| t.last_push.as_ref().is_some_and(|a| !a.ok));
     match (problem, failing) {
+        (Some(problem), _) if !problem.starts_with("no remote") => Check::new(
+            "sync",
+            Status::Warn,
+            detail,
+        )
+        .fix("see `hookctl sync status`; run hookctl in the repository whose checkpoints you sync"),
         (Some(_), _) => {
             let remote = report.remote.clone().unwrap_or_default();
             Check::new("sync", Status::Warn, detail)

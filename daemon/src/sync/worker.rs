@@ -63,33 +63,38 @@ impl SyncWorker {
     }
 
     /// After a save that made or kept a checkpoint: push `project` in the
-    /// background, unless sync is off. Never waits for git.
+    /// background, unless sync is off. Never waits for git, nor for the
+    /// file system (the project's path is resolved on the push's thread).
     pub fn after_checkpoint(self: &Arc<Self>, project: &Path, sync: &SyncConfig) {
         if sync.remote.is_none() {
             return;
-        }
-        let key = Self::key(project);
-        {
-            let mut targets = self.targets();
-            let tracked = targets.entry(key.clone()).or_default();
-            if tracked.running {
-                tracked.again = true;
-                return;
-            }
-            tracked.running = true;
         }
         let worker = self.clone();
         let project = project.to_path_buf();
         let sync = sync.clone();
         let spawned = std::thread::Builder::new()
             .name("hookd-sync".into())
-            .spawn(move || worker.background_push(&project, &sync));
+            .spawn(move || {
+                if worker.claim(&project) {
+                    worker.background_push(&project, &sync);
+                }
+            });
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "cannot start a sync push");
-            if let Some(t) = self.targets().get_mut(&key) {
-                t.running = false;
-            }
         }
+    }
+
+    /// Whether this thread runs `project`'s push: not when one runs
+    /// already, which then runs once more.
+    fn claim(&self, project: &Path) -> bool {
+        let mut targets = self.targets();
+        let tracked = targets.entry(Self::key(project)).or_default();
+        if tracked.running {
+            tracked.again = true;
+            return false;
+        }
+        tracked.running = true;
+        true
     }
 
     /// Pushes until no checkpoint came meanwhile; arms the retry when the

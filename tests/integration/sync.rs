@@ -791,3 +791,34 @@ fn a_failed_push_is_tried_again_after_retry_secs() {
     );
     assert!(!a.status().contains("next retry"));
 }
+
+#[test]
+fn a_pull_writes_no_object_through_a_symlinked_objects_directory() {
+    let remotes = Sandbox::new();
+    let remote = bare_remote(&remotes.path().join("remote.git"));
+    let url = file_url(&remote);
+    let add_remote = |r: &GitRepo| {
+        r.git(&["remote", "add", REMOTE, &url]);
+    };
+    let a = Machine::start("a", &sync_section(REMOTE), add_remote);
+    let (_, blob) = a.sync_ref("state", "context_state.json", "{\"a\":1}\n");
+    let out = a.hookctl(&["sync", "push"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let elsewhere = remotes.path().join("elsewhere-objects");
+    let b = Machine::start("b", &sync_section(REMOTE), |r| {
+        add_remote(r);
+        let objects = r.dir.join(".git/objects");
+        std::fs::rename(&objects, &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &objects).unwrap();
+    });
+    let out = b.hookctl(&["sync", "pull"]);
+    assert!(!out.status.success());
+    // hookd's repository checks refuse it before the copy's own does.
+    assert!(
+        stdout(&out).contains("last pull: FAILED"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(refs_of(&b.project.dir, "refs/hookd/sync/"), "");
+    assert!(!elsewhere.join(&blob[..2]).join(&blob[2..]).exists());
+}

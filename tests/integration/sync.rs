@@ -75,7 +75,7 @@ impl Machine {
     }
 
     /// A commit of its own holding `file`, on `refs/hookd/sync/<me>/<kind>/main`
-    /// (what EXPORT makes; here with `git` itself). Returns the commit and
+    /// (what the export makes; here with `git` itself). Returns the commit and
     /// the blob.
     fn sync_ref(&self, kind: &str, file: &str, content: &str) -> (String, String) {
         let blob = git_in(

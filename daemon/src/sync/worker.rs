@@ -456,6 +456,83 @@ fn apply(shown: &mut SyncTarget, project: &Path, attempt: Outcome, push: bool, s
 mod tests {
     use super::*;
 
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    #[test]
+    fn checkpoints_that_come_while_a_push_runs_make_one_more_push() {
+        let dir = tempfile::tempdir().unwrap();
+        let (project, remote, state) = (
+            dir.path().join("p"),
+            dir.path().join("r.git"),
+            dir.path().join("s"),
+        );
+        for d in [&project, &remote, &state] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        git(&remote, &["init", "-q", "--bare"]);
+        git(&project, &["init", "-q", "-b", "main"]);
+        git(&project, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        git(
+            &project,
+            &[
+                "remote",
+                "add",
+                "hookd-sync",
+                &format!("file://{}", remote.display()),
+            ],
+        );
+        std::fs::write(state.join(super::super::machine::MACHINE_FILE), "000000\n").unwrap();
+        git(
+            &project,
+            &["update-ref", "refs/hookd/sync/m-000000/state/main", "HEAD"],
+        );
+        let sync = SyncConfig {
+            remote: Some("hookd-sync".into()),
+            machine_name: Some("m".into()),
+            ..SyncConfig::default()
+        };
+        let current = sync.clone();
+        let worker = SyncWorker::new(&state, Arc::new(move || current.clone()));
+        for _ in 0..5 {
+            worker.after_checkpoint(&project, &sync);
+        }
+        let key = SyncWorker::key(&project);
+        let done = || {
+            worker
+                .targets()
+                .get(&key)
+                .is_some_and(|t| !t.running && t.shown.last_push.as_ref().is_some_and(|a| a.ok))
+        };
+        let started = std::time::Instant::now();
+        while !done() {
+            assert!(started.elapsed() < Duration::from_secs(30), "no push ended");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Settled: no thread claims the project any more.
+        std::thread::sleep(Duration::from_millis(300));
+        let pushes = worker.targets()[&key].pushes;
+        assert!(
+            (1..=2).contains(&pushes),
+            "{pushes} pushes for 5 checkpoints"
+        );
+        assert!(git(&remote, &["for-each-ref"]).contains("refs/hookd/sync/m-000000/state/main"));
+    }
+
     #[test]
     fn only_other_machines_checkpoint_and_state_refs_are_taken() {
         let me = "laptop-abcdef";

@@ -299,8 +299,13 @@ fn run(
     if status.success() {
         return Ok(out);
     }
-    let said = collected(stderr);
-    let said = if said.is_empty() { out } else { said };
+    // A push's refused refs are on stdout (`!` lines of --porcelain).
+    let refused: Vec<&str> = out.lines().filter(|l| l.starts_with('!')).collect();
+    let said = [refused.join("; "), collected(stderr)]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
     Err(format!(
         "git {} failed ({status}): {}",
         args.first()
@@ -408,6 +413,60 @@ mod tests {
         ] {
             assert!(!kept_env(dropped), "{dropped}");
         }
+    }
+
+    #[test]
+    fn a_refused_push_says_which_ref_and_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .current_dir(dir.path())
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        git(&["init", "-q", "--bare", "remote.git"]);
+        // The remote's own hook (the remote's business, not the project's).
+        let hook = dir.path().join("remote.git/hooks/pre-receive");
+        std::fs::write(&hook, "#!/bin/sh\necho full up >&2\nexit 1\n").unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        git(&["init", "-q", "project"]);
+        git(&["-C", "project", "commit", "-q", "--allow-empty", "-m", "x"]);
+        let sha = git(&["-C", "project", "rev-parse", "HEAD"]);
+        let objects = dir.path().join("project/.git/objects");
+        let shuttle = project_shuttle(&dir.path().join("state"), "d", &objects).unwrap();
+        let url = format!("file://{}", dir.path().join("remote.git").display());
+        let refs = [(String::from("refs/hookd/sync/m-000000/state/main"), sha)];
+        let err = push(
+            &Runs::default(),
+            &shuttle,
+            &url,
+            &refs,
+            Duration::from_secs(20),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("refs/hookd/sync/m-000000/state/main") && err.contains("full up"),
+            "{err}"
+        );
+        let told = Command::new("git")
+            .args([
+                "--git-dir",
+                &dir.path().join("remote.git").display().to_string(),
+                "for-each-ref",
+            ])
+            .output()
+            .unwrap();
+        assert!(told.stdout.is_empty());
     }
 
     #[test]

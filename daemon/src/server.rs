@@ -204,6 +204,7 @@ impl Daemon {
             );
             connections.shutdown().await;
         }
+        engine.stop_sync();
         engine.flush();
         tracing::info!(drained = in_flight, "stopped");
         lock.release();

@@ -66,6 +66,7 @@ pub fn run(ctx: &Context, json: bool) -> anyhow::Result<ExitCode> {
         checks.push(wiring(harness, &exe, ctx.project_root().as_deref()));
     }
     checks.push(git());
+    checks.push(sync(ctx));
     checks.push(workflow_dir(ctx.project_root().as_deref()));
     checks.push(templates());
     checks.push(claude_code_version());
@@ -234,6 +235,59 @@ fn daemon(ctx: &Context) -> Check {
             .fix("`hookctl daemon restart` starts the hookd that matches this hookctl"),
         Err(e) => Check::new("daemon", Status::Fail, format!("cannot reach hookd: {e}"))
             .fix("`hookctl daemon restart`; if it persists, `hookctl logs`"),
+    }
+}
+
+/// Where sync goes, and whether it can: a missing remote named with its
+/// fix, a failing push shown.
+fn sync(ctx: &Context) -> Check {
+    let config = ctx.user_config().sync;
+    if config.remote.is_none() && config.memory_remote.is_none() {
+        return Check::new("sync", Status::Skip, "off (sync.remote is not set)");
+    }
+    let request = protocol::sync::SyncRequest {
+        action: protocol::sync::SyncAction::Status,
+        project: ctx.project().ok(),
+    };
+    let report = Client::connect(&ctx.socket.path, Instant::now() + WAIT)
+        .map_err(|e| e.to_string())
+        .and_then(|mut c| {
+            c.request(&Request::Sync(request))
+                .map_err(|e| e.to_string())
+        });
+    let report = match report {
+        Ok(Response::Sync(report)) => report,
+        Ok(other) => {
+            return Check::new(
+                "sync",
+                Status::Fail,
+                format!("hookd answered {}", other.describe()),
+            );
+        }
+        Err(e) => return Check::new("sync", Status::Skip, format!("cannot ask hookd: {e}")),
+    };
+    let detail = crate::sync::lines(&report).join("; ");
+    let problem = report.repositories.iter().find_map(|t| t.problem.clone());
+    let failing = report
+        .repositories
+        .iter()
+        .chain(report.memory.as_ref())
+        .any(|t| t.last_push.as_ref().is_some_and(|a| !a.ok));
+    match (problem, failing) {
+        (Some(problem), _) if !problem.starts_with("no remote") => Check::new(
+            "sync",
+            Status::Warn,
+            detail,
+        )
+        .fix("see `hookctl sync status`; run hookctl in the repository whose checkpoints you sync"),
+        (Some(_), _) => {
+            let remote = report.remote.clone().unwrap_or_default();
+            Check::new("sync", Status::Warn, detail)
+                .fix(format!("`git remote add {remote} <url>` in this repository, or set sync.remote to a remote it has"))
+        }
+        (None, true) => Check::new("sync", Status::Warn, detail)
+            .fix("see `hookctl sync status`; `hookctl sync push` tries again now"),
+        (None, false) => Check::new("sync", Status::Ok, detail),
     }
 }
 

@@ -45,6 +45,7 @@ mod save;
 mod service;
 mod status;
 mod statusline;
+mod sync;
 mod task;
 mod templates;
 mod trust;
@@ -59,7 +60,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// How long interactive commands wait for hookd (including autostart).
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long commands that run the state pipeline wait.
 pub const SLOW_COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -390,6 +391,11 @@ enum Command {
     Memory {
         #[command(subcommand)]
         action: memory::Action,
+    },
+    /// Sync through git: push and pull checkpoints, saved state and memory; where they go.
+    Sync {
+        #[command(subcommand)]
+        action: sync::Action,
     },
     /// The templates hookd renders, and your own versions of them (list, edit NAME, tidy).
     Templates {
@@ -735,6 +741,7 @@ fn run_command(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
         } => reflect::run(ctx, text, kind, session, json),
         Command::Task { action } => task::run(ctx, action),
         Command::Memory { action } => memory::run(ctx, action),
+        Command::Sync { action } => sync::run(ctx, action),
         Command::Templates { action } => templates::run(action),
     }
 }

@@ -80,6 +80,9 @@ pub fn render(report: &StatusReport, detail: Detail, now: u64) -> String {
     for w in &d.warnings {
         out += &format!("warning: {w}\n");
     }
+    for line in report.sync.iter().flat_map(crate::sync::lines) {
+        out += &format!("sync {line}\n");
+    }
     if report.sessions.is_empty() {
         out += NO_SESSIONS;
         out.push('\n');
@@ -333,6 +336,7 @@ pub(crate) mod tests {
                 warnings: Vec::new(),
             },
             sessions,
+            sync: None,
         }
     }
 

@@ -11,6 +11,7 @@ pub mod memory;
 pub mod paths;
 pub mod pressure;
 pub mod project;
+pub mod sync;
 pub mod templates;
 pub mod text;
 pub mod trust;

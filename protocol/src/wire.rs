@@ -177,6 +177,8 @@ pub enum Request {
     Task(crate::memory::TaskRequest),
     /// Cross-task memory: list, show, search, forget stored tasks; statistics.
     Memory(crate::memory::MemoryRequest),
+    /// Sync through git: push, pull, or how it goes.
+    Sync(crate::sync::SyncRequest),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -456,6 +458,8 @@ pub enum Response {
     MemoryList(Box<crate::memory::MemoryList>),
     /// Answer to `memory stats`.
     MemoryStats(Box<crate::memory::MemoryStats>),
+    /// Answer to [`Request::Sync`].
+    Sync(Box<crate::sync::SyncReport>),
 }
 
 /// What the harness sees from a hook.
@@ -517,6 +521,9 @@ pub struct StatusReport {
     pub daemon: DaemonInfo,
     #[serde(default)]
     pub sessions: Vec<SessionStatus>,
+    /// Sync, when `sync.remote` or `sync.memory_remote` is set.
+    #[serde(default)]
+    pub sync: Option<crate::sync::SyncReport>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -811,6 +818,7 @@ calls! {
     crate::budget::ReportQuery => ContextReport, Report(Box<crate::budget::ContextReport>), "a context report request";
     crate::memory::ReflectRequest => Reflect, Task(Box<crate::memory::TaskReport>), "a reflection";
     crate::memory::TaskRequest => Task, Task(Box<crate::memory::TaskReport>), "a task request";
+    crate::sync::SyncRequest => Sync, Sync(Box<crate::sync::SyncReport>), "a sync request";
 }
 
 /// `hookctl validate`: the checks of a resume, without its prompt.
@@ -850,6 +858,7 @@ impl Response {
             Response::Task(_) => "a task",
             Response::MemoryList(_) => "a memory list",
             Response::MemoryStats(_) => "memory statistics",
+            Response::Sync(_) => "a sync report",
         };
         name.to_owned()
     }

@@ -21,6 +21,7 @@
 mod in_agents;
 mod in_client;
 mod inputs;
+mod sync;
 
 use hookd_tests::Sandbox;
 use protocol::frame;
@@ -116,12 +117,13 @@ struct Options {
     out: Option<PathBuf>,
 }
 
-const MEASURES: [&str; 7] = [
+const MEASURES: [&str; 8] = [
     "hook",
     "cold",
     "context",
     "statusline",
     "pipeline",
+    "sync",
     "load",
     "in-client",
 ];
@@ -237,6 +239,9 @@ fn main() {
     }
     if wanted("pipeline") {
         pipeline(&bins, s, &mut report);
+    }
+    if wanted("sync") {
+        sync::sync(&bins, s, &mut report);
     }
     // Before the load test, whose own threads raise the load average.
     let load_after = loadavg();

@@ -35,6 +35,7 @@ mod resume_followed;
 mod resume_frontier;
 mod resume_paths;
 mod snapshots;
+mod sync;
 mod sync_import;
 mod test_command;
 mod untrusted;

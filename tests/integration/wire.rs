@@ -49,7 +49,7 @@ fn hello_then_requests_on_one_connection() {
     };
     assert_eq!(e.kind, ErrorKind::BadRequest);
     insta::assert_snapshot!(sb.normalize(&e.message), @r#"
-        unexpected message (unknown variant `launch`, expected one of `hook`, `status`, `shutdown`, `ping`, `watch`, `status_line`, `record`, `save`, `checkpoints`, `checkpoint_show`, `checkpoint_restore`, `resume`, `validate`, `context_budget`, `context_score`, `summarize`, `context_report`, `reflect`, `task`, `memory` at line 1 column 9); is hookctl the same version as hookd? The message began with: {"launch":"rockets"}
+        unexpected message (unknown variant `launch`, expected one of `hook`, `status`, `shutdown`, `ping`, `watch`, `status_line`, `record`, `save`, `checkpoints`, `checkpoint_show`, `checkpoint_restore`, `resume`, `validate`, `context_budget`, `context_score`, `summarize`, `context_report`, `reflect`, `task`, `memory`, `sync` at line 1 column 9); is hookctl the same version as hookd? The message began with: {"launch":"rockets"}
     "#);
 }
 

@@ -12,6 +12,7 @@ mod saves;
 mod status;
 mod statusline;
 mod synced;
+mod sync;
 
 use crate::harness::{Cursor, Usage};
 use crate::resources::Resources;
@@ -45,7 +46,7 @@ pub struct Identity {
 
 pub struct Engine {
     identity: Identity,
-    settings: Settings,
+    settings: Arc<Settings>,
     sessions: Mutex<Registry>,
     /// How many times the registry's lock was taken (see `registry`): the
     /// engine's tests hold it to one or two per unit of work.
@@ -71,6 +72,8 @@ pub struct Engine {
     said_problems: Mutex<std::collections::HashMap<ConfigSource, String>>,
     /// The locks, caches and open memories of the blocking work.
     resources: Arc<Resources>,
+    /// Pushes and pulls, and how they went.
+    sync: Arc<crate::sync::worker::SyncWorker>,
 }
 
 /// Something to record in a project's `events.jsonl`, gathered under the
@@ -159,6 +162,14 @@ impl Engine {
         resources
             .memories
             .set_machine(&crate::sync::Machine::name(named.as_deref()));
+        let settings = Arc::new(settings);
+        let sync = {
+            let settings = settings.clone();
+            crate::sync::worker::SyncWorker::new(
+                &identity.state_dir,
+                Arc::new(move || settings.daemon().config.sync.clone()),
+            )
+        };
         let engine = Engine {
             last_activity_ms: AtomicU64::new(identity.started_at_ms),
             identity,
@@ -178,6 +189,7 @@ impl Engine {
             warnings: Mutex::new(Vec::new()),
             said_problems: Mutex::new(Default::default()),
             resources,
+            sync,
         };
         for problem in [registry_problem, watch_problem].into_iter().flatten() {
             tracing::warn!("{problem}");
@@ -337,6 +349,7 @@ impl Engine {
             request @ (Request::Reflect(_) | Request::Task(_) | Request::Memory(_)) => {
                 self.memory_request(request).await
             }
+            Request::Sync(request) => self.sync_request(request).await,
         }
     }
 

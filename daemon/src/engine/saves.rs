@@ -47,6 +47,7 @@ impl Engine {
     ) -> (SaveReport, Saved) {
         let what = request.trigger.to_string();
         let wants_checkpoint = request.checkpoint;
+        let project = request.project.clone();
         let resources = self.resources.clone();
         let report =
             tokio::task::spawn_blocking(move || pipeline::save(&request, &config, &resources))
@@ -57,6 +58,9 @@ impl Engine {
                 });
         for problem in &report.problems {
             tracing::warn!(trigger = %what, "{problem}");
+        }
+        if report.checkpoint.is_some() {
+            self.sync_after_checkpoint(&project);
         }
         let saved = Saved {
             what,

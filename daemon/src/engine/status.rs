@@ -49,6 +49,7 @@ impl Engine {
                 },
             },
             sessions,
+            sync: self.sync_status(),
         }
     }
 }

@@ -1780,6 +1780,7 @@ fn last_changes_of(
 mod restore;
 mod special_files;
 pub mod synced;
+pub mod sync_objects;
 
 pub use restore::restore;
 

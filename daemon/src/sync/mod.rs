@@ -13,6 +13,8 @@
 
 pub mod import;
 pub mod machine;
+pub mod transport;
+pub mod worker;
 
 pub use machine::Machine;
 

@@ -22,6 +22,9 @@ pub struct Resources {
     pub saved_states: SavedStates,
     /// Where each harness process seen compacts, read once per process.
     pub launch_points: crate::harness::LaunchPoints,
+    /// hookd's state directory (which machine this is, for sync); `None`
+    /// in tests that sync nothing.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl Resources {
@@ -29,6 +32,7 @@ impl Resources {
     pub fn in_state_dir(state_dir: &Path) -> Resources {
         Resources {
             saved_states: SavedStates::in_dir(state_dir.join(saved_states::DIR)),
+            state_dir: Some(state_dir.to_path_buf()),
             ..Resources::default()
         }
     }

@@ -1772,6 +1772,7 @@ fn last_changes_of(
     Some(found)
 }
 
+pub mod export;
 mod restore;
 mod special_files;
 

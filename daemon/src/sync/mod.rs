@@ -11,6 +11,7 @@
 //! - in the memory repository (`sync.memory_remote`):
 //!   `refs/hookd/memory/<machine>`, a tree of the machine's task records.
 
+pub mod export;
 pub mod machine;
 
 pub use machine::Machine;

@@ -327,20 +327,19 @@ impl RuleSet {
     /// The rules worth running on `text`: those whose keywords occur in it,
     /// in the file's order.
     fn candidates(&self, text: &[u8]) -> Vec<usize> {
-        let mut hit = vec![false; self.rules.len()];
-        let mut seen = vec![false; self.keyword_rules.len()];
+        // Most strings hold no keyword: nothing is allocated for them.
+        let mut out = self.always.clone();
+        let mut seen: Option<Vec<bool>> = None;
         for m in self.keywords.find_overlapping_iter(text) {
+            let seen = seen.get_or_insert_with(|| vec![false; self.keyword_rules.len()]);
             let k = m.pattern().as_usize();
             if !std::mem::replace(&mut seen[k], true) {
-                for &r in &self.keyword_rules[k] {
-                    hit[r] = true;
-                }
+                out.extend_from_slice(&self.keyword_rules[k]);
             }
         }
-        for &r in &self.always {
-            hit[r] = true;
-        }
-        (0..self.rules.len()).filter(|&r| hit[r]).collect()
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The id of the first rule that finds a secret in `text`.

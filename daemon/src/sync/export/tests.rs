@@ -385,3 +385,55 @@ fn trailer_values_stay_on_one_line_and_are_redacted() {
         [("A", "1"), ("B", "2"), ("A", "3")].map(|(k, v)| (k.to_owned(), v.to_owned()))
     );
 }
+
+/// What an export costs for 10,000 files, first and after one change:
+/// `cargo nextest run -p hookd cost_of_exporting --run-ignored only --no-capture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn cost_of_exporting_10000_files() {
+    let p = Project::new();
+    for i in 0..10_000 {
+        let dir = p.path.join(format!("src/d{}", i % 100));
+        std::fs::create_dir_all(&dir).unwrap();
+        let body = format!("pub fn f{i}(key: &str) -> usize {{ key.len() + {i} }}\n");
+        std::fs::write(dir.join(format!("f{i}.rs")), body.repeat(20)).unwrap();
+    }
+    p.save();
+    let started = std::time::Instant::now();
+    let first = export_checkpoints(&p.path, &p.machine).unwrap();
+    println!(
+        "first export, {} files read: {:?}",
+        first.exported[0].files_read,
+        started.elapsed()
+    );
+    std::fs::write(p.path.join("src/d7/f7.rs"), "pub fn changed() {}\n").unwrap();
+    p.save();
+    let started = std::time::Instant::now();
+    let next = export_checkpoints(&p.path, &p.machine).unwrap();
+    println!(
+        "incremental export, {} file read: {:?}",
+        next.exported[0].files_read,
+        started.elapsed()
+    );
+    let started = std::time::Instant::now();
+    crate::git::export::branch_and_remote(&p.path, "backup").unwrap();
+    println!("open and branch: {:?}", started.elapsed());
+    let started = std::time::Instant::now();
+    let state = std::fs::read(p.path.join(".workflow/context_state.json")).unwrap();
+    let n = state.len();
+    redact_json_bytes(&state);
+    println!("redact the state ({n} bytes): {:?}", started.elapsed());
+    let started = std::time::Instant::now();
+    let files = SavedFiles {
+        state_json: std::fs::read(p.path.join(".workflow/context_state.json")).unwrap(),
+        resume_prompt: Some(
+            std::fs::read_to_string(p.path.join(".workflow/resume_prompt.md")).unwrap(),
+        ),
+        progress_summary: Some("a summary".into()),
+        ..SavedFiles::default()
+    };
+    record_state(&p.path, &p.machine, "backup", &files)
+        .unwrap()
+        .unwrap();
+    println!("saved-state commit: {:?}", started.elapsed());
+}

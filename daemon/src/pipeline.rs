@@ -459,7 +459,7 @@ impl Run<'_> {
 }
 
 impl Run<'_> {
-    /// 6. sync_state: the saved state as sync pushes it (redacted), on this
+    /// Step 6, sync_state: the saved state as sync pushes it (redacted), on this
     /// machine's ref, when the user named a remote and the repository has
     /// it. Never a problem of the save's: a failure is logged.
     fn sync_state(&self, state: &ContextState) {

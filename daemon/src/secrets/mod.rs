@@ -94,7 +94,6 @@ pub fn is_secret_file(path: &str) -> bool {
         || SECRET_EXTENSIONS
             .iter()
             .any(|ext| lower.len() > ext.len() && lower.ends_with(ext))
-        || (lower.starts_with("id_") && !lower.ends_with(".pub") && !lower.contains('.'))
         || (parent == ".aws" && (lower == "credentials" || lower == "config"))
         || (parent == ".ssh"
             && !lower.ends_with(".pub")

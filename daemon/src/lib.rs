@@ -27,6 +27,7 @@ pub mod render;
 pub mod resources;
 pub mod resume;
 pub mod saved_states;
+pub mod secrets;
 pub mod server;
 pub mod session_machine;
 pub mod sessions;

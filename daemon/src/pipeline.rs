@@ -131,6 +131,7 @@ pub fn save(request: &SaveRequest, config: &Config, resources: &Resources) -> Sa
     }
     run.write_state(&state, &captured.changes);
     run.resume_prompt(&state, &mut renderer);
+    run.sync_state(&state);
     run.report
 }
 
@@ -454,6 +455,77 @@ impl Run<'_> {
             renderer.problems.is_empty(),
             renderer.problems.first().cloned(),
         );
+    }
+}
+
+impl Run<'_> {
+    /// Step 6, sync_state: the saved state as sync pushes it (redacted), on this
+    /// machine's ref, when the user named a remote and the repository has
+    /// it. Never a problem of the save's: a failure is logged.
+    fn sync_state(&self, state: &ContextState) {
+        let (request, config, resources) = (self.request, self.config, self.resources);
+        let (Some(remote), Some(state_dir), Ok(_)) = (
+            config.sync.remote.clone(),
+            resources.state_dir.as_deref(),
+            &self.repository,
+        ) else {
+            return;
+        };
+        let started = Instant::now();
+        let machine =
+            match crate::sync::Machine::load(state_dir, config.sync.machine_name.as_deref()) {
+                Ok(machine) => machine,
+                Err(e) => {
+                    let why = format!(
+                        "cannot tell which machine this is ({}): {e}",
+                        state_dir.display()
+                    );
+                    tracing::warn!("sync: {why}");
+                    self.step("sync_state", started, false, Some(why));
+                    return;
+                }
+            };
+        let files = crate::sync::export::SavedFiles {
+            state_json: state.to_json(),
+            resume_prompt: self
+                .dir
+                .read(RESUME_PROMPT_FILE, 1 << 20)
+                .ok()
+                .flatten()
+                .map(|b| String::from_utf8_lossy(&b).into_owned()),
+            progress_summary: Some(state.progress_summary.clone()),
+            checkpoint_source: state.checkpoint.as_ref().and_then(|c| c.sha.clone()),
+            session: state.harness_session_id.clone(),
+            saved_at_ms: crate::time::now_ms(),
+        };
+        let project = request.project.clone();
+        let recorded =
+            resources
+                .repositories
+                .bounded(&request.project, git::GIT_DEADLINE, move |_| {
+                    Ok(crate::sync::export::record_state(
+                        &project, &machine, &remote, &files,
+                    ))
+                });
+        let (ok, detail) = match recorded {
+            Ok(Ok(Some(sha))) => (true, Some(sha)),
+            Ok(Ok(None)) => (
+                true,
+                Some(format!(
+                    "no remote named {remote_shown}",
+                    remote_shown = config.sync.remote.as_deref().unwrap_or("")
+                )),
+            ),
+            Ok(Err(e)) => (false, Some(e.to_string())),
+            Err(e) => (false, Some(e.to_string())),
+        };
+        if !ok {
+            tracing::warn!(
+                "sync: the saved state was not recorded: {}",
+                detail.as_deref().unwrap_or("")
+            );
+        }
+        self.step("sync_state", started, ok, detail);
     }
 }
 

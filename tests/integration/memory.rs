@@ -980,3 +980,73 @@ fn a_session_hookd_does_not_know_never_closes_another_sessions_task() {
         "the live session's task was closed: {tasks:#?}"
     );
 }
+
+/// Whatever the person marks `<private>` in a prompt or a record is kept
+/// nowhere: not in the saved state, the resume prompt, the records, nor the
+/// memory's task records.
+#[test]
+fn a_private_span_leaves_no_trace() {
+    let env = Env::new();
+    let a = env.session("aaaa-private");
+    env.start(&a);
+    env.prompt(
+        &a,
+        "fix the flaky login test <private>my staging pin is PRIVATE-WORD-1</private> today",
+    );
+    env.prompt(
+        &a,
+        "<private>the vault phrase is PRIVATE-WORD-2</private>and also handle expired sessions in the login flow",
+    );
+    env.ok(
+        Some("aaaa-private"),
+        &[
+            "note",
+            "ask ops <private>PRIVATE-WORD-3</private> about the cert",
+        ],
+    );
+    env.compact(&a);
+    env.end(&a);
+    env.s
+        .sb
+        .wait_until_after(TestEvent::MemoryDone, "the task to close", || {
+            env.tasks().iter().any(|t| t["closed"] == true)
+        });
+    let tasks = serde_json::to_string(&env.tasks()).unwrap();
+    assert!(tasks.contains("fix the flaky login test"), "{tasks}");
+    let state = serde_json::to_string(&env.s.state()).unwrap();
+    assert!(state.contains("fix the flaky login test"), "{state}");
+    assert!(state.contains("handle expired sessions"), "{state}");
+    let mut seen = vec![
+        ("context_state.json".to_owned(), state),
+        ("resume_prompt.md".to_owned(), env.s.resume_prompt()),
+    ];
+    for dir in [env.s.project.join(".workflow"), env.s.sb.memory_dir()] {
+        for file in files_under(&dir) {
+            let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+            seen.push((file.display().to_string(), text));
+        }
+    }
+    assert!(seen.iter().any(|(_, text)| text.contains("about the cert")));
+    for (name, text) in &seen {
+        assert!(
+            !text.contains("PRIVATE-WORD"),
+            "{name} keeps a private span:\n{text}"
+        );
+    }
+}
+
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

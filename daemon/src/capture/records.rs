@@ -21,6 +21,40 @@ struct Line {
 }
 
 /// Appends one record.
+/// `record` without what the person marked `<private>` in its words.
+pub fn without_private(mut record: Record) -> Record {
+    let strip = |text: &mut String| {
+        if let std::borrow::Cow::Owned(stripped) = crate::secrets::strip_private(text) {
+            *text = stripped;
+        }
+    };
+    let strip_some = |text: &mut Option<String>| text.as_mut().map_or((), strip);
+    match &mut record {
+        Record::Decision {
+            topic,
+            decision,
+            reasoning,
+        } => {
+            strip(topic);
+            strip(decision);
+            strip_some(reasoning);
+        }
+        Record::Blocker { issue, notes, .. } => {
+            strip(issue);
+            strip_some(notes);
+        }
+        Record::Phase { name } => strip(name),
+        Record::Next { action, target, .. } => {
+            strip(action);
+            strip_some(target);
+        }
+        Record::NextDone { action } => strip(action),
+        Record::NextClear => {}
+        Record::Note { text } => strip(text),
+    }
+    record
+}
+
 pub fn append(workflow: &Dir, record: &Record, session: Option<&str>) -> io::Result<()> {
     let line = Line {
         ts: crate::time::rfc3339(crate::time::now_ms()),

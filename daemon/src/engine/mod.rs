@@ -167,7 +167,8 @@ impl Engine {
             let settings = settings.clone();
             crate::sync::worker::SyncWorker::new(
                 &identity.state_dir,
-                Arc::new(move || settings.daemon().config.sync.clone()),
+                Arc::new(move || settings.daemon().config.clone()),
+                resources.clone(),
             )
         };
         let engine = Engine {

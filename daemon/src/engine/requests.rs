@@ -14,7 +14,8 @@ use std::sync::Arc;
 impl Engine {
     /// `hookctl decision | blocker | phase | next | note`. The memory
     /// notes first that hookd wrote the record (see `memory::attest_record`).
-    pub(super) async fn record_request(&self, request: RecordRequest) -> Response {
+    pub(super) async fn record_request(&self, mut request: RecordRequest) -> Response {
+        request.record = records::without_private(request.record);
         let (config, _) = self
             .settings
             .for_request(Some(&request.project), &Default::default());

@@ -1777,6 +1777,7 @@ fn last_changes_of(
     Some(found)
 }
 
+pub mod export;
 mod restore;
 mod special_files;
 pub mod synced;

@@ -72,7 +72,12 @@ impl Event {
             EventName::SessionStart => Event::SessionStart {
                 source: parts.source.map(StartSource::from),
             },
-            EventName::UserPromptSubmit => Event::Prompt { text: parts.prompt },
+            // What the person marked `<private>` goes no further than here.
+            EventName::UserPromptSubmit => Event::Prompt {
+                text: parts
+                    .prompt
+                    .map(|p| crate::secrets::strip_private(&p).into_owned()),
+            },
             EventName::PreToolUse => Event::PreToolUse {
                 tool: parts.tool_name,
             },

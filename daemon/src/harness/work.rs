@@ -345,8 +345,10 @@ impl WorkLog {
     /// Something the person typed. Slash commands, their output and
     /// injected reminders (`<...>`) are not requests, nor a hook's context
     /// recorded with the prompt.
+    /// What the person marked `<private>` is never kept.
     pub fn prompt(&mut self, text: &str) {
-        let text = without_hook_context(text);
+        let text = crate::secrets::strip_private(text);
+        let text = without_hook_context(&text);
         let text = text.trim();
         if text.is_empty() || text.starts_with('<') {
             return;
@@ -861,6 +863,17 @@ mod tests {
             ]
         );
         assert_eq!(facts.prompts, ["write the refresh tests too", "go on"]);
+    }
+
+    /// A prompt that opens with a private span is still a request, without it.
+    #[test]
+    fn private_spans_of_prompts_are_never_kept() {
+        let mut log = WorkLog::default();
+        log.prompt("<private>pin 4411</private> add OAuth support to the client");
+        log.prompt("go on <PRIVATE>and the rest");
+        let facts = log.finish(8);
+        assert_eq!(facts.requests, ["add OAuth support to the client"]);
+        assert_eq!(facts.prompts, ["add OAuth support to the client", "go on"]);
     }
 
     #[test]

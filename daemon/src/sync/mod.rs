@@ -12,6 +12,7 @@
 //!   `refs/hookd/memory/<machine>`, a tree of the machine's task records.
 
 pub mod import;
+pub mod export;
 pub mod machine;
 pub mod transport;
 pub mod worker;

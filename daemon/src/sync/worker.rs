@@ -9,7 +9,8 @@ use super::{MEMORY_REFS, Machine, SYNC_REFS, memory_ref, transport};
 use crate::git::sync_objects::{self, SyncRepository};
 use crate::path_locks::PathLocks;
 use crate::time::now_ms;
-use protocol::config::SyncConfig;
+use crate::resources::Resources;
+use protocol::config::{Config, SyncConfig};
 use protocol::sync::{SyncAttempt, SyncReport, SyncTarget};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,14 +24,16 @@ pub struct SyncWorker {
     targets: Mutex<BTreeMap<Option<PathBuf>, Tracked>>,
     /// One git run per shuttle at a time (two worktrees share one).
     shuttles: PathLocks,
-    /// The sync settings as they are now: a retry reads them again.
+    /// The settings as they are now: a retry reads them again.
     current: CurrentSettings,
+    /// The memories a pull merges into.
+    resources: Arc<Resources>,
     /// git's runs under way.
     runs: transport::Runs,
 }
 
-/// Where the worker reads the sync settings in force.
-pub type CurrentSettings = Arc<dyn Fn() -> SyncConfig + Send + Sync>;
+/// Where the worker reads the daemon's settings in force.
+pub type CurrentSettings = Arc<dyn Fn() -> Config + Send + Sync>;
 
 #[derive(Default)]
 struct Tracked {
@@ -43,12 +46,17 @@ struct Tracked {
 }
 
 impl SyncWorker {
-    pub fn new(state_dir: &Path, current: CurrentSettings) -> Arc<SyncWorker> {
+    pub fn new(
+        state_dir: &Path,
+        current: CurrentSettings,
+        resources: Arc<Resources>,
+    ) -> Arc<SyncWorker> {
         Arc::new(SyncWorker {
             state_dir: state_dir.to_path_buf(),
             targets: Mutex::new(BTreeMap::new()),
             shuttles: PathLocks::default(),
             current,
+            resources,
             runs: transport::Runs::default(),
         })
     }
@@ -115,6 +123,8 @@ impl SyncWorker {
             if failed {
                 self.arm_retry(project, sync, generation);
             }
+            // The lessons learnt so far go with the checkpoint.
+            self.push_memory(sync);
             return;
         }
     }
@@ -129,7 +139,7 @@ impl SyncWorker {
             .name("hookd-sync-retry".into())
             .spawn(move || {
                 std::thread::sleep(wait);
-                let sync = (worker.current)();
+                let sync = (worker.current)().sync;
                 let due = worker
                     .targets()
                     .get(&Self::key(&project))
@@ -163,9 +173,7 @@ impl SyncWorker {
     fn try_push_project(&self, project: &Path, sync: &SyncConfig) -> Outcome {
         let machine = self.machine(sync)?;
         let remote = sync.remote.as_deref().ok_or_else(no_remote_set)?;
-        if let Some(problem) = export_before_push(project, &machine) {
-            tracing::warn!(project = %project.display(), "{problem}");
-        }
+        self.export_before_push(project, &machine);
         let repo = self.repository(project, remote, &machine)?;
         let url = repo.url.clone().map_err(Failure::Setup)?;
         let shuttle = transport::project_shuttle(&self.state_dir, &repo.digest, &repo.objects_dir)
@@ -219,9 +227,7 @@ impl SyncWorker {
     pub fn push_memory(&self, sync: &SyncConfig) -> Option<SyncTarget> {
         let url = sync.memory_remote.clone()?;
         let attempt = self.memory_run(sync, &url, |shuttle, machine| {
-            if let Some(problem) = export_memory_before_push(shuttle, machine) {
-                tracing::warn!("{problem}");
-            }
+            self.export_memory_before_push(shuttle, machine);
             let refs = sync_objects::shuttle_refs(shuttle, MEMORY_REFS)?;
             let own = memory_ref(&machine.id);
             let mine: Vec<_> = refs.into_iter().filter(|(name, _)| *name == own).collect();
@@ -236,12 +242,18 @@ impl SyncWorker {
         let url = sync.memory_remote.clone()?;
         let attempt = self.memory_run(sync, &url, |shuttle, machine| {
             let own = memory_ref(&machine.id);
-            let fetched =
-                transport::fetch(&self.runs, shuttle, &url, MEMORY_REFS, &own, timeout(sync))?;
-            if let Some(problem) = merge_memory_after_pull(shuttle, machine) {
-                tracing::warn!("{problem}");
+            transport::fetch(&self.runs, shuttle, &url, MEMORY_REFS, &own, timeout(sync))?;
+            let config = (self.current)();
+            let merged =
+                super::import::merge_memory(shuttle, machine, &self.resources.memories, &config)?;
+            for skipped in &merged.skipped {
+                tracing::warn!("memory merge: {skipped}");
             }
-            Ok(fetched)
+            Ok(format!(
+                "fetched; {} task(s) added, {} updated from other machines",
+                merged.added.len(),
+                merged.updated.len()
+            ))
         });
         Some(self.keep_memory(attempt, false, sync))
     }
@@ -324,6 +336,38 @@ impl SyncWorker {
         }
     }
 
+    /// Before a push: the local checkpoints not yet exported become this
+    /// machine's `refs/hookd/sync/<me>/checkpoints/<branch>` commits, their
+    /// secret files left out. What cannot be exported is not pushed; the
+    /// refs exported before still are.
+    fn export_before_push(&self, project: &Path, machine: &Machine) {
+        let prefix = (self.current)().checkpoint.ref_prefix;
+        match super::export::export_checkpoints_under(project, machine, &prefix) {
+            Ok(report) => {
+                for exported in &report.exported {
+                    for (path, why) in &exported.left_out {
+                        tracing::info!(project = %project.display(), branch = %exported.branch, file = %path, "left out of the pushed checkpoint: {why}");
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(project = %project.display(), "{e}"),
+        }
+    }
+
+    /// Before a memory push: this machine's task records become its
+    /// `refs/hookd/memory/<me>` commit in the memory's shuttle.
+    fn export_memory_before_push(&self, shuttle: &Path, machine: &Machine) {
+        let config = (self.current)();
+        let Some(dir) = crate::memory::dir(&config) else {
+            tracing::warn!("no data directory for the memory: nothing of it is pushed");
+            return;
+        };
+        let tasks = dir.join(crate::memory::store::TASKS_DIR);
+        if let Err(e) = super::export::export_memory(shuttle, machine, &tasks) {
+            tracing::warn!("{e}");
+        }
+    }
+
     fn machine(&self, sync: &SyncConfig) -> Result<Machine, Failure> {
         Machine::load(&self.state_dir, sync.machine_name.as_deref()).map_err(|e| {
             Failure::Setup(format!(
@@ -342,30 +386,6 @@ impl SyncWorker {
         let own = format!("{SYNC_REFS}{}/", machine.id);
         sync_objects::sync_repository(project, remote, &own).map_err(Failure::Setup)
     }
-}
-
-/// Before a push: the local checkpoints not yet exported become this
-/// machine's `refs/hookd/sync/<me>/checkpoints/<branch>` commits (secret
-/// files left out). Glue: `crate::sync::export::export_checkpoints(project,
-/// machine)` is called here; until then the refs that exist are pushed.
-fn export_before_push(project: &Path, machine: &Machine) -> Option<String> {
-    let _ = (project, machine);
-    None
-}
-
-/// Before a memory push: this machine's task records become its
-/// `refs/hookd/memory/<me>` commit in the memory's shuttle. Glue:
-/// `crate::sync::export::export_memory(shuttle, machine, tasks_dir)`.
-fn export_memory_before_push(shuttle: &Path, machine: &Machine) -> Option<String> {
-    let _ = (shuttle, machine);
-    None
-}
-
-/// After a memory fetch: the other machines' records merged into the local
-/// memory. Glue: `crate::sync::import::merge_memory(shuttle, machine, store)`.
-fn merge_memory_after_pull(shuttle: &Path, machine: &Machine) -> Option<String> {
-    let _ = (shuttle, machine);
-    None
 }
 
 /// Only another machine's `checkpoints/<branch>` or `state/<branch>` ref,
@@ -506,8 +526,15 @@ mod tests {
             machine_name: Some("m".into()),
             ..SyncConfig::default()
         };
-        let current = sync.clone();
-        let worker = SyncWorker::new(&state, Arc::new(move || current.clone()));
+        let current = Config {
+            sync: sync.clone(),
+            ..Config::default()
+        };
+        let worker = SyncWorker::new(
+            &state,
+            Arc::new(move || current.clone()),
+            Arc::new(Resources::default()),
+        );
         for _ in 0..5 {
             worker.after_checkpoint(&project, &sync);
         }

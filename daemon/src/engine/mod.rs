@@ -11,8 +11,8 @@ mod resume;
 mod saves;
 mod status;
 mod statusline;
-mod synced;
 mod sync;
+mod synced;
 
 use crate::harness::{Cursor, Usage};
 use crate::resources::Resources;

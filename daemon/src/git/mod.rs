@@ -1780,8 +1780,8 @@ fn last_changes_of(
 pub mod export;
 mod restore;
 mod special_files;
-pub mod synced;
 pub mod sync_objects;
+pub mod synced;
 
 pub use restore::restore;
 

@@ -23,7 +23,7 @@ pub const STATE_TITLE: &str = "hookd: saved state";
 pub const CHECKPOINT_TITLE: &str = "hookd: checkpoint";
 pub const MEMORY_TITLE: &str = "hookd: memory";
 /// The files of a saved-state commit.
-pub const STATE_FILE: &str = "context_state.json";
+pub use crate::state::STATE_FILE;
 pub const RESUME_PROMPT_FILE: &str = "resume_prompt.md";
 pub const PROGRESS_SUMMARY_FILE: &str = "progress_summary.md";
 

@@ -12,6 +12,7 @@
 //! never shown as it is.
 
 use super::Machine;
+use super::export::{CHECKPOINT_TITLE, PROGRESS_SUMMARY_FILE, RESUME_PROMPT_FILE};
 use crate::git::{self, GitError};
 use crate::saved_states::SavedStates;
 use crate::state::{ContextState, STATE_FILE, SyncedFrom};
@@ -19,10 +20,7 @@ use crate::workflow::Workflow;
 use std::path::Path;
 
 /// The files of a saved-state commit that are read; any other is ignored.
-pub const STATE_FILES: [&str; 3] = [STATE_FILE, "resume_prompt.md", "progress_summary.md"];
-
-/// The title of an exported checkpoint's commit.
-pub const EXPORTED_CHECKPOINT_TITLE: &str = "hookd: checkpoint";
+pub const STATE_FILES: [&str; 3] = [STATE_FILE, RESUME_PROMPT_FILE, PROGRESS_SUMMARY_FILE];
 
 /// Longest project path, session id or machine name taken from a trailer.
 const MAX_TRAILER_CHARS: usize = 400;
@@ -449,13 +447,7 @@ pub fn other_checkpoints(
         super::split_sync_ref(reference)
             .is_some_and(|(machine, kind)| machine != me.id && kind.starts_with("checkpoints/"))
     };
-    git::synced::list_exported(
-        project,
-        super::SYNC_REFS,
-        &wanted,
-        EXPORTED_CHECKPOINT_TITLE,
-        limit,
-    )
+    git::synced::list_exported(project, super::SYNC_REFS, &wanted, CHECKPOINT_TITLE, limit)
 }
 
 #[cfg(test)]

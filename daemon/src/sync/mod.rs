@@ -11,8 +11,8 @@
 //! - in the memory repository (`sync.memory_remote`):
 //!   `refs/hookd/memory/<machine>`, a tree of the machine's task records.
 
-pub mod import;
 pub mod export;
+pub mod import;
 pub mod machine;
 pub mod transport;
 pub mod worker;

@@ -8,8 +8,8 @@
 use super::{MEMORY_REFS, Machine, SYNC_REFS, memory_ref, transport};
 use crate::git::sync_objects::{self, SyncRepository};
 use crate::path_locks::PathLocks;
-use crate::time::now_ms;
 use crate::resources::Resources;
+use crate::time::now_ms;
 use protocol::config::{Config, SyncConfig};
 use protocol::sync::{SyncAttempt, SyncReport, SyncTarget};
 use std::collections::BTreeMap;

@@ -163,23 +163,28 @@ fn a_checkpoint_pushes_this_machines_refs_and_another_machine_pulls_them_in() {
     let add_remote = |r: &GitRepo| {
         r.git(&["remote", "add", REMOTE, &url]);
     };
-    let a = Machine::start("a", &sync_section(REMOTE), add_remote);
-    let (checkpoint, blob) = a.sync_ref("checkpoints", "src/lib.rs", "pub fn a() {}\n");
-    let (state, _) = a.sync_ref("state", "context_state.json", "{}\n");
+    let a = Machine::start("a", &sync_section(REMOTE), |r| {
+        add_remote(r);
+        r.write("src/lib.rs", "pub fn a() {}\n");
+    });
 
-    // The push follows the checkpoint, in the background.
+    // The push follows the checkpoint, in the background: the exported
+    // checkpoint and the saved state, as they are in A's repository.
     a.save();
-    let wanted = format!(
-        "{checkpoint} refs/hookd/sync/{id}/checkpoints/main\n{state} refs/hookd/sync/{id}/state/main",
-        id = a.id
-    );
+    let mine = || refs_of(&a.project.dir, "refs/hookd/sync/");
     assert!(
-        wait_until(Duration::from_secs(20), || refs_of(&remote, "refs/")
-            == wanted),
-        "the remote has: {}\nstatus: {}",
+        wait_until(Duration::from_secs(20), || mine().lines().count() == 2
+            && refs_of(&remote, "refs/") == mine()),
+        "A has: {}\nthe remote has: {}\nstatus: {}",
+        mine(),
         refs_of(&remote, "refs/"),
         a.status()
     );
+    let wanted = mine();
+    let of_a = |rev: &str| a.project.git(&["rev-parse", rev]).trim().to_owned();
+    let checkpoint = of_a(&format!("refs/hookd/sync/{}/checkpoints/main", a.id));
+    let state = of_a(&format!("refs/hookd/sync/{}/state/main", a.id));
+    let blob = of_a(&format!("{checkpoint}:src/lib.rs"));
     // Nothing but hookd's sync refs went there; the push is shown once git
     // has ended.
     let mut status = String::new();
@@ -698,56 +703,54 @@ fn the_memory_goes_to_its_own_remote_and_comes_back_on_the_other_machine() {
     let out = a.hookctl(&["sync", "push"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("memory: file://"), "{}", stdout(&out));
-    // This machine's memory commit (what the memory export makes).
-    let shuttle = a.sb.state_dir().join("sync/memory.git");
-    let blob = git_in(
-        &shuttle,
-        &["hash-object", "-w", "--stdin"],
-        "{\"task\":1}\n",
-    );
-    let tree = git_in(
-        &shuttle,
-        &["mktree"],
-        &format!("100644 blob {blob}\tt1.json\n"),
-    );
-    let commit = git_in(
-        &shuttle,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t.invalid",
-            "commit-tree",
-            &tree,
-            "-m",
-            "hookd: memory",
-        ],
-        "",
-    );
-    git_in(
-        &shuttle,
-        &[
-            "update-ref",
-            &format!("refs/hookd/memory/{}", a.id),
-            &commit,
-        ],
-        "",
-    );
+    // A task A's memory closed, with what it learnt (and a key in it).
+    let id = "0a0a0a0a-0000-4000-8000-00000000000a";
+    let record = serde_json::json!({
+        "task_id": id,
+        "task_description": "fix the flaky login test",
+        "task_type": "debugging",
+        "timestamp": "2026-11-20T10:00:00Z",
+        "outcome": "success",
+        "iterations": 1,
+        "reflections": [{"iteration": 1,
+                         "content": "Mocking the clock fixed it; the test token was AKIAIOSFODNN7EXAMPLF",
+                         "type": "success_pattern", "effectiveness": "helpful",
+                         "origin": "hookctl reflect"}],
+        "key_learnings": ["Worked: Mocking the clock fixed the flakiness"],
+        "tags": ["debugging"],
+        "project": "/home/me/proj",
+        "updated_at": "2026-11-20T10:00:00Z",
+        "closed_at": "2026-11-20T10:00:00Z",
+    });
+    let tasks = a.sb.memory_dir().join("tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    std::fs::write(tasks.join(format!("{id}.json")), record.to_string()).unwrap();
     let out = a.hookctl(&["sync", "push"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-    assert_eq!(
-        refs_of(&memory, "refs/"),
-        format!("{commit} refs/hookd/memory/{}", a.id)
+    let pushed = refs_of(&memory, "refs/");
+    assert!(
+        pushed.ends_with(&format!(" refs/hookd/memory/{}", a.id)) && pushed.lines().count() == 1,
+        "{pushed}"
     );
+    let everything = git_in(&memory, &["log", "-p", "--all"], "");
+    assert!(everything.contains("Mocking the clock"), "{everything}");
+    assert!(!everything.contains("AKIAIOSFODNN7EXAMPLF"), "{everything}");
 
     let out = b.hookctl(&["sync", "pull"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-    let b_shuttle = b.sb.state_dir().join("sync/memory.git");
-    assert_eq!(
-        refs_of(&b_shuttle, "refs/"),
-        format!("{commit} refs/hookd/memory/{}", a.id)
-    );
-    git_in(&b_shuttle, &["cat-file", "-e", &blob], "");
+    assert!(stdout(&out).contains("1 task(s) added"), "{}", stdout(&out));
+    let shown = b.hookctl(&["memory", "show", id, "--json"]);
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["task"]["machine"], "a", "{shown:#}");
+    // What B learns from it names where it came from.
+    let search = stdout(&b.hookctl(&["memory", "search", "fix the flaky signup test"]));
+    assert!(search.contains("fix the flaky login test"), "{search}");
+    // A pull again adds nothing and deletes nothing.
+    let out = b.hookctl(&["sync", "pull"]);
+    assert!(stdout(&out).contains("0 task(s) added"), "{}", stdout(&out));
+    let list = b.hookctl(&["memory", "list", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(list["tasks"].as_array().map(Vec::len), Some(1), "{list:#}");
 }
 
 #[test]
@@ -762,7 +765,6 @@ fn a_failed_push_is_tried_again_after_retry_secs() {
             r.git(&["remote", "add", REMOTE, &url]);
         },
     );
-    let (commit, _) = a.sync_ref("checkpoints", "a.txt", "a\n");
     // The remote is not there yet: the push fails, and says when it tries again.
     a.save();
     let mut status = String::new();
@@ -773,6 +775,14 @@ fn a_failed_push_is_tried_again_after_retry_secs() {
         }),
         "{status}"
     );
+    let commit = a
+        .project
+        .git(&[
+            "rev-parse",
+            &format!("refs/hookd/sync/{}/checkpoints/main", a.id),
+        ])
+        .trim()
+        .to_owned();
     assert!(status.contains("next retry: in"), "{status}");
     // It comes; the retry finds it with no checkpoint to set it off.
     bare_remote(&later);
@@ -821,4 +831,130 @@ fn a_pull_writes_no_object_through_a_symlinked_objects_directory() {
     );
     assert_eq!(refs_of(&b.project.dir, "refs/hookd/sync/"), "");
     assert!(!elsewhere.join(&blob[..2]).join(&blob[2..]).exists());
+}
+
+/// A fake AWS access key, in the form the secret rules know.
+const FAKE_KEY: &str = "AKIAIOSFODNN7EXAMPLF";
+
+/// The whole handoff: machine A compacts a session whose work tree holds a
+/// `.env` and a file with a cloud key; its push carries the saved state and
+/// the checkpoint and neither secret; machine B pulls, `hookctl resume
+/// --print` hands it A's work saying where and when it was saved, and
+/// `hookctl checkpoint restore` puts A's unfinished file back (never B's
+/// index or HEAD).
+#[test]
+fn a_compaction_on_one_machine_is_picked_up_on_another() {
+    let remotes = Sandbox::new();
+    let remote = bare_remote(&remotes.path().join("remote.git"));
+    let url = file_url(&remote);
+    let a = Machine::start("laptop", &sync_section(REMOTE), |r| {
+        r.git(&["remote", "add", REMOTE, &url]);
+        r.write("src/auth.rs", "pub fn refresh() { todo!(\"expiry\") }\n");
+        r.write(".env", &format!("AWS_ACCESS_KEY_ID={FAKE_KEY}\n"));
+        r.write("config/settings.py", &format!("KEY = \"{FAKE_KEY}\"\n"));
+    });
+    let mut transcript = Transcript::create(
+        a.sb.path().join("claude/s1.jsonl"),
+        "s1-session",
+        hookd_tests::SONNET,
+    );
+    let hook = |transcript: &Transcript, fixture: &str, event: &str| {
+        let out =
+            a.sb.hook(event, &transcript.payload(fixture, &a.project.dir));
+        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
+        stdout(&out)
+    };
+    transcript.prompt("Add token refresh to the auth module, then use it in the login flow");
+    transcript.todo_write(
+        "t1",
+        &[
+            (
+                "Write refresh() in src/auth.rs",
+                "in_progress",
+                "Writing refresh()",
+            ),
+            (
+                "Use refresh() in the login flow",
+                "pending",
+                "Using refresh()",
+            ),
+        ],
+        60_000,
+    );
+    hook(&transcript, "PostToolUse", "post-tool-use");
+    transcript.reply(150_000);
+    hook(&transcript, "PreCompact(trigger=manual)", "pre-compact");
+    transcript.boundary("manual", 150_000, 9_000);
+    hook(&transcript, "SessionStart(source=compact)", "session-start");
+
+    // The push follows the compaction's checkpoint, in the background.
+    let state_ref = format!("refs/hookd/sync/{}/state/main", a.id);
+    let checkpoint_ref = format!("refs/hookd/sync/{}/checkpoints/main", a.id);
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let there = refs_of(&remote, "refs/");
+            there.contains(&state_ref) && there.contains(&checkpoint_ref)
+        }),
+        "the remote has: {}\nstatus: {}",
+        refs_of(&remote, "refs/"),
+        a.status()
+    );
+    // No object on the remote holds the key, a `.env` or A's history.
+    let objects = git_in(&remote, &["rev-list", "--objects", "--all"], "");
+    for line in objects.lines() {
+        let sha = line.split(' ').next().unwrap();
+        let body = git_in(&remote, &["cat-file", "-p", sha], "");
+        assert!(!body.contains(FAKE_KEY), "{line} holds the key:\n{body}");
+        assert!(
+            !line.ends_with(" .env") && !line.ends_with(" config/settings.py"),
+            "{line}"
+        );
+    }
+    let initial = a.project.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    assert!(!objects.contains(&initial), "A's own commits stay on A");
+    let message = git_in(&remote, &["log", "-1", "--format=%B", &checkpoint_ref], "");
+    assert!(
+        message.contains("Hookd-Left-Out: .env (secret file name)")
+            && message.contains("Hookd-Left-Out: config/settings.py"),
+        "{message}"
+    );
+
+    // B works on the same repository, cloned elsewhere.
+    let b = Machine::start("desk", &sync_section(REMOTE), |r| {
+        r.git(&["remote", "add", REMOTE, &url]);
+        r.git(&["fetch", "-q", &a.project.dir.display().to_string(), "main"]);
+        r.git(&["reset", "-q", "--hard", "FETCH_HEAD"]);
+    });
+    let head_before = b.project.git(&["rev-parse", "HEAD"]);
+    let out = b.hookctl(&["sync", "pull"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let out = b.hookctl(&["resume", "--print"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let prompt = stdout(&out);
+    eprintln!("--- the resume prompt machine B printed ---\n{prompt}--- end ---");
+    assert!(
+        prompt.contains("Add token refresh to the auth module")
+            && prompt.contains("It was saved on machine `laptop` in ")
+            && prompt.contains(&a.project.dir.display().to_string())
+            && prompt.contains("Write refresh() in src/auth.rs"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains(FAKE_KEY), "{prompt}");
+
+    // A's unfinished file comes back from A's checkpoint; B's index and HEAD stay.
+    let exported = git_in(&remote, &["rev-parse", &checkpoint_ref], "");
+    let listed = stdout(&b.hookctl(&["checkpoints"]));
+    assert!(
+        listed.contains(&exported[..7]) && listed.contains("laptop"),
+        "{listed}"
+    );
+    let out = b.hookctl(&["checkpoint", "restore", &exported, "--path", "src/auth.rs"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(b.project.dir.join("src/auth.rs")).unwrap(),
+        "pub fn refresh() { todo!(\"expiry\") }\n"
+    );
+    assert!(!b.project.dir.join(".env").exists());
+    assert_eq!(b.project.git(&["rev-parse", "HEAD"]), head_before);
+    assert_eq!(b.project.git(&["diff", "--cached", "--name-only"]), "");
 }

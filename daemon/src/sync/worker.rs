@@ -173,6 +173,8 @@ impl SyncWorker {
     fn try_push_project(&self, project: &Path, sync: &SyncConfig) -> Outcome {
         let machine = self.machine(sync)?;
         let remote = sync.remote.as_deref().ok_or_else(no_remote_set)?;
+        // Nothing is exported for a repository without the remote.
+        self.repository(project, remote, &machine)?;
         self.export_before_push(project, &machine);
         let repo = self.repository(project, remote, &machine)?;
         let url = repo.url.clone().map_err(Failure::Setup)?;

@@ -109,42 +109,7 @@ pub fn capture(input: &Input) -> Captured {
         }
     };
     state.problems.extend(records.problems.iter().cloned());
-    let facts = match (input.transcript, input.harness) {
-        (Some(path), Some(harness)) => match crate::harness::adapter(harness).read_work(
-            path,
-            input.config.capture.transcript_scan_bytes,
-            input.config.capture.recent_prompts,
-        ) {
-            Ok(facts) => Some(facts),
-            // A client that writes its file in batches (Copilot CLI) may
-            // not have written it yet moments into a session.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                state.problems.push(format!(
-                    "the session file {} did not exist yet when the state was saved \
-                     (its client had not written it); the state holds what the records and git show",
-                    path.display()
-                ));
-                None
-            }
-            Err(e) => {
-                state.problems.push(format!(
-                    "cannot read the session file {}: {e}",
-                    path.display()
-                ));
-                None
-            }
-        },
-        // Each harness writes its own format: one is never read as another's.
-        (Some(path), None) => {
-            state.problems.push(format!(
-                "the session file {} was not read: no hook of the session has said which \
-                 harness writes it; save again after its next hook",
-                path.display()
-            ));
-            None
-        }
-        (None, _) => None,
-    };
+    let facts = read_session_work(input, &mut state.problems);
     let opts = SnapshotOptions {
         include_untracked: input.config.checkpoint.include_untracked,
         max_file_bytes: input.config.checkpoint.max_file_bytes,
@@ -534,6 +499,46 @@ fn record_decisions_and_blockers(
     for b in &records.blockers {
         state.blockers.retain(|x| x.issue != b.issue);
         state.blockers.push(b.clone());
+    }
+}
+
+/// What the session's file says about the work, or why it says nothing.
+fn read_session_work(input: &Input, problems: &mut Vec<String>) -> Option<WorkFacts> {
+    match (input.transcript, input.harness) {
+        (Some(path), Some(harness)) => match crate::harness::adapter(harness).read_work(
+            path,
+            input.config.capture.transcript_scan_bytes,
+            input.config.capture.recent_prompts,
+        ) {
+            Ok(facts) => Some(facts),
+            // A client that writes its file in batches (Copilot CLI) may
+            // not have written it yet moments into a session.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                problems.push(format!(
+                    "the session file {} did not exist yet when the state was saved \
+                     (its client had not written it); the state holds what the records and git show",
+                    path.display()
+                ));
+                None
+            }
+            Err(e) => {
+                problems.push(format!(
+                    "cannot read the session file {}: {e}",
+                    path.display()
+                ));
+                None
+            }
+        },
+        // Each harness writes its own format: one is never read as another's.
+        (Some(path), None) => {
+            problems.push(format!(
+                "the session file {} was not read: no hook of the session has said which \
+                 harness writes it; save again after its next hook",
+                path.display()
+            ));
+            None
+        }
+        (None, _) => None,
     }
 }
 

@@ -4,6 +4,9 @@
 //! configurations are cached until a file changes.
 
 use protocol::config::{Effective, Layers, PROJECT_FILE, is_config_env};
+
+/// A hook's `HOOKD_SYNC__*` variables, which never apply.
+const SYNC_ENV_PREFIX: &str = "HOOKD_SYNC__";
 use protocol::trust::TrustStore;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -77,7 +80,9 @@ impl Settings {
     ) -> (Arc<Effective>, Option<String>) {
         let env: Vec<(String, String)> = env
             .iter()
-            .filter(|(k, _)| is_config_env(k))
+            // Where sync pushes, and as which machine, is the daemon's own
+            // setting: a push runs after the hook, with the daemon's.
+            .filter(|(k, _)| is_config_env(k) && !k.starts_with(SYNC_ENV_PREFIX))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let project = project.map(Path::to_path_buf);
@@ -187,6 +192,23 @@ mod tests {
             settings.for_request(None, &env).0.config.monitor.reset_drop,
             0.45
         );
+    }
+
+    #[test]
+    fn a_hooks_environment_sets_no_sync_key() {
+        let settings = Settings::new(Layers::default(), Effective::defaults(), None);
+        let env: BTreeMap<String, String> = [
+            ("HOOKD_SYNC__MACHINE_NAME", "elsewhere"),
+            ("HOOKD_SYNC__REMOTE", "origin"),
+            ("HOOKD_MONITOR__RESET_DROP", "0.5"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let (c, problem) = settings.for_request(None, &env);
+        assert!(problem.is_none());
+        assert_eq!(c.config.sync, protocol::config::SyncConfig::default());
+        assert_eq!(c.config.monitor.reset_drop, 0.5, "other keys still apply");
     }
 
     #[test]

@@ -28,10 +28,10 @@ fn bare(path: &Path) {
     inputs::run_git(path, &["init", "-q", "--bare", "."]);
 }
 
-/// This machine's exported checkpoint of the work tree as it is (what the
-/// export makes: the tree, the previous export as parent, no user history),
-/// on its sync ref. Returns the commit.
-fn export(repo: &Path, index: &Path, parent: Option<&str>) -> String {
+/// A local checkpoint of the work tree as it is, on
+/// `refs/hookd/checkpoints/main` (what a save makes; here with git itself,
+/// so that no save pushes it first). Returns the commit.
+fn checkpoint(repo: &Path, index: &Path, parent: Option<&str>) -> String {
     let git = |args: &[&str]| {
         let out = inputs::git(repo)
             .env("GIT_INDEX_FILE", index)
@@ -43,13 +43,20 @@ fn export(repo: &Path, index: &Path, parent: Option<&str>) -> String {
     };
     git(&["add", "-A"]);
     let tree = git(&["write-tree"]);
-    let mut args = vec!["commit-tree", tree.as_str(), "-m", "hookd: checkpoint"];
+    let mut args = vec![
+        "commit-tree",
+        tree.as_str(),
+        "-m",
+        "WIP: Pre-compaction checkpoint",
+    ];
     if let Some(parent) = parent {
         args.extend(["-p", parent]);
     }
     let commit = git(&args);
-    let name = format!("refs/hookd/sync/{MACHINE}/checkpoints/main");
-    inputs::run_git(repo, &["update-ref", &name, &commit]);
+    inputs::run_git(
+        repo,
+        &["update-ref", "refs/hookd/checkpoints/main", &commit],
+    );
     commit
 }
 
@@ -91,11 +98,16 @@ pub fn sync(bins: &Path, s: &Scale, report: &mut Report) {
         inputs::run_git(&repo, &["remote", "add", REMOTE, &url]);
         let _ = std::fs::remove_dir_all(env.sb.state_dir().join("sync"));
         let _ = std::fs::remove_file(&index);
-        let commit = export(&repo, &index, None);
+        // No export before this round's: the first reads every file.
+        let exported = format!("refs/hookd/sync/{MACHINE}/checkpoints/main");
+        let _ = inputs::git(&repo)
+            .args(["update-ref", "-d", &exported])
+            .output();
+        let commit = checkpoint(&repo, &index, None);
         let push = || env.hookctl(&["--project", repo.to_str().unwrap(), "sync", "push"]);
         let plain_push = |commit: &str| {
             let started = Instant::now();
-            let refspec = format!("+{commit}:refs/hookd/sync/{MACHINE}/checkpoints/main");
+            let refspec = format!("+{commit}:refs/hookd/checkpoints/main");
             inputs::run_git(
                 &repo,
                 &[
@@ -110,21 +122,18 @@ pub fn sync(bins: &Path, s: &Scale, report: &mut Report) {
         first.push(timed_ok(push(), Path::new("/dev/null"), "the first push"));
         git_first.push(plain_push(&commit));
         touch_files(&repo, s.repo_modified, round);
-        let next = export(&repo, &index, Some(&commit));
+        let next = checkpoint(&repo, &index, Some(&commit));
         again.push(timed_ok(
             push(),
             Path::new("/dev/null"),
             "an incremental push",
         ));
         git_again.push(plain_push(&next));
-        let landed = inputs::run_git(
-            &remote,
-            &[
-                "rev-parse",
-                &format!("refs/hookd/sync/{MACHINE}/checkpoints/main"),
-            ],
+        let landed = inputs::run_git(&remote, &["log", "-1", "--format=%B", &exported]);
+        assert!(
+            landed.contains(&format!("Hookd-Source: {next}")),
+            "the remote has the export of the last checkpoint: {landed}"
         );
-        assert_eq!(landed, next, "the remote has the last export");
     }
     let files = format!("{} files", super::thousands(s.repo_files as u64));
     report.row(
@@ -143,21 +152,21 @@ pub fn sync(bins: &Path, s: &Scale, report: &mut Report) {
         "",
         Verdict::Info,
     );
-    hook_time(&env, &repo, &index, s, report);
+    hook_time(&env, &repo, s, report);
     report.note(format!(
         "Sync: a generated repository ({files}); {} rounds, each to a new bare `file://` remote \
-         with hookd's shuttle removed. A push is `hookctl sync push` to its answer (the daemon \
-         opens the repository, prepares the shuttle, runs `git push`); the export of the \
-         checkpoint is made beforehand with git plumbing (the tree, no user history), as the \
-         export will. Baseline: `git push` of the same commit from the repository to another \
-         bare remote. Hook time: PreCompact with `sync.remote` set (each one's push runs in the \
-         background, an export changed since the last) against unset, interleaved.",
+         with hookd's shuttle removed. A push is `hookctl sync push` to its answer: the daemon \
+         exports the checkpoint (made beforehand with git plumbing, as a save makes it: every \
+         file read for secrets the first time, the changed ones after), prepares the shuttle \
+         and runs `git push`. Baseline: `git push` of the same checkpoint commit from the \
+         repository to another bare remote. Hook time: PreCompact with `sync.remote` set (each one's push runs in the \
+         background: its export and push) against unset, interleaved.",
         first.len()
     ));
 }
 
 /// A PreCompact hook's time with sync on and off, interleaved.
-fn hook_time(env: &Env, repo: &Path, index: &Path, s: &Scale, report: &mut Report) {
+fn hook_time(env: &Env, repo: &Path, s: &Scale, report: &mut Report) {
     let sid = "bench-sync-01";
     let transcript = env.transcripts().join(format!("{sid}.jsonl"));
     inputs::transcript(&transcript, sid, repo, MB, 3).expect("write the transcript");
@@ -166,7 +175,6 @@ fn hook_time(env: &Env, repo: &Path, index: &Path, s: &Scale, report: &mut Repor
         &inputs::hook_payload("PreCompact(trigger=manual)", sid, &transcript, repo, ""),
     );
     let [mut on, mut off] = std::array::from_fn(|_| Samples::default());
-    let mut parent = None;
     let rounds = s.pipeline_rounds * 4;
     for round in 0..rounds {
         for sync_on in if round % 2 == 0 {
@@ -176,9 +184,6 @@ fn hook_time(env: &Env, repo: &Path, index: &Path, s: &Scale, report: &mut Repor
         } {
             config(env, sync_on);
             touch_files(repo, 3, round * 2 + usize::from(sync_on));
-            if sync_on {
-                parent = Some(export(repo, index, parent.as_deref()));
-            }
             let took = timed_ok(env.hookctl(&["hook", "pre-compact"]), &pre, "PreCompact");
             if sync_on {
                 on.push(took)

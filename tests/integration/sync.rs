@@ -431,8 +431,59 @@ fn a_repository_that_names_commands_runs_none_of_them() {
     std::fs::create_dir_all(&markers).unwrap();
     let touch = |name: &str| format!("touch {}", markers.join(name).display());
     let url = file_url(&remote);
+    // The remote is local: git runs receive-pack and upload-pack inside it,
+    // where its own hooks and config would apply.
+    let executable = |path: &Path, text: String| {
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    };
+    let remote_hooks = remotes.path().join("remote-hooks");
+    std::fs::create_dir_all(&remote_hooks).unwrap();
+    for hook in [
+        "pre-receive",
+        "update",
+        "post-receive",
+        "post-update",
+        "reference-transaction",
+    ] {
+        executable(
+            &remote.join("hooks").join(hook),
+            format!("#!/bin/sh\n{}\n", touch(&format!("remote-{hook}"))),
+        );
+        executable(
+            &remote_hooks.join(hook),
+            format!(
+                "#!/bin/sh\n{}\n",
+                touch(&format!("remote-hooks-path-{hook}"))
+            ),
+        );
+    }
+    let remote_command = remotes.path().join("remote-command");
+    executable(
+        &remote_command,
+        format!("#!/bin/sh\n{}\n", touch("remote-command")),
+    );
+    for (key, value) in [
+        ("core.hooksPath", remote_hooks.display().to_string()),
+        ("core.fsmonitor", remote_command.display().to_string()),
+        (
+            "core.alternateRefsCommand",
+            remote_command.display().to_string(),
+        ),
+        ("receive.autogc", "true".into()),
+        ("gc.auto", "1".into()),
+    ] {
+        git_in(&remote, &["config", key, &value], "");
+    }
     let a = Machine::start("a", &sync_section(REMOTE), |r| {
         r.git(&["remote", "add", REMOTE, &url]);
+        // Alternates make receive-pack list their refs (with the command).
+        std::fs::write(
+            remote.join("objects/info/alternates"),
+            format!("{}\n", r.dir.join(".git/objects").display()),
+        )
+        .unwrap();
         r.git(&[
             "config",
             "core.sshCommand",

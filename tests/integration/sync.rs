@@ -853,35 +853,78 @@ fn a_failed_push_is_tried_again_after_retry_secs() {
     assert!(!a.status().contains("next retry"));
 }
 
-#[test]
-fn a_pull_writes_no_object_through_a_symlinked_objects_directory() {
+/// A machine `a` that pushed one state ref, and the sandbox of the remote.
+fn pushed_state() -> (Sandbox, String, Machine, String, String) {
     let remotes = Sandbox::new();
     let remote = bare_remote(&remotes.path().join("remote.git"));
     let url = file_url(&remote);
-    let add_remote = |r: &GitRepo| {
+    let a = Machine::start("a", &sync_section(REMOTE), |r| {
         r.git(&["remote", "add", REMOTE, &url]);
-    };
-    let a = Machine::start("a", &sync_section(REMOTE), add_remote);
-    let (_, blob) = a.sync_ref("state", "context_state.json", "{\"a\":1}\n");
+    });
+    let (commit, blob) = a.sync_ref("state", "context_state.json", "{\"a\":1}\n");
     let out = a.hookctl(&["sync", "push"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    (remotes, url, a, commit, blob)
+}
+
+#[test]
+fn a_pull_writes_no_object_through_a_symlinked_fan_out_directory() {
+    let (remotes, url, _a, _, blob) = pushed_state();
+    // The directory the fetched blob would be written to is a link; the
+    // repository itself opens.
     let elsewhere = remotes.path().join("elsewhere-objects");
+    std::fs::create_dir_all(&elsewhere).unwrap();
     let b = Machine::start("b", &sync_section(REMOTE), |r| {
-        add_remote(r);
-        let objects = r.dir.join(".git/objects");
-        std::fs::rename(&objects, &elsewhere).unwrap();
-        std::os::unix::fs::symlink(&elsewhere, &objects).unwrap();
+        r.git(&["remote", "add", REMOTE, &url]);
+        std::os::unix::fs::symlink(&elsewhere, r.dir.join(".git/objects").join(&blob[..2]))
+            .unwrap();
     });
     let out = b.hookctl(&["sync", "pull"]);
     assert!(!out.status.success());
-    // hookd's repository checks refuse it before the copy's own does.
     assert!(
-        stdout(&out).contains("last pull: FAILED"),
+        stdout(&out).contains("last pull: FAILED")
+            && stdout(&out).contains(&format!("objects/{}", &blob[..2]))
+            && stdout(&out).contains("a symlink"),
         "{}",
         stdout(&out)
     );
     assert_eq!(refs_of(&b.project.dir, "refs/hookd/sync/"), "");
-    assert!(!elsewhere.join(&blob[..2]).join(&blob[2..]).exists());
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
+#[test]
+fn a_pull_moves_no_ref_through_a_symlinked_refs_directory() {
+    let (remotes, url, _a, commit, _) = pushed_state();
+    let elsewhere = remotes.path().join("elsewhere-refs");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let b = Machine::start("b", &sync_section(REMOTE), |r| {
+        r.git(&["remote", "add", REMOTE, &url]);
+        std::os::unix::fs::symlink(&elsewhere, r.dir.join(".git/refs/hookd")).unwrap();
+    });
+    let out = b.hookctl(&["sync", "pull"]);
+    let said = stdout(&out);
+    assert!(
+        said.contains("left alone refs/hookd/sync/a-") && said.contains("0 ref(s)"),
+        "{said}{}",
+        stderr(&out)
+    );
+    let written: Vec<_> = walk(&elsewhere);
+    assert!(written.is_empty(), "written through the link: {written:?}");
+    assert!(!refs_of(&b.project.dir, "refs/").contains(&commit));
+}
+
+/// Every file under `dir`, however deep.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }
 
 /// A fake AWS access key, in the form the secret rules know.

@@ -66,6 +66,14 @@ fn sync_state(s: &Scenario, machine: &OtherMachine, saved_at: &str, state: &Valu
     )
 }
 
+/// A Saved-At `minutes` after now, as a trailer holds it and as a prompt
+/// shows it: newer than this machine's own save, and within the allowance
+/// for another machine's clock running ahead (a later time is not trusted).
+fn minutes_from_now(minutes: u64) -> (String, String) {
+    let at = hookd::time::now_ms() + minutes * 60_000;
+    (hookd::time::rfc3339(at), hookd::time::utc_minutes(at))
+}
+
 fn resume_print(s: &Scenario) -> String {
     let out = s.hookctl(&["resume", "--print"]);
     assert!(out.status.success(), "{}", output_text(&out));
@@ -81,10 +89,11 @@ fn a_newer_synced_state_is_resumed_with_its_machine_and_time() {
     let s = desk();
     assert!(s.hookctl(&["save"]).status.success());
     let laptop = OtherMachine::new("laptop");
+    let (saved_at, shown) = minutes_from_now(1);
     let commit = sync_state(
         &s,
         &laptop,
-        "2030-01-02T03:04:05Z",
+        &saved_at,
         &laptop_state("make the parser faster"),
     );
     // `validate` checks it and names its ref, and writes nothing.
@@ -100,9 +109,9 @@ fn a_newer_synced_state_is_resumed_with_its_machine_and_time() {
     assert_eq!(saved_state(&s.project), own);
     let prompt = resume_print(&s);
     assert!(
-        prompt.contains(
-            "It was saved on machine `laptop` in /home/me/proj at 2030-01-02 03:04 UTC, and synced here"
-        ),
+        prompt.contains(&format!(
+            "It was saved on machine `laptop` in /home/me/proj at {shown}, and synced here"
+        )),
         "{prompt}"
     );
     assert!(prompt.contains("make the parser faster"), "{prompt}");
@@ -121,7 +130,9 @@ fn a_newer_synced_state_is_resumed_with_its_machine_and_time() {
     let out = s.hookctl(&["resume"]);
     let text = output_text(&out);
     assert!(
-        text.contains("Saved state from machine laptop in /home/me/proj at 2030-01-02 03:04 UTC"),
+        text.contains(&format!(
+            "Saved state from machine laptop in /home/me/proj at {shown}"
+        )),
         "{text}"
     );
     assert!(
@@ -355,17 +366,18 @@ fn a_new_session_is_offered_a_newer_synced_state_once() {
         !start().context().contains("synced"),
         "nothing synced, nothing offered"
     );
+    let (saved_at, shown) = minutes_from_now(1);
     sync_state(
         &s,
         &OtherMachine::new("laptop"),
-        "2030-01-02T03:04:05Z",
+        &saved_at,
         &laptop_state("make the parser faster"),
     );
     let answer = start();
     assert!(
-        answer.context().contains(
-            "hookd: machine `laptop` saved work on branch main (in /home/me/proj there) at 2030-01-02 03:04 UTC, newer than what this machine saved, and it was synced here. If the person wants to pick that work up, run `hookctl resume --print`"
-        ),
+        answer.context().contains(&format!(
+            "hookd: machine `laptop` saved work on branch main (in /home/me/proj there) at {shown}, newer than what this machine saved, and it was synced here. If the person wants to pick that work up, run `hookctl resume --print`"
+        )),
         "{}",
         answer.context()
     );
@@ -377,13 +389,14 @@ fn a_new_session_is_offered_a_newer_synced_state_once() {
     assert!(!start().context().contains("laptop"), "offered once");
 
     // A newer save of laptop's is offered again, once.
+    let (saved_at, shown) = minutes_from_now(2);
     sync_state(
         &s,
         &OtherMachine::new("laptop"),
-        "2030-01-03T03:04:05Z",
+        &saved_at,
         &laptop_state("more work"),
     );
-    assert!(start().context().contains("at 2030-01-03 03:04 UTC"));
+    assert!(start().context().contains(&format!("at {shown}")));
     assert!(!start().context().contains("laptop"));
 }
 

@@ -6,7 +6,7 @@
 use hookd_tests::sync_refs::{
     OtherMachine, SyncedSave, write_exported_checkpoint, write_memory_ref, write_synced_state,
 };
-use hookd_tests::{Scenario, output_text, saved_state, stdout};
+use hookd_tests::{Scenario, ScenarioBuilder, output_text, saved_state, stdout};
 use serde_json::{Value, json};
 
 /// This machine (`desk`) with sync on, in a repository with one commit.
@@ -400,14 +400,17 @@ fn a_new_session_is_offered_a_newer_synced_state_once() {
     assert!(!start().context().contains("laptop"));
 }
 
-/// A lesson recorded on laptop, merged from its memory ref, is found by a
-/// similar task here and names the project and machine it came from; a
-/// bad record beside it is skipped and named, and nothing of this
-/// machine's memory goes.
+/// A lesson recorded on laptop, pulled from the memory remote by `hookctl
+/// sync pull`, is found by a similar task here and names the project and
+/// machine it came from; a bad record beside it is skipped and named, and
+/// nothing of this machine's memory goes.
 #[test]
 fn a_lesson_from_another_machine_is_found_and_names_it() {
-    let s = Scenario::build()
+    let sb = hookd_tests::Sandbox::new();
+    let memory_remote = sb.path().join("memory-remote.git");
+    let s = ScenarioBuilder::in_sandbox(sb)
         .setting("resume.records_hint", false)
+        .setting("sync.memory_remote", memory_remote.display().to_string())
         .setting("sync.machine_name", "desk")
         .repository(|repo| {
             repo.write("src/lib.rs", "pub fn a() {}\n");
@@ -431,27 +434,30 @@ fn a_lesson_from_another_machine_is_found_and_names_it() {
         "updated_at": "2026-11-20T10:00:00Z",
         "closed_at": "2026-11-20T10:00:00Z",
     });
-    let memory_repo = s.sb.path().join("state/sync/memory.git");
     let laptop = OtherMachine::new("laptop");
     let good = format!("{id}.json");
     let bad = "0b0b0b0b-0000-4000-8000-00000000000b.json";
     write_memory_ref(
-        &memory_repo,
+        &memory_remote,
         &laptop,
         &[
             (good.as_str(), record.to_string().as_bytes()),
             (bad, b"{\"task_id\": 12"),
         ],
     );
-    let report = s.engine().merge_synced_memory(&memory_repo).unwrap();
-    assert_eq!(report.added, vec![id.to_owned()]);
-    assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+    let pull = |s: &Scenario| {
+        let out = s.hookctl(&["sync", "pull"]);
+        assert!(out.status.success(), "{}", output_text(&out));
+        stdout(&out)
+    };
+    let pulled = pull(&s);
+    assert!(pulled.contains("1 task(s) added, 0 updated"), "{pulled}");
+    let stats = output_text(&s.hookctl(&["memory", "stats"]));
     assert!(
-        report.skipped[0].starts_with(&format!(
-            "refs/hookd/memory/laptop-a1b2c3:tasks/{bad}: it is corrupt"
+        stats.contains(&format!(
+            "problem: refs/hookd/memory/laptop-a1b2c3:tasks/{bad}: it is corrupt"
         )),
-        "{:?}",
-        report.skipped
+        "{stats}"
     );
 
     let out = s.hookctl(&["task", "start", "fix the flaky signup test"]);
@@ -477,11 +483,11 @@ fn a_lesson_from_another_machine_is_found_and_names_it() {
         stats.contains("tasks per machine: desk 1, laptop 1\n"),
         "{stats}"
     );
-    let again = s.engine().merge_synced_memory(&memory_repo).unwrap();
-    assert_eq!(
-        (again.added.len(), again.updated.len(), again.kept),
-        (0, 0, 1)
-    );
+    let again = pull(&s);
+    assert!(again.contains("0 task(s) added, 0 updated"), "{again}");
+    let list = s.hookctl(&["memory", "list", "--json"]);
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(list["tasks"].as_array().map(Vec::len), Some(2), "{list:#}");
 }
 
 /// The offer comes at the start of any harness's session: Codex's here.

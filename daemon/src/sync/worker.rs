@@ -371,12 +371,7 @@ impl SyncWorker {
     }
 
     fn machine(&self, sync: &SyncConfig) -> Result<Machine, Failure> {
-        Machine::load(&self.state_dir, sync.machine_name.as_deref()).map_err(|e| {
-            Failure::Setup(format!(
-                "cannot read or make this machine's id in {}: {e}",
-                self.state_dir.display()
-            ))
-        })
+        Machine::for_sync(&self.state_dir, sync).map_err(Failure::Setup)
     }
 
     fn repository(

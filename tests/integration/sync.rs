@@ -931,6 +931,55 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// A password or token in a remote's URL is shown as `***` wherever hookd
+/// shows, keeps or logs the URL: status (plain and `--json`), doctor, the
+/// push's and pull's errors, hookd's state directory and log.
+#[test]
+fn a_password_or_token_in_a_url_is_shown_nowhere() {
+    // A port nothing listens on: the push fails at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let password = "pw-9f8e7d6c";
+    let token = "ghp_tok3n5ecretvalue";
+    let url = format!("https://me:{password}@127.0.0.1:{port}/r.git");
+    let memory_url = format!("https://{token}@127.0.0.1:{port}/m.git");
+    let section = format!("{}  memory_remote: {memory_url}\n", sync_section(REMOTE));
+    let a = Machine::start("a", &section, |r| {
+        r.git(&["remote", "add", REMOTE, &url]);
+    });
+    a.sync_ref("state", "context_state.json", "{}\n");
+    let mut seen = String::new();
+    for args in [
+        &["sync", "push"][..],
+        &["sync", "pull"],
+        &["sync", "status"],
+        &["sync", "status", "--json"],
+        &["status"],
+        &["doctor"],
+    ] {
+        let out = a.hookctl(args);
+        seen.push_str(&stdout(&out));
+        seen.push_str(&stderr(&out));
+    }
+    assert!(
+        seen.contains(&format!("https://me:***@127.0.0.1:{port}/r.git"))
+            && seen.contains(&format!("https://***@127.0.0.1:{port}/m.git")),
+        "{seen}"
+    );
+    let kept: String = walk(&a.sb.state_dir())
+        .into_iter()
+        .filter_map(|f| std::fs::read(f).ok())
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .collect();
+    for secret in [password, token] {
+        assert!(!seen.contains(secret), "{secret} shown: {seen}");
+        assert!(!kept.contains(secret), "{secret} in hookd's state or log");
+    }
+}
+
 /// A fake AWS access key, in the form the secret rules know.
 const FAKE_KEY: &str = "AKIAIOSFODNN7EXAMPLF";
 

@@ -6,7 +6,7 @@
 
 use super::{Memories, lock, window_of};
 use crate::memory::store::valid_id;
-use crate::sync::FUTURE_ALLOWANCE_MS;
+use crate::time::FUTURE_ALLOWANCE_MS;
 use protocol::config::Config;
 use protocol::memory::TaskRecord;
 

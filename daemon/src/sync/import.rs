@@ -11,11 +11,12 @@
 //! here with this machine's templates: the pushed `resume_prompt.md` is
 //! never shown as it is.
 
+use super::Machine;
 use super::export::{CHECKPOINT_TITLE, PROGRESS_SUMMARY_FILE, RESUME_PROMPT_FILE};
-use super::{FUTURE_ALLOWANCE_MS, Machine};
 use crate::git::{self, GitError};
 use crate::saved_states::SavedStates;
 use crate::state::{ContextState, STATE_FILE, SyncedFrom};
+use crate::time::FUTURE_ALLOWANCE_MS;
 use crate::workflow::Workflow;
 use std::path::Path;
 

@@ -21,9 +21,6 @@ pub use machine::Machine;
 
 /// Every ref sync writes or reads in a project's repository is under this.
 pub const SYNC_REFS: &str = "refs/hookd/sync/";
-/// How far another machine's clock may run ahead of this one's: a time it
-/// gives later than now plus this is not trusted as it stands.
-pub const FUTURE_ALLOWANCE_MS: u64 = 10 * 60 * 1000;
 /// Every ref of the memory repository is under this.
 pub const MEMORY_REFS: &str = "refs/hookd/memory/";
 

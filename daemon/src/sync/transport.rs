@@ -530,7 +530,9 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            err.contains(&refused) && err.contains("git push failed"),
+            err.contains(&refused)
+                && err.contains("remote rejected")
+                && err.contains(&format!("'{blocking}' exists")),
             "{err}"
         );
         let refs = git_in(

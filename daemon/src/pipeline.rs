@@ -472,19 +472,14 @@ impl Run<'_> {
             return;
         };
         let started = Instant::now();
-        let machine =
-            match crate::sync::Machine::load(state_dir, config.sync.machine_name.as_deref()) {
-                Ok(machine) => machine,
-                Err(e) => {
-                    let why = format!(
-                        "cannot tell which machine this is ({}): {e}",
-                        state_dir.display()
-                    );
-                    tracing::warn!("sync: {why}");
-                    self.step("sync_state", started, false, Some(why));
-                    return;
-                }
-            };
+        let machine = match crate::sync::Machine::for_sync(state_dir, &config.sync) {
+            Ok(machine) => machine,
+            Err(why) => {
+                tracing::warn!("sync: {why}");
+                self.step("sync_state", started, false, Some(why));
+                return;
+            }
+        };
         let files = crate::sync::export::SavedFiles {
             state_json: state.to_json(),
             resume_prompt: self

@@ -2,6 +2,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// How far another machine's clock may run ahead of this one's: a time it
+/// gives later than now plus this is not trusted as it stands.
+pub const FUTURE_ALLOWANCE_MS: u64 = 10 * 60 * 1000;
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now()

@@ -891,7 +891,8 @@ pub fn check_remote_url(url: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "`{url}` is not a URL hookd pushes to: use ssh://, https://, file:// or user@host:path (never a command transport such as ext::)"
+            "`{}` is not a URL hookd pushes to: use ssh://, https://, file:// or user@host:path (never a command transport such as ext::)",
+            crate::sync::shown_url(url)
         ))
     }
 }

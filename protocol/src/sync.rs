@@ -94,22 +94,39 @@ impl SyncReport {
     }
 }
 
-/// A URL as shown to a person: on one line, and a password in it (as in
-/// `https://user:token@host/repo.git`) replaced by `***`.
-pub fn shown_url(url: &str) -> String {
-    let url = crate::text::one_line(url);
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url;
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) if userinfo.contains(':') => {
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}:***@{host}{path}")
-        }
-        _ => url,
+/// The secret a URL carries in its userinfo, if any: the password of
+/// `scheme://user:password@host/…`, or the whole userinfo of
+/// `https://TOKEN@host/…` (over ssh a lone userinfo is a login name).
+pub fn url_secret(url: &str) -> Option<&str> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    let (userinfo, _) = authority.rsplit_once('@')?;
+    match userinfo.split_once(':') {
+        Some((_, password)) => Some(password),
+        None if scheme.eq_ignore_ascii_case("ssh") || scheme.starts_with("git+ssh") => None,
+        None => Some(userinfo),
     }
+    .filter(|secret| !secret.is_empty() && *secret != MASK)
+}
+
+/// What a secret of a URL is shown as.
+const MASK: &str = "***";
+
+/// `text` with the secret `url` carries (see [`url_secret`]) replaced by
+/// `***` wherever it appears in a URL (before an `@`): git's own words may
+/// quote the URL.
+pub fn masked(text: &str, url: &str) -> String {
+    match url_secret(url) {
+        Some(secret) => text.replace(&format!("{secret}@"), &format!("{MASK}@")),
+        None => text.to_owned(),
+    }
+}
+
+/// A URL as shown to a person: on one line, and a password or token in it
+/// (`https://user:token@host/repo.git`, `https://token@host/repo.git`)
+/// replaced by `***`.
+pub fn shown_url(url: &str) -> String {
+    crate::text::one_line(&masked(url, url))
 }
 
 #[cfg(test)]
@@ -127,6 +144,26 @@ mod tests {
             "ssh://git@host:22/r.git"
         );
         assert_eq!(shown_url("git@host:r.git"), "git@host:r.git");
+        assert_eq!(
+            shown_url("https://ghp_token123@github.com/me/sync.git"),
+            "https://***@github.com/me/sync.git"
+        );
+        assert_eq!(
+            shown_url("ssh://me:pw@host/r.git"),
+            "ssh://me:***@host/r.git"
+        );
+        assert_eq!(
+            shown_url("https://***@github.com/r.git"),
+            "https://***@github.com/r.git",
+            "shown twice, the same"
+        );
+        assert_eq!(
+            masked(
+                "fatal: unable to access 'https://me:pw9@h/r.git/': refused",
+                "https://me:pw9@h/r.git"
+            ),
+            "fatal: unable to access 'https://me:***@h/r.git/': refused"
+        );
         assert_eq!(shown_url("file:///tmp/r\n.git"), "file:///tmp/r .git");
     }
 }

@@ -431,8 +431,59 @@ fn a_repository_that_names_commands_runs_none_of_them() {
     std::fs::create_dir_all(&markers).unwrap();
     let touch = |name: &str| format!("touch {}", markers.join(name).display());
     let url = file_url(&remote);
+    // The remote is local: git runs receive-pack and upload-pack inside it,
+    // where its own hooks and config would apply.
+    let executable = |path: &Path, text: String| {
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    };
+    let remote_hooks = remotes.path().join("remote-hooks");
+    std::fs::create_dir_all(&remote_hooks).unwrap();
+    for hook in [
+        "pre-receive",
+        "update",
+        "post-receive",
+        "post-update",
+        "reference-transaction",
+    ] {
+        executable(
+            &remote.join("hooks").join(hook),
+            format!("#!/bin/sh\n{}\n", touch(&format!("remote-{hook}"))),
+        );
+        executable(
+            &remote_hooks.join(hook),
+            format!(
+                "#!/bin/sh\n{}\n",
+                touch(&format!("remote-hooks-path-{hook}"))
+            ),
+        );
+    }
+    let remote_command = remotes.path().join("remote-command");
+    executable(
+        &remote_command,
+        format!("#!/bin/sh\n{}\n", touch("remote-command")),
+    );
+    for (key, value) in [
+        ("core.hooksPath", remote_hooks.display().to_string()),
+        ("core.fsmonitor", remote_command.display().to_string()),
+        (
+            "core.alternateRefsCommand",
+            remote_command.display().to_string(),
+        ),
+        ("receive.autogc", "true".into()),
+        ("gc.auto", "1".into()),
+    ] {
+        git_in(&remote, &["config", key, &value], "");
+    }
     let a = Machine::start("a", &sync_section(REMOTE), |r| {
         r.git(&["remote", "add", REMOTE, &url]);
+        // Alternates make receive-pack list their refs (with the command).
+        std::fs::write(
+            remote.join("objects/info/alternates"),
+            format!("{}\n", r.dir.join(".git/objects").display()),
+        )
+        .unwrap();
         r.git(&[
             "config",
             "core.sshCommand",
@@ -667,6 +718,10 @@ fn over_ssh_to_a_local_sshd_a_push_and_a_pull_carry_the_refs() {
     let b = Machine::start_with("b", &sync_section(REMOTE), &env, add_remote);
     let _sshd = match start_sshd(&remotes.path().join("sshd"), &a.sb.home()) {
         Ok(sshd) => sshd,
+        // CI installs sshd (`.ci/run`): there, a missing one is a failure.
+        Err(reason) if std::env::var_os("CI").is_some() => {
+            panic!("CI is set and the test's sshd cannot start: {reason}")
+        }
         Err(reason) => {
             println!("SKIPPED: {reason}");
             return;
@@ -802,35 +857,127 @@ fn a_failed_push_is_tried_again_after_retry_secs() {
     assert!(!a.status().contains("next retry"));
 }
 
-#[test]
-fn a_pull_writes_no_object_through_a_symlinked_objects_directory() {
+/// A machine `a` that pushed one state ref, and the sandbox of the remote.
+fn pushed_state() -> (Sandbox, String, Machine, String, String) {
     let remotes = Sandbox::new();
     let remote = bare_remote(&remotes.path().join("remote.git"));
     let url = file_url(&remote);
-    let add_remote = |r: &GitRepo| {
+    let a = Machine::start("a", &sync_section(REMOTE), |r| {
         r.git(&["remote", "add", REMOTE, &url]);
-    };
-    let a = Machine::start("a", &sync_section(REMOTE), add_remote);
-    let (_, blob) = a.sync_ref("state", "context_state.json", "{\"a\":1}\n");
+    });
+    let (commit, blob) = a.sync_ref("state", "context_state.json", "{\"a\":1}\n");
     let out = a.hookctl(&["sync", "push"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    (remotes, url, a, commit, blob)
+}
+
+#[test]
+fn a_pull_writes_no_object_through_a_symlinked_fan_out_directory() {
+    let (remotes, url, _a, _, blob) = pushed_state();
+    // The directory the fetched blob would be written to is a link; the
+    // repository itself opens.
     let elsewhere = remotes.path().join("elsewhere-objects");
+    std::fs::create_dir_all(&elsewhere).unwrap();
     let b = Machine::start("b", &sync_section(REMOTE), |r| {
-        add_remote(r);
-        let objects = r.dir.join(".git/objects");
-        std::fs::rename(&objects, &elsewhere).unwrap();
-        std::os::unix::fs::symlink(&elsewhere, &objects).unwrap();
+        r.git(&["remote", "add", REMOTE, &url]);
+        std::os::unix::fs::symlink(&elsewhere, r.dir.join(".git/objects").join(&blob[..2]))
+            .unwrap();
     });
     let out = b.hookctl(&["sync", "pull"]);
     assert!(!out.status.success());
-    // hookd's repository checks refuse it before the copy's own does.
     assert!(
-        stdout(&out).contains("last pull: FAILED"),
+        stdout(&out).contains("last pull: FAILED")
+            && stdout(&out).contains(&format!("objects/{}", &blob[..2]))
+            && stdout(&out).contains("a symlink"),
         "{}",
         stdout(&out)
     );
     assert_eq!(refs_of(&b.project.dir, "refs/hookd/sync/"), "");
-    assert!(!elsewhere.join(&blob[..2]).join(&blob[2..]).exists());
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
+#[test]
+fn a_pull_moves_no_ref_through_a_symlinked_refs_directory() {
+    let (remotes, url, _a, commit, _) = pushed_state();
+    let elsewhere = remotes.path().join("elsewhere-refs");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let b = Machine::start("b", &sync_section(REMOTE), |r| {
+        r.git(&["remote", "add", REMOTE, &url]);
+        std::os::unix::fs::symlink(&elsewhere, r.dir.join(".git/refs/hookd")).unwrap();
+    });
+    let out = b.hookctl(&["sync", "pull"]);
+    let said = stdout(&out);
+    assert!(
+        said.contains("left alone refs/hookd/sync/a-") && said.contains("0 ref(s)"),
+        "{said}{}",
+        stderr(&out)
+    );
+    let written: Vec<_> = walk(&elsewhere);
+    assert!(written.is_empty(), "written through the link: {written:?}");
+    assert!(!refs_of(&b.project.dir, "refs/").contains(&commit));
+}
+
+/// Every file under `dir`, however deep.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// A password or token in a remote's URL is shown as `***` wherever hookd
+/// shows, keeps or logs the URL: status (plain and `--json`), doctor, the
+/// push's and pull's errors, hookd's state directory and log.
+#[test]
+fn a_password_or_token_in_a_url_is_shown_nowhere() {
+    // A port nothing listens on: the push fails at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let password = "pw-9f8e7d6c";
+    let token = "ghp_tok3n5ecretvalue";
+    let url = format!("https://me:{password}@127.0.0.1:{port}/r.git");
+    let memory_url = format!("https://{token}@127.0.0.1:{port}/m.git");
+    let section = format!("{}  memory_remote: {memory_url}\n", sync_section(REMOTE));
+    let a = Machine::start("a", &section, |r| {
+        r.git(&["remote", "add", REMOTE, &url]);
+    });
+    a.sync_ref("state", "context_state.json", "{}\n");
+    let mut seen = String::new();
+    for args in [
+        &["sync", "push"][..],
+        &["sync", "pull"],
+        &["sync", "status"],
+        &["sync", "status", "--json"],
+        &["status"],
+        &["doctor"],
+    ] {
+        let out = a.hookctl(args);
+        seen.push_str(&stdout(&out));
+        seen.push_str(&stderr(&out));
+    }
+    assert!(
+        seen.contains(&format!("https://me:***@127.0.0.1:{port}/r.git"))
+            && seen.contains(&format!("https://***@127.0.0.1:{port}/m.git")),
+        "{seen}"
+    );
+    let kept: String = walk(&a.sb.state_dir())
+        .into_iter()
+        .filter_map(|f| std::fs::read(f).ok())
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .collect();
+    for secret in [password, token] {
+        assert!(!seen.contains(secret), "{secret} shown: {seen}");
+        assert!(!kept.contains(secret), "{secret} in hookd's state or log");
+    }
 }
 
 /// A fake AWS access key, in the form the secret rules know.

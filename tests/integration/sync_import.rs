@@ -6,7 +6,7 @@
 use hookd_tests::sync_refs::{
     OtherMachine, SyncedSave, write_exported_checkpoint, write_memory_ref, write_synced_state,
 };
-use hookd_tests::{Scenario, output_text, saved_state, stdout};
+use hookd_tests::{Scenario, ScenarioBuilder, output_text, saved_state, stdout};
 use serde_json::{Value, json};
 
 /// This machine (`desk`) with sync on, in a repository with one commit.
@@ -66,6 +66,14 @@ fn sync_state(s: &Scenario, machine: &OtherMachine, saved_at: &str, state: &Valu
     )
 }
 
+/// A Saved-At `minutes` after now, as a trailer holds it and as a prompt
+/// shows it: newer than this machine's own save, and within the allowance
+/// for another machine's clock running ahead (a later time is not trusted).
+fn minutes_from_now(minutes: u64) -> (String, String) {
+    let at = hookd::time::now_ms() + minutes * 60_000;
+    (hookd::time::rfc3339(at), hookd::time::utc_minutes(at))
+}
+
 fn resume_print(s: &Scenario) -> String {
     let out = s.hookctl(&["resume", "--print"]);
     assert!(out.status.success(), "{}", output_text(&out));
@@ -81,10 +89,11 @@ fn a_newer_synced_state_is_resumed_with_its_machine_and_time() {
     let s = desk();
     assert!(s.hookctl(&["save"]).status.success());
     let laptop = OtherMachine::new("laptop");
+    let (saved_at, shown) = minutes_from_now(1);
     let commit = sync_state(
         &s,
         &laptop,
-        "2030-01-02T03:04:05Z",
+        &saved_at,
         &laptop_state("make the parser faster"),
     );
     // `validate` checks it and names its ref, and writes nothing.
@@ -100,9 +109,9 @@ fn a_newer_synced_state_is_resumed_with_its_machine_and_time() {
     assert_eq!(saved_state(&s.project), own);
     let prompt = resume_print(&s);
     assert!(
-        prompt.contains(
-            "It was saved on machine `laptop` in /home/me/proj at 2030-01-02 03:04 UTC, and synced here"
-        ),
+        prompt.contains(&format!(
+            "It was saved on machine `laptop` in /home/me/proj at {shown}, and synced here"
+        )),
         "{prompt}"
     );
     assert!(prompt.contains("make the parser faster"), "{prompt}");
@@ -121,7 +130,9 @@ fn a_newer_synced_state_is_resumed_with_its_machine_and_time() {
     let out = s.hookctl(&["resume"]);
     let text = output_text(&out);
     assert!(
-        text.contains("Saved state from machine laptop in /home/me/proj at 2030-01-02 03:04 UTC"),
+        text.contains(&format!(
+            "Saved state from machine laptop in /home/me/proj at {shown}"
+        )),
         "{text}"
     );
     assert!(
@@ -355,17 +366,18 @@ fn a_new_session_is_offered_a_newer_synced_state_once() {
         !start().context().contains("synced"),
         "nothing synced, nothing offered"
     );
+    let (saved_at, shown) = minutes_from_now(1);
     sync_state(
         &s,
         &OtherMachine::new("laptop"),
-        "2030-01-02T03:04:05Z",
+        &saved_at,
         &laptop_state("make the parser faster"),
     );
     let answer = start();
     assert!(
-        answer.context().contains(
-            "hookd: machine `laptop` saved work on branch main (in /home/me/proj there) at 2030-01-02 03:04 UTC, newer than what this machine saved, and it was synced here. If the person wants to pick that work up, run `hookctl resume --print`"
-        ),
+        answer.context().contains(&format!(
+            "hookd: machine `laptop` saved work on branch main (in /home/me/proj there) at {shown}, newer than what this machine saved, and it was synced here. If the person wants to pick that work up, run `hookctl resume --print`"
+        )),
         "{}",
         answer.context()
     );
@@ -377,24 +389,28 @@ fn a_new_session_is_offered_a_newer_synced_state_once() {
     assert!(!start().context().contains("laptop"), "offered once");
 
     // A newer save of laptop's is offered again, once.
+    let (saved_at, shown) = minutes_from_now(2);
     sync_state(
         &s,
         &OtherMachine::new("laptop"),
-        "2030-01-03T03:04:05Z",
+        &saved_at,
         &laptop_state("more work"),
     );
-    assert!(start().context().contains("at 2030-01-03 03:04 UTC"));
+    assert!(start().context().contains(&format!("at {shown}")));
     assert!(!start().context().contains("laptop"));
 }
 
-/// A lesson recorded on laptop, merged from its memory ref, is found by a
-/// similar task here and names the project and machine it came from; a
-/// bad record beside it is skipped and named, and nothing of this
-/// machine's memory goes.
+/// A lesson recorded on laptop, pulled from the memory remote by `hookctl
+/// sync pull`, is found by a similar task here and names the project and
+/// machine it came from; a bad record beside it is skipped and named, and
+/// nothing of this machine's memory goes.
 #[test]
 fn a_lesson_from_another_machine_is_found_and_names_it() {
-    let s = Scenario::build()
+    let sb = hookd_tests::Sandbox::new();
+    let memory_remote = sb.path().join("memory-remote.git");
+    let s = ScenarioBuilder::in_sandbox(sb)
         .setting("resume.records_hint", false)
+        .setting("sync.memory_remote", memory_remote.display().to_string())
         .setting("sync.machine_name", "desk")
         .repository(|repo| {
             repo.write("src/lib.rs", "pub fn a() {}\n");
@@ -418,27 +434,30 @@ fn a_lesson_from_another_machine_is_found_and_names_it() {
         "updated_at": "2026-11-20T10:00:00Z",
         "closed_at": "2026-11-20T10:00:00Z",
     });
-    let memory_repo = s.sb.path().join("state/sync/memory.git");
     let laptop = OtherMachine::new("laptop");
     let good = format!("{id}.json");
     let bad = "0b0b0b0b-0000-4000-8000-00000000000b.json";
     write_memory_ref(
-        &memory_repo,
+        &memory_remote,
         &laptop,
         &[
             (good.as_str(), record.to_string().as_bytes()),
             (bad, b"{\"task_id\": 12"),
         ],
     );
-    let report = s.engine().merge_synced_memory(&memory_repo).unwrap();
-    assert_eq!(report.added, vec![id.to_owned()]);
-    assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+    let pull = |s: &Scenario| {
+        let out = s.hookctl(&["sync", "pull"]);
+        assert!(out.status.success(), "{}", output_text(&out));
+        stdout(&out)
+    };
+    let pulled = pull(&s);
+    assert!(pulled.contains("1 task(s) added, 0 updated"), "{pulled}");
+    let stats = output_text(&s.hookctl(&["memory", "stats"]));
     assert!(
-        report.skipped[0].starts_with(&format!(
-            "refs/hookd/memory/laptop-a1b2c3:tasks/{bad}: it is corrupt"
+        stats.contains(&format!(
+            "problem: refs/hookd/memory/laptop-a1b2c3:tasks/{bad}: it is corrupt"
         )),
-        "{:?}",
-        report.skipped
+        "{stats}"
     );
 
     let out = s.hookctl(&["task", "start", "fix the flaky signup test"]);
@@ -464,11 +483,11 @@ fn a_lesson_from_another_machine_is_found_and_names_it() {
         stats.contains("tasks per machine: desk 1, laptop 1\n"),
         "{stats}"
     );
-    let again = s.engine().merge_synced_memory(&memory_repo).unwrap();
-    assert_eq!(
-        (again.added.len(), again.updated.len(), again.kept),
-        (0, 0, 1)
-    );
+    let again = pull(&s);
+    assert!(again.contains("0 task(s) added, 0 updated"), "{again}");
+    let list = s.hookctl(&["memory", "list", "--json"]);
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(list["tasks"].as_array().map(Vec::len), Some(2), "{list:#}");
 }
 
 /// The offer comes at the start of any harness's session: Codex's here.

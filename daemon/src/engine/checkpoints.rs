@@ -35,12 +35,9 @@ impl Engine {
     /// checkpoints are listed then).
     fn this_machine(&self, config: &protocol::config::Config) -> Option<Machine> {
         config.sync.remote.as_ref()?;
-        Machine::load(
-            &self.identity.state_dir,
-            config.sync.machine_name.as_deref(),
-        )
-        .map_err(|e| tracing::warn!(error = %e, "cannot tell which machine this is"))
-        .ok()
+        Machine::for_sync(&self.identity.state_dir, &config.sync)
+            .map_err(|why| tracing::warn!("{why}"))
+            .ok()
     }
 
     pub(super) async fn checkpoint_show_request(&self, rev: CheckpointRev) -> Response {

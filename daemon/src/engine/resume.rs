@@ -118,10 +118,10 @@ pub(super) fn synced_state(
 ) -> Option<SyncedState> {
     config.sync.remote.as_ref()?;
     let state_dir = resources.state_dir.as_ref()?;
-    let machine = match Machine::load(state_dir, config.sync.machine_name.as_deref()) {
+    let machine = match Machine::for_sync(state_dir, &config.sync) {
         Ok(machine) => machine,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot tell which machine this is; synced states are not offered");
+        Err(why) => {
+            tracing::warn!("{why}; synced states are not offered");
             return None;
         }
     };

@@ -64,26 +64,3 @@ impl Engine {
         }
     }
 }
-
-impl Engine {
-    /// Merges the other machines' memory refs in `memory_repo` (hookd's
-    /// bare shuttle of `sync.memory_remote`, just fetched) into this
-    /// machine's memory. Blocking: run it off the async threads.
-    pub fn merge_synced_memory(
-        &self,
-        memory_repo: &std::path::Path,
-    ) -> Result<import::MergeReport, String> {
-        let config = self.settings.daemon().config.clone();
-        let machine = crate::sync::Machine::load(
-            &self.identity.state_dir,
-            config.sync.machine_name.as_deref(),
-        )
-        .map_err(|e| {
-            format!(
-                "cannot tell which machine this is ({}): {e}",
-                self.identity.state_dir.display()
-            )
-        })?;
-        import::merge_memory(memory_repo, &machine, &self.resources.memories, &config)
-    }
-}

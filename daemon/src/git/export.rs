@@ -12,25 +12,39 @@ use std::path::Path;
 /// Files larger than this are not read for secrets: they are left out.
 pub const MAX_SCANNED_BYTES: usize = 8 * 1024 * 1024;
 
-/// The branch HEAD is on (`detached` when none), and whether the
-/// repository of `project` has a remote named `remote`.
-pub fn branch_and_remote(project: &Path, remote: &str) -> Result<(String, bool), GitError> {
-    let repo = open(project)?;
-    let (branch, _) = super::branch_and_head(&repo)?;
-    let has_remote = repo.find_remote(remote).is_ok();
-    Ok((branch, has_remote))
+/// A commit of a flat tree, as the caller makes it for a branch.
+pub struct FlatCommit {
+    pub reference: String,
+    /// (file name, content)
+    pub files: Vec<(&'static str, Vec<u8>)>,
+    pub message: String,
 }
 
-/// Commits `files` (a flat tree of blobs) onto `reference`, its parent the
-/// commit there now, and moves the ref with a compare-and-swap.
-pub fn commit_flat_tree(
+/// When the repository of `project` has the remote `remote`: the commit
+/// `compose` makes for the branch HEAD is on (`detached` when none),
+/// committed onto its reference (its parent the commit there now, the ref
+/// moved with a compare-and-swap). `None` when there is no such remote.
+/// The repository is opened once.
+pub fn commit_for_branch(
     project: &Path,
-    reference: &str,
-    files: &[(&str, &[u8])],
-    message: &str,
-) -> Result<String, GitError> {
+    remote: &str,
+    compose: impl FnOnce(&str) -> FlatCommit,
+) -> Result<Option<String>, GitError> {
     let repo = open(project)?;
-    commit_files_on(&repo, reference, files, message)
+    let has_remote = super::sync_objects::configured_url(&repo, remote)
+        .map_err(git("read the git config"))?
+        .is_some();
+    if !has_remote {
+        return Ok(None);
+    }
+    let (branch, _) = super::branch_and_head(&repo)?;
+    let commit = compose(&branch);
+    let files: Vec<(&str, &[u8])> = commit
+        .files
+        .iter()
+        .map(|(name, bytes)| (*name, bytes.as_slice()))
+        .collect();
+    commit_files_on(&repo, &commit.reference, &files, &commit.message).map(Some)
 }
 
 fn commit_files_on(

@@ -1417,7 +1417,7 @@ fn checkpoint_message(meta: &CheckpointMeta, snapshot: &Snapshot) -> String {
 /// above all, which would start a trailer of its own) and Unicode line
 /// separators escaped. File names, branches and session ids come from
 /// outside.
-fn trailer_value(value: &str) -> String {
+pub fn trailer_value(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for c in value.chars() {
         if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
@@ -1429,21 +1429,26 @@ fn trailer_value(value: &str) -> String {
     out
 }
 
-/// The trailers of a checkpoint message: read from its last paragraph only,
-/// the block hookd writes, and the first of each key.
-fn trailers(message: &str) -> HashMap<String, String> {
+/// Every `Hookd-<Key>: value` of a message's last paragraph (the block
+/// hookd writes), in order.
+pub fn trailer_lines(message: &str) -> Vec<(String, String)> {
     let block = message
         .trim_end()
         .rsplit_once("\n\n")
         .map_or("", |(_, block)| block);
-    let mut out = HashMap::new();
-    for (key, value) in block
+    block
         .lines()
         .filter_map(|l| l.strip_prefix("Hookd-"))
         .filter_map(|l| l.split_once(": "))
-    {
-        out.entry(key.to_owned())
-            .or_insert_with(|| value.to_owned());
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// The trailers of a checkpoint message, the first of each key.
+fn trailers(message: &str) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for (key, value) in trailer_lines(message) {
+        out.entry(key).or_insert(value);
     }
     out
 }

@@ -57,16 +57,9 @@ fn remote_url(repo: &git2::Repository, project: &Path, remote: &str) -> Result<S
             project.display()
         )
     };
-    let config = repo
-        .config()
-        .map_err(|e| format!("cannot read the git config of {}: {e}", project.display()))?;
-    let url = [
-        format!("remote.{remote}.pushurl"),
-        format!("remote.{remote}.url"),
-    ]
-    .iter()
-    .find_map(|key| config.get_string(key).ok())
-    .ok_or_else(missing)?;
+    let url = configured_url(repo, remote)
+        .map_err(|e| format!("cannot read the git config of {}: {e}", project.display()))?
+        .ok_or_else(missing)?;
     protocol::config::check_remote_url(&url).map_err(|why| {
         format!(
             "the remote `{remote}` of {} is refused: {why}",
@@ -74,6 +67,22 @@ fn remote_url(repo: &git2::Repository, project: &Path, remote: &str) -> Result<S
         )
     })?;
     Ok(url)
+}
+
+/// Where the remote `remote` of `repo` is pushed to (`pushurl`, else
+/// `url`), or `None` when the repository has no such remote. Reading the
+/// config runs nothing.
+pub(super) fn configured_url(
+    repo: &git2::Repository,
+    remote: &str,
+) -> Result<Option<String>, git2::Error> {
+    let config = repo.config()?;
+    Ok([
+        format!("remote.{remote}.pushurl"),
+        format!("remote.{remote}.url"),
+    ]
+    .iter()
+    .find_map(|key| config.get_string(key).ok()))
 }
 
 /// Every direct ref under `prefix` (which ends in `/`), as (name, sha).
@@ -134,22 +143,58 @@ pub fn copy_fetched(
             report.refused.push(format!("{name}: {why}"));
             continue;
         }
-        let oid = git2::Oid::from_str(&sha).map_err(|e| format!("{name}: {e}"))?;
-        if repo.refname_to_id(&name).ok() == Some(oid) {
-            continue;
+        match copy_one(&from, &repo, &name, &sha) {
+            Ok(Some(objects)) => report.objects += objects,
+            Ok(None) => continue,
+            Err(why) => {
+                report.refused.push(format!("{name}: {why}"));
+                continue;
+            }
         }
-        report.objects += copy_reachable(&from, &repo, oid, &name)?;
-        repo.reference(&name, oid, true, "hookd sync: fetched")
-            .map_err(|e| format!("cannot move {name} in {}: {e}", project.display()))?;
         report.moved.push(name);
     }
     Ok(report)
 }
 
-/// The project's object directory must be a real directory, owned by the
-/// user hookd runs as (the owner of the shuttle hookd made), before
-/// anything is written into it.
+/// Copies what the fetched ref `name` at `sha` reaches into `to` and moves
+/// the ref there: the number of objects written, or `None` when the ref was
+/// already there.
+fn copy_one(
+    from: &git2::Repository,
+    to: &git2::Repository,
+    name: &str,
+    sha: &str,
+) -> Result<Option<usize>, String> {
+    let oid = git2::Oid::from_str(sha).map_err(|e| e.to_string())?;
+    if to.refname_to_id(name).ok() == Some(oid) {
+        return Ok(None);
+    }
+    super::refs_dir_is_real(to, name).map_err(|e| e.to_string())?;
+    let objects = copy_reachable(from, to, oid, name)?;
+    to.reference(name, oid, true, "hookd sync: fetched")
+        .map_err(|e| format!("cannot move it: {e}"))?;
+    Ok(Some(objects))
+}
+
+/// The project's object directory, and each directory in it (the fan-out
+/// `ab/` a loose object goes to, `pack/`, `info/`), must be a real
+/// directory owned by the user hookd runs as (the owner of the shuttle
+/// hookd made) before anything is written there.
 fn check_objects_dir(objects: &Path, shuttle: &Path) -> Result<(), String> {
+    check_dir_is_mine(objects, shuttle)?;
+    let entries = std::fs::read_dir(objects)
+        .map_err(|e| format!("cannot read {}: {e}", objects.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot read {}: {e}", objects.display()))?;
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        if !is_file {
+            check_dir_is_mine(&entry.path(), shuttle)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_dir_is_mine(objects: &Path, shuttle: &Path) -> Result<(), String> {
     let meta = std::fs::symlink_metadata(objects)
         .map_err(|e| format!("cannot read {}: {e}", objects.display()))?;
     let mine = std::fs::metadata(shuttle)
@@ -203,29 +248,50 @@ fn copy_reachable(
     Ok(copied)
 }
 
+/// The deepest tree nesting a fetched commit may have (git's own default
+/// limit): deeper is refused, not walked.
+const MAX_TREE_DEPTH: usize = 2048;
+
+/// Copies `root` and what it holds that `target` lacks, each tree after
+/// its entries. Walked with a stack of its own, not recursion, so a
+/// fetched tree nested deep cannot exhaust the thread's stack.
 fn copy_tree(
     from: &git2::Repository,
     source: &git2::Odb<'_>,
     target: &git2::Odb<'_>,
-    tree: git2::Oid,
+    root: git2::Oid,
 ) -> Result<usize, git2::Error> {
-    if target.exists(tree) {
-        return Ok(0);
-    }
     let mut copied = 0;
-    for entry in from.find_tree(tree)?.iter() {
-        match entry.kind() {
-            Some(git2::ObjectType::Tree) => copied += copy_tree(from, source, target, entry.id())?,
-            Some(git2::ObjectType::Blob) if !target.exists(entry.id()) => {
-                copy_object(source, target, entry.id())?;
-                copied += 1;
+    // (tree, its depth, whether its entries are written already)
+    let mut stack = vec![(root, 1, false)];
+    while let Some((tree, depth, entries_written)) = stack.pop() {
+        if entries_written {
+            copy_object(source, target, tree)?;
+            copied += 1;
+            continue;
+        }
+        if target.exists(tree) {
+            continue;
+        }
+        if depth > MAX_TREE_DEPTH {
+            return Err(git2::Error::from_str(&format!(
+                "its trees nest deeper than {MAX_TREE_DEPTH} levels"
+            )));
+        }
+        stack.push((tree, depth, true));
+        for entry in from.find_tree(tree)?.iter() {
+            match entry.kind() {
+                Some(git2::ObjectType::Tree) => stack.push((entry.id(), depth + 1, false)),
+                Some(git2::ObjectType::Blob) if !target.exists(entry.id()) => {
+                    copy_object(source, target, entry.id())?;
+                    copied += 1;
+                }
+                // A submodule's commit is not in this repository.
+                _ => {}
             }
-            // A submodule's commit is not in this repository.
-            _ => {}
         }
     }
-    copy_object(source, target, tree)?;
-    Ok(copied + 1)
+    Ok(copied)
 }
 
 fn copy_object(
@@ -241,4 +307,60 @@ fn copy_object(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A commit in `repo` whose tree holds `file` under `depth` directories.
+    fn commit_nested(repo: &git2::Repository, depth: usize) -> git2::Oid {
+        let blob = repo.blob(b"{}\n").unwrap();
+        let mut builder = repo.treebuilder(None).unwrap();
+        builder.insert("file", blob, 0o100644).unwrap();
+        let mut tree = builder.write().unwrap();
+        for _ in 0..depth {
+            let mut builder = repo.treebuilder(None).unwrap();
+            builder.insert("d", tree, 0o040000).unwrap();
+            tree = builder.write().unwrap();
+        }
+        let tree = repo.find_tree(tree).unwrap();
+        let who = git2::Signature::now("t", "t@t.invalid").unwrap();
+        repo.commit(None, &who, &who, "hookd: state", &tree, &[])
+            .unwrap()
+    }
+
+    #[test]
+    fn a_fetched_ref_that_cannot_be_copied_is_left_alone_and_the_others_are_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        git2::Repository::init(&project).unwrap();
+        let shuttle = git2::Repository::init_bare(dir.path().join("shuttle.git")).unwrap();
+        let good = commit_nested(&shuttle, 3);
+        let deep = commit_nested(&shuttle, MAX_TREE_DEPTH + 5);
+        let blob = shuttle.blob(b"not a commit").unwrap();
+        let prefix = "refs/hookd/sync/";
+        for (name, oid) in [("good", good), ("deep", deep), ("blob", blob)] {
+            shuttle
+                .reference(&format!("{prefix}x-000000/state/{name}"), oid, true, "t")
+                .unwrap();
+        }
+        let report = copy_fetched(&project, shuttle.path(), prefix, |_| Ok(())).unwrap();
+        assert_eq!(report.moved, [format!("{prefix}x-000000/state/good")]);
+        assert_eq!(report.refused.len(), 2, "{:?}", report.refused);
+        assert!(
+            report.refused[0].starts_with(&format!("{prefix}x-000000/state/blob: "))
+                && report.refused[1].contains("nest deeper than 2048"),
+            "{:?}",
+            report.refused
+        );
+        let copied = git2::Repository::open(&project).unwrap();
+        assert!(copied.find_commit(good).is_ok());
+        assert!(copied.find_commit(deep).is_err());
+        assert!(
+            copied
+                .find_reference(&format!("{prefix}x-000000/state/deep"))
+                .is_err()
+        );
+    }
 }

@@ -6,6 +6,7 @@
 
 use super::{Memories, lock, window_of};
 use crate::memory::store::valid_id;
+use crate::time::FUTURE_ALLOWANCE_MS;
 use protocol::config::Config;
 use protocol::memory::TaskRecord;
 
@@ -56,6 +57,7 @@ pub fn merge_records(
     let shared = memories.open(config)?;
     let mut store = lock(&shared);
     let mut report = MergeReport::default();
+    let latest_trusted = crate::time::now_ms() + FUTURE_ALLOWANCE_MS;
     for incoming in records.into_iter().take(MAX_RECORDS) {
         let place = incoming.place;
         let mut task = match parse(&incoming.id, incoming.bytes) {
@@ -65,14 +67,15 @@ pub fn merge_records(
                 continue;
             }
         };
-        if task
-            .machine
-            .as_deref()
-            .is_none_or(|m| protocol::config::check_machine_name(m).is_err())
-        {
-            task.machine = Some(machine.to_owned());
-        }
+        // The ref a record came by says which machine it is from, whatever
+        // the record claims: lessons tell this machine's own by that name.
+        task.machine = Some(machine.to_owned());
         let theirs = last_change(&task);
+        if theirs > latest_trusted {
+            // A time past this pull's would beat every later edit here.
+            task.updated_at = crate::time::rfc3339_millis(latest_trusted);
+        }
+        let theirs = theirs.min(latest_trusted);
         let ours = store.entry(&task.task_id).map(|e| e.updated_ms);
         match ours {
             Some(ours) if ours >= theirs => {
@@ -232,6 +235,45 @@ mod tests {
             (again.added.len(), again.updated.len(), again.kept),
             (0, 0, 3)
         );
+    }
+
+    /// A record says neither which machine it is from nor when it changed
+    /// beyond what this machine can check: the ref names the machine, and a
+    /// time in the future is taken as the pull's (plus the allowance), so a
+    /// later edit here still wins.
+    #[test]
+    fn a_record_cannot_claim_this_machine_or_a_time_to_come() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config(dir.path());
+        let memories = Memories::default();
+        memories.set_machine("desk");
+        let mut theirs = record(A, "from the future", "2099-01-01T00:00:00Z");
+        theirs.machine = Some("desk".into());
+        let before = crate::time::now_ms();
+        let report = merge_records(&memories, &config, "laptop", vec![incoming(&theirs)]).unwrap();
+        assert_eq!(report.added, vec![A.to_owned()]);
+        let stored = {
+            let shared = memories.open(&config).unwrap();
+            let store = lock(&shared);
+            store.read(A).unwrap()
+        };
+        assert_eq!(stored.machine.as_deref(), Some("laptop"));
+        let at = crate::time::parse_rfc3339(&stored.updated_at).unwrap();
+        assert!(
+            at >= before && at <= crate::time::now_ms() + FUTURE_ALLOWANCE_MS,
+            "{}",
+            stored.updated_at
+        );
+        // An edit here, a while after the pull, beats the record pulled again.
+        {
+            let shared = memories.open(&config).unwrap();
+            let mut store = lock(&shared);
+            let edited = record(A, "edited here", &stored.updated_at);
+            store.save(&edited, at + FUTURE_ALLOWANCE_MS, 3).unwrap();
+        }
+        let again = merge_records(&memories, &config, "laptop", vec![incoming(&theirs)]).unwrap();
+        assert_eq!(again.kept, 1);
+        assert_eq!(description(&memories, &config, A), "edited here");
     }
 
     /// A record that is corrupt, misnamed, too big or unreadable is

@@ -27,11 +27,6 @@ static RULES: LazyLock<RuleSet> = LazyLock::new(|| {
     set
 });
 
-/// The rules, compiled on first use.
-pub fn rules() -> &'static RuleSet {
-    &RULES
-}
-
 /// `text` with every secret replaced by `[redacted: <rule id>]`.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let found = RULES.find_all(text.as_bytes(), None);
@@ -62,12 +57,6 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     }
     out.push_str(&text[at..]);
     Cow::Owned(out)
-}
-
-/// The id of the first rule a file's content matches (rules that apply to
-/// some file names only are left out: see [`secret_in_file`]).
-pub fn secret_in(bytes: &[u8]) -> Option<&'static str> {
-    RULES.first(bytes, None)
 }
 
 /// The id of the first rule the content of the file at `path` (relative,

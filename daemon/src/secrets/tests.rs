@@ -15,9 +15,15 @@ fn pem_key() -> String {
     )
 }
 
+/// The id of the first rule `bytes` match, the rules for some file names
+/// left out.
+fn secret_in(bytes: &[u8]) -> Option<&'static str> {
+    RULES.first(bytes, None)
+}
+
 #[test]
 fn every_rule_of_the_file_compiles() {
-    let set = rules();
+    let set = &*RULES;
     assert!(set.refused.is_empty(), "{:?}", set.refused);
     assert!(set.len() >= 200, "{} rules", set.len());
 }
@@ -154,7 +160,7 @@ fn cost_of_redaction_and_scanning() {
     let started = std::time::Instant::now();
     let set = RuleSet::load(include_str!("gitleaks.toml"));
     println!("{} rules compiled in {:?}", set.len(), started.elapsed());
-    let _ = rules();
+    let _ = &*RULES;
     let paragraph = "The agent read src/auth.rs and changed the token refresh; the key \
         store keeps 12 entries, api calls retry 3 times. password policy unchanged.\n";
     let mut text = String::new();

@@ -3,22 +3,20 @@
 //! - the saved-state commit, right after a save writes `.workflow/`
 //!   ([`record_state`]): the state, the resume prompt and the progress
 //!   summary, redacted;
-//! - the exported checkpoints, before a push ([`export_checkpoints`]): each
+//! - the exported checkpoints, before a push ([`export_checkpoints_under`]): each
 //!   local checkpoint's tree less the files that hold secrets or are named
 //!   like ones, on a chain of its own that none of the user's history joins;
 //! - the memory's tree, before a memory push ([`export_memory`]): every
 //!   task record, redacted, saying which machine it came from.
 
 use super::{Machine, checkpoint_ref, memory_ref, state_ref};
-use crate::git::GitError;
 use crate::git::export::{self as git_export, Verdict};
+use crate::git::{GitError, trailer_lines, trailer_value};
 use crate::secrets;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Where the local checkpoints are when the configuration says nothing.
-pub const DEFAULT_CHECKPOINT_PREFIX: &str = "refs/hookd/checkpoints";
 pub const STATE_TITLE: &str = "hookd: saved state";
 pub const CHECKPOINT_TITLE: &str = "hookd: checkpoint";
 pub const MEMORY_TITLE: &str = "hookd: memory";
@@ -70,37 +68,43 @@ pub fn record_state(
     remote: &str,
     files: &SavedFiles,
 ) -> Result<Option<String>, ExportError> {
-    let (branch, has_remote) =
-        git_export::branch_and_remote(project, remote).map_err(in_project(project))?;
-    if !has_remote {
-        return Ok(None);
-    }
-    let state = redact_json_bytes(&files.state_json);
-    let prompt = files.resume_prompt.as_deref().map(secrets::redact);
-    let summary = files.progress_summary.as_deref().map(secrets::redact);
-    let mut blobs: Vec<(&str, &[u8])> = vec![(STATE_FILE, &state)];
-    if let Some(prompt) = &prompt {
-        blobs.push((RESUME_PROMPT_FILE, prompt.as_bytes()));
-    }
-    if let Some(summary) = summary.as_ref().filter(|s| !s.trim().is_empty()) {
-        blobs.push((PROGRESS_SUMMARY_FILE, summary.as_bytes()));
-    }
-    let mut trailers = Trailers::new(STATE_TITLE);
-    trailers.add("Machine", &machine.id);
-    trailers.add("Machine-Name", &machine.name);
-    trailers.add("Project", &project.display().to_string());
-    trailers.add("Branch", &branch);
-    trailers.add("Saved-At", &crate::time::rfc3339(files.saved_at_ms));
-    if let Some(sha) = &files.checkpoint_source {
-        trailers.add("Checkpoint-Source", sha);
-    }
-    if let Some(session) = &files.session {
-        trailers.add("Session", session);
-    }
-    let reference = state_ref(&machine.id, &branch);
-    git_export::commit_flat_tree(project, &reference, &blobs, &trailers.text)
-        .map(Some)
-        .map_err(in_project(project))
+    let compose = |branch: &str| {
+        let mut blobs = vec![(STATE_FILE, redact_json_bytes(&files.state_json))];
+        if let Some(prompt) = &files.resume_prompt {
+            blobs.push((
+                RESUME_PROMPT_FILE,
+                secrets::redact(prompt).into_owned().into_bytes(),
+            ));
+        }
+        if let Some(summary) = files
+            .progress_summary
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+        {
+            blobs.push((
+                PROGRESS_SUMMARY_FILE,
+                secrets::redact(summary).into_owned().into_bytes(),
+            ));
+        }
+        let mut trailers = Trailers::new(STATE_TITLE);
+        trailers.add("Machine", &machine.id);
+        trailers.add("Machine-Name", &machine.name);
+        trailers.add("Project", &project.display().to_string());
+        trailers.add("Branch", branch);
+        trailers.add("Saved-At", &crate::time::rfc3339(files.saved_at_ms));
+        if let Some(sha) = &files.checkpoint_source {
+            trailers.add("Checkpoint-Source", sha);
+        }
+        if let Some(session) = &files.session {
+            trailers.add("Session", session);
+        }
+        git_export::FlatCommit {
+            reference: state_ref(&machine.id, branch),
+            files: blobs,
+            message: trailers.text,
+        }
+    };
+    git_export::commit_for_branch(project, remote, compose).map_err(in_project(project))
 }
 
 /// One exported checkpoint.
@@ -117,7 +121,7 @@ pub struct Exported {
     pub files_read: usize,
 }
 
-/// What [`export_checkpoints`] did.
+/// What [`export_checkpoints_under`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExportReport {
     pub exported: Vec<Exported>,
@@ -125,14 +129,9 @@ pub struct ExportReport {
     pub up_to_date: Vec<String>,
 }
 
-/// Exports every local checkpoint (`refs/hookd/checkpoints/<branch>`) whose
-/// tip is not on this machine's sync refs yet.
-pub fn export_checkpoints(project: &Path, machine: &Machine) -> Result<ExportReport, ExportError> {
-    export_checkpoints_under(project, machine, DEFAULT_CHECKPOINT_PREFIX)
-}
-
-/// [`export_checkpoints`] for the checkpoints under `ref_prefix`
-/// (`checkpoint.ref_prefix`).
+/// Exports every local checkpoint under `ref_prefix`
+/// (`checkpoint.ref_prefix`, then `/<branch>`) whose tip is not on this
+/// machine's sync refs yet.
 pub fn export_checkpoints_under(
     project: &Path,
     machine: &Machine,
@@ -309,33 +308,6 @@ impl Trailers {
         let value = trailer_value(&secrets::redact(value));
         self.text.push_str(&format!("Hookd-{key}: {value}\n"));
     }
-}
-
-/// A value on one line: control characters and line separators escaped.
-fn trailer_value(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Every `Hookd-<Key>: value` of a message's last paragraph, in order.
-pub fn trailer_lines(message: &str) -> Vec<(String, String)> {
-    let block = message
-        .trim_end()
-        .rsplit_once("\n\n")
-        .map_or("", |(_, block)| block);
-    block
-        .lines()
-        .filter_map(|l| l.strip_prefix("Hookd-"))
-        .filter_map(|l| l.split_once(": "))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
 }
 
 fn first_value<'t>(trailers: &'t [(String, String)], key: &str) -> Option<&'t str> {

@@ -16,6 +16,7 @@ use super::export::{CHECKPOINT_TITLE, PROGRESS_SUMMARY_FILE, RESUME_PROMPT_FILE}
 use crate::git::{self, GitError};
 use crate::saved_states::SavedStates;
 use crate::state::{ContextState, STATE_FILE, SyncedFrom};
+use crate::time::FUTURE_ALLOWANCE_MS;
 use crate::workflow::Workflow;
 use std::path::Path;
 
@@ -291,7 +292,12 @@ pub fn is_newer(synced: &SyncedState, local: Option<&ContextState>) -> bool {
     {
         return false;
     }
-    saved_at_ms(local).is_none_or(|own| synced.saved_at_ms > own)
+    // A time past this machine's clock (and the allowance for another's
+    // running ahead) cannot be ordered against this machine's saves: it
+    // would beat every later one.
+    let latest_trusted = crate::time::now_ms() + FUTURE_ALLOWANCE_MS;
+    synced.saved_at_ms <= latest_trusted
+        && saved_at_ms(local).is_none_or(|own| synced.saved_at_ms > own)
 }
 
 /// Writes `synced`'s state as this project's saved state (atomically, and
@@ -493,6 +499,22 @@ mod tests {
         assert!(!is_newer(&theirs, Some(&taken)));
         let later = synced("2026-11-26T13:05:00Z", "c2");
         assert!(is_newer(&later, Some(&taken)), "by when it was saved there");
+    }
+
+    /// A Saved-At past this machine's clock (beyond the allowance) never
+    /// beats this machine's own saves.
+    #[test]
+    fn a_saved_at_in_the_future_is_not_trusted() {
+        let now = crate::time::now_ms();
+        let future = synced("2099-01-01T00:00:00Z", "c1");
+        let own = ContextState {
+            captured_at: crate::time::rfc3339(now),
+            ..ContextState::default()
+        };
+        assert!(!is_newer(&future, Some(&own)));
+        assert!(is_newer(&future, None), "nothing here to beat");
+        let soon = synced(&crate::time::rfc3339(now + 60_000), "c2");
+        assert!(is_newer(&soon, Some(&own)), "a clock a minute ahead");
     }
 
     #[test]

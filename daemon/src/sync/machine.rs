@@ -2,6 +2,7 @@
 //! (`sync.machine_name`, or the host name) and a random suffix made once,
 //! so that two machines with one host name never write the same refs.
 
+use protocol::config::SyncConfig;
 use std::io;
 use std::path::Path;
 
@@ -24,6 +25,17 @@ impl Machine {
         Ok(Machine {
             id: format!("{name}-{suffix}"),
             name,
+        })
+    }
+
+    /// [`Machine::load`] with sync's settings; the error says what could not
+    /// be read or made, and where.
+    pub fn for_sync(state_dir: &Path, sync: &SyncConfig) -> Result<Machine, String> {
+        Machine::load(state_dir, sync.machine_name.as_deref()).map_err(|e| {
+            format!(
+                "cannot tell which machine this is: its id in {} cannot be read or made: {e}",
+                state_dir.join(MACHINE_FILE).display()
+            )
         })
     }
 

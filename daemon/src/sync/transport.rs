@@ -161,10 +161,14 @@ pub fn push(
     if refs.is_empty() {
         return Ok("nothing to push".into());
     }
-    let mut args: Vec<OsString> = ["push", "--porcelain", "--no-verify", "--", url]
+    let mut args: Vec<OsString> = ["push", "--porcelain", "--no-verify"]
         .iter()
         .map(OsString::from)
         .collect();
+    if is_local(url) {
+        args.push(format!("--receive-pack={}", local_side(shuttle, "receive-pack")).into());
+    }
+    args.extend(["--".into(), url.into()]);
     args.extend(
         refs.iter()
             .map(|(name, sha)| format!("+{sha}:{name}").into()),
@@ -192,21 +196,73 @@ pub fn fetch(
     own: &str,
     timeout: Duration,
 ) -> Result<String, String> {
-    let args: Vec<OsString> = [
+    let mut args: Vec<OsString> = [
         "fetch",
         "--no-tags",
         "--no-write-fetch-head",
         "--no-recurse-submodules",
-        "--",
-        url,
-        &format!("+{namespace}*:{namespace}*"),
-        &format!("^{own}"),
     ]
     .iter()
     .map(OsString::from)
     .collect();
+    if is_local(url) {
+        args.push(format!("--upload-pack={}", local_side(shuttle, "upload-pack")).into());
+    }
+    args.extend(
+        [
+            "--",
+            url,
+            &format!("+{namespace}*:{namespace}*"),
+            &format!("^{own}"),
+        ]
+        .iter()
+        .map(OsString::from),
+    );
     run(runs, shuttle, &args, timeout)?;
     Ok("fetched".into())
+}
+
+/// Whether git reaches `url` by running a program on this machine inside
+/// the target repository: a `file://` URL or a path (git takes
+/// `host:path` with no `/` before the `:` for ssh).
+fn is_local(url: &str) -> bool {
+    match url.split_once("://") {
+        Some((scheme, _)) => scheme == "file",
+        None => match (url.find(':'), url.find('/')) {
+            (Some(colon), Some(slash)) => slash < colon,
+            (Some(_), None) => false,
+            (None, _) => true,
+        },
+    }
+}
+
+/// The command git runs inside a local target repository (`receive-pack`
+/// or `upload-pack`), for the shell git starts it with. Git clears the
+/// `-c` settings of [`run`] for it, and the target's own config and hooks
+/// would apply: these settings switch off each command they could name.
+fn local_side(shuttle: &Path, program: &str) -> String {
+    let hooks = no_hooks(shuttle);
+    let settings = [
+        format!("core.hooksPath={}", hooks.display()),
+        "receive.autogc=false".into(),
+        "gc.auto=0".into(),
+        "maintenance.auto=false".into(),
+        "core.alternateRefsCommand=true".into(),
+        "core.fsmonitor=false".into(),
+    ];
+    let mut command = String::from("git");
+    for setting in settings {
+        command.push_str(" -c ");
+        command.push_str(&shell_quoted(&setting));
+    }
+    command.push(' ');
+    command.push_str(program);
+    command
+}
+
+/// `text` as one word for a POSIX shell.
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// The environment a run keeps of hookd's own (the user's): their home and
@@ -415,58 +471,173 @@ mod tests {
         }
     }
 
+    /// A remote (`remote.git`) and a project with one commit, in `dir`.
+    fn remote_and_project(dir: &Path) -> (PathBuf, String) {
+        git_in(dir, &["init", "-q", "--bare", "remote.git"]);
+        git_in(dir, &["init", "-q", "project"]);
+        git_in(
+            dir,
+            &["-C", "project", "commit", "-q", "--allow-empty", "-m", "x"],
+        );
+        let sha = git_in(dir, &["-C", "project", "rev-parse", "HEAD"]);
+        let objects = dir.join("project/.git/objects");
+        let shuttle = project_shuttle(&dir.join("state"), "d", &objects).unwrap();
+        (shuttle, sha)
+    }
+
+    fn git_in(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
     #[test]
     fn a_refused_push_says_which_ref_and_why() {
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = Command::new("git")
-                .current_dir(dir.path())
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8_lossy(&out.stdout).trim().to_owned()
-        };
-        git(&["init", "-q", "--bare", "remote.git"]);
-        // The remote's own hook (the remote's business, not the project's).
-        let hook = dir.path().join("remote.git/hooks/pre-receive");
-        std::fs::write(&hook, "#!/bin/sh\necho full up >&2\nexit 1\n").unwrap();
-        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-        git(&["init", "-q", "project"]);
-        git(&["-C", "project", "commit", "-q", "--allow-empty", "-m", "x"]);
-        let sha = git(&["-C", "project", "rev-parse", "HEAD"]);
-        let objects = dir.path().join("project/.git/objects");
-        let shuttle = project_shuttle(&dir.path().join("state"), "d", &objects).unwrap();
+        let (shuttle, sha) = remote_and_project(dir.path());
+        // A ref named like the pushed one's directory: the remote cannot
+        // create the pushed ref.
+        let blocking = "refs/hookd/sync/m-000000/state";
+        git_in(
+            dir.path(),
+            &[
+                "-C",
+                "project",
+                "push",
+                "-q",
+                "../remote.git",
+                &format!("HEAD:{blocking}"),
+            ],
+        );
         let url = format!("file://{}", dir.path().join("remote.git").display());
-        let refs = [(String::from("refs/hookd/sync/m-000000/state/main"), sha)];
+        let refused = format!("{blocking}/main");
         let err = push(
             &Runs::default(),
             &shuttle,
             &url,
-            &refs,
+            &[(refused.clone(), sha)],
             Duration::from_secs(20),
         )
         .unwrap_err();
         assert!(
-            err.contains("refs/hookd/sync/m-000000/state/main") && err.contains("full up"),
+            err.contains(&refused)
+                && err.contains("remote rejected")
+                && err.contains(&format!("'{blocking}' exists")),
             "{err}"
         );
-        let told = Command::new("git")
-            .args([
+        let refs = git_in(
+            dir.path(),
+            &[
                 "--git-dir",
-                &dir.path().join("remote.git").display().to_string(),
+                "remote.git",
                 "for-each-ref",
-            ])
-            .output()
-            .unwrap();
-        assert!(told.stdout.is_empty());
+                "--format=%(refname)",
+            ],
+        );
+        assert_eq!(refs, blocking);
+    }
+
+    #[test]
+    fn a_local_remote_runs_none_of_its_hooks_or_configured_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let (shuttle, sha) = remote_and_project(dir.path());
+        let remote = dir.path().join("remote.git");
+        let markers = dir.path().join("markers");
+        std::fs::create_dir(&markers).unwrap();
+        let script = |name: &str| format!("#!/bin/sh\ntouch '{}'\n", markers.join(name).display());
+        let executable = |path: &Path, text: String| {
+            std::fs::write(path, text).unwrap();
+            std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        };
+        let own_hooks = dir.path().join("remote-hooks");
+        std::fs::create_dir(&own_hooks).unwrap();
+        for hook in [
+            "pre-receive",
+            "update",
+            "post-receive",
+            "post-update",
+            "reference-transaction",
+        ] {
+            executable(&remote.join("hooks").join(hook), script(hook));
+            executable(&own_hooks.join(hook), script(&format!("hooks-path-{hook}")));
+        }
+        let command = dir.path().join("command");
+        executable(&command, script("command"));
+        let command = command.display().to_string();
+        for (key, value) in [
+            ("core.hooksPath", own_hooks.display().to_string()),
+            ("core.fsmonitor", command.clone()),
+            ("core.alternateRefsCommand", command.clone()),
+            ("receive.autogc", "true".into()),
+            ("gc.auto", "1".into()),
+        ] {
+            git_in(
+                dir.path(),
+                &["--git-dir", "remote.git", "config", key, &value],
+            );
+        }
+        // Alternates make receive-pack list their refs (through the command).
+        std::fs::write(
+            remote.join("objects/info/alternates"),
+            format!("{}\n", dir.path().join("project/.git/objects").display()),
+        )
+        .unwrap();
+        let url = format!("file://{}", remote.display());
+        let name = String::from("refs/hookd/sync/m-000000/state/main");
+        push(
+            &Runs::default(),
+            &shuttle,
+            &url,
+            &[(name.clone(), sha.clone())],
+            Duration::from_secs(20),
+        )
+        .unwrap();
+        assert_eq!(
+            git_in(dir.path(), &["--git-dir", "remote.git", "rev-parse", &name]),
+            sha
+        );
+        let other = memory_shuttle(&dir.path().join("other-state")).unwrap();
+        fetch(
+            &Runs::default(),
+            &other,
+            remote.to_str().unwrap(),
+            "refs/hookd/sync/",
+            "refs/hookd/sync/me/*",
+            Duration::from_secs(20),
+        )
+        .unwrap();
+        let ran: Vec<_> = std::fs::read_dir(&markers)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(ran.is_empty(), "the remote's commands ran: {ran:?}");
+    }
+
+    #[test]
+    fn only_a_path_or_a_file_url_is_reached_by_a_local_program() {
+        for local in ["/srv/r.git", "file:///srv/r.git", "r.git", "./a:b"] {
+            assert!(is_local(local), "{local}");
+        }
+        for remote in [
+            "ssh://h/r.git",
+            "git@host:r.git",
+            "host:r",
+            "https://h/r.git",
+        ] {
+            assert!(!is_local(remote), "{remote}");
+        }
     }
 
     #[test]

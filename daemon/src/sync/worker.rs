@@ -11,7 +11,7 @@ use crate::path_locks::PathLocks;
 use crate::resources::Resources;
 use crate::time::now_ms;
 use protocol::config::{Config, SyncConfig};
-use protocol::sync::{SyncAttempt, SyncReport, SyncTarget};
+use protocol::sync::{SyncAttempt, SyncReport, SyncTarget, masked as masked_text, shown_url};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -159,7 +159,7 @@ impl SyncWorker {
     /// Pushes `project`'s sync refs now (the caller waits), and keeps how
     /// it went.
     pub fn push_project(&self, project: &Path, sync: &SyncConfig) -> SyncTarget {
-        let attempt = self.try_push_project(project, sync);
+        let attempt = masked(self.try_push_project(project, sync));
         if let Err(Failure::Run(why, _) | Failure::Setup(why)) = &attempt {
             tracing::warn!(project = %project.display(), "sync push: {why}");
         }
@@ -190,7 +190,7 @@ impl SyncWorker {
     /// Fetches the other machines' sync refs of `project`'s remote and
     /// copies them into its repository (the caller waits).
     pub fn pull_project(&self, project: &Path, sync: &SyncConfig) -> SyncTarget {
-        let attempt = self.try_pull_project(project, sync);
+        let attempt = masked(self.try_pull_project(project, sync));
         let mut targets = self.targets();
         let tracked = targets.entry(Self::key(project)).or_default();
         apply(&mut tracked.shown, project, attempt, false, sync);
@@ -279,6 +279,7 @@ impl SyncWorker {
     }
 
     fn keep_memory(&self, attempt: Outcome, push: bool, sync: &SyncConfig) -> SyncTarget {
+        let attempt = masked(attempt);
         let mut targets = self.targets();
         let tracked = targets.entry(None).or_default();
         apply(&mut tracked.shown, Path::new(""), attempt, push, sync);
@@ -310,7 +311,7 @@ impl SyncWorker {
                 .get(&None)
                 .map(|t| t.shown.clone())
                 .unwrap_or_default();
-            shown.url = Some(url.clone());
+            shown.url = Some(shown_url(url));
             shown
         });
         drop(targets);
@@ -321,7 +322,7 @@ impl SyncWorker {
             match sync_objects::sync_repository(p, remote, SYNC_REFS) {
                 Ok(repo) => match repo.url {
                     Ok(url) => {
-                        shown.url = Some(url);
+                        shown.url = Some(shown_url(&url));
                         shown.problem = None;
                     }
                     Err(why) => shown.problem = Some(why),
@@ -331,7 +332,7 @@ impl SyncWorker {
         }
         SyncReport {
             remote: sync.remote.clone(),
-            memory_remote: sync.memory_remote.clone(),
+            memory_remote: sync.memory_remote.as_deref().map(shown_url),
             machine,
             repositories,
             memory,
@@ -371,12 +372,7 @@ impl SyncWorker {
     }
 
     fn machine(&self, sync: &SyncConfig) -> Result<Machine, Failure> {
-        Machine::load(&self.state_dir, sync.machine_name.as_deref()).map_err(|e| {
-            Failure::Setup(format!(
-                "cannot read or make this machine's id in {}: {e}",
-                self.state_dir.display()
-            ))
-        })
+        Machine::for_sync(&self.state_dir, sync).map_err(Failure::Setup)
     }
 
     fn repository(
@@ -427,6 +423,16 @@ fn no_remote_set() -> Failure {
 
 fn timeout(sync: &SyncConfig) -> Duration {
     Duration::from_secs(sync.timeout_secs.max(1))
+}
+
+/// `attempt` with the password or token of its URL masked, in the URL and
+/// in what git said, before it is logged, kept or shown.
+fn masked(attempt: Outcome) -> Outcome {
+    match attempt {
+        Ok((detail, url)) => Ok((masked_text(&detail, &url), shown_url(&url))),
+        Err(Failure::Run(why, url)) => Err(Failure::Run(masked_text(&why, &url), shown_url(&url))),
+        setup => setup,
+    }
 }
 
 /// Keeps `attempt` as the last push (or pull) of `shown`.

@@ -9,6 +9,11 @@ use protocol::config::Config;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Exports the checkpoints under the default `checkpoint.ref_prefix`.
+fn export_checkpoints(p: &Project) -> Result<ExportReport, ExportError> {
+    export_checkpoints_under(&p.path, &p.machine, "refs/hookd/checkpoints")
+}
+
 // Fake keys, made up for these tests.
 const AWS_KEY: &str = "AKIAQYLPMN5HHHFPZAM2";
 const PEM_BODY: &str = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun";
@@ -124,7 +129,7 @@ fn nothing_secret_reaches_the_sync_refs() {
 
     let report = p.save();
     let checkpoint = report.checkpoint.clone().expect("a checkpoint");
-    let exported = export_checkpoints(&p.path, &p.machine).unwrap();
+    let exported = export_checkpoints(&p).unwrap();
     assert_eq!(exported.exported.len(), 1, "{exported:?}");
     let first = &exported.exported[0];
     assert_eq!(first.source, checkpoint);
@@ -250,18 +255,15 @@ fn a_second_export_reads_only_what_changed() {
         .unwrap();
     }
     p.save();
-    let first = export_checkpoints(&p.path, &p.machine).unwrap();
+    let first = export_checkpoints(&p).unwrap();
     let first = &first.exported[0];
     // Every file but the three known by name.
     assert_eq!(first.files_read, 302, "{first:?}");
-    assert_eq!(
-        export_checkpoints(&p.path, &p.machine).unwrap().up_to_date,
-        ["main"]
-    );
+    assert_eq!(export_checkpoints(&p).unwrap().up_to_date, ["main"]);
 
     std::fs::write(p.path.join("src/m3/f3.rs"), "pub fn changed() {}\n").unwrap();
     p.save();
-    let second = export_checkpoints(&p.path, &p.machine).unwrap();
+    let second = export_checkpoints(&p).unwrap();
     let second = &second.exported[0];
     assert_eq!(second.files_read, 1, "{second:?}");
     assert_eq!(second.left_out, first.left_out);
@@ -281,7 +283,7 @@ fn a_second_export_reads_only_what_changed() {
     std::fs::write(p.path.join("src/m1/f1.rs"), format!("// {AWS_KEY}\n")).unwrap();
     std::fs::remove_file(p.path.join(".env")).unwrap();
     p.save();
-    let third = export_checkpoints(&p.path, &p.machine).unwrap();
+    let third = export_checkpoints(&p).unwrap();
     let third = &third.exported[0];
     let left: Vec<&str> = third.left_out.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(
@@ -400,7 +402,7 @@ fn cost_of_exporting_10000_files() {
     }
     p.save();
     let started = std::time::Instant::now();
-    let first = export_checkpoints(&p.path, &p.machine).unwrap();
+    let first = export_checkpoints(&p).unwrap();
     println!(
         "first export, {} files read: {:?}",
         first.exported[0].files_read,
@@ -409,14 +411,14 @@ fn cost_of_exporting_10000_files() {
     std::fs::write(p.path.join("src/d7/f7.rs"), "pub fn changed() {}\n").unwrap();
     p.save();
     let started = std::time::Instant::now();
-    let next = export_checkpoints(&p.path, &p.machine).unwrap();
+    let next = export_checkpoints(&p).unwrap();
     println!(
         "incremental export, {} file read: {:?}",
         next.exported[0].files_read,
         started.elapsed()
     );
     let started = std::time::Instant::now();
-    crate::git::export::branch_and_remote(&p.path, "backup").unwrap();
+    crate::git::export::commit_for_branch(&p.path, "no-such-remote", |_| unreachable!()).unwrap();
     println!("open and branch: {:?}", started.elapsed());
     let started = std::time::Instant::now();
     let state = std::fs::read(p.path.join(".workflow/context_state.json")).unwrap();

@@ -163,6 +163,16 @@ impl Engine {
             .memories
             .set_machine(&crate::sync::Machine::name(named.as_deref()));
         let settings = Arc::new(settings);
+        let sync_config = &settings.daemon().config.sync;
+        if sync_config.remote.is_some() || sync_config.memory_remote.is_some() {
+            // The first save with sync on redacts: its hook should not wait
+            // for the rules to compile.
+            let _ = std::thread::Builder::new()
+                .name("hookd-secret-rules".into())
+                .spawn(|| {
+                    crate::secrets::rules();
+                });
+        }
         let sync = {
             let settings = settings.clone();
             crate::sync::worker::SyncWorker::new(

@@ -112,12 +112,15 @@ pub struct CopyReport {
 
 /// Copies every ref of `shuttle` under `prefix` that `accept` takes (and
 /// whose name git takes) into `project`'s repository: first the objects it
-/// reaches that the project lacks, then the ref of the same name.
+/// reaches that the project lacks, then `taken` is told its tip (also when
+/// the project's ref is there already: the remote vouches for it), then
+/// the ref of the same name is moved. A tip `taken` refuses is not moved to.
 pub fn copy_fetched(
     project: &Path,
     shuttle: &Path,
     prefix: &str,
     accept: impl Fn(&str) -> Result<(), &'static str>,
+    taken: &dyn Fn(&str) -> Result<(), String>,
 ) -> Result<CopyReport, String> {
     let repo = open(project).map_err(|e| e.to_string())?;
     let objects = repo.commondir().join("objects");
@@ -135,10 +138,17 @@ pub fn copy_fetched(
             continue;
         }
         let oid = git2::Oid::from_str(&sha).map_err(|e| format!("{name}: {e}"))?;
-        if repo.refname_to_id(&name).ok() == Some(oid) {
+        let there = repo.refname_to_id(&name).ok() == Some(oid);
+        if !there {
+            report.objects += copy_reachable(&from, &repo, oid, &name)?;
+        }
+        if let Err(why) = taken(&sha) {
+            report.refused.push(format!("{name}: {why}"));
             continue;
         }
-        report.objects += copy_reachable(&from, &repo, oid, &name)?;
+        if there {
+            continue;
+        }
         repo.reference(&name, oid, true, "hookd sync: fetched")
             .map_err(|e| format!("cannot move {name} in {}: {e}", project.display()))?;
         report.moved.push(name);

@@ -37,6 +37,7 @@ struct Project {
     machine: Machine,
     config: Config,
     resources: Resources,
+    ledger: Ledger,
 }
 
 impl Project {
@@ -70,6 +71,7 @@ impl Project {
         let machine = Machine::load(&state_dir, Some("laptop")).unwrap();
         Project {
             resources: Resources::in_state_dir(&state_dir),
+            ledger: Ledger::in_state_dir(&state_dir),
             dir,
             path,
             machine,
@@ -124,7 +126,7 @@ fn nothing_secret_reaches_the_sync_refs() {
 
     let report = p.save();
     let checkpoint = report.checkpoint.clone().expect("a checkpoint");
-    let exported = export_checkpoints(&p.path, &p.machine).unwrap();
+    let exported = export_checkpoints(&p.path, &p.machine, &p.ledger).unwrap();
     assert_eq!(exported.exported.len(), 1, "{exported:?}");
     let first = &exported.exported[0];
     assert_eq!(first.source, checkpoint);
@@ -250,18 +252,20 @@ fn a_second_export_reads_only_what_changed() {
         .unwrap();
     }
     p.save();
-    let first = export_checkpoints(&p.path, &p.machine).unwrap();
+    let first = export_checkpoints(&p.path, &p.machine, &p.ledger).unwrap();
     let first = &first.exported[0];
     // Every file but the three known by name.
     assert_eq!(first.files_read, 302, "{first:?}");
     assert_eq!(
-        export_checkpoints(&p.path, &p.machine).unwrap().up_to_date,
+        export_checkpoints(&p.path, &p.machine, &p.ledger)
+            .unwrap()
+            .up_to_date,
         ["main"]
     );
 
     std::fs::write(p.path.join("src/m3/f3.rs"), "pub fn changed() {}\n").unwrap();
     p.save();
-    let second = export_checkpoints(&p.path, &p.machine).unwrap();
+    let second = export_checkpoints(&p.path, &p.machine, &p.ledger).unwrap();
     let second = &second.exported[0];
     assert_eq!(second.files_read, 1, "{second:?}");
     assert_eq!(second.left_out, first.left_out);
@@ -281,7 +285,7 @@ fn a_second_export_reads_only_what_changed() {
     std::fs::write(p.path.join("src/m1/f1.rs"), format!("// {AWS_KEY}\n")).unwrap();
     std::fs::remove_file(p.path.join(".env")).unwrap();
     p.save();
-    let third = export_checkpoints(&p.path, &p.machine).unwrap();
+    let third = export_checkpoints(&p.path, &p.machine, &p.ledger).unwrap();
     let third = &third.exported[0];
     let left: Vec<&str> = third.left_out.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(
@@ -293,6 +297,65 @@ fn a_second_export_reads_only_what_changed() {
         !files.lines().any(|f| f == "src/m1/f1.rs" || f == ".env"),
         "{files}"
     );
+}
+
+/// A sync ref moved by something other than hookd (to the user's HEAD,
+/// whose history holds a committed `.env`; or to a commit made to look
+/// like an earlier export) is neither parent nor base of the next export:
+/// the chain starts anew and nothing of the planted commit's is in it.
+#[test]
+fn a_planted_sync_ref_is_no_parent_and_no_base() {
+    let p = Project::new();
+    p.git(&["add", "-f", ".env"]);
+    p.git(&["commit", "-q", "-m", "oops"]);
+    p.save();
+    let first = export_checkpoints(&p.path, &p.machine, &p.ledger).unwrap();
+    let first = &first.exported[0];
+    let state_ref = state_ref(&p.machine.id, "main");
+    // Planted at HEAD: the next save's state commit has no parent.
+    p.git(&["update-ref", &state_ref, "HEAD"]);
+    p.save();
+    let state = p.git(&["rev-parse", &state_ref]);
+    assert_eq!(
+        p.git(&["rev-list", "--parents", "-n1", state.trim()])
+            .trim(),
+        state.trim(),
+        "a new chain"
+    );
+    // A forged "previous export" holding the .env, naming the checkpoint
+    // the next one changes from: the next export judges every file.
+    let env_tree = p.git(&["rev-parse", "HEAD^{tree}"]);
+    let message = format!("hookd: checkpoint\n\nHookd-Source: {}\n", first.source);
+    let forged = {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(["commit-tree", env_tree.trim(), "-F", "-"])
+            .current_dir(&p.path)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(message.as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    p.git(&["update-ref", &first.reference, &forged]);
+    std::fs::write(p.path.join("README.md"), "Changed.\n").unwrap();
+    p.save();
+    let next = export_checkpoints(&p.path, &p.machine, &p.ledger).unwrap();
+    let next = &next.exported[0];
+    assert_eq!(
+        p.git(&["rev-list", "--parents", "-n1", &next.commit])
+            .trim(),
+        next.commit,
+        "a new chain"
+    );
+    let files = p.git(&["ls-tree", "-r", "--name-only", &next.commit]);
+    assert!(!files.lines().any(|f| f == ".env"), "{files}");
+    assert!(next.left_out.iter().any(|(f, _)| f == ".env"), "{next:?}");
 }
 
 /// A repository without the remote the user named records no state.
@@ -307,7 +370,7 @@ fn no_remote_of_that_name_records_nothing() {
         ..SavedFiles::default()
     };
     assert_eq!(
-        record_state(&p.path, &p.machine, "elsewhere", &files).unwrap(),
+        record_state(&p.path, &p.machine, "elsewhere", &files, &p.ledger).unwrap(),
         None
     );
 }
@@ -400,7 +463,7 @@ fn cost_of_exporting_10000_files() {
     }
     p.save();
     let started = std::time::Instant::now();
-    let first = export_checkpoints(&p.path, &p.machine).unwrap();
+    let first = export_checkpoints(&p.path, &p.machine, &p.ledger).unwrap();
     println!(
         "first export, {} files read: {:?}",
         first.exported[0].files_read,
@@ -409,7 +472,7 @@ fn cost_of_exporting_10000_files() {
     std::fs::write(p.path.join("src/d7/f7.rs"), "pub fn changed() {}\n").unwrap();
     p.save();
     let started = std::time::Instant::now();
-    let next = export_checkpoints(&p.path, &p.machine).unwrap();
+    let next = export_checkpoints(&p.path, &p.machine, &p.ledger).unwrap();
     println!(
         "incremental export, {} file read: {:?}",
         next.exported[0].files_read,
@@ -432,7 +495,7 @@ fn cost_of_exporting_10000_files() {
         progress_summary: Some("a summary".into()),
         ..SavedFiles::default()
     };
-    record_state(&p.path, &p.machine, "backup", &files)
+    record_state(&p.path, &p.machine, "backup", &files, &p.ledger)
         .unwrap()
         .unwrap();
     println!("saved-state commit: {:?}", started.elapsed());

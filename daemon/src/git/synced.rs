@@ -33,10 +33,10 @@ pub fn tips(project: &Path, prefix: &str) -> Result<Vec<(String, String)>, GitEr
         .map_err(git("list the synced refs"))?;
     let mut out = Vec::new();
     for reference in refs.flatten() {
-        if let (Ok(name), Ok(target)) = (reference.name(), reference.resolve()) {
-            if let Some(sha) = target.target() {
-                out.push((name.to_owned(), sha.to_string()));
-            }
+        if let (Ok(name), Ok(target)) = (reference.name(), reference.resolve())
+            && let Some(sha) = target.target()
+        {
+            out.push((name.to_owned(), sha.to_string()));
         }
     }
     Ok(out)

@@ -192,10 +192,7 @@ impl SyncWorker {
     /// whose tips hookd made (they are in the ledger), and the names of the
     /// others: a tip written there by anything else (`git update-ref` to
     /// the user's HEAD, say) could carry the user's whole history.
-    fn made_here(
-        &self,
-        own_refs: &[(String, String)],
-    ) -> Result<(Vec<(String, String)>, Vec<String>), String> {
+    fn made_here(&self, own_refs: &[(String, String)]) -> Result<(RefTips, Vec<String>), String> {
         let trusted = super::Ledger::in_state_dir(&self.state_dir).read()?;
         let (mut refs, mut planted) = (Vec::new(), Vec::new());
         for (name, sha) in own_refs {
@@ -443,6 +440,9 @@ fn fetched_ref_is_acceptable(name: &str, me: &str) -> Result<(), &'static str> {
     }
     Ok(())
 }
+
+/// Refs as (name, sha).
+type RefTips = Vec<(String, String)>;
 
 /// A push's detail, naming the refs left out because hookd did not write
 /// their tips.

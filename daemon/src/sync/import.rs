@@ -614,6 +614,53 @@ mod tests {
         assert_eq!(machine_name_of("laptop-xyz"), "laptop-xyz");
     }
 
+    /// A session's start has something to offer only for another
+    /// machine's state tip of the branch that a pull brought and that was
+    /// not offered yet; told from the refs alone.
+    #[test]
+    fn only_a_pulled_tip_not_yet_offered_is_something_to_offer() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        git(&["init", "-q", "-b", "main"]);
+        git(&["commit", "-q", "--allow-empty", "-m", "one"]);
+        let tip = git(&["rev-parse", "HEAD"]);
+        git(&[
+            "update-ref",
+            "refs/hookd/sync/laptop-a1b2c3/state/main",
+            &tip,
+        ]);
+        let me = Machine {
+            name: "desk".into(),
+            id: "desk-0a0b0c".into(),
+        };
+        let ledger = super::super::Ledger::in_state_dir(dir.path());
+        let offered = std::collections::HashSet::new();
+        let ask = |offered: &std::collections::HashSet<String>| {
+            let pulled = ledger.read().unwrap();
+            something_to_offer(dir.path(), "main", &me, &pulled, offered).unwrap()
+        };
+        assert!(!ask(&offered), "no pull brought it");
+        ledger.record(&tip).unwrap();
+        assert!(ask(&offered));
+        assert!(
+            !something_to_offer(dir.path(), "other", &me, &ledger.read().unwrap(), &offered)
+                .unwrap()
+        );
+        assert!(
+            !ask(&[tip.clone()].into_iter().collect()),
+            "offered already"
+        );
+    }
+
     /// Each synced state is offered once; the record keeps the last ones.
     #[test]
     fn a_state_is_offered_once() {

@@ -433,10 +433,11 @@ fn a_new_session_is_offered_a_newer_synced_state_once() {
     assert!(!start().context().contains("laptop"));
 }
 
-/// Another machine's state written into the repository with `git
-/// update-ref` (by an agent, say) and not brought by a pull is neither
-/// offered at a session's start nor used by `hookctl resume --print`; the
-/// same state brought by `hookctl sync pull` is.
+/// Another machine's state and checkpoint written into the repository with
+/// `git update-ref` (by an agent, say) and not brought by a pull are
+/// neither offered at a session's start, used by `hookctl resume --print`
+/// nor listed by `hookctl checkpoints`; brought by `hookctl sync pull`,
+/// they are.
 #[test]
 fn a_state_no_pull_brought_is_neither_offered_nor_resumed() {
     let s = desk();
@@ -456,6 +457,18 @@ fn a_state_no_pull_brought_is_neither_offered_nor_resumed() {
             session: None,
         },
     );
+    let head = s.repo().git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let source = "1111111111111111111111111111111111111111";
+    write_exported_checkpoint(
+        s.repo(),
+        &laptop,
+        "main",
+        source,
+        &head,
+        &[("src/lib.rs", "planted\n")],
+    );
+    let listed = || stdout(&s.hookctl(&["checkpoints"])).contains("on machine laptop");
+    assert!(!listed(), "a checkpoint no pull brought is not listed");
     let own = saved_state(&s.project);
     let start = || s.hook("SessionStart(source=startup)", "session-start");
     assert!(!start().context().contains("laptop"), "not offered");
@@ -474,6 +487,7 @@ fn a_state_no_pull_brought_is_neither_offered_nor_resumed() {
         "offered once pulled"
     );
     assert!(resume_print(&s).contains("planted work"));
+    assert!(listed(), "listed once pulled");
 }
 
 /// A lesson recorded on laptop, merged from its memory ref, is found by a

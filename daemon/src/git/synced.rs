@@ -205,11 +205,12 @@ pub struct RefFiles {
 }
 
 /// The exported checkpoints on the refs under `prefix` that `wanted`
-/// accepts (commits titled `title`), newest first, at most `limit`.
+/// accepts (given the ref's name and its tip's sha), commits titled
+/// `title`, newest first, at most `limit`.
 pub fn list_exported(
     project: &Path,
     prefix: &str,
-    wanted: &dyn Fn(&str) -> bool,
+    wanted: &dyn Fn(&str, &str) -> bool,
     title: &str,
     limit: usize,
 ) -> Result<Vec<protocol::wire::CheckpointSummary>, GitError> {
@@ -222,12 +223,12 @@ pub fn list_exported(
         let Some(name) = reference.name().ok().map(str::to_owned) else {
             continue;
         };
-        if !wanted(&name) {
-            continue;
-        }
         let Ok(mut commit) = reference.peel_to_commit() else {
             continue;
         };
+        if !wanted(&name, &commit.id().to_string()) {
+            continue;
+        }
         for _ in 0..limit {
             if commit.summary().ok().flatten() != Some(title) {
                 break;

@@ -516,15 +516,18 @@ fn machine_name_of(id: &str) -> String {
 }
 
 /// The exported checkpoints of every machine but `me` in the repository of
-/// `project`, newest first, at most `limit`; each names its machine.
+/// `project` on refs whose tips a pull brought (in `pulled`), newest
+/// first, at most `limit`; each names its machine.
 pub fn other_checkpoints(
     project: &Path,
     me: &Machine,
+    pulled: &Trusted,
     limit: usize,
 ) -> Result<Vec<protocol::wire::CheckpointSummary>, GitError> {
-    let wanted = |reference: &str| {
-        super::split_sync_ref(reference)
-            .is_some_and(|(machine, kind)| machine != me.id && kind.starts_with("checkpoints/"))
+    let wanted = |reference: &str, tip: &str| {
+        super::split_sync_ref(reference).is_some_and(|(machine, kind)| {
+            machine != me.id && kind.starts_with("checkpoints/") && pulled.contains(tip)
+        })
     };
     git::synced::list_exported(project, super::SYNC_REFS, &wanted, CHECKPOINT_TITLE, limit)
 }

@@ -163,8 +163,11 @@ impl Engine {
             .memories
             .set_machine(&crate::sync::Machine::name(named.as_deref()));
         let settings = Arc::new(settings);
-        let sync_config = &settings.daemon().config.sync;
-        if sync_config.remote.is_some() || sync_config.memory_remote.is_some() {
+        let syncing = {
+            let sync = &settings.daemon().config.sync;
+            sync.remote.is_some() || sync.memory_remote.is_some()
+        };
+        if syncing {
             // The first save with sync on redacts: its hook should not wait
             // for the rules to compile.
             let _ = std::thread::Builder::new()

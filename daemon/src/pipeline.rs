@@ -494,12 +494,13 @@ impl Run<'_> {
             saved_at_ms: crate::time::now_ms(),
         };
         let project = request.project.clone();
+        let ledger = crate::sync::Ledger::in_state_dir(state_dir);
         let recorded =
             resources
                 .repositories
                 .bounded(&request.project, git::GIT_DEADLINE, move |_| {
                     Ok(crate::sync::export::record_state(
-                        &project, &machine, &remote, &files,
+                        &project, &machine, &remote, &files, &ledger,
                     ))
                 });
         let (ok, detail) = match recorded {

@@ -103,6 +103,11 @@ impl Machine {
         );
         let name = format!("refs/hookd/sync/{}/{kind}/main", self.id);
         self.project.git(&["update-ref", &name, &commit]);
+        // Recorded as hookd's own, as the export records what it makes: a
+        // tip that is not is never pushed.
+        hookd::sync::Ledger::in_state_dir(&self.sb.state_dir())
+            .record(&commit)
+            .unwrap();
         (commit, blob)
     }
 
@@ -978,6 +983,62 @@ fn a_password_or_token_in_a_url_is_shown_nowhere() {
         assert!(!seen.contains(secret), "{secret} shown: {seen}");
         assert!(!kept.contains(secret), "{secret} in hookd's state or log");
     }
+}
+
+/// A sync ref of this machine's planted at HEAD (`git update-ref`), whose
+/// history holds a committed `.env` with a key: the push leaves it out and
+/// names it, no object of the remote holds the key, and the next save
+/// starts a new chain of its own that goes out.
+#[test]
+fn a_sync_ref_planted_at_head_is_never_pushed() {
+    let remotes = Sandbox::new();
+    let remote = bare_remote(&remotes.path().join("remote.git"));
+    let url = file_url(&remote);
+    let a = Machine::start("a", &sync_section(REMOTE), |r| {
+        r.git(&["remote", "add", REMOTE, &url]);
+        r.write(".env", &format!("AWS_ACCESS_KEY_ID={FAKE_KEY}\n"));
+        r.git(&["add", "-f", ".env"]);
+        r.git(&["commit", "-q", "-m", "config"]);
+    });
+    let state = format!("refs/hookd/sync/{}/state/main", a.id);
+    let checkpoints = format!("refs/hookd/sync/{}/checkpoints/main", a.id);
+    a.project.git(&["update-ref", &state, "HEAD"]);
+    a.project.git(&["update-ref", &checkpoints, "HEAD"]);
+    let out = a.hookctl(&["sync", "push"]);
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(said.contains("not pushed"), "{said}");
+    assert!(
+        said.contains(&state) && said.contains(&checkpoints),
+        "{said}"
+    );
+    assert_eq!(refs_of(&remote, "refs/"), "", "nothing went");
+    let key_on_remote = || {
+        let mut cmd = git_command(&remote);
+        cmd.args(["cat-file", "--batch-all-objects", "--batch"]);
+        let out = run_with_stdin(cmd, b"");
+        String::from_utf8_lossy(&out.stdout).contains(FAKE_KEY)
+    };
+    assert!(!key_on_remote());
+
+    // The next save's state starts a chain of its own, and that goes out.
+    a.save();
+    let out = a.hookctl(&["sync", "push"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let pushed = git_in(&remote, &["rev-parse", &state], "");
+    let head = a.project.git(&["rev-parse", "HEAD"]);
+    assert_ne!(pushed, head.trim());
+    assert_eq!(
+        git_in(&remote, &["rev-list", "--parents", "-n1", &pushed], ""),
+        pushed,
+        "no parent"
+    );
+    assert!(
+        git_in(&remote, &["rev-list", "--all"], "")
+            .lines()
+            .all(|c| c != head.trim()),
+        "none of the user's history went"
+    );
+    assert!(!key_on_remote());
 }
 
 /// A fake AWS access key, in the form the secret rules know.

@@ -1,7 +1,9 @@
 //! Another machine's work, picked up here after a pull: its saved state
 //! offered by `hookctl resume` and at the next session's start, its
 //! exported checkpoint restored. The synced refs are built with the `git`
-//! binary as another machine's push leaves them (`sync_refs`).
+//! binary as another machine's push leaves them (`sync_refs`), and come in
+//! through `hookctl sync pull` from a bare remote (`pull_in`): a ref no
+//! pull brought is not used.
 
 use hookd_tests::sync_refs::{
     OtherMachine, SyncedSave, write_exported_checkpoint, write_memory_ref, write_synced_state,
@@ -51,7 +53,7 @@ fn laptop_state(objective: &str) -> Value {
 
 fn sync_state(s: &Scenario, machine: &OtherMachine, saved_at: &str, state: &Value) -> String {
     let bytes = serde_json::to_vec_pretty(state).unwrap();
-    write_synced_state(
+    let sha = write_synced_state(
         s.repo(),
         &SyncedSave {
             machine,
@@ -63,7 +65,48 @@ fn sync_state(s: &Scenario, machine: &OtherMachine, saved_at: &str, state: &Valu
             checkpoint_source: None,
             session: Some("laptop-session"),
         },
-    )
+    );
+    pull_in(s);
+    sha
+}
+
+/// The other machines' refs written here by hand go to the bare remote
+/// `hub` (made on first use) and leave this repository; `hookctl sync pull`
+/// brings them back, as a pull of another machine's push does.
+fn pull_in(s: &Scenario) {
+    let repo = s.repo();
+    let hub = s.sb.path().join("hub.git");
+    if !hub.exists() {
+        std::fs::create_dir_all(&hub).unwrap();
+        let init = hookd_tests::git_command(&hub)
+            .args(["init", "-q", "--bare", "."])
+            .output()
+            .unwrap();
+        assert!(init.status.success(), "{}", output_text(&init));
+        repo.git(&["remote", "add", "hub", &format!("file://{}", hub.display())]);
+    }
+    // hookd's own tips are in its ledger: what is not was written here.
+    let made_here = hookd::sync::Ledger::in_state_dir(&s.sb.state_dir())
+        .read()
+        .unwrap();
+    let refs = repo.git(&[
+        "for-each-ref",
+        "--format=%(objectname) %(refname)",
+        "refs/hookd/sync/",
+    ]);
+    for (sha, name) in refs.lines().filter_map(|l| l.split_once(' ')) {
+        if made_here.contains(sha) {
+            continue;
+        }
+        let hub_url = hub.display().to_string();
+        repo.git(&["push", "-q", "--force", &hub_url, &format!("{name}:{name}")]);
+        repo.git(&["update-ref", "-d", name]);
+    }
+    // Its exit says how the last push went too (a save before `hub` was
+    // added has none to push to): the pull's own line is what counts.
+    let out = s.hookctl(&["sync", "pull"]);
+    let said = output_text(&out);
+    assert!(said.contains("last pull: ok"), "{said}");
 }
 
 /// A Saved-At `minutes` after now, as a trailer holds it and as a prompt
@@ -213,6 +256,7 @@ fn a_hostile_synced_state_is_cleaned() {
             session: None,
         },
     );
+    pull_in(&s);
     let prompt = resume_print(&s);
     assert!(
         !prompt.contains('\u{1b}') && !prompt.contains('\u{7}'),
@@ -259,6 +303,7 @@ fn a_hostile_synced_state_is_cleaned() {
     ]);
     s.repo()
         .git(&["update-ref", "-d", "refs/hookd/sync/desk-ffffff/state/main"]);
+    pull_in(&s);
     let prompt = resume_print(&s);
     assert!(!prompt.contains("forged work"), "{prompt}");
 }
@@ -301,6 +346,7 @@ fn another_machines_checkpoint_is_restored_into_the_work_tree_only() {
             session: None,
         },
     );
+    pull_in(&s);
     let list = stdout(&s.hookctl(&["checkpoints"]));
     assert!(
         list.lines().any(|l| l.starts_with(&exported[..8])
@@ -398,6 +444,64 @@ fn a_new_session_is_offered_a_newer_synced_state_once() {
     );
     assert!(start().context().contains(&format!("at {shown}")));
     assert!(!start().context().contains("laptop"));
+}
+
+/// Another machine's state and checkpoint written into the repository with
+/// `git update-ref` (by an agent, say) and not brought by a pull are
+/// neither offered at a session's start, used by `hookctl resume --print`
+/// nor listed by `hookctl checkpoints`; brought by `hookctl sync pull`,
+/// they are.
+#[test]
+fn a_state_no_pull_brought_is_neither_offered_nor_resumed() {
+    let s = desk();
+    assert!(s.hookctl(&["save"]).status.success());
+    let (saved_at, _) = minutes_from_now(1);
+    let bytes = serde_json::to_vec_pretty(&laptop_state("planted work")).unwrap();
+    let laptop = OtherMachine::new("laptop");
+    write_synced_state(
+        s.repo(),
+        &SyncedSave {
+            machine: &laptop,
+            branch: "main",
+            project: "/home/me/proj",
+            saved_at: &saved_at,
+            state_json: &bytes,
+            resume_prompt: None,
+            checkpoint_source: None,
+            session: None,
+        },
+    );
+    let head = s.repo().git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let source = "1111111111111111111111111111111111111111";
+    write_exported_checkpoint(
+        s.repo(),
+        &laptop,
+        "main",
+        source,
+        &head,
+        &[("src/lib.rs", "planted\n")],
+    );
+    let listed = || stdout(&s.hookctl(&["checkpoints"])).contains("on machine laptop");
+    assert!(!listed(), "a checkpoint no pull brought is not listed");
+    let own = saved_state(&s.project);
+    let start = || s.hook("SessionStart(source=startup)", "session-start");
+    assert!(!start().context().contains("laptop"), "not offered");
+    let prompt = resume_print(&s);
+    assert!(
+        !prompt.contains("planted work") && !prompt.contains("laptop"),
+        "{prompt}"
+    );
+    assert_eq!(saved_state(&s.project), own, "not taken in");
+
+    pull_in(&s);
+    assert!(
+        start()
+            .context()
+            .contains("hookd: machine `laptop` saved work on branch main"),
+        "offered once pulled"
+    );
+    assert!(resume_print(&s).contains("planted work"));
+    assert!(listed(), "listed once pulled");
 }
 
 /// A lesson recorded on laptop, pulled from the memory remote by `hookctl

@@ -17,11 +17,24 @@ impl Engine {
         let prefix = config.config.checkpoint.ref_prefix.clone();
         let repositories = self.resources.repositories.clone();
         let me = self.this_machine(&config.config);
+        let ledger = crate::sync::Ledger::in_state_dir(&self.identity.state_dir);
         blocking(move || {
             repositories.bounded(&query.project.clone(), git::GIT_DEADLINE, move |_| {
                 let mut list = git::list_checkpoints(&query.project, &prefix, limit)?;
-                if let Some(me) = me {
-                    list.extend(import::other_checkpoints(&query.project, &me, limit)?);
+                // Only other machines' checkpoints a pull brought.
+                let pulled = me.as_ref().map(|_| {
+                    ledger.read().unwrap_or_else(|why| {
+                        tracing::warn!("{why}; other machines' checkpoints are not listed");
+                        Default::default()
+                    })
+                });
+                if let (Some(me), Some(pulled)) = (me, pulled) {
+                    list.extend(import::other_checkpoints(
+                        &query.project,
+                        &me,
+                        &pulled,
+                        limit,
+                    )?);
                     list.sort_by(|a, b| b.time_ms.cmp(&a.time_ms).then_with(|| a.sha.cmp(&b.sha)));
                     list.truncate(limit);
                 }

@@ -163,6 +163,19 @@ impl Engine {
             .memories
             .set_machine(&crate::sync::Machine::name(named.as_deref()));
         let settings = Arc::new(settings);
+        let syncing = {
+            let sync = &settings.daemon().config.sync;
+            sync.remote.is_some() || sync.memory_remote.is_some()
+        };
+        if syncing {
+            // The first save with sync on redacts: its hook should not wait
+            // for the rules to compile.
+            let _ = std::thread::Builder::new()
+                .name("hookd-secret-rules".into())
+                .spawn(|| {
+                    let _ = crate::secrets::redact("");
+                });
+        }
         let sync = {
             let settings = settings.clone();
             crate::sync::worker::SyncWorker::new(

@@ -110,11 +110,14 @@ struct Ask {
 }
 
 /// The newest state another machine synced for the branch checked out in
-/// `project`, when the user turned sync on.
+/// `project`, when the user turned sync on; with `unless_offered`, none
+/// when every tip a pull brought was offered already (told from the refs
+/// alone, before any commit or file is read).
 pub(super) fn synced_state(
     resources: &Resources,
     project: &Path,
     config: &Config,
+    unless_offered: bool,
 ) -> Option<SyncedState> {
     config.sync.remote.as_ref()?;
     let state_dir = resources.state_dir.as_ref()?;
@@ -125,12 +128,25 @@ pub(super) fn synced_state(
             return None;
         }
     };
+    let pulled = match crate::sync::Ledger::in_state_dir(state_dir).read() {
+        Ok(pulled) => pulled,
+        Err(why) => {
+            tracing::warn!("{why}; synced states are not offered");
+            return None;
+        }
+    };
+    let offered = unless_offered.then(|| import::offered(state_dir));
     let at = project.to_path_buf();
     let found = resources
         .repositories
         .bounded(project, git::GIT_DEADLINE, move |_| {
             let branch = git::head_info(&at)?.branch;
-            import::newest_state(&at, &branch, &machine)
+            if let Some(offered) = &offered
+                && !import::something_to_offer(&at, &branch, &machine, &pulled, offered)?
+            {
+                return Ok(None);
+            }
+            import::newest_state(&at, &branch, &machine, &pulled)
         });
     match found {
         Ok(found) => found,
@@ -205,7 +221,7 @@ fn prepare(ask: Ask, config: Config, resources: &Resources) -> Prepared {
     let workflow = Workflow::new(&project);
     let local = resume::load(&workflow, session.as_deref(), &resources.saved_states);
     let synced = offer_synced
-        .then(|| synced_state(resources, &project, &config))
+        .then(|| synced_state(resources, &project, &config, false))
         .flatten();
     let (loaded, take_in_note) = choose(local, synced, &project, resources, render, &config);
     let (state, path) = match loaded {

@@ -38,7 +38,7 @@ impl Engine {
         };
         let (config, resources) = (config.clone(), self.resources.clone());
         let work = move || {
-            let synced = super::resume::synced_state(&resources, &project, &config)?;
+            let synced = super::resume::synced_state(&resources, &project, &config, true)?;
             let workflow = Workflow::new(&project);
             let own = match resume::load(&workflow, None, &resources.saved_states) {
                 Loaded::Found { state, .. } => Some(state),

@@ -20,14 +20,37 @@ pub struct FlatCommit {
     pub message: String,
 }
 
+/// Which tip of a sync ref a new commit may take as its parent, and the
+/// record of each commit made (written before the ref moves to it). A
+/// sync ref is an ordinary ref anyone with the repository can move: a tip
+/// the chain does not vouch for is never built on.
+pub trait Chain {
+    fn continues(&self, tip: &str) -> bool;
+    fn made(&self, commit: &str) -> Result<(), String>;
+}
+
+/// hookd's own bare repository (the memory shuttle): every tip is hookd's.
+pub struct OwnRepository;
+
+impl Chain for OwnRepository {
+    fn continues(&self, _: &str) -> bool {
+        true
+    }
+
+    fn made(&self, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 /// When the repository of `project` has the remote `remote`: the commit
 /// `compose` makes for the branch HEAD is on (`detached` when none),
 /// committed onto its reference (its parent the commit there now, the ref
-/// moved with a compare-and-swap). `None` when there is no such remote.
-/// The repository is opened once.
+/// moved with a compare-and-swap, when `chain` continues it). `None` when
+/// there is no such remote. The repository is opened once.
 pub fn commit_for_branch(
     project: &Path,
     remote: &str,
+    chain: &dyn Chain,
     compose: impl FnOnce(&str) -> FlatCommit,
 ) -> Result<Option<String>, GitError> {
     let repo = open(project)?;
@@ -44,7 +67,7 @@ pub fn commit_for_branch(
         .iter()
         .map(|(name, bytes)| (*name, bytes.as_slice()))
         .collect();
-    commit_files_on(&repo, &commit.reference, &files, &commit.message).map(Some)
+    commit_files_on(&repo, &commit.reference, &files, &commit.message, chain).map(Some)
 }
 
 fn commit_files_on(
@@ -52,6 +75,7 @@ fn commit_files_on(
     reference: &str,
     files: &[(&str, &[u8])],
     message: &str,
+    chain: &dyn Chain,
 ) -> Result<String, GitError> {
     let mut builder = repo.treebuilder(None).map_err(git("start a tree"))?;
     for (name, bytes) in files {
@@ -62,7 +86,7 @@ fn commit_files_on(
     }
     let tree = builder.write().map_err(git("write the tree"))?;
     let signature = hookd_signature()?;
-    advance(repo, reference, |parent| {
+    advance(repo, reference, chain, |parent| {
         let tree = repo.find_tree(tree).map_err(git("read the tree"))?;
         let parents: Vec<&git2::Commit> = parent.into_iter().collect();
         repo.commit(None, &signature, &signature, message, &tree, &parents)
@@ -76,25 +100,35 @@ fn hookd_signature() -> Result<git2::Signature<'static>, GitError> {
 }
 
 /// Moves `reference` to the commit `make` writes on top of the one there
-/// now, with a compare-and-swap; when another writer moved it meanwhile,
-/// `make` runs again on top of theirs.
+/// now (when `chain` continues it; else on none), with a compare-and-swap;
+/// when another writer moved it meanwhile, `make` runs again on top of
+/// theirs. The commit is given to `chain` before the ref moves.
 fn advance(
     repo: &Repository,
     reference: &str,
+    chain: &dyn Chain,
     make: impl Fn(Option<&git2::Commit>) -> Result<Oid, GitError>,
 ) -> Result<Oid, GitError> {
     if !reference.starts_with(OWN_REFS) || !git2::Reference::is_valid_name(reference) {
         return Err(GitError::ForeignRef(reference.to_owned()));
     }
     for _ in 0..REF_ATTEMPTS {
-        let previous = repo
+        let current = repo
             .find_reference(reference)
             .ok()
-            .and_then(|r| r.peel_to_commit().ok());
+            .and_then(|r| r.resolve().ok())
+            .and_then(|r| r.target());
+        let previous = current
+            .filter(|tip| chain.continues(&tip.to_string()))
+            .and_then(|tip| repo.find_commit(tip).ok());
         let oid = make(previous.as_ref())?;
+        chain.made(&oid.to_string()).map_err(|why| GitError::Git {
+            op: "record the sync commit",
+            source: git2::Error::from_str(&why),
+        })?;
         super::refs_dir_is_real(repo, reference)?;
         clear_stale_lock(&repo.path().join(format!("{reference}.lock")));
-        let expected = previous.as_ref().map_or(Oid::ZERO_SHA1, |p| p.id());
+        let expected = current.unwrap_or(Oid::ZERO_SHA1);
         match repo.reference_matching(reference, oid, true, expected, "hookd: sync") {
             Ok(_) => return Ok(oid),
             Err(e)
@@ -157,14 +191,14 @@ pub fn local_checkpoints(
     Ok(out)
 }
 
-/// The message of the commit `reference` points at, if any.
-pub fn tip_message(project: &Path, reference: &str) -> Result<Option<String>, GitError> {
+/// The commit `reference` points at and its message, if any.
+pub fn tip_message(project: &Path, reference: &str) -> Result<Option<(String, String)>, GitError> {
     let repo = open(project)?;
     let commit = repo
         .find_reference(reference)
         .ok()
         .and_then(|r| r.peel_to_commit().ok());
-    Ok(commit.map(|c| c.message().unwrap_or("").to_owned()))
+    Ok(commit.map(|c| (c.id().to_string(), c.message().unwrap_or("").to_owned())))
 }
 
 /// Why a file stays on this machine, or `None` when it may leave. Called
@@ -197,16 +231,19 @@ pub fn filter_checkpoint(
     previous: Option<(&str, BTreeMap<String, String>)>,
     verdict: &dyn Verdict,
     message: &dyn Fn(&BTreeMap<String, String>) -> String,
+    chain: &dyn Chain,
 ) -> Result<Filtered, GitError> {
     let repo = open(project)?;
     let source = repo
         .find_commit(Oid::from_str(source).map_err(git("read the checkpoint's id"))?)
         .map_err(git("read the checkpoint"))?;
     let source_tree = source.tree().map_err(git("read the checkpoint's tree"))?;
+    // A tip hookd did not make is no base: its tree could hold anything.
     let exported_tip = repo
         .find_reference(reference)
         .ok()
-        .and_then(|r| r.peel_to_commit().ok());
+        .and_then(|r| r.peel_to_commit().ok())
+        .filter(|c| chain.continues(&c.id().to_string()));
     // Incremental only when both ends of the last export are still here.
     let base = previous.and_then(|(previous_source, left_out)| {
         let old_source = repo
@@ -238,7 +275,7 @@ pub fn filter_checkpoint(
     let text = message(&left_out);
     let author = source.author().to_owned();
     let committer = source.committer().to_owned();
-    let commit = advance(&repo, reference, |parent| {
+    let commit = advance(&repo, reference, chain, |parent| {
         let tree = repo
             .find_tree(tree)
             .map_err(git("read the exported tree"))?;
@@ -395,7 +432,7 @@ pub fn commit_tree_in_bare(
         return Ok(None);
     }
     let signature = hookd_signature()?;
-    let commit = advance(&repo, reference, |parent| {
+    let commit = advance(&repo, reference, &OwnRepository, |parent| {
         let tree = repo.find_tree(tree).map_err(git("read the memory tree"))?;
         let parents: Vec<&git2::Commit> = parent.into_iter().collect();
         repo.commit(None, &signature, &signature, message, &tree, &parents)

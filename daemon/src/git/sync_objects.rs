@@ -121,12 +121,15 @@ pub struct CopyReport {
 
 /// Copies every ref of `shuttle` under `prefix` that `accept` takes (and
 /// whose name git takes) into `project`'s repository: first the objects it
-/// reaches that the project lacks, then the ref of the same name.
+/// reaches that the project lacks, then `taken` is told its tip (also when
+/// the project's ref is there already: the remote vouches for it), then
+/// the ref of the same name is moved. A tip `taken` refuses is not moved to.
 pub fn copy_fetched(
     project: &Path,
     shuttle: &Path,
     prefix: &str,
     accept: impl Fn(&str) -> Result<(), &'static str>,
+    taken: &dyn Fn(&str) -> Result<(), String>,
 ) -> Result<CopyReport, String> {
     let repo = open(project).map_err(|e| e.to_string())?;
     let objects = repo.commondir().join("objects");
@@ -143,7 +146,7 @@ pub fn copy_fetched(
             report.refused.push(format!("{name}: {why}"));
             continue;
         }
-        match copy_one(&from, &repo, &name, &sha) {
+        match copy_one(&from, &repo, &name, &sha, taken) {
             Ok(Some(objects)) => report.objects += objects,
             Ok(None) => continue,
             Err(why) => {
@@ -156,21 +159,29 @@ pub fn copy_fetched(
     Ok(report)
 }
 
-/// Copies what the fetched ref `name` at `sha` reaches into `to` and moves
-/// the ref there: the number of objects written, or `None` when the ref was
-/// already there.
+/// Copies what the fetched ref `name` at `sha` reaches into `to`, tells
+/// `taken` its tip (also when the ref is there already: the remote vouches
+/// for it), and moves the ref there: the number of objects written, or
+/// `None` when the ref was already there.
 fn copy_one(
     from: &git2::Repository,
     to: &git2::Repository,
     name: &str,
     sha: &str,
+    taken: &dyn Fn(&str) -> Result<(), String>,
 ) -> Result<Option<usize>, String> {
     let oid = git2::Oid::from_str(sha).map_err(|e| e.to_string())?;
-    if to.refname_to_id(name).ok() == Some(oid) {
+    let there = to.refname_to_id(name).ok() == Some(oid);
+    let objects = if there {
+        0
+    } else {
+        super::refs_dir_is_real(to, name).map_err(|e| e.to_string())?;
+        copy_reachable(from, to, oid, name)?
+    };
+    taken(sha)?;
+    if there {
         return Ok(None);
     }
-    super::refs_dir_is_real(to, name).map_err(|e| e.to_string())?;
-    let objects = copy_reachable(from, to, oid, name)?;
     to.reference(name, oid, true, "hookd sync: fetched")
         .map_err(|e| format!("cannot move it: {e}"))?;
     Ok(Some(objects))
@@ -345,7 +356,8 @@ mod tests {
                 .reference(&format!("{prefix}x-000000/state/{name}"), oid, true, "t")
                 .unwrap();
         }
-        let report = copy_fetched(&project, shuttle.path(), prefix, |_| Ok(())).unwrap();
+        let report =
+            copy_fetched(&project, shuttle.path(), prefix, |_| Ok(()), &|_| Ok(())).unwrap();
         assert_eq!(report.moved, [format!("{prefix}x-000000/state/good")]);
         assert_eq!(report.refused.len(), 2, "{:?}", report.refused);
         assert!(

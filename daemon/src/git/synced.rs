@@ -24,12 +24,31 @@ pub struct SyncedCommit {
     pub too_big: Vec<String>,
 }
 
-/// The tips of the refs under `prefix` that `wanted` accepts, with the
-/// top-level `files` of each tip's tree (blobs only).
+/// The refs under `prefix` and the commits they point at, as (name, sha):
+/// nothing of the commits is read.
+pub fn tips(project: &Path, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
+    let repo = open(project)?;
+    let refs = repo
+        .references_glob(&format!("{prefix}*"))
+        .map_err(git("list the synced refs"))?;
+    let mut out = Vec::new();
+    for reference in refs.flatten() {
+        if let (Ok(name), Ok(target)) = (reference.name(), reference.resolve())
+            && let Some(sha) = target.target()
+        {
+            out.push((name.to_owned(), sha.to_string()));
+        }
+    }
+    Ok(out)
+}
+
+/// The tips of the refs under `prefix` that `wanted` accepts (given the
+/// ref's name and its commit's sha, before anything of the commit is
+/// read), with the top-level `files` of each tip's tree (blobs only).
 pub fn ref_tips(
     project: &Path,
     prefix: &str,
-    wanted: &dyn Fn(&str) -> bool,
+    wanted: &dyn Fn(&str, &str) -> bool,
     files: &[&str],
     max_bytes: usize,
 ) -> Result<Vec<SyncedCommit>, GitError> {
@@ -43,7 +62,10 @@ pub fn ref_tips(
         let Some(name) = reference.name().ok().map(str::to_owned) else {
             continue;
         };
-        if !wanted(&name) {
+        let Some(sha) = reference.resolve().ok().and_then(|r| r.target()) else {
+            continue;
+        };
+        if !wanted(&name, &sha.to_string()) {
             continue;
         }
         let Ok(commit) = reference.peel_to_commit() else {
@@ -85,11 +107,13 @@ pub fn ref_tips(
 }
 
 /// The commit on the chain of `reference` whose `Hookd-Source` trailer is
-/// `source` (an exported checkpoint of that local checkpoint), if any.
+/// `source` (an exported checkpoint of that local checkpoint), if any;
+/// none when `trusted` refuses the ref's tip.
 pub fn commit_with_source(
     project: &Path,
     reference: &str,
     source: &str,
+    trusted: &dyn Fn(&str) -> bool,
 ) -> Result<Option<String>, GitError> {
     let repo = open(project)?;
     let Ok(reference) = repo.find_reference(reference) else {
@@ -98,6 +122,9 @@ pub fn commit_with_source(
     let Ok(mut commit) = reference.peel_to_commit() else {
         return Ok(None);
     };
+    if !trusted(&commit.id().to_string()) {
+        return Ok(None);
+    }
     for _ in 0..MAX_CHAIN_WALK {
         let message = commit.message().unwrap_or("");
         if trailers(message).get("Source").map(String::as_str) == Some(source) {
@@ -178,11 +205,12 @@ pub struct RefFiles {
 }
 
 /// The exported checkpoints on the refs under `prefix` that `wanted`
-/// accepts (commits titled `title`), newest first, at most `limit`.
+/// accepts (given the ref's name and its tip's sha), commits titled
+/// `title`, newest first, at most `limit`.
 pub fn list_exported(
     project: &Path,
     prefix: &str,
-    wanted: &dyn Fn(&str) -> bool,
+    wanted: &dyn Fn(&str, &str) -> bool,
     title: &str,
     limit: usize,
 ) -> Result<Vec<protocol::wire::CheckpointSummary>, GitError> {
@@ -195,12 +223,12 @@ pub fn list_exported(
         let Some(name) = reference.name().ok().map(str::to_owned) else {
             continue;
         };
-        if !wanted(&name) {
-            continue;
-        }
         let Ok(mut commit) = reference.peel_to_commit() else {
             continue;
         };
+        if !wanted(&name, &commit.id().to_string()) {
+            continue;
+        }
         for _ in 0..limit {
             if commit.summary().ok().flatten() != Some(title) {
                 break;

@@ -9,8 +9,9 @@
 //! - the memory's tree, before a memory push ([`export_memory`]): every
 //!   task record, redacted, saying which machine it came from.
 
-use super::{Machine, checkpoint_ref, memory_ref, state_ref};
-use crate::git::export::{self as git_export, Verdict};
+use super::ledger::LedgerChain;
+use super::{Ledger, Machine, checkpoint_ref, memory_ref, state_ref};
+use crate::git::export::{self as git_export, Chain, Verdict};
 use crate::git::{GitError, trailer_lines, trailer_value};
 use crate::secrets;
 use serde_json::Value;
@@ -61,12 +62,14 @@ pub struct SavedFiles {
 
 /// Commits the saved state onto `refs/hookd/sync/<machine>/state/<branch>`,
 /// redacted. `None` when the repository has no remote named `remote`: the
-/// user elected no place for it, so nothing is made.
+/// user elected no place for it, so nothing is made. The commit goes into
+/// `ledger`; the ref's tip is its parent only when it is in `ledger`.
 pub fn record_state(
     project: &Path,
     machine: &Machine,
     remote: &str,
     files: &SavedFiles,
+    ledger: &Ledger,
 ) -> Result<Option<String>, ExportError> {
     let compose = |branch: &str| {
         let mut blobs = vec![(STATE_FILE, redact_json_bytes(&files.state_json))];
@@ -104,7 +107,8 @@ pub fn record_state(
             message: trailers.text,
         }
     };
-    git_export::commit_for_branch(project, remote, compose).map_err(in_project(project))
+    let chain = LedgerChain::new(ledger);
+    git_export::commit_for_branch(project, remote, &chain, compose).map_err(in_project(project))
 }
 
 /// One exported checkpoint.
@@ -131,18 +135,24 @@ pub struct ExportReport {
 
 /// Exports every local checkpoint under `ref_prefix`
 /// (`checkpoint.ref_prefix`, then `/<branch>`) whose tip is not on this
-/// machine's sync refs yet.
+/// machine's sync refs yet. Each exported commit goes into `ledger`; a sync
+/// ref's tip that is not in it is no previous export (neither parent nor
+/// base): the chain starts anew.
 pub fn export_checkpoints_under(
     project: &Path,
     machine: &Machine,
     ref_prefix: &str,
+    ledger: &Ledger,
 ) -> Result<ExportReport, ExportError> {
     let mut report = ExportReport::default();
+    let chain = LedgerChain::new(ledger);
     let local = git_export::local_checkpoints(project, ref_prefix).map_err(in_project(project))?;
     for checkpoint in local {
         let reference = checkpoint_ref(&machine.id, &checkpoint.branch);
         let last = git_export::tip_message(project, &reference).map_err(in_project(project))?;
-        let last = last.as_deref().map(trailer_lines);
+        let last = last
+            .filter(|(tip, _)| chain.continues(tip))
+            .map(|(_, message)| trailer_lines(&message));
         let last_source = last
             .as_ref()
             .and_then(|t| first_value(t, "Source"))
@@ -175,6 +185,7 @@ pub fn export_checkpoints_under(
             previous,
             &SecretRules,
             &message,
+            &chain,
         )
         .map_err(in_project(project))?;
         report.exported.push(Exported {

@@ -13,10 +13,12 @@
 
 pub mod export;
 pub mod import;
+pub mod ledger;
 pub mod machine;
 pub mod transport;
 pub mod worker;
 
+pub use ledger::Ledger;
 pub use machine::Machine;
 
 /// Every ref sync writes or reads in a project's repository is under this.

@@ -180,11 +180,35 @@ impl SyncWorker {
         let url = repo.url.clone().map_err(Failure::Setup)?;
         let shuttle = transport::project_shuttle(&self.state_dir, &repo.digest, &repo.objects_dir)
             .map_err(|e| Failure::Run(e, url.clone()))?;
+        let (refs, planted) = self.made_here(&repo.own_refs).map_err(Failure::Setup)?;
         let lock = self.shuttles.for_path(&shuttle);
         let _one = lock.lock().unwrap_or_else(|p| p.into_inner());
-        transport::push(&self.runs, &shuttle, &url, &repo.own_refs, timeout(sync))
-            .map(|detail| (detail, url.clone()))
-            .map_err(|e| Failure::Run(e, url))
+        transport::push(&self.runs, &shuttle, &url, &refs, timeout(sync))
+            .map(|detail| (with_planted(detail, &planted), url.clone()))
+            .map_err(|e| Failure::Run(with_planted(e, &planted), url))
+    }
+
+    /// This machine's `checkpoints/<branch>` and `state/<branch>` refs
+    /// whose tips hookd made (they are in the ledger), and the names of the
+    /// others: a tip written there by anything else (`git update-ref` to
+    /// the user's HEAD, say) could carry the user's whole history.
+    fn made_here(&self, own_refs: &[(String, String)]) -> Result<(RefTips, Vec<String>), String> {
+        let trusted = super::Ledger::in_state_dir(&self.state_dir).read()?;
+        let (mut refs, mut planted) = (Vec::new(), Vec::new());
+        for (name, sha) in own_refs {
+            let kind_is_synced = super::split_sync_ref(name).is_some_and(|(_, kind)| {
+                kind.starts_with("checkpoints/") || kind.starts_with("state/")
+            });
+            if kind_is_synced && trusted.contains(sha) {
+                refs.push((name.clone(), sha.clone()));
+            } else {
+                planted.push(name.clone());
+            }
+        }
+        for name in &planted {
+            tracing::warn!(reference = %name, "not pushed: hookd did not write its tip");
+        }
+        Ok((refs, planted))
     }
 
     /// Fetches the other machines' sync refs of `project`'s remote and
@@ -210,9 +234,14 @@ impl SyncWorker {
         let own = format!("{SYNC_REFS}{}/*", machine.id);
         transport::fetch(&self.runs, &shuttle, &url, SYNC_REFS, &own, timeout(sync))
             .map_err(run)?;
-        let copied = sync_objects::copy_fetched(project, &shuttle, SYNC_REFS, |name| {
-            fetched_ref_is_acceptable(name, &machine.id)
-        })
+        let ledger = super::Ledger::in_state_dir(&self.state_dir);
+        let copied = sync_objects::copy_fetched(
+            project,
+            &shuttle,
+            SYNC_REFS,
+            |name| fetched_ref_is_acceptable(name, &machine.id),
+            &|sha| ledger.record(sha),
+        )
         .map_err(run)?;
         let mut detail = format!(
             "{} ref(s) of other machines updated, {} object(s) copied",
@@ -345,7 +374,8 @@ impl SyncWorker {
     /// refs exported before still are.
     fn export_before_push(&self, project: &Path, machine: &Machine) {
         let prefix = (self.current)().checkpoint.ref_prefix;
-        match super::export::export_checkpoints_under(project, machine, &prefix) {
+        let ledger = super::Ledger::in_state_dir(&self.state_dir);
+        match super::export::export_checkpoints_under(project, machine, &prefix, &ledger) {
             Ok(report) => {
                 for exported in &report.exported {
                     for (path, why) in &exported.left_out {
@@ -405,6 +435,21 @@ fn fetched_ref_is_acceptable(name: &str, me: &str) -> Result<(), &'static str> {
         return Err("not a checkpoint or saved-state ref");
     }
     Ok(())
+}
+
+/// Refs as (name, sha).
+type RefTips = Vec<(String, String)>;
+
+/// A push's detail, naming the refs left out because hookd did not write
+/// their tips.
+fn with_planted(detail: String, planted: &[String]) -> String {
+    match planted {
+        [] => detail,
+        _ => format!(
+            "{detail}; not pushed (hookd did not write their tips; delete them with `git update-ref -d <ref>`): {}",
+            planted.join(", ")
+        ),
+    }
 }
 
 /// What a push or pull did and where to, or why not.
@@ -529,6 +574,11 @@ mod tests {
             &project,
             &["update-ref", "refs/hookd/sync/m-000000/state/main", "HEAD"],
         );
+        // As though hookd had made it: only such a tip is pushed.
+        let tip = git(&project, &["rev-parse", "HEAD"]);
+        super::super::Ledger::in_state_dir(&state)
+            .record(&tip)
+            .unwrap();
         let sync = SyncConfig {
             remote: Some("hookd-sync".into()),
             machine_name: Some("m".into()),

@@ -11,7 +11,7 @@ use std::process::Command;
 
 /// Exports the checkpoints under the default `checkpoint.ref_prefix`.
 fn export_checkpoints(p: &Project) -> Result<ExportReport, ExportError> {
-    export_checkpoints_under(&p.path, &p.machine, "refs/hookd/checkpoints")
+    export_checkpoints_under(&p.path, &p.machine, "refs/hookd/checkpoints", &p.ledger)
 }
 
 // Fake keys, made up for these tests.
@@ -42,6 +42,7 @@ struct Project {
     machine: Machine,
     config: Config,
     resources: Resources,
+    ledger: Ledger,
 }
 
 impl Project {
@@ -75,6 +76,7 @@ impl Project {
         let machine = Machine::load(&state_dir, Some("laptop")).unwrap();
         Project {
             resources: Resources::in_state_dir(&state_dir),
+            ledger: Ledger::in_state_dir(&state_dir),
             dir,
             path,
             machine,
@@ -297,6 +299,65 @@ fn a_second_export_reads_only_what_changed() {
     );
 }
 
+/// A sync ref moved by something other than hookd (to the user's HEAD,
+/// whose history holds a committed `.env`; or to a commit made to look
+/// like an earlier export) is neither parent nor base of the next export:
+/// the chain starts anew and nothing of the planted commit's is in it.
+#[test]
+fn a_planted_sync_ref_is_no_parent_and_no_base() {
+    let p = Project::new();
+    p.git(&["add", "-f", ".env"]);
+    p.git(&["commit", "-q", "-m", "oops"]);
+    p.save();
+    let first = export_checkpoints(&p).unwrap();
+    let first = &first.exported[0];
+    let state_ref = state_ref(&p.machine.id, "main");
+    // Planted at HEAD: the next save's state commit has no parent.
+    p.git(&["update-ref", &state_ref, "HEAD"]);
+    p.save();
+    let state = p.git(&["rev-parse", &state_ref]);
+    assert_eq!(
+        p.git(&["rev-list", "--parents", "-n1", state.trim()])
+            .trim(),
+        state.trim(),
+        "a new chain"
+    );
+    // A forged "previous export" holding the .env, naming the checkpoint
+    // the next one changes from: the next export judges every file.
+    let env_tree = p.git(&["rev-parse", "HEAD^{tree}"]);
+    let message = format!("hookd: checkpoint\n\nHookd-Source: {}\n", first.source);
+    let forged = {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(["commit-tree", env_tree.trim(), "-F", "-"])
+            .current_dir(&p.path)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(message.as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    p.git(&["update-ref", &first.reference, &forged]);
+    std::fs::write(p.path.join("README.md"), "Changed.\n").unwrap();
+    p.save();
+    let next = export_checkpoints(&p).unwrap();
+    let next = &next.exported[0];
+    assert_eq!(
+        p.git(&["rev-list", "--parents", "-n1", &next.commit])
+            .trim(),
+        next.commit,
+        "a new chain"
+    );
+    let files = p.git(&["ls-tree", "-r", "--name-only", &next.commit]);
+    assert!(!files.lines().any(|f| f == ".env"), "{files}");
+    assert!(next.left_out.iter().any(|(f, _)| f == ".env"), "{next:?}");
+}
+
 /// A repository without the remote the user named records no state.
 #[test]
 fn no_remote_of_that_name_records_nothing() {
@@ -309,7 +370,7 @@ fn no_remote_of_that_name_records_nothing() {
         ..SavedFiles::default()
     };
     assert_eq!(
-        record_state(&p.path, &p.machine, "elsewhere", &files).unwrap(),
+        record_state(&p.path, &p.machine, "elsewhere", &files, &p.ledger).unwrap(),
         None
     );
 }
@@ -418,7 +479,13 @@ fn cost_of_exporting_10000_files() {
         started.elapsed()
     );
     let started = std::time::Instant::now();
-    crate::git::export::commit_for_branch(&p.path, "no-such-remote", |_| unreachable!()).unwrap();
+    crate::git::export::commit_for_branch(
+        &p.path,
+        "no-such-remote",
+        &crate::git::export::OwnRepository,
+        |_| unreachable!(),
+    )
+    .unwrap();
     println!("open and branch: {:?}", started.elapsed());
     let started = std::time::Instant::now();
     let state = std::fs::read(p.path.join(".workflow/context_state.json")).unwrap();
@@ -434,7 +501,7 @@ fn cost_of_exporting_10000_files() {
         progress_summary: Some("a summary".into()),
         ..SavedFiles::default()
     };
-    record_state(&p.path, &p.machine, "backup", &files)
+    record_state(&p.path, &p.machine, "backup", &files, &p.ledger)
         .unwrap()
         .unwrap();
     println!("saved-state commit: {:?}", started.elapsed());

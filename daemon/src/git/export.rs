@@ -4,7 +4,7 @@
 //! and what a message says, the caller decides (`sync::export`): here are
 //! the trees, commits and ref moves.
 
-use super::{GitError, OWN_REFS, REF_ATTEMPTS, REF_RETRY_PAUSE, clear_stale_lock, git, open};
+use super::{GitError, OWN_REFS, REF_ATTEMPTS, git, open};
 use git2::{Oid, Repository};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -126,29 +126,13 @@ fn advance(
             op: "record the sync commit",
             source: git2::Error::from_str(&why),
         })?;
-        super::refs_dir_is_real(repo, reference)?;
-        clear_stale_lock(&repo.path().join(format!("{reference}.lock")));
         let expected = current.unwrap_or(Oid::ZERO_SHA1);
-        match repo.reference_matching(reference, oid, true, expected, "hookd: sync") {
-            Ok(_) => return Ok(oid),
-            Err(e)
-                if matches!(
-                    e.code(),
-                    git2::ErrorCode::Modified | git2::ErrorCode::Exists
-                ) => {}
-            Err(e) if e.code() == git2::ErrorCode::Locked => std::thread::sleep(REF_RETRY_PAUSE),
-            Err(e) => {
-                return Err(GitError::Git {
-                    op: "move the sync ref",
-                    source: e,
-                });
-            }
+        let op = "move the sync ref";
+        if super::move_ref_if_unmoved(repo, reference, oid, expected, "hookd: sync", op)? {
+            return Ok(oid);
         }
     }
-    Err(GitError::Git {
-        op: "move the sync ref",
-        source: git2::Error::from_str("it kept moving under us; try again"),
-    })
+    Err(super::kept_moving("move the sync ref"))
 }
 
 /// One local checkpoint ref and where its export stands.

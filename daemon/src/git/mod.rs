@@ -1346,40 +1346,57 @@ fn commit_checkpoint_of(
             .commit(None, &signature, &signature, &message, &tree, &parents)
             .map_err(git("write the checkpoint commit"))?;
         crate::fault::pause("before the ref moves");
-        refs_dir_is_real(repo, &reference)?;
-        clear_stale_lock(&repo.path().join(format!("{reference}.lock")));
-        // Compare-and-swap, creation included: the zero id means "must not exist yet".
-        // (libgit2 checks `force = false` before it takes the lock, so two
-        // first checkpoints could both pass that check; the comparison is made
-        // under the lock.)
         let expected = previous.as_ref().map_or(git2::Oid::ZERO_SHA1, |p| p.id());
-        let moved = repo.reference_matching(&reference, oid, true, expected, "hookd: checkpoint");
-        match moved {
-            Ok(_) => {
-                return Ok(CommitOutcome::Created {
-                    sha: oid.to_string(),
-                    reference,
-                });
-            }
-            // Someone moved the ref between our read and our write: start over on top of theirs.
-            Err(e)
-                if matches!(
-                    e.code(),
-                    git2::ErrorCode::Modified | git2::ErrorCode::Exists
-                ) => {}
-            Err(e) if e.code() == git2::ErrorCode::Locked => std::thread::sleep(REF_RETRY_PAUSE),
-            Err(e) => {
-                return Err(GitError::Git {
-                    op: "move the checkpoint ref",
-                    source: e,
-                });
-            }
+        let op = "move the checkpoint ref";
+        if move_ref_if_unmoved(repo, &reference, oid, expected, "hookd: checkpoint", op)? {
+            return Ok(CommitOutcome::Created {
+                sha: oid.to_string(),
+                reference,
+            });
         }
     }
-    Err(GitError::Git {
-        op: "move the checkpoint ref",
+    Err(kept_moving("move the checkpoint ref"))
+}
+
+/// Moves `reference` to `oid` if it still holds `expected`, checked under
+/// git's lock on it (the zero id: it must not exist yet; libgit2 checks
+/// `force = false` before it takes the lock, so two first writers could
+/// both pass that check). `Ok(false)`: another writer moved it or held its
+/// lock meanwhile; read it again and start over on top of theirs.
+pub(crate) fn move_ref_if_unmoved(
+    repo: &git2::Repository,
+    reference: &str,
+    oid: git2::Oid,
+    expected: git2::Oid,
+    log: &str,
+    op: &'static str,
+) -> Result<bool, GitError> {
+    refs_dir_is_real(repo, reference)?;
+    clear_stale_lock(&repo.path().join(format!("{reference}.lock")));
+    match repo.reference_matching(reference, oid, true, expected, log) {
+        Ok(_) => Ok(true),
+        Err(e)
+            if matches!(
+                e.code(),
+                git2::ErrorCode::Modified | git2::ErrorCode::Exists
+            ) =>
+        {
+            Ok(false)
+        }
+        Err(e) if e.code() == git2::ErrorCode::Locked => {
+            std::thread::sleep(REF_RETRY_PAUSE);
+            Ok(false)
+        }
+        Err(e) => Err(GitError::Git { op, source: e }),
+    }
+}
+
+/// A ref that moved under every one of our attempts.
+pub(crate) fn kept_moving(op: &'static str) -> GitError {
+    GitError::Git {
+        op,
         source: git2::Error::from_str("it kept moving under us; try again"),
-    })
+    }
 }
 
 fn checkpoint_message(meta: &CheckpointMeta, snapshot: &Snapshot) -> String {

@@ -15,6 +15,8 @@ pub mod export;
 pub mod import;
 pub mod ledger;
 pub mod machine;
+#[cfg(test)]
+pub(crate) mod test_git;
 pub mod transport;
 pub mod worker;
 

@@ -419,6 +419,7 @@ fn collected(rx: mpsc::Receiver<Vec<u8>>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::test_git::git;
 
     #[test]
     fn a_shuttle_is_bare_without_hooks_and_reads_its_alternates() {
@@ -473,32 +474,16 @@ mod tests {
 
     /// A remote (`remote.git`) and a project with one commit, in `dir`.
     fn remote_and_project(dir: &Path) -> (PathBuf, String) {
-        git_in(dir, &["init", "-q", "--bare", "remote.git"]);
-        git_in(dir, &["init", "-q", "project"]);
-        git_in(
+        git(dir, &["init", "-q", "--bare", "remote.git"]);
+        git(dir, &["init", "-q", "project"]);
+        git(
             dir,
             &["-C", "project", "commit", "-q", "--allow-empty", "-m", "x"],
         );
-        let sha = git_in(dir, &["-C", "project", "rev-parse", "HEAD"]);
+        let sha = git(dir, &["-C", "project", "rev-parse", "HEAD"]);
         let objects = dir.join("project/.git/objects");
         let shuttle = project_shuttle(&dir.join("state"), "d", &objects).unwrap();
         (shuttle, sha)
-    }
-
-    fn git_in(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
     #[test]
@@ -508,7 +493,7 @@ mod tests {
         // A ref named like the pushed one's directory: the remote cannot
         // create the pushed ref.
         let blocking = "refs/hookd/sync/m-000000/state";
-        git_in(
+        git(
             dir.path(),
             &[
                 "-C",
@@ -535,7 +520,7 @@ mod tests {
                 && err.contains(&format!("'{blocking}' exists")),
             "{err}"
         );
-        let refs = git_in(
+        let refs = git(
             dir.path(),
             &[
                 "--git-dir",
@@ -582,7 +567,7 @@ mod tests {
             ("receive.autogc", "true".into()),
             ("gc.auto", "1".into()),
         ] {
-            git_in(
+            git(
                 dir.path(),
                 &["--git-dir", "remote.git", "config", key, &value],
             );
@@ -604,7 +589,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            git_in(dir.path(), &["--git-dir", "remote.git", "rev-parse", &name]),
+            git(dir.path(), &["--git-dir", "remote.git", "rev-parse", &name]),
             sha
         );
         let other = memory_shuttle(&dir.path().join("other-state")).unwrap();

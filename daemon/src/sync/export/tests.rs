@@ -5,8 +5,9 @@ use super::*;
 use crate::pipeline::{self, SaveRequest};
 use crate::resources::Resources;
 use crate::state::SaveTrigger;
+use crate::sync::test_git::git;
 use protocol::config::Config;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// Exports the checkpoints under the default `checkpoint.ref_prefix`.
@@ -18,17 +19,6 @@ fn export_checkpoints(p: &Project) -> Result<ExportReport, ExportError> {
 const AWS_KEY: &str = "AKIAQYLPMN5HHHFPZAM2";
 const PEM_BODY: &str = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun";
 const ENV_TOKEN: &str = "ghp_R8mQ2xK7vN4pL9sT3wY6zB1cD5fG0hJ2kM4n";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn pem() -> String {
     format!(
@@ -276,7 +266,7 @@ fn a_second_export_reads_only_what_changed() {
     );
     assert_eq!(
         p.git(&["show", &format!("{}:src/m3/f3.rs", second.commit)]),
-        "pub fn changed() {}\n"
+        "pub fn changed() {}"
     );
     let files = p.git(&["ls-tree", "-r", "--name-only", &second.commit]);
     assert_eq!(files.lines().count(), 301, "{files}");
@@ -415,7 +405,7 @@ fn the_memory_tree_is_redacted_and_names_the_machine() {
     assert_eq!(two["machine"], "desk");
     assert_eq!(
         git(&shuttle, &["ls-tree", "-r", "--name-only", &reference]),
-        "tasks/t-1.json\ntasks/t-2.json\n"
+        "tasks/t-1.json\ntasks/t-2.json"
     );
     let message = git(&shuttle, &["log", "-1", "--format=%B", &reference]);
     assert!(message.starts_with("hookd: memory\n\n"), "{message}");

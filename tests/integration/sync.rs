@@ -106,7 +106,7 @@ impl Machine {
         // Recorded as hookd's own, as the export records what it makes: a
         // tip that is not is never pushed.
         hookd::sync::Ledger::in_state_dir(&self.sb.state_dir())
-            .record(&commit)
+            .record(hookd::sync::ledger::Kind::Made, &commit)
             .unwrap();
         (commit, blob)
     }
@@ -1165,4 +1165,38 @@ fn a_compaction_on_one_machine_is_picked_up_on_another() {
     assert!(!b.project.dir.join(".env").exists());
     assert_eq!(b.project.git(&["rev-parse", "HEAD"]), head_before);
     assert_eq!(b.project.git(&["diff", "--cached", "--name-only"]), "");
+}
+
+/// libgit2 appends to a ref's log when one exists, following a link: a log
+/// planted as a link out of the repository (to a shell's start-up file,
+/// say) makes hookd move neither that ref nor write a byte there.
+#[test]
+fn a_refs_log_linked_out_of_the_repository_is_never_written() {
+    let remotes = Sandbox::new();
+    let remote = bare_remote(&remotes.path().join("remote.git"));
+    let url = file_url(&remote);
+    let outside = remotes.path().join("bashrc");
+    std::fs::write(&outside, "# mine\n").unwrap();
+    let a = Machine::start("a", &sync_section(REMOTE), |r| {
+        r.git(&["remote", "add", REMOTE, &url]);
+        for reference in [
+            "refs/hookd/checkpoints/main",
+            "refs/hookd/sync/a-0a0b0c/state/main",
+        ] {
+            let log = r.git_dir().join("logs").join(reference);
+            std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(&outside, &log).unwrap();
+        }
+    });
+    a.project.write("work.txt", "w\n");
+    let out = a.hookctl(&["save"]);
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(said.contains("is not a plain file"), "{said}");
+    let events = std::fs::read_to_string(a.project.dir.join(".workflow/events.jsonl")).unwrap();
+    assert!(
+        events.contains("its log logs/refs/hookd/sync/a-0a0b0c/state/main is not a plain file"),
+        "{events}"
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "# mine\n");
+    assert_eq!(refs_of(&a.project.dir, "refs/hookd/"), "");
 }

@@ -95,7 +95,7 @@ fn pull_in(s: &Scenario) {
         "refs/hookd/sync/",
     ]);
     for (sha, name) in refs.lines().filter_map(|l| l.split_once(' ')) {
-        if made_here.contains(sha) {
+        if made_here.made(sha) {
             continue;
         }
         let hub_url = hub.display().to_string();
@@ -212,13 +212,13 @@ fn the_newest_of_the_other_machines_wins() {
     sync_state(
         &s,
         &OtherMachine::new("laptop"),
-        "2030-01-02T03:04:05Z",
+        "2026-11-20T03:04:05Z",
         &laptop_state("the laptop's work"),
     );
     sync_state(
         &s,
         &OtherMachine::new("runner"),
-        "2030-01-03T03:04:05Z",
+        "2026-11-21T03:04:05Z",
         &laptop_state("the runner's work"),
     );
     let prompt = resume_print(&s);
@@ -249,7 +249,7 @@ fn a_hostile_synced_state_is_cleaned() {
             machine: &laptop,
             branch: "main",
             project: "/home/me/proj \u{1b}[31mred",
-            saved_at: "2030-01-02T03:04:05Z",
+            saved_at: "2026-11-20T03:04:05Z",
             state_json: &bytes,
             resume_prompt: None,
             checkpoint_source: None,
@@ -289,7 +289,7 @@ fn a_hostile_synced_state_is_cleaned() {
             machine: &forged,
             branch: "main",
             project: "/home/me/proj",
-            saved_at: "2031-01-01T00:00:00Z",
+            saved_at: "2026-11-22T00:00:00Z",
             state_json: &bytes,
             resume_prompt: None,
             checkpoint_source: None,
@@ -339,7 +339,7 @@ fn another_machines_checkpoint_is_restored_into_the_work_tree_only() {
             machine: &laptop,
             branch: "main",
             project: "/home/me/proj",
-            saved_at: "2030-01-02T03:04:05Z",
+            saved_at: "2026-11-20T03:04:05Z",
             state_json: &bytes,
             resume_prompt: None,
             checkpoint_source: Some(source),
@@ -601,7 +601,7 @@ fn a_codex_session_is_offered_it_too() {
     sync_state(
         &s,
         &OtherMachine::new("laptop"),
-        "2030-01-02T03:04:05Z",
+        "2026-11-20T03:04:05Z",
         &laptop_state("make the parser faster"),
     );
     let payload = json!({
@@ -630,11 +630,11 @@ fn every_format_says_where_it_was_saved() {
     for (format, line) in [
         (
             "yaml",
-            "SAVED_ON: machine laptop in /home/me/proj at 2030-01-02 03:04 UTC, synced here",
+            "SAVED_ON: machine laptop in /home/me/proj at 2026-11-20 03:04 UTC, synced here",
         ),
         (
             "xml",
-            "<saved_on machine=\"laptop\" project=\"/home/me/proj\" at=\"2030-01-02 03:04 UTC\">synced here from that machine</saved_on>",
+            "<saved_on machine=\"laptop\" project=\"/home/me/proj\" at=\"2026-11-20 03:04 UTC\">synced here from that machine</saved_on>",
         ),
     ] {
         let s = Scenario::build()
@@ -648,7 +648,7 @@ fn every_format_says_where_it_was_saved() {
         sync_state(
             &s,
             &OtherMachine::new("laptop"),
-            "2030-01-02T03:04:05Z",
+            "2026-11-20T03:04:05Z",
             &laptop_state("make the parser faster"),
         );
         let prompt = resume_print(&s);

@@ -980,9 +980,28 @@ fn refs_dir_is_real(repo: &git2::Repository, reference: &str) -> Result<(), GitE
     let git_dir =
         crate::project_fs::Dir::open(repo.commondir()).map_err(|e| refused(e.to_string()))?;
     match git_dir.open_path(parent) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(refused(e.to_string())),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(refused(e.to_string())),
+    }
+    // libgit2 appends to the ref's log when `logs/<ref>` exists, following
+    // a link: neither it nor a directory on its way may be one.
+    let log = Path::new("logs").join(reference);
+    let (Some(log_dir), Some(name)) = (log.parent(), log.file_name()) else {
+        return Ok(());
+    };
+    let dir = match git_dir.open_path(log_dir) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(refused(format!("its log: {e}"))),
+    };
+    match dir.entry(name.as_encoded_bytes()) {
+        Ok(crate::project_fs::Entry::Missing | crate::project_fs::Entry::File { .. }) => Ok(()),
+        Ok(_) => Err(refused(format!(
+            "its log {} is not a plain file",
+            log.display()
+        ))),
+        Err(e) => Err(refused(format!("its log: {e}"))),
     }
 }
 
@@ -1372,7 +1391,7 @@ pub(crate) fn move_ref_if_unmoved(
     op: &'static str,
 ) -> Result<bool, GitError> {
     refs_dir_is_real(repo, reference)?;
-    clear_stale_lock(&repo.path().join(format!("{reference}.lock")));
+    clear_stale_lock(&repo.commondir().join(format!("{reference}.lock")));
     match repo.reference_matching(reference, oid, true, expected, log) {
         Ok(_) => Ok(true),
         Err(e)

@@ -72,10 +72,14 @@ pub fn merge_records(
         task.machine = Some(machine.to_owned());
         let theirs = last_change(&task);
         if theirs > latest_trusted {
-            // A time past this pull's would beat every later edit here.
-            task.updated_at = crate::time::rfc3339_millis(latest_trusted);
+            // A time past this pull's would beat every later edit here, at
+            // every pull: such a record is not taken.
+            report.skipped.push(format!(
+                "{place}: it says it changed at {}, later than this machine's clock allows; skipped",
+                crate::time::rfc3339(theirs)
+            ));
+            continue;
         }
-        let theirs = theirs.min(latest_trusted);
         let ours = store.entry(&task.task_id).map(|e| e.updated_ms);
         match ours {
             Some(ours) if ours >= theirs => {
@@ -247,10 +251,9 @@ mod tests {
         let config = config(dir.path());
         let memories = Memories::default();
         memories.set_machine("desk");
-        let mut theirs = record(A, "from the future", "2099-01-01T00:00:00Z");
-        theirs.machine = Some("desk".into());
-        let before = crate::time::now_ms();
-        let report = merge_records(&memories, &config, "laptop", vec![incoming(&theirs)]).unwrap();
+        let mut claims = record(A, "claims to be desk's", "2026-11-21T10:00:00Z");
+        claims.machine = Some("desk".into());
+        let report = merge_records(&memories, &config, "laptop", vec![incoming(&claims)]).unwrap();
         assert_eq!(report.added, vec![A.to_owned()]);
         let stored = {
             let shared = memories.open(&config).unwrap();
@@ -258,22 +261,26 @@ mod tests {
             store.read(A).unwrap()
         };
         assert_eq!(stored.machine.as_deref(), Some("laptop"));
-        let at = crate::time::parse_rfc3339(&stored.updated_at).unwrap();
-        assert!(
-            at >= before && at <= crate::time::now_ms() + FUTURE_ALLOWANCE_MS,
-            "{}",
-            stored.updated_at
-        );
-        // An edit here, a while after the pull, beats the record pulled again.
+        // An edit here, stamped as every edit is, then a record from the
+        // future pulled again and again: the edit stays.
         {
             let shared = memories.open(&config).unwrap();
             let mut store = lock(&shared);
             let edited = record(A, "edited here", &stored.updated_at);
-            store.save(&edited, at + FUTURE_ALLOWANCE_MS, 3).unwrap();
+            store.save(&edited, crate::time::now_ms(), 3).unwrap();
         }
-        let again = merge_records(&memories, &config, "laptop", vec![incoming(&theirs)]).unwrap();
-        assert_eq!(again.kept, 1);
-        assert_eq!(description(&memories, &config, A), "edited here");
+        let future = record(A, "from the future", "2099-01-01T00:00:00Z");
+        for _ in 0..2 {
+            let again =
+                merge_records(&memories, &config, "laptop", vec![incoming(&future)]).unwrap();
+            assert_eq!((again.added.len(), again.updated.len()), (0, 0));
+            assert!(
+                again.skipped[0].contains("later than this machine's clock allows"),
+                "{:?}",
+                again.skipped
+            );
+            assert_eq!(description(&memories, &config, A), "edited here");
+        }
     }
 
     /// A record that is corrupt, misnamed, too big or unreadable is

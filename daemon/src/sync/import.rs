@@ -97,7 +97,7 @@ pub fn find_states(
         if !is_state_of(reference, branch, me) {
             return false;
         }
-        if !pulled.contains(sha) {
+        if !pulled.pulled(sha) {
             unpulled.borrow_mut().push(format!(
                 "the synced state on {} is not used: no pull brought its tip {sha} (hookd did not write it)",
                 crate::render::clean_text(reference)
@@ -176,8 +176,17 @@ fn parse_tip(
     let saved_at_text = trailer("Saved-At").ok_or_else(|| missing("Saved-At"))?;
     let saved_at_ms = crate::time::parse_rfc3339(&saved_at_text)
         .ok_or_else(|| format!("its Hookd-Saved-At ({saved_at_text}) is not an RFC 3339 time"))?;
+    // A time past this machine's clock (and the allowance for another's
+    // running ahead) cannot be ordered against any save: it would beat
+    // every later one, of this machine and of the others.
+    if !within_clock(saved_at_ms) {
+        return Err(format!(
+            "its Hookd-Saved-At ({}) is later than this machine's clock allows",
+            crate::render::clean_text(&saved_at_text)
+        ));
+    }
     let origin_project = trailer("Project").ok_or_else(|| missing("Project"))?;
-    let source = trailer("Checkpoint-Source").filter(|s| is_sha(s));
+    let source = trailer("Checkpoint-Source").filter(|s| super::ledger::is_commit_id(s));
     let session = trailer("Session");
     let bytes = tip
         .files
@@ -203,7 +212,7 @@ fn parse_tip(
             project,
             &super::checkpoint_ref(machine_id, branch),
             source,
-            &|tip| pulled.contains(tip),
+            &|tip| pulled.pulled(tip),
         )
         .ok()
         .flatten(),
@@ -297,10 +306,6 @@ fn is_plain_relative(dir: &str) -> bool {
             .all(|c| matches!(c, std::path::Component::Normal(_)))
 }
 
-fn is_sha(text: &str) -> bool {
-    matches!(text.len(), 40 | 64) && text.chars().all(|c| c.is_ascii_hexdigit())
-}
-
 /// When this machine's own state was saved (a state taken in from another
 /// machine: when it was saved there), in milliseconds.
 pub fn saved_at_ms(state: &ContextState) -> Option<u64> {
@@ -308,6 +313,12 @@ pub fn saved_at_ms(state: &ContextState) -> Option<u64> {
         Some(from) => crate::time::parse_rfc3339(&from.saved_at),
         None => crate::time::parse_rfc3339(&state.captured_at),
     }
+}
+
+/// Whether a time another machine claims is no later than this machine's
+/// clock allows (another's may run a little ahead).
+fn within_clock(at_ms: u64) -> bool {
+    at_ms <= crate::time::now_ms() + FUTURE_ALLOWANCE_MS
 }
 
 /// Whether `synced` should be offered over this machine's own state
@@ -324,12 +335,7 @@ pub fn is_newer(synced: &SyncedState, local: Option<&ContextState>) -> bool {
     {
         return false;
     }
-    // A time past this machine's clock (and the allowance for another's
-    // running ahead) cannot be ordered against this machine's saves: it
-    // would beat every later one.
-    let latest_trusted = crate::time::now_ms() + FUTURE_ALLOWANCE_MS;
-    synced.saved_at_ms <= latest_trusted
-        && saved_at_ms(local).is_none_or(|own| synced.saved_at_ms > own)
+    saved_at_ms(local).is_none_or(|own| synced.saved_at_ms > own)
 }
 
 /// Writes `synced`'s state as this project's saved state (atomically, and
@@ -365,7 +371,7 @@ pub fn offered(state_dir: &Path) -> std::collections::HashSet<String> {
         .map(|bytes| {
             String::from_utf8_lossy(&bytes)
                 .lines()
-                .filter(|l| is_sha(l))
+                .filter(|l| super::ledger::is_commit_id(l))
                 .map(str::to_owned)
                 .collect()
         })
@@ -384,7 +390,7 @@ pub fn something_to_offer(
 ) -> Result<bool, GitError> {
     let tips = git::synced::tips(project, super::SYNC_REFS)?;
     Ok(tips.iter().any(|(reference, sha)| {
-        is_state_of(reference, branch, me) && pulled.contains(sha) && !offered.contains(sha)
+        is_state_of(reference, branch, me) && pulled.pulled(sha) && !offered.contains(sha)
     }))
 }
 
@@ -397,7 +403,10 @@ pub fn first_offer(state_dir: &Path, commit: &str) -> std::io::Result<bool> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
     };
-    let mut offered: Vec<&str> = text.lines().filter(|l| is_sha(l)).collect();
+    let mut offered: Vec<&str> = text
+        .lines()
+        .filter(|l| super::ledger::is_commit_id(l))
+        .collect();
     if offered.contains(&commit) {
         return Ok(false);
     }
@@ -532,7 +541,7 @@ pub fn other_checkpoints(
 ) -> Result<Vec<protocol::wire::CheckpointSummary>, GitError> {
     let wanted = |reference: &str, tip: &str| {
         super::split_sync_ref(reference).is_some_and(|(machine, kind)| {
-            machine != me.id && kind.starts_with("checkpoints/") && pulled.contains(tip)
+            machine != me.id && kind.starts_with("checkpoints/") && pulled.pulled(tip)
         })
     };
     git::synced::list_exported(project, super::SYNC_REFS, &wanted, CHECKPOINT_TITLE, limit)
@@ -588,15 +597,11 @@ mod tests {
     #[test]
     fn a_saved_at_in_the_future_is_not_trusted() {
         let now = crate::time::now_ms();
-        let future = synced("2099-01-01T00:00:00Z", "c1");
-        let own = ContextState {
-            captured_at: crate::time::rfc3339(now),
-            ..ContextState::default()
-        };
-        assert!(!is_newer(&future, Some(&own)));
-        assert!(is_newer(&future, None), "nothing here to beat");
-        let soon = synced(&crate::time::rfc3339(now + 60_000), "c2");
-        assert!(is_newer(&soon, Some(&own)), "a clock a minute ahead");
+        assert!(!within_clock(
+            crate::time::parse_rfc3339("2099-01-01T00:00:00Z").unwrap()
+        ));
+        assert!(within_clock(now + 60_000), "a clock a minute ahead");
+        assert!(!within_clock(now + FUTURE_ALLOWANCE_MS + 60_000));
     }
 
     #[test]
@@ -645,16 +650,7 @@ mod tests {
     #[test]
     fn only_a_pulled_tip_not_yet_offered_is_something_to_offer() {
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-                .args(args)
-                .current_dir(dir.path())
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "git {args:?}: {out:?}");
-            String::from_utf8(out.stdout).unwrap().trim().to_owned()
-        };
+        let git = |args: &[&str]| crate::sync::test_git::git(dir.path(), args);
         git(&["init", "-q", "-b", "main"]);
         git(&["commit", "-q", "--allow-empty", "-m", "one"]);
         let tip = git(&["rev-parse", "HEAD"]);
@@ -674,7 +670,9 @@ mod tests {
             something_to_offer(dir.path(), "main", &me, &pulled, offered).unwrap()
         };
         assert!(!ask(&offered), "no pull brought it");
-        ledger.record(&tip).unwrap();
+        ledger
+            .record(super::super::ledger::Kind::Pulled, &tip)
+            .unwrap();
         assert!(ask(&offered));
         assert!(
             !something_to_offer(dir.path(), "other", &me, &ledger.read().unwrap(), &offered)

@@ -7,14 +7,21 @@
 //! exported checkpoint this machine made) or moved a ref to it in a pull
 //! (another machine's tip, as the remote holds it):
 //!
-//! - a push sends only this machine's refs whose tips are in the ledger;
-//! - an export continues a chain only from a tip in the ledger;
-//! - another machine's state or checkpoint is read only when its tip is.
+//! - a push sends only this machine's refs whose tips hookd made;
+//! - an export continues a chain only from a tip hookd made;
+//! - another machine's state or checkpoint is read only when a pull
+//!   brought its tip.
 //!
-//! The ledger is one file in hookd's state directory, a commit id a line,
-//! nothing of any project in it; lines are appended with one write each
-//! under a lock, and when it grows past [`KEPT`] lines the oldest are
-//! dropped by rewriting it atomically.
+//! The two kinds never stand in for each other: a remote can advertise any
+//! commit (the user's HEAD, named in a pushed trailer) as another
+//! machine's tip, and a pull takes it in, but that makes it no commit of
+//! this machine's to build on or push.
+//!
+//! The ledger is one file in hookd's state directory, a kind and a commit
+//! id a line (`made <id>`, `pulled <id>`), nothing of any project in it;
+//! a line already there is not written again, lines are appended with one
+//! write each under a lock, and when it grows past [`KEPT`] lines the
+//! oldest are dropped by rewriting it atomically.
 
 use std::collections::HashSet;
 use std::io;
@@ -41,13 +48,47 @@ pub struct Ledger {
     path: PathBuf,
 }
 
-/// The commit ids of a ledger as read once.
+/// How a commit came into the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// hookd made it on one of this machine's sync refs.
+    Made,
+    /// A pull moved another machine's sync ref to it.
+    Pulled,
+}
+
+impl Kind {
+    fn word(self) -> &'static str {
+        match self {
+            Kind::Made => "made",
+            Kind::Pulled => "pulled",
+        }
+    }
+}
+
+/// The commit ids of a ledger as read once, by kind.
 #[derive(Debug, Clone, Default)]
-pub struct Trusted(HashSet<String>);
+pub struct Trusted {
+    made: HashSet<String>,
+    pulled: HashSet<String>,
+}
 
 impl Trusted {
-    pub fn contains(&self, sha: &str) -> bool {
-        self.0.contains(sha)
+    /// A commit hookd made on this machine's sync refs.
+    pub fn made(&self, sha: &str) -> bool {
+        self.made.contains(sha)
+    }
+
+    /// Another machine's tip a pull brought.
+    pub fn pulled(&self, sha: &str) -> bool {
+        self.pulled.contains(sha)
+    }
+
+    fn has(&self, kind: Kind, sha: &str) -> bool {
+        match kind {
+            Kind::Made => self.made(sha),
+            Kind::Pulled => self.pulled(sha),
+        }
     }
 }
 
@@ -58,17 +99,16 @@ impl Ledger {
         }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Records `sha` as a commit hookd wrote or pulled.
-    pub fn record(&self, sha: &str) -> Result<(), String> {
+    /// Records `sha` as a commit of this `kind`, unless it is already.
+    pub fn record(&self, kind: Kind, sha: &str) -> Result<(), String> {
         if !is_commit_id(sha) {
             return Err(format!("`{sha}` is not a commit id"));
         }
         let _one = WRITING.lock().unwrap_or_else(|p| p.into_inner());
-        crate::fsutil::append_line(&self.path, sha)
+        if self.read()?.has(kind, sha) {
+            return Ok(());
+        }
+        crate::fsutil::append_line(&self.path, &format!("{} {sha}", kind.word()))
             .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
         self.prune().map_err(|e| {
             format!(
@@ -85,12 +125,14 @@ impl Ledger {
             Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),
         };
-        Ok(Trusted(
-            text.lines()
-                .filter(|l| is_commit_id(l))
-                .map(str::to_owned)
-                .collect(),
-        ))
+        let mut trusted = Trusted::default();
+        for (kind, sha) in text.lines().filter_map(entry) {
+            match kind {
+                Kind::Made => trusted.made.insert(sha.to_owned()),
+                Kind::Pulled => trusted.pulled.insert(sha.to_owned()),
+            };
+        }
+        Ok(trusted)
     }
 
     /// Keeps the newest [`KEPT`] lines once the file holds more than
@@ -102,7 +144,7 @@ impl Ledger {
             return Ok(());
         }
         let text = std::fs::read_to_string(&self.path)?;
-        let lines: Vec<&str> = text.lines().filter(|l| is_commit_id(l)).collect();
+        let lines: Vec<&str> = text.lines().filter(|l| entry(l).is_some()).collect();
         if lines.len() <= KEPT + SLACK {
             return Ok(());
         }
@@ -135,16 +177,27 @@ impl<'a> LedgerChain<'a> {
 
 impl crate::git::export::Chain for LedgerChain<'_> {
     fn continues(&self, tip: &str) -> bool {
-        self.trusted.contains(tip)
+        self.trusted.made(tip)
     }
 
     fn made(&self, commit: &str) -> Result<(), String> {
-        self.ledger.record(commit)
+        self.ledger.record(Kind::Made, commit)
     }
 }
 
+/// One line of the ledger: its kind and commit id.
+fn entry(line: &str) -> Option<(Kind, &str)> {
+    let (word, sha) = line.split_once(' ')?;
+    let kind = match word {
+        "made" => Kind::Made,
+        "pulled" => Kind::Pulled,
+        _ => return None,
+    };
+    is_commit_id(sha).then_some((kind, sha))
+}
+
 /// A SHA-1 or SHA-256 commit id, lowercase hex as git writes it.
-fn is_commit_id(text: &str) -> bool {
+pub fn is_commit_id(text: &str) -> bool {
     matches!(text.len(), 40 | 64) && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
@@ -153,16 +206,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_recorded_commit_is_trusted_and_nothing_else() {
+    fn a_recorded_commit_is_trusted_as_its_kind_only_and_once() {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::in_state_dir(dir.path());
-        assert!(!ledger.read().unwrap().contains(&"a".repeat(40)));
-        ledger.record(&"a".repeat(40)).unwrap();
-        ledger.record(&"b".repeat(64)).unwrap();
+        let (a, b) = ("a".repeat(40), "b".repeat(64));
+        assert!(!ledger.read().unwrap().made(&a));
+        ledger.record(Kind::Made, &a).unwrap();
+        ledger.record(Kind::Pulled, &b).unwrap();
+        ledger.record(Kind::Pulled, &b).unwrap();
         let trusted = ledger.read().unwrap();
-        assert!(trusted.contains(&"a".repeat(40)));
-        assert!(trusted.contains(&"b".repeat(64)));
-        assert!(!trusted.contains(&"c".repeat(40)));
+        assert!(trusted.made(&a) && !trusted.pulled(&a));
+        assert!(
+            trusted.pulled(&b) && !trusted.made(&b),
+            "a pull makes nothing of ours"
+        );
+        assert!(!trusted.made(&"c".repeat(40)));
         for bad in [
             "",
             "HEAD",
@@ -170,11 +228,11 @@ mod tests {
             &"A".repeat(40),
             &"a".repeat(39),
         ] {
-            assert!(ledger.record(bad).is_err(), "{bad}");
+            assert!(ledger.record(Kind::Made, bad).is_err(), "{bad}");
         }
         assert_eq!(
-            std::fs::read_to_string(ledger.path()).unwrap(),
-            format!("{}\n{}\n", "a".repeat(40), "b".repeat(64))
+            std::fs::read_to_string(&ledger.path).unwrap(),
+            format!("made {a}\npulled {b}\n")
         );
     }
 
@@ -184,13 +242,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::in_state_dir(dir.path());
         let sha = |n: usize| format!("{n:040x}");
-        let full: String = (0..KEPT + SLACK).map(|n| format!("{}\n", sha(n))).collect();
-        std::fs::write(ledger.path(), full).unwrap();
-        ledger.record(&sha(KEPT + SLACK)).unwrap();
+        let full: String = (0..KEPT + SLACK)
+            .map(|n| format!("made {}\n", sha(n)))
+            .collect();
+        std::fs::write(&ledger.path, full).unwrap();
+        ledger.record(Kind::Made, &sha(KEPT + SLACK)).unwrap();
         let trusted = ledger.read().unwrap();
-        assert_eq!(trusted.0.len(), KEPT);
-        assert!(!trusted.contains(&sha(0)));
-        assert!(trusted.contains(&sha(KEPT + SLACK)));
-        assert!(trusted.contains(&sha(SLACK + 1)));
+        assert_eq!(trusted.made.len(), KEPT);
+        assert!(!trusted.made(&sha(0)));
+        assert!(trusted.made(&sha(KEPT + SLACK)));
+        assert!(trusted.made(&sha(SLACK + 1)));
     }
 }

@@ -199,7 +199,7 @@ impl SyncWorker {
             let kind_is_synced = super::split_sync_ref(name).is_some_and(|(_, kind)| {
                 kind.starts_with("checkpoints/") || kind.starts_with("state/")
             });
-            if kind_is_synced && trusted.contains(sha) {
+            if kind_is_synced && trusted.made(sha) {
                 refs.push((name.clone(), sha.clone()));
             } else {
                 planted.push(name.clone());
@@ -240,7 +240,7 @@ impl SyncWorker {
             &shuttle,
             SYNC_REFS,
             |name| fetched_ref_is_acceptable(name, &machine.id),
-            &|sha| ledger.record(sha),
+            &|sha| ledger.record(super::ledger::Kind::Pulled, sha),
         )
         .map_err(run)?;
         let mut detail = format!(
@@ -561,7 +561,7 @@ mod tests {
         // As though hookd had made it: only such a tip is pushed.
         let tip = git(&project, &["rev-parse", "HEAD"]);
         super::super::Ledger::in_state_dir(&state)
-            .record(&tip)
+            .record(super::super::ledger::Kind::Made, &tip)
             .unwrap();
         let sync = SyncConfig {
             remote: Some("hookd-sync".into()),

@@ -8,7 +8,6 @@ use crate::state::SaveTrigger;
 use crate::sync::test_git::git;
 use protocol::config::Config;
 use std::path::PathBuf;
-use std::process::Command;
 
 /// Exports the checkpoints under the default `checkpoint.ref_prefix`.
 fn export_checkpoints(p: &Project) -> Result<ExportReport, ExportError> {
@@ -316,23 +315,9 @@ fn a_planted_sync_ref_is_no_parent_and_no_base() {
     // the next one changes from: the next export judges every file.
     let env_tree = p.git(&["rev-parse", "HEAD^{tree}"]);
     let message = format!("hookd: checkpoint\n\nHookd-Source: {}\n", first.source);
-    let forged = {
-        let out = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-            .args(["commit-tree", env_tree.trim(), "-F", "-"])
-            .current_dir(&p.path)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                child.stdin.take().unwrap().write_all(message.as_bytes())?;
-                child.wait_with_output()
-            })
-            .unwrap();
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    };
-    p.git(&["update-ref", &first.reference, &forged]);
+    let forged = p.git(&["commit-tree", env_tree.trim(), "-m", &message]);
+    let forged = forged.trim();
+    p.git(&["update-ref", &first.reference, forged]);
     std::fs::write(p.path.join("README.md"), "Changed.\n").unwrap();
     p.save();
     let next = export_checkpoints(&p).unwrap();

@@ -23,6 +23,7 @@ pub mod pidlock;
 pub mod pipeline;
 pub mod project_fs;
 pub mod prompt;
+pub mod random;
 pub mod render;
 pub mod resources;
 pub mod resume;

@@ -118,9 +118,7 @@ pub struct Parsed {
 /// A new token for one compaction's block: 128 bits from the OS's random
 /// source, in hex. `None` when the OS gives none (no block counts then).
 pub fn new_token() -> Option<String> {
-    let mut bytes = [0u8; TOKEN_BYTES];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    crate::random::hex(TOKEN_BYTES)
 }
 
 /// Reads the block hookd asked for, and only that one: the summary's last

@@ -53,9 +53,8 @@ fn suffix(state_dir: &Path) -> io::Result<String> {
             return Ok(text.to_ascii_lowercase());
         }
     }
-    let mut bytes = [0u8; 3];
-    getrandom::fill(&mut bytes).map_err(io::Error::other)?;
-    let made: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let made =
+        crate::random::hex(3).ok_or_else(|| io::Error::other("the OS gave no random bytes"))?;
     crate::fsutil::write_atomic(&path, format!("{made}\n").as_bytes())?;
     Ok(made)
 }

@@ -76,6 +76,19 @@ pub fn counted(n: impl Into<u64>, word: &str) -> String {
     }
 }
 
+/// Longest path [`is_plain_absolute_path`] takes.
+pub const MAX_PLAIN_PATH: usize = 200;
+
+/// An absolute path of letters, digits and `/._-` only, not too long: what
+/// another machine says its project was may be shown to the model only so.
+pub fn is_plain_absolute_path(path: &str) -> bool {
+    path.starts_with('/')
+        && path.len() <= MAX_PLAIN_PATH
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
